@@ -1,0 +1,1 @@
+"""Command-line interface: thin modules that parse arguments, call the core, render, exit."""

