@@ -1,0 +1,1 @@
+"""Pure analysis: canonical records and counts in, acceptance statistics, CIs and DataFrames out."""

@@ -1,0 +1,153 @@
+"""Exact acceptance counts and the statistics derived from them (../shared/DESIGN.md "Acceptance").
+
+:class:`Counts` is what gets summed: windows, requests and scrape differences all become Counts, and
+every statistic is recomputed from the sums (a ratio estimator), never averaged across windows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFINITION = (
+    "unconditional per-position acceptance p_i = accepted_per_position[i] / num_drafts (vLLM's definition); "
+    "conditional alpha_i = p_i / p_(i-1), alpha_0 = p_0; "
+    "mean acceptance length AL = 1 + accepted_tokens / num_drafts (includes the bonus token); "
+    "draft acceptance rate DAR = accepted_tokens / draft_tokens"
+)
+
+# Slack for comparing ratios of exact integers (only float noise, nothing printed).
+_EXACT_TOL = 1e-9
+
+
+@dataclass
+class Counts:
+    """Exact counts over some set of verify steps ("drafts").
+
+    ``derived`` names fields that analysis computed rather than read (e.g. ``num_drafts`` from
+    ``draft_tokens / k``, ``accepted_per_position`` from printed rates); ``origin`` says where the
+    counts came from (``file:line``), for warnings and plots.
+    """
+
+    num_drafts: int
+    draft_tokens: int
+    accepted_tokens: int
+    accepted_per_position: list[int] | None = None
+    num_spec_tokens: int | None = None
+    derived: tuple[str, ...] = ()
+    origin: str | None = None
+    time: str | None = None
+
+    def __add__(self, other: "Counts") -> "Counts":
+        if not isinstance(other, Counts):
+            return NotImplemented
+        pos = None
+        a, b = self.accepted_per_position, other.accepted_per_position
+        if a is not None and b is not None and len(a) == len(b):
+            pos = [x + y for x, y in zip(a, b)]
+        k = self.num_spec_tokens if self.num_spec_tokens == other.num_spec_tokens else None
+        derived = tuple(dict.fromkeys(self.derived + other.derived))
+        if (a is None) != (b is None) or (a is not None and b is not None and len(a) != len(b)):
+            derived = tuple(dict.fromkeys(derived + ("accepted_per_position dropped (mixed lengths)",)))
+        return Counts(
+            num_drafts=self.num_drafts + other.num_drafts,
+            draft_tokens=self.draft_tokens + other.draft_tokens,
+            accepted_tokens=self.accepted_tokens + other.accepted_tokens,
+            accepted_per_position=pos,
+            num_spec_tokens=k,
+            derived=derived,
+        )
+
+    def __radd__(self, other: Any) -> "Counts":
+        # lets sum(list_of_counts) work with its default start of 0
+        if other == 0:
+            return self
+        return NotImplemented
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_drafts": self.num_drafts,
+            "draft_tokens": self.draft_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "accepted_per_position": self.accepted_per_position,
+            "num_spec_tokens": self.num_spec_tokens,
+            "derived": list(self.derived),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, origin: str | None = None) -> "Counts":
+        """Read the ``counts`` objects of ``acceptance.json``; raises KeyError/TypeError on bad shape."""
+        pos = d.get("accepted_per_position")
+        return cls(
+            num_drafts=int(d["num_drafts"]),
+            draft_tokens=int(d["draft_tokens"]),
+            accepted_tokens=int(d["accepted_tokens"]),
+            accepted_per_position=None if pos is None else [int(x) for x in pos],
+            num_spec_tokens=None if d.get("num_spec_tokens") is None else int(d["num_spec_tokens"]),
+            derived=tuple(d.get("derived") or ()),
+            origin=origin,
+        )
+
+
+def total(units: list[Counts]) -> Counts:
+    """Sum of ``units`` (the pooled counts); raises ValueError when there are none."""
+    if not units:
+        raise ValueError("no counts to sum")
+    out = units[0]
+    for u in units[1:]:
+        out = out + u
+    return out
+
+
+@dataclass
+class Acceptance:
+    """Statistics derived from :class:`Counts`; all "derived" in the DESIGN sense."""
+
+    counts: Counts
+    mean_acceptance_length: float  # 1 + A/D (includes the bonus token)
+    draft_acceptance_rate: float  # A / draft_tokens
+    per_position: list[float]  # p_i = accepted_per_position[i] / D (unconditional)
+    conditional: list[float]  # alpha_i = p_i / p_{i-1}, alpha_0 = p_0
+    warnings: list[str] = field(default_factory=list)
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den else math.nan
+
+
+def conditional_from_unconditional(p: list[float]) -> list[float]:
+    """alpha_0 = p_0, alpha_i = p_i / p_(i-1) (nan where the previous position accepted nothing)."""
+    return [p[0]] + [_ratio(p[i], p[i - 1]) for i in range(1, len(p))] if p else []
+
+
+def acceptance(counts: Counts) -> Acceptance:
+    """Derive AL, DAR, p_i and alpha_i from ``counts`` and check the DESIGN invariants (as warnings)."""
+    c = counts
+    where = f" ({c.origin})" if c.origin else ""
+    warnings: list[str] = []
+    al = 1 + _ratio(c.accepted_tokens, c.num_drafts)
+    dar = _ratio(c.accepted_tokens, c.draft_tokens)
+    p = [_ratio(x, c.num_drafts) for x in (c.accepted_per_position or [])]
+    alpha = conditional_from_unconditional(p)
+    if c.num_drafts == 0:
+        warnings.append(f"no drafts{where}: acceptance is undefined")
+        return Acceptance(c, al, dar, p, alpha, warnings)
+
+    if c.accepted_per_position is not None:
+        s = sum(c.accepted_per_position)
+        # With reconstructed positions rounding may move the sum by up to one per position.
+        slack = len(c.accepted_per_position) if "accepted_per_position" in c.derived else 0
+        if abs(s - c.accepted_tokens) > slack:
+            warnings.append(
+                f"invariant AL = 1 + sum(p_i) broken{where}: sum of accepted_per_position {s} "
+                f"!= accepted_tokens {c.accepted_tokens}"
+            )
+        if any(later > earlier for earlier, later in zip(c.accepted_per_position, c.accepted_per_position[1:])):
+            warnings.append(f"per-position acceptance increases with position{where}: {[round(x, 3) for x in p]}")
+    k = c.num_spec_tokens or (len(c.accepted_per_position) if c.accepted_per_position else None)
+    if k and c.draft_tokens == k * c.num_drafts and abs(dar - (al - 1) / k) > _EXACT_TOL:
+        warnings.append(f"invariant DAR = (AL - 1)/k broken{where}: DAR {dar:.4f}, (AL-1)/k {(al - 1) / k:.4f}")
+    if c.accepted_tokens > c.draft_tokens:
+        warnings.append(f"accepted_tokens {c.accepted_tokens} > draft_tokens {c.draft_tokens}{where}")
+    return Acceptance(c, al, dar, p, alpha, warnings)

@@ -1,0 +1,92 @@
+"""DataFrames: one row per canonical record, and one summary row per labelled group of counts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from specbench.analysis.bootstrap import bootstrap
+from specbench.analysis.counts import Counts, acceptance, total
+from specbench.metrics.record import SpecDecodeRecord
+
+_RECORD_COLUMNS = list(SpecDecodeRecord(source="", format="").to_dict())
+
+
+def records_to_frame(records: Iterable[Any]) -> pd.DataFrame:
+    """One row per spec-decode record, columns named exactly as the canonical record's keys."""
+    rows = [r.to_dict() for r in records if isinstance(r, SpecDecodeRecord)]
+    return pd.DataFrame(rows, columns=_RECORD_COLUMNS)
+
+
+def _ci_cols(row: dict[str, Any], name: str, value: float, ci: tuple[float, float] | None) -> None:
+    row[name] = value
+    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci if ci is not None else (math.nan, math.nan)
+
+
+def summary_frame(
+    groups: dict[str, list[Counts]],
+    *,
+    totals: dict[str, Counts] | None = None,
+    unit: str | dict[str, str] = "window",
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """One row per group: pooled counts, AL, DAR, p_i, alpha_i and their bootstrap CIs.
+
+    Point estimates come from ``totals[label]`` when given (e.g. exact Prometheus counts) and from
+    the sum of the group's units otherwise; the CIs always resample the units. ``unit`` names what
+    a unit is ("window" or "request"), per group when a dict. ``ci_degenerate`` marks groups
+    with a single unit, whose interval is (x, x).
+    """
+    totals = totals or {}
+    rows: list[dict[str, Any]] = []
+    k_max = 0
+    for label, units in groups.items():
+        pooled = totals.get(label) or (total(units) if units else None)
+        row: dict[str, Any] = {"label": label, "unit": unit.get(label, "window") if isinstance(unit, dict) else unit,
+                               "n_units": len(units)}
+        if pooled is None:
+            rows.append(row)
+            continue
+        acc = acceptance(pooled)
+        ci = bootstrap(units, n_resamples=n_resamples, seed=seed, confidence=confidence) if units else None
+        row["ci_degenerate"] = bool(ci is None or ci.degenerate)
+        row["num_spec_tokens"] = pooled.num_spec_tokens
+        row["num_drafts"] = pooled.num_drafts
+        row["draft_tokens"] = pooled.draft_tokens
+        row["accepted_tokens"] = pooled.accepted_tokens
+        get = (lambda key: ci.get(key)) if ci is not None else (lambda key: None)
+        _ci_cols(row, "mean_acceptance_length", acc.mean_acceptance_length, get("mean_acceptance_length"))
+        _ci_cols(row, "draft_acceptance_rate", acc.draft_acceptance_rate, get("draft_acceptance_rate"))
+        for i, p in enumerate(acc.per_position):
+            _ci_cols(row, f"p{i}", p, get(f"p{i}"))
+        for i, a in enumerate(acc.conditional):
+            _ci_cols(row, f"a{i}", a, get(f"a{i}"))
+        k_max = max(k_max, len(acc.per_position))
+        row["derived"] = ", ".join(dict.fromkeys(d for u in (units or [pooled]) for d in u.derived))
+        row["warnings"] = "; ".join(acc.warnings)
+        rows.append(row)
+    head = ["label", "unit", "n_units", "ci_degenerate", "num_spec_tokens", "num_drafts", "draft_tokens",
+            "accepted_tokens"]
+    stats = ["mean_acceptance_length", "draft_acceptance_rate"] + [f"p{i}" for i in range(k_max)] + [
+        f"a{i}" for i in range(k_max)]
+    cols = head + [c for s in stats for c in (s, f"{s}_ci_low", f"{s}_ci_high")] + ["derived", "warnings"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def window_frame(groups: dict[str, list[Counts]]) -> pd.DataFrame:
+    """One row per unit (window/request) per group, in order: the data behind "AL over time"."""
+    rows = []
+    for label, units in groups.items():
+        for i, u in enumerate(units):
+            acc = acceptance(u)
+            rows.append({"label": label, "window": i, "time": u.time, "origin": u.origin,
+                         "num_drafts": u.num_drafts, "accepted_tokens": u.accepted_tokens,
+                         "mean_acceptance_length": acc.mean_acceptance_length,
+                         "p0": acc.per_position[0] if acc.per_position else math.nan})
+    return pd.DataFrame(rows, columns=["label", "window", "time", "origin", "num_drafts", "accepted_tokens",
+                                       "mean_acceptance_length", "p0"])

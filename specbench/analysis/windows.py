@@ -1,0 +1,287 @@
+"""Canonical records -> per-window :class:`Counts` (the summable unit), with every derivation labelled.
+
+- vLLM V1 lines cover one logging interval each: one Counts per line.
+- vLLM V0 lines are cumulative since start: consecutive lines of one (file, pid, engine) stream are
+  differenced; a counter that goes down means the server restarted, which starts a new stream.
+- Prometheus scrapes are exact cumulative counters: consecutive scrapes of one engine are
+  differenced across files in the order given (a before/after pair gives the load's counts); a
+  lone scrape gives the counts since server start.
+- Lines that print rates but no counts (SGLang's ``accept len``) cannot be summed; they are left
+  out of the counts with a warning, and :func:`rate_only_summary` reports them on their own.
+
+Where a line does not print ``num_drafts`` D it is derived: ``D = draft_tokens / k`` when every
+draft has full length k, cross-checked with ``accepted_tokens / sum(p_i)`` from the printed
+per-position rates (which also gives D when drafts were shorter). Per-position counts are
+reconstructed as ``round(p_i * D)`` and marked ``derived``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from specbench.analysis.counts import Counts, acceptance
+from specbench.metrics.record import SpecDecodeRecord
+
+# Half a unit in the last printed digit of vLLM's formats: AL "%.2f", rates "%.3f", DAR "%.1f%%".
+AL_PRINT_TOL = 0.005 + 1e-9
+RATE_PRINT_TOL = 0.0005 + 1e-9
+
+
+def _where(rec: SpecDecodeRecord) -> str:
+    if rec.file is None and rec.line is None:
+        return f"{rec.source} record"
+    return f"{rec.file or '<text>'}:{rec.line if rec.line is not None else '?'}"
+
+
+def _spec_tokens(rec: SpecDecodeRecord) -> int | None:
+    if rec.num_spec_tokens:
+        return rec.num_spec_tokens
+    for lst in (rec.accepted_per_position, rec.per_position_acceptance):
+        if lst:
+            return len(lst)
+    return None
+
+
+def has_counts(rec: SpecDecodeRecord) -> bool:
+    """True when the record carries the token counts needed to sum it with others."""
+    return rec.accepted_tokens is not None and rec.draft_tokens is not None
+
+
+def _derive_drafts(rec: SpecDecodeRecord, warnings: list[str]) -> tuple[int, bool] | None:
+    """(num_drafts, derived?) for a record with counts, or None when D cannot be known.
+
+    Drafts carry at most k tokens, so D >= drafted/k, with equality for full-length drafts (the
+    assumption vLLM's own D = drafted/k makes). The printed rates bound D independently:
+    accepted / (sum(p_i) +- rounding). Where both agree, drafted/k is used; where they disagree,
+    the rates win; where neither pins D down, the line is flagged as approximate.
+    """
+    if rec.num_drafts is not None:
+        return rec.num_drafts, False
+    a, t, k, where = rec.accepted_tokens, rec.draft_tokens, _spec_tokens(rec), _where(rec)
+    assert a is not None and t is not None
+    if k is None:
+        warnings.append(f"{where}: cannot derive num_drafts (k, num_spec_tokens, is unknown); line left out of the counts")
+        return None
+    d_min = -(-t // k)  # ceil(t / k)
+    rates = rec.per_position_acceptance
+    lo, hi = float(d_min), math.inf
+    if rates and a > 0:
+        s, slack = sum(rates), len(rates) * RATE_PRINT_TOL
+        lo, hi = max(lo, a / (s + slack)), (a / (s - slack) if s > slack else math.inf)
+    if t % k == 0:
+        d_k = t // k
+        if lo <= d_k <= hi:
+            return d_k, True
+        if d_k > hi:
+            warnings.append(
+                f"{where}: drafted/k = {d_k} drafts but accepted/sum(p_i) allows at most {hi:.1f}; "
+                "the line is inconsistent, using drafted/k"
+            )
+            return d_k, True
+        warnings.append(
+            f"{where}: drafted/k = {d_k} disagrees with accepted/sum(p_i) >= {lo:.1f} beyond rounding; "
+            "drafts were not all full length, using the per-position rates"
+        )
+    ints = range(math.ceil(lo), math.floor(hi) + 1) if hi != math.inf else None
+    if ints is not None and len(ints) == 1:
+        return ints[0], True
+    if ints is not None and len(ints) == 0:
+        d = math.ceil(lo)
+        warnings.append(
+            f"{where}: drafted {t} needs at least {d_min} drafts of k={k} but accepted/sum(p_i) allows at most "
+            f"{hi:.1f}; the line is inconsistent, using {d}, statistics from this line are approximate"
+        )
+        return d, True
+    if rates and a > 0 and sum(rates) > 0:
+        d = min(max(round(a / sum(rates)), math.ceil(lo)), math.floor(hi) if hi != math.inf else 2**62)
+    else:
+        d = math.ceil(lo)
+    top = "unbounded" if hi == math.inf else f"{hi:.1f}"
+    warnings.append(
+        f"{where}: num_drafts not printed, drafts not all full length, and the printed rates only bound it to "
+        f"[{lo:.1f}, {top}]; using {d}, statistics from this line are approximate"
+    )
+    return d, True
+
+
+def _record_counts(rec: SpecDecodeRecord, warnings: list[str]) -> Counts | None:
+    got = _derive_drafts(rec, warnings)
+    if got is None:
+        return None
+    d, d_derived = got
+    derived: list[str] = ["num_drafts"] if d_derived else []
+    pos = rec.accepted_per_position
+    if pos is None and rec.per_position_acceptance is not None:
+        pos = [round(p * d) for p in rec.per_position_acceptance]
+        derived.append("accepted_per_position")
+    k = rec.num_spec_tokens or _spec_tokens(rec)
+    return Counts(
+        num_drafts=d,
+        draft_tokens=rec.draft_tokens,  # type: ignore[arg-type]
+        accepted_tokens=rec.accepted_tokens,  # type: ignore[arg-type]
+        accepted_per_position=list(pos) if pos is not None else None,
+        num_spec_tokens=k,
+        derived=tuple(derived),
+        origin=_where(rec),
+        time=rec.time,
+    )
+
+
+def check_printed(rec: SpecDecodeRecord, c: Counts) -> list[str]:
+    """Compare what a line printed with what its counts give (the line's own window)."""
+    out: list[str] = []
+    acc = acceptance(c)
+    where = _where(rec)
+    if rec.mean_acceptance_length is not None and c.num_drafts:
+        printed, recomputed = rec.mean_acceptance_length, acc.mean_acceptance_length
+        tol = AL_PRINT_TOL
+        if "num_drafts" in c.derived:  # a derived D may be off by one when only bounded by rates
+            tol += c.accepted_tokens / c.num_drafts - c.accepted_tokens / (c.num_drafts + 1)
+        if abs(printed - recomputed) > tol:
+            if abs(printed - (recomputed - 1)) <= tol:
+                out.append(
+                    f"{where}: printed mean acceptance length {printed} excludes the bonus token "
+                    "(vLLM before 2025-05-09); specbench's AL = 1 + A/D includes it"
+                )
+            else:
+                out.append(f"{where}: printed mean acceptance length {printed} != recomputed {recomputed:.4f}")
+    if rec.draft_acceptance_rate is not None and c.draft_tokens:
+        if abs(rec.draft_acceptance_rate - acc.draft_acceptance_rate) > RATE_PRINT_TOL:
+            out.append(
+                f"{where}: printed draft acceptance rate {rec.draft_acceptance_rate} != "
+                f"accepted/drafted {acc.draft_acceptance_rate:.4f}"
+            )
+    if rec.per_position_acceptance and rec.accepted_per_position and c.num_drafts:
+        for i, (printed, exact) in enumerate(zip(rec.per_position_acceptance, acc.per_position)):
+            if abs(printed - exact) > RATE_PRINT_TOL:
+                out.append(f"{where}: printed p_{i} {printed} != recomputed {exact:.4f}")
+                break
+    if rec.emitted_tokens is not None and rec.accepted_tokens is not None and "num_drafts" in c.derived:
+        # V0: every verify step emits its accepted tokens plus one (recovered or bonus) token.
+        if rec.emitted_tokens - rec.accepted_tokens != c.num_drafts:
+            out.append(
+                f"{where}: emitted - accepted = {rec.emitted_tokens - rec.accepted_tokens} "
+                f"!= derived num_drafts {c.num_drafts}"
+            )
+    return out
+
+
+def _minus(after: Counts, before: Counts) -> Counts | None:
+    """after - before, or None when a counter went down (a restart)."""
+    pairs = [(after.num_drafts, before.num_drafts), (after.draft_tokens, before.draft_tokens),
+             (after.accepted_tokens, before.accepted_tokens)]
+    pos = None
+    if after.accepted_per_position is not None and before.accepted_per_position is not None:
+        if len(after.accepted_per_position) == len(before.accepted_per_position):
+            pairs += list(zip(after.accepted_per_position, before.accepted_per_position))
+            pos = [x - y for x, y in zip(after.accepted_per_position, before.accepted_per_position)]
+    if any(x < y for x, y in pairs):
+        return None
+    return Counts(
+        num_drafts=after.num_drafts - before.num_drafts,
+        draft_tokens=after.draft_tokens - before.draft_tokens,
+        accepted_tokens=after.accepted_tokens - before.accepted_tokens,
+        accepted_per_position=pos,
+        num_spec_tokens=after.num_spec_tokens,
+        derived=tuple(dict.fromkeys(after.derived + before.derived)),
+        origin=f"{after.origin} - {before.origin}",
+        time=after.time,
+    )
+
+
+def _stream_key(rec: SpecDecodeRecord) -> tuple[Any, ...]:
+    if rec.source == "prometheus":
+        return ("prometheus", rec.engine)
+    return (rec.file, rec.pid, rec.engine)
+
+
+def _spec_records(records: Iterable[Any]) -> list[SpecDecodeRecord]:
+    return [r for r in records if isinstance(r, SpecDecodeRecord)]
+
+
+def counts_from_records(records: Iterable[Any]) -> tuple[list[Counts], list[str]]:
+    """One :class:`Counts` per window (in input order), and warnings. See the module docstring."""
+    spec = _spec_records(records)
+    warnings: list[str] = []
+    windows: list[Counts] = []
+    rate_only = [r for r in spec if not has_counts(r)]
+    if rate_only:
+        files = sorted({str(r.file) for r in rate_only})
+        warnings.append(
+            f"{len(rate_only)} record(s) in {', '.join(files)} print rates but no token counts "
+            f"(formats: {', '.join(sorted({r.format for r in rate_only}))}); they cannot be summed "
+            "and are reported separately as rate-only, not averaged"
+        )
+    last: dict[tuple[Any, ...], Counts] = {}
+    scrapes_seen: dict[tuple[Any, ...], int] = {}
+    first_scrape: dict[tuple[Any, ...], Counts] = {}
+    for rec in spec:
+        if not has_counts(rec):
+            continue
+        c = _record_counts(rec, warnings)
+        if c is None:
+            continue
+        # Prometheus counters are cumulative whatever the parser marked
+        if not (rec.cumulative or rec.source == "prometheus"):
+            warnings.extend(check_printed(rec, c))
+            windows.append(c)
+            continue
+        key = _stream_key(rec)
+        prev = last.get(key)
+        last[key] = c
+        if rec.source == "prometheus":
+            scrapes_seen[key] = scrapes_seen.get(key, 0) + 1
+            if prev is None:
+                first_scrape[key] = c
+                continue
+        elif prev is None:
+            warnings.extend(check_printed(rec, c))  # cumulative line: its printed rates cover since-start
+            windows.append(c)
+            continue
+        else:
+            warnings.extend(check_printed(rec, c))
+        diff = _minus(c, prev)
+        if diff is None:
+            warnings.append(f"{_where(rec)}: cumulative counters went down (server restart?); starting a new stream")
+            windows.append(c)
+        elif diff.num_drafts or diff.draft_tokens:
+            windows.append(diff)
+    for key, c in first_scrape.items():
+        if scrapes_seen[key] == 1:  # a lone scrape: counts since the server started
+            windows.append(c)
+    return windows, warnings
+
+
+@dataclass
+class RateOnlySummary:
+    """Lines that print rates without counts, kept apart from summed counts."""
+
+    n_records: int
+    weighted: bool  # True when every line printed num_drafts, so AL could be combined exactly
+    mean_acceptance_length: float | None  # draft-weighted AL when ``weighted``, else None
+    per_record: list[dict[str, Any]] = field(default_factory=list)  # as printed, one per line
+    note: str = ""
+
+
+def rate_only_summary(records: Iterable[Any]) -> RateOnlySummary | None:
+    """Summarise rate-only records without averaging rates across lines; None if there are none."""
+    rows = [r for r in _spec_records(records) if not has_counts(r)]
+    if not rows:
+        return None
+    per = [
+        {"origin": _where(r), "time": r.time, "mean_acceptance_length": r.mean_acceptance_length,
+         "draft_acceptance_rate": r.draft_acceptance_rate, "per_position_acceptance": r.per_position_acceptance,
+         "num_drafts": r.num_drafts}
+        for r in rows
+    ]
+    with_al = [r for r in rows if r.mean_acceptance_length is not None]
+    if with_al and all(r.num_drafts for r in with_al):
+        d = sum(r.num_drafts for r in with_al)  # type: ignore[misc]
+        al = 1 + sum(r.num_drafts * (r.mean_acceptance_length - 1) for r in with_al) / d  # type: ignore[operator]
+        return RateOnlySummary(len(rows), True, al, per, "AL combined weighted by num_drafts (exact)")
+    return RateOnlySummary(
+        len(rows), False, None, per, "no draft counts printed: values are per line as printed, not combined"
+    )

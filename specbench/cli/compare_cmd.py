@@ -1,0 +1,120 @@
+"""``specbench compare BASE CAND``: the CI regression gate.
+
+Exit codes: 0 no gate failed, 1 a gate failed (a regression; the output names cell and metric),
+2 usage or input error (malformed gate, missing / other-version result files, --strict mismatch).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from specbench.cli.common import console, handle_errors, warn
+
+
+def _parse_gates(values: Optional[list[str]]):
+    # Runs while click parses arguments: a malformed gate is a usage error (exit 2) before any work.
+    from specbench.compare.gates import GateError, parse_gate
+
+    try:
+        return [parse_gate(v) for v in values or []]
+    except GateError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="Baseline: a run directory (results/<run-id>) or a log / "
+                                                  "/metrics file.")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate, same kinds as BASELINE.")],
+    gate: Annotated[Optional[list[str]], typer.Option(
+        "--gate", callback=_parse_gates, metavar="EXPR",
+        help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
+             "per_position[0]:-0.02, ttft_p50_ms:+10%. Fails only when the whole CI of the change is past the "
+             "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.")] = None,
+    gate_file: Annotated[Optional[Path], typer.Option(
+        "--gate-file", help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.")
+    ] = None,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
+                         "cells on one side only, are an error (exit 2) instead of a warning.")] = False,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Write a Markdown report (PR comment). "
+                                                     "Also appended to $GITHUB_STEP_SUMMARY when set.")] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML: one testcase per gate per cell.")
+                     ] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the full comparison as JSON.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an overlay plot of p_i with CI bands "
+                                                 "(.png, .svg or .pdf).")] = None,
+    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
+    resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
+) -> None:
+    """Compare two runs cell by cell and fail (exit 1) on a regression past the gates."""
+    from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate
+    from specbench.compare.guard import mismatches, unchecked
+    from specbench.errors import InputError
+
+    gates = list(gate or [])
+    if gate_file is not None:
+        gates += load_gate_file(gate_file)
+    default = not gates
+    if default:
+        gates = [parse_gate(g) for g in DEFAULT_GATES]
+    base, cand = load_side(baseline), load_side(candidate)
+    diffs = mismatches(base, cand)
+    comp = compare_sides(base, cand, gates, default_gates=default, mismatches=diffs, n_resamples=resamples,
+                         seed=seed, confidence=confidence)
+    note = unchecked(base, cand)
+    if note:
+        comp.warnings.append(note)
+    if strict and (diffs or comp.only_base or comp.only_cand):
+        problems = diffs + [f"only in baseline: {n}" for n in comp.only_base] + [
+            f"only in candidate: {n}" for n in comp.only_cand]
+        raise InputError("--strict: the runs are not comparable: " + "; ".join(problems)
+                         + "; re-run with matching settings or drop --strict")
+    if not comp.cells:
+        raise InputError(f"no cell of {baseline} matches a cell of {candidate} by axis values "
+                         f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
+                         f"{', '.join(c.name for c in cand.cells.values())})")
+    _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
+    from specbench.compare.render import print_table
+
+    print_table(comp, console)
+    raise typer.Exit(comp.exit_code)
+
+
+def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
+    from specbench.io import atomic_write_text, save_json
+
+    if markdown is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+        from specbench.compare.render import markdown as render_markdown
+
+        text = render_markdown(comp)
+        if markdown is not None:
+            atomic_write_text(markdown, text)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            try:  # GitHub's step summary is appended to by every step: never rewrite it
+                with open(summary, "a", encoding="utf-8") as fh:
+                    fh.write(text + "\n")
+            except OSError as exc:
+                warn(f"GITHUB_STEP_SUMMARY={summary}: cannot append ({exc})")
+    if junit is not None:
+        from specbench.compare.junit import junit_xml
+
+        atomic_write_text(junit, junit_xml(comp))
+    if json_out is not None:
+        save_json(json_out, comp.to_dict())
+    if plot is not None:
+        from specbench.compare.plot import bands, save_overlay
+
+        kw = dict(n_resamples=comp.n_resamples, confidence=comp.confidence)
+        panels = [(c.name, bands(base.cells[k].units, **kw), bands(cand.cells[k].units, **kw))
+                  for k, c in ((k, base.cells[k]) for k in base.cells if k in cand.cells)]
+        save_overlay(plot, panels, comp.confidence)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(handle_errors(compare))

@@ -1,0 +1,68 @@
+"""``specbench report``: acceptance tables, CIs and plots from logs, scrapes or a run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from specbench.cli.common import console, handle_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    @handle_errors
+    def report(
+        inputs: Annotated[
+            Optional[list[Path]],
+            typer.Argument(metavar="FILE|RUN_DIR...",
+                           help="Server logs, Prometheus scrapes, `specbench parse` JSONL, acceptance.json "
+                                "files, or run directories.",
+                           show_default=False),
+        ] = None,
+        label: Annotated[
+            Optional[list[str]],
+            typer.Option("--label", metavar="NAME=FILE",
+                         help="Put FILE into group NAME (repeatable; several files may share a name)."),
+        ] = None,
+        out: Annotated[Path, typer.Option("--out", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
+            "report"),
+        resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 2000,
+        seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
+    ) -> None:
+        """Acceptance length, draft acceptance rate and per-position acceptance with bootstrap CIs."""
+        from specbench.errors import ConfigError
+        from specbench.report import build_report, table_rows, write_report
+        from specbench.report_inputs import parse_label
+
+        labels = [parse_label(x) for x in (label or [])]
+        if not inputs and not labels:
+            raise ConfigError("report: give at least one FILE, run directory or --label NAME=FILE")
+        rep = build_report(list(inputs or []), labels, n_resamples=resamples, seed=seed)
+        paths = write_report(rep, out)
+        _print_table(rep, table_rows)
+        for g in rep.groups:
+            if g.warnings:
+                console.print(f"[yellow]{g.label}: {len(g.warnings)} warning(s)[/], see {out / 'summary.md'}",
+                              highlight=False)
+        for c in rep.comparisons:
+            console.print(c.sentence(), highlight=False)
+        console.print(f"wrote {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _print_table(rep, table_rows) -> None:
+    """Statistics as rows and groups as columns: a few groups fit an 80-column terminal."""
+    from rich.table import Table
+
+    header, rows = table_rows(rep, "p")
+    a_header, a_rows = table_rows(rep, "a")
+    table = Table(title=f"Acceptance ({rep.confidence:.0%} bootstrap CI; AL = 1 + accepted/drafts)")
+    table.add_column("", justify="left", no_wrap=True)
+    for r in rows:
+        table.add_column(r[0], justify="right", overflow="fold")
+    stats = header[1:] + a_header[5:]
+    cells = [r[1:] + a[5:] for r, a in zip(rows, a_rows)]
+    for i, name in enumerate(stats):
+        table.add_row(name, *(c[i] for c in cells))
+    console.print(table)

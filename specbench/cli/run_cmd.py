@@ -1,0 +1,102 @@
+"""``specbench run`` (run a study's matrix of vLLM servers) and ``specbench validate`` (check a config).
+
+Exit codes of ``run``: 0 every cell done; 3 some cells failed (recorded in the run directory, the
+rest ran); 2 bad config or input; 130 interrupted (finished cells are kept; ``--resume`` goes on).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from specbench.cli.common import console, handle_errors
+
+
+def _config_or_default(config: Optional[Path]) -> Path:
+    if config is not None:
+        return config
+    from specbench.config import packaged_default_config
+
+    return packaged_default_config()
+
+
+def _print_dry_run(config: Path) -> None:
+    from specbench.config import load_config
+    from specbench.run.cells import expand
+    from specbench.server import redact_argv, redact_env
+
+    study = load_config(config)
+    cells = expand(study)
+    serve = study.serve
+    port = str(serve.port) if serve.port else "<free port>"
+    out = sys.stdout
+    print(f"# {config}: {len(cells)} cells; each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
+          "VLLM_CACHE_ROOT", file=out)
+    for c in cells:
+        argv = [sys.executable, "-m", "specbench.vllm_main", "serve", *c.args, "--host", serve.host, "--port", port]
+        print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}", file=out)
+        print("  argv: " + shlex.join(redact_argv(argv)), file=out)
+        for k, v in sorted(redact_env(c.env).items()):
+            print(f"  env:  {k}={v}", file=out)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    @handle_errors
+    def run(
+        config: Annotated[Optional[Path], typer.Argument(help="Study config (YAML); default: the built-in default study.")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every cell's argv and env, run nothing.")] = False,
+        resume: Annotated[Optional[Path], typer.Option("--resume", help="Run only the missing/failed cells of RUN_DIR.")] = None,
+        results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Parent of the run directory (default: the config's results_dir).")] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
+    ) -> None:
+        """Run a study: one vLLM server per cell, load, collect acceptance; results/<run-id>/."""
+        from specbench.errors import ConfigError
+
+        if resume is not None and config is not None:
+            raise ConfigError("give either CONFIG or --resume RUN_DIR, not both (a resumed run reuses its own config)")
+        if dry_run:
+            if resume is not None:
+                raise ConfigError("--dry-run does not combine with --resume")
+            _print_dry_run(_config_or_default(config))
+            return
+        from specbench.run.display import make_display
+        from specbench.run.plan import new_plan, resume_plan
+        from specbench.run.runner import execute
+
+        plan = resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir)
+        display = make_display(quiet)
+        if not quiet:
+            console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+        try:
+            code = execute(plan, display)
+        except KeyboardInterrupt:
+            print(f"{plan.run_dir}", flush=True)
+            raise
+        finally:
+            display.close()
+        print(f"{plan.run_dir}" if quiet else f"results: {plan.run_dir}", flush=True)
+        raise typer.Exit(code)
+
+    @app.command()
+    @handle_errors
+    def validate(
+        config: Annotated[Optional[Path], typer.Argument(help="Study config (YAML); default: the built-in default study.")] = None,
+    ) -> None:
+        """Check a study config without running anything (exit 0 valid, 2 invalid)."""
+        from specbench.config import load_config
+        from specbench.run.cells import expand
+        from specbench.run.plan import check_cells
+
+        path = _config_or_default(config)
+        study = load_config(path)
+        cells = expand(study, resolve=lambda ref: ref)  # fixture refs stay refs: nothing is built here
+        check_cells([c for c in cells if c.draft and not c.draft.startswith("fixture:")])
+        spec = sum(1 for c in cells if not c.is_baseline)
+        console.print(f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
+                      highlight=False, soft_wrap=True)

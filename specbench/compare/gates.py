@@ -1,0 +1,213 @@
+"""Gate expressions (``acceptance_length:-3%``) parsed into typed objects, and the gate decision.
+
+Grammar (one line, shown in every parse error)::
+
+    METRIC[INDEX]:SIGNED_TOLERANCE[%|pp]
+
+- METRIC: mean_acceptance_length (alias acceptance_length), draft_acceptance_rate,
+  per_position[i|*], conditional[i|*], ttft_p50_ms, itl_p50_ms, e2e_p50_ms, output_tok_per_s.
+- The sign is the allowed direction of change: ``-`` for higher-is-better metrics (a drop of up to
+  the tolerance is allowed), ``+`` for lower-is-better ones (``ttft_p50_ms:+10%``). A sign against
+  the metric's direction is a usage error, so a gate can never silently test nothing. 0 needs no sign.
+- Unit: ``%`` relative to the baseline's point estimate; ``pp`` percentage points (fraction metrics
+  only: ``-2pp`` = -0.02); none = absolute, in the metric's own unit (``per_position[0]:-0.02``).
+
+Decision (noise inside the CI never fails; a real change past the tolerance does):
+let ``harm`` be the change in the bad direction (``base - cand`` for higher-is-better metrics,
+``cand - base`` otherwise) and ``[harm_lo, harm_hi]`` its bootstrap CI. The gate FAILS iff
+``harm > tol`` and ``harm_lo > tol``: the whole CI of the change lies past the tolerance bound in
+the bad direction, i.e. we are ``confidence``-sure the true harm exceeds the tolerance. With
+``tol = 0`` this is "significantly worse". Without a CI (one unit on a side) the point estimate
+alone decides, and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specbench.compare.metrics import METRICS, Metric, resolve, row_name
+from specbench.errors import ConfigError
+
+GRAMMAR = ("METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%  per_position[*]:-2pp  "
+           "per_position[0]:-0.02  ttft_p50_ms:+10%; metrics: " + ", ".join(
+               f"{n}[i|*]" if m.indexed else n for n, m in METRICS.items()) + " (alias acceptance_length)")
+
+# Without a --gate or --gate-file: guards acceptance, the thing specbench exists to measure.
+DEFAULT_GATES = ("acceptance_length:-3%", "per_position[*]:-2pp")
+
+_EXPR = re.compile(r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*)(?:\[(?P<index>\*|\d+)\])?"
+                   r":(?P<value>[+-]?(?:\d+\.?\d*|\.\d+))(?P<unit>%|pp)?$")
+
+
+class GateError(ConfigError):
+    """A malformed gate expression or gate file."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One parsed gate. ``index`` None = unindexed metric, -1 = every position (``[*]``)."""
+
+    expr: str
+    metric: Metric
+    index: int | None
+    value: float  # signed, as written (in the unit below)
+    unit: str  # "abs" | "%" | "pp"
+    cells: tuple[tuple[str, tuple[str, ...]], ...] = ()  # selector: axis -> allowed values
+
+    @property
+    def all_positions(self) -> bool:
+        return self.index == -1
+
+    def tolerance(self, base_value: float) -> float:
+        """The allowed harm, >= 0, in the metric's unit (``%`` is relative to ``base_value``)."""
+        v = abs(self.value)
+        if self.unit == "pp":
+            return v / 100
+        if self.unit == "%":
+            return v / 100 * abs(base_value)
+        return v
+
+    def selects(self, axes: dict[str, Any]) -> bool:
+        return all(str(axes.get(axis)) in values for axis, values in self.cells)
+
+    def describe(self) -> str:
+        if not self.cells:
+            return self.expr
+        sel = ",".join(f"{a}={'|'.join(v)}" for a, v in self.cells)
+        return f"{self.expr} @ {sel}"
+
+
+def parse_gate(expr: str, *, cells: dict[str, Any] | None = None) -> Gate:
+    """Parse one expression; GateError naming it and showing the grammar when it is malformed."""
+    text = str(expr).strip().replace(" ", "")
+    m = _EXPR.match(text)
+
+    def bad(why: str) -> GateError:
+        return GateError(f"gate {expr!r}: {why}; grammar: {GRAMMAR}")
+
+    if not m:
+        raise bad("not of the form METRIC[INDEX]:SIGNED_TOLERANCE[%|pp]")
+    metric = resolve(m["metric"])
+    if metric is None:
+        raise bad(f"unknown metric {m['metric']!r}")
+    if metric.indexed and m["index"] is None:
+        raise bad(f"{metric.name} needs a position: {metric.name}[0] or {metric.name}[*]")
+    if not metric.indexed and m["index"] is not None:
+        raise bad(f"{metric.name} has no positions; drop [{m['index']}]")
+    index = None if m["index"] is None else (-1 if m["index"] == "*" else int(m["index"]))
+    unit = m["unit"] or "abs"
+    value = float(m["value"])
+    if unit == "pp" and not metric.is_fraction:
+        raise bad(f"pp (percentage points) only applies to fractions; {metric.name} is in {metric.unit}, use % or "
+                  "an absolute number")
+    if value != 0:
+        want = "-" if metric.higher_is_better else "+"
+        if m["value"][0] != want:
+            better = "higher" if metric.higher_is_better else "lower"
+            raise bad(f"{metric.name} is {better}-is-better, so its allowed change must be written {want}"
+                      f"{m['value'].lstrip('+-')}{m['unit'] or ''}")
+    return Gate(expr=text, metric=metric, index=index, value=value, unit=unit, cells=_selector(expr, cells))
+
+
+def _selector(expr: str, cells: dict[str, Any] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not cells:
+        return ()
+    out = []
+    for axis, values in cells.items():
+        vals = values if isinstance(values, list) else [values]
+        # YAML 1.1 reads bare on/off as booleans; axis values are stored as "on"/"off".
+        out.append((str(axis), tuple({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v)
+                                     for v in vals)))
+    return tuple(sorted(out))
+
+
+def load_gate_file(path: Path) -> list[Gate]:
+    """Read a YAML gate file: a list of expressions, or ``{gates: [...]}`` whose items are
+    expressions or ``{gate: EXPR, cells: {axis: value | [values]}}``. GateError names file and item."""
+    import yaml
+    from pydantic import BaseModel, ConfigDict, ValidationError
+
+    class _Item(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        gate: str
+        cells: dict[str, Any] | None = None
+
+    class _File(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        gates: list[str | _Item]
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GateError(f"{path}: gate file not found") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise GateError(f"{path}: not readable YAML ({str(exc).splitlines()[0]})") from None
+    if isinstance(data, list):
+        data = {"gates": data}
+    try:
+        parsed = _File.model_validate(data)
+    except ValidationError as exc:
+        # An item is "str | {gate, cells}": pydantic reports both branches; the mapping branch is the
+        # informative one for a mapping, so drop "should be a valid string" noise next to it.
+        errs = [e for e in exc.errors() if e["type"] != "string_type"] or exc.errors()
+        what = "; ".join(".".join(str(p) for p in e["loc"] if p != "_Item") + f": {e['msg']}" for e in errs)
+        raise GateError(f"{path}: {what}; expected a list of gate expressions "
+                        "or {gates: [EXPR | {gate: EXPR, cells: {axis: value}}]}") from None
+    if not parsed.gates:
+        raise GateError(f"{path}: no gates listed")
+    gates = []
+    for i, item in enumerate(parsed.gates):
+        expr, cells = (item, None) if isinstance(item, str) else (item.gate, item.cells)
+        try:
+            gates.append(parse_gate(expr, cells=cells))
+        except GateError as exc:
+            raise GateError(f"{path}: gates[{i}]: {exc}") from None
+    return gates
+
+
+@dataclass
+class Decision:
+    status: str  # "pass" | "fail" | "skip"
+    harm: float | None = None
+    harm_ci: tuple[float, float] | None = None
+    tolerance: float | None = None
+    message: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def harm_of(metric: Metric, delta: float, ci: tuple[float, float] | None) -> tuple[float, tuple[float, float] | None]:
+    """Change in the bad direction (positive = worse) and its CI, from ``cand - base`` and its CI."""
+    if metric.higher_is_better:
+        return -delta, (None if ci is None else (-ci[1], -ci[0]))
+    return delta, ci
+
+
+def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, float] | None,
+           name: str | None = None) -> Decision:
+    """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``)."""
+    name = name or row_name(gate.metric, gate.index)
+    if base is None or cand is None or _nan(base) or _nan(cand):
+        return Decision("skip", message=f"{name}: not measured on both sides")
+    tol = gate.tolerance(base)
+    harm, harm_ci = harm_of(gate.metric, cand - base, None if ci is None or any(map(_nan, ci)) else ci)
+    past = harm > tol
+    if harm_ci is None:
+        fail = past
+        notes = ["no CI (a side has one unit): the point estimate decided"]
+    else:
+        fail = past and harm_ci[0] > tol
+        notes = []
+    word = "worse" if harm > 0 else "better"
+    ci_txt = "" if harm_ci is None else f", CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]"
+    msg = (f"{name}: base {base:.4g} -> cand {cand:.4g} ({word} by {abs(harm):.4g}{ci_txt}; "
+           f"allowed {tol:.4g} from {gate.expr})")
+    return Decision("fail" if fail else "pass", harm, harm_ci, tol, msg, notes)
+
+
+def _nan(x: float) -> bool:
+    return isinstance(x, float) and math.isnan(x)

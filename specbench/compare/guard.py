@@ -1,0 +1,71 @@
+"""Mismatch guard: what differs between the two runs besides the change under test.
+
+Compared from each run's manifest.json: vLLM version, model, draft, method and k, prompt set,
+sampling (temperature, max_tokens, seed, number of requests) and the machine fingerprint (CPU
+model and count, memory, GPUs; the hostname is left out: CI runners are renamed every run). Per
+matched cell also k as measured. ``specbench compare --strict`` turns any of these into exit 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specbench.compare.sides import Side
+
+_FIELDS = [
+    ("vLLM version", ("vllm_version",)),
+    ("model", ("resolved_config", "serve", "model")),
+    ("draft", ("resolved_config", "serve", "speculative", "draft")),
+    ("speculative method", ("resolved_config", "serve", "speculative", "method")),
+    ("k (num_speculative_tokens)", ("resolved_config", "serve", "speculative", "num_speculative_tokens")),
+    ("dtype", ("resolved_config", "serve", "dtype")),
+    ("prompt set", ("resolved_config", "load", "prompts")),
+    ("temperature", ("resolved_config", "load", "temperature")),
+    ("max_tokens", ("resolved_config", "load", "max_tokens")),
+    ("sampling seed", ("resolved_config", "load", "seed")),
+    ("number of requests", ("resolved_config", "load", "num_requests")),
+    ("concurrency", ("resolved_config", "load", "concurrency")),
+    ("load driver", ("resolved_config", "load", "driver")),
+    ("machine CPU", ("machine", "cpu_model")),
+    ("machine CPU count", ("machine", "cpu_count")),
+    ("machine memory (GiB)", ("machine", "memory_gib")),
+    ("machine GPUs", ("machine", "gpus")),
+]
+
+_MISSING = object()
+
+
+def _get(d: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(d, dict) or part not in d:
+            return _MISSING
+        d = d[part]
+    return d
+
+
+def mismatches(base: Side, cand: Side) -> list[str]:
+    """One line per difference, ``what: baseline X, candidate Y``."""
+    out: list[str] = []
+    if base.manifest is None or cand.manifest is None:
+        return out  # see unchecked()
+    for label, path in _FIELDS:
+        b, c = _get(base.manifest, path), _get(cand.manifest, path)
+        if b is _MISSING and c is _MISSING:
+            continue
+        if b != c:
+            show = lambda v: "(not recorded)" if v is _MISSING else repr(v)  # noqa: E731
+            out.append(f"{label}: baseline {show(b)}, candidate {show(c)}")
+    for key, bc in base.cells.items():
+        cc = cand.cells.get(key)
+        if cc is not None and bc.num_spec_tokens and cc.num_spec_tokens and bc.num_spec_tokens != cc.num_spec_tokens:
+            out.append(f"{bc.name}: k baseline {bc.num_spec_tokens}, candidate {cc.num_spec_tokens}")
+    return out
+
+
+def unchecked(base: Side, cand: Side) -> str | None:
+    """A note when a side is a single file: there is no manifest to check against."""
+    which = " and ".join(n for n, s in (("baseline", base), ("candidate", cand)) if s.manifest is None)
+    if not which:
+        return None
+    return (f"{which} is a single file without a manifest: vLLM version, model, draft, k, prompts, sampling "
+            "and machine were not checked")

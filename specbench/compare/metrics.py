@@ -1,0 +1,59 @@
+"""The metric registry: every metric compare knows, with its direction, unit and data source.
+
+One place, so gates, tables, Markdown and JUnit agree on what "worse" means for each metric.
+Acceptance metrics come from Counts (bootstrap over request or window units); latency metrics
+from per-request rows (bootstrap the median over requests) or, without rows, summary.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str  # "tokens", "fraction", "ms", "tok/s"
+    higher_is_better: bool
+    source: str  # "acceptance" | "requests" | "summary"
+    indexed: bool = False  # per position: per_position[i], conditional[i]
+    stat_prefix: str | None = None  # key prefix in analysis intervals ("p" -> p0, p1, ...)
+    description: str = ""
+
+    @property
+    def is_fraction(self) -> bool:
+        return self.unit == "fraction"
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in [
+    Metric("mean_acceptance_length", "tokens", True, "acceptance",
+           description="AL = 1 + accepted_tokens / num_drafts (includes the bonus token)"),
+    Metric("draft_acceptance_rate", "fraction", True, "acceptance",
+           description="DAR = accepted_tokens / draft_tokens"),
+    Metric("per_position", "fraction", True, "acceptance", indexed=True, stat_prefix="p",
+           description="p_i = accepted_per_position[i] / num_drafts (unconditional)"),
+    Metric("conditional", "fraction", True, "acceptance", indexed=True, stat_prefix="a",
+           description="alpha_i = p_i / p_(i-1), alpha_0 = p_0"),
+    Metric("ttft_p50_ms", "ms", False, "requests", description="median time to first token"),
+    Metric("itl_p50_ms", "ms", False, "requests", description="median inter-token latency"),
+    Metric("e2e_p50_ms", "ms", False, "requests", description="median end-to-end latency"),
+    Metric("output_tok_per_s", "tok/s", True, "summary", description="output throughput of the load"),
+]}
+
+ALIASES = {"acceptance_length": "mean_acceptance_length", "al": "mean_acceptance_length",
+           "dar": "draft_acceptance_rate", "p": "per_position", "alpha": "conditional"}
+
+
+def resolve(name: str) -> Metric | None:
+    """The metric called ``name`` (aliases allowed), or None."""
+    return METRICS.get(ALIASES.get(name, name))
+
+
+def row_name(metric: Metric, index: int | None) -> str:
+    """How a metric instance is named in tables and gate results: ``per_position[0]``."""
+    return f"{metric.name}[{index}]" if metric.indexed else metric.name
+
+
+def stat_key(metric: Metric, index: int | None) -> str:
+    """The key of this metric in :mod:`specbench.analysis.bootstrap` intervals."""
+    return f"{metric.stat_prefix}{index}" if metric.indexed else metric.name

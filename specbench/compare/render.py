@@ -1,0 +1,132 @@
+"""Text renderings of a :class:`~specbench.compare.compare.Comparison`: the Rich terminal table,
+Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting."""
+
+from __future__ import annotations
+
+import math
+
+from specbench.compare.compare import Comparison, MetricRow
+
+VERDICT_STYLE = {"worse": "bold red", "better": "green", "~": "dim"}
+VERDICT_MD = {"worse": "🔴 worse", "better": "🟢 better", "~": "~"}
+
+
+def fmt_value(row: MetricRow, x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "—"
+    if row.metric.is_fraction:
+        return f"{x:.4f}"
+    if row.metric.unit == "tokens":
+        return f"{x:.3f}"
+    return f"{x:.2f}"
+
+
+def fmt_delta(row: MetricRow, x: float | None, *, sign: bool = True) -> str:
+    if x is None or math.isnan(x):
+        return "—"
+    s = "+" if sign else ""
+    if row.metric.is_fraction:
+        return f"{x * 100:{s}.2f}pp"
+    if row.metric.unit == "tokens":
+        return f"{x:{s}.3f}"
+    return f"{x:{s}.2f}"
+
+
+def fmt_change(row: MetricRow) -> str:
+    d = fmt_delta(row, row.delta)
+    if row.rel is not None and not row.metric.is_fraction:
+        d += f" ({row.rel * 100:+.1f}%)"
+    return d
+
+
+def fmt_ci(row: MetricRow) -> str:
+    if row.ci is None:
+        return "no CI"
+    return f"[{fmt_delta(row, row.ci[0])}, {fmt_delta(row, row.ci[1])}]"
+
+
+def headline(comp: Comparison) -> str:
+    fails = comp.failures
+    if fails:
+        what = "; ".join(f"{g.cell}: {g.metric}" for g in fails[:3]) + ("; ..." if len(fails) > 3 else "")
+        cells = len({g.cell for g in fails})
+        return f"REGRESSION: {len(fails)} gate check(s) failed in {cells} cell(s) ({what})"
+    return f"no regression: {sum(len(c.gates) for c in comp.cells)} gate check(s) passed or skipped"
+
+
+def print_table(comp: Comparison, console) -> None:
+    """Per cell: metric, base, cand, delta, CI, verdict, gate; then cells on one side only and warnings."""
+    # CI logs are not terminals (80 columns by default); a truncated table is unreadable there.
+    width = console.width
+    if not console.is_terminal:
+        console.width = max(width, 150)
+    try:
+        _print_table(comp, console)
+    finally:
+        console.width = width
+
+
+def _print_table(comp: Comparison, console) -> None:
+    from rich.table import Table
+
+    level = int(round(comp.confidence * 100))
+    for cell in comp.cells:
+        gate_by_metric: dict[str, list[str]] = {}
+        for g in cell.gates:
+            gate_by_metric.setdefault(g.metric, []).append(g.status)
+        units = f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units" if cell.base_units else ""
+        table = Table(title=f"{cell.name}  [dim]({units})[/]" if units else cell.name, title_justify="left")
+        for col in ("metric", "base", "cand", "delta", f"{level}% CI of delta", "verdict", "gate"):
+            table.add_column(col, justify="left" if col in ("metric", "verdict", "gate") else "right", no_wrap=True)
+        for row in cell.rows:
+            statuses = gate_by_metric.get(row.name, [])
+            gate = "FAIL" if "fail" in statuses else ("pass" if "pass" in statuses else "")
+            table.add_row(row.name, fmt_value(row, row.base), fmt_value(row, row.cand), fmt_change(row),
+                          fmt_ci(row), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
+                          "[bold red]FAIL[/]" if gate == "FAIL" else gate)
+        console.print(table)
+    for name in comp.only_base:
+        console.print(f"[yellow]only in baseline:[/] {name}", highlight=False)
+    for name in comp.only_cand:
+        console.print(f"[yellow]only in candidate:[/] {name}", highlight=False)
+    for line in comp.mismatches:
+        console.print(f"[yellow]runs differ:[/] {line}", highlight=False)
+    for line in comp.warnings:
+        console.print(f"[yellow]warning:[/] {line}", highlight=False)
+    for g in comp.failures:
+        console.print(f"[bold red]FAIL[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False,
+                      soft_wrap=True)
+    gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
+    console.print(f"gates: {gates}", highlight=False)
+    style = "bold red" if comp.failures else "bold green"
+    console.print(f"[{style}]{headline(comp)}[/]", highlight=False, soft_wrap=True)
+
+
+def markdown(comp: Comparison) -> str:
+    """A self-contained Markdown report: headline, one table per cell, regressions, warnings."""
+    level = int(round(comp.confidence * 100))
+    icon = "❌" if comp.failures else "✅"
+    out = [f"## {icon} specbench compare: {headline(comp)}", "",
+           f"Baseline `{comp.base_label}` vs candidate `{comp.cand_label}`; gates: "
+           + ", ".join(f"`{g}`" for g in comp.gates) + (" (default)" if comp.default_gates else "")
+           + f"; {level}% bootstrap CIs ({comp.n_resamples} resamples).", ""]
+    for cell in comp.cells:
+        gate_by_metric: dict[str, list[str]] = {}
+        for g in cell.gates:
+            gate_by_metric.setdefault(g.metric, []).append(g.status)
+        out += [f"### {cell.name}", "", f"| metric | base | cand | delta | {level}% CI | verdict | gate |",
+                "|---|---:|---:|---:|---:|---|---|"]
+        for row in cell.rows:
+            statuses = gate_by_metric.get(row.name, [])
+            gate = "**FAIL**" if "fail" in statuses else ("pass" if "pass" in statuses else "")
+            out.append(f"| `{row.name}` | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
+                       f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | {gate} |")
+        out.append("")
+    if comp.failures:
+        out += ["### Regressions", ""] + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}"
+                                          for g in comp.failures] + [""]
+    notes = ([f"- only in baseline: {n}" for n in comp.only_base] + [f"- only in candidate: {n}" for n in comp.only_cand]
+             + [f"- runs differ: {m}" for m in comp.mismatches] + [f"- warning: {w}" for w in comp.warnings])
+    if notes:
+        out += ["### Notes", ""] + notes + [""]
+    return "\n".join(out)

@@ -1,0 +1,188 @@
+"""One side of a comparison: a run directory or a single log / /metrics file, as matched cells.
+
+``load_side(path)`` is the only entry point. A run directory is read through
+:func:`specbench.run.store.load_run` (which refuses missing, corrupt and other-version files);
+cells with the same axis values (repeats) are pooled into one :class:`SideCell` whose units are
+the union of the repeats' units. A log or /metrics file is one cell with axes ``{}``, named after
+the file, whose units are its log windows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specbench.analysis.acceptance import Counts
+from specbench.errors import InputError
+
+CellKey = tuple[tuple[str, str], ...]
+
+# requests.jsonl key -> (latency column in ms, scale). Our driver and llmperf both use *_s names.
+_LATENCY_KEYS = {
+    "ttft_p50_ms": (("ttft_ms", 1.0), ("ttft_s", 1000.0)),
+    "itl_p50_ms": (("itl_ms", 1.0), ("inter_token_latency_s", 1000.0), ("itl_s", 1000.0)),
+    "e2e_p50_ms": (("e2e_ms", 1.0), ("end_to_end_latency_s", 1000.0), ("e2e_s", 1000.0)),
+}
+# summary.json (llmperf key names) fallbacks when there are no per-request rows.
+_SUMMARY_KEYS = {
+    "ttft_p50_ms": ("results_ttft_s_quantiles_p50", 1000.0),
+    "itl_p50_ms": ("results_inter_token_latency_s_quantiles_p50", 1000.0),
+    "e2e_p50_ms": ("results_end_to_end_latency_s_quantiles_p50", 1000.0),
+    "output_tok_per_s": ("results_mean_output_throughput_token_per_s", 1.0),
+}
+
+
+@dataclass
+class SideCell:
+    key: CellKey
+    name: str
+    axes: dict[str, Any]
+    cell_ids: list[str] = field(default_factory=list)
+    units: list[Counts] = field(default_factory=list)
+    unit_kind: str | None = None  # "request" | "window" | "total" (one unit: no CI)
+    latency: dict[str, list[float]] = field(default_factory=dict)  # metric -> per-request values (ms)
+    summary: dict[str, list[float]] = field(default_factory=dict)  # metric -> one value per repeat
+    num_spec_tokens: int | None = None
+    is_baseline: bool = False
+
+
+@dataclass
+class Side:
+    path: Path
+    label: str
+    manifest: dict[str, Any] | None
+    cells: dict[CellKey, SideCell]
+    skipped: list[str] = field(default_factory=list)  # cells not done, with the reason
+    warnings: list[str] = field(default_factory=list)
+
+
+def cell_key(axes: dict[str, Any]) -> CellKey:
+    return tuple(sorted((str(k), str(v)) for k, v in axes.items()))
+
+
+def cell_name(axes: dict[str, Any], fallback: str) -> str:
+    return ", ".join(f"{k}={v}" for k, v in axes.items()) if axes else fallback
+
+
+def load_side(path: Path) -> Side:
+    """Read a run directory or one log / /metrics file; InputError (exit 2) naming what is wrong."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file")
+    return _load_run_dir(path) if path.is_dir() else _load_file(path)
+
+
+def _load_file(path: Path) -> Side:
+    try:
+        from specbench.metrics.parse import parse_file
+    except ImportError:
+        raise InputError(f"{path}: reading log files needs specbench.metrics.parse, missing in this install; "
+                         "compare run directories instead") from None
+    from specbench.analysis.acceptance import counts_from_records
+
+    result = parse_file(path)
+    windows, warnings = counts_from_records(result.records)
+    windows = [w for w in windows if w.num_drafts]
+    if not windows:
+        raise InputError(f"{path}: no SpecDecoding metrics with counts found; is this a vLLM server log or a "
+                         "/metrics scrape taken under speculative decoding?")
+    cell = SideCell(key=(), name=path.name, axes={}, cell_ids=[path.name], units=windows,
+                    unit_kind="window" if len(windows) > 1 else "total",
+                    num_spec_tokens=_k(windows))
+    return Side(path=path, label=path.name, manifest=None, cells={(): cell},
+                warnings=[f"{path.name}: {w}" for w in list(result.warnings) + list(warnings)])
+
+
+def _load_run_dir(path: Path) -> Side:
+    from specbench.run.store import load_run
+
+    run = load_run(path)
+    if not run.cells:
+        raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
+    side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
+    for cell_id, data in run.cells.items():
+        if data.status != "done":
+            side.skipped.append(f"{cell_id}: status {data.status} ({data.cell.get('reason') or 'no reason given'})")
+            continue
+        axes = dict(data.cell.get("axes") or {})
+        key = cell_key(axes)
+        cell = side.cells.get(key)
+        if cell is None:
+            cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
+                                              is_baseline=bool(data.cell.get("is_baseline")))
+        cell.cell_ids.append(cell_id)
+        _add_acceptance(cell, data.acceptance, data.dir / "acceptance.json", side.warnings)
+        _add_latency(cell, data.dir / "requests.jsonl", data.summary)
+    if not side.cells:
+        raise InputError(f"{path}: no cell finished with status 'done' ({'; '.join(side.skipped)})")
+    return side
+
+
+def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:
+    """Per-request units when they carry positions, else log windows, else the exact total."""
+    try:
+        req = [Counts.from_dict(u) for u in ((acc.get("per_request") or {}).get("units") or [])]
+        win = [Counts.from_dict(u) for u in ((acc.get("logs") or {}).get("windows") or [])]
+        tot = (acc.get("prometheus") or {}).get("counts")
+        total = [Counts.from_dict(tot)] if tot else []
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}: malformed counts ({exc}); re-run the cell (specbench run --resume)") from None
+    req, win = [u for u in req if u.num_drafts], [u for u in win if u.num_drafts]
+    has_pos = lambda units: units and all(u.accepted_per_position is not None for u in units)  # noqa: E731
+    for units, kind in ((req, "request"), (win, "window")):
+        if len(units) > 1 and has_pos(units):
+            return units, kind
+    for units, kind in ((req, "request"), (win, "window")):
+        if len(units) > 1:
+            return units, kind
+    return [u for u in total if u.num_drafts], "total"
+
+
+def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, warnings: list[str]) -> None:
+    if not acc or acc.get("baseline"):
+        return
+    units, kind = _units(acc, where)
+    if not units:
+        return
+    prev = cell.unit_kind
+    cell.units.extend(units)
+    if kind == "total" and len(cell.units) > 1:
+        kind = "repeat"  # one exact total per repeat: the repeats are the units
+    if prev not in (None, "total", kind):
+        warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
+    cell.unit_kind = kind
+    cell.num_spec_tokens = acc.get("num_spec_tokens") or _k(cell.units)
+
+
+def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None) -> None:
+    if requests_path.exists():
+        from specbench.io import read_jsonl
+
+        for row in read_jsonl(requests_path):
+            if row.get("error") or row.get("error_code") or row.get("error_msg"):
+                continue
+            for metric, keys in _LATENCY_KEYS.items():
+                value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)
+                if value is not None:
+                    cell.latency.setdefault(metric, []).append(float(value))
+    for metric, (key, scale) in _SUMMARY_KEYS.items():
+        value = (summary or {}).get(key)
+        if isinstance(value, (int, float)):
+            cell.summary.setdefault(metric, []).append(float(value) * scale)
+
+
+def _per_request(value: Any) -> float | None:
+    # Our driver stores each request's inter-token gaps as a list; llmperf a per-request mean.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, list) and value and all(isinstance(x, (int, float)) for x in value):
+        return sum(value) / len(value)
+    return None
+
+
+def _k(units: list[Counts]) -> int | None:
+    ks = {u.num_spec_tokens or (len(u.accepted_per_position) if u.accepted_per_position else None) for u in units}
+    return ks.pop() if len(ks) == 1 else None

@@ -1,0 +1,319 @@
+"""The study config: strict pydantic models and ``load_config(path) -> Study``.
+
+A typo in YAML must be an error naming the file and the field path (``configs/x.yaml:
+matrix.mla[1]: must be 'on' or 'off'``), never a silent default. YAML 1.1 reads bare ``on``/``off``
+as booleans, so the on/off axes accept booleans and turn them back into ``"on"``/``"off"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from specbench.errors import ConfigError
+
+FIXTURE_REFS = ("fixture:target", "fixture:draft")
+# owner/name as on the Hugging Face hub; anything else must be an existing local path.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FLAG_NAME = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+
+# Axes that only make sense with speculation; the baseline cell reports them as "none".
+SPEC_AXES = ("output_norm", "num_speculative_tokens", "draft")
+BUILTIN_AXES = ("mla", "output_norm", "num_speculative_tokens", "draft")
+OUTPUT_NORM_VALUES = ("on", "off", "logits-only")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+def _on_off(value: Any, allowed: tuple[str, ...]) -> str:
+    if value is True:
+        value = "on"
+    elif value is False:
+        value = "off"
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError("must be " + " or ".join(repr(a) for a in allowed))
+    return value
+
+
+def check_model_ref(value: str) -> str:
+    """A model is a fixture ref, an existing local directory, or a hub id ``owner/name``."""
+    if value in FIXTURE_REFS:
+        return value
+    if value.startswith("fixture:"):
+        raise ValueError(f"unknown fixture {value!r}; use 'fixture:target' or 'fixture:draft'")
+    path = Path(value).expanduser()
+    if path.exists():
+        return value
+    looks_local = value.startswith((".", "/", "~")) or value.count("/") != 1
+    if looks_local or not _HUB_ID.match(value):
+        raise ValueError(f"model path {value!r} does not exist (and is not a hub id like 'owner/name')")
+    return value
+
+
+class Speculative(_Strict):
+    method: str = "eagle"
+    draft: str
+    num_speculative_tokens: int = Field(3, ge=1, le=64)
+
+    _draft = field_validator("draft")(lambda cls, v: check_model_ref(v))
+
+
+class Serve(_Strict):
+    model: str
+    served_model_name: Optional[str] = None
+    speculative: Optional[Speculative] = None
+    tensor_parallel_size: int = Field(1, ge=1)
+    max_model_len: Optional[int] = Field(None, ge=16)
+    max_num_seqs: Optional[int] = Field(None, ge=1)
+    trust_remote_code: bool = False
+    dtype: Optional[str] = None
+    enforce_eager: bool = False
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: Optional[int] = Field(None, ge=1, le=65535)
+    startup_timeout_s: float = Field(600, gt=0)
+    # vLLM logs a SpecDecoding window per stats interval (default 10 s); short windows let the
+    # runner see the window that closes after the load quickly.
+    log_stats_interval_s: float = Field(1.0, gt=0, le=60)
+    # Per-request spec-decode counts (vLLM --per-request-spec-decode-metrics summary, 0.32+):
+    # auto = when the installed vLLM has the flag; summary = always pass it; off = never.
+    per_request_metrics: Literal["auto", "summary", "off"] = "auto"
+
+    _model = field_validator("model")(lambda cls, v: check_model_ref(v))
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return v
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_host_port(cls, v: list[str]) -> list[str]:
+        for arg in v:
+            if arg.split("=", 1)[0] in ("--host", "--port"):
+                raise ValueError("set serve.host / serve.port instead of passing --host/--port in extra_args")
+        return v
+
+
+class Prompts(_Strict):
+    categories: Optional[list[str]] = None
+    path: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Prompts":
+        if self.categories is not None and self.path is not None:
+            raise ValueError("give either prompts.categories or prompts.path, not both")
+        if self.path is not None and not Path(self.path).expanduser().is_file():
+            raise ValueError(f"prompt file {self.path!r} does not exist")
+        return self
+
+
+class Llmperf(_Strict):
+    path: Optional[str] = None
+    python: Optional[str] = None  # the interpreter of llmperf's own venv (it pins pydantic < 2.5)
+    mean_input_tokens: int = Field(550, ge=1)
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class Load(_Strict):
+    driver: Literal["builtin", "llmperf"] = "builtin"
+    num_requests: int = Field(20, ge=1)
+    concurrency: int = Field(4, ge=1)
+    max_tokens: int = Field(64, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    seed: int = 0
+    timeout_s: float = Field(300, gt=0)
+    prompts: Prompts = Field(default_factory=Prompts)
+    warmup_requests: int = Field(2, ge=0)
+    # A cell whose load fails more than this fraction of requests is recorded as failed.
+    max_error_rate: float = Field(0.0, ge=0.0, le=1.0)
+    llmperf: Optional[Llmperf] = None
+
+    @model_validator(mode="after")
+    def _llmperf_needs_path(self) -> "Load":
+        if self.driver == "llmperf" and (self.llmperf is None or not self.llmperf.path):
+            raise ValueError("driver 'llmperf' needs load.llmperf.path (a clone of ray-project/llmperf)")
+        return self
+
+
+class Baseline(_Strict):
+    enabled: bool = True
+
+
+AxisValue = Union[str, int, float, bool]
+
+
+class Study(_Strict):
+    name: str = Field(min_length=1, max_length=64)
+    serve: Serve
+    matrix: dict[str, list[AxisValue]] = Field(default_factory=dict)
+    load: Load = Field(default_factory=Load)
+    repeats: int = Field(1, ge=1, le=100)
+    baseline: Baseline = Field(default_factory=lambda: Baseline(enabled=False))
+    executor: Literal["local"] = "local"
+    results_dir: str = "results"
+
+    @field_validator("name")
+    @classmethod
+    def _name_chars(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", v):
+            raise ValueError("use letters, digits, '.', '_' and '-' only (it becomes part of the run id)")
+        return v
+
+    @field_validator("baseline", mode="before")
+    @classmethod
+    def _baseline_bool(cls, v: Any) -> Any:
+        return {"enabled": v} if isinstance(v, bool) else v
+
+    @field_validator("matrix", mode="before")
+    @classmethod
+    def _matrix(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        out: dict[str, list[Any]] = {}
+        for axis, values in v.items():
+            if not isinstance(values, list) or not values:
+                raise ValueError(f"{axis}: must be a non-empty list of values")
+            out[axis] = [_axis_value(axis, i, val) for i, val in enumerate(values)]
+            if len(set(map(str, out[axis]))) != len(out[axis]):
+                raise ValueError(f"{axis}: values repeat")
+        return out
+
+    @model_validator(mode="after")
+    def _spec_axes_need_speculation(self) -> "Study":
+        for axis in SPEC_AXES:
+            if axis in self.matrix and self.serve.speculative is None:
+                raise ValueError(f"matrix.{axis} needs serve.speculative (it varies the draft)")
+        return self
+
+    @property
+    def served_model_name(self) -> str:
+        return self.serve.served_model_name or self.serve.model
+
+
+def _axis_value(axis: str, i: int, value: Any) -> Any:
+    where = f"{axis}[{i}]"
+    if axis == "mla":
+        return _wrap(where, lambda: _on_off(value, ("on", "off")))
+    if axis == "output_norm":
+        return _wrap(where, lambda: _on_off(value, OUTPUT_NORM_VALUES))
+    if axis == "num_speculative_tokens":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+            raise ValueError(f"{where}: must be an integer from 1 to 64")
+        return value
+    if axis == "draft":
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: must be a model path or hub id")
+        return _wrap(where, lambda: check_model_ref(value))
+    if axis.startswith("env:"):
+        if not _ENV_NAME.match(axis[4:]):
+            raise ValueError(f"{axis}: {axis[4:]!r} is not an environment variable name")
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if not isinstance(value, (str, int, float)):
+            raise ValueError(f"{where}: must be a string or number")
+        return str(value)
+    if axis.startswith("flag:"):
+        if not _FLAG_NAME.match(axis[5:]):
+            raise ValueError(f"{axis}: {axis[5:]!r} is not a long option like '--max-num-batched-tokens'")
+        if axis[5:] in ("--host", "--port"):
+            raise ValueError(f"{axis}: set serve.host / serve.port instead")
+        if not isinstance(value, (str, int, float, bool)):
+            raise ValueError(f"{where}: must be a string, number or boolean")
+        return value
+    raise ValueError(
+        f"unknown axis {axis!r}; use one of {', '.join(BUILTIN_AXES)}, 'env:NAME' or 'flag:--option'"
+    )
+
+
+def _wrap(where: str, fn):
+    try:
+        return fn()
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    msg = err["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    loc = _loc(tuple(p for p in err["loc"] if not str(p).startswith(("function-", "constrained-"))))
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field (check the spelling; see configs/default.yaml)"
+    elif err["type"] == "missing":
+        msg = "required field is missing"
+    # Union errors on axis values carry the variant name in the location; the matrix validator
+    # already named the axis, so keep only the path to it.
+    loc = re.sub(r"\.(str|int|float|bool)$", "", loc)
+    # The matrix validator names the axis (and index) at the start of its message.
+    m = re.match(r"^(\S+?): (.*)$", msg)
+    if loc == "matrix" and m:
+        loc, msg = f"matrix.{m.group(1)}", m.group(2)
+    return f"{loc}: {msg}" if loc else msg
+
+
+def parse_study(data: Any, source: str) -> Study:
+    """Validate an already-loaded mapping; errors name ``source`` and the field path."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        return Study.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_first_error(exc)}") from None
+
+
+def read_config_bytes(path: Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found; see configs/default.yaml for an example") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+
+
+def load_config(path: Path) -> Study:
+    """Read and validate a study config; every error is one line naming the file and field."""
+    raw = read_config_bytes(path)
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; is this a YAML config?") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: YAML syntax error: {problem}") from None
+    return parse_study(data, str(path))
+
+
+def config_sha256(path: Path) -> str:
+    return hashlib.sha256(read_config_bytes(path)).hexdigest()
+
+
+def packaged_default_config() -> Path:
+    """The default study shipped inside the package (identical to configs/default.yaml)."""
+    return Path(__file__).parent / "configs" / "default.yaml"

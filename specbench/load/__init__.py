@@ -1,0 +1,1 @@
+"""Load generation: the built-in streaming driver, the llmperf adapter, prompt sets and lint."""

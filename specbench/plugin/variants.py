@@ -1,0 +1,112 @@
+"""Output-norm variants of vLLM's DeepSeek-V3 EAGLE head (imported only inside vLLM processes).
+
+vLLM's ``deepseek_eagle.DeepseekV2Model.forward`` ends with ``self.norm(hidden_states, residual)``,
+an RMSNorm fused with the residual add, which returns ``(norm(sum), sum)``; it hands back
+``(norm, norm)``: the first for logits, the second carried to the next draft step. The variants:
+
+* ``off``         -> ``(sum, sum)``: no final norm at all.
+* ``logits-only`` -> ``(norm, sum)``: norm for logits only, the un-normed sum is carried (as MTP).
+
+The inner model must be *constructed* as the variant class: vLLM's compile wrapper captures
+``forward`` when the module is built, so swapping classes or methods afterwards would not take.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+
+import torch
+
+from vllm.model_executor.models import deepseek_eagle
+
+# A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
+logger = logging.getLogger("vllm.specbench_plugin")
+
+INNER_ATTRS = ("embed_tokens", "enorm", "hnorm", "fc", "layers", "norm")
+FORWARD_PARAMS = ["self", "input_ids", "positions", "hidden_states"]
+# Returned (for logits, carried) for the fused norm's outputs ``normed`` and ``summed``.
+VARIANT_OUTPUTS = {"off": ("sum", "sum"), "logits-only": ("norm", "sum")}
+
+_BASE_INNER = deepseek_eagle.DeepseekV2Model
+_construct_lock = threading.Lock()
+
+
+def _forward_for(variant: str):
+    for_logits, carried = VARIANT_OUTPUTS[variant]
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, hidden_states: torch.Tensor):
+        inputs = torch.cat([self.enorm(self.embed_tokens(input_ids)), self.hnorm(hidden_states)], dim=-1)
+        hidden_states = self.fc(inputs)
+        residual = None
+        for layer in self.layers:
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        normed, summed = self.norm(hidden_states, residual)
+        picked = {"norm": normed, "sum": summed}
+        return picked[for_logits], picked[carried]
+
+    return forward
+
+
+def _make_inner(variant: str) -> type:
+    def __init__(self, *args, **kwargs):
+        _BASE_INNER.__init__(self, *args, **kwargs)
+        missing = [a for a in INNER_ATTRS if not hasattr(self, a)]
+        if missing:
+            raise RuntimeError(
+                f"specbench output_norm '{variant}': vLLM's deepseek_eagle.DeepseekV2Model has no {missing}; "
+                "this vLLM's EAGLE head differs from the one the plugin was written for (vLLM 0.32)"
+            )
+        logger.info("specbench output_norm variant '%s' loaded: %s", variant, type(self).__qualname__)
+
+    name = "DeepseekV2ModelOutputNorm" + variant.title().replace("-", "")
+    return type(name, (_BASE_INNER,), {"__init__": __init__, "forward": _forward_for(variant), "__module__": __name__})
+
+
+def _make_outer(variant: str, inner: type) -> type:
+    def __init__(self, *, vllm_config, prefix: str = ""):
+        # EagleDeepseekV3ForCausalLM.__init__ builds ``deepseek_eagle.DeepseekV2Model(...)`` by module
+        # global; pointing that name at the variant while it runs keeps vLLM's own constructor (no
+        # copy of it here) and builds the inner model once, so attention layers register once.
+        with _construct_lock:
+            deepseek_eagle.DeepseekV2Model = inner
+            try:
+                deepseek_eagle.EagleDeepseekV3ForCausalLM.__init__(self, vllm_config=vllm_config, prefix=prefix)
+            finally:
+                deepseek_eagle.DeepseekV2Model = _BASE_INNER
+        if type(self.model) is not inner:
+            raise RuntimeError(
+                f"specbench output_norm '{variant}': EagleDeepseekV3ForCausalLM built {type(self.model).__name__}, "
+                "not the variant; this vLLM's EAGLE head constructs its inner model differently"
+            )
+
+    name = "EagleDeepseekV3OutputNorm" + variant.title().replace("-", "")
+    return type(name, (deepseek_eagle.EagleDeepseekV3ForCausalLM,), {"__init__": __init__, "__module__": __name__})
+
+
+def verify_wrapped_classes(vllm_version: str) -> None:
+    """Raise RuntimeError naming the vLLM version and what is missing if the head is not as expected."""
+    problems = []
+    outer = getattr(deepseek_eagle, "EagleDeepseekV3ForCausalLM", None)
+    if outer is None:
+        problems.append("deepseek_eagle.EagleDeepseekV3ForCausalLM")
+    if not isinstance(_BASE_INNER, type):
+        problems.append("deepseek_eagle.DeepseekV2Model")
+    else:
+        params = list(inspect.signature(_BASE_INNER.forward).parameters)
+        if params != FORWARD_PARAMS:
+            problems.append(f"DeepseekV2Model.forward{tuple(FORWARD_PARAMS[1:])} (found {tuple(params[1:])})")
+        # Its __init__ is wrapped by support_torch_compile, so read the class source instead.
+        class_src = inspect.getsource(_BASE_INNER)
+        problems += [f"DeepseekV2Model.{a}" for a in INNER_ATTRS if f"self.{a} =" not in class_src]
+    if outer is not None and "DeepseekV2Model(" not in inspect.getsource(outer.__init__):
+        problems.append("EagleDeepseekV3ForCausalLM.__init__ building DeepseekV2Model(...)")
+    if problems:
+        raise RuntimeError(
+            f"specbench output-norm plugin cannot wrap vLLM {vllm_version}: missing {', '.join(problems)}; "
+            "use SPECBENCH_OUTPUT_NORM=on (vLLM as shipped) or a vLLM whose deepseek_eagle.py matches 0.32"
+        )
+
+
+VARIANT_CLASSES = {v: _make_outer(v, _make_inner(v)) for v in VARIANT_OUTPUTS}

@@ -1,0 +1,225 @@
+"""``specbench report``: acceptance tables, CIs, plots and a Markdown summary for logs or a run dir.
+
+Inputs become labelled groups of summable units (log windows, requests, scrape differences):
+unlabelled files give one group per file, ``--label NAME=FILE`` puts files into named groups, and a
+run directory gives one group per cell (see :mod:`specbench.report_inputs`). Everything here is
+pure apart from :func:`write_report`.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from specbench.analysis.acceptance import DEFINITION, bootstrap_delta, significant
+from specbench.analysis.frames import summary_frame, window_frame
+from specbench.io import atomic_write_text
+from specbench.report_inputs import Group, groups_from_files, groups_from_run, is_run_dir
+
+MAX_WARNINGS_SHOWN = 20
+
+
+@dataclass
+class Comparison:
+    """Two run-dir cells that differ in exactly one axis; delta = cand - base."""
+
+    axis: str
+    base: str  # group labels
+    cand: str
+    base_value: str
+    cand_value: str
+    others: dict[str, str]
+    values: dict[str, tuple[float, float]]  # stat -> (base, cand)
+    delta: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    degenerate: bool
+
+    def sentence(self) -> str:
+        ctx = ", ".join(f"{k}={v}" for k, v in self.others.items())
+        parts = []
+        for stat, name, n in (("mean_acceptance_length", "AL", 2), ("p0", "p_0", 3)):
+            if stat not in self.intervals:
+                continue
+            (b, c), (lo, hi) = self.values[stat], self.intervals[stat]
+            verdict = "significant" if significant((lo, hi)) else "not significant"
+            parts.append(f"{name} {c:.{n}f} vs {b:.{n}f}, Δ {self.delta[stat]:+.{n}f} [{lo:+.{n}f}, {hi:+.{n}f}], "
+                         f"{verdict}")
+        head = f"{self.axis}={self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
+        tail = " (one side has a single unit: interval understates uncertainty)" if self.degenerate else ""
+        return f"{head}: " + "; ".join(parts) + tail
+
+
+@dataclass
+class Report:
+    groups: list[Group]
+    summary: pd.DataFrame
+    windows: pd.DataFrame
+    confidence: float
+    n_resamples: int
+    seed: int
+    comparisons: list[Comparison] = field(default_factory=list)
+    source: str = ""
+
+
+def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = None, *, n_resamples: int = 2000,
+                 seed: int = 0, confidence: float = 0.95) -> Report:
+    """Groups from log/scrape/JSONL files and run directories, their summary and comparisons."""
+    groups: list[Group] = []
+    comparisons: list[Comparison] = []
+    files = [p for p in inputs if not is_run_dir(p)]
+    for run_dir in (p for p in inputs if is_run_dir(p)):
+        run_groups = groups_from_run(run_dir, prefix=len([p for p in inputs if is_run_dir(p)]) > 1)
+        groups += run_groups
+        comparisons += _comparisons(run_groups, n_resamples, seed, confidence)
+    groups += groups_from_files(files, labels or [])
+    counted = {g.label: g.units for g in groups}
+    summary = summary_frame(counted, totals={g.label: g.total for g in groups if g.total is not None},
+                            unit={g.label: g.unit for g in groups}, n_resamples=n_resamples, seed=seed,
+                            confidence=confidence)
+    # one list of warnings per group, in the Markdown and in the CSV alike
+    for g, pooled in zip(groups, summary["warnings"]):
+        if isinstance(pooled, str) and pooled:
+            g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
+    summary["warnings"] = ["; ".join(g.warnings) for g in groups]
+    return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
+                  n_resamples=n_resamples, seed=seed, comparisons=comparisons,
+                  source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
+
+
+def _comparisons(groups: list[Group], n_resamples: int, seed: int, confidence: float) -> list[Comparison]:
+    out = []
+    cells = [g for g in groups if g.axes is not None and g.units]
+    # the first value an axis takes in run order is the reference side ("base")
+    first_value: dict[str, str] = {}
+    for g in cells:
+        for k, v in g.axes.items():
+            first_value.setdefault(k, v)
+    for i, a in enumerate(cells):
+        for b in cells[i + 1:]:
+            if a.repeat != b.repeat or set(a.axes) != set(b.axes):
+                continue
+            diff = [k for k in a.axes if a.axes[k] != b.axes[k]]
+            if len(diff) != 1:
+                continue
+            axis = diff[0]
+            base, cand = (a, b) if a.axes[axis] == first_value[axis] or b.axes[axis] != first_value[axis] else (b, a)
+            iv = bootstrap_delta(base.units, cand.units, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            pb, pc = base.point(), cand.point()
+            stats = [s for s in ("mean_acceptance_length", "p0") if s in iv and s in pb and s in pc]
+            out.append(Comparison(
+                axis=axis, base=base.label, cand=cand.label, base_value=base.axes[axis],
+                cand_value=cand.axes[axis], others={k: v for k, v in base.axes.items() if k != axis},
+                values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
+                intervals={s: iv[s] for s in stats}, degenerate=iv.degenerate))
+    return out
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _with_ci(row: pd.Series, stat: str, digits: int = 3) -> str:
+    if stat not in row or pd.isna(row[stat]):
+        return "–"
+    if row.get("ci_degenerate", True):
+        return f"{_fmt(row[stat], digits)} (no CI)"
+    return f"{_fmt(row[stat], digits)} [{_fmt(row[f'{stat}_ci_low'], digits)}, {_fmt(row[f'{stat}_ci_high'], digits)}]"
+
+
+def _k(summary: pd.DataFrame, prefix: str) -> int:
+    k = 0
+    while f"{prefix}{k}" in summary.columns:
+        k += 1
+    return k
+
+
+def table_rows(report: Report, prefix: str = "p") -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the per-group table (shared by Markdown and the Rich table)."""
+    k = _k(report.summary, prefix)
+    sym = "p" if prefix == "p" else "α"
+    header = ["group", "units", "drafts", "AL", "DAR"] + [f"{sym}_{i}" for i in range(k)]
+    rows = []
+    for _, row in report.summary.iterrows():
+        units = f"{row['n_units']} {row['unit']}{'s' if row['n_units'] != 1 else ''}"
+        drafts = "–" if pd.isna(row.get("num_drafts")) else str(int(row["num_drafts"]))
+        rows.append([str(row["label"]), units, drafts, _with_ci(row, "mean_acceptance_length", 2),
+                     _with_ci(row, "draft_acceptance_rate")] + [_with_ci(row, f"{prefix}{i}") for i in range(k)])
+    return header, rows
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render_markdown(report: Report) -> str:
+    pct = f"{report.confidence:.0%}"
+    out = [
+        "# specbench acceptance report", "",
+        f"Inputs: {report.source}", "",
+        f"**Acceptance definition:** {DEFINITION}.", "",
+        f"**Intervals:** {pct} percentile bootstrap, {report.n_resamples} resamples (seed {report.seed}); each "
+        "resample draws the group's units (log windows or requests, see the units column) with replacement, "
+        "sums their counts and recomputes every statistic (ratio estimator; rates are never averaged). "
+        "Point estimates use exact Prometheus counts where the input has them. "
+        "\"no CI\" marks a group with a single unit, where no interval can be estimated.", "",
+        "## Unconditional acceptance per position", "",
+        _md_table(*table_rows(report, "p")), "",
+        "## Conditional acceptance per position", "",
+        _md_table(*table_rows(report, "a")), "",
+    ]
+    derived = [(r["label"], r["derived"]) for _, r in report.summary.iterrows()
+               if isinstance(r.get("derived"), str) and r["derived"]]
+    if derived:
+        out += ["Derived, not printed: " + "; ".join(f"{lab}: {d}" for lab, d in derived)
+                + " (num_drafts = drafted / k, cross-checked with accepted / Σp_i; "
+                "accepted_per_position = round(p_i · num_drafts)).", ""]
+    if report.comparisons:
+        out += ["## Differences between cells", "",
+                f"Cells that differ in one axis; Δ = first minus second, {pct} bootstrap CI of the difference "
+                "(both sides resampled independently); significant when the CI excludes 0.", ""]
+        out += [f"- {c.sentence()}" for c in report.comparisons] + [""]
+    rate_only = [g for g in report.groups if g.rate_only is not None]
+    if rate_only:
+        out += ["## Rate-only lines (no counts, not summed)", ""]
+        for g in rate_only:
+            ro = g.rate_only
+            als = [r["mean_acceptance_length"] for r in ro.per_record if r["mean_acceptance_length"] is not None]
+            span = f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
+            combined = f"; draft-weighted AL {ro.mean_acceptance_length:.3f}" if ro.weighted else ""
+            out.append(f"- {g.label}: {ro.n_records} line(s), {span}{combined} ({ro.note})")
+        out.append("")
+    warned = [g for g in report.groups if g.warnings]
+    if warned:
+        out += ["## Warnings", ""]
+        for g in warned:
+            shown = g.warnings[:MAX_WARNINGS_SHOWN]
+            out += [f"- {g.label}: {w}" for w in shown]
+            if len(g.warnings) > len(shown):
+                out.append(f"- {g.label}: … and {len(g.warnings) - len(shown)} more")
+        out.append("")
+    out += ["## Files", "", "- `acceptance.csv`: the table above, one row per group, with CI columns",
+            "- `per_position.png` / `.svg`: p_i and α_i per draft position",
+            "- `al_over_time.png` / `.svg`: AL per window in order", ""]
+    return "\n".join(out)
+
+
+def write_report(report: Report, out_dir: Path) -> list[Path]:
+    """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
+    from specbench.plot import al_over_time_figure, per_position_figure, save_figure
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "summary.md", out_dir / "acceptance.csv"]
+    atomic_write_text(paths[0], render_markdown(report))
+    buf = io.StringIO()
+    report.summary.to_csv(buf, index=False)
+    atomic_write_text(paths[1], buf.getvalue())
+    paths += save_figure(per_position_figure(report.summary, report.confidence), out_dir / "per_position")
+    paths += save_figure(al_over_time_figure(report.windows, report.summary), out_dir / "al_over_time")
+    return paths

@@ -1,0 +1,214 @@
+"""Inputs of ``specbench report``: files and run directories -> labelled groups of summable units.
+
+A file is a vLLM/SGLang log (read by :func:`specbench.metrics.parse.parse_file`), a Prometheus
+scrape, or canonical records as JSON lines (``specbench parse`` output). A run directory
+(``specbench run``) gives one group per cell from its ``acceptance.json``: exact Prometheus counts
+for the point estimate, per-request units or log windows for the CI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specbench.analysis.acceptance import (
+    Counts,
+    RateOnlySummary,
+    counts_from_records,
+    point_estimates,
+    rate_only_summary,
+)
+from specbench.errors import ConfigError, InputError
+from specbench.metrics.record import SpecDecodeRecord
+
+
+@dataclass
+class Group:
+    label: str
+    units: list[Counts]
+    unit: str  # what one unit is: "window", "request" or "scrape"
+    total: Counts | None = None  # exact totals when known (Prometheus); else the units' sum is used
+    warnings: list[str] = field(default_factory=list)
+    rate_only: RateOnlySummary | None = None
+    axes: dict[str, str] | None = None  # run-dir cells only
+    repeat: int | None = None
+
+    def point(self) -> dict[str, float]:
+        return point_estimates([self.total] if self.total is not None else self.units)
+
+
+def parse_label(text: str) -> tuple[str, Path]:
+    """``NAME=FILE`` from ``--label``; ConfigError naming the flag otherwise."""
+    name, sep, file = text.partition("=")
+    if not sep or not name.strip() or not file.strip():
+        raise ConfigError(f"--label {text!r}: expected NAME=FILE, e.g. --label mla-on=server.log")
+    return name.strip(), Path(file.strip())
+
+
+def is_run_dir(path: Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / "manifest.json").is_file()
+
+
+def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise InputError(f"{path}: a directory without manifest.json; pass log files or a specbench run directory")
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found; check the path") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror}); check permissions") from None
+
+
+def _looks_prometheus(text: str) -> bool:
+    head = text.lstrip()[:4096]
+    return head.startswith("# HELP") or head.startswith("# TYPE") or "\nvllm:" in head or head.startswith("vllm:")
+
+
+def _is_acceptance_json(path: Path) -> bool:
+    """A cell's acceptance.json (read as counts, not as records)."""
+    import json
+
+    if not Path(path).is_file():
+        return False
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "prometheus" in data and "definition" in data
+
+
+def read_records(path: Path) -> tuple[list[Any], list[str]]:
+    """Records and parse warnings of one input file (log, Prometheus scrape or canonical JSONL)."""
+    path = Path(path)
+    text = _read_text(path)
+    if text.lstrip().startswith("{"):
+        from specbench.io import read_jsonl
+
+        rows = read_jsonl(path)
+        return [SpecDecodeRecord.from_dict(r) for r in rows if r.get("kind") == "spec_decode"], []
+    import importlib
+
+    try:
+        parse = importlib.import_module("specbench.metrics.parse")
+    except ModuleNotFoundError as exc:  # only while the parser module is absent from a build
+        if exc.name != "specbench.metrics.parse":
+            raise
+        raise InputError(f"{path}: this build cannot parse logs; pass `specbench parse` JSONL or a run directory") from None
+    if _looks_prometheus(text):
+        return list(parse.parse_prometheus(text, file=str(path))), []
+    result = parse.parse_file(path)
+    return list(result.records), list(result.warnings)
+
+
+def group_from_records(label: str, records: list[Any], warnings: list[str] | None = None) -> Group:
+    units, w = counts_from_records(records)
+    group = Group(label=label, units=units, unit="window", warnings=list(warnings or []) + w,
+                  rate_only=rate_only_summary(records))
+    if not units and group.rate_only is None:
+        group.warnings.append("no spec-decode metrics found (is speculative decoding on, and stats logging?)")
+    return group
+
+
+def _default_label(path: Path) -> str:
+    # a cell's acceptance.json is named after its cell directory
+    return path.parent.name if path.name == "acceptance.json" and path.parent.name else path.name
+
+
+def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list[Group]:
+    """One group per unlabelled file (named after it), one per ``--label`` name (files in order)."""
+    labelled = {Path(p) for _, p in labels}
+    members: dict[str, list[Path]] = {}
+    for name, p in labels:
+        members.setdefault(name, []).append(Path(p))
+    names = [_default_label(Path(f)) for f in files]
+    for f, name in zip(files, names):
+        if Path(f) in labelled:
+            continue
+        name = name if names.count(name) == 1 else str(f)
+        if name in members:
+            raise ConfigError(f"--label {name}: the name is also the file name of {f}; pick another label")
+        members.setdefault(name, []).append(Path(f))
+    groups = []
+    for name, paths in members.items():
+        records: list[Any] = []
+        warnings: list[str] = []
+        if any(_is_acceptance_json(p) for p in paths):
+            if len(paths) > 1:
+                raise ConfigError(f"--label {name}: an acceptance.json cannot share a label with other files")
+            from specbench.io import load_json
+
+            groups.append(group_from_acceptance(name, load_json(paths[0]), str(paths[0])))
+            continue
+        for p in paths:
+            r, w = read_records(p)
+            records += r
+            warnings += w
+        groups.append(group_from_records(name, records, warnings))
+    return groups
+
+
+def _load_run(path: Path):
+    from specbench.run.store import load_run
+
+    return load_run(path)
+
+
+def _axis_label(axis: str) -> str:
+    from specbench.run.cells import axis_label
+
+    return axis_label(axis)
+
+
+def _counts(d: dict[str, Any] | None, where: str) -> Counts | None:
+    if d is None:
+        return None
+    try:
+        return Counts.from_dict(d, origin=where)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}: bad counts object ({exc}); re-run the cell or delete acceptance.json") from None
+
+
+def groups_from_run(path: Path, *, prefix: bool = False) -> list[Group]:
+    """One group per cell of a run directory (baseline cells, which have no speculation, are skipped)."""
+    run = _load_run(path)
+    groups = []
+    for cell_id, cell in run.cells.items():
+        label = f"{run.run_id}/{cell_id}" if prefix else cell_id
+        axes = {_axis_label(str(k)): str(v) for k, v in (cell.cell.get("axes") or {}).items()}
+        common = {"axes": axes, "repeat": cell.cell.get("repeat")}
+        acc = cell.acceptance
+        if acc is not None and acc.get("baseline"):
+            continue
+        if cell.status != "done" or acc is None:
+            why = cell.cell.get("reason") or ("no acceptance.json" if acc is None else cell.status)
+            groups.append(Group(label, [], "window", warnings=[f"cell not usable ({cell.status}): {why}"], **common))
+            continue
+        groups.append(group_from_acceptance(label, acc, str(cell.dir / "acceptance.json"), **common))
+    if not groups:
+        raise InputError(f"{path}: no finished speculative cells to report; run `specbench run` first")
+    return groups
+
+
+def group_from_acceptance(label: str, acc: dict[str, Any], where: str, axes: dict[str, str] | None = None,
+                          repeat: int | None = None) -> Group:
+    """A cell's ``acceptance.json``: Prometheus totals; per-request units or log windows for the CI."""
+    prom = _counts((acc.get("prometheus") or {}).get("counts"), where)
+    windows = [_counts(w, f"{where} logs.windows[{i}]") for i, w in enumerate((acc.get("logs") or {}).get("windows") or [])]
+    per_req = acc.get("per_request") or {}
+    requests = [_counts(u, f"{where} per_request.units[{i}]") for i, u in enumerate(per_req.get("units") or [])]
+    ci_unit = (acc.get("ci") or {}).get("unit")
+    if requests and (ci_unit == "request" or not windows):
+        units, unit = requests, "request"
+    elif windows:
+        units, unit = windows, "window"
+    else:
+        units, unit = ([prom] if prom is not None else []), "scrape"
+    warnings = list(acc.get("warnings") or [])
+    agreement = acc.get("agreement") or {}
+    for key, what in (("logs_vs_prometheus", "log windows"), ("per_request_vs_prometheus", "per-request counts")):
+        if agreement.get(key) is False:
+            detail = (agreement.get("details") or {}).get(key.split("_vs_")[0], "")
+            warnings.append(f"{what} disagree with the Prometheus counts {detail}".rstrip())
+    return Group(label, units, unit, total=prom, warnings=warnings, axes=axes, repeat=repeat)

@@ -1,0 +1,166 @@
+"""Collect one cell's acceptance from three independent sources and check they agree.
+
+- Prometheus: ``/metrics`` after minus before the load, summed over engines: the exact counts.
+- Logs: the SpecDecoding windows the server printed during the load (one line per stats interval,
+  V1 lines reset), summed by counts; windows are restricted to lines after the 'before' scrape.
+- Per request: the driver's per-request spec-decode counts, summed (when the server exposes them).
+
+Counts must agree EXACTLY; a mismatch is recorded with its details, not hidden. Derived statistics
+(AL, DAR, p_i, alpha_i) come from the Prometheus counts; the bootstrap CI is over requests when
+per-request data exists, else over log windows. Pure functions: text and dicts in, dicts out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from specbench.analysis.acceptance import DEFINITION, Counts, acceptance, bootstrap, counts_from_records
+from specbench.metrics.record import SpecDecodeRecord
+
+COUNT_FIELDS = ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
+
+
+def prometheus_counts(text: str, file: str | None = None) -> Counts | None:
+    """Cumulative spec-decode counters of one scrape, summed over engines; None if there are none."""
+    from specbench.metrics.parse import parse_prometheus
+
+    recs = [r for r in parse_prometheus(text, file=file) if isinstance(r, SpecDecodeRecord)]
+    units = [_record_to_counts(r) for r in recs if r.num_drafts is not None]
+    if not units:
+        return None
+    out = units[0]
+    for u in units[1:]:
+        out = out + u
+    return out
+
+
+def _record_to_counts(r: SpecDecodeRecord) -> Counts:
+    return Counts(num_drafts=int(r.num_drafts or 0), draft_tokens=int(r.draft_tokens or 0),
+                  accepted_tokens=int(r.accepted_tokens or 0),
+                  accepted_per_position=None if r.accepted_per_position is None else list(r.accepted_per_position),
+                  num_spec_tokens=r.num_spec_tokens, origin=r.file)
+
+
+def diff_counts(after: Counts | None, before: Counts | None) -> Counts | None:
+    """after - before; a missing 'before' (no drafts yet, counters not exported) counts as zero."""
+    if after is None:
+        return None
+    if before is None:
+        return after
+    pos = None
+    if after.accepted_per_position is not None:
+        b = before.accepted_per_position or [0] * len(after.accepted_per_position)
+        pos = [x - y for x, y in zip(after.accepted_per_position, b)]
+    return Counts(num_drafts=after.num_drafts - before.num_drafts,
+                  draft_tokens=after.draft_tokens - before.draft_tokens,
+                  accepted_tokens=after.accepted_tokens - before.accepted_tokens,
+                  accepted_per_position=pos, num_spec_tokens=after.num_spec_tokens or before.num_spec_tokens)
+
+
+def log_windows(log_text: str, after_line: int, file: str | None = None) -> tuple[list[Counts], list[str]]:
+    """SpecDecoding windows printed on lines > ``after_line`` (1-based line numbers of the log)."""
+    from specbench.metrics.parse import parse_text
+
+    records = [r for r in parse_text(log_text, file=file) if (r.line or 0) > after_line]
+    return counts_from_records(records)
+
+
+def sum_counts(units: list[Counts]) -> Counts | None:
+    if not units:
+        return None
+    out = units[0]
+    for u in units[1:]:
+        out = out + u
+    return out
+
+
+def request_units(requests: list[dict[str, Any]]) -> list[Counts] | None:
+    """One Counts per successful request with spec-decode data; None when any lacks it."""
+    units = []
+    for req in requests:
+        if req.get("error"):
+            continue
+        sd = req.get("spec_decode")
+        if not sd:
+            return None
+        units.append(Counts(num_drafts=int(sd["num_drafts"]), draft_tokens=int(sd["draft_tokens"]),
+                            accepted_tokens=int(sd["accepted_tokens"]),
+                            accepted_per_position=sd.get("accepted_per_position"),
+                            num_spec_tokens=sd.get("num_spec_tokens"),
+                            origin=f"request {req.get('id')}"))
+    return units or None
+
+
+def counts_equal(a: Counts | None, b: Counts | None) -> tuple[bool, dict[str, Any]]:
+    """Exact equality of the count fields; the details name each field that differs."""
+    if a is None or b is None:
+        return (a is None and b is None), ({} if a is None and b is None else {"missing": "a" if a is None else "b"})
+    diffs = {f: [getattr(a, f), getattr(b, f)] for f in COUNT_FIELDS if getattr(a, f) != getattr(b, f)}
+    return not diffs, diffs
+
+
+def _counts_json(c: Counts | None) -> dict[str, Any] | None:
+    return None if c is None else c.to_dict()
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def build_acceptance(*, num_spec_tokens: int | None, prom: Counts | None, windows: list[Counts],
+                     window_warnings: list[str], req_units: list[Counts] | None, per_request_mode: str,
+                     seed: int = 0) -> dict[str, Any]:
+    """The acceptance.json payload (docs/internals.md) of a speculative cell."""
+    log_total = sum_counts(windows)
+    logs_ok, logs_details = counts_equal(log_total, prom)
+    use_req = req_units if per_request_mode != "off" else None
+    req_total = sum_counts(use_req) if use_req else None
+    req_ok, req_details = counts_equal(req_total, prom) if use_req else (None, {})
+    derived: dict[str, Any] = {}
+    warnings = list(window_warnings)
+    if prom is not None:
+        acc = acceptance(prom)
+        warnings += acc.warnings
+        derived = {"mean_acceptance_length": _finite(acc.mean_acceptance_length),
+                   "draft_acceptance_rate": _finite(acc.draft_acceptance_rate),
+                   "per_position": [_finite(p) for p in acc.per_position],
+                   "conditional": [_finite(a) for a in acc.conditional]}
+    ci = None
+    ci_units = use_req if use_req else windows
+    if ci_units and prom is not None and prom.num_drafts:
+        iv = bootstrap(ci_units, seed=seed)
+        ci = {"unit": "request" if ci_units is use_req else "window", "confidence": iv.confidence,
+              "n_units": iv.n_units, "degenerate": iv.degenerate,
+              "intervals": {k: [_finite(lo), _finite(hi)] for k, (lo, hi) in iv.items()}}
+    return {
+        "definition": DEFINITION,
+        "num_spec_tokens": num_spec_tokens,
+        "prometheus": {"counts": _counts_json(prom)},
+        "logs": {"counts": _counts_json(log_total), "windows": [w.to_dict() for w in windows]},
+        "per_request": None if not use_req else {"counts": _counts_json(req_total),
+                                                 "units": [u.to_dict() for u in use_req]},
+        "agreement": {"logs_vs_prometheus": logs_ok, "per_request_vs_prometheus": req_ok,
+                      "details": {k: v for k, v in (("logs", logs_details), ("per_request", req_details)) if v}},
+        "derived": derived,
+        "ci": ci,
+        "warnings": warnings,
+    }
+
+
+def baseline_acceptance(prom_before: Counts | None, prom_after: Counts | None, windows: list[Counts]) -> dict[str, Any]:
+    """The baseline (no speculation) must show no spec-decode activity: counters absent or zero."""
+    d = diff_counts(prom_after, prom_before)
+    absent = prom_after is None
+    zero = d is None or (d.num_drafts == 0 and d.draft_tokens == 0 and d.accepted_tokens == 0)
+    return {
+        "definition": DEFINITION, "num_spec_tokens": None, "baseline": True,
+        "spec_metrics": "absent" if absent else ("zero" if zero else "present"),
+        "baseline_ok": zero and not windows,
+        "prometheus": {"counts": _counts_json(d)},
+        "logs": {"counts": _counts_json(sum_counts(windows)), "windows": [w.to_dict() for w in windows]},
+        "per_request": None,
+        "agreement": {"logs_vs_prometheus": not windows and zero, "per_request_vs_prometheus": None, "details": {}},
+        "derived": {}, "ci": None, "warnings": [] if zero and not windows else
+        ["baseline cell (no speculation) shows spec-decode counts: check serve.extra_args"],
+    }

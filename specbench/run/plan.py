@@ -1,0 +1,145 @@
+"""Turn a config file (new run) or a run directory (``--resume``) into a :class:`RunPlan`.
+
+Everything that can be checked before launching a server is checked here: the config, fixture
+refs (built on first use), output-norm variants against the draft, and on resume that the config
+file is unchanged since the run (its sha256 is in the manifest).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
+from specbench.errors import ConfigError, InputError
+from specbench.run import store
+from specbench.run.cells import Cell, expand
+from specbench.run.runner import RunPlan, utc_now
+
+
+def make_run_id(study: Study, now: datetime | None = None) -> str:
+    """UTC timestamp + the config's short name, e.g. ``20261202T190811Z-default``."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{study.name}"
+
+
+def fixture_resolver(study: Study):
+    """Builds the tiny fixtures once if the study names them; maps refs to their paths."""
+    refs = {study.serve.model, *(v for v in study.matrix.get("draft", []))}
+    if study.serve.speculative:
+        refs.add(study.serve.speculative.draft)
+    paths = None
+    if refs & set(FIXTURE_REFS):
+        from specbench.fixtures import build_fixtures
+
+        paths = build_fixtures()
+
+    def resolve(ref: str) -> str:
+        if ref == "fixture:target":
+            return str(paths.target)
+        if ref == "fixture:draft":
+            return str(paths.draft)
+        return ref
+
+    return resolve
+
+
+def check_cells(cells: list[Cell]) -> None:
+    """Refuse, before launching anything, a variant the plugin cannot apply to a cell's draft."""
+    from specbench.plugin import check_variant_supported
+
+    for c in cells:
+        if c.output_norm and c.output_norm != "on" and c.draft:
+            draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
+            if draft_dir is None:
+                continue  # a hub draft not downloaded yet: the plugin checks it inside the server
+            check_variant_supported(draft_dir, c.output_norm)
+
+
+def _hub_cache_dir(repo_id: str) -> Path | None:
+    """The local snapshot of a hub model if its config.json is in the Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001 - an invalid repo id is not ours to report here
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def redacted_config(study: Study) -> dict:
+    """The resolved config with secret env values and credential flags replaced (it goes to disk)."""
+    from specbench.server import redact_argv, redact_env
+
+    data = study.model_dump(mode="json")
+    data["serve"]["env"] = redact_env(data["serve"]["env"])
+    data["serve"]["extra_args"] = redact_argv(data["serve"]["extra_args"])
+    data["matrix"] = {a: (["***"] * len(v) if a.startswith("env:") and redact_env({a[4:]: ""})[a[4:]] else v)
+                      for a, v in data["matrix"].items()}
+    if data["load"].get("llmperf"):
+        data["load"]["llmperf"]["extra_args"] = redact_argv(data["load"]["llmperf"]["extra_args"])
+    return data
+
+
+def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: list[Cell]) -> dict:
+    import specbench
+    from specbench.run.machine import fingerprint
+    from specbench.vllm_main import installed_vllm_version
+
+    return {
+        "run_id": run_id, "specbench_version": specbench.__version__, "vllm_version": installed_vllm_version(),
+        "config_path": str(config_path), "config_sha256": sha,
+        "resolved_config": redacted_config(study), "axes": list(study.matrix),
+        "machine": fingerprint(), "started_at": utc_now(), "ended_at": None, "status": "running",
+        "cells": [c.cell_id for c in cells],
+    }
+
+
+def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
+    study = load_config(config_path)
+    sha = config_sha256(config_path)
+    cells = expand(study, fixture_resolver(study))
+    check_cells(cells)
+    run_id = make_run_id(study)
+    base = Path(results_dir) if results_dir is not None else Path(study.results_dir)
+    run_dir = base / run_id
+    if run_dir.exists():
+        raise ConfigError(f"{run_dir}: already exists; wait a second or pass another --results-dir")
+    run_dir.mkdir(parents=True)
+    manifest = _manifest(study, run_id, Path(os.path.abspath(config_path)), sha, cells)
+    store.write_manifest(run_dir, manifest)
+    return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=run_id, manifest=manifest)
+
+
+def resume_plan(run_dir: Path) -> RunPlan:
+    """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
+    run_dir = Path(run_dir)
+    run = store.load_run(run_dir)
+    manifest = run.manifest
+    config_path = Path(manifest.get("config_path", ""))
+    if config_path.is_file():
+        now = config_sha256(config_path)
+        if now != manifest.get("config_sha256"):
+            raise ConfigError(
+                f"{config_path}: changed since run {manifest['run_id']} (sha256 differs); "
+                "--resume reruns the same study: restore the file, or start a new run"
+            )
+        # The same bytes as the run's config; it, not the redacted copy, carries the secrets.
+        study = load_config(config_path)
+    elif "resolved_config" in manifest:
+        # Secrets were redacted from the saved copy: a study that needs them needs its config file.
+        study = parse_study(manifest["resolved_config"], f"{run_dir / store.MANIFEST}: resolved_config")
+    else:
+        raise InputError(f"{run_dir / store.MANIFEST}: no resolved_config and {config_path} is gone; cannot resume")
+    cells = expand(study, fixture_resolver(study))
+    if [c.cell_id for c in cells] != manifest["cells"]:
+        raise InputError(f"{run_dir / store.MANIFEST}: cell list does not match its resolved_config; "
+                         "was it written by another specbench version?")
+    check_cells(cells)
+    done = {cid for cid, c in run.cells.items() if c.status == "done"}
+    manifest.setdefault("resumed_at", []).append(utc_now())
+    return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=manifest["run_id"], manifest=manifest,
+                   skip=done)

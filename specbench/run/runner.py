@@ -1,0 +1,343 @@
+"""Run a study: cells one after another (local executor), saving the run directory after every cell.
+
+Per cell: start vLLM -> warmup -> wait until the warmup's log windows are printed -> scrape
+/metrics (before) -> load -> wait until the log windows since 'before' add up to the /metrics
+diff -> scrape (after) -> stop -> collect. vLLM prints a SpecDecoding window only at its next
+stats tick, so without the first wait a window would straddle the load's start, and without the
+second the last window would be missing. A failed cell (server dies, never healthy, load errors
+above the threshold) is recorded and the run goes on. Exit codes: 0 all cells done, 3 some
+failed, 130 interrupted (Ctrl-C: the server is stopped and finished cells are kept).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from specbench.config import Study
+from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
+from specbench.run import collect, store
+from specbench.run.cells import Cell
+
+EXIT_OK, EXIT_SOME_FAILED, EXIT_INTERRUPTED = 0, 3, 130
+WAIT_EXTRA_S = 15.0  # beyond three stats intervals, for a slow machine
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class CellFailed(Exception):
+    def __init__(self, reason: str, exit_status: int | None = None):
+        super().__init__(reason)
+        self.reason, self.exit_status = reason, exit_status
+
+
+class Display(Protocol):
+    def start(self, cells: list[Cell]) -> None: ...
+    def update(self, cell_id: str, state: str, **info: Any) -> None: ...
+    def finish(self, run_dir: Path, records: list[dict]) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class RunContext:
+    study: Study
+    run_dir: Path
+    prompts: list
+    display: Display
+    python: str | None = None
+
+
+class Executor(Protocol):
+    """Runs one cell and returns (cell record, acceptance payload or None). A Ray executor would
+    run the same steps on a cluster node and copy the cell directory back."""
+
+    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]: ...
+
+
+def _log_lines(path: Path) -> tuple[str, int]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return "", 0
+    return text, text.count("\n")
+
+
+def _same_totals(a, b) -> bool:
+    # Log windows print token counts exactly; positions come from 3-decimal rates, so the wait
+    # compares the exact fields only (the agreement check compares all of them).
+    za = (a.draft_tokens, a.accepted_tokens) if a is not None else (0, 0)
+    zb = (b.draft_tokens, b.accepted_tokens) if b is not None else (0, 0)
+    return za == zb
+
+
+def wait_log_matches(server, log_path: Path, after_line: int, baseline_prom, timeout_s: float,
+                     poll_s: float = 0.25) -> tuple[str, Any, list, list[str], bool]:
+    """Poll /metrics and the log until the windows after ``after_line`` sum to the /metrics diff.
+
+    Returns (last scrape text, its counts, windows, window warnings, matched)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = server.scrape_metrics()
+        prom = collect.diff_counts(collect.prometheus_counts(text), baseline_prom)
+        log_text, _ = _log_lines(log_path)
+        windows, warns = collect.log_windows(log_text, after_line, file=str(log_path))
+        if _same_totals(collect.sum_counts(windows), prom):
+            return text, prom, windows, warns, True
+        if time.monotonic() > deadline:
+            return text, prom, windows, warns, False
+        if not server.is_alive():
+            raise CellFailed("server died while waiting for its stats log")
+        time.sleep(poll_s)
+
+
+class LocalExecutor:
+    """Cells one after another on this machine."""
+
+    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]:
+        from specbench.server import VLLMServer, redact_argv, redact_env
+
+        study, serve = ctx.study, ctx.study.serve
+        d = store.cell_dir(ctx.run_dir, cell.cell_id)
+        d.mkdir(parents=True, exist_ok=True)
+        for stale in ("server.log", "metrics_before.prom", "metrics_after.prom", "acceptance.json"):
+            (d / stale).unlink(missing_ok=True)  # a resumed cell starts clean
+        log_path = d / "server.log"
+        interval = serve.log_stats_interval_s
+        wait_s = 3 * interval + WAIT_EXTRA_S
+        record: dict[str, Any] = {
+            "cell_id": cell.cell_id, "axes": cell.axes, "repeat": cell.repeat, "is_baseline": cell.is_baseline,
+            "status": "failed", "reason": None, "exit_status": None, "log_tail": None,
+            "argv": None, "env": redact_env(cell.env), "host": serve.host, "port": None,
+            "vllm_version": None, "started_at": utc_now(), "ended_at": None,
+            "timings": {"startup_s": None, "load_s": None, "collect_s": None}, "log_window_wait": None,
+        }
+        kwargs = {"python": ctx.python} if ctx.python else {}
+        server = VLLMServer(cell.args, cell.env, log_path, host=serve.host, port=serve.port,
+                            startup_timeout_s=serve.startup_timeout_s,
+                            state_dir=ctx.run_dir / ".state" / cell.cell_id, **kwargs)
+        acc: dict | None = None
+        secrets = store.secret_values(cell.env, cell.args)
+        try:
+            ctx.display.update(cell.cell_id, "starting")
+            t0 = time.monotonic()
+            try:
+                server.start()
+            finally:
+                if server._port is not None:  # noqa: SLF001 - port is known once start() picked it
+                    record["port"] = server.port
+                    record["argv"] = redact_argv(server.argv)
+            record["timings"]["startup_s"] = round(time.monotonic() - t0, 2)
+            record["vllm_version"] = server.vllm_version()
+            acc = self._measure(cell, ctx, server, d, log_path, wait_s, record)
+            record["status"] = "done"
+        except ServerError as exc:
+            status = re.search(r"exited with status (-?\d+)", str(exc))
+            record["reason"] = str(exc).split("\n", 1)[0]
+            record["exit_status"] = int(status.group(1)) if status else None
+        except CellFailed as exc:
+            record["reason"], record["exit_status"] = exc.reason, exc.exit_status
+        except SpecbenchError as exc:
+            if isinstance(exc, (ConfigError, DependencyError)):
+                raise  # would fail every cell alike: stop the run and say what to fix
+            record["reason"] = str(exc).split("\n", 1)[0]
+        except KeyboardInterrupt:
+            record["reason"] = "interrupted (Ctrl-C)"
+            raise
+        finally:
+            server.stop()
+            record["pid"] = server.pid
+            if record["status"] != "done":
+                record["log_tail"] = store.scrub_text(server.log_tail(), secrets) or None
+                if record["exit_status"] is None and server._proc is not None:  # noqa: SLF001
+                    record["exit_status"] = server._proc.returncode  # noqa: SLF001
+            record["ended_at"] = utc_now()
+            store.scrub_file(log_path, secrets)
+            _remove_state(ctx.run_dir / ".state" / cell.cell_id)
+            if record["status"] != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
+                store.write_cell(ctx.run_dir, record, None)
+        return record, acc
+
+    def _measure(self, cell: Cell, ctx: RunContext, server, d: Path, log_path: Path, wait_s: float,
+                 record: dict) -> dict:
+        from specbench.io import atomic_write_text
+
+        study = ctx.study
+        ld = study.load
+        model = study.served_model_name if study.serve.served_model_name else cell.args[0]
+        if ld.warmup_requests:
+            ctx.display.update(cell.cell_id, "warmup")
+            _load(ctx, server.url, model, ld.warmup_requests, progress=None, out_dir=d / "llmperf-warmup")
+        # The warmup's windows must be printed (and so excluded) before 'before' is taken.
+        before_text, before_prom, warm_windows, _, ok = wait_log_matches(server, log_path, 0, None, wait_s)
+        _, before_line = _log_lines(log_path)
+        atomic_write_text(d / "metrics_before.prom", before_text)
+        if not ok and not cell.is_baseline:
+            raise CellFailed(f"warmup stats never appeared in the log within {wait_s:.0f} s")
+
+        n = ld.num_requests
+        ctx.display.update(cell.cell_id, "load", done=0, total=n)
+        t0 = time.monotonic()
+        result = _load(ctx, server.url, model, n,
+                       progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
+                       out_dir=d / "llmperf")
+        record["timings"]["load_s"] = round(time.monotonic() - t0, 2)
+        from specbench.load.driver import write_outputs
+
+        write_outputs(result, d)
+        errors = sum(1 for r in result.requests if r.get("error"))
+        if not server.is_alive():
+            raise CellFailed("vLLM server died during the load")
+        if errors > ld.max_error_rate * len(result.requests):
+            first = next(r.get("error") for r in result.requests if r.get("error"))
+            raise CellFailed(f"{errors}/{len(result.requests)} requests failed (max_error_rate "
+                             f"{ld.max_error_rate}); first error: {str(first)[:200]}")
+
+        ctx.display.update(cell.cell_id, "collecting")
+        t0 = time.monotonic()
+        after_text, prom, windows, warns, matched = wait_log_matches(server, log_path, before_line, before_prom,
+                                                                     wait_s)
+        record["log_window_wait"] = {"matched": matched, "timeout_s": wait_s}
+        atomic_write_text(d / "metrics_after.prom", after_text)
+        if cell.is_baseline:
+            acc = collect.baseline_acceptance(before_prom, collect.prometheus_counts(after_text), windows)
+        else:
+            k = json_k(cell)
+            units = collect.request_units(result.requests)
+            acc = collect.build_acceptance(num_spec_tokens=k, prom=prom, windows=windows, window_warnings=warns,
+                                           req_units=units, per_request_mode=study.serve.per_request_metrics,
+                                           seed=ld.seed)
+            if not prom or not prom.num_drafts:
+                raise CellFailed("no spec-decode counts in /metrics after the load (is speculation on?)")
+        record["timings"]["collect_s"] = round(time.monotonic() - t0, 2)
+        return acc
+
+
+def json_k(cell: Cell) -> int | None:
+    import json
+
+    args = cell.args
+    if "--speculative-config" in args:
+        return json.loads(args[args.index("--speculative-config") + 1]).get("num_speculative_tokens")
+    return None
+
+
+def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | None, out_dir: Path):
+    ld = ctx.study.load
+    if ld.driver == "llmperf":
+        from specbench.load.llmperf import LlmperfSpec, run_llmperf
+
+        lp = ld.llmperf
+        spec = LlmperfSpec(path=Path(lp.path), python=lp.python or "python", mean_input_tokens=lp.mean_input_tokens,
+                           mean_output_tokens=ld.max_tokens, num_concurrent_requests=ld.concurrency,
+                           max_num_completed_requests=n, timeout_s=int(ld.timeout_s),
+                           additional_sampling_params={"temperature": ld.temperature},
+                           extra_args=list(lp.extra_args))
+        return run_llmperf(url, model, spec, out_dir)
+    from specbench.load.driver import run_load
+
+    return run_load(url, model, ctx.prompts, _spec(ld, n), progress=progress)
+
+
+def _spec(ld, n: int):
+    from specbench.load.driver import LoadSpec
+
+    return LoadSpec(num_requests=n, concurrency=ld.concurrency, max_tokens=ld.max_tokens,
+                    temperature=ld.temperature, seed=ld.seed, timeout_s=ld.timeout_s)
+
+
+def _remove_state(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+    try:
+        path.parent.rmdir()  # .state/ once empty
+    except OSError:
+        pass
+
+
+@dataclass
+class RunPlan:
+    study: Study
+    cells: list[Cell]
+    run_dir: Path
+    run_id: str
+    manifest: dict[str, Any]
+    skip: set[str] = field(default_factory=set)  # cells already done (--resume)
+
+
+def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -> int:
+    """Run the plan's cells, rewriting manifest and tables after each; returns the exit code."""
+    from specbench.load.prompts import load_prompts
+
+    executor = executor or LocalExecutor()
+    study = plan.study
+    prompts = load_prompts(categories=study.load.prompts.categories, path=study.load.prompts.path)
+    ctx = RunContext(study=study, run_dir=plan.run_dir, prompts=prompts, display=display)
+    manifest = plan.manifest
+    manifest.update(status="running", ended_at=None)
+    store.write_manifest(plan.run_dir, manifest)
+    display.start(plan.cells)
+    for c in plan.cells:
+        if c.cell_id in plan.skip:
+            display.update(c.cell_id, "done", **_summary_info(plan.run_dir, c.cell_id))
+    try:
+        for cell in plan.cells:
+            if cell.cell_id in plan.skip:
+                continue
+            record, acc = executor.run_cell(cell, ctx)
+            store.write_cell(plan.run_dir, record, acc)
+            _save_tables(plan)
+            info = _summary_info(plan.run_dir, cell.cell_id)
+            display.update(cell.cell_id, record["status"], reason=record.get("reason"), **info)
+    except KeyboardInterrupt:
+        manifest.update(status="interrupted", ended_at=utc_now())
+        store.write_manifest(plan.run_dir, manifest)
+        _save_tables(plan)
+        display.close()
+        raise
+    records = [_cell_json(plan.run_dir, c.cell_id) for c in plan.cells]
+    failed = [r for r in records if not r or r.get("status") != "done"]
+    manifest.update(status="done" if not failed else "some_failed", ended_at=utc_now())
+    store.write_manifest(plan.run_dir, manifest)
+    _save_tables(plan)
+    display.finish(plan.run_dir, [r for r in records if r])
+    return EXIT_OK if not failed else EXIT_SOME_FAILED
+
+
+def _cell_json(run_dir: Path, cell_id: str) -> dict | None:
+    from specbench.io import load_json
+
+    p = store.cell_dir(run_dir, cell_id) / store.CELL_JSON
+    return load_json(p) if p.exists() else None
+
+
+def _summary_info(run_dir: Path, cell_id: str) -> dict[str, Any]:
+    from specbench.io import load_json
+
+    p = store.cell_dir(run_dir, cell_id) / store.ACCEPTANCE_JSON
+    if not p.exists():
+        return {}
+    derived = load_json(p).get("derived") or {}
+    pos = derived.get("per_position") or []
+    return {"al": derived.get("mean_acceptance_length"), "p0": pos[0] if pos else None}
+
+
+def _save_tables(plan: RunPlan) -> None:
+    triples = []
+    for c in plan.cells:
+        d = store.cell_dir(plan.run_dir, c.cell_id)
+        cell = _cell_json(plan.run_dir, c.cell_id)
+        if cell is None:
+            continue
+        from specbench.io import load_json
+
+        acc = load_json(d / store.ACCEPTANCE_JSON) if (d / store.ACCEPTANCE_JSON).exists() else None
+        triples.append((cell, acc, store.load_summary(d / store.SUMMARY_JSON)))
+    store.write_tables(plan.run_dir, plan.run_id, list(plan.study.matrix), triples)
+

@@ -1,0 +1,334 @@
+"""vLLM server lifecycle, in the manner of vLLM's own test server fixture.
+
+``VLLMServer`` starts ``python -m specbench.vllm_main serve MODEL ...`` as an argv list in its own
+process group, bound to 127.0.0.1 on a free port, with a private ``TMPDIR`` / ``VLLM_RPC_BASE_PATH``
+/ ``VLLM_CACHE_ROOT`` (vLLM otherwise leaves IPC sockets and compile caches behind, and the compile
+cache key does not cover our plugin's variants). Its stdout and stderr are teed to a log file.
+``start()`` polls ``/health`` while checking the process is alive, so a crash is reported at once
+with the exit status and the log tail instead of waiting out the timeout. ``stop()`` sends SIGTERM
+to the group, then SIGKILL after a grace period, then kills any descendant that escaped the group
+(vLLM spawns engine-core and worker processes); it runs on every exit path, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import psutil
+
+from specbench.errors import DependencyError, ServerError
+
+log = logging.getLogger(__name__)
+
+MISSING_VLLM = "vLLM is not installed; pip install 'specbench[cpu]' (CPU) or 'specbench[gpu]' (GPU)"
+TAIL_LINES = 30
+_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+# Flag names whose value is a credential. Deliberately narrower than the env pattern: vLLM has
+# many flags like --max-num-batched-tokens whose values are harmless and useful in a log.
+_SECRET_FLAG = re.compile(r"^--(.*api[-_]?key.*|.*[-_]token|.*secret.*|.*password.*)$", re.IGNORECASE)
+REDACTED = "***"
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    """Copy of ``env`` with the values of KEY/TOKEN/SECRET/PASSWORD-like variables replaced."""
+    return {k: (REDACTED if _SECRET_ENV.search(k) else v) for k, v in env.items()}
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """Copy of ``argv`` with credential flag values (``--api-key X``, ``--hf-token=X``) replaced."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        flag, eq, _value = arg.partition("=")
+        if _SECRET_FLAG.match(flag):
+            if eq:
+                out.append(f"{flag}={REDACTED}")
+            else:
+                out.append(arg)
+                hide_next = True
+            continue
+        out.append(arg)
+    return out
+
+
+def vllm_available(python: str = sys.executable) -> bool:
+    """Whether ``python`` can import vllm (asked in a subprocess when it is another interpreter)."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return importlib.util.find_spec("vllm") is not None
+    probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 1)"
+    try:
+        return subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def pick_port(host: str = "127.0.0.1", port: int | None = None) -> tuple[int, str | None]:
+    """A free port: the one asked for if free, else the next free one above it; any if None.
+
+    Returns (port, note) where note says why the port differs from the one asked for. There is a
+    window between this check and vLLM binding; a lost race shows up as a start failure.
+    """
+    if port is None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            return sock.getsockname()[1], None
+    for candidate in range(port, min(port + 100, 65536)):
+        if _port_is_free(host, candidate):
+            note = None if candidate == port else f"port {port} on {host} is taken; using {candidate}"
+            return candidate, note
+    raise ServerError(f"no free port in {port}..{port + 99} on {host}; pass another --port")
+
+
+class VLLMServer:
+    """One vLLM OpenAI-compatible server process. Use as a context manager.
+
+    ``args`` are the arguments after ``serve`` (model first); ``--host``/``--port`` are added here.
+    ``env`` is laid over ``os.environ``; ``state_dir`` receives the per-server TMPDIR, RPC sockets
+    and cache (default: ``<log dir>/server-state``).
+    """
+
+    # The module run with ``python -m``; tests point it at a stand-in to exercise failure paths.
+    entry_module = "specbench.vllm_main"
+
+    def __init__(
+        self,
+        args: list[str],
+        env: dict[str, str] | None,
+        log_path: Path,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        startup_timeout_s: float = 600.0,
+        python: str = sys.executable,
+        grace_s: float = 10.0,
+        state_dir: Path | None = None,
+    ) -> None:
+        self.args = list(args)
+        self.cell_env = dict(env or {})
+        self.log_path = Path(log_path)
+        self.host = host
+        self.requested_port = port
+        self.startup_timeout_s = startup_timeout_s
+        self.python = python
+        self.grace_s = grace_s
+        self.state_dir = Path(state_dir) if state_dir is not None else self.log_path.parent / "server-state"
+        self.port_note: str | None = None
+        self.startup_s: float | None = None
+        self._port: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pgid: int | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=200)
+        self._tee: threading.Thread | None = None
+        self._stopped = False
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise ServerError("server not started; call start() first")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def pgid(self) -> int | None:
+        return self._pgid
+
+    @property
+    def argv(self) -> list[str]:
+        """The full command line (unredacted: pass it through :func:`redact_argv` before saving)."""
+        return [self.python, "-m", self.entry_module, "serve", *self.args,
+                "--host", self.host, "--port", str(self.port)]
+
+    def log_tail(self, n: int = TAIL_LINES) -> str:
+        return "\n".join(list(self._tail)[-n:])
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> "VLLMServer":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Launch the server and return once /health answers 200; ServerError otherwise."""
+        if self._proc is not None:
+            raise ServerError("server already started; create a new VLLMServer per cell")
+        if not vllm_available(self.python):
+            raise DependencyError(MISSING_VLLM)
+        self._port, self.port_note = pick_port(self.host, self.requested_port)
+        if self.port_note:
+            log.warning("%s", self.port_note)
+        env = self._environment()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_file = open(self.log_path, "a", encoding="utf-8", buffering=1)  # line buffered
+        log_file.write(f"# specbench: {' '.join(redact_argv(self.argv))}\n")
+        if self.port_note:
+            log_file.write(f"# specbench: {self.port_note}\n")
+        started = time.monotonic()
+        try:
+            self._proc = subprocess.Popen(
+                self.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        except OSError as exc:
+            log_file.close()
+            raise ServerError(f"cannot run {self.python} ({exc}); check the python path of the vLLM venv") from None
+        self._pgid = self._proc.pid  # start_new_session makes the child its group's leader
+        self._tee = threading.Thread(target=self._copy_output, args=(log_file,), daemon=True)
+        self._tee.start()
+        self._wait_healthy(started)
+        self.startup_s = time.monotonic() - started
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.cell_env)
+        tmp = self.state_dir / "tmp"
+        for sub in (tmp, self.state_dir / "rpc", self.state_dir / "cache"):
+            sub.mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(tmp)
+        env["VLLM_RPC_BASE_PATH"] = str(self.state_dir / "rpc")
+        # A cell may name its own cache (one per output-norm variant); otherwise a private one.
+        env["VLLM_CACHE_ROOT"] = self.cell_env.get("VLLM_CACHE_ROOT", str(self.state_dir / "cache"))
+        env["PYTHONUNBUFFERED"] = "1"  # so the log and the tail are current when it dies
+        return env
+
+    def _copy_output(self, log_file) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        try:
+            for raw in iter(self._proc.stdout.readline, b""):
+                line = raw.decode("utf-8", errors="replace")
+                log_file.write(line)
+                self._tail.append(line.rstrip("\n"))
+        finally:
+            log_file.close()
+
+    def _wait_healthy(self, started: float) -> None:
+        assert self._proc is not None
+        deadline = started + self.startup_timeout_s
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while True:
+                code = self._proc.poll()
+                if code is not None:
+                    self._join_tee()
+                    raise ServerError(self._failure(f"vLLM server exited with status {code} during start-up"))
+                try:
+                    if client.get(f"{self.url}/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise ServerError(self._failure(
+                        f"vLLM server not healthy after {self.startup_timeout_s:.0f} s "
+                        "(raise startup_timeout_s if the model is large)"))
+                time.sleep(0.5)
+
+    def _join_tee(self) -> None:
+        if self._tee is not None:
+            self._tee.join(timeout=5.0)
+
+    def _failure(self, what: str) -> str:
+        tail = self.log_tail(TAIL_LINES) or "(no output)"
+        return f"{what}; log {self.log_path}, last lines:\n{tail}"
+
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM the group, SIGKILL after grace_s, then kill surviving descendants. Idempotent."""
+        if self._proc is None or self._stopped:
+            return
+        self._stopped = True
+        try:
+            descendants = psutil.Process(self._proc.pid).children(recursive=True)
+        except psutil.Error:
+            descendants = []
+        self._signal_group(signal.SIGTERM)
+        try:
+            self._proc.wait(timeout=self.grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        _, alive = psutil.wait_procs(descendants, timeout=max(0.0, min(self.grace_s, 2.0)))
+        self._signal_group(signal.SIGKILL)
+        for proc in alive:  # escaped the group (setsid) or ignored SIGTERM
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5.0)
+        try:
+            self._proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            log.warning("vLLM server pid %s did not exit after SIGKILL", self._proc.pid)
+        self._join_tee()
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        if self._pgid is None:
+            return
+        try:
+            os.killpg(self._pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    # -- queries -----------------------------------------------------------------------------
+    def scrape_metrics(self, timeout_s: float = 10.0) -> str:
+        """The Prometheus text of GET /metrics."""
+        return self._get("/metrics", timeout_s).text
+
+    def vllm_version(self) -> str | None:
+        """The server's own /version answer, else the installed distribution's version."""
+        try:
+            version = self._get("/version", 5.0).json().get("version")
+            if version:
+                return str(version)
+        except (ServerError, ValueError):
+            pass
+        from specbench.vllm_main import installed_vllm_version
+
+        return installed_vllm_version()
+
+    def _get(self, path: str, timeout_s: float) -> httpx.Response:
+        try:
+            resp = httpx.get(f"{self.url}{path}", timeout=timeout_s, trust_env=False)
+            resp.raise_for_status()
+        except httpx.HTTPError as exc:
+            alive = "running" if self.is_alive() else "not running"
+            raise ServerError(f"GET {self.url}{path} failed ({exc}); server is {alive}, log {self.log_path}") from None
+        return resp

@@ -1,0 +1,18 @@
+"""Fixtures for compare tests; the run-directory writer lives in simruns.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simruns import write_run
+
+
+@pytest.fixture
+def make_run(tmp_path):
+    def make(name: str, cells: list[dict[str, Any]], **kw) -> Path:
+        return write_run(tmp_path / name, cells, run_id=name, **kw)
+
+    return make

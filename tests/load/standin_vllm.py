@@ -1,0 +1,57 @@
+"""Stand-in for ``python -m specbench.vllm_main serve`` in the server lifecycle tests.
+
+A real vLLM cannot crash, hang, ignore SIGTERM or leave an escaped grandchild on demand, and takes
+~20 s to start; this script does each of those in well under a second. Usage (argv as VLLMServer
+builds it): ``python -m standin_vllm serve MODE [...] --host H --port P`` with MODE one of
+healthy | crash | hang | ignore-term | escape.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        body = b'{"version": "standin"}' if self.path == "/version" else b"ok"
+        self.send_response(200 if self.path in ("/health", "/version", "/metrics") else 404)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    mode = argv[1]
+    host, port = argv[argv.index("--host") + 1], int(argv[argv.index("--port") + 1])
+    for i in range(40):
+        print(f"standin line {i} mode={mode}", flush=True)
+    print(f"env SECRET_PROBE set: {'SPECBENCH_TEST_API_KEY' in os.environ}", flush=True)
+    if mode == "crash":
+        print("standin: fatal error, exiting 3", flush=True)
+        sys.exit(3)
+    if mode == "hang":
+        while True:
+            time.sleep(1)
+    if mode == "ignore-term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if mode in ("healthy", "ignore-term", "escape"):
+        # Children like vLLM's engine core: one in the group, one that escapes it with setsid.
+        sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+        subprocess.Popen(sleeper)
+        if mode == "escape":
+            subprocess.Popen(sleeper, start_new_session=True)
+    server = http.server.HTTPServer((host, port), Health)
+    print(f"standin: serving on {host}:{port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""specbench/run/cells.py: matrix expansion into cells with their exact argv and env."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from specbench.config import load_config, parse_study
+from specbench.run.cells import expand
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _study(**over):
+    data = {
+        "name": "t",
+        "serve": {"model": "fixture:target", "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3},
+                  "enforce_eager": True, "max_model_len": 512, "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+                  "per_request_metrics": "off"},
+        "matrix": {"mla": ["on", "off"], "output_norm": ["on", "off"]},
+        "baseline": True,
+    }
+    data.update(over)
+    return parse_study(data, "test")
+
+
+def _ident(ref: str) -> str:
+    return {"fixture:target": "/m/target", "fixture:draft": "/m/draft"}.get(ref, ref)
+
+
+def test_default_matrix_order_ids_and_baseline():
+    cells = expand(_study(), _ident)
+    assert [c.cell_id for c in cells] == [
+        "mla-on__output_norm-on__r0", "mla-on__output_norm-off__r0",
+        "mla-off__output_norm-on__r0", "mla-off__output_norm-off__r0", "baseline__r0"]
+    base = cells[-1]
+    assert base.is_baseline and base.axes == {"mla": "on", "output_norm": "none"}
+    assert "--speculative-config" not in base.args and "SPECBENCH_OUTPUT_NORM" not in base.env
+    assert base.env["VLLM_MLA_DISABLE"] == "0"
+
+
+def test_argv_and_env_of_a_cell():
+    cell = expand(_study(), _ident)[3]  # mla off, output_norm off
+    assert cell.args[0] == "/m/target"
+    spec = json.loads(cell.args[cell.args.index("--speculative-config") + 1])
+    assert spec == {"method": "eagle", "model": "/m/draft", "num_speculative_tokens": 3}
+    assert cell.args[cell.args.index("--max-model-len") + 1] == "512"
+    assert "--enforce-eager" in cell.args and "--host" not in cell.args
+    assert cell.env["VLLM_MLA_DISABLE"] == "1"
+    assert cell.env["SPECBENCH_OUTPUT_NORM"] == "off"
+    assert cell.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert cell.env["VLLM_LOG_STATS_INTERVAL"] == "1"
+    assert cell.output_norm == "off" and cell.draft == "/m/draft"
+
+
+def test_generic_axes_repeats_and_k():
+    study = _study(matrix={"num_speculative_tokens": [2, 4], "env:FOO": ["a"],
+                           "flag:--max-num-batched-tokens": [256], "flag:--disable-log-requests": [True, False]},
+                   repeats=2, baseline=False)
+    cells = expand(study, _ident)
+    assert len(cells) == 2 * 1 * 1 * 2 * 2
+    c = cells[0]
+    assert c.cell_id == "num_speculative_tokens-2__FOO-a__max-num-batched-tokens-256__disable-log-requests-True__r0"
+    assert cells[1].cell_id.endswith("__r1") and cells[1].axes == c.axes
+    assert json.loads(c.args[c.args.index("--speculative-config") + 1])["num_speculative_tokens"] == 2
+    assert c.env["FOO"] == "a"
+    assert c.args[c.args.index("--max-num-batched-tokens") + 1] == "256"
+    assert "--disable-log-requests" in c.args
+    assert "--disable-log-requests" not in cells[2].args  # False: flag omitted
+    assert len({x.cell_id for x in cells}) == len(cells)
+
+
+def test_per_request_flag_only_on_spec_cells():
+    cells = expand(_study(serve={**_study().serve.model_dump(), "per_request_metrics": "summary"}), _ident)
+    assert all("--per-request-spec-decode-metrics" in c.args for c in cells if not c.is_baseline)
+    assert "--per-request-spec-decode-metrics" not in cells[-1].args  # vLLM refuses it without speculation
+
+
+def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
+    data = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
+    data["serve"]["env"]["HF_TOKEN"] = "hf_supersecretvalue"
+    data["serve"]["extra_args"] = ["--api-key", "sk-verysecret"]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    r = subprocess.run([sys.executable, "-m", "specbench", "run", "--dry-run", str(cfg)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for cid in ("mla-on__output_norm-on__r0", "mla-off__output_norm-off__r0", "baseline__r0"):
+        assert f"[{cid}]" in out
+    assert out.count("argv: ") == 5
+    assert "VLLM_MLA_DISABLE=1" in out and "SPECBENCH_OUTPUT_NORM=off" in out
+    assert "hf_supersecretvalue" not in out and "sk-verysecret" not in out
+    assert "HF_TOKEN=***" in out
+
+
+def test_default_config_expands_to_five_cells():
+    cells = expand(load_config(ROOT / "configs" / "default.yaml"), _ident)
+    assert len(cells) == 5 and sum(c.is_baseline for c in cells) == 1

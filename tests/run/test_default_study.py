@@ -1,0 +1,183 @@
+"""The default study, run once per session by tests/conftest.py, checked from its own files.
+
+Every count is re-derived here independently of specbench's parsers: /metrics scrapes with
+prometheus_client's parser, SpecDecoding log lines with a regex over the raw server.log, and
+per-request counts from requests.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from specbench.run.store import load_run
+
+pytestmark = pytest.mark.vllm
+
+SPEC_CELLS = ["mla-on__output_norm-on__r0", "mla-on__output_norm-off__r0",
+              "mla-off__output_norm-on__r0", "mla-off__output_norm-off__r0"]
+K = 3
+LOG_LINE = re.compile(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+
+
+def prom_totals(path: Path) -> dict:
+    """Spec-decode counters of one scrape, summed over engines (prometheus_client's parser)."""
+    out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "pos": [0] * K, "present": False}
+    names = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+             "vllm:spec_decode_num_accepted_tokens": "accepted"}
+    for fam in text_string_to_metric_families(path.read_text()):
+        for s in fam.samples:
+            if not s.name.endswith("_total"):
+                continue
+            base = s.name[: -len("_total")]
+            if base in names:
+                out[names[base]] += int(s.value)
+                out["present"] = True
+            elif base == "vllm:spec_decode_num_accepted_tokens_per_pos":
+                out["pos"][int(s.labels["position"])] += int(s.value)
+    return out
+
+
+def _diff(after: dict, before: dict) -> dict:
+    return {"num_drafts": after["drafts"] - before["drafts"],
+            "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
+            "accepted_tokens": after["accepted"] - before["accepted"],
+            "accepted_per_position": [a - b for a, b in zip(after["pos"], before["pos"])]}
+
+
+@pytest.fixture(scope="module")
+def run(default_study):
+    return load_run(default_study)
+
+
+def _acc(run_dir: Path, cell: str) -> dict:
+    return json.loads((run_dir / cell / "acceptance.json").read_text())
+
+
+def test_every_spec_cell_done_with_counts(run):
+    assert set(SPEC_CELLS + ["baseline__r0"]) == set(run.manifest["cells"])
+    for cid in SPEC_CELLS:
+        c = run.cells[cid]
+        assert c.status == "done", (cid, c.cell.get("reason"), c.cell.get("log_tail"))
+        counts = c.acceptance["prometheus"]["counts"]
+        assert counts["num_drafts"] > 50 and counts["draft_tokens"] == K * counts["num_drafts"]
+
+
+def test_prometheus_counts_are_the_scrape_diff(default_study):
+    for cid in SPEC_CELLS:
+        d = default_study / cid
+        expected = _diff(prom_totals(d / "metrics_after.prom"), prom_totals(d / "metrics_before.prom"))
+        got = _acc(default_study, cid)["prometheus"]["counts"]
+        assert {k: got[k] for k in expected} == expected, cid
+
+
+def test_log_windows_equal_metrics_diff_exactly(default_study):
+    for cid in SPEC_CELLS:
+        acc = _acc(default_study, cid)
+        assert acc["agreement"]["logs_vs_prometheus"] is True, (cid, acc["agreement"])
+        logs, prom = acc["logs"]["counts"], acc["prometheus"]["counts"]
+        for key in ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position"):
+            assert logs[key] == prom[key], (cid, key)
+        assert len(acc["logs"]["windows"]) >= 1
+
+
+def test_raw_log_lines_cover_warmup_and_load_exactly(default_study):
+    # Independent of specbench's log parser: every SpecDecoding line of the whole log, summed,
+    # equals the counters at the end (warmup + load, since the server started).
+    for cid in SPEC_CELLS:
+        d = default_study / cid
+        lines = LOG_LINE.findall((d / "server.log").read_text(errors="replace"))
+        after = prom_totals(d / "metrics_after.prom")
+        assert sum(int(a) for a, _ in lines) == after["accepted"], cid
+        assert sum(int(t) for _, t in lines) == after["draft_tokens"], cid
+        # and the windows of the load alone are not the whole log: warmup was excluded
+        before = prom_totals(d / "metrics_before.prom")
+        assert before["draft_tokens"] > 0, "warmup requests should have drafted before 'before'"
+
+
+def test_per_request_totals_equal_metrics_diff(default_study):
+    for cid in SPEC_CELLS:
+        acc = _acc(default_study, cid)
+        reqs = [json.loads(ln) for ln in (default_study / cid / "requests.jsonl").read_text().splitlines() if ln]
+        with_sd = [r["spec_decode"] for r in reqs if r.get("spec_decode")]
+        if not with_sd:
+            pytest.skip("server gave no per-request spec-decode metrics")
+        assert len(with_sd) == len(reqs) == 20
+        total = {k: sum(sd[k] for sd in with_sd) for k in ("num_drafts", "draft_tokens", "accepted_tokens")}
+        prom = acc["prometheus"]["counts"]
+        assert total == {k: prom[k] for k in total}, cid
+        pos = [sum(sd["accepted_per_position"][i] for sd in with_sd) for i in range(K)]
+        assert pos == prom["accepted_per_position"]
+        assert acc["agreement"]["per_request_vs_prometheus"] is True
+        assert acc["ci"]["unit"] == "request"
+
+
+def test_baseline_has_no_spec_metrics(default_study, run):
+    base = run.cells["baseline__r0"]
+    assert base.status == "done", base.cell.get("reason")
+    after = prom_totals(default_study / "baseline__r0" / "metrics_after.prom")
+    assert not after["present"] or after["draft_tokens"] == 0
+    assert not LOG_LINE.search((default_study / "baseline__r0" / "server.log").read_text(errors="replace"))
+    assert base.acceptance["baseline_ok"] is True
+    assert "--speculative-config" not in " ".join(base.cell["argv"])
+
+
+def test_derived_acceptance_from_counts(default_study):
+    for cid in SPEC_CELLS:
+        acc = _acc(default_study, cid)
+        c = acc["prometheus"]["counts"]
+        d = acc["derived"]
+        assert d["mean_acceptance_length"] == pytest.approx(1 + c["accepted_tokens"] / c["num_drafts"])
+        p = [x / c["num_drafts"] for x in c["accepted_per_position"]]
+        assert d["per_position"] == pytest.approx(p)
+        assert 0.3 <= p[0] <= 0.98, (cid, p[0])
+        assert p[0] >= p[1] >= p[2]
+        lo, hi = acc["ci"]["intervals"]["p0"]
+        assert lo <= p[0] <= hi
+
+
+def test_output_norm_off_lowers_acceptance(default_study):
+    # DESIGN: the fixture's head is built so that dropping the final norm drops acceptance.
+    for mla in ("on", "off"):
+        on = _acc(default_study, f"mla-{mla}__output_norm-on__r0")["derived"]["per_position"][0]
+        off = _acc(default_study, f"mla-{mla}__output_norm-off__r0")["derived"]["per_position"][0]
+        assert off < on - 0.05, (mla, on, off)
+
+
+def test_cells_table_and_manifest(default_study, run):
+    csv = pd.read_csv(default_study / "cells.csv")
+    for col in ("run_id", "cell_id", "repeat", "status", "is_baseline", "mla", "output_norm", "num_spec_tokens",
+                "num_drafts", "draft_tokens", "accepted_tokens", "mean_acceptance_length",
+                "mean_acceptance_length_ci_low", "mean_acceptance_length_ci_high", "draft_acceptance_rate",
+                "p0", "p0_ci_low", "p0_ci_high", "p2", "a0", "requests", "errors", "output_tok_per_s",
+                "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"):
+        assert col in csv.columns, col
+    assert len(csv) == 5 and set(csv.status) == {"done"}
+    frame = run.cells_frame()
+    assert list(frame.cell_id) == list(csv.cell_id)
+    m = run.manifest
+    assert m["status"] == "done" and m["config_sha256"] and m["resolved_config"]["name"] == "default"
+    assert m["machine"]["cpu_count"] >= 1 and m["vllm_version"]
+    assert pd.read_parquet(default_study / "cells.parquet").shape == csv.shape
+
+
+def test_no_server_state_left_behind(default_study):
+    assert not (default_study / ".state").exists()
+
+
+def test_resume_of_complete_run_runs_nothing(default_study, tmp_path):
+    copy = tmp_path / default_study.name
+    shutil.copytree(default_study, copy)
+    before = {p: p.stat().st_mtime_ns for p in copy.rglob("cell.json")}
+    r = subprocess.run([sys.executable, "-m", "specbench", "run", "--resume", str(copy), "--quiet"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert {p: p.stat().st_mtime_ns for p in copy.rglob("cell.json")} == before

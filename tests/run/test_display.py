@@ -1,0 +1,65 @@
+"""specbench/run/display.py: plain lines off a terminal, a live table on one, the final table."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from specbench.run import store
+from specbench.run.cells import Cell
+from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, final_table, make_display
+
+
+def _run(tmp_path):
+    run_dir = tmp_path / "run"
+    store.write_manifest(run_dir, {"run_id": "r1", "axes": ["mla"], "cells": ["mla-on__r0", "baseline__r0"]})
+    acc = {"prometheus": {"counts": {"num_drafts": 100, "draft_tokens": 300, "accepted_tokens": 150}},
+           "derived": {"mean_acceptance_length": 2.5, "draft_acceptance_rate": 0.5, "per_position": [0.75, 0.5, 0.25]},
+           "ci": {"intervals": {"mean_acceptance_length": [2.25, 2.75], "p0": [0.7, 0.8]}}}
+    store.write_cell(run_dir, {"cell_id": "mla-on__r0", "axes": {"mla": "on"}, "status": "done"}, acc)
+    store.write_cell(run_dir, {"cell_id": "baseline__r0", "axes": {"mla": "on"}, "status": "failed"}, None)
+    return run_dir
+
+
+def _render(table) -> str:
+    buf = io.StringIO()
+    Console(file=buf, width=200, no_color=True).print(table)
+    return buf.getvalue()
+
+
+def test_final_table_shows_al_and_p_with_cis(tmp_path):
+    text = _render(final_table(_run(tmp_path)))
+    assert "2.50 [2.25, 2.75]" in text and "0.750 [0.700, 0.800]" in text and "0.250" in text
+    assert "failed" in text
+
+
+def test_plain_display_prints_state_changes_once(tmp_path):
+    out = io.StringIO()
+    d = PlainDisplay(stream=out)
+    cells = [Cell("mla-on__r0", {"mla": "on"}, 0, False)]
+    d.start(cells)
+    d.update("mla-on__r0", "starting")
+    d.update("mla-on__r0", "starting")
+    for k in range(0, 21):
+        d.update("mla-on__r0", "load", done=k, total=20)
+    d.update("mla-on__r0", "done", al=2.5, p0=0.75)
+    d.update("mla-on__r0", "failed", reason="server died")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "specbench: 1 cells"
+    assert lines[1:] == ["  mla-on__r0: starting", "  mla-on__r0: load 0/20", "  mla-on__r0: load 20/20",
+                         "  mla-on__r0: done  AL 2.50  p0 0.750", "  mla-on__r0: failed: server died"]
+    assert "\x1b[" not in out.getvalue()
+
+
+def test_live_display_and_choice():
+    buf = io.StringIO()
+    d = LiveDisplay(Console(file=buf, width=120, force_terminal=True))
+    d.start([Cell("a__r0", {}, 0, False)])
+    d.update("a__r0", "load", done=3, total=20)
+    d.update("a__r0", "done", al=2.0, p0=0.6)
+    d.close()
+    assert "a__r0" in buf.getvalue() and "0.600" in buf.getvalue()
+    assert isinstance(make_display(quiet=True), QuietDisplay)
+    assert isinstance(make_display(quiet=False, tty=False), PlainDisplay)
+    assert isinstance(make_display(quiet=False, tty=True), LiveDisplay)

@@ -1,0 +1,81 @@
+"""specbench/run/runner.execute: save after every cell, Ctrl-C keeps finished cells, exit codes.
+
+The executor here is a stand-in that returns canned cell results without starting vLLM: what is
+tested is the orchestration around it (files on disk after each cell, manifest states), which a
+real server cannot be made to exercise on demand (an interrupt at an exact cell). The real
+executor is exercised by test_default_study.py and test_runner.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from specbench.config import parse_study
+from specbench.run import store
+from specbench.run.cells import expand
+from specbench.run.display import QuietDisplay
+from specbench.run.runner import EXIT_OK, EXIT_SOME_FAILED, RunPlan, execute
+
+
+def _plan(tmp_path):
+    study = parse_study({"name": "t", "serve": {"model": "org/model", "speculative": {"draft": "org/draft"},
+                                                "per_request_metrics": "off"},
+                         "matrix": {"mla": ["on", "off"]}, "baseline": True}, "test")
+    cells = expand(study)
+    run_dir = tmp_path / "run"
+    manifest = {"run_id": "r", "axes": ["mla"], "cells": [c.cell_id for c in cells], "status": "running"}
+    store.write_manifest(run_dir, manifest)
+    return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
+
+
+def _acc(d, a):
+    return {"prometheus": {"counts": {"num_drafts": d, "draft_tokens": 3 * d, "accepted_tokens": a,
+                                      "accepted_per_position": None}},
+            "derived": {"mean_acceptance_length": 1 + a / d, "per_position": [0.7]}}
+
+
+class Scripted:
+    def __init__(self, outcomes, run_dir):
+        self.outcomes, self.run_dir, self.seen = list(outcomes), run_dir, []
+
+    def run_cell(self, cell, ctx):
+        # Every earlier cell must already be on disk and in cells.csv (save as you go).
+        for prev in self.seen:
+            assert (self.run_dir / prev / "cell.json").exists()
+            assert prev in (self.run_dir / "cells.csv").read_text()
+        self.seen.append(cell.cell_id)
+        what = self.outcomes.pop(0)
+        if what == "interrupt":
+            raise KeyboardInterrupt
+        rec = {"cell_id": cell.cell_id, "axes": cell.axes, "repeat": 0, "is_baseline": cell.is_baseline,
+               "status": what, "reason": None if what == "done" else "server died"}
+        return rec, (_acc(100, 150) if what == "done" else None)
+
+
+def test_all_done_exit_0(tmp_path):
+    plan = _plan(tmp_path)
+    assert execute(plan, QuietDisplay(), Scripted(["done"] * 3, plan.run_dir)) == EXIT_OK
+    run = store.load_run(plan.run_dir)
+    assert run.manifest["status"] == "done" and run.manifest["ended_at"]
+    assert len(run.cells_frame()) == 3
+
+
+def test_some_failed_exit_3_and_resume_skips_done(tmp_path):
+    plan = _plan(tmp_path)
+    assert execute(plan, QuietDisplay(), Scripted(["done", "failed", "done"], plan.run_dir)) == EXIT_SOME_FAILED
+    assert store.load_run(plan.run_dir).manifest["status"] == "some_failed"
+    plan.skip = {cid for cid, c in store.load_run(plan.run_dir).cells.items() if c.status == "done"}
+    again = Scripted(["done"], plan.run_dir)
+    again.seen = sorted(plan.skip)
+    assert execute(plan, QuietDisplay(), again) == EXIT_OK
+    assert again.seen[-1] == "mla-off__r0"  # only the failed cell ran
+
+
+def test_interrupt_keeps_finished_cells(tmp_path):
+    plan = _plan(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        execute(plan, QuietDisplay(), Scripted(["done", "interrupt"], plan.run_dir))
+    run = store.load_run(plan.run_dir)
+    assert run.manifest["status"] == "interrupted"
+    assert list(run.cells) == ["mla-on__r0"]
+    assert run.cells_frame().cell_id.tolist() == ["mla-on__r0"]

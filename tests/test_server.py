@@ -1,0 +1,162 @@
+"""Server lifecycle (specbench/server.py) with a stand-in process; real vLLM is in tests/load/test_driver_vllm.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from specbench.errors import DependencyError, ServerError
+from specbench.server import VLLMServer, pick_port, redact_argv, redact_env
+
+STANDINS = Path(__file__).parent / "load"
+
+
+class StandIn(VLLMServer):
+    entry_module = "standin_vllm"
+
+
+def standin(tmp_path: Path, mode: str, **kw) -> StandIn:
+    env = {"PYTHONPATH": str(STANDINS), "SPECBENCH_TEST_API_KEY": "sk-very-secret-value"}
+    return StandIn([mode, "--api-key", "sk-argv-secret"], env, tmp_path / "server.log",
+                   state_dir=tmp_path / "state", **kw)
+
+
+def _gone(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def test_healthy_start_and_stop_leaves_no_process(tmp_path):
+    with standin(tmp_path, "escape", grace_s=2.0) as server:
+        assert httpx.get(f"{server.url}/health").status_code == 200
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert os.getpgid(server.pid) == server.pgid == server.pid
+        deadline = time.time() + 5
+        while len(psutil.Process(server.pid).children(recursive=True)) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        pids = [server.pid] + [c.pid for c in psutil.Process(server.pid).children(recursive=True)]
+        assert len(pids) == 3
+        escaped = [p for p in pids if os.getpgid(p) != server.pgid]
+        assert len(escaped) == 1  # the setsid grandchild is outside the group
+        assert server.vllm_version() == "standin"
+    assert not server.is_alive()
+    assert _gone(pids) == []
+    server.stop()  # idempotent
+
+
+def test_sigterm_ignored_escalates_to_sigkill(tmp_path):
+    server = standin(tmp_path, "ignore-term", grace_s=1.0)
+    server.start()
+    t0 = time.monotonic()
+    server.stop()
+    assert time.monotonic() - t0 < 10
+    assert server._proc.returncode == -signal.SIGKILL
+    assert _gone([server.pid]) == []
+
+
+def test_crash_at_start_raises_with_status_and_tail(tmp_path):
+    t0 = time.monotonic()
+    with pytest.raises(ServerError) as err:
+        with standin(tmp_path, "crash", startup_timeout_s=60):
+            pass
+    assert time.monotonic() - t0 < 30  # noticed at once, not at the timeout
+    msg = str(err.value)
+    assert "status 3" in msg and "fatal error, exiting 3" in msg and "standin line 39" in msg
+    assert "standin line 5 " not in msg  # a tail, not the whole log
+    assert "fatal error" in (tmp_path / "server.log").read_text()
+
+
+def test_killed_during_start_raises_with_tail(tmp_path):
+    server = standin(tmp_path, "hang", startup_timeout_s=60)
+
+    def kill_when_started():
+        while server.pid is None or "standin line 39" not in server.log_tail():
+            time.sleep(0.05)
+        os.kill(server.pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_when_started, daemon=True).start()
+    with pytest.raises(ServerError, match=r"status -9") as err:
+        server.start()
+    assert "standin line 39" in str(err.value)
+    server.stop()
+
+
+def test_startup_timeout_raises_with_tail_and_kills(tmp_path):
+    server = standin(tmp_path, "hang", startup_timeout_s=2.0, grace_s=1.0)
+    with pytest.raises(ServerError, match="not healthy after 2 s") as err:
+        with server:
+            pass
+    assert "standin line 39" in str(err.value)
+    assert _gone([server.pid]) == []
+
+
+def test_port_taken_moves_to_next_free(tmp_path):
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        taken = blocker.getsockname()[1]
+        blocker.listen()
+        with standin(tmp_path, "healthy", port=taken) as server:
+            assert server.port != taken and server.port > taken
+            assert f"port {taken} on 127.0.0.1 is taken; using {server.port}" == server.port_note
+            assert httpx.get(f"{server.url}/health").status_code == 200
+        assert server.port_note in (tmp_path / "server.log").read_text()
+
+
+def test_free_port_picked_when_none():
+    port, note = pick_port("127.0.0.1", None)
+    assert note is None and 0 < port < 65536
+
+
+def test_keyboard_interrupt_still_stops(tmp_path):
+    server = standin(tmp_path, "healthy", grace_s=2.0)
+    with pytest.raises(KeyboardInterrupt):
+        with server:
+            pid = server.pid
+            raise KeyboardInterrupt
+    assert _gone([pid]) == []
+
+
+def test_secrets_never_reach_the_log(tmp_path):
+    with standin(tmp_path, "healthy") as server:
+        assert server.is_alive()
+    log = (tmp_path / "server.log").read_text()
+    assert "env SECRET_PROBE set: True" in log  # the env did reach the process
+    assert "sk-very-secret-value" not in log and "sk-argv-secret" not in log
+    assert "--api-key ***" in log
+    assert (tmp_path / "state" / "tmp").is_dir()
+
+
+def test_redaction_helpers():
+    env = redact_env({"HF_TOKEN": "t", "OPENAI_API_KEY": "k", "DB_PASSWORD": "p", "VLLM_MLA_DISABLE": "1"})
+    assert env == {"HF_TOKEN": "***", "OPENAI_API_KEY": "***", "DB_PASSWORD": "***", "VLLM_MLA_DISABLE": "1"}
+    argv = ["m", "--api-key", "k1", "--hf-token=t1", "--max-num-batched-tokens", "512", "--client-secret", "s"]
+    assert redact_argv(argv) == ["m", "--api-key", "***", "--hf-token=***", "--max-num-batched-tokens", "512",
+                                 "--client-secret", "***"]
+
+
+def test_missing_vllm_is_a_dependency_error(tmp_path):
+    other = shutil.which("python3", path="/usr/bin:/bin")
+    if other is None or os.path.realpath(other) == os.path.realpath(sys.executable):
+        pytest.skip("no second interpreter without vLLM on this machine")
+    server = VLLMServer(["model"], {}, tmp_path / "server.log", python=other)
+    if __import__("specbench.server").server.vllm_available(other):
+        pytest.skip(f"{other} has vLLM")
+    with pytest.raises(DependencyError, match=r"pip install 'specbench\[cpu\]'"):
+        server.start()
