@@ -1,0 +1,44 @@
+"""`specbench parse` through the real CLI (subprocess): stdout contents and exit codes."""
+
+import json
+import subprocess
+import sys
+
+SEED = ("INFO 07-16 18:05:38 [metrics.py:87] SpecDecoding metrics: Draft acceptance rate: 58.4%, Mean acceptance length: 2.75, "
+        "Accepted: 163 tokens, Drafted: 279 tokens, Per-position acceptance rate: 0.882, 0.559, 0.312")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "specbench", "parse", *map(str, args)], capture_output=True, text=True)
+
+
+def test_jsonl_is_only_records(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"noise line\n" + SEED.encode() + b"\n\xff\xfe bad bytes\n")
+    res = run(log, "--format", "jsonl")
+    assert res.returncode == 0
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(rows) == 1 and rows[0]["draft_acceptance_rate"] == 0.584 and rows[0]["line"] == 2
+    assert "replaced" in res.stderr
+
+
+def test_unreadable_path_exit_2(tmp_path):
+    res = run(tmp_path / "missing.log")
+    assert res.returncode == 2 and "missing.log" in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_no_metrics_warns_and_strict_fails(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("nothing here\n")
+    assert run(empty).returncode == 0
+    res = run(empty, "--strict")
+    assert res.returncode == 1 and "empty.log" in res.stderr
+
+
+def test_csv_and_table(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(SEED + "\n")
+    res = run(log, "--format", "csv")
+    assert res.returncode == 0 and res.stdout.splitlines()[0].startswith("kind,") and "0.584" in res.stdout
+    assert "163" in run(log).stdout
