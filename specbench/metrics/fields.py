@@ -10,9 +10,6 @@ import math
 import re
 
 # A pair ends where the next ", Name:" begins; numbers in a per-position list never start a name.
-PAIR_RE = re.compile(
-    r"(?P<name>[A-Za-z#][A-Za-z0-9#()/\- ]*?)\s*:\s*(?P<value>.*?)\s*(?=,\s*[A-Za-z#][A-Za-z0-9#()/\- ]*?\s*:|,?\s*$)"
-)
 NUMBER_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|^[-+]?(?:nan|inf)", re.IGNORECASE)
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -22,16 +19,33 @@ def strip_ansi(text: str) -> str:
 
 
 def pairs(body: str) -> list[tuple[str, str]]:
-    """``[(lower-cased name, raw value), ...]`` in the order printed."""
-    return [(m.group("name").strip().lower(), m.group("value").strip()) for m in PAIR_RE.finditer(body)]
+    """``[(lower-cased name, raw value), ...]`` in the order printed.
+
+    Split on commas; a segment without ``Name:`` (e.g. the next number of a per-position list)
+    continues the previous value. Plain string operations: this runs on every metric line of
+    multi-GB logs.
+    """
+    out: list[list[str]] = []
+    for seg in body.split(","):
+        name, sep, value = seg.partition(":")
+        name = name.strip()
+        if sep and name and (name[0].isalpha() or name[0] == "#"):
+            out.append([name.lower(), value])
+        elif out:
+            out[-1][1] += "," + seg
+    return [(n, v.strip()) for n, v in out]
 
 
 def number(raw: str) -> float | None:
     """The leading number of a value (``163 tokens`` → 163.0); ``nan`` and garbage → None."""
-    m = NUMBER_RE.match(raw.strip())
-    if not m:
-        return None
-    value = float(m.group(0))
+    head = raw.split(None, 1)[0].rstrip("%,;") if raw and not raw.isspace() else ""
+    try:
+        value = float(head)
+    except ValueError:
+        m = NUMBER_RE.match(raw.strip())
+        if not m:
+            return None
+        value = float(m.group(0))
     return None if math.isnan(value) or math.isinf(value) else value
 
 

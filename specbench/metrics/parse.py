@@ -69,13 +69,83 @@ def parse_file(path: Path | str) -> ParseResult:
             text = counter.decode(fh.read())
             records: list[Record] = list(parse_prometheus(text, file=name))
         else:
-            records = list(parse_lines(counter.lines(fh), file=name))
+            records = list(_scan_log(fh, counter, name))
     warnings = []
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
     if not any(r.kind == "spec_decode" for r in records):
         warnings.append(f"{name}: no speculative-decoding metrics found")
     return ParseResult(records=records, warnings=warnings, replaced_chars=counter.replaced)
+
+
+CHUNK_BYTES = 32 * 1024 * 1024
+_HIT_MARKERS = (b"metrics:", b"Decode batch", b"Avg prompt throughput")
+_SUMMARY_MARKERS = (b"Speculative Decoding", b"num_drafts", b"mean acceptance length", b"total_num_output_tokens")
+
+
+def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]:
+    """Stream a log in large chunks; only lines holding a marker reach Python-level parsing.
+
+    Line numbers come from counting newlines between hits (C speed). A chunk that holds a
+    multi-line printed summary is parsed line by line instead, so block state stays exact.
+    """
+    line_parser = LineParser(name)
+    lineno = 0  # lines before the current chunk
+    tail = b""
+    while True:
+        data = fh.read(CHUNK_BYTES)
+        if not data and not tail:
+            return
+        buf = tail + data
+        if data:
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                tail = buf
+                continue
+            buf, tail = buf[:cut], buf[cut:]
+        else:
+            tail = b""
+        counter.count(buf)
+        if any(m in buf for m in _SUMMARY_MARKERS):
+            lines = [line.decode("utf-8", "replace") for line in buf.splitlines(keepends=True)]
+            for rec in _parse_lines_from(lines, lineno, line_parser, name):
+                yield rec
+            lineno += len(lines)
+            continue
+        hits = sorted({buf.rfind(b"\n", 0, pos) + 1 for m in _HIT_MARKERS for pos in _find_all(buf, m)})
+        prev_start, prev_line = 0, lineno
+        for start in hits:
+            end = buf.find(b"\n", start)
+            end = len(buf) if end < 0 else end
+            prev_line += buf.count(b"\n", prev_start, start)
+            prev_start = start
+            rec = line_parser.parse_line(buf[start:end].decode("utf-8", "replace"), prev_line + 1)
+            if rec is not None:
+                yield rec
+        lineno += buf.count(b"\n") + (0 if buf.endswith(b"\n") or not buf else 1)
+
+
+def _find_all(buf: bytes, marker: bytes) -> Iterator[int]:
+    pos = buf.find(marker)
+    while pos >= 0:
+        yield pos
+        pos = buf.find(marker, pos + len(marker))
+
+
+def _parse_lines_from(lines: list[str], offset: int, line_parser: LineParser, name: str) -> Iterator[Record]:
+    summary = SummaryParser(name)
+    for i, line in enumerate(lines, offset + 1):
+        rec = summary.feed(line, i)
+        if rec is not None:
+            yield rec
+        if summary.open:
+            continue
+        rec = line_parser.parse_line(line, i)
+        if rec is not None:
+            yield rec
+    rec = summary.close()
+    if rec is not None:
+        yield rec
 
 
 class _ReplacementCounter:
@@ -90,6 +160,5 @@ class _ReplacementCounter:
             self.replaced += text.count("\ufffd") - data.decode("utf-8", "ignore").count("\ufffd")
             return text
 
-    def lines(self, fh) -> Iterator[str]:
-        for raw in fh:
-            yield self.decode(raw)
+    def count(self, data: bytes) -> None:
+        self.decode(data)
