@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -224,11 +225,23 @@ class VLLMServer:
         for sub in (tmp, self.state_dir / "rpc", self.state_dir / "cache"):
             sub.mkdir(parents=True, exist_ok=True)
         env["TMPDIR"] = str(tmp)
-        env["VLLM_RPC_BASE_PATH"] = str(self.state_dir / "rpc")
+        env["VLLM_RPC_BASE_PATH"] = str(self._rpc_dir())
         # A cell may name its own cache (one per output-norm variant); otherwise a private one.
         env["VLLM_CACHE_ROOT"] = self.cell_env.get("VLLM_CACHE_ROOT", str(self.state_dir / "cache"))
         env["PYTHONUNBUFFERED"] = "1"  # so the log and the tail are current when it dies
         return env
+
+    def _rpc_dir(self) -> Path:
+        # ZeroMQ IPC socket paths must fit sockaddr_un (107 bytes): vLLM appends a 36-char UUID,
+        # so a socket dir deep inside a run directory fails to bind. Use a short private dir
+        # when the state dir is too long; it is removed in stop().
+        rpc = self.state_dir / "rpc"
+        if len(str(rpc)) + 38 <= 100:
+            return rpc
+        if getattr(self, "_short_rpc", None) is None:
+            base = "/tmp" if os.path.isdir("/tmp") else None
+            self._short_rpc = Path(tempfile.mkdtemp(prefix="sb-rpc-", dir=base))
+        return self._short_rpc
 
     def _copy_output(self, log_file) -> None:
         assert self._proc is not None and self._proc.stdout is not None
@@ -298,6 +311,11 @@ class VLLMServer:
         except subprocess.TimeoutExpired:
             log.warning("vLLM server pid %s did not exit after SIGKILL", self._proc.pid)
         self._join_tee()
+        short = getattr(self, "_short_rpc", None)
+        if short is not None:
+            import shutil
+
+            shutil.rmtree(short, ignore_errors=True)
 
     def _signal_group(self, sig: signal.Signals) -> None:
         if self._pgid is None:
