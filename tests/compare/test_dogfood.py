@@ -1,0 +1,29 @@
+"""specbench gates itself: this session's default CPU study vs the committed baseline.
+
+The baseline under results/baselines/cpu-default was produced by `specbench run` on the default
+config (see its manifest.json). Tolerances (README, "CI regression gate"): reruns of the same
+config on the same CPU give the same counts; 5% / 5pp absorbs bf16 differences between the CPU
+MLA backends (AMX_MLA vs CPU_MLA) on other x86 machines.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.vllm
+
+BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+GATES = ["--gate", "acceptance_length:-5%", "--gate", "per_position[*]:-5pp"]
+
+
+def test_default_study_does_not_regress_against_committed_baseline(default_study, tmp_path):
+    assert (BASELINE / "manifest.json").is_file(), "committed baseline missing"
+    md = tmp_path / "gate.md"
+    res = subprocess.run([sys.executable, "-m", "specbench", "compare", str(BASELINE), str(default_study), *GATES,
+                          "--markdown", str(md)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    text = md.read_text()
+    for cell in ("mla=on", "output_norm=off"):
+        assert cell in text
