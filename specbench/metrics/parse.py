@@ -29,20 +29,7 @@ class ParseResult:
 
 def parse_lines(lines: Iterable[str], file: str | None = None) -> Iterator[Record]:
     """Records from log lines, in order; line numbers are 1-based."""
-    line_parser = LineParser(file)
-    summary = SummaryParser(file)
-    for lineno, line in enumerate(lines, 1):
-        rec = summary.feed(line, lineno)
-        if rec is not None:
-            yield rec
-        if summary.open:
-            continue
-        rec = line_parser.parse_line(line, lineno)
-        if rec is not None:
-            yield rec
-    rec = summary.close()
-    if rec is not None:
-        yield rec
+    return _parse_lines_from(lines, 0, LineParser(file), file)
 
 
 def parse_text(text: str, file: str | None = None) -> list[Record]:
@@ -132,7 +119,7 @@ def _find_all(buf: bytes, marker: bytes) -> Iterator[int]:
         pos = buf.find(marker, pos + len(marker))
 
 
-def _parse_lines_from(lines: list[str], offset: int, line_parser: LineParser, name: str) -> Iterator[Record]:
+def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser, name: str | None) -> Iterator[Record]:
     summary = SummaryParser(name)
     for i, line in enumerate(lines, offset + 1):
         rec = summary.feed(line, i)

@@ -27,12 +27,7 @@ def prometheus_counts(text: str, file: str | None = None) -> Counts | None:
 
     recs = [r for r in parse_prometheus(text, file=file) if isinstance(r, SpecDecodeRecord)]
     units = [_record_to_counts(r) for r in recs if r.num_drafts is not None]
-    if not units:
-        return None
-    out = units[0]
-    for u in units[1:]:
-        out = out + u
-    return out
+    return sum_counts(units)
 
 
 def _record_to_counts(r: SpecDecodeRecord) -> Counts:
