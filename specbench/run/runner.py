@@ -11,6 +11,7 @@ failed, 130 interrupted (Ctrl-C: the server is stopped and finished cells are ke
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -118,9 +119,10 @@ class LocalExecutor:
             "timings": {"startup_s": None, "load_s": None, "collect_s": None}, "log_window_wait": None,
         }
         kwargs = {"python": ctx.python} if ctx.python else {}
+        state_dir = _short_state_dir()
         server = VLLMServer(cell.args, cell.env, log_path, host=serve.host, port=serve.port,
                             startup_timeout_s=serve.startup_timeout_s,
-                            state_dir=ctx.run_dir / ".state" / cell.cell_id, **kwargs)
+                            state_dir=state_dir, **kwargs)
         acc: dict | None = None
         secrets = store.secret_values(cell.env, cell.args)
         try:
@@ -158,7 +160,7 @@ class LocalExecutor:
                     record["exit_status"] = server._proc.returncode  # noqa: SLF001
             record["ended_at"] = utc_now()
             store.scrub_file(log_path, secrets)
-            _remove_state(ctx.run_dir / ".state" / cell.cell_id)
+            _remove_state(state_dir)
             if record["status"] != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
                 store.write_cell(ctx.run_dir, record, None)
         return record, acc
@@ -251,14 +253,19 @@ def _spec(ld, n: int):
                     temperature=ld.temperature, seed=ld.seed, timeout_s=ld.timeout_s)
 
 
+def _short_state_dir() -> Path:
+    """A private per-server dir with a SHORT path: vLLM's ZMQ IPC sockets live under it and a
+    Unix socket path may not exceed 107 bytes, which a run dir + cell id easily does."""
+    import tempfile
+
+    base = "/tmp" if os.path.isdir("/tmp") else None
+    return Path(tempfile.mkdtemp(prefix="sb-", dir=base))
+
+
 def _remove_state(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-    try:
-        path.parent.rmdir()  # .state/ once empty
-    except OSError:
-        pass
 
 
 @dataclass
