@@ -130,8 +130,11 @@ def test_per_request_acceptance_sums_to_prometheus(server, tmp_path):
 
 
 def test_same_seed_same_text(server):
+    # One request at a time: with concurrency > 1 the batch composition varies between runs, and
+    # bf16 near-ties in the tiny model then flip greedy tokens (measured in CI), which is the
+    # server's numerics, not the driver's seed handling.
     prompts = load_prompts(["code"])
-    spec = LoadSpec(num_requests=4, concurrency=2, max_tokens=16, seed=7)
+    spec = LoadSpec(num_requests=3, concurrency=1, max_tokens=16, seed=7)
     a = run_load(server.url, MODEL, prompts, spec).requests
     b = run_load(server.url, MODEL, prompts, spec).requests
     assert [r["prompt_id"] for r in a] == [r["prompt_id"] for r in b]
