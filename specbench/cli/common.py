@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import sys
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import typer
 from rich.console import Console
@@ -39,6 +41,26 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises KeyboardInterrupt in the main thread, so ``kill PID`` (a job
+    scheduler, ``timeout``, a container stop) takes the same path as Ctrl-C: the server is stopped,
+    finished cells are kept, exit 130. A second SIGTERM or Ctrl-C while stopping kills at once."""
+
+    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (e.g. an embedding test runner): leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def warn(message: str) -> None:

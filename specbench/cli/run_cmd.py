@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from specbench.cli.common import console, handle_errors
+from specbench.cli.common import console, handle_errors, sigterm_as_interrupt
 
 
 def _config_or_default(config: Optional[Path]) -> Path:
@@ -69,17 +69,18 @@ def register(app: typer.Typer) -> None:
         from specbench.run.plan import new_plan, resume_plan
         from specbench.run.runner import execute
 
-        plan = resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir)
-        display = make_display(quiet)
-        if not quiet:
-            console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
-        try:
-            code = execute(plan, display)
-        except KeyboardInterrupt:
-            print(f"{plan.run_dir}", flush=True)
-            raise
-        finally:
-            display.close()
+        with sigterm_as_interrupt():
+            plan = resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir)
+            display = make_display(quiet)
+            if not quiet:
+                console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+            try:
+                code = execute(plan, display)
+            except KeyboardInterrupt:
+                print(f"{plan.run_dir}", flush=True)
+                raise
+            finally:
+                display.close()
         print(f"{plan.run_dir}" if quiet else f"results: {plan.run_dir}", flush=True)
         raise typer.Exit(code)
 
