@@ -84,9 +84,11 @@ class Serve(_Strict):
     # vLLM logs a SpecDecoding window per stats interval (default 10 s); short windows let the
     # runner see the window that closes after the load quickly.
     log_stats_interval_s: float = Field(1.0, gt=0, le=60)
-    # Per-request spec-decode counts (vLLM --per-request-spec-decode-metrics summary, 0.32+):
-    # auto = when the installed vLLM has the flag; summary = always pass it; off = never.
-    per_request_metrics: Literal["auto", "summary", "off"] = "auto"
+    # Per-request spec-decode counts (vLLM --per-request-spec-decode-metrics, 0.32+): summary = the
+    # per-request histogram; detailed = also the ordered accepted/drafted count of every verify step
+    # (needed for common-prefix acceptance; costs two list appends per step in the scheduler and a
+    # few hundred bytes in the final chunk); auto = detailed when the installed vLLM has the flag.
+    per_request_metrics: Literal["auto", "detailed", "summary", "off"] = "auto"
 
     _model = field_validator("model")(lambda cls, v: check_model_ref(v))
 

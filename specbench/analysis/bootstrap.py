@@ -60,16 +60,21 @@ def point_estimates(units: list[Counts]) -> dict[str, float]:
     return {name: float(v) for name, v in _stats(m.sum(axis=0), k).items()}
 
 
+def resample_weights(n: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_resamples, n): how often each of n units is drawn in each resample (with replacement).
+
+    Sums over a resample are then one matrix product ``weights @ columns``; bincount is ~10x faster
+    than drawing multinomials."""
+    idx = rng.integers(0, n, size=(n_resamples, n)) + (np.arange(n_resamples) * n)[:, None]
+    return np.bincount(idx.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+
+
 def _resampled(units: list[Counts], n_resamples: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], int]:
     m, k = _matrix(units)
-    n = len(units)
-    # (B, n): how often each unit is drawn in each resample; bincount is ~10x faster than multinomial
-    idx = rng.integers(0, n, size=(n_resamples, n)) + (np.arange(n_resamples) * n)[:, None]
-    weights = np.bincount(idx.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
-    return _stats(weights @ m, k), k
+    return _stats(resample_weights(len(units), n_resamples, rng) @ m, k), k
 
 
-def _percentile(values: np.ndarray, confidence: float) -> tuple[float, float]:
+def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
     alpha = (1 - confidence) / 2
     with _warnings.catch_warnings():  # all-nan columns (e.g. alpha_i after p_(i-1) = 0) give nan, on purpose
         _warnings.simplefilter("ignore", RuntimeWarning)
@@ -86,7 +91,7 @@ def bootstrap(units: list[Counts], n_resamples: int = 2000, seed: int = 0, confi
         return Intervals({k: (v, v) for k, v in point.items()}, n_units=1, n_resamples=0,
                          confidence=confidence, point=point, degenerate=True)
     stats, _ = _resampled(units, n_resamples, np.random.default_rng(seed))
-    return Intervals({k: _percentile(v, confidence) for k, v in stats.items()}, n_units=len(units),
+    return Intervals({k: percentile_interval(v, confidence) for k, v in stats.items()}, n_units=len(units),
                      n_resamples=n_resamples, confidence=confidence, point=point)
 
 
@@ -105,7 +110,7 @@ def bootstrap_delta(base: list[Counts], cand: list[Counts], n_resamples: int = 2
     rng = np.random.default_rng(seed)
     sb = _resampled(base, n_resamples, rng)[0] if len(base) > 1 else {k: np.full(n_resamples, pb[k]) for k in keys}
     sc = _resampled(cand, n_resamples, rng)[0] if len(cand) > 1 else {k: np.full(n_resamples, pc[k]) for k in keys}
-    intervals = {k: _percentile(sc[k] - sb[k], confidence) for k in keys}
+    intervals = {k: percentile_interval(sc[k] - sb[k], confidence) for k in keys}
     return Intervals(intervals, n_units=min(len(base), len(cand)), n_resamples=n_resamples, confidence=confidence,
                      point=point, degenerate=len(base) == 1 or len(cand) == 1)
 
@@ -116,4 +121,5 @@ def significant(interval: tuple[float, float]) -> bool:
     return bool(lo > 0 or hi < 0)
 
 
-__all__ = ["Intervals", "bootstrap", "bootstrap_delta", "point_estimates", "significant"]
+__all__ = ["Intervals", "bootstrap", "bootstrap_delta", "percentile_interval", "point_estimates", "resample_weights",
+           "significant"]

@@ -108,7 +108,8 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
         args += ["--speculative-config", json.dumps(spec_json, separators=(",", ":"))]
         output_norm = values.get("output_norm")
         if _per_request_flag(serve.per_request_metrics):
-            args += ["--per-request-spec-decode-metrics", "summary"]
+            level = "summary" if serve.per_request_metrics == "summary" else "detailed"
+            args += ["--per-request-spec-decode-metrics", level]
     if serve.tensor_parallel_size != 1:
         args += ["--tensor-parallel-size", str(serve.tensor_parallel_size)]
     if serve.max_model_len is not None:
@@ -164,7 +165,7 @@ def _is_vllm_cpu_build() -> bool:
 
 def _per_request_flag(mode: str) -> bool:
     """auto: ask for per-request spec-decode counts when the installed vLLM has the flag (0.32+)."""
-    if mode == "summary":
+    if mode in ("summary", "detailed"):
         return True
     if mode == "off":
         return False

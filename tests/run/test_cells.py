@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from specbench.config import load_config, parse_study
@@ -78,6 +79,25 @@ def test_per_request_flag_only_on_spec_cells():
     cells = expand(_study(serve={**_study().serve.model_dump(), "per_request_metrics": "summary"}), _ident)
     assert all("--per-request-spec-decode-metrics" in c.args for c in cells if not c.is_baseline)
     assert "--per-request-spec-decode-metrics" not in cells[-1].args  # vLLM refuses it without speculation
+
+
+@pytest.mark.parametrize("mode, level", [("summary", "summary"), ("detailed", "detailed")])
+def test_per_request_level_is_passed_through(mode, level):
+    cells = expand(_study(serve={**_study().serve.model_dump(), "per_request_metrics": mode}), _ident)
+    spec = [c for c in cells if not c.is_baseline]
+    assert spec and all(c.args[c.args.index("--per-request-spec-decode-metrics") + 1] == level for c in spec)
+
+
+def test_auto_asks_for_detailed_per_step_arrays_on_vllm_with_the_flag():
+    from specbench.load.driver import supports_per_request_metrics
+    from specbench.vllm_main import installed_vllm_version
+
+    cells = expand(_study(serve={**_study().serve.model_dump(), "per_request_metrics": "auto"}), _ident)
+    spec = [c for c in cells if not c.is_baseline]
+    if not supports_per_request_metrics(installed_vllm_version()):
+        assert all("--per-request-spec-decode-metrics" not in c.args for c in spec)
+    else:
+        assert all(c.args[c.args.index("--per-request-spec-decode-metrics") + 1] == "detailed" for c in spec)
 
 
 def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
