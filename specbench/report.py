@@ -19,6 +19,7 @@ from specbench.analysis.acceptance import DEFINITION, bootstrap_delta, significa
 from specbench.analysis.frames import summary_frame, window_frame
 from specbench.io import atomic_write_text
 from specbench.report_inputs import Group, groups_from_files, groups_from_run, is_run_dir
+from specbench.report_study import analyse_run, render_sections, write_study_outputs
 
 MAX_WARNINGS_SHOWN = 20
 
@@ -63,6 +64,7 @@ class Report:
     seed: int
     comparisons: list[Comparison] = field(default_factory=list)
     source: str = ""
+    studies: list = field(default_factory=list)  # report_study.StudyAnalysis per run directory
 
 
 def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = None, *, n_resamples: int = 2000,
@@ -70,11 +72,14 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     """Groups from log/scrape/JSONL files and run directories, their summary and comparisons."""
     groups: list[Group] = []
     comparisons: list[Comparison] = []
+    studies = []
     files = [p for p in inputs if not is_run_dir(p)]
     for run_dir in (p for p in inputs if is_run_dir(p)):
         run_groups = groups_from_run(run_dir, prefix=len([p for p in inputs if is_run_dir(p)]) > 1)
         groups += run_groups
         comparisons += _comparisons(run_groups, n_resamples, seed, confidence)
+        studies.append(analyse_run(run_dir, prefix=len([p for p in inputs if is_run_dir(p)]) > 1,
+                                   n_resamples=n_resamples, seed=seed, confidence=confidence))
     groups += groups_from_files(files, labels or [])
     counted = {g.label: g.units for g in groups}
     summary = summary_frame(counted, totals={g.label: g.total for g in groups if g.total is not None},
@@ -86,7 +91,7 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
             g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
     summary["warnings"] = ["; ".join(g.warnings) for g in groups]
     return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
-                  n_resamples=n_resamples, seed=seed, comparisons=comparisons,
+                  n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies,
                   source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
 
 
@@ -184,6 +189,10 @@ def render_markdown(report: Report) -> str:
                 f"Cells that differ in one axis; Δ = first minus second, {pct} bootstrap CI of the difference "
                 "(both sides resampled independently); significant when the CI excludes 0.", ""]
         out += [f"- {c.sentence()}" for c in report.comparisons] + [""]
+    out += render_sections(report.studies, _md_table)
+    study_warnings = [w for s in report.studies for w in s.warnings]
+    if study_warnings:
+        out += ["## Divergence and speed-up warnings", ""] + [f"- {w}" for w in study_warnings] + [""]
     rate_only = [g for g in report.groups if g.rate_only is not None]
     if rate_only:
         out += ["## Rate-only lines (no counts, not summed)", ""]
@@ -205,7 +214,12 @@ def render_markdown(report: Report) -> str:
         out.append("")
     out += ["## Files", "", "- `acceptance.csv`: the table above, one row per group, with CI columns",
             "- `per_position.png` / `.svg`: p_i and α_i per draft position",
-            "- `al_over_time.png` / `.svg`: AL per window in order", ""]
+            "- `al_over_time.png` / `.svg`: AL per window in order"]
+    if any(st.pairs for st in report.studies):
+        out.append("- `divergence.csv`, `divergence.png` / `.svg`: output divergence between cells")
+    if any(st.speedups for st in report.studies):
+        out.append("- `speedup.csv`, `speedup.png` / `.svg`: speed-up over the baseline cell")
+    out.append("")
     return "\n".join(out)
 
 
@@ -222,4 +236,5 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     atomic_write_text(paths[1], buf.getvalue())
     paths += save_figure(per_position_figure(report.summary, report.confidence), out_dir / "per_position")
     paths += save_figure(al_over_time_figure(report.windows, report.summary), out_dir / "al_over_time")
+    paths += write_study_outputs(report.studies, out_dir)
     return paths

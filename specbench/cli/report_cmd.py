@@ -48,6 +48,12 @@ def register(app: typer.Typer) -> None:
                               highlight=False)
         for c in rep.comparisons:
             console.print(c.sentence(), highlight=False)
+        for st in rep.studies:
+            for s in st.speedups:
+                console.print(f"{s.cell}: speed-up {s.point['output_tok_per_s']:.2f}x output tok/s "
+                              f"(predicted from AL {s.point['predicted']:.2f}x)", highlight=False)
+            for w in st.warnings:
+                console.print(f"[yellow]{w}[/]", highlight=False)
         console.print(f"wrote {', '.join(str(p) for p in paths)}", highlight=False)
 
 

@@ -1,0 +1,218 @@
+"""Where the greedy outputs of two cells differ, and acceptance over the part they share.
+
+Some axes change the target's own text, not only the draft: MLA on/off changes numerics, and in
+bf16 even speculation on/off flips near-ties. An acceptance difference between two such cells mixes
+"the draft got worse" with "the workload changed". This module pairs the two cells' requests,
+finds each pair's first divergence, and recomputes acceptance over the verify steps that lie
+wholly inside the common prefix, where both cells faced the same target text.
+
+Pairing: the load driver sends prompts in a seeded order, so request ``id`` i of two cells of one
+run carries the same prompt; pairs are matched by ``(repeat, id)`` and a pair whose ``prompt_id``
+differs is refused (counted in ``mismatched``, never compared). Failed requests are left out.
+
+First divergence (token positions, 0-based, over ``token_ids``; over ``text`` characters when a
+row has no token ids): the first index where the sequences differ. When one is a strict prefix of
+the other (one stopped early, e.g. at EOS), they diverge at the shorter length. Equal sequences are
+identical even when both were cut at ``max_tokens``: what either would have generated after the cut
+is unknown, so it is not a divergence.
+
+Common-prefix acceptance (needs ``--per-request-spec-decode-metrics detailed``, whose
+``per_step_accepted`` / ``per_step_drafted`` arrays list every verify step in order): token 0
+comes from prefill; verify step s emits ``accepted_s + 1`` tokens (the bonus/correction token
+included), the last step clipped at the output's end. A step counts when every token it emitted
+lies inside the common prefix (all steps count for an identical pair). A request whose steps do
+not account for its tokens (``1 + Σ(accepted+1) - len`` outside ``[0, k]``) is left out of the
+common-prefix figure and counted in ``unaligned``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from specbench.analysis.counts import Counts
+
+COMMON_PREFIX_DEFINITION = (
+    "common-prefix acceptance: the same statistics (AL = 1 + A/D, p_i = accepted at i / D) over only the "
+    "verify steps whose emitted tokens all lie inside the prefix both cells' outputs share"
+)
+
+
+def first_divergence(a: Any, b: Any) -> int | None:
+    """First index where sequences ``a`` and ``b`` differ; None when they are equal."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return None if len(a) == len(b) else n
+
+
+def output_of(row: dict[str, Any]) -> tuple[Any, str] | None:
+    """A request's output as (sequence, unit): token ids, else its text; None for failed requests."""
+    if row.get("error") or row.get("error_code"):
+        return None
+    if row.get("token_ids"):
+        return list(row["token_ids"]), "token"
+    if row.get("text"):
+        return row["text"], "char"
+    return None
+
+
+def step_counts(spec: dict[str, Any] | None, n_tokens: int, prefix: int | None) -> Counts | None:
+    """Counts over the verify steps whose emitted tokens lie in ``[0, prefix)`` (None = all steps).
+
+    ``spec`` is a request's ``spec_decode`` object; None when it has no per-step arrays or its
+    steps do not account for its ``n_tokens`` (see the module docstring).
+    """
+    if not spec or spec.get("per_step_accepted") is None:
+        return None
+    acc, drafted = list(spec["per_step_accepted"]), list(spec.get("per_step_drafted") or [])
+    k = int(spec.get("num_spec_tokens") or max(drafted or [0]))
+    if len(drafted) != len(acc) or not 0 <= 1 + sum(a + 1 for a in acc) - n_tokens <= k:
+        return None
+    pos, d, t, a_sum, per_pos = 1, 0, 0, 0, [0] * k
+    for a, dr in zip(acc, drafted):
+        end = min(pos + a + 1, n_tokens)
+        if prefix is not None and end > prefix:
+            break
+        d, t, a_sum = d + 1, t + dr, a_sum + a
+        for i in range(min(a, k)):
+            per_pos[i] += 1
+        pos += a + 1
+    return Counts(num_drafts=d, draft_tokens=t, accepted_tokens=a_sum, accepted_per_position=per_pos,
+                  num_spec_tokens=k, origin="common prefix")
+
+
+def plain_counts(spec: dict[str, Any] | None) -> Counts | None:
+    """A request's own counts (the whole output), from its ``spec_decode`` object."""
+    if not spec:
+        return None
+    return Counts(num_drafts=int(spec["num_drafts"]), draft_tokens=int(spec["draft_tokens"]),
+                  accepted_tokens=int(spec["accepted_tokens"]),
+                  accepted_per_position=list(spec.get("accepted_per_position") or []) or None,
+                  num_spec_tokens=spec.get("num_spec_tokens"))
+
+
+@dataclass
+class PromptPair:
+    """One prompt's two outputs: ``position`` None when identical."""
+
+    repeat: int | None
+    id: int
+    prompt_id: str
+    position: int | None
+    len_a: int
+    len_b: int
+
+
+@dataclass
+class SideAcceptance:
+    """One cell's acceptance over the paired requests: whole outputs and common prefix only.
+
+    ``plain`` and ``common`` are per-request units (lists, for the bootstrap); ``common`` is empty
+    when the cell has no per-step arrays (summary-level data).
+    """
+
+    plain: list[Counts] = field(default_factory=list)
+    common: list[Counts] = field(default_factory=list)
+    unaligned: int = 0
+
+
+@dataclass
+class PairDivergence:
+    """Divergence between cells ``a`` and ``b`` (labels), over their paired requests."""
+
+    a: str
+    b: str
+    unit: str  # "token" | "char"
+    prompts: list[PromptPair]
+    mismatched: int = 0  # pairs refused: same request id, different prompt
+    unpaired: int = 0  # requests without a partner (failed, missing)
+    acc_a: SideAcceptance = field(default_factory=SideAcceptance)
+    acc_b: SideAcceptance = field(default_factory=SideAcceptance)
+
+    @property
+    def n(self) -> int:
+        return len(self.prompts)
+
+    @property
+    def identical(self) -> int:
+        return sum(1 for p in self.prompts if p.position is None)
+
+    @property
+    def identical_share(self) -> float:
+        return self.identical / self.n if self.n else float("nan")
+
+    @property
+    def divergence_share(self) -> float:
+        return 1 - self.identical_share
+
+    @property
+    def positions(self) -> list[int]:
+        """First-divergence positions of the prompts that diverge."""
+        return [p.position for p in self.prompts if p.position is not None]
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.mismatched:
+            out.append(f"{self.mismatched} request(s) with the same id carry different prompts; not compared "
+                       "(were the cells run with different prompt sets or seeds?)")
+        if self.acc_a.unaligned or self.acc_b.unaligned:
+            out.append(f"{self.acc_a.unaligned + self.acc_b.unaligned} request(s) whose verify steps do not "
+                       "account for their tokens; left out of the common-prefix acceptance")
+        return out
+
+
+def _key(row: dict[str, Any]) -> tuple:
+    return (row.get("_repeat"), row.get("id"))
+
+
+def compare_outputs(a: str, rows_a: list[dict[str, Any]], b: str, rows_b: list[dict[str, Any]]) -> PairDivergence:
+    """Pair two cells' request rows (``requests.jsonl``; ``_repeat`` optional) and measure divergence."""
+    by_b = {_key(r): r for r in rows_b}
+    pairs: list[PromptPair] = []
+    mismatched = unpaired = 0
+    acc_a, acc_b = SideAcceptance(), SideAcceptance()
+    units = set()
+    for ra in rows_a:
+        rb = by_b.pop(_key(ra), None)
+        oa, ob = output_of(ra), (output_of(rb) if rb is not None else None)
+        if oa is None or ob is None or oa[1] != ob[1]:
+            unpaired += 1
+            continue
+        if ra.get("prompt_id") != rb.get("prompt_id"):
+            mismatched += 1
+            continue
+        (sa, unit), (sb, _) = oa, ob
+        units.add(unit)
+        pos = first_divergence(sa, sb)
+        pairs.append(PromptPair(ra.get("_repeat"), int(ra.get("id", len(pairs))), str(ra.get("prompt_id")), pos,
+                                len(sa), len(sb)))
+        for side, row, seq in ((acc_a, ra, sa), (acc_b, rb, sb)):
+            _add_side(side, row.get("spec_decode"), len(seq) if unit == "token" else None, pos)
+    unpaired += len(by_b)
+    return PairDivergence(a=a, b=b, unit="token" if units == {"token"} else ("char" if units else "token"),
+                          prompts=pairs, mismatched=mismatched, unpaired=unpaired, acc_a=acc_a, acc_b=acc_b)
+
+
+def _add_side(side: SideAcceptance, spec: dict[str, Any] | None, n_tokens: int | None, pos: int | None) -> None:
+    plain = plain_counts(spec)
+    if plain is None:
+        return
+    side.plain.append(plain)
+    if spec.get("per_step_accepted") is None and plain.num_drafts == 0:
+        side.common.append(plain)  # no verify steps: nothing to restrict
+        return
+    if n_tokens is None:
+        return
+    common = step_counts(spec, n_tokens, pos)
+    if common is None:
+        if spec.get("per_step_accepted") is not None:
+            side.unaligned += 1
+        return
+    side.common.append(common)
+
+
+def has_common_prefix_acceptance(side: SideAcceptance) -> bool:
+    """True when every paired request of the cell contributed a common-prefix unit."""
+    return bool(side.common) and len(side.common) == len(side.plain) and any(c.num_drafts for c in side.common)

@@ -1,0 +1,231 @@
+"""Divergence and speed-up sections of ``specbench report`` for run directories.
+
+Reads each finished cell's ``requests.jsonl`` and computes, with :mod:`specbench.analysis.divergence`
+and :mod:`specbench.analysis.speedup`: for every pair of cells of a repeat, how often their greedy
+outputs are identical and where they first diverge, with acceptance over the common prefix beside
+the plain figure; and for every speculative cell, its speed-up over the baseline cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from specbench.analysis.acceptance import point_estimates
+from specbench.analysis.divergence import COMMON_PREFIX_DEFINITION, PairDivergence, compare_outputs
+from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
+
+# A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
+# difference is as much a different workload as a different draft.
+DIVERGENCE_FLAG_SHARE = 0.25
+
+
+@dataclass
+class CellRequests:
+    label: str
+    axes: dict[str, str]
+    repeat: int | None
+    is_baseline: bool
+    rows: list[dict[str, Any]]
+    load_tok_per_s: float | None
+
+
+@dataclass
+class StudyAnalysis:
+    source: str
+    pairs: list[tuple[PairDivergence, list[str]]] = field(default_factory=list)  # (pair, axes that differ)
+    speedups: list[Speedup] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
+    """The finished cells of a run directory with their request rows (tagged with ``_repeat``)."""
+    from specbench.io import read_jsonl
+    from specbench.run.cells import axis_label
+    from specbench.run.store import load_run
+
+    run = load_run(path)
+    out = []
+    for cell_id, cell in run.cells.items():
+        req = cell.dir / "requests.jsonl"
+        if cell.status != "done" or not req.exists():
+            continue
+        repeat = cell.cell.get("repeat")
+        rows = [{**r, "_repeat": repeat} for r in read_jsonl(req)]
+        tput = (cell.summary or {}).get("results_mean_output_throughput_token_per_s")
+        out.append(CellRequests(
+            label=f"{run.run_id}/{cell_id}" if prefix else cell_id,
+            axes={axis_label(str(k)): str(v) for k, v in (cell.cell.get("axes") or {}).items()},
+            repeat=repeat, is_baseline=bool(cell.cell.get("is_baseline")), rows=rows,
+            load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None))
+    return out
+
+
+def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0,
+                confidence: float = 0.95) -> StudyAnalysis:
+    """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
+    cells = read_cells(path, prefix=prefix)
+    study = StudyAnalysis(source=str(path))
+    for a, b in combinations(cells, 2):
+        if a.repeat != b.repeat:
+            continue
+        pair = compare_outputs(a.label, a.rows, b.label, b.rows)
+        if not pair.n:
+            continue
+        differs = sorted(k for k in set(a.axes) | set(b.axes) if a.axes.get(k) != b.axes.get(k))
+        study.pairs.append((pair, differs))
+        study.warnings += [f"{a.label} vs {b.label}: {w}" for w in pair.warnings()]
+    flagged = [p for p, _ in study.pairs if p.divergence_share > DIVERGENCE_FLAG_SHARE]
+    if flagged:
+        study.warnings.append(
+            f"{len(flagged)} of {len(study.pairs)} cell pairs have greedy outputs that differ on more than "
+            f"{DIVERGENCE_FLAG_SHARE:.0%} of prompts (worst: {max(p.divergence_share for p in flagged):.0%}); "
+            "acceptance differences between them mix the draft with a changed workload: read the "
+            "common-prefix AL in the divergence table")
+    for base in (c for c in cells if c.is_baseline):
+        for spec in (c for c in cells if not c.is_baseline and c.repeat == base.repeat):
+            try:
+                s = speedup(spec.label, spec.rows, base.label, base.rows, n_resamples=n_resamples, seed=seed,
+                            confidence=confidence, load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s))
+            except ValueError as exc:
+                study.warnings.append(f"{spec.label}: no speed-up ({exc})")
+                continue
+            study.speedups.append(s)
+    return study
+
+
+def _al(units) -> float:
+    return point_estimates(units)["mean_acceptance_length"] if units and sum(u.num_drafts for u in units) else math.nan
+
+
+def _median(xs: list[int]) -> float:
+    import statistics
+
+    return float(statistics.median(xs))
+
+
+def _f(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the divergence table (Markdown and CSV share them)."""
+    header = ["cell A", "cell B", "differs in", "prompts", "identical", "first divergence (median [min, max])",
+              "AL A plain / common prefix", "AL B plain / common prefix"]
+    rows = []
+    for p, differs in study.pairs:
+        pos = sorted(p.positions)
+        where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else "–"
+        rows.append([p.a, p.b, ", ".join(differs) or "nothing", str(p.n),
+                     f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
+                     f"{_f(_al(p.acc_a.plain))} / {_f(_al(p.acc_a.common))}",
+                     f"{_f(_al(p.acc_b.plain))} / {_f(_al(p.acc_b.common))}"])
+    return header, rows
+
+
+def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the speed-up table."""
+    header = ["cell", "requests", "AL"] + [SPEEDUP_LABELS[k] for k in SPEEDUPS] + [
+        "cost ratio t_verify/t_plain (break-even AL)", "load tok/s ratio (summary.json)"]
+    rows = []
+    for s in study.speedups:
+        cis = [f"{_f(s.point[k])}× [{_f(s.intervals[k][0])}, {_f(s.intervals[k][1])}]" for k in SPEEDUPS]
+        rows.append([s.cell, f"{s.n_spec} vs {s.n_base}{' paired' if s.paired else ''}",
+                     _f(s.spec["mean_acceptance_length"])] + cis + [
+                        f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, "
+                        f"{_f(s.intervals['cost_ratio'][1])}]", f"{_f(s.load_ratio)}×"])
+    return header, rows
+
+
+def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
+    """Markdown lines of the divergence and speed-up sections (empty when nothing was measured)."""
+    out: list[str] = []
+    pairs = [s for s in studies if s.pairs]
+    if pairs:
+        out += ["## Output divergence between cells", "",
+                "Greedy outputs of the same prompt (request ids paired, prompt ids checked) compared token by "
+                "token: identical share, and where outputs first differ (0-based position). Outputs cut at "
+                "max_tokens with equal prefixes count as identical. AL = 1 + A/D from per-request counts "
+                "(plain: whole outputs); " + COMMON_PREFIX_DEFINITION + ". Common prefix needs "
+                "`--per-request-spec-decode-metrics detailed`; \"–\" where the cell has no per-step arrays "
+                "or no speculation.", ""]
+        for s in pairs:
+            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s)), ""]
+    speed = [s for s in studies if s.speedups]
+    if speed:
+        pct = f"{speed[0].speedups[0].confidence:.0%}"
+        out += ["## Speed-up over the no-speculation baseline", "",
+                "Each speculative cell against the run's baseline cell under the same load (client-side "
+                "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
+                "ttft) / Σ (tokens − 1); e2e = mean latency. Predicted = AL · t_plain / t_verify with t_plain = "
+                "the baseline's TPOT and t_verify = the cell's decode time per verify step (AL from per-request "
+                "counts). Predicted matches the TPOT speed-up up to the last step's clipped tokens; its gap to "
+                "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
+                f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
+                "where both cells sent the same requests).", ""]
+        for s in speed:
+            out += [f"Run {s.source}:", "", md_table(*speedup_rows(s)), ""]
+            out += [f"- {x.cell}: {n}" for x in s.speedups for n in x.notes]
+    return out
+
+
+def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
+    """One numeric row per pair of cells (divergence.csv)."""
+    out = []
+    for p, differs in study.pairs:
+        pos = sorted(p.positions)
+        out.append({"run": study.source, "cell_a": p.a, "cell_b": p.b, "differs_in": ";".join(differs),
+                    "prompts": p.n, "identical": p.identical, "identical_share": p.identical_share,
+                    "first_divergence_median": _median(pos) if pos else None,
+                    "first_divergence_min": pos[0] if pos else None, "first_divergence_max": pos[-1] if pos else None,
+                    "unit": p.unit, "mismatched": p.mismatched, "unpaired": p.unpaired,
+                    "al_a_plain": _al(p.acc_a.plain), "al_a_common_prefix": _al(p.acc_a.common),
+                    "al_b_plain": _al(p.acc_b.plain), "al_b_common_prefix": _al(p.acc_b.common)})
+    return out
+
+
+def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
+    """One numeric row per speculative cell (speedup.csv): speed-ups with CI bounds, both cells' figures."""
+    out = []
+    for s in study.speedups:
+        row: dict[str, Any] = {"run": study.source, "cell": s.cell, "baseline": s.baseline, "requests": s.n_spec,
+                               "baseline_requests": s.n_base, "paired": s.paired}
+        for k in list(SPEEDUPS) + ["cost_ratio"]:
+            name = k if k == "cost_ratio" else f"speedup_{k}"
+            row[name] = s.point[k]
+            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = s.intervals[k]
+        row.update({f"cell_{k}": v for k, v in s.spec.items()})
+        row.update({f"baseline_{k}": v for k, v in s.base.items() if k not in ("mean_acceptance_length", "t_verify_s")})
+        row["load_tok_per_s_ratio"] = s.load_ratio
+        out.append(row)
+    return out
+
+
+def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Path]:
+    """divergence.csv / speedup.csv and the two figures (PNG + SVG), when there is anything to show."""
+    import io
+
+    import pandas as pd
+
+    from specbench.io import atomic_write_text
+    from specbench.plot import save_figure
+    from specbench.plot_study import divergence_figure, speedup_figure
+
+    paths: list[Path] = []
+    for name, records in (("divergence", divergence_records), ("speedup", speedup_records)):
+        rows = [r for s in studies for r in records(s)]
+        if rows:
+            buf = io.StringIO()
+            pd.DataFrame(rows).to_csv(buf, index=False)
+            atomic_write_text(Path(out_dir) / f"{name}.csv", buf.getvalue())
+            paths.append(Path(out_dir) / f"{name}.csv")
+    pairs = [p for s in studies for p, _ in s.pairs]
+    speeds = [x for s in studies for x in s.speedups]
+    if pairs:
+        paths += save_figure(divergence_figure(pairs), Path(out_dir) / "divergence")
+    if speeds:
+        paths += save_figure(speedup_figure(speeds), Path(out_dir) / "speedup")
+    return paths

@@ -1,0 +1,72 @@
+"""specbench/analysis/speedup.py: hand-made timings with known speed-ups, and the committed CPU baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specbench.analysis.speedup import request_matrix, speedup
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _req(i: int, out: int, ttft: float, e2e: float, drafts: int | None = None, accepted: int | None = None) -> dict:
+    sd = None if drafts is None else {"num_drafts": drafts, "accepted_tokens": accepted}
+    return {"id": i, "prompt_id": f"p{i}", "output_tokens": out, "ttft_s": ttft, "e2e_s": e2e, "error": None,
+            "spec_decode": sd}
+
+
+def test_known_speedups_by_hand():
+    # baseline: 11 tokens, 0.1 s to first, 1.0 s decode -> 0.1 s per token
+    base = [_req(i, 11, 0.1, 1.1) for i in range(4)]
+    # spec: 11 tokens in 4 verify steps (AL = 1 + 6/4 = 2.5), decode 0.5 s -> t_verify 0.125 s
+    spec = [_req(i, 11, 0.1, 0.6, drafts=4, accepted=6) for i in range(4)]
+    s = speedup("spec", spec, "base", base, n_resamples=200)
+    assert s.paired
+    assert s.point["output_tok_per_s"] == pytest.approx((11 / 0.6) / (11 / 1.1))
+    assert s.point["tpot"] == pytest.approx(0.1 / 0.05)
+    assert s.point["e2e"] == pytest.approx(1.1 / 0.6)
+    assert s.point["predicted"] == pytest.approx(2.5 * 0.1 / 0.125)
+    assert s.point["cost_ratio"] == pytest.approx(1.25)
+    # every request identical: the bootstrap cannot move anything
+    for k in ("output_tok_per_s", "tpot", "e2e", "predicted"):
+        assert s.intervals[k] == pytest.approx((s.point[k], s.point[k]))
+
+
+def test_intervals_cover_the_point_and_unpaired_sets_resample_separately():
+    rng = np.random.default_rng(1)
+    base = [_req(i, 32, 0.05, 0.05 + 31 * rng.uniform(0.008, 0.012)) for i in range(30)]
+    spec = [_req(i + 100, 32, 0.05, 0.05 + 12 * rng.uniform(0.015, 0.02), drafts=12, accepted=19) for i in range(25)]
+    s = speedup("spec", spec, "base", base, n_resamples=500, seed=3)
+    assert not s.paired
+    for k in ("output_tok_per_s", "tpot", "e2e", "predicted"):
+        lo, hi = s.intervals[k]
+        assert lo < s.point[k] < hi
+    assert s.point["tpot"] > 1
+
+
+def test_failed_and_one_token_requests_are_left_out():
+    rows = [_req(0, 5, 0.1, 0.5), {**_req(1, 5, 0.1, 0.5), "error": "x"}, _req(2, 1, 0.1, 0.1)]
+    keys, m = request_matrix(rows)
+    assert keys == [(None, 0, "p0")] and m.shape == (1, 6)
+
+
+def test_committed_baseline_speedup_from_its_own_timings():
+    """Real committed data: speed-up recomputed here from requests.jsonl with plain Python."""
+    base_dir = ROOT / "results" / "baselines" / "cpu-default"
+    read = lambda c: [json.loads(x) for x in (base_dir / c / "requests.jsonl").read_text().splitlines()]  # noqa: E731
+    base, spec = read("baseline__r0"), read("mla-on__output_norm-on__r0")
+    s = speedup("spec", spec, "base", base, n_resamples=300)
+    tok = lambda rows: sum(r["output_tokens"] for r in rows) / sum(r["e2e_s"] for r in rows)  # noqa: E731
+    tpot = lambda rows: (sum(r["e2e_s"] - r["ttft_s"] for r in rows)  # noqa: E731
+                         / sum(r["output_tokens"] - 1 for r in rows))
+    assert s.point["output_tok_per_s"] == pytest.approx(tok(spec) / tok(base))
+    assert s.point["tpot"] == pytest.approx(tpot(base) / tpot(spec))
+    d = sum(r["spec_decode"]["num_drafts"] for r in spec)
+    al = 1 + sum(r["spec_decode"]["accepted_tokens"] for r in spec) / d
+    t_verify = sum(r["e2e_s"] - r["ttft_s"] for r in spec) / d
+    assert s.point["predicted"] == pytest.approx(al * tpot(base) / t_verify)
+    assert s.paired and s.n_spec == s.n_base == 20
