@@ -76,6 +76,7 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
         if not pair.n:
             continue
         differs = sorted(k for k in set(a.axes) | set(b.axes) if a.axes.get(k) != b.axes.get(k))
+        differs += ["speculation"] if a.is_baseline != b.is_baseline else []
         study.pairs.append((pair, differs))
         study.warnings += [f"{a.label} vs {b.label}: {w}" for w in pair.warnings()]
     flagged = [p for p, _ in study.pairs if p.divergence_share > DIVERGENCE_FLAG_SHARE]

@@ -32,7 +32,7 @@ def compare(
     gate: Annotated[Optional[list[str]], typer.Option(
         "--gate", callback=_parse_gates, metavar="EXPR",
         help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
-             "per_position[0]:-0.02, ttft_p50_ms:+10%. Fails only when the whole CI of the change is past the "
+             "per_position[0]:-0.02, ttft_p50_ms:+10%, speedup:-5%, divergence_share:+10pp. Fails only when the whole CI of the change is past the "
              "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.")] = None,
     gate_file: Annotated[Optional[Path], typer.Option(
         "--gate-file", help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.")

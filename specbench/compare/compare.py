@@ -110,10 +110,12 @@ def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: b
                   confidence: float = 0.95) -> Comparison:
     """Match cells by axis values, compute every metric row, apply every gate that selects the cell."""
     cells = []
+    refs = tuple(next((c for c in side.cells.values() if c.is_baseline), None) for side in (base, cand))
     for key, bc in base.cells.items():
         cc = cand.cells.get(key)
         if cc is not None:
-            cells.append(compare_cell(bc, cc, gates, n_resamples=n_resamples, seed=seed, confidence=confidence))
+            cells.append(compare_cell(bc, cc, gates, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                      refs=refs))
     warnings = [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings]
     warnings += [f"baseline cell skipped: {s}" for s in base.skipped] + [f"candidate cell skipped: {s}"
                                                                          for s in cand.skipped]
@@ -130,9 +132,12 @@ def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: b
 
 
 def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate], *, n_resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95) -> CellComparison:
+                 confidence: float = 0.95, refs: tuple[SideCell | None, SideCell | None] = (None, None)
+                 ) -> CellComparison:
+    """``refs``: each side's baseline (no-speculation) cell, for speedup and divergence_share."""
     rows = _acceptance_rows(bc, cc, n_resamples, seed, confidence)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
+    rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,
                          base_units=len(bc.units), cand_units=len(cc.units),
                          unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else
@@ -190,6 +195,11 @@ def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> Decision:
     if gate.metric.source == "acceptance" and bool(bc.units) != bool(cc.units):
         where = "baseline" if bc.units else "candidate"
         return Decision("skip", message=f"acceptance measured only on the {where}")
+    if gate.metric.source == "study" and bc.is_baseline:
+        return Decision("skip", message="the baseline cell is this metric's reference")
+    if gate.metric.source == "study":
+        return Decision("skip", message="needs a baseline cell (baseline: true) on both sides and a speculative "
+                                        "cell with finished requests")
     return Decision("skip", message="not measured in this cell")
 
 
@@ -228,6 +238,18 @@ def _latency_rows(bc: SideCell, cc: SideCell, n: int, seed: int, conf: float) ->
             ci = _resampled_delta(sb, sc, np.mean, n, rng, conf) if len(sb) >= 2 and len(sc) >= 2 else None
         rows.append(MetricRow(name, metric, None, b, c, c - b, ci))
     return rows
+
+
+def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCell | None], n: int, seed: int,
+                conf: float) -> list[MetricRow]:
+    from specbench.compare.study import study_figures
+
+    rb, rc = refs
+    if bc.is_baseline or cc.is_baseline or rb is None or rc is None:
+        return []
+    figures = study_figures(bc.requests, rb.requests, cc.requests, rc.requests, n_resamples=n, seed=seed,
+                            confidence=conf)
+    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci) for name, (b, c, ci) in figures.items()]
 
 
 def _resampled_delta(b: list[float], c: list[float], stat, n: int, rng: np.random.Generator,

@@ -5,7 +5,9 @@ Grammar (one line, shown in every parse error)::
     METRIC[INDEX]:SIGNED_TOLERANCE[%|pp]
 
 - METRIC: mean_acceptance_length (alias acceptance_length), draft_acceptance_rate,
-  per_position[i|*], conditional[i|*], ttft_p50_ms, itl_p50_ms, e2e_p50_ms, output_tok_per_s.
+  per_position[i|*], conditional[i|*], ttft_p50_ms, itl_p50_ms, e2e_p50_ms, output_tok_per_s,
+  speedup (over the run's own baseline cell: ``speedup:-5%``), divergence_share (share of prompts
+  whose greedy output differs from the baseline cell's: ``divergence_share:+10pp``).
 - The sign is the allowed direction of change: ``-`` for higher-is-better metrics (a drop of up to
   the tolerance is allowed), ``+`` for lower-is-better ones (``ttft_p50_ms:+10%``). A sign against
   the metric's direction is a usage error, so a gate can never silently test nothing. 0 needs no sign.

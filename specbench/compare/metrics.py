@@ -15,7 +15,7 @@ class Metric:
     name: str
     unit: str  # "tokens", "fraction", "ms", "tok/s"
     higher_is_better: bool
-    source: str  # "acceptance" | "requests" | "summary"
+    source: str  # "acceptance" | "requests" | "summary" | "study" (against the run's baseline cell)
     indexed: bool = False  # per position: per_position[i], conditional[i]
     stat_prefix: str | None = None  # key prefix in analysis intervals ("p" -> p0, p1, ...)
     description: str = ""
@@ -38,6 +38,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
     Metric("itl_p50_ms", "ms", False, "requests", description="median inter-token latency"),
     Metric("e2e_p50_ms", "ms", False, "requests", description="median end-to-end latency"),
     Metric("output_tok_per_s", "tok/s", True, "summary", description="output throughput of the load"),
+    Metric("speedup", "x", True, "study",
+           description="output tok/s (Σ tokens / Σ e2e over requests) over the run's no-speculation baseline cell"),
+    Metric("divergence_share", "fraction", False, "study",
+           description="share of prompts whose greedy output differs from the run's baseline cell"),
 ]}
 
 ALIASES = {"acceptance_length": "mean_acceptance_length", "al": "mean_acceptance_length",

@@ -45,6 +45,7 @@ class SideCell:
     summary: dict[str, list[float]] = field(default_factory=dict)  # metric -> one value per repeat
     num_spec_tokens: int | None = None
     is_baseline: bool = False
+    requests: list[dict[str, Any]] = field(default_factory=list)  # requests.jsonl rows, tagged with _repeat
 
 
 @dataclass
@@ -113,7 +114,7 @@ def _load_run_dir(path: Path) -> Side:
                                               is_baseline=bool(data.cell.get("is_baseline")))
         cell.cell_ids.append(cell_id)
         _add_acceptance(cell, data.acceptance, data.dir / "acceptance.json", side.warnings)
-        _add_latency(cell, data.dir / "requests.jsonl", data.summary)
+        _add_latency(cell, data.dir / "requests.jsonl", data.summary, data.cell.get("repeat"))
     if not side.cells:
         raise InputError(f"{path}: no cell finished with status 'done' ({'; '.join(side.skipped)})")
     return side
@@ -155,11 +156,12 @@ def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, war
     cell.num_spec_tokens = acc.get("num_spec_tokens") or _k(cell.units)
 
 
-def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None) -> None:
+def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None) -> None:
     if requests_path.exists():
         from specbench.io import read_jsonl
 
         for row in read_jsonl(requests_path):
+            cell.requests.append({**row, "_repeat": repeat})
             if row.get("error") or row.get("error_code") or row.get("error_msg"):
                 continue
             for metric, keys in _LATENCY_KEYS.items():

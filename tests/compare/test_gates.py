@@ -69,7 +69,7 @@ def test_decide_rule():
 
 def test_every_metric_has_direction_and_unit():
     for m in METRICS.values():
-        assert m.unit in ("tokens", "fraction", "ms", "tok/s")
+        assert m.unit in ("tokens", "fraction", "ms", "tok/s", "x")
         assert isinstance(m.higher_is_better, bool)
     assert METRICS["mean_acceptance_length"].higher_is_better and not METRICS["ttft_p50_ms"].higher_is_better
 

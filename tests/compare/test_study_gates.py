@@ -1,0 +1,84 @@
+"""Gates on speed-up and divergence share (specbench/compare/study.py) through the real CLI.
+
+The runs are copies of the committed real CPU baseline (results/baselines/cpu-default) with one
+known change written into a copy's requests.jsonl, so the truth of each gate is known.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specbench.compare.gates import GateError, parse_gate
+
+BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+CELL = "mla-on__output_norm-on__r0"
+
+
+def _copy(tmp_path: Path, name: str, edit=None) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(BASELINE, dst)
+    if edit is not None:
+        path = dst / CELL / "requests.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines()]
+        base = [json.loads(x) for x in (dst / "baseline__r0" / "requests.jsonl").read_text().splitlines()]
+        path.write_text("".join(json.dumps(edit(r, b)) + "\n" for r, b in zip(rows, base)))
+    return dst
+
+
+def _compare(base: Path, cand: Path, tmp_path: Path, *gates: str) -> tuple[int, dict, str]:
+    out = tmp_path / f"{base.name}-{cand.name}.json"
+    args = [x for g in gates for x in ("--gate", g)]
+    r = subprocess.run([sys.executable, "-m", "specbench", "compare", str(base), str(cand), *args, "--json", str(out),
+                        "--resamples", "500"], capture_output=True, text=True, timeout=300)
+    return r.returncode, json.loads(out.read_text()) if out.exists() else {}, r.stdout + r.stderr
+
+
+def _row(data: dict, cell: str, metric: str) -> dict:
+    c = next(c for c in data["cells"] if c["name"] == cell)
+    return next(m for m in c["metrics"] if m["name"] == metric)
+
+
+def test_gate_grammar_for_study_metrics():
+    assert parse_gate("speedup:-5%").metric.name == "speedup"
+    assert parse_gate("divergence_share:+10pp").value == 10
+    with pytest.raises(GateError, match="higher-is-better"):
+        parse_gate("speedup:+5%")
+    with pytest.raises(GateError, match="lower-is-better"):
+        parse_gate("divergence_share:-10pp")
+
+
+def test_speedup_gate_fails_when_the_cell_gets_slower(tmp_path):
+    base = _copy(tmp_path, "base")
+    slow = _copy(tmp_path, "slow", lambda r, b: {**r, "e2e_s": r["ttft_s"] + 1.5 * (r["e2e_s"] - r["ttft_s"])})
+    rc, data, out = _compare(base, slow, tmp_path, "speedup:-5%")
+    assert rc == 1, out
+    row = _row(data, "mla=on, output_norm=on", "speedup")
+    rows = {c: [json.loads(x) for x in (slow / c / "requests.jsonl").read_text().splitlines()]
+            for c in (CELL, "baseline__r0")}
+    rate = lambda rs: sum(r["output_tokens"] for r in rs) / sum(r["e2e_s"] for r in rs)  # noqa: E731
+    assert row["cand"] == pytest.approx(rate(rows[CELL]) / rate(rows["baseline__r0"]))
+    assert row["cand"] < row["base"] and row["verdict"] == "worse"
+    assert [g["metric"] for g in data["regressions"]] == ["speedup"]
+    # unchanged cells pass the same gate
+    assert all(g["status"] != "fail" for c in data["cells"] if c["name"] != "mla=on, output_norm=on"
+               for g in c["gates"])
+
+
+def test_divergence_share_gate(tmp_path):
+    base = _copy(tmp_path, "orig")
+    same = _copy(tmp_path, "same", lambda r, b: {**r, "token_ids": b["token_ids"]})  # output = baseline's
+    rc, data, out = _compare(same, base, tmp_path, "divergence_share:+10pp")
+    assert rc == 1, out
+    row = _row(data, "mla=on, output_norm=on", "divergence_share")
+    orig = [json.loads(x) for x in (base / CELL / "requests.jsonl").read_text().splitlines()]
+    ref = [json.loads(x) for x in (base / "baseline__r0" / "requests.jsonl").read_text().splitlines()]
+    assert row["base"] == 0.0
+    assert row["cand"] == pytest.approx(sum(a["token_ids"] != b["token_ids"] for a, b in zip(orig, ref)) / 20)
+    rc, _, out = _compare(base, same, tmp_path, "divergence_share:+10pp")  # fewer divergences: passes
+    assert rc == 0, out
