@@ -96,7 +96,8 @@ def test_resume_refuses_changed_config(failed_run, tmp_path):
     assert "changed since run" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_ctrl_c_stops_server_and_keeps_run(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_server_and_keeps_run(tmp_path, sig):
     pytest.importorskip("vllm")
     cfg = _config(tmp_path, matrix={}, serve={**yaml.safe_load(_config(tmp_path).read_text())["serve"],
                                                "extra_args": []})
@@ -114,7 +115,7 @@ def test_ctrl_c_stops_server_and_keeps_run(tmp_path):
         assert log is not None, "server never started"
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "no vLLM process to stop"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
