@@ -212,7 +212,3 @@ def _add_side(side: SideAcceptance, spec: dict[str, Any] | None, n_tokens: int |
         return
     side.common.append(common)
 
-
-def has_common_prefix_acceptance(side: SideAcceptance) -> bool:
-    """True when every paired request of the cell contributed a common-prefix unit."""
-    return bool(side.common) and len(side.common) == len(side.plain) and any(c.num_drafts for c in side.common)
