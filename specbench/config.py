@@ -164,7 +164,8 @@ class Study(_Strict):
     load: Load = Field(default_factory=Load)
     repeats: int = Field(1, ge=1, le=100)
     baseline: Baseline = Field(default_factory=lambda: Baseline(enabled=False))
-    executor: Literal["local"] = "local"
+    # local: cells one after another; ray: cells as Ray tasks (specbench run --executor ray).
+    executor: Literal["local", "ray"] = "local"
     results_dir: str = "results"
 
     @field_validator("name")

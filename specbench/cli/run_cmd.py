@@ -45,6 +45,21 @@ def _print_dry_run(config: Path) -> None:
             print(f"  env:  {k}={v}", file=out)
 
 
+def _executor(kind: str, address: Optional[str], max_concurrent: Optional[int], cpus_per_cell: float):
+    from specbench.errors import ConfigError
+
+    if kind == "local":
+        if address is not None or max_concurrent is not None:
+            raise ConfigError("--address and --max-concurrent-cells need --executor ray")
+        return None  # execute()'s default: the local executor
+    if kind != "ray":
+        raise ConfigError(f"--executor {kind!r}: use local or ray")
+    from specbench.run.ray_executor import RayExecutor, RayOptions, import_ray
+
+    import_ray()  # say what to install before any cell starts
+    return RayExecutor(RayOptions(address=address, max_concurrent_cells=max_concurrent, cpus_per_cell=cpus_per_cell))
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
@@ -54,6 +69,10 @@ def register(app: typer.Typer) -> None:
         resume: Annotated[Optional[Path], typer.Option("--resume", help="Run only the missing/failed cells of RUN_DIR.")] = None,
         results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Parent of the run directory (default: the config's results_dir).")] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
+        executor: Annotated[Optional[str], typer.Option("--executor", help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.")] = None,
+        address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.")] = None,
+        max_concurrent_cells: Annotated[Optional[int], typer.Option("--max-concurrent-cells", min=1, help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).")] = None,
+        cpus_per_cell: Annotated[float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")] = 1.0,
     ) -> None:
         """Run a study: one vLLM server per cell, load, collect acceptance; results/<run-id>/."""
         from specbench.errors import ConfigError
@@ -75,7 +94,8 @@ def register(app: typer.Typer) -> None:
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
             try:
-                code = execute(plan, display)
+                code = execute(plan, display, _executor(executor or plan.study.executor, address,
+                                                        max_concurrent_cells, cpus_per_cell))
             except KeyboardInterrupt:
                 print(f"{plan.run_dir}", flush=True)
                 raise

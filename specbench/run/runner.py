@@ -97,11 +97,24 @@ def wait_log_matches(server, log_path: Path, after_line: int, baseline_prom, tim
         time.sleep(poll_s)
 
 
+def new_record(cell: Cell, study: Study) -> dict[str, Any]:
+    """cell.json's fields for a cell that has not finished (yet): status failed, no results."""
+    from specbench.server import redact_env
+
+    return {
+        "cell_id": cell.cell_id, "axes": cell.axes, "repeat": cell.repeat, "is_baseline": cell.is_baseline,
+        "status": "failed", "reason": None, "exit_status": None, "log_tail": None,
+        "argv": None, "env": redact_env(cell.env), "host": study.serve.host, "port": None,
+        "vllm_version": None, "started_at": utc_now(), "ended_at": None,
+        "timings": {"startup_s": None, "load_s": None, "collect_s": None}, "log_window_wait": None,
+    }
+
+
 class LocalExecutor:
     """Cells one after another on this machine."""
 
     def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]:
-        from specbench.server import VLLMServer, redact_argv, redact_env
+        from specbench.server import VLLMServer, redact_argv
 
         study, serve = ctx.study, ctx.study.serve
         d = store.cell_dir(ctx.run_dir, cell.cell_id)
@@ -111,13 +124,7 @@ class LocalExecutor:
         log_path = d / "server.log"
         interval = serve.log_stats_interval_s
         wait_s = 3 * interval + WAIT_EXTRA_S
-        record: dict[str, Any] = {
-            "cell_id": cell.cell_id, "axes": cell.axes, "repeat": cell.repeat, "is_baseline": cell.is_baseline,
-            "status": "failed", "reason": None, "exit_status": None, "log_tail": None,
-            "argv": None, "env": redact_env(cell.env), "host": serve.host, "port": None,
-            "vllm_version": None, "started_at": utc_now(), "ended_at": None,
-            "timings": {"startup_s": None, "load_s": None, "collect_s": None}, "log_window_wait": None,
-        }
+        record = new_record(cell, study)
         kwargs = {"python": ctx.python} if ctx.python else {}
         state_dir = _short_state_dir()
         server = VLLMServer(cell.args, cell.env, log_path, host=serve.host, port=serve.port,
@@ -293,21 +300,25 @@ def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -
     for c in plan.cells:
         if c.cell_id in plan.skip:
             display.update(c.cell_id, "done", **_summary_info(plan.run_dir, c.cell_id))
+    results = _cell_results(executor, [c for c in plan.cells if c.cell_id not in plan.skip], ctx)
     try:
-        for cell in plan.cells:
-            if cell.cell_id in plan.skip:
-                continue
-            record, acc = executor.run_cell(cell, ctx)
+        for record, acc in results:
+            node = record.pop("node", None)  # Ray: the node that ran the cell
+            if node:
+                manifest.setdefault("cell_hosts", {})[record["cell_id"]] = node
             store.write_cell(plan.run_dir, record, acc)
             _save_tables(plan)
-            info = _summary_info(plan.run_dir, cell.cell_id)
-            display.update(cell.cell_id, record["status"], reason=record.get("reason"), **info)
+            info = _summary_info(plan.run_dir, record["cell_id"])
+            display.update(record["cell_id"], record["status"], reason=record.get("reason"), **info)
     except KeyboardInterrupt:
+        results.close()  # a concurrent executor cancels its running cells (and saves them) first
         manifest.update(status="interrupted", ended_at=utc_now())
         store.write_manifest(plan.run_dir, manifest)
         _save_tables(plan)
         display.close()
         raise
+    finally:
+        results.close()
     records = [_cell_json(plan.run_dir, c.cell_id) for c in plan.cells]
     failed = [r for r in records if not r or r.get("status") != "done"]
     manifest.update(status="done" if not failed else "some_failed", ended_at=utc_now())
@@ -315,6 +326,16 @@ def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -
     _save_tables(plan)
     display.finish(plan.run_dir, [r for r in records if r])
     return EXIT_OK if not failed else EXIT_SOME_FAILED
+
+
+def _cell_results(executor: Executor, cells: list[Cell], ctx: RunContext):
+    """(record, acceptance) per cell as cells finish: an executor that runs cells concurrently
+    (Ray) yields them from ``run_cells``; others run one cell at a time."""
+    if hasattr(executor, "run_cells"):
+        yield from executor.run_cells(cells, ctx)
+        return
+    for cell in cells:
+        yield executor.run_cell(cell, ctx)
 
 
 def _cell_json(run_dir: Path, cell_id: str) -> dict | None:

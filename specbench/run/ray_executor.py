@@ -1,0 +1,238 @@
+"""Run a study's cells as Ray tasks, many at once, on a Ray cluster or a local Ray instance.
+
+Each cell is one Ray task that reserves the cell's resources (GPUs = tensor parallel size on a
+cluster with GPUs; otherwise ``cpus_per_cell`` CPUs), runs the cell with the local executor on its
+node into a node-local temporary run directory, and returns the cell's files (relative path ->
+bytes) with its record and acceptance payload. The driver writes the files atomically into the real
+run directory; :func:`specbench.run.runner.execute` then writes cell.json / acceptance.json and the
+tables exactly as after a local cell, so report and compare read the result unchanged.
+
+Ctrl-C: vLLM servers run in their own process group, so killing a Ray worker (``force=True``)
+would orphan its server. Tasks are cancelled gracefully first: Ray raises KeyboardInterrupt inside
+the task, the local executor's ``finally`` stops the server, and the task returns the cell saved as
+interrupted; only tasks still running after ``grace_s`` (or on a second Ctrl-C) are force-killed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from specbench.errors import ConfigError, DependencyError
+from specbench.run import store
+from specbench.run.cells import Cell
+
+# Written by execute() through store.write_cell, last, so cell.json marks the cell complete.
+_DRIVER_FILES = {store.CELL_JSON, store.ACCEPTANCE_JSON}
+MISSING_RAY = "the ray executor needs Ray: pip install 'specbench[ray]' (or pip install ray) in this venv"
+
+
+@dataclass
+class RayOptions:
+    """How to reach Ray and what each cell reserves.
+
+    ``address``: None starts a private local Ray instance (or uses ``RAY_ADDRESS`` / a Ray already
+    initialised in this process); ``"auto"`` joins the cluster this machine belongs to;
+    ``"ray://HEAD:10001"`` goes through Ray Client. ``init_kwargs`` go to ``ray.init`` when this
+    executor starts a local instance (tests keep its memory small with them)."""
+
+    address: str | None = None
+    max_concurrent_cells: int | None = None
+    cpus_per_cell: float = 1.0
+    grace_s: float = 60.0
+    init_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise DependencyError(MISSING_RAY) from None
+    return ray
+
+
+def cell_resources(study, nodes: list[dict[str, float]], cpus_per_cell: float) -> dict[str, float]:
+    """The Ray resources one cell reserves, refused (ConfigError) when no node could ever hold them.
+
+    ``nodes`` are the alive nodes' total resources. With GPUs in the cluster a cell reserves
+    tensor_parallel_size GPUs (vLLM runs TP inside its own server on one node); without, CPUs."""
+    tp = study.serve.tensor_parallel_size
+    want: dict[str, float] = {"num_cpus": cpus_per_cell}
+    if any(n.get("GPU", 0) > 0 for n in nodes):
+        want["num_gpus"] = tp
+    elif tp > 1:
+        raise ConfigError(f"serve.tensor_parallel_size {tp} needs GPUs, and the Ray cluster has none")
+    fits = [n for n in nodes if n.get("CPU", 0) >= cpus_per_cell and n.get("GPU", 0) >= want.get("num_gpus", 0)]
+    if not fits:
+        biggest = max(nodes, key=lambda n: (n.get("GPU", 0), n.get("CPU", 0)), default={})
+        raise ConfigError(
+            f"no Ray node can hold a cell ({want}); the largest has {biggest.get('GPU', 0):g} GPUs, "
+            f"{biggest.get('CPU', 0):g} CPUs: lower --cpus-per-cell or tensor_parallel_size")
+    return want
+
+
+def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
+    """The Ray task: run one cell here with the local executor and return its files and record."""
+    from specbench.io import load_json
+    from specbench.run.display import QuietDisplay
+    from specbench.run.plan import fixture_resolver
+    from specbench.run.runner import LocalExecutor, RunContext
+
+    fixture_resolver(study)  # fixture refs resolve to the same cache path on every node: build it here
+    tmp = Path(tempfile.mkdtemp(prefix="specbench-ray-"))
+    try:
+        ctx = RunContext(study=study, run_dir=tmp, prompts=prompts, display=QuietDisplay())
+        interrupted = False
+        try:
+            record, acc = LocalExecutor().run_cell(cell, ctx)
+        except KeyboardInterrupt:  # ray.cancel: the server is stopped and the cell saved as failed
+            record, acc, interrupted = load_json(store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None, True
+        return {"record": record, "acceptance": acc, "files": read_cell_files(store.cell_dir(tmp, cell.cell_id)),
+                "node": socket.gethostname(), "interrupted": interrupted, "tmp_dir": str(tmp)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_cell_files(cell_dir: Path) -> dict[str, bytes]:
+    """Every file of a cell directory except the ones the driver writes itself."""
+    out = {}
+    for p in sorted(cell_dir.rglob("*")):
+        rel = p.relative_to(cell_dir).as_posix()
+        if p.is_file() and rel not in _DRIVER_FILES:
+            out[rel] = p.read_bytes()
+    return out
+
+
+def write_cell_files(run_dir: Path, cell_id: str, files: dict[str, bytes]) -> None:
+    """Replace the cell directory's files with ``files`` (a resumed cell drops its old ones)."""
+    from specbench.io import atomic_write_bytes
+
+    d = store.cell_dir(run_dir, cell_id)
+    for rel, data in files.items():
+        if rel.startswith("/") or ".." in Path(rel).parts:
+            raise ValueError(f"cell file outside its directory: {rel!r}")
+        atomic_write_bytes(d / rel, data)
+    if d.is_dir():
+        for p in d.rglob("*"):
+            rel = p.relative_to(d).as_posix()
+            if p.is_file() and rel not in files and rel not in _DRIVER_FILES:
+                p.unlink()
+
+
+class RayExecutor:
+    """Cells as Ray tasks; :meth:`run_cells` yields (record, acceptance) as cells finish."""
+
+    def __init__(self, options: RayOptions | None = None):
+        self.options = options or RayOptions()
+
+    def run_cell(self, cell: Cell, ctx) -> tuple[dict, dict | None]:
+        return next(iter(self.run_cells([cell], ctx)))
+
+    def run_cells(self, cells: list[Cell], ctx) -> Iterator[tuple[dict, dict | None]]:
+        ray = import_ray()
+        started = self._connect(ray)
+        try:
+            yield from self._run(ray, cells, ctx)
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _connect(self, ray) -> bool:
+        """Join or start Ray; True when this call started it (and so shuts it down)."""
+        if ray.is_initialized():
+            return False
+        opts = self.options
+        address = opts.address or os.environ.get("RAY_ADDRESS")
+        kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+        if address is None:  # a private local instance: no dashboard, small object store
+            kwargs.update(include_dashboard=False, object_store_memory=200 * 1024**2, **opts.init_kwargs)
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError) as exc:
+            raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {str(exc).splitlines()[0]}; "
+                              "check --address (ray://HEAD:10001 or auto)") from None
+        return True
+
+    def _run(self, ray, cells: list[Cell], ctx) -> Iterator[tuple[dict, dict | None]]:
+        nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+        resources = cell_resources(ctx.study, nodes, self.options.cpus_per_cell)
+        task = ray.remote(run_cell_on_node).options(max_retries=0, **resources)
+        limit = self.options.max_concurrent_cells or len(cells)
+        study_ref, prompts_ref = ray.put(ctx.study), ray.put(ctx.prompts)
+        queue, running = list(cells), {}
+        try:
+            while queue or running:
+                while queue and len(running) < limit:
+                    cell = queue.pop(0)
+                    running[task.remote(cell, study_ref, prompts_ref)] = cell
+                    ctx.display.update(cell.cell_id, "submitted")
+                [ref], _ = ray.wait(list(running), num_returns=1)
+                cell = running.pop(ref)
+                yield self._collect(ray, ref, cell, ctx)
+        except BaseException:
+            self._cancel(ray, running, ctx)
+            raise
+
+    def _collect(self, ray, ref, cell: Cell, ctx) -> tuple[dict, dict | None]:
+        try:
+            out = ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, (ConfigError, DependencyError)):
+                raise cause from None  # would fail every cell alike: the local executor stops the run too
+            # The worker or its node died, or a bug in the task: this cell only, as a failed cell.
+            reason = f"ray task failed: {type(cause or exc).__name__}: {str(cause or exc).splitlines()[0][:300]}"
+            return failed_record(cell, ctx.study, reason), None
+        write_cell_files(ctx.run_dir, cell.cell_id, out["files"])
+        return {**_relocated(out, ctx.run_dir), "node": out["node"]}, out["acceptance"]
+
+    def _cancel(self, ray, running: dict, ctx) -> None:
+        """Ctrl-C (or an error): cancel gently so each task stops its server, then force."""
+        if not running:
+            return
+        for ref in running:
+            ray.cancel(ref, force=False)
+        deadline = time.monotonic() + self.options.grace_s
+        try:
+            while running and time.monotonic() < deadline:
+                done, _ = ray.wait(list(running), num_returns=1, timeout=max(0.1, deadline - time.monotonic()))
+                for ref in done:
+                    self._save_interrupted(ray, ref, running.pop(ref), ctx)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: stop waiting
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
+
+    def _save_interrupted(self, ray, ref, cell: Cell, ctx) -> None:
+        # As locally, the interrupted cell is saved as failed so --resume reruns it.
+        try:
+            out = ray.get(ref)
+        except Exception:  # noqa: BLE001 - cancelled before it started, or died: nothing to save
+            return
+        write_cell_files(ctx.run_dir, cell.cell_id, out["files"])
+        store.write_cell(ctx.run_dir, _relocated(out, ctx.run_dir), None)
+
+
+def _relocated(out: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The task's record with paths into its node-local run dir pointing into the real one."""
+    record = dict(out["record"])
+    for key in ("reason", "log_tail"):
+        if isinstance(record.get(key), str):
+            record[key] = record[key].replace(out["tmp_dir"], str(run_dir))
+    return record
+
+
+def failed_record(cell: Cell, study, reason: str) -> dict[str, Any]:
+    """A cell record for a cell whose task never reported (same keys as the local executor's)."""
+    from specbench.run.runner import new_record
+
+    record = new_record(cell, study)
+    record.update(reason=reason, ended_at=record["started_at"])
+    return record
