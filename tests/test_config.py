@@ -84,7 +84,7 @@ MALFORMED = [
     (_with("load.prompts", {"path": "/no/prompts.jsonl"}), "prompt file"),
     (_with("repeats", 0), "repeats"),
     (_with("baseline", "yes"), "baseline"),
-    (_with("executor", "ray"), "executor"),
+    (_with("executor", "slurm"), "executor"),
     (_with("name", "bad name!"), "name: use letters"),
     ({**_without("serve.speculative"), "matrix": {"output_norm": ["on"]}}, "matrix.output_norm needs serve.speculative"),
     ([1, 2, 3], "expected a mapping at the top level"),
