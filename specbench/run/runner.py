@@ -55,8 +55,9 @@ class RunContext:
 
 
 class Executor(Protocol):
-    """Runs one cell and returns (cell record, acceptance payload or None). A Ray executor would
-    run the same steps on a cluster node and copy the cell directory back."""
+    """Runs one cell and returns (cell record, acceptance payload or None). An executor that runs
+    cells concurrently (ray_executor.RayExecutor) also has ``run_cells(cells, ctx)``, yielding
+    them as they finish; execute() closes that generator on Ctrl-C so it can cancel its tasks."""
 
     def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]: ...
 
