@@ -74,14 +74,19 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]
     """Stream a log in large chunks; only lines holding a marker reach Python-level parsing.
 
     Line numbers come from counting newlines between hits (C speed). A chunk that holds a
-    multi-line printed summary is parsed line by line instead, so block state stays exact.
+    multi-line printed summary is parsed line by line instead, so block state stays exact; the
+    summary parser lives across chunks, so a block cut by a chunk boundary is still whole.
     """
     line_parser = LineParser(name)
+    summary = SummaryParser(name)
     lineno = 0  # lines before the current chunk
     tail = b""
     while True:
         data = fh.read(CHUNK_BYTES)
         if not data and not tail:
+            rec = summary.close()
+            if rec is not None:
+                yield rec
             return
         buf = tail + data
         if data:
@@ -93,10 +98,13 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]
         else:
             tail = b""
         counter.count(buf)
-        if any(m in buf for m in _SUMMARY_MARKERS):
-            lines = [line.decode("utf-8", "replace") for line in buf.splitlines(keepends=True)]
-            for rec in _parse_lines_from(lines, lineno, line_parser, name):
-                yield rec
+        if summary.open or any(m in buf for m in _SUMMARY_MARKERS):
+            # Split on \n only, as the hit path below counts lines: a lone \r (tqdm progress bars
+            # in vLLM logs) is not a line end, and splitlines() would shift every later line number.
+            lines = [line.decode("utf-8", "replace") for line in buf.split(b"\n")]
+            if lines and lines[-1] == "":
+                lines.pop()  # buf ends with \n
+            yield from _parse_lines_from(lines, lineno, line_parser, name, summary)
             lineno += len(lines)
             continue
         hits = sorted({buf.rfind(b"\n", 0, pos) + 1 for m in _HIT_MARKERS for pos in _find_all(buf, m)})
@@ -119,8 +127,11 @@ def _find_all(buf: bytes, marker: bytes) -> Iterator[int]:
         pos = buf.find(marker, pos + len(marker))
 
 
-def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser, name: str | None) -> Iterator[Record]:
-    summary = SummaryParser(name)
+def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser, name: str | None,
+                      summary: SummaryParser | None = None) -> Iterator[Record]:
+    """Records from ``lines``; a ``summary`` parser passed in is left open for the caller to close."""
+    own = summary is None
+    summary = summary if summary is not None else SummaryParser(name)
     for i, line in enumerate(lines, offset + 1):
         rec = summary.feed(line, i)
         if rec is not None:
@@ -130,9 +141,10 @@ def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser
         rec = line_parser.parse_line(line, i)
         if rec is not None:
             yield rec
-    rec = summary.close()
-    if rec is not None:
-        yield rec
+    if own:
+        rec = summary.close()
+        if rec is not None:
+            yield rec
 
 
 class _ReplacementCounter:

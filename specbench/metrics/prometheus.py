@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -47,6 +48,8 @@ def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecor
                     continue
                 engine = sample.labels.get("engine")
                 value = sample.value
+                if not math.isfinite(value):  # NaN / ±Inf (a broken exporter, a damaged file) → field stays null
+                    continue
                 if sample.name == PER_POS:
                     try:
                         positions[engine][int(sample.labels["position"])] = int(value)
@@ -54,7 +57,7 @@ def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecor
                         continue
                 elif sample.name in V1_COUNTERS:
                     by_engine[engine][V1_COUNTERS[sample.name]] = int(value)
-                elif sample.name in V0_GAUGES and value == value:  # NaN gauge → field stays null
+                elif sample.name in V0_GAUGES:
                     by_engine[engine][V0_GAUGES[sample.name]] = float(value)
     except (ValueError, TypeError, IndexError, KeyError):
         return []
