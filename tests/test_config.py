@@ -163,3 +163,25 @@ def test_cli_validate_exit_codes_and_no_traceback(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stderr
     assert "5 cells" in good.stdout
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_cli_every_malformed_config_exit_2_one_line(tmp_path, command):
+    # Every MALFORMED config through the real commands (in-process, so 2 x 35 cases stay fast):
+    # exit 2, one stderr line naming the file and the field, no traceback, nothing created.
+    from typer.testing import CliRunner
+
+    from specbench.cli.main import app
+
+    assert len(MALFORMED) >= 20
+    results = tmp_path / "results"
+    for i, (data, expected) in enumerate(MALFORMED):
+        path = _write(tmp_path, data, name=f"bad{i}.yaml")
+        args = [command, str(path)] + (["--results-dir", str(results)] if command == "run" else [])
+        r = CliRunner().invoke(app, args, env={"COLUMNS": "80", "NO_COLOR": "1"})
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.exit_code == 2, (expected, r.output)
+        assert "Traceback" not in r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+        assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and expected in lines[0], r.stderr
+    assert not results.exists()
