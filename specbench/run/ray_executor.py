@@ -77,6 +77,21 @@ def cell_resources(study, nodes: list[dict[str, float]], cpus_per_cell: float) -
     return want
 
 
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse at once a HOST:PORT (or ray://HOST:PORT) nobody listens on: ray.init would retry for
+    minutes. ``auto`` and other forms are left to Ray."""
+    import re
+
+    m = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)", address)
+    if not m:
+        return
+    try:
+        socket.create_connection((m.group(1), int(m.group(2))), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); "
+                          "is the head running? (ray start --head; Ray Client listens on 10001)") from None
+
+
 def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
     """The Ray task: run one cell here with the local executor and return its files and record."""
     from specbench.io import load_json
@@ -152,6 +167,8 @@ class RayExecutor:
         kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
         if address is None:  # a private local instance: no dashboard, small object store
             kwargs.update(include_dashboard=False, object_store_memory=200 * 1024**2, **opts.init_kwargs)
+        if address is not None:
+            check_reachable(address)
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError) as exc:

@@ -25,7 +25,7 @@ import yaml
 
 from specbench.errors import ConfigError
 from specbench.run import store
-from specbench.run.ray_executor import cell_resources, read_cell_files, write_cell_files
+from specbench.run.ray_executor import cell_resources, check_reachable, read_cell_files, write_cell_files
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_RUN = ROOT / "results" / "baselines" / "cpu-default"  # a committed local run of the default study
@@ -48,6 +48,16 @@ def test_cell_resources():
         cell_resources(_Study(2), [{"CPU": 64}], 1)
     with pytest.raises(ConfigError, match="--cpus-per-cell"):
         cell_resources(_Study(1), [{"CPU": 2}], 4)
+
+
+def test_unreachable_address_is_refused_at_once():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: connections are refused
+        for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+            with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):
+                check_reachable(address)
+    check_reachable("auto")  # left to Ray
 
 
 def test_cell_files_round_trip(tmp_path):
