@@ -197,11 +197,22 @@ def load_run(path: Path) -> Run:
         d = cell_dir(path, cell_id)
         if not (d / CELL_JSON).exists():
             continue  # not run yet (an interrupted run): the manifest still lists it
-        cell = load_json(d / CELL_JSON)
-        acc = load_json(d / ACCEPTANCE_JSON) if (d / ACCEPTANCE_JSON).exists() else None
-        summary = load_summary(d / SUMMARY_JSON)
+        try:
+            cell = load_json(d / CELL_JSON)
+            acc = load_json(d / ACCEPTANCE_JSON) if (d / ACCEPTANCE_JSON).exists() else None
+            summary = load_summary(d / SUMMARY_JSON)
+        except InputError as exc:
+            raise InputError(_cell_fix(str(exc), d, path)) from None
         run.cells[cell_id] = CellData(cell_id=cell_id, dir=d, cell=cell, acceptance=acc, summary=summary)
     return run
+
+
+def _cell_fix(message: str, cell_path: Path, run_dir: Path) -> str:
+    # --resume refuses a damaged run too, so "re-run with --resume" alone would go in a circle:
+    # without the cell's directory the cell counts as never run, and --resume runs it again.
+    if "schema_version" in message:
+        return message
+    return f"{message.split('; ')[0]}; delete {cell_path} and run 'specbench run --resume {run_dir}' to re-run that cell"
 
 
 def load_summary(path: Path) -> dict | None:

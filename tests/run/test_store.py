@@ -143,3 +143,28 @@ def test_secret_values_and_scrub(tmp_path):
     store.scrub_file(log, secrets)
     text = log.read_text()
     assert "sk-argvsecret" not in text and "hf_abcdef123" not in text and "seqs 4 disable 1" in text
+
+
+def test_damaged_cell_advice_leads_to_a_rerun(tmp_path):
+    # The error's advice must work: deleting the damaged cell's directory makes --resume plan
+    # exactly that cell again (planned only here: no server starts).
+    import shutil
+
+    from specbench.io import load_json
+    from specbench.run.plan import resume_plan
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default", run_dir)
+    manifest = load_json(run_dir / "manifest.json")
+    manifest["config_path"] = str(tmp_path / "moved-away.yaml")  # plan from the saved resolved_config
+    save_json(run_dir / "manifest.json", manifest)
+    cell = run_dir / "mla-on__output_norm-off__r0"
+    acc = cell / "acceptance.json"
+    acc.write_text(acc.read_text()[:300])
+    with pytest.raises(InputError) as exc:
+        resume_plan(run_dir)
+    assert str(acc) in str(exc.value)
+    assert f"delete {cell} and run 'specbench run --resume {run_dir}'" in str(exc.value)
+    shutil.rmtree(cell)
+    plan = resume_plan(run_dir)
+    assert [c.cell_id for c in plan.cells if c.cell_id not in plan.skip] == [cell.name]
