@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -136,10 +137,11 @@ def _prom(path: Path, name: str) -> float:
 
 @pytest.mark.vllm
 @pytest.mark.timeout(900)
-def test_ray_run_interrupt_resume(tmp_path):
+def test_ray_run_interrupt_resume(tmp_path, request):
     pytest.importorskip("vllm")
     _need_ray()
     ray_tmp = tempfile.mkdtemp(prefix="sbray-", dir="/tmp")
+    request.addfinalizer(lambda: shutil.rmtree(ray_tmp, ignore_errors=True))
     env = _env(tmp_path, ray_tmp)
     cmd = [sys.executable, "-m", "specbench", "run"]
     ray_args = ["--executor", "ray", "--max-concurrent-cells", "2", "--quiet"]
