@@ -172,6 +172,11 @@ def _frame(pd, rows: list[dict], axes: list[str]):
     # Counts stay integers even where a baseline or failed row has none (nullable Int64).
     for col in ("repeat", "num_spec_tokens", "num_drafts", "draft_tokens", "accepted_tokens", "requests", "errors"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("Int64")
+    # An axis may mix ints and strings (`flag:--max-num-seqs: [4, "many"]`); Parquet needs one type
+    # per column, so such an axis is written as text (None stays missing).
+    for col in axis_cols:
+        if len({type(v) for v in frame[col] if v is not None and v == v}) > 1:
+            frame[col] = frame[col].map(lambda v: v if v is None or v != v else str(v))
     return frame
 
 

@@ -168,3 +168,15 @@ def test_damaged_cell_advice_leads_to_a_rerun(tmp_path):
     shutil.rmtree(cell)
     plan = resume_plan(run_dir)
     assert [c.cell_id for c in plan.cells if c.cell_id not in plan.skip] == [cell.name]
+
+
+def test_axis_mixing_ints_and_strings_is_written_as_text(tmp_path):
+    # e.g. matrix {"flag:--max-num-seqs": [4, "many"]}: Parquet refuses a column of mixed types.
+    cells = [({"cell_id": f"c{i}", "axes": {"flag:--max-num-seqs": v}, "repeat": 0, "status": "done",
+               "is_baseline": False}, None, None) for i, v in enumerate([4, "many"])]
+    store.write_tables(tmp_path, "r", ["flag:--max-num-seqs"], cells)
+    parquet = pd.read_parquet(tmp_path / "cells.parquet")
+    csv = pd.read_csv(tmp_path / "cells.csv", dtype=str)
+    col = [c for c in parquet.columns if "max" in c and "seqs" in c]
+    assert len(col) == 1
+    assert parquet[col[0]].tolist() == ["4", "many"] == csv[col[0]].tolist()
