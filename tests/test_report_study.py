@@ -23,9 +23,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, vllm_env
-
 pytestmark = pytest.mark.vllm
+
+# Not `from conftest import ...`: tests/compare/conftest.py shadows that module name in a full run.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def vllm_env(tmp: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "200"}
 
 
 def _rows(run: Path, cell: str) -> list[dict]:
