@@ -13,7 +13,9 @@ Source = Literal["vllm", "sglang", "prometheus", "vllm-bench-serve", "vllm-offli
 
 
 @dataclass
-class SpecDecodeRecord:
+class _Located:
+    """Where a record was read: the fields every record kind shares, in the canonical order."""
+
     source: str
     format: str
     file: str | None = None
@@ -21,6 +23,15 @@ class SpecDecodeRecord:
     time: str | None = None
     pid: int | None = None
     engine: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        kind = d.pop("kind")
+        return {"kind": kind, **d}
+
+
+@dataclass
+class SpecDecodeRecord(_Located):
     cumulative: bool = False
     num_spec_tokens: int | None = None
     num_drafts: int | None = None
@@ -37,11 +48,6 @@ class SpecDecodeRecord:
     current_depth: int | None = None
     kind: str = field(default="spec_decode")
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        kind = d.pop("kind")
-        return {"kind": kind, **d}
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SpecDecodeRecord":
         names = {f.name for f in fields(cls)}
@@ -49,26 +55,14 @@ class SpecDecodeRecord:
 
 
 @dataclass
-class EngineStatsRecord:
+class EngineStatsRecord(_Located):
     """An ``Engine 000: Avg prompt throughput ...`` line; gives its engine id to the next spec line."""
 
-    source: str
-    format: str
-    file: str | None = None
-    line: int | None = None
-    time: str | None = None
-    pid: int | None = None
-    engine: int | None = None
     prompt_throughput: float | None = None
     generation_throughput: float | None = None
     running_reqs: int | None = None
     waiting_reqs: int | None = None
     kind: str = field(default="engine_stats")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        kind = d.pop("kind")
-        return {"kind": kind, **d}
 
 
 Record = SpecDecodeRecord | EngineStatsRecord
