@@ -48,6 +48,17 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: (REDACTED if _SECRET_ENV.search(k) else v) for k, v in env.items()}
 
 
+def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:
+    """The API key a vLLM server started with ``argv``/``env`` demands on /v1 (``--api-key X``,
+    ``--api-key=X``, else ``VLLM_API_KEY``), so the load can send it; None when it demands none."""
+    for i, arg in enumerate(argv):
+        if arg == "--api-key" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--api-key="):
+            return arg.split("=", 1)[1]
+    return env.get("VLLM_API_KEY") or None
+
+
 def redact_argv(argv: list[str]) -> list[str]:
     """Copy of ``argv`` with credential flag values (``--api-key X``, ``--hf-token=X``) replaced."""
     out: list[str] = []

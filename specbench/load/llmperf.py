@@ -43,6 +43,7 @@ class LlmperfSpec:
     timeout_s: int = 600
     additional_sampling_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0})
     extra_args: list[str] = field(default_factory=list)
+    api_key: str | None = None    # the server's --api-key; passed as OPENAI_API_KEY, never written out
 
 
 def results_name(model: str, mean_input_tokens: int, mean_output_tokens: int) -> str:
@@ -80,6 +81,8 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
     results_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env["OPENAI_API_BASE"] = base_url.rstrip("/") + "/v1"
+    if spec.api_key:
+        env["OPENAI_API_KEY"] = spec.api_key
     env.setdefault("OPENAI_API_KEY", "specbench-dummy-key")  # llmperf refuses to start without one
     log_path = Path(log_path) if log_path else results_dir / "llmperf.log"
     tail: deque[str] = deque(maxlen=30)

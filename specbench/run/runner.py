@@ -180,9 +180,13 @@ class LocalExecutor:
         study = ctx.study
         ld = study.load
         model = study.served_model_name if study.serve.served_model_name else cell.args[0]
+        from specbench.server import server_api_key
+
+        key = server_api_key(cell.args, cell.env)  # a server started with --api-key refuses keyless load
         if ld.warmup_requests:
             ctx.display.update(cell.cell_id, "warmup")
-            _load(ctx, server.url, model, ld.warmup_requests, progress=None, out_dir=d / "llmperf-warmup")
+            _load(ctx, server.url, model, ld.warmup_requests, progress=None, out_dir=d / "llmperf-warmup",
+                  api_key=key)
         # The warmup's windows must be printed (and so excluded) before 'before' is taken.
         before_text, before_prom, warm_windows, _, ok = wait_log_matches(server, log_path, 0, None, wait_s)
         _, before_line = _log_lines(log_path)
@@ -195,7 +199,7 @@ class LocalExecutor:
         t0 = time.monotonic()
         result = _load(ctx, server.url, model, n,
                        progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
-                       out_dir=d / "llmperf")
+                       out_dir=d / "llmperf", api_key=key)
         record["timings"]["load_s"] = round(time.monotonic() - t0, 2)
         from specbench.load.driver import write_outputs
 
@@ -237,7 +241,8 @@ def json_k(cell: Cell) -> int | None:
     return None
 
 
-def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | None, out_dir: Path):
+def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | None, out_dir: Path,
+          api_key: str | None = None):
     ld = ctx.study.load
     if ld.driver == "llmperf":
         from specbench.load.llmperf import LlmperfSpec, run_llmperf
@@ -247,18 +252,18 @@ def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | No
                            mean_output_tokens=ld.max_tokens, num_concurrent_requests=ld.concurrency,
                            max_num_completed_requests=n, timeout_s=int(ld.timeout_s),
                            additional_sampling_params={"temperature": ld.temperature},
-                           extra_args=list(lp.extra_args))
+                           extra_args=list(lp.extra_args), api_key=api_key)
         return run_llmperf(url, model, spec, out_dir)
     from specbench.load.driver import run_load
 
-    return run_load(url, model, ctx.prompts, _spec(ld, n), progress=progress)
+    return run_load(url, model, ctx.prompts, _spec(ld, n, api_key), progress=progress)
 
 
-def _spec(ld, n: int):
+def _spec(ld, n: int, api_key: str | None = None):
     from specbench.load.driver import LoadSpec
 
     return LoadSpec(num_requests=n, concurrency=ld.concurrency, max_tokens=ld.max_tokens,
-                    temperature=ld.temperature, seed=ld.seed, timeout_s=ld.timeout_s)
+                    temperature=ld.temperature, seed=ld.seed, timeout_s=ld.timeout_s, api_key=api_key)
 
 
 def _short_state_dir() -> Path:

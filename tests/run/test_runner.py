@@ -128,3 +128,30 @@ def test_ctrl_c_stops_server_and_keeps_run(tmp_path, sig):
     assert run.manifest["status"] == "interrupted"
     (cell,) = run.cells.values()
     assert cell.status == "failed" and "interrupted" in cell.cell["reason"]
+
+
+def test_load_errors_above_threshold_fail_the_cell_and_the_api_key_is_sent(tmp_path):
+    """A server that starts fine but refuses most requests fails the cell with the first error.
+
+    Two of three prompts are longer than max_model_len, which vLLM answers with 400; 2/3 is above
+    max_error_rate 0.5. The short prompt succeeds, so the server's --api-key reached the load
+    (without it every request would be a 401), and no file under the run directory holds the key.
+    """
+    prompts = tmp_path / "prompts.jsonl"
+    long_text = " ".join(f"w{i}" for i in range(1500))  # > 512 tokens with the fixture tokenizer
+    prompts.write_text("\n".join(json.dumps({"prompt": t}) for t in ["Say hi.", long_text, long_text + " again"]))
+    cfg = _config(tmp_path, matrix={}, load={"num_requests": 3, "concurrency": 3, "warmup_requests": 0,
+                                             "max_tokens": 8, "max_error_rate": 0.5,
+                                             "prompts": {"path": str(prompts)}})
+    r = _run([str(cfg), "--results-dir", str(tmp_path / "results"), "--quiet"], tmp_path)
+    assert r.returncode == 3, r.stderr
+    run_dir = Path(r.stdout.strip().splitlines()[-1])
+    (cell,) = load_run(run_dir).cells.values()
+    assert cell.status == "failed"
+    assert cell.cell["reason"].startswith("2/3 requests failed (max_error_rate 0.5); first error: HTTP 400"), \
+        cell.cell["reason"]
+    reqs = [json.loads(x) for x in (run_dir / cell.cell["cell_id"] / "requests.jsonl").read_text().splitlines()]
+    assert sorted(q["error_code"] or 0 for q in reqs) == [0, 400, 400]
+    assert [q["output_tokens"] for q in reqs if not q["error_code"]] == [8]
+    for p in (p for p in run_dir.rglob("*") if p.is_file()):
+        assert SECRET_KEY.encode() not in p.read_bytes(), p
