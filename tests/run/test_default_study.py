@@ -150,6 +150,10 @@ def test_output_norm_off_lowers_acceptance(default_study):
         on = _acc(default_study, f"mla-{mla}__output_norm-on__r0")["derived"]["per_position"][0]
         off = _acc(default_study, f"mla-{mla}__output_norm-off__r0")["derived"]["per_position"][0]
         assert off < on - 0.05, (mla, on, off)
+        # ... beyond the confidence intervals: the 95% CIs of AL (bootstrap over requests) do not overlap.
+        ci_on = _acc(default_study, f"mla-{mla}__output_norm-on__r0")["ci"]["intervals"]["mean_acceptance_length"]
+        ci_off = _acc(default_study, f"mla-{mla}__output_norm-off__r0")["ci"]["intervals"]["mean_acceptance_length"]
+        assert ci_off[1] < ci_on[0], (mla, ci_on, ci_off)
 
 
 def test_cells_table_and_manifest(default_study, run):
