@@ -31,6 +31,8 @@ class CellRequests:
     is_baseline: bool
     rows: list[dict[str, Any]]
     load_tok_per_s: float | None
+    host: str | None = None                       # manifest cell_hosts (Ray); None: the run's machine
+    window: tuple[str, str] | None = None         # cell.json started_at, ended_at (ISO, UTC)
 
 
 @dataclass
@@ -60,8 +62,33 @@ def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
             label=f"{run.run_id}/{cell_id}" if prefix else cell_id,
             axes={axis_label(str(k)): str(v) for k, v in (cell.cell.get("axes") or {}).items()},
             repeat=repeat, is_baseline=bool(cell.cell.get("is_baseline")), rows=rows,
-            load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None))
+            load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
+            host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
+            window=(cell.cell["started_at"], cell.cell["ended_at"])
+            if cell.cell.get("started_at") and cell.cell.get("ended_at") else None))
     return out
+
+
+def timing_caveats(spec: CellRequests, base: CellRequests, cells: list[CellRequests]) -> list[str]:
+    """Why client timings of ``spec`` and ``base`` may not be comparable (a speed-up assumes one
+    machine, one cell at a time, as the local executor runs them): different hosts, or either cell
+    sharing its host with another cell running at the same time (the Ray executor can do both)."""
+    out = []
+    if spec.host and base.host and spec.host != base.host:
+        out.append(f"ran on another host than the baseline ({spec.host} vs {base.host}): the speed-up "
+                   "includes any hardware difference")
+    for c in (spec, base):
+        busy = [o.label for o in cells if o is not c and _overlap(c, o)]
+        if busy:
+            out.append(f"{c.label} ran alongside {', '.join(busy)} on the same host: its timings include "
+                       "their load (use --max-concurrent-cells 1 or one node per cell for speed-up)")
+    return out
+
+
+def _overlap(a: CellRequests, b: CellRequests) -> bool:
+    if a.window is None or b.window is None or (a.host or "") != (b.host or ""):
+        return False
+    return a.window[0] < b.window[1] and b.window[0] < a.window[1]  # ISO UTC strings order as times
 
 
 def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0,
@@ -94,6 +121,7 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             except ValueError as exc:
                 study.warnings.append(f"{spec.label}: no speed-up ({exc})")
                 continue
+            s.notes += timing_caveats(spec, base, cells)
             study.speedups.append(s)
     return study
 
@@ -201,6 +229,7 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
         row.update({f"cell_{k}": v for k, v in s.spec.items()})
         row.update({f"baseline_{k}": v for k, v in s.base.items() if k not in ("mean_acceptance_length", "t_verify_s")})
         row["load_tok_per_s_ratio"] = s.load_ratio
+        row["notes"] = "; ".join(s.notes)
         out.append(row)
     return out
 

@@ -51,6 +51,7 @@ def _report(run: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, str]:
 def test_default_study_mla_divergence_and_speedup(default_study, tmp_path):
     div, speed, md = _report(default_study, tmp_path / "rep")
     assert "## Output divergence between cells" in md and "## Speed-up over the no-speculation baseline" in md
+    assert "ran alongside" not in md and "another host" not in md  # local cells run one at a time
     on, off = "mla-on__output_norm-on__r0", "mla-off__output_norm-on__r0"
     row = div[(div.cell_a == on) & (div.cell_b == off)].iloc[0]
     a, b = _rows(default_study, on), _rows(default_study, off)

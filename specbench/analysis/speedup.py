@@ -99,7 +99,10 @@ def resampled_speedups(spec_rows: list[dict[str, Any]], base_rows: list[dict[str
     if not len(ms) or not len(mb):
         raise ValueError("speed-up needs finished requests in both cells")
     point = {k: float(v) for k, v in speedups(cell_stats(ms.sum(axis=0)), cell_stats(mb.sum(axis=0))).items()}
-    paired = sorted(ks, key=repr) == sorted(kb, key=repr) and len(set(ks)) == len(ks)
+    # Paired only when both cells name the prompt of every request (llmperf rows carry no
+    # prompt_id and sample their own prompts: their ids match across cells by position only).
+    named = all(k[2] is not None for k in ks + kb)
+    paired = named and sorted(ks, key=repr) == sorted(kb, key=repr) and len(set(ks)) == len(ks)
     if paired:
         order = {k: i for i, k in enumerate(kb)}
         mb = mb[[order[k] for k in ks]]

@@ -204,6 +204,9 @@ async def _one(client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, sp
     except (httpx.HTTPError, json.JSONDecodeError, OSError) as exc:
         rec["error_code"] = type(exc).__name__
         rec["error"] = f"{type(exc).__name__}: {_one_line(str(exc)) or 'no detail'}"
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a chunk not shaped as OpenAI's
+        rec["error_code"] = "bad_chunk"
+        rec["error"] = f"malformed stream chunk ({type(exc).__name__}: {_one_line(str(exc))})"
     return _finish(rec, start, texts)
 
 
@@ -241,7 +244,13 @@ def _final_usage(chunk: dict[str, Any], rec: dict[str, Any]) -> None:
         rec["input_tokens"] = int(usage["prompt_tokens"])
     spec = (chunk.get("metrics") or {}).get("speculative_decoding")
     if spec:
-        rec["spec_decode"] = spec_counts(spec)
+        # vLLM calls this object experimental: a changed shape loses this request's acceptance
+        # (the cell still has the exact /metrics diff), not the request or the run.
+        try:
+            rec["spec_decode"] = spec_counts(spec)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            rec["spec_decode"] = None
+            rec["spec_decode_error"] = f"unreadable metrics.speculative_decoding ({type(exc).__name__}: {exc})"
 
 
 def spec_counts(sd: dict[str, Any]) -> dict[str, Any]:

@@ -205,6 +205,7 @@ class RayExecutor:
                 raise cause from None  # would fail every cell alike: the local executor stops the run too
             # The worker or its node died, or a bug in the task: this cell only, as a failed cell.
             reason = f"ray task failed: {type(cause or exc).__name__}: {str(cause or exc).splitlines()[0][:300]}"
+            write_cell_files(ctx.run_dir, cell.cell_id, {})  # no earlier attempt's files beside this record
             return failed_record(cell, ctx.study, reason), None
         write_cell_files(ctx.run_dir, cell.cell_id, out["files"])
         return {**_relocated(out, ctx.run_dir), "node": out["node"]}, out["acceptance"]
@@ -234,7 +235,9 @@ class RayExecutor:
         except Exception:  # noqa: BLE001 - cancelled before it started, or died: nothing to save
             return
         write_cell_files(ctx.run_dir, cell.cell_id, out["files"])
-        store.write_cell(ctx.run_dir, _relocated(out, ctx.run_dir), None)
+        # A cell that finished just before the cancel reached it is kept whole, acceptance included.
+        store.write_cell(ctx.run_dir, _relocated(out, ctx.run_dir), out["acceptance"])
+        ctx.cell_hosts[cell.cell_id] = out["node"]
 
 
 def _relocated(out: dict[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -52,6 +52,8 @@ class RunContext:
     prompts: list
     display: Display
     python: str | None = None
+    # cell id -> node that ran it (the manifest's cell_hosts), for executors that run cells remotely
+    cell_hosts: dict[str, str] = field(default_factory=dict)
 
 
 class Executor(Protocol):
@@ -119,9 +121,10 @@ class LocalExecutor:
 
         study, serve = ctx.study, ctx.study.serve
         d = store.cell_dir(ctx.run_dir, cell.cell_id)
+        # A resumed cell starts clean: an earlier attempt's requests or summary must not end up in
+        # this attempt's row. Until this attempt writes cell.json, --resume sees the cell as missing.
+        _remove_state(d)
         d.mkdir(parents=True, exist_ok=True)
-        for stale in ("server.log", "metrics_before.prom", "metrics_after.prom", "acceptance.json"):
-            (d / stale).unlink(missing_ok=True)  # a resumed cell starts clean
         log_path = d / "server.log"
         interval = serve.log_stats_interval_s
         wait_s = 3 * interval + WAIT_EXTRA_S
@@ -160,18 +163,24 @@ class LocalExecutor:
             record["reason"] = "interrupted (Ctrl-C)"
             raise
         finally:
-            server.stop()
-            record["pid"] = server.pid
-            if record["status"] != "done":
-                record["log_tail"] = store.scrub_text(server.log_tail(), secrets) or None
-                if record["exit_status"] is None and server._proc is not None:  # noqa: SLF001
-                    record["exit_status"] = server._proc.returncode  # noqa: SLF001
-            record["ended_at"] = utc_now()
-            store.scrub_file(log_path, secrets)
-            _remove_state(state_dir)
-            if record["status"] != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
-                store.write_cell(ctx.run_dir, record, None)
+            try:
+                server.stop()  # a second Ctrl-C re-raises from here: still scrub and save below
+            finally:
+                self._finish(ctx, record, server, secrets, log_path, state_dir)
         return record, acc
+
+    @staticmethod
+    def _finish(ctx: RunContext, record: dict, server, secrets, log_path: Path, state_dir: Path) -> None:
+        record["pid"] = server.pid
+        if record["status"] != "done":
+            record["log_tail"] = store.scrub_text(server.log_tail(), secrets) or None
+            if record["exit_status"] is None and server._proc is not None:  # noqa: SLF001
+                record["exit_status"] = server._proc.returncode  # noqa: SLF001
+        record["ended_at"] = utc_now()
+        store.scrub_file(log_path, secrets)
+        _remove_state(state_dir)
+        if record["status"] != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
+            store.write_cell(ctx.run_dir, record, None)
 
     def _measure(self, cell: Cell, ctx: RunContext, server, d: Path, log_path: Path, wait_s: float,
                  record: dict) -> dict:
@@ -298,8 +307,9 @@ def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -
     executor = executor or LocalExecutor()
     study = plan.study
     prompts = load_prompts(categories=study.load.prompts.categories, path=study.load.prompts.path)
-    ctx = RunContext(study=study, run_dir=plan.run_dir, prompts=prompts, display=display)
     manifest = plan.manifest
+    ctx = RunContext(study=study, run_dir=plan.run_dir, prompts=prompts, display=display,
+                     cell_hosts=dict(manifest.get("cell_hosts") or {}))
     manifest.update(status="running", ended_at=None)
     store.write_manifest(plan.run_dir, manifest)
     display.start(plan.cells)
@@ -311,13 +321,14 @@ def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -
         for record, acc in results:
             node = record.pop("node", None)  # Ray: the node that ran the cell
             if node:
-                manifest.setdefault("cell_hosts", {})[record["cell_id"]] = node
+                ctx.cell_hosts[record["cell_id"]] = node
             store.write_cell(plan.run_dir, record, acc)
             _save_tables(plan)
             info = _summary_info(plan.run_dir, record["cell_id"])
             display.update(record["cell_id"], record["status"], reason=record.get("reason"), **info)
     except KeyboardInterrupt:
         results.close()  # a concurrent executor cancels its running cells (and saves them) first
+        _note_hosts(manifest, ctx)
         manifest.update(status="interrupted", ended_at=utc_now())
         store.write_manifest(plan.run_dir, manifest)
         _save_tables(plan)
@@ -327,11 +338,17 @@ def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -
         results.close()
     records = [_cell_json(plan.run_dir, c.cell_id) for c in plan.cells]
     failed = [r for r in records if not r or r.get("status") != "done"]
+    _note_hosts(manifest, ctx)
     manifest.update(status="done" if not failed else "some_failed", ended_at=utc_now())
     store.write_manifest(plan.run_dir, manifest)
     _save_tables(plan)
     display.finish(plan.run_dir, [r for r in records if r])
     return EXIT_OK if not failed else EXIT_SOME_FAILED
+
+
+def _note_hosts(manifest: dict, ctx: RunContext) -> None:
+    if ctx.cell_hosts:  # only executors that run cells elsewhere name hosts
+        manifest["cell_hosts"] = ctx.cell_hosts
 
 
 def _cell_results(executor: Executor, cells: list[Cell], ctx: RunContext):

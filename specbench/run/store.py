@@ -103,6 +103,8 @@ def write_cell(run_dir: Path, cell_record: dict[str, Any], acceptance: dict[str,
     d = cell_dir(run_dir, cell_record["cell_id"])
     if acceptance is not None:
         save_json(d / ACCEPTANCE_JSON, acceptance)
+    else:  # an earlier attempt's acceptance must not stand beside this attempt's record
+        (d / ACCEPTANCE_JSON).unlink(missing_ok=True)
     # cell.json last: its presence with status "done" marks the cell complete (used by --resume).
     save_json(d / CELL_JSON, cell_record)
 

@@ -70,3 +70,13 @@ def test_committed_baseline_speedup_from_its_own_timings():
     t_verify = sum(r["e2e_s"] - r["ttft_s"] for r in spec) / d
     assert s.point["predicted"] == pytest.approx(al * tpot(base) / t_verify)
     assert s.paired and s.n_spec == s.n_base == 20
+
+
+def test_rows_without_prompt_ids_are_not_paired():
+    # llmperf rows: ids 0..n in both cells but no prompt_id (each run samples its own prompts)
+    base = [{**_req(i, 11, 0.1, 1.1), "prompt_id": None} for i in range(4)]
+    spec = [{**_req(i, 11, 0.1, 0.6, drafts=4, accepted=6), "prompt_id": None} for i in range(4)]
+    assert not speedup("spec", spec, "base", base, n_resamples=50).paired
+    named = speedup("spec", [_req(i, 11, 0.1, 0.6, 4, 6) for i in range(4)], "base",
+                    [_req(i, 11, 0.1, 1.1) for i in range(4)], n_resamples=50)
+    assert named.paired

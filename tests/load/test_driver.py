@@ -35,6 +35,17 @@ def test_spec_counts_from_vllm_histogram():
     assert sum(c["accepted_per_position"]) == c["accepted_tokens"]  # AL = 1 + sum p_i
 
 
+def test_unreadable_per_request_metrics_lose_only_that_requests_acceptance():
+    from specbench.load.driver import _final_usage
+
+    rec = {"spec_decode": None}
+    changed = {"usage": {"completion_tokens": 5, "prompt_tokens": 9},
+               "metrics": {"speculative_decoding": {"histogram": [1, 2]}}}  # a renamed field
+    _final_usage(changed, rec)
+    assert rec["output_tokens"] == 5 and rec["input_tokens"] == 9
+    assert rec["spec_decode"] is None and "acceptance_histogram" in rec["spec_decode_error"]
+
+
 def test_supports_per_request_metrics():
     assert supports_per_request_metrics("0.32.0")
     assert supports_per_request_metrics("0.32.0+cpu")

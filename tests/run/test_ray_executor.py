@@ -81,6 +81,29 @@ def test_cell_files_round_trip(tmp_path):
         write_cell_files(real, "c", {"../escape": b""})
 
 
+def test_cell_finished_during_cancel_is_kept_whole(tmp_path):
+    """A task that finished just before Ctrl-C's cancel reached it returns a done cell: the driver
+    keeps its acceptance and node (a done cell is never rerun by --resume, so nothing would refill
+    them), and an earlier attempt's acceptance.json never stands beside a new failed record."""
+    from specbench.run.ray_executor import RayExecutor
+    from specbench.run.runner import RunContext
+
+    run_dir = tmp_path / "run"
+    (run_dir / "c").mkdir(parents=True)
+    (run_dir / "c" / "acceptance.json").write_text("{}")  # stale, from an earlier attempt
+    ctx = RunContext(study=None, run_dir=run_dir, prompts=[], display=None)
+    acc = {"derived": {"mean_acceptance_length": 2.5}}
+    out = {"record": {"cell_id": "c", "status": "done", "reason": None, "log_tail": None},
+           "acceptance": acc, "files": {"server.log": b"log"}, "node": "node-7", "tmp_dir": "/tmp/x"}
+    fake_ray = type("FakeRay", (), {"get": staticmethod(lambda ref: out)})
+    RayExecutor()._save_interrupted(fake_ray, "ref", type("Cell", (), {"cell_id": "c"})(), ctx)
+    assert json.loads((run_dir / "c" / "acceptance.json").read_text())["derived"] == acc["derived"]
+    assert json.loads((run_dir / "c" / "cell.json").read_text())["status"] == "done"
+    assert ctx.cell_hosts == {"c": "node-7"}
+    store.write_cell(run_dir, {"cell_id": "c", "status": "failed"}, None)  # the next attempt failed
+    assert not (run_dir / "c" / "acceptance.json").exists()
+
+
 def _need_ray() -> None:
     """setup.sh installs Ray for the test bed: in CI a missing Ray fails, it never skips quietly."""
     import os
