@@ -117,7 +117,26 @@ def _load_run_dir(path: Path) -> Side:
         _add_latency(cell, data.dir / "requests.jsonl", data.summary, data.cell.get("repeat"))
     if not side.cells:
         raise InputError(f"{path}: no cell finished with status 'done' ({'; '.join(side.skipped)})")
+    side.warnings += _timing_warnings(run)
     return side
+
+
+def _timing_warnings(run) -> list[str]:
+    """Latency and speed-up compare client timings: say when this run's cells did not run alone on
+    one machine (the Ray executor can run them side by side, or on different hosts)."""
+    hosts = run.manifest.get("cell_hosts") or {}
+    spans = [(cid, hosts.get(cid) or "", c.cell.get("started_at"), c.cell.get("ended_at"))
+             for cid, c in run.cells.items() if c.status == "done"]
+    spans = [s for s in spans if s[2] and s[3]]
+    together = sorted({f"{a[0]} + {b[0]}" for i, a in enumerate(spans) for b in spans[i + 1:]
+                       if a[1] == b[1] and a[2] < b[3] and b[2] < a[3]})  # ISO UTC strings order as times
+    out = []
+    if together:
+        out.append(f"cells ran at the same time on one host ({'; '.join(together)}): their latency and "
+                   "speed-up figures include each other's load")
+    if len({h for h in hosts.values() if h}) > 1:
+        out.append("cells ran on different hosts: latency and speed-up figures include hardware differences")
+    return out
 
 
 def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:

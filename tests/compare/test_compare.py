@@ -126,3 +126,28 @@ def test_gate_selector_limits_cells(make_run):
     cand = make_run("cand", _cells([0.60, 0.40, 0.20]), seed=2)
     only_on = [parse_gate("per_position[0]:-2pp", cells={"output_norm": True})]  # YAML's `on`
     assert compare_sides(load_side(base), load_side(cand), only_on).exit_code == 0
+
+
+def test_cells_that_ran_together_or_on_other_hosts_are_warned(make_run):
+    import json
+
+    from specbench.compare.sides import load_side
+
+    cells = [{"axes": {"mla": m}, "p": P, "units": 5, "drafts": 20} for m in ("on", "off")]
+    run = make_run("ray", cells, manifest={"cell_hosts": {"mla-on__r0": "n1", "mla-off__r0": "n1"}})
+    spans = {"mla-on__r0": ("2026-12-03T06:00:00+00:00", "2026-12-03T06:02:00+00:00"),
+             "mla-off__r0": ("2026-12-03T06:01:00+00:00", "2026-12-03T06:03:00+00:00")}
+    for cid, (start, end) in spans.items():
+        p = run / cid / "cell.json"
+        p.write_text(json.dumps({**json.loads(p.read_text()), "started_at": start, "ended_at": end}))
+    (w,) = load_side(run).warnings
+    assert "ran at the same time on one host (mla-on__r0 + mla-off__r0)" in w
+    # one after the other (the local executor) is not warned; different hosts are
+    p = run / "mla-off__r0" / "cell.json"
+    p.write_text(json.dumps({**json.loads(p.read_text()), "started_at": "2026-12-03T06:02:00+00:00"}))
+    assert load_side(run).warnings == []
+    m = json.loads((run / "manifest.json").read_text())
+    m["cell_hosts"]["mla-off__r0"] = "n2"
+    (run / "manifest.json").write_text(json.dumps(m))
+    (w,) = load_side(run).warnings
+    assert "different hosts" in w
