@@ -74,12 +74,14 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     comparisons: list[Comparison] = []
     studies = []
     files = [p for p in inputs if not is_run_dir(p)]
-    for run_dir in (p for p in inputs if is_run_dir(p)):
-        run_groups = groups_from_run(run_dir, prefix=len([p for p in inputs if is_run_dir(p)]) > 1)
+    run_dirs = [p for p in inputs if is_run_dir(p)]
+    prefix = len(run_dirs) > 1  # several runs: cell labels carry the run id
+    for run_dir in run_dirs:
+        run_groups = groups_from_run(run_dir, prefix=prefix)
         groups += run_groups
         comparisons += _comparisons(run_groups, n_resamples, seed, confidence)
-        studies.append(analyse_run(run_dir, prefix=len([p for p in inputs if is_run_dir(p)]) > 1,
-                                   n_resamples=n_resamples, seed=seed, confidence=confidence))
+        studies.append(analyse_run(run_dir, prefix=prefix, n_resamples=n_resamples, seed=seed,
+                                   confidence=confidence))
     groups += groups_from_files(files, labels or [])
     counted = {g.label: g.units for g in groups}
     summary = summary_frame(counted, totals={g.label: g.total for g in groups if g.total is not None},

@@ -85,12 +85,7 @@ def step_counts(spec: dict[str, Any] | None, n_tokens: int, prefix: int | None) 
 
 def plain_counts(spec: dict[str, Any] | None) -> Counts | None:
     """A request's own counts (the whole output), from its ``spec_decode`` object."""
-    if not spec:
-        return None
-    return Counts(num_drafts=int(spec["num_drafts"]), draft_tokens=int(spec["draft_tokens"]),
-                  accepted_tokens=int(spec["accepted_tokens"]),
-                  accepted_per_position=list(spec.get("accepted_per_position") or []) or None,
-                  num_spec_tokens=spec.get("num_spec_tokens"))
+    return Counts.from_dict(spec) if spec else None
 
 
 @dataclass

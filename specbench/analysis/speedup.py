@@ -94,8 +94,12 @@ def speedups(spec: dict[str, np.ndarray], base: dict[str, np.ndarray]) -> dict[s
 def resampled_speedups(spec_rows: list[dict[str, Any]], base_rows: list[dict[str, Any]], n_resamples: int,
                        rng: np.random.Generator) -> tuple[dict[str, float], dict[str, np.ndarray], bool]:
     """Point speed-ups, ``n_resamples`` bootstrap replicates of each, and whether pairs were resampled."""
-    ks, ms = request_matrix(spec_rows)
-    kb, mb = request_matrix(base_rows)
+    return _resampled(request_matrix(spec_rows), request_matrix(base_rows), n_resamples, rng)
+
+
+def _resampled(spec: tuple[list[tuple], np.ndarray], base: tuple[list[tuple], np.ndarray], n_resamples: int,
+               rng: np.random.Generator) -> tuple[dict[str, float], dict[str, np.ndarray], bool]:
+    (ks, ms), (kb, mb) = spec, base
     if not len(ms) or not len(mb):
         raise ValueError("speed-up needs finished requests in both cells")
     point = {k: float(v) for k, v in speedups(cell_stats(ms.sum(axis=0)), cell_stats(mb.sum(axis=0))).items()}
@@ -139,9 +143,9 @@ def speedup(cell: str, spec_rows: list[dict[str, Any]], baseline: str, base_rows
     ``load_tok_per_s`` optionally gives both cells' whole-load throughput (summary.json) for a
     point ratio beside the per-request figures.
     """
-    point, samples, paired = resampled_speedups(spec_rows, base_rows, n_resamples, np.random.default_rng(seed))
-    _, ms = request_matrix(spec_rows)
-    _, mb = request_matrix(base_rows)
+    spec_m, base_m = request_matrix(spec_rows), request_matrix(base_rows)
+    point, samples, paired = _resampled(spec_m, base_m, n_resamples, np.random.default_rng(seed))
+    ms, mb = spec_m[1], base_m[1]
     spec = {k: float(v) for k, v in cell_stats(ms.sum(axis=0)).items()}
     base = {k: float(v) for k, v in cell_stats(mb.sum(axis=0)).items()}
     intervals = {k: percentile_interval(v, confidence) for k, v in samples.items()}

@@ -103,13 +103,12 @@ def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="specbench-ray-"))
     try:
         ctx = RunContext(study=study, run_dir=tmp, prompts=prompts, display=QuietDisplay())
-        interrupted = False
         try:
             record, acc = LocalExecutor().run_cell(cell, ctx)
         except KeyboardInterrupt:  # ray.cancel: the server is stopped and the cell saved as failed
-            record, acc, interrupted = load_json(store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None, True
+            record, acc = load_json(store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None
         return {"record": record, "acceptance": acc, "files": read_cell_files(store.cell_dir(tmp, cell.cell_id)),
-                "node": socket.gethostname(), "interrupted": interrupted, "tmp_dir": str(tmp)}
+                "node": socket.gethostname(), "tmp_dir": str(tmp)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -123,7 +123,7 @@ class LocalExecutor:
         d = store.cell_dir(ctx.run_dir, cell.cell_id)
         # A resumed cell starts clean: an earlier attempt's requests or summary must not end up in
         # this attempt's row. Until this attempt writes cell.json, --resume sees the cell as missing.
-        _remove_state(d)
+        _remove_tree(d)
         d.mkdir(parents=True, exist_ok=True)
         log_path = d / "server.log"
         interval = serve.log_stats_interval_s
@@ -178,7 +178,7 @@ class LocalExecutor:
                 record["exit_status"] = server._proc.returncode  # noqa: SLF001
         record["ended_at"] = utc_now()
         store.scrub_file(log_path, secrets)
-        _remove_state(state_dir)
+        _remove_tree(state_dir)
         if record["status"] != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
             store.write_cell(ctx.run_dir, record, None)
 
@@ -284,7 +284,7 @@ def _short_state_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="sb-", dir=base))
 
 
-def _remove_state(path: Path) -> None:
+def _remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
