@@ -303,11 +303,14 @@ class VLLMServer:
         if self._proc is None or self._stopped:
             return
         self._stopped = True
+        descendants: list[psutil.Process] = []
+        # One try from the first statement: a Ctrl-C that lands while the descendants are still
+        # being listed must kill the group too, not leave it running with _stopped already set.
         try:
-            descendants = psutil.Process(self._proc.pid).children(recursive=True)
-        except psutil.Error:
-            descendants = []
-        try:
+            try:
+                descendants = psutil.Process(self._proc.pid).children(recursive=True)
+            except psutil.Error:
+                pass
             self._signal_group(signal.SIGTERM)
             try:
                 self._proc.wait(timeout=self.grace_s)

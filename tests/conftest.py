@@ -9,6 +9,7 @@ tests that need real results share this one run instead of starting their own se
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,23 @@ def vllm_env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"TMPDIR": str(tmp), "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "200"})
     return env
+
+
+def _default_signal_dispositions() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session")
+def signalable() -> dict:
+    """Popen keyword arguments for a child the test will signal.
+
+    A background job of a non-interactive shell (``nohup ./run-tests.sh &``, many CI runners)
+    starts with SIGINT ignored; the child would inherit that and, rightly, ignore the test's
+    Ctrl-C. Restoring the default dispositions in the child before exec makes the test hold
+    however the suite was launched. Not ``restore_signals``: that only covers SIGPIPE/SIGXFSZ.
+    """
+    return {"preexec_fn": _default_signal_dispositions}
 
 
 @pytest.fixture(scope="session")

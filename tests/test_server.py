@@ -162,24 +162,48 @@ def test_missing_vllm_is_a_dependency_error(tmp_path):
         server.start()
 
 
-def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path):
+def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path, monkeypatch):
     # The stand-in ignores SIGTERM, so stop() would wait out its 60 s grace period; a Ctrl-C
     # (a real SIGINT to this process) during that wait must SIGKILL the group and re-raise.
+    # Python turns SIGINT into KeyboardInterrupt only if SIGINT was not ignored when the test
+    # process started (a background job of a script starts with it ignored): install the
+    # handler for this test whatever the launch.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _second_ctrl_c(tmp_path, monkeypatch)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _second_ctrl_c(tmp_path, monkeypatch):
     server = standin(tmp_path, "ignore-term", grace_s=60.0)
     server.start()
-    deadline = time.time() + 5
-    while not psutil.Process(server.pid).children(recursive=True) and time.time() < deadline:
-        time.sleep(0.05)
+    # start() returns once /health answers; the stand-in spawned its child before serving.
     pids = [server.pid] + [c.pid for c in psutil.Process(server.pid).children(recursive=True)]
     assert len(pids) == 2
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    # Send the Ctrl-C on an event, not after a fixed sleep: once stop() has sent SIGTERM (and so
+    # is in its grace-period wait), whatever the machine's load.
+    sigterm_sent = threading.Event()
+    real_signal_group = server._signal_group
+
+    def spy(sig):
+        real_signal_group(sig)
+        if sig == signal.SIGTERM:
+            sigterm_sent.set()
+
+    monkeypatch.setattr(server, "_signal_group", spy)
+
+    def ctrl_c():
+        if sigterm_sent.wait(timeout=30):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sender = threading.Thread(target=ctrl_c, daemon=True)
+    sender.start()
     t0 = time.monotonic()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            server.stop()
-    finally:
-        timer.cancel()
-    assert 0.9 < time.monotonic() - t0 < 10  # interrupted the wait, did not sit out the grace period
+    with pytest.raises(KeyboardInterrupt):
+        server.stop()
+    sender.join(timeout=5)
+    assert sigterm_sent.is_set()
+    assert time.monotonic() - t0 < 30  # interrupted the wait, did not sit out the 60 s grace period
     assert server._proc.returncode == -signal.SIGKILL
     assert _gone(pids) == []

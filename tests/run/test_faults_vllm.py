@@ -105,7 +105,7 @@ def _log_has(path: Path, text: str) -> bool:
         return False
 
 
-def test_killed_server_then_ctrl_c_then_resume(tmp_path):
+def test_killed_server_then_ctrl_c_then_resume(tmp_path, signalable):
     pytest.importorskip("vllm")
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
@@ -115,7 +115,8 @@ def test_killed_server_then_ctrl_c_then_resume(tmp_path):
     results = tmp_path / "results"
     out, err = open(tmp_path / "stdout", "w+"), open(tmp_path / "stderr", "w+")
     proc = subprocess.Popen([sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results),
-                             "--quiet"], stdout=out, stderr=err, env=_env(tmp_path), start_new_session=True)
+                             "--quiet"], stdout=out, stderr=err, env=_env(tmp_path), start_new_session=True,
+                            **signalable)
     try:
         run_dir = _wait_for("the run directory", lambda: next(iter(results.glob("*/manifest.json")), None),
                             proc).parent

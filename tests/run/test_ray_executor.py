@@ -160,7 +160,7 @@ def _prom(path: Path, name: str) -> float:
 
 @pytest.mark.vllm
 @pytest.mark.timeout(900)
-def test_ray_run_interrupt_resume(tmp_path, request):
+def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     pytest.importorskip("vllm")
     _need_ray()
     ray_tmp = tempfile.mkdtemp(prefix="sbray-", dir="/tmp")
@@ -171,7 +171,7 @@ def test_ray_run_interrupt_resume(tmp_path, request):
 
     # 1. Interrupt while the good cell's server starts.
     proc = subprocess.Popen([*cmd, str(_config(tmp_path)), "--results-dir", str(tmp_path / "results"), *ray_args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **signalable)
     servers: dict[int, psutil.Process] = {}
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:

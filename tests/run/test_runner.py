@@ -97,14 +97,14 @@ def test_resume_refuses_changed_config(failed_run, tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_ctrl_c_stops_server_and_keeps_run(tmp_path, sig):
+def test_ctrl_c_stops_server_and_keeps_run(tmp_path, sig, signalable):
     pytest.importorskip("vllm")
     cfg = _config(tmp_path, matrix={}, serve={**yaml.safe_load(_config(tmp_path).read_text())["serve"],
                                                "extra_args": []})
     results = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results),
                              "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=vllm_env(tmp_path))
+                            env=vllm_env(tmp_path), **signalable)
     try:
         deadline = time.monotonic() + 300
         log = None
@@ -155,3 +155,19 @@ def test_load_errors_above_threshold_fail_the_cell_and_the_api_key_is_sent(tmp_p
     assert [q["output_tokens"] for q in reqs if not q["error_code"]] == [8]
     for p in (p for p in run_dir.rglob("*") if p.is_file()):
         assert SECRET_KEY.encode() not in p.read_bytes(), p
+
+
+def test_interrupt_test_holds_when_the_suite_starts_with_sigint_ignored(tmp_path):
+    """Issue 17: a background job of a non-interactive shell (``nohup ./run-tests.sh &``) starts
+    with SIGINT ignored. One interrupt test, launched that way, must still pass: its child gets
+    the default disposition back (the ``signalable`` fixture). The probe line proves that the
+    launch really ignored SIGINT on entry, so this check cannot pass vacuously."""
+    node = "tests/run/test_runner.py::test_ctrl_c_stops_server_and_keeps_run[SIGINT]"
+    probe = "import signal; print('SIGINT ignored on entry:', signal.getsignal(signal.SIGINT) == signal.SIG_IGN)"
+    script = ('"$0" -c "$1" & wait $!; '
+              '"$0" -m pytest -q -p no:cacheprovider --basetemp "$2" "$3" & wait $!')
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run(["bash", "-c", script, sys.executable, probe, str(tmp_path / "inner"), node],
+                       capture_output=True, text=True, timeout=600, cwd=root, env=vllm_env(tmp_path))
+    assert "SIGINT ignored on entry: True" in r.stdout, r.stdout
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
