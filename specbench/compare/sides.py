@@ -46,6 +46,50 @@ class SideCell:
     num_spec_tokens: int | None = None
     is_baseline: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)  # requests.jsonl rows, tagged with _repeat
+    exact: Counts | None = None  # /metrics diff summed over repeats; None unless every repeat has one
+    exact_missing: bool = False  # some repeat had no /metrics diff: ``exact`` is not the cell's total
+    failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
+
+    def prompt_clusters(self) -> dict[str, Counts]:
+        """Per-request spec-decode counts summed by prompt id (repeats and repeated prompts pooled);
+        empty when any finished request lacks a prompt id or counts."""
+        out: dict[str, Counts] = {}
+        for row in self.requests:
+            if _errored(row):
+                continue
+            sd, pid = row.get("spec_decode"), row.get("prompt_id")
+            if not isinstance(sd, dict) or pid is None:
+                return {}
+            try:
+                c = Counts.from_dict(sd)
+            except (KeyError, TypeError, ValueError):
+                return {}
+            if c.num_drafts:
+                out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
+        return out
+
+    def throughput_units(self) -> tuple[list[float], list[float]]:
+        """(output tokens, e2e seconds) of each finished request, for throughput's standard error."""
+        toks, secs = [], []
+        for row in self.requests:
+            t, e = row.get("output_tokens"), row.get("e2e_s", row.get("end_to_end_latency_s"))
+            if _errored(row) or not isinstance(t, (int, float)) or not isinstance(e, (int, float)) or e <= 0:
+                continue
+            toks.append(float(t))
+            secs.append(float(e))
+        return toks, secs
+
+
+@dataclass
+class FailedCell:
+    """A cell of the study none of whose repeats finished: every gate that selects it is inconclusive."""
+
+    key: CellKey
+    name: str
+    axes: dict[str, Any]
+    reason: str
+    is_baseline: bool = False
+    num_spec_tokens: int | None = None
 
 
 @dataclass
@@ -56,6 +100,21 @@ class Side:
     cells: dict[CellKey, SideCell]
     skipped: list[str] = field(default_factory=list)  # cells not done, with the reason
     warnings: list[str] = field(default_factory=list)
+    failed: dict[CellKey, FailedCell] = field(default_factory=dict)  # cells with no finished repeat
+
+    def axis_values(self) -> dict[str, set[str]]:
+        """Every axis value any cell of this side has (finished or not), for checking gate selectors."""
+        out: dict[str, set[str]] = {}
+        for key in list(self.cells) + list(self.failed):
+            for axis, value in key:
+                out.setdefault(axis, set()).add(value)
+        return out
+
+    def max_k(self) -> int | None:
+        """The largest k of any speculative cell; None when some speculative cell's k is unknown."""
+        ks = [c.num_spec_tokens for c in list(self.cells.values()) + list(self.failed.values())
+              if not c.is_baseline]
+        return max(ks) if ks and all(ks) else None
 
 
 def cell_key(axes: dict[str, Any]) -> CellKey:
@@ -102,12 +161,17 @@ def _load_run_dir(path: Path) -> Side:
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
+    not_done: dict[CellKey, FailedCell] = {}
     for cell_id, data in run.cells.items():
-        if data.status != "done":
-            side.skipped.append(f"{cell_id}: status {data.status} ({data.cell.get('reason') or 'no reason given'})")
-            continue
         axes = dict(data.cell.get("axes") or {})
         key = cell_key(axes)
+        if data.status != "done":
+            why = f"{cell_id}: status {data.status} ({data.cell.get('reason') or 'no reason given'})"
+            side.skipped.append(why)
+            base = bool(data.cell.get("is_baseline"))
+            not_done.setdefault(key, FailedCell(key, cell_name(axes, cell_id), axes, why, base,
+                                                None if base else _planned_k(axes, run.manifest)))
+            continue
         cell = side.cells.get(key)
         if cell is None:
             cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
@@ -115,8 +179,13 @@ def _load_run_dir(path: Path) -> Side:
         cell.cell_ids.append(cell_id)
         _add_acceptance(cell, data.acceptance, data.dir / "acceptance.json", side.warnings)
         _add_latency(cell, data.dir / "requests.jsonl", data.summary, data.cell.get("repeat"))
-    if not side.cells:
-        raise InputError(f"{path}: no cell finished with status 'done' ({'; '.join(side.skipped)})")
+        if cell.num_spec_tokens is None and not cell.is_baseline:
+            cell.num_spec_tokens = _planned_k(axes, run.manifest)
+    for key, failed in not_done.items():
+        if key in side.cells:
+            side.cells[key].failed_repeats.append(failed.reason)
+        else:
+            side.failed[key] = failed
     side.warnings += _timing_warnings(run)
     return side
 
@@ -166,6 +235,11 @@ def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, war
     if not units:
         return
     prev = cell.unit_kind
+    exact = _exact(acc, where)
+    if exact is None or cell.exact_missing:
+        cell.exact, cell.exact_missing = None, True
+    else:
+        cell.exact = exact if cell.exact is None else cell.exact + exact
     cell.units.extend(units)
     if kind == "total" and len(cell.units) > 1:
         kind = "repeat"  # one exact total per repeat: the repeats are the units
@@ -175,13 +249,38 @@ def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, war
     cell.num_spec_tokens = acc.get("num_spec_tokens") or _k(cell.units)
 
 
+def _exact(acc: dict[str, Any], where: Path) -> Counts | None:
+    tot = (acc.get("prometheus") or {}).get("counts")
+    try:
+        c = Counts.from_dict(tot) if tot else None
+    except (KeyError, TypeError, ValueError):
+        return None
+    return c if c is not None and c.num_drafts else None
+
+
+def _planned_k(axes: dict[str, Any], manifest: dict[str, Any]) -> int | None:
+    """k a cell was to run with: its num_speculative_tokens axis, else the study's setting."""
+    k = axes.get("num_speculative_tokens")
+    if k is None:
+        spec = ((manifest.get("resolved_config") or {}).get("serve") or {}).get("speculative") or {}
+        k = spec.get("num_speculative_tokens")
+    try:
+        return int(k)
+    except (TypeError, ValueError):
+        return None
+
+
+def _errored(row: dict[str, Any]) -> bool:
+    return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))
+
+
 def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None) -> None:
     if requests_path.exists():
         from specbench.io import read_jsonl
 
         for row in read_jsonl(requests_path):
             cell.requests.append({**row, "_repeat": repeat})
-            if row.get("error") or row.get("error_code") or row.get("error_msg"):
+            if _errored(row):
                 continue
             for metric, keys in _LATENCY_KEYS.items():
                 value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)

@@ -131,5 +131,8 @@ def test_one_sided_cell_reported(make_run):
     base = make_run("base", _cells(P), seed=1)
     cand = make_run("cand", _cells(P)[:1], seed=1)
     code, out = run(base, cand)
-    assert code == 0 and "only in baseline: mla=on, output_norm=off" in out
+    assert code == 3 and "only in baseline: mla=on, output_norm=off" in out
+    assert "INCONCLUSIVE mla=on, output_norm=off: per_position[*]" in out
+    code, out = run(base, cand, "--allow-inconclusive")
+    assert code == 0 and "inconclusive; exit 0 because of --allow-inconclusive" in out
     assert run(base, cand, "--strict")[0] == 2
