@@ -153,16 +153,25 @@ def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:
     return "not measured on both sides (no requests.jsonl or summary.json with it)"
 
 
+def holm_reject(p_values: list[float], alpha: float) -> list[bool]:
+    """Holm's step-down: which hypotheses to reject with family-wise error <= ``alpha``."""
+    m = len(p_values)
+    out = [False] * m
+    for i, j in enumerate(sorted(range(m), key=lambda j: p_values[j])):
+        if p_values[j] > alpha / (m - i):
+            break
+        out[j] = True
+    return out
+
+
 def holm(comp: Comparison, gate: str, alpha: float) -> None:
     """Holm's step-down over every decided check of ``gate`` (all positions x cells)."""
     results = [r for c in comp.cells for r in c.gates
                if r.gate == gate and r.status in ("pass", "fail") and r.p_value is not None]
     m = len(results)
     control = f"family-wise <= {alpha * 100:.3g}% over {m} checks of {gate} (Holm)"
-    rejecting = True
-    for i, r in enumerate(sorted(results, key=lambda r: r.p_value)):
-        rejecting = rejecting and r.p_value <= alpha / (m - i)
-        if r.status == "fail" and not rejecting:
+    for r, rejected in zip(results, holm_reject([r.p_value for r in results], alpha)):
+        if r.status == "fail" and not rejected:
             r.status = "pass"
             r.notes.append(f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
                            f"over {m} checks")
