@@ -150,3 +150,32 @@ def test_throughput_gets_a_ci_from_requests_with_one_repeat(tmp_path):
     assert code == 0, out
     rows = [m for c in json.loads(js.read_text())["cells"] for m in c["metrics"] if m["name"] == "output_tok_per_s"]
     assert rows and all(r["ci"] is not None and "per-request" in r["method"] for r in rows)
+
+
+def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path):
+    """Both sides carry per-request counts with prompt ids: the change is paired by prompt, and
+    requests of the same prompt form one unit (not independent ones)."""
+    js = tmp_path / "r.json"
+    run(BASELINE, copy, "--json", js)
+    methods = {m["method"] for c in json.loads(js.read_text())["cells"] for m in c["metrics"]
+               if m["name"] == "mean_acceptance_length"}
+    assert methods == {"paired by prompt, t with jackknife SE, 20 prompts"}
+    for cid in SPEC_CELLS:  # the 20 requests now use 5 prompts, 4 times each
+        f = copy / cid / "requests.jsonl"
+        rows = [json.loads(line) for line in f.read_text().splitlines()]
+        f.write_text("".join(json.dumps({**r, "prompt_id": f"p{i % 5}"}) + "\n" for i, r in enumerate(rows)))
+    run(copy, copy, "--json", js)
+    methods = {m["method"] for c in json.loads(js.read_text())["cells"] for m in c["metrics"]
+               if m["name"] == "mean_acceptance_length"}
+    assert methods == {"paired by prompt, t with jackknife SE, 5 prompts"}
+
+
+def test_each_check_prints_its_smallest_detectable_change(tmp_path):
+    md = tmp_path / "r.md"
+    code, out = run(BASELINE, BASELINE, "--gate", "ttft_p50_ms:+10%", "--markdown", md)
+    assert code == 0, out
+    # 20 requests cannot see a 10% TTFT change: the output says so, with what it would take
+    assert "ttft_p50_ms: this check cannot see a change of" in out and "x the units per side" in out
+    text = md.read_text()
+    assert "| detects |" in text and "### Weak gates" in text
+    assert "false-alarm rate <= 2.5% one-sided per check" in text
