@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import Counts
+from specbench.analysis.counts import invalid_reason
 from specbench.errors import InputError
 
 CellKey = tuple[tuple[str, str], ...]
@@ -64,6 +65,8 @@ class SideCell:
                 c = Counts.from_dict(sd)
             except (KeyError, TypeError, ValueError):
                 return {}
+            if invalid_reason(c):  # named in a warning where acceptance.json's units are read
+                continue
             if c.num_drafts:
                 out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
         return out
@@ -140,10 +143,15 @@ def _load_file(path: Path) -> Side:
         raise InputError(f"{path}: reading log files needs specbench.metrics.parse, missing in this install; "
                          "compare run directories instead") from None
     from specbench.analysis.acceptance import counts_from_records
+    from specbench.analysis.windows import window_k
 
     result = parse_file(path)
     windows, warnings = counts_from_records(result.records)
     windows = [w for w in windows if w.num_drafts]
+    ks = sorted({window_k(w) for w in windows}, key=str)
+    if len(ks) > 1:
+        raise InputError(f"{path}: SpecDecoding windows at different k ({', '.join(f'k={k}' for k in ks)}): "
+                         "per-position counts cannot be pooled across k; split the log per server configuration")
     if not windows:
         raise InputError(f"{path}: no SpecDecoding metrics with counts found; is this a vLLM server log or a "
                          "/metrics scrape taken under speculative decoding?")
@@ -208,8 +216,21 @@ def _timing_warnings(run) -> list[str]:
     return out
 
 
-def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:
+def _valid(units: list[Counts], where: str, warnings: list[str]) -> list[Counts]:
+    """Units that can be real; the others are named in a warning and left out (never pooled)."""
+    out = []
+    for i, u in enumerate(units):
+        bad = invalid_reason(u)
+        if bad:
+            warnings.append(f"{where}[{i}]: invalid counts ({bad}); left out")
+        else:
+            out.append(u)
+    return out
+
+
+def _units(acc: dict[str, Any], where: Path, warnings: list[str] | None = None) -> tuple[list[Counts], str | None]:
     """Per-request units when they carry positions, else log windows, else the exact total."""
+    warnings = warnings if warnings is not None else []
     try:
         req = [Counts.from_dict(u) for u in ((acc.get("per_request") or {}).get("units") or [])]
         win = [Counts.from_dict(u) for u in ((acc.get("logs") or {}).get("windows") or [])]
@@ -217,6 +238,9 @@ def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:
         total = [Counts.from_dict(tot)] if tot else []
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: malformed counts ({exc}); re-run the cell (specbench run --resume)") from None
+    req = _valid(req, f"{where}: per_request.units", warnings)
+    win = _valid(win, f"{where}: logs.windows", warnings)
+    total = _valid(total, f"{where}: prometheus.counts", warnings)
     req, win = [u for u in req if u.num_drafts], [u for u in win if u.num_drafts]
     has_pos = lambda units: units and all(u.accepted_per_position is not None for u in units)  # noqa: E731
     for units, kind in ((req, "request"), (win, "window")):
@@ -231,7 +255,7 @@ def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:
 def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, warnings: list[str]) -> None:
     if not acc or acc.get("baseline"):
         return
-    units, kind = _units(acc, where)
+    units, kind = _units(acc, where, warnings)
     if not units:
         return
     prev = cell.unit_kind
@@ -255,7 +279,9 @@ def _exact(acc: dict[str, Any], where: Path) -> Counts | None:
         c = Counts.from_dict(tot) if tot else None
     except (KeyError, TypeError, ValueError):
         return None
-    return c if c is not None and c.num_drafts else None
+    if c is None or not c.num_drafts or invalid_reason(c):  # invalid: _units warned about it
+        return None
+    return c
 
 
 def _planned_k(axes: dict[str, Any], manifest: dict[str, Any]) -> int | None:

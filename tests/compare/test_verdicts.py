@@ -179,3 +179,50 @@ def test_each_check_prints_its_smallest_detectable_change(tmp_path):
     text = md.read_text()
     assert "| detects |" in text and "### Weak gates" in text
     assert "false-alarm rate <= 2.5% one-sided per check" in text
+
+
+def test_point_from_exact_metrics_with_a_warning_when_units_disagree(copy, tmp_path):
+    """An errored request drops out of the per-request units but not out of /metrics: the point
+    estimate is the exact /metrics diff (as `report` uses), and the disagreement is said."""
+    cid = SPEC_CELLS[0]
+    f = copy / cid / "requests.jsonl"
+    rows = [json.loads(line) for line in f.read_text().splitlines()]
+    rows[0]["error"] = "HTTP 500: boom"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    js = tmp_path / "r.json"
+    code, out = run(BASELINE, copy, "--json", js)
+    data = json.loads(js.read_text())
+    assert any("point estimates from /metrics, CIs from the units" in w and "candidate" in w for w in data["warnings"])
+    al = next(m for c in data["cells"] if c["base_ids"] == [cid] for m in c["metrics"]
+              if m["name"] == "mean_acceptance_length")
+    assert al["delta"] == 0.0  # the same /metrics counts on both sides
+
+
+def test_impossible_counts_are_left_out_never_tabled(copy, tmp_path):
+    cid = SPEC_CELLS[0]
+    f = copy / cid / "acceptance.json"
+    acc = json.loads(f.read_text())
+    acc["prometheus"]["counts"]["accepted_tokens"] = -5  # e.g. a counter reset diffed by an old version
+    acc["per_request"]["units"][3]["accepted_per_position"][0] = 10 ** 6  # p_0 > 1
+    f.write_text(json.dumps(acc))
+    js = tmp_path / "r.json"
+    run(BASELINE, copy, "--json", js)
+    warnings = json.loads(js.read_text())["warnings"]
+    assert any("prometheus.counts[0]: invalid counts (negative count: accepted_tokens -5)" in w for w in warnings)
+    assert any("per_request.units[3]: invalid counts (p_0 > 1" in w for w in warnings)
+    rows = [m for c in json.loads(js.read_text())["cells"] for m in c["metrics"] if m["name"] == "per_position[0]"]
+    assert all(0 <= m["cand"] <= 1 for m in rows)
+
+
+def test_bare_log_with_windows_at_different_k_is_refused(tmp_path):
+    log = tmp_path / "mixed.log"
+    head = "(APIServer pid=1) INFO 12-02 13:26:{s:02d} [metrics.py:120] SpecDecoding metrics: "
+    log.write_text(
+        head.format(s=1) + "Mean acceptance length: 2.50, Accepted throughput: 1.0 tokens/s, Drafted throughput: "
+        "1.0 tokens/s, Accepted: 15 tokens, Drafted: 30 tokens, Per-position acceptance rate: 0.800, 0.500, 0.200, "
+        "Avg Draft acceptance rate: 50.0%\n"
+        + head.format(s=11) + "Mean acceptance length: 2.20, Accepted throughput: 1.0 tokens/s, Drafted throughput: "
+        "1.0 tokens/s, Accepted: 12 tokens, Drafted: 20 tokens, Per-position acceptance rate: 0.800, 0.400, "
+        "Avg Draft acceptance rate: 60.0%\n")
+    code, out = run(log, log)
+    assert code == 2 and "different k (k=2, k=3)" in out, out
