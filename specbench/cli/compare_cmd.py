@@ -83,7 +83,8 @@ def compare(
             f"only in candidate: {n}" for n in comp.only_cand]
         raise InputError("--strict: the runs are not comparable: " + "; ".join(problems)
                          + "; re-run with matching settings or drop --strict")
-    if not comp.cells:
+    # Disjoint axes (the wrong pair of runs) is a usage error; cells that failed are inconclusive (exit 3).
+    if all(c.missing for c in comp.cells) and not base.failed and not cand.failed:
         raise InputError(f"no cell of {baseline} matches a cell of {candidate} by axis values "
                          f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
                          f"{', '.join(c.name for c in cand.cells.values())})")

@@ -136,3 +136,10 @@ def test_one_sided_cell_reported(make_run):
     code, out = run(base, cand, "--allow-inconclusive")
     assert code == 0 and "inconclusive; exit 0 because of --allow-inconclusive" in out
     assert run(base, cand, "--strict")[0] == 2
+
+
+def test_runs_with_no_cell_in_common_exit_2(make_run):
+    base = make_run("base", [{"axes": {"mla": "on"}, "p": P, "units": 5, "drafts": 10}])
+    cand = make_run("cand", [{"axes": {"draft": "x"}, "p": P, "units": 5, "drafts": 10}])
+    code, out = run(base, cand)
+    assert code == 2 and "no cell of" in out and "matches a cell of" in out
