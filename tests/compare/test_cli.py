@@ -143,3 +143,10 @@ def test_runs_with_no_cell_in_common_exit_2(make_run):
     cand = make_run("cand", [{"axes": {"draft": "x"}, "p": P, "units": 5, "drafts": 10}])
     code, out = run(base, cand)
     assert code == 2 and "no cell of" in out and "matches a cell of" in out
+
+
+def test_error_rate_is_stated_and_holm_can_be_turned_off(pair):
+    code, out = run(*pair)
+    assert "false-alarm rate <= 2.5% one-sided per check; [*] gates: family-wise over positions x cells (Holm)" in out
+    code, out = run(*pair, "--no-holm")
+    assert code == 1 and "[*] gates: per check (Holm off)" in out

@@ -102,3 +102,22 @@ def test_holm_step_down():
     assert holm_reject([0.001, 0.02, 0.04], 0.05) == [True, True, True]
     assert holm_reject([0.001, 0.03, 0.04], 0.05) == [True, False, False]  # 0.03 > 0.05 / 2
     assert holm_reject([0.03, 0.001], 0.025) == [False, True]
+
+
+def test_holm_turns_a_lone_marginal_failure_into_a_pass_and_says_so():
+    from specbench.compare.checks import holm
+    from specbench.compare.compare import CellComparison, Comparison, GateResult
+
+    def result(cell, metric, status, p):
+        return GateResult(cell, "per_position[*]:0", metric, status, "m", p_value=p, control="per check")
+
+    cells = [CellComparison(f"c{i}", {}, [], [], 1, 1, "request",
+                            gates=[result(f"c{i}", f"per_position[{j}]", "fail" if (i, j) == (0, 0) else "pass",
+                                          0.02 if (i, j) == (0, 0) else 0.5) for j in range(3)])
+             for i in range(4)]
+    comp = Comparison("b", "c", cells, [], [], [], [], ["per_position[*]:0"], False, 0.95, 0)
+    holm(comp, "per_position[*]:0", 0.025)
+    (g,) = [g for g in comp.checks if g.metric == "per_position[0]" and g.cell == "c0"]
+    assert g.status == "pass" and "not after Holm over 12 checks" in g.notes[0]
+    assert all(x.control == "family-wise <= 2.5% over 12 checks of per_position[*]:0 (Holm)" for x in comp.checks)
+    assert comp.exit_code == 0
