@@ -64,6 +64,20 @@ def headline(comp: Comparison) -> str:
     return f"no regression: {tally(comp)}"
 
 
+def weak_gates(comp: Comparison) -> list[str]:
+    """One line per gate whose checks cannot see a change of its own tolerance (worst check named)."""
+    out = []
+    for gate in dict.fromkeys(g.gate for g in comp.checks):
+        checks = [g for g in comp.checks if g.gate == gate and g.mdc is not None]
+        weak = [g for g in checks if any(n.startswith("this check cannot see") for n in g.notes)]
+        if weak:
+            worst = max(weak, key=lambda g: g.mdc / g.tolerance if g.tolerance else 0)
+            note = next(n for n in worst.notes if n.startswith("this check cannot see"))
+            out.append(f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance; worst: "
+                       f"{worst.cell}: {worst.metric}: {note}")
+    return out
+
+
 def _gate_cell(statuses: list[str], md: bool = False) -> str:
     if "fail" in statuses:
         return "**FAIL**" if md else "[bold red]FAIL[/]"
@@ -102,7 +116,9 @@ def _print_table(comp: Comparison, console) -> None:
         gate_by_metric: dict[str, list[str]] = {}
         for g in cell.gates:
             gate_by_metric.setdefault(g.metric, []).append(g.status)
-        units = f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units" if cell.base_units else ""
+        units = (f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units"
+                 if cell.base_units and cell.cand_units else
+                 ("acceptance on one side only" if cell.base_units or cell.cand_units else ""))
         table = Table(title=f"{cell.name}  [dim]({units})[/]" if units else cell.name, title_justify="left")
         if cell.missing:
             console.print(f"[yellow]{cell.name}: no comparison: the cell {cell.missing}[/]", highlight=False)
@@ -123,10 +139,8 @@ def _print_table(comp: Comparison, console) -> None:
         console.print(f"[yellow]runs differ:[/] {line}", highlight=False)
     for line in comp.warnings:
         console.print(f"[yellow]warning:[/] {line}", highlight=False)
-    for g in comp.checks:
-        for note in g.notes:
-            if note.startswith("this check cannot see"):
-                console.print(f"[yellow]warning:[/] {g.cell}: {g.metric}: {note}", highlight=False, soft_wrap=True)
+    for line in weak_gates(comp):
+        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     for g in comp.inconclusive:
         console.print(f"[yellow]INCONCLUSIVE[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False,
                       soft_wrap=True)
@@ -171,8 +185,7 @@ def markdown(comp: Comparison) -> str:
     if comp.inconclusive:
         out += ["### Inconclusive (not a pass)", ""] + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}"
                                                         for g in comp.inconclusive] + [""]
-    blind = [f"- {g.cell} `{g.metric}`: {n}" for g in comp.checks for n in g.notes
-             if n.startswith("this check cannot see")]
+    blind = [f"- {line}" for line in weak_gates(comp)]
     if blind:
         out += ["### Weak gates", ""] + blind + [""]
     notes = ([f"- only in baseline: {n}" for n in comp.only_base] + [f"- only in candidate: {n}" for n in comp.only_cand]
