@@ -2,11 +2,14 @@
 
 Each trial simulates a baseline and a candidate side (per-draft Bernoulli chains with known p_i,
 grouped into request units with per-request spread, :mod:`specbench.compare.simulate`) and runs
-the real comparison (:func:`specbench.compare.compare.compare_cell`: bootstrap over request units,
-then the gate rule). "detect" = the gate fails when the candidate's p_0 is truly ``--drop`` lower;
-"false alarm" = the gate fails when both sides have the same truth.
+the real comparison (:func:`specbench.compare.compare.compare_cell`: jackknife t interval over
+request units, then the gate rule). "detect" = the gate fails when the candidate's p_0 is truly
+``--drop`` lower; "false alarm" = the gate fails when both sides have the same truth; "size" = the
+gate fails when the true drop equals the gate's own tolerance (the boundary of what it allows: the
+rate there is the gate's size, meant to be <= 2.5% one-sided at 95%). Every rate is printed with
+its Monte Carlo standard error sqrt(r (1 - r) / trials).
 
-    .venv/bin/python benchmarks/gate_power.py            # ~2 minutes on 2 cores
+    .venv/bin/python benchmarks/gate_power.py            # ~1 minute on 2 cores
     .venv/bin/python benchmarks/gate_power.py --trials 400 --drafts 5000 10000 20000 40000
 """
 
@@ -45,6 +48,21 @@ def fail_rates(gates, drafts: int, drop: float, args, rng) -> dict[str, float]:
     return {k: v / args.trials for k, v in fails.items()}
 
 
+def mc(rate: float, trials: int) -> str:
+    """A rate with its Monte Carlo standard error."""
+    return f"{rate:.3f}±{math.sqrt(max(rate * (1 - rate), 1 / trials) / trials):.3f}"
+
+
+def sizes(gates, drafts: int, args, rng) -> dict[str, float]:
+    """Fail rate of each tolerance gate when the true drop equals its tolerance (its size)."""
+    out = {}
+    for g in gates:
+        tol = g.tolerance(P[0])
+        if tol > 0:
+            out[g.expr] = fail_rates([g], drafts, tol, args, rng)[g.expr]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drafts", type=int, nargs="+", default=[5000, 10000, 15000, 20000, 25000],
@@ -55,7 +73,7 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--drafts-per-request", type=int, default=25)
     ap.add_argument("--spread", type=float, default=0.3, help="per-request sd of the rates on the logit scale")
-    ap.add_argument("--resamples", type=int, default=500)
+    ap.add_argument("--resamples", type=int, default=500, help="bootstrap resamples (latency rows only)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
@@ -63,22 +81,26 @@ def main() -> None:
     print(f"p = {P}, drop of p_0 = {args.drop * 100:g} points, {args.drafts_per_request} drafts/request, "
           f"spread {args.spread}, {args.trials} trials per entry, {args.resamples} bootstrap resamples")
     se = math.sqrt(0.25 / args.trials)
-    print(f"Monte Carlo error of a rate: <= +/-{1.96 * se:.3f} (95%)\n")
-    header = f"{'gate':<24}{'drafts/side':>12}{'requests':>10}{'detect':>9}{'false alarm':>13}"
+    print(f"Monte Carlo error of a rate: <= +/-{1.96 * se:.3f} (95%); each rate below is rate±SE\n")
+    header = (f"{'gate':<24}{'drafts/side':>12}{'requests':>10}{'detect':>14}{'false alarm':>14}"
+              f"{'size (drop=tol)':>17}")
     gates = [parse_gate(g) for g in args.gates]
     powered: dict[str, int | None] = {g.expr: None for g in gates}
     rows = []
     for drafts in args.drafts:
         det = fail_rates(gates, drafts, args.drop, args, rng)
         fa = fail_rates(gates, drafts, 0.0, args, rng)
+        size = sizes(gates, drafts, args, rng)
         for g in gates:
             if det[g.expr] >= 0.95 and powered[g.expr] is None:
                 powered[g.expr] = drafts
-            rows.append((g.expr, drafts, det[g.expr], fa[g.expr]))
+            rows.append((g.expr, drafts, det[g.expr], fa[g.expr], size.get(g.expr)))
         print(f"  ... {drafts} drafts done ({time.time() - t0:.0f} s)", flush=True)
     print(header + "\n" + "-" * len(header))
-    for expr, drafts, det, fa in sorted(rows, key=lambda r: (args.gates.index(r[0]), r[1])):
-        print(f"{expr:<24}{drafts:>12}{drafts // args.drafts_per_request:>10}{det:>9.2f}{fa:>13.2f}")
+    t = args.trials
+    for expr, drafts, det, fa, size in sorted(rows, key=lambda r: (args.gates.index(r[0]), r[1])):
+        sz = "—" if size is None else mc(size, t)
+        print(f"{expr:<24}{drafts:>12}{drafts // args.drafts_per_request:>10}{mc(det, t):>14}{mc(fa, t):>14}{sz:>17}")
     print()
     for expr, n in powered.items():
         where = f"{n} drafts per side" if n else f"more than {max(args.drafts)} drafts per side (not reached)"

@@ -90,6 +90,26 @@ class Counts:
         )
 
 
+def invalid_reason(c: Counts) -> str | None:
+    """Why these counts cannot be real (negative, accepted > drafted, p_i > 1), or None.
+
+    Such counts come from a counter reset, a damaged file or a misparsed line; they are input
+    errors to report and leave out, never numbers to put in a table."""
+    fields = {"num_drafts": c.num_drafts, "draft_tokens": c.draft_tokens, "accepted_tokens": c.accepted_tokens}
+    fields.update({f"accepted_per_position[{i}]": x for i, x in enumerate(c.accepted_per_position or [])})
+    neg = [f"{k} {v}" for k, v in fields.items() if v < 0]
+    if neg:
+        return "negative count: " + ", ".join(neg)
+    if c.accepted_tokens > c.draft_tokens:
+        return f"accepted_tokens {c.accepted_tokens} > draft_tokens {c.draft_tokens}"
+    over = [i for i, x in enumerate(c.accepted_per_position or []) if x > c.num_drafts]
+    if over:
+        i = over[0]
+        return (f"p_{i} > 1: accepted_per_position[{i}] {c.accepted_per_position[i]} > "  # type: ignore[index]
+                f"num_drafts {c.num_drafts}")
+    return None
+
+
 def total(units: list[Counts]) -> Counts:
     """Sum of ``units`` (the pooled counts); raises ValueError when there are none."""
     if not units:

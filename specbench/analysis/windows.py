@@ -3,9 +3,13 @@
 - vLLM V1 lines cover one logging interval each: one Counts per line.
 - vLLM V0 lines are cumulative since start: consecutive lines of one (file, pid, engine) stream are
   differenced; a counter that goes down means the server restarted, which starts a new stream.
-- Prometheus scrapes are exact cumulative counters: consecutive scrapes of one engine are
-  differenced across files in the order given (a before/after pair gives the load's counts); a
-  lone scrape gives the counts since server start.
+- Prometheus scrapes are exact cumulative counters: each scrape (file) is summed over its series
+  (engines), and consecutive scrapes are differenced in the order given (a before/after pair gives
+  the load's counts); a lone scrape gives the counts since server start. A counter that goes down
+  between scrapes (the server restarted: a counter reset) is refused (InputError naming the file
+  and the series): the difference would be a plausible-looking wrong number.
+- Counts that cannot be real (negative, accepted > drafted, p_i > 1) are left out with a warning
+  naming file:line. Windows of different k are reported (per-position counts do not sum across k).
 - Lines that print rates but no counts (SGLang's ``accept len``) cannot be summed; they are left
   out of the counts with a warning, and :func:`rate_only_summary` reports them on their own.
 
@@ -22,7 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specbench.analysis.counts import Counts, acceptance
+from specbench.analysis.counts import Counts, acceptance, invalid_reason
+from specbench.errors import InputError
 from specbench.metrics.record import SpecDecodeRecord
 
 # Half a unit in the last printed digit of vLLM's formats: AL "%.2f", rates "%.3f", DAR "%.1f%%".
@@ -202,8 +207,75 @@ def _spec_records(records: Iterable[Any]) -> list[SpecDecodeRecord]:
     return [r for r in records if isinstance(r, SpecDecodeRecord)]
 
 
+_PROM_NAMES = {"num_drafts": "vllm:spec_decode_num_drafts_total",
+               "draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+               "accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total"}
+
+
+def _reset(after: Counts, before: Counts) -> str | None:
+    """The counter that went down from ``before`` to ``after``, as ``series before -> after``, or None."""
+    for name, metric in _PROM_NAMES.items():
+        a, b = getattr(after, name), getattr(before, name)
+        if a < b:
+            return f"{metric} {b} -> {a}"
+    pa, pb = after.accepted_per_position, before.accepted_per_position
+    if pa is not None and pb is not None:
+        for i, (a, b) in enumerate(zip(pa, pb)):
+            if a < b:
+                return f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {b} -> {a}'
+    return None
+
+
+def _scrape_totals(spec: list[SpecDecodeRecord], warnings: list[str]) -> list[tuple[str, list[tuple[Any, Counts]]]]:
+    """Prometheus records grouped by scrape (file), in order: [(file, [(engine, counts), ...])]."""
+    scrapes: dict[Any, list[tuple[Any, Counts]]] = {}
+    for rec in spec:
+        if rec.source != "prometheus" or not has_counts(rec):
+            continue
+        c = _record_counts(rec, warnings)
+        if c is not None:
+            scrapes.setdefault(rec.file, []).append((rec.engine, c))
+    return [(str(f) if f is not None else "<scrape>", series) for f, series in scrapes.items()]
+
+
+def _sum(counts: list[Counts]) -> Counts:
+    out = counts[0]
+    for c in counts[1:]:
+        out = out + c
+    return out
+
+
+def _prometheus_windows(spec: list[SpecDecodeRecord], warnings: list[str]) -> list[Counts]:
+    scrapes = _scrape_totals(spec, warnings)
+    out: list[Counts] = []
+    for i, (file, series) in enumerate(scrapes):
+        total = _sum([c for _, c in series])
+        total.origin = file
+        if i == 0:
+            if len(scrapes) == 1:  # a lone scrape: counts since the server started
+                out.append(total)
+            continue
+        prev_file, prev = scrapes[i - 1]
+        prev_by_engine = dict(prev) if len({e for e, _ in prev}) == len(prev) else {}
+        by_engine = dict(series) if len({e for e, _ in series}) == len(series) else {}
+        checks = [(f"engine={e} ", by_engine[e], prev_by_engine[e]) for e in by_engine if e in prev_by_engine]
+        checks.append(("", total, _sum([c for _, c in prev])))
+        for label, after, before in checks:
+            went = _reset(after, before)
+            if went:
+                raise InputError(f"{file}: counter {label}{went} went down since {prev_file}: the server restarted "
+                                 "between the scrapes (a counter reset), so their difference is not the traffic in "
+                                 "between; take both scrapes from one server run")
+        diff = _minus(total, _sum([c for _, c in prev]))
+        if diff is not None and (diff.num_drafts or diff.draft_tokens):
+            out.append(diff)
+    return out
+
+
 def counts_from_records(records: Iterable[Any]) -> tuple[list[Counts], list[str]]:
-    """One :class:`Counts` per window (in input order), and warnings. See the module docstring."""
+    """One :class:`Counts` per window (in input order), and warnings. See the module docstring.
+
+    InputError when a Prometheus counter goes down between two scrapes (a counter reset)."""
     spec = _spec_records(records)
     warnings: list[str] = []
     windows: list[Counts] = []
@@ -216,43 +288,58 @@ def counts_from_records(records: Iterable[Any]) -> tuple[list[Counts], list[str]
             "and are reported separately as rate-only, not averaged"
         )
     last: dict[tuple[Any, ...], Counts] = {}
-    scrapes_seen: dict[tuple[Any, ...], int] = {}
-    first_scrape: dict[tuple[Any, ...], Counts] = {}
     for rec in spec:
-        if not has_counts(rec):
+        if not has_counts(rec) or rec.source == "prometheus":
             continue
         c = _record_counts(rec, warnings)
         if c is None:
             continue
-        # Prometheus counters are cumulative whatever the parser marked
-        if not (rec.cumulative or rec.source == "prometheus"):
+        bad = invalid_reason(c)
+        if bad:
+            warnings.append(f"{_where(rec)}: invalid counts ({bad}); line left out of the counts")
+            continue
+        if not rec.cumulative:
             warnings.extend(check_printed(rec, c))
             windows.append(c)
             continue
         key = _stream_key(rec)
         prev = last.get(key)
         last[key] = c
-        if rec.source == "prometheus":
-            scrapes_seen[key] = scrapes_seen.get(key, 0) + 1
-            if prev is None:
-                first_scrape[key] = c
-                continue
-        elif prev is None:
-            warnings.extend(check_printed(rec, c))  # cumulative line: its printed rates cover since-start
+        warnings.extend(check_printed(rec, c))  # a cumulative line's printed rates cover since-start
+        if prev is None:
             windows.append(c)
             continue
-        else:
-            warnings.extend(check_printed(rec, c))
         diff = _minus(c, prev)
         if diff is None:
             warnings.append(f"{_where(rec)}: cumulative counters went down (server restart?); starting a new stream")
             windows.append(c)
         elif diff.num_drafts or diff.draft_tokens:
             windows.append(diff)
-    for key, c in first_scrape.items():
-        if scrapes_seen[key] == 1:  # a lone scrape: counts since the server started
+    for c in _prometheus_windows(spec, warnings):
+        bad = invalid_reason(c)
+        if bad:
+            warnings.append(f"{c.origin}: invalid counts ({bad}); left out of the counts")
+        else:
             windows.append(c)
+    warnings.extend(mixed_k(windows))
     return windows, warnings
+
+
+def window_k(c: Counts) -> int | None:
+    return c.num_spec_tokens or (len(c.accepted_per_position) if c.accepted_per_position else None)
+
+
+def mixed_k(windows: list[Counts]) -> list[str]:
+    """A warning when windows were measured at different k (their per-position counts do not sum)."""
+    by_k: dict[Any, list[Counts]] = {}
+    for w in windows:
+        by_k.setdefault(window_k(w), []).append(w)
+    if len(by_k) < 2:
+        return []
+    parts = "; ".join(f"k={k}: {len(ws)} window(s), {sum(w.num_drafts for w in ws)} drafts, first at "
+                      f"{ws[0].origin or '?'}" for k, ws in sorted(by_k.items(), key=lambda kv: str(kv[0])))
+    return [f"windows measured at different k ({parts}): per-position counts cannot be summed across k; "
+            "analyse each k apart (one log per server configuration)"]
 
 
 @dataclass

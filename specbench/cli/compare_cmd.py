@@ -1,7 +1,10 @@
 """``specbench compare BASE CAND``: the CI regression gate.
 
-Exit codes: 0 no gate failed, 1 a gate failed (a regression; the output names cell and metric),
-2 usage or input error (malformed gate, missing / other-version result files, --strict mismatch).
+Exit codes: 0 every gate check passed, 1 a check failed (a regression; the output names cell and
+metric), 3 none failed but some could not be decided (inconclusive: a cell missing or failed, a
+metric absent, too few units for an interval; ``--allow-inconclusive`` turns 3 into 0 with a
+warning), 2 usage or input error (malformed gate, a gate no run can satisfy, missing /
+other-version result files, --strict mismatch).
 """
 
 from __future__ import annotations
@@ -50,8 +53,14 @@ def compare(
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
     resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
+    allow_inconclusive: Annotated[bool, typer.Option(
+        "--allow-inconclusive", help="Exit 0 instead of 3 when no check failed but some could not be decided "
+                                     "(a warning says which).")] = False,
+    holm: Annotated[bool, typer.Option(
+        "--holm/--no-holm", help="Family-wise control (Holm) over positions x cells for [*] gates; --no-holm "
+                                 "controls the false-alarm rate per check only.")] = True,
 ) -> None:
-    """Compare two runs cell by cell and fail (exit 1) on a regression past the gates."""
+    """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
     from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate
     from specbench.compare.guard import mismatches, unchecked
     from specbench.errors import InputError
@@ -65,7 +74,7 @@ def compare(
     base, cand = load_side(baseline), load_side(candidate)
     diffs = mismatches(base, cand)
     comp = compare_sides(base, cand, gates, default_gates=default, mismatches=diffs, n_resamples=resamples,
-                         seed=seed, confidence=confidence)
+                         seed=seed, confidence=confidence, holm=holm)
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)
@@ -74,7 +83,8 @@ def compare(
             f"only in candidate: {n}" for n in comp.only_cand]
         raise InputError("--strict: the runs are not comparable: " + "; ".join(problems)
                          + "; re-run with matching settings or drop --strict")
-    if not comp.cells:
+    # Disjoint axes (the wrong pair of runs) is a usage error; cells that failed are inconclusive (exit 3).
+    if all(c.missing for c in comp.cells) and not base.failed and not cand.failed:
         raise InputError(f"no cell of {baseline} matches a cell of {candidate} by axis values "
                          f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
                          f"{', '.join(c.name for c in cand.cells.values())})")
@@ -82,7 +92,11 @@ def compare(
     from specbench.compare.render import print_table
 
     print_table(comp, console)
-    raise typer.Exit(comp.exit_code)
+    code = comp.exit_code
+    if code == 3 and allow_inconclusive:
+        warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")
+        code = 0
+    raise typer.Exit(code)
 
 
 def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:

@@ -1,10 +1,12 @@
-"""Compare two sides cell by cell: point estimates, deltas, bootstrap CIs, verdicts and gates.
+"""Compare two sides cell by cell: point estimates, deltas, CIs, verdicts and gates.
 
 Pure: :class:`~specbench.compare.sides.Side` objects in, a :class:`Comparison` out; rendering
-and exit codes live elsewhere. Acceptance deltas use :func:`specbench.analysis.bootstrap_delta`
-(units resampled independently per side, counts summed: a ratio estimator); latency deltas
-bootstrap the median over requests. A verdict is ``worse``/``better`` only when the CI of the
-delta excludes 0 *and* the change is past the row's tolerance (its gate's, else 0); else ``~``.
+and exit-code choice live elsewhere. Intervals come from :mod:`specbench.compare.intervals`
+(acceptance: jackknife t, paired by prompt when both sides carry prompt ids; latency medians:
+BCa). Acceptance point estimates come from the exact /metrics diff when both sides have one
+(units then only give the interval). Gate checks are applied by :mod:`specbench.compare.checks`.
+A row's verdict is ``worse``/``better`` only when the CI of the delta excludes 0 *and* the change
+is past the row's tolerance (its gate's, else 0); else ``~``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from specbench.analysis.acceptance import bootstrap_delta, point_estimates
-from specbench.compare.gates import Decision, Gate, decide, harm_of
+from specbench.compare import intervals as iv
+from specbench.compare.gates import Gate, harm_of
 from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
 from specbench.compare.sides import Side, SideCell
 
@@ -32,6 +34,10 @@ class MetricRow:
     ci: tuple[float, float] | None  # CI of cand - base; None when it cannot be estimated
     verdict: str = "~"
     tolerance: float | None = None
+    se: float | None = None  # t intervals only (then df too): gives the gate's p-value
+    df: float | None = None
+    method: str = ""  # how the CI was obtained
+    why: str = ""  # why there is no CI
 
     @property
     def rel(self) -> float | None:
@@ -45,9 +51,13 @@ class GateResult:
     cell: str
     gate: str
     metric: str
-    status: str  # "pass" | "fail" | "skip"
+    status: str  # "pass" | "fail" | "inconclusive"
     message: str
     notes: list[str] = field(default_factory=list)
+    p_value: float | None = None
+    mdc: float | None = None  # smallest harm this check could have caught (tolerance + CI half-width)
+    tolerance: float | None = None
+    control: str = ""  # which error rate the check controls
 
 
 @dataclass
@@ -61,6 +71,8 @@ class CellComparison:
     unit_kind: str | None
     rows: list[MetricRow] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
+    missing: str | None = None  # why this cell has no rows (one side only, failed)
+    key: tuple = ()  # the cell key (axis, value) pairs, to find the sides' cells again
 
 
 @dataclass
@@ -76,14 +88,37 @@ class Comparison:
     default_gates: bool
     confidence: float
     n_resamples: int
+    unmatched: list[GateResult] = field(default_factory=list)  # gates that selected no cell
+    holm: bool = True
+
+    @property
+    def checks(self) -> list[GateResult]:
+        return [g for c in self.cells for g in c.gates] + self.unmatched
 
     @property
     def failures(self) -> list[GateResult]:
-        return [g for c in self.cells for g in c.gates if g.status == "fail"]
+        return [g for g in self.checks if g.status == "fail"]
+
+    @property
+    def inconclusive(self) -> list[GateResult]:
+        return [g for g in self.checks if g.status == "inconclusive"]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for g in self.checks if g.status == s) for s in ("pass", "fail", "inconclusive")}
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.failures else 0
+        """0 every check passed, 1 a check failed, 3 none failed but some could not be decided."""
+        return 1 if self.failures else (3 if self.inconclusive else 0)
+
+    @property
+    def error_rate(self) -> str:
+        """Which false-alarm rate the gates control, in words."""
+        alpha = (1 - self.confidence) / 2 * 100
+        fam = ("[*] gates: family-wise over positions x cells (Holm)" if self.holm
+               else "[*] gates: per check (Holm off)")
+        return f"false-alarm rate <= {alpha:.3g}% one-sided per check; {fam}"
 
     def to_dict(self) -> dict[str, Any]:
         def row(r: MetricRow) -> dict[str, Any]:
@@ -95,9 +130,12 @@ class Comparison:
         return {
             "baseline": self.base_label, "candidate": self.cand_label, "exit_code": self.exit_code,
             "confidence": self.confidence, "n_resamples": self.n_resamples,
-            "gates": self.gates, "default_gates": self.default_gates,
+            "gates": self.gates, "default_gates": self.default_gates, "checks": self.counts,
+            "error_rate": self.error_rate, "holm": self.holm,
             "regressions": [asdict(g) for g in self.failures],
-            "cells": [{**{k: v for k, v in asdict(c).items() if k not in ("rows", "gates")},
+            "inconclusive": [asdict(g) for g in self.inconclusive],
+            "unmatched_gates": [asdict(g) for g in self.unmatched],
+            "cells": [{**{k: v for k, v in asdict(c).items() if k not in ("rows", "gates", "key")},
                        "metrics": [row(r) for r in c.rows], "gates": [asdict(g) for g in c.gates]}
                       for c in self.cells],
             "only_in_baseline": self.only_base, "only_in_candidate": self.only_cand,
@@ -107,57 +145,56 @@ class Comparison:
 
 def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: bool = False,
                   mismatches: list[str] | None = None, n_resamples: int = 2000, seed: int = 0,
-                  confidence: float = 0.95) -> Comparison:
-    """Match cells by axis values, compute every metric row, apply every gate that selects the cell."""
+                  confidence: float = 0.95, holm: bool = True) -> Comparison:
+    """Match cells by axis values, compute every metric row, apply every gate that selects a cell.
+
+    GateError (exit 2) for a gate no run can satisfy (unknown axis or value, position >= k).
+    """
+    from specbench.compare import checks
+
+    checks.validate(gates, base, cand)
     cells = []
+    warnings: list[str] = []
     refs = tuple(next((c for c in side.cells.values() if c.is_baseline), None) for side in (base, cand))
     for key, bc in base.cells.items():
         cc = cand.cells.get(key)
         if cc is not None:
-            cells.append(compare_cell(bc, cc, gates, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                                      refs=refs))
-    warnings = [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings]
+            cells.append(compare_cell(bc, cc, n_resamples=n_resamples, seed=seed, confidence=confidence, refs=refs,
+                                      warnings=warnings))
+    cells += checks.missing_cells(base, cand)
+    warnings = [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings] + warnings
     warnings += [f"baseline cell skipped: {s}" for s in base.skipped] + [f"candidate cell skipped: {s}"
                                                                          for s in cand.skipped]
-    for c in cells:
-        warnings += [f"{c.name}: gate {g.gate} skipped: {g.message}" for g in c.gates
-                     if g.status == "skip" and "only on" in g.message]
-    return Comparison(
+    comp = Comparison(
         base_label=base.label, cand_label=cand.label, cells=cells,
         only_base=[c.name for k, c in base.cells.items() if k not in cand.cells],
         only_cand=[c.name for k, c in cand.cells.items() if k not in base.cells],
         mismatches=list(mismatches or []), warnings=warnings, gates=[g.describe() for g in gates],
-        default_gates=default_gates, confidence=confidence, n_resamples=n_resamples,
+        default_gates=default_gates, confidence=confidence, n_resamples=n_resamples, holm=holm,
     )
+    checks.apply_gates(comp, gates, base, cand)
+    return comp
 
 
-def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate], *, n_resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95, refs: tuple[SideCell | None, SideCell | None] = (None, None)
-                 ) -> CellComparison:
-    """``refs``: each side's baseline (no-speculation) cell, for speedup and divergence_share."""
-    rows = _acceptance_rows(bc, cc, n_resamples, seed, confidence)
+def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *, n_resamples: int = 2000,
+                 seed: int = 0, confidence: float = 0.95,
+                 refs: tuple[SideCell | None, SideCell | None] = (None, None),
+                 warnings: list[str] | None = None) -> CellComparison:
+    """Rows of one matched cell. ``refs``: each side's baseline (no-speculation) cell, for speedup and
+    divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide)."""
+    warnings = warnings if warnings is not None else []
+    rows = _acceptance_rows(bc, cc, confidence, warnings)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
     rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,
                          base_units=len(bc.units), cand_units=len(cc.units),
                          unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else
-                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows)
-    by_name = {r.name: r for r in rows}
-    tolerances: dict[str, list[float]] = {}
-    for gate in gates:
-        if not gate.selects(bc.axes):
-            continue
-        for name, row, decision in _apply(gate, by_name, bc, cc):
-            out.gates.append(GateResult(bc.name, gate.describe(), name, decision.status, decision.message,
-                                        decision.notes))
-            if row is not None and decision.tolerance is not None:
-                tolerances.setdefault(name, []).append(decision.tolerance)
-            if row is not None and decision.status == "fail":
-                row.verdict = "worse"
-    for row in rows:
-        row.tolerance = min(tolerances.get(row.name, [0.0]))
-        if row.verdict != "worse":
-            row.verdict = verdict(row)
+                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key)
+    from specbench.compare import checks
+
+    if gates:
+        checks.apply_cell(out, gates, bc, cc)
+    checks.finish_rows(out)
     return out
 
 
@@ -174,70 +211,89 @@ def verdict(row: MetricRow) -> str:
     return "~"
 
 
-def _apply(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell):
-    if gate.all_positions:
-        names = [n for n, r in rows.items() if r.metric is gate.metric]
-        if not names:
-            yield row_name(gate.metric, 0) + "..", None, _missing(gate, bc, cc)
-        for n in names:
-            r = rows[n]
-            yield n, r, decide(gate, r.base, r.cand, r.ci, n)
-        return
-    n = row_name(gate.metric, gate.index)
-    r = rows.get(n)
-    if r is None:
-        yield n, None, _missing(gate, bc, cc)
-    else:
-        yield n, r, decide(gate, r.base, r.cand, r.ci, n)
-
-
-def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> Decision:
-    if gate.metric.source == "acceptance" and bool(bc.units) != bool(cc.units):
-        where = "baseline" if bc.units else "candidate"
-        return Decision("skip", message=f"acceptance measured only on the {where}")
-    if gate.metric.source == "study" and bc.is_baseline:
-        return Decision("skip", message="the baseline cell is this metric's reference")
-    if gate.metric.source == "study":
-        return Decision("skip", message="needs a baseline cell (baseline: true) on both sides and a speculative "
-                                        "cell with finished requests")
-    return Decision("skip", message="not measured in this cell")
-
-
-def _acceptance_rows(bc: SideCell, cc: SideCell, n: int, seed: int, conf: float) -> list[MetricRow]:
+def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float, warnings: list[str]) -> list[MetricRow]:
     if not bc.units or not cc.units:
         return []
-    iv = bootstrap_delta(bc.units, cc.units, n_resamples=n, seed=seed, confidence=conf)
-    pb, pc = point_estimates(bc.units), point_estimates(cc.units)
-    k = min(sum(1 for s in pb if s.startswith("p") and s[1:].isdigit()),
-            sum(1 for s in pc if s.startswith("p") and s[1:].isdigit()))
+    kb, kc = bc.prompt_clusters(), cc.prompt_clusters()
+    if bc.unit_kind == cc.unit_kind == "request" and len(kb) >= 2 and len(kc) >= 2:
+        deltas = iv.paired_acceptance_deltas(kb, kc, conf)
+        ub, uc = list(kb.values()), list(kc.values())
+    else:
+        deltas = iv.acceptance_deltas(bc.units, cc.units, conf)
+        ub, uc = bc.units, cc.units
+    k = iv.common_k(ub, uc)
+    pb, pc = (iv.stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
+    exact = bc.exact is not None and cc.exact is not None and not bc.exact_missing and not cc.exact_missing
+    if exact:  # exact /metrics counts for the point; the units only for the interval's width
+        for side, cell, units in (("baseline", bc, ub), ("candidate", cc, uc)):
+            _agree(cell, units, side, warnings)
+        k_exact = min(k, len(bc.exact.accepted_per_position or []), len(cc.exact.accepted_per_position or []))
+        eb, ec = (iv.stats(iv.count_matrix([c.exact], k_exact).sum(axis=0), k_exact) for c in (bc, cc))
+        pb = {key: (eb[key] if key in eb else v) for key, v in pb.items()}
+        pc = {key: (ec[key] if key in ec else v) for key, v in pc.items()}
     specs = [(METRICS["mean_acceptance_length"], None), (METRICS["draft_acceptance_rate"], None)]
     specs += [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
     rows = []
     for metric, i in specs:
         key = stat_key(metric, i)
         b, c = _finite(pb.get(key)), _finite(pc.get(key))
-        ci = None if iv.degenerate or key not in iv else iv[key]
-        rows.append(MetricRow(row_name(metric, i), metric, i, b, c, None if b is None or c is None else c - b, ci))
+        d = deltas.get(key) or iv.Delta(None, why="not computed")
+        delta = None if b is None or c is None else c - b
+        ci = d.ci
+        if ci is not None and delta is not None and d.point is not None:
+            shift = delta - d.point  # re-centre the (symmetric) t interval on the exact point
+            ci = (ci[0] + shift, ci[1] + shift)
+        rows.append(MetricRow(row_name(metric, i), metric, i, b, c, delta, ci, se=d.se, df=d.df, method=d.method,
+                              why=d.why))
     return rows
+
+
+def _agree(cell: SideCell, units, side: str, warnings: list[str]) -> None:
+    from specbench.analysis.counts import total
+
+    u = total(list(units))
+    e = cell.exact
+    if (u.num_drafts, u.accepted_tokens) != (e.num_drafts, e.accepted_tokens):
+        warnings.append(f"{cell.name} ({side}): per-{cell.unit_kind} units count {u.num_drafts} drafts / "
+                        f"{u.accepted_tokens} accepted, /metrics {e.num_drafts} / {e.accepted_tokens} (errored "
+                        "requests or traffic outside the load?): point estimates from /metrics, CIs from the units")
 
 
 def _latency_rows(bc: SideCell, cc: SideCell, n: int, seed: int, conf: float) -> list[MetricRow]:
     rows = []
-    rng = np.random.default_rng(seed)
-    for name in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s"):
-        metric = METRICS[name]
+    for name in ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
         lb, lc = bc.latency.get(name) or [], cc.latency.get(name) or []
-        if len(lb) >= 2 and len(lc) >= 2:  # medians over requests, bootstrap over requests
+        sb, sc = bc.summary.get(name) or [], cc.summary.get(name) or []
+        if lb and lc:  # medians over requests
             b, c = float(np.median(lb)), float(np.median(lc))
-            ci = _resampled_delta(lb, lc, np.median, n, rng, conf)
-        else:  # per-repeat summary values; the repeats are the units when there are >= 2 each
-            sb, sc = bc.summary.get(name) or [], cc.summary.get(name) or []
-            if not sb or not sc:
-                continue
+            d = iv.median_delta(lb, lc, conf, n, seed)
+        elif sb and sc:  # per-repeat summary values: the repeats are the units
             b, c = float(np.mean(sb)), float(np.mean(sc))
-            ci = _resampled_delta(sb, sc, np.mean, n, rng, conf) if len(sb) >= 2 and len(sc) >= 2 else None
-        rows.append(MetricRow(name, metric, None, b, c, c - b, ci))
-    return rows
+            d = iv.mean_delta(sb, sc, conf)
+        else:
+            continue
+        rows.append(MetricRow(name, METRICS[name], None, b, c, c - b, d.ci, se=d.se, df=d.df, method=d.method,
+                              why=d.why))
+    row = _throughput_row(bc, cc, conf)
+    return rows + ([row] if row else [])
+
+
+def _throughput_row(bc: SideCell, cc: SideCell, conf: float) -> MetricRow | None:
+    """The load's output tok/s from summary.json (mean over repeats); its standard error from the
+    spread of per-request throughput (relative SE of Σ tokens / Σ e2e over requests) when the
+    requests carry them, else from the repeats."""
+    name = "output_tok_per_s"
+    sb, sc = bc.summary.get(name) or [], cc.summary.get(name) or []
+    if not sb or not sc:
+        return None
+    b, c = float(np.mean(sb)), float(np.mean(sc))
+    (tb, eb), (tc, ec) = bc.throughput_units(), cc.throughput_units()
+    if len(tb) >= 2 and len(tc) >= 2:
+        d = iv.scaled_delta(b, c, iv.ratio_rel_se(tb, eb), iv.ratio_rel_se(tc, ec), len(tb), len(tc), conf,
+                            f"t, SE from per-request throughput, {len(tb)} vs {len(tc)} requests")
+    else:
+        d = iv.mean_delta(sb, sc, conf)
+    return MetricRow(name, METRICS[name], None, b, c, c - b, d.ci, se=d.se, df=d.df, method=d.method, why=d.why)
 
 
 def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCell | None], n: int, seed: int,
@@ -249,17 +305,8 @@ def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCel
         return []
     figures = study_figures(bc.requests, rb.requests, cc.requests, rc.requests, n_resamples=n, seed=seed,
                             confidence=conf)
-    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci) for name, (b, c, ci) in figures.items()]
-
-
-def _resampled_delta(b: list[float], c: list[float], stat, n: int, rng: np.random.Generator,
-                     conf: float) -> tuple[float, float]:
-    vb, vc = np.asarray(b, dtype=float), np.asarray(c, dtype=float)
-    sb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
-    sc = stat(vc[rng.integers(0, len(vc), size=(n, len(vc)))], axis=1)
-    alpha = (1 - conf) / 2
-    lo, hi = np.quantile(sc - sb, [alpha, 1 - alpha])
-    return float(lo), float(hi)
+    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests")
+            for name, (b, c, ci) in figures.items()]
 
 
 def _finite(x: float | None) -> float | None:

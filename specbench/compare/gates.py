@@ -14,13 +14,16 @@ Grammar (one line, shown in every parse error)::
 - Unit: ``%`` relative to the baseline's point estimate; ``pp`` percentage points (fraction metrics
   only: ``-2pp`` = -0.02); none = absolute, in the metric's own unit (``per_position[0]:-0.02``).
 
-Decision (noise inside the CI never fails; a real change past the tolerance does):
+Decision (three states; nothing missing is ever a pass):
 let ``harm`` be the change in the bad direction (``base - cand`` for higher-is-better metrics,
-``cand - base`` otherwise) and ``[harm_lo, harm_hi]`` its bootstrap CI. The gate FAILS iff
-``harm > tol`` and ``harm_lo > tol``: the whole CI of the change lies past the tolerance bound in
-the bad direction, i.e. we are ``confidence``-sure the true harm exceeds the tolerance. With
-``tol = 0`` this is "significantly worse". Without a CI (one unit on a side) the point estimate
-alone decides, and the result says so.
+``cand - base`` otherwise) and ``[harm_lo, harm_hi]`` its CI at ``confidence``. The check
+FAILS iff ``harm_lo > tol``: the whole CI lies past the tolerance in the bad direction, a one-sided
+test of "true harm <= tol" at level (1 - confidence) / 2 (2.5% at 95%): that is the false-alarm
+rate each check controls. It PASSES when the CI reaches back inside the tolerance. It is
+INCONCLUSIVE when the metric is missing on a side, the cell failed or is on one side only, the
+selector or position matches nothing, or there is no CI (too few units): a point estimate alone
+never decides. ``[*]`` gates control the family-wise rate over positions x cells (Holm) unless
+turned off (``--no-holm``).
 """
 
 from __future__ import annotations
@@ -174,12 +177,25 @@ def load_gate_file(path: Path) -> list[Gate]:
 
 @dataclass
 class Decision:
-    status: str  # "pass" | "fail" | "skip"
+    status: str  # "pass" | "fail" | "inconclusive"
     harm: float | None = None
     harm_ci: tuple[float, float] | None = None
     tolerance: float | None = None
     message: str = ""
     notes: list[str] = field(default_factory=list)
+    p_value: float | None = None  # one-sided, of "true harm <= tolerance"; t intervals only
+    mdc: float | None = None  # minimum detectable change: tolerance + CI half-width (harm units)
+
+
+# How to get units, per metric source, for an inconclusive "no CI" check.
+HINTS = {
+    "acceptance": "get units: per-request acceptance (the built-in load driver records it), several log windows "
+                  "(a load longer than vLLM's 10 s log interval), or repeats: 2+ in the study",
+    "requests": "get units: per-request rows (requests.jsonl, built-in driver or llmperf) with more requests, "
+                "or repeats: 2+ in the study",
+    "summary": "get units: per-request rows (requests.jsonl with output_tokens and e2e) or repeats: 2+",
+    "study": "needs finished requests in this cell and in the run's baseline cell on both sides",
+}
 
 
 def harm_of(metric: Metric, delta: float, ci: tuple[float, float] | None) -> tuple[float, tuple[float, float] | None]:
@@ -190,25 +206,31 @@ def harm_of(metric: Metric, delta: float, ci: tuple[float, float] | None) -> tup
 
 
 def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, float] | None,
-           name: str | None = None) -> Decision:
-    """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``)."""
+           name: str | None = None, *, se: float | None = None, df: float | None = None, why: str = "") -> Decision:
+    """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``;
+    ``se``/``df`` when it is a t interval, for the p-value; ``why`` says why there is no CI)."""
+    from specbench.compare.intervals import one_sided_p
+
     name = name or row_name(gate.metric, gate.index)
     if base is None or cand is None or _nan(base) or _nan(cand):
-        return Decision("skip", message=f"{name}: not measured on both sides")
+        return Decision("inconclusive", message=f"{name}: not measured on both sides")
     tol = gate.tolerance(base)
     harm, harm_ci = harm_of(gate.metric, cand - base, None if ci is None or any(map(_nan, ci)) else ci)
-    past = harm > tol
+    word = f"worse by {harm:.4g}" if harm > 0 else (f"better by {-harm:.4g}" if harm < 0 else "unchanged")
+    head = f"{name}: base {base:.4g} -> cand {cand:.4g} ({word}"
     if harm_ci is None:
-        fail = past
-        notes = ["no CI (a side has one unit): the point estimate decided"]
-    else:
-        fail = past and harm_ci[0] > tol
-        notes = []
-    word = "worse" if harm > 0 else "better"
-    ci_txt = "" if harm_ci is None else f", CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]"
-    msg = (f"{name}: base {base:.4g} -> cand {cand:.4g} ({word} by {abs(harm):.4g}{ci_txt}; "
-           f"allowed {tol:.4g} from {gate.expr})")
-    return Decision("fail" if fail else "pass", harm, harm_ci, tol, msg, notes)
+        return Decision("inconclusive", harm, None, tol,
+                        f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
+                        f"({why or 'too few units'}); {HINTS[gate.metric.source]}")
+    mdc = tol + (harm_ci[1] - harm_ci[0]) / 2
+    p = one_sided_p(harm, tol, se, df) if se is not None and df is not None else None
+    msg = (f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr}; "
+           f"smallest detectable {mdc:.4g})")
+    notes = []
+    if tol > 0 and mdc > 2 * tol:
+        notes.append(f"this check cannot see a change of {tol:.4g}: the smallest it could catch is {mdc:.4g}; "
+                     f"it needs ~{((mdc - tol) / tol) ** 2:.1f}x the units per side")
+    return Decision("fail" if harm_ci[0] > tol else "pass", harm, harm_ci, tol, msg, notes, p, mdc)
 
 
 def _nan(x: float) -> bool:

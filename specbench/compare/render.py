@@ -41,17 +41,59 @@ def fmt_change(row: MetricRow) -> str:
 
 def fmt_ci(row: MetricRow) -> str:
     if row.ci is None:
-        return "no CI"
+        return "no CI (too few units)" if "too few" in row.why else "no CI"
     return f"[{fmt_delta(row, row.ci[0])}, {fmt_delta(row, row.ci[1])}]"
 
 
+def tally(comp: Comparison) -> str:
+    n = comp.counts
+    return f"{n['pass']} passed, {n['fail']} failed, {n['inconclusive']} inconclusive"
+
+
 def headline(comp: Comparison) -> str:
-    fails = comp.failures
+    fails, unsure = comp.failures, comp.inconclusive
     if fails:
         what = "; ".join(f"{g.cell}: {g.metric}" for g in fails[:3]) + ("; ..." if len(fails) > 3 else "")
         cells = len({g.cell for g in fails})
-        return f"REGRESSION: {len(fails)} gate check(s) failed in {cells} cell(s) ({what})"
-    return f"no regression: {sum(len(c.gates) for c in comp.cells)} gate check(s) passed or skipped"
+        return f"REGRESSION: {len(fails)} gate check(s) failed in {cells} cell(s) ({what}); {tally(comp)}"
+    if unsure:
+        what = "; ".join(f"{g.cell}: {g.metric}" for g in unsure[:3]) + ("; ..." if len(unsure) > 3 else "")
+        return f"INCONCLUSIVE: {len(unsure)} gate check(s) could not be decided ({what}); {tally(comp)}"
+    if not comp.checks:
+        return "INCONCLUSIVE: no gate check ran"
+    return f"no regression: {tally(comp)}"
+
+
+def weak_gates(comp: Comparison) -> list[str]:
+    """One line per gate whose checks cannot see a change of its own tolerance (worst check named)."""
+    out = []
+    for gate in dict.fromkeys(g.gate for g in comp.checks):
+        checks = [g for g in comp.checks if g.gate == gate and g.mdc is not None]
+        weak = [g for g in checks if any(n.startswith("this check cannot see") for n in g.notes)]
+        if weak:
+            worst = max(weak, key=lambda g: g.mdc / g.tolerance if g.tolerance else 0)
+            note = next(n for n in worst.notes if n.startswith("this check cannot see"))
+            out.append(f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance; worst: "
+                       f"{worst.cell}: {worst.metric}: {note}")
+    return out
+
+
+def _gate_cell(statuses: list[str], md: bool = False) -> str:
+    if "fail" in statuses:
+        return "**FAIL**" if md else "[bold red]FAIL[/]"
+    if "inconclusive" in statuses:
+        return "inconclusive" if md else "[yellow]inconclusive[/]"
+    return "pass" if "pass" in statuses else ""
+
+
+def _mdc(cell) -> dict[str, str]:
+    """Smallest detectable harm per metric row, from its gate checks (tolerance + CI half-width)."""
+    out: dict[str, str] = {}
+    for g in cell.gates:
+        if g.mdc is not None:
+            row = next((r for r in cell.rows if r.name == g.metric), None)
+            out[g.metric] = fmt_delta(row, g.mdc, sign=False) if row else f"{g.mdc:.4g}"
+    return out
 
 
 def print_table(comp: Comparison, console) -> None:
@@ -74,16 +116,20 @@ def _print_table(comp: Comparison, console) -> None:
         gate_by_metric: dict[str, list[str]] = {}
         for g in cell.gates:
             gate_by_metric.setdefault(g.metric, []).append(g.status)
-        units = f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units" if cell.base_units else ""
+        units = (f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units"
+                 if cell.base_units and cell.cand_units else
+                 ("acceptance on one side only" if cell.base_units or cell.cand_units else ""))
         table = Table(title=f"{cell.name}  [dim]({units})[/]" if units else cell.name, title_justify="left")
-        for col in ("metric", "base", "cand", "delta", f"{level}% CI of delta", "verdict", "gate"):
+        if cell.missing:
+            console.print(f"[yellow]{cell.name}: no comparison: the cell {cell.missing}[/]", highlight=False)
+            continue
+        for col in ("metric", "base", "cand", "delta", f"{level}% CI of delta", "verdict", "gate", "detects"):
             table.add_column(col, justify="left" if col in ("metric", "verdict", "gate") else "right", no_wrap=True)
+        mdc = _mdc(cell)
         for row in cell.rows:
-            statuses = gate_by_metric.get(row.name, [])
-            gate = "FAIL" if "fail" in statuses else ("pass" if "pass" in statuses else "")
             table.add_row(row.name, fmt_value(row, row.base), fmt_value(row, row.cand), fmt_change(row),
                           fmt_ci(row), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
-                          "[bold red]FAIL[/]" if gate == "FAIL" else gate)
+                          _gate_cell(gate_by_metric.get(row.name, [])), mdc.get(row.name, ""))
         console.print(table)
     for name in comp.only_base:
         console.print(f"[yellow]only in baseline:[/] {name}", highlight=False)
@@ -93,38 +139,55 @@ def _print_table(comp: Comparison, console) -> None:
         console.print(f"[yellow]runs differ:[/] {line}", highlight=False)
     for line in comp.warnings:
         console.print(f"[yellow]warning:[/] {line}", highlight=False)
+    for line in weak_gates(comp):
+        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
+    for g in comp.inconclusive:
+        console.print(f"[yellow]INCONCLUSIVE[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False,
+                      soft_wrap=True)
     for g in comp.failures:
         console.print(f"[bold red]FAIL[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False,
                       soft_wrap=True)
     gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
-    console.print(f"gates: {gates}", highlight=False)
-    style = "bold red" if comp.failures else "bold green"
+    console.print(f"gates: {gates}; {comp.error_rate}", highlight=False, soft_wrap=True)
+    console.print("detects: the smallest harm each gate check could have caught (tolerance + CI half-width)",
+                  highlight=False, style="dim")
+    style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
     console.print(f"[{style}]{headline(comp)}[/]", highlight=False, soft_wrap=True)
 
 
 def markdown(comp: Comparison) -> str:
     """A self-contained Markdown report: headline, one table per cell, regressions, warnings."""
     level = int(round(comp.confidence * 100))
-    icon = "❌" if comp.failures else "✅"
+    icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or not comp.checks else "✅")
     out = [f"## {icon} specbench compare: {headline(comp)}", "",
            f"Baseline `{comp.base_label}` vs candidate `{comp.cand_label}`; gates: "
            + ", ".join(f"`{g}`" for g in comp.gates) + (" (default)" if comp.default_gates else "")
-           + f"; {level}% bootstrap CIs ({comp.n_resamples} resamples).", ""]
+           + f"; {level}% CIs; {comp.error_rate}. *detects*: the smallest harm a gate check could have caught "
+           "(tolerance + CI half-width).", ""]
     for cell in comp.cells:
         gate_by_metric: dict[str, list[str]] = {}
         for g in cell.gates:
             gate_by_metric.setdefault(g.metric, []).append(g.status)
-        out += [f"### {cell.name}", "", f"| metric | base | cand | delta | {level}% CI | verdict | gate |",
-                "|---|---:|---:|---:|---:|---|---|"]
+        if cell.missing:
+            out += [f"### {cell.name}", "", f"No comparison: the cell {cell.missing}.", ""]
+            continue
+        out += [f"### {cell.name}", "", f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
+                "|---|---:|---:|---:|---:|---|---|---:|"]
+        mdc = _mdc(cell)
         for row in cell.rows:
-            statuses = gate_by_metric.get(row.name, [])
-            gate = "**FAIL**" if "fail" in statuses else ("pass" if "pass" in statuses else "")
             out.append(f"| `{row.name}` | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
-                       f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | {gate} |")
+                       f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | "
+                       f"{_gate_cell(gate_by_metric.get(row.name, []), md=True)} | {mdc.get(row.name, '')} |")
         out.append("")
     if comp.failures:
         out += ["### Regressions", ""] + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}"
                                           for g in comp.failures] + [""]
+    if comp.inconclusive:
+        out += ["### Inconclusive (not a pass)", ""] + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}"
+                                                        for g in comp.inconclusive] + [""]
+    blind = [f"- {line}" for line in weak_gates(comp)]
+    if blind:
+        out += ["### Weak gates", ""] + blind + [""]
     notes = ([f"- only in baseline: {n}" for n in comp.only_base] + [f"- only in candidate: {n}" for n in comp.only_cand]
              + [f"- runs differ: {m}" for m in comp.mismatches] + [f"- warning: {w}" for w in comp.warnings])
     if notes:

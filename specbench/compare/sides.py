@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import Counts
+from specbench.analysis.counts import invalid_reason
 from specbench.errors import InputError
 
 CellKey = tuple[tuple[str, str], ...]
@@ -46,6 +47,52 @@ class SideCell:
     num_spec_tokens: int | None = None
     is_baseline: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)  # requests.jsonl rows, tagged with _repeat
+    exact: Counts | None = None  # /metrics diff summed over repeats; None unless every repeat has one
+    exact_missing: bool = False  # some repeat had no /metrics diff: ``exact`` is not the cell's total
+    failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
+
+    def prompt_clusters(self) -> dict[str, Counts]:
+        """Per-request spec-decode counts summed by prompt id (repeats and repeated prompts pooled);
+        empty when any finished request lacks a prompt id or counts."""
+        out: dict[str, Counts] = {}
+        for row in self.requests:
+            if _errored(row):
+                continue
+            sd, pid = row.get("spec_decode"), row.get("prompt_id")
+            if not isinstance(sd, dict) or pid is None:
+                return {}
+            try:
+                c = Counts.from_dict(sd)
+            except (KeyError, TypeError, ValueError):
+                return {}
+            if invalid_reason(c):  # named in a warning where acceptance.json's units are read
+                continue
+            if c.num_drafts:
+                out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
+        return out
+
+    def throughput_units(self) -> tuple[list[float], list[float]]:
+        """(output tokens, e2e seconds) of each finished request, for throughput's standard error."""
+        toks, secs = [], []
+        for row in self.requests:
+            t, e = row.get("output_tokens"), row.get("e2e_s", row.get("end_to_end_latency_s"))
+            if _errored(row) or not isinstance(t, (int, float)) or not isinstance(e, (int, float)) or e <= 0:
+                continue
+            toks.append(float(t))
+            secs.append(float(e))
+        return toks, secs
+
+
+@dataclass
+class FailedCell:
+    """A cell of the study none of whose repeats finished: every gate that selects it is inconclusive."""
+
+    key: CellKey
+    name: str
+    axes: dict[str, Any]
+    reason: str
+    is_baseline: bool = False
+    num_spec_tokens: int | None = None
 
 
 @dataclass
@@ -56,6 +103,21 @@ class Side:
     cells: dict[CellKey, SideCell]
     skipped: list[str] = field(default_factory=list)  # cells not done, with the reason
     warnings: list[str] = field(default_factory=list)
+    failed: dict[CellKey, FailedCell] = field(default_factory=dict)  # cells with no finished repeat
+
+    def axis_values(self) -> dict[str, set[str]]:
+        """Every axis value any cell of this side has (finished or not), for checking gate selectors."""
+        out: dict[str, set[str]] = {}
+        for key in list(self.cells) + list(self.failed):
+            for axis, value in key:
+                out.setdefault(axis, set()).add(value)
+        return out
+
+    def max_k(self) -> int | None:
+        """The largest k of any speculative cell; None when some speculative cell's k is unknown."""
+        ks = [c.num_spec_tokens for c in list(self.cells.values()) + list(self.failed.values())
+              if not c.is_baseline]
+        return max(ks) if ks and all(ks) else None
 
 
 def cell_key(axes: dict[str, Any]) -> CellKey:
@@ -81,10 +143,15 @@ def _load_file(path: Path) -> Side:
         raise InputError(f"{path}: reading log files needs specbench.metrics.parse, missing in this install; "
                          "compare run directories instead") from None
     from specbench.analysis.acceptance import counts_from_records
+    from specbench.analysis.windows import window_k
 
     result = parse_file(path)
     windows, warnings = counts_from_records(result.records)
     windows = [w for w in windows if w.num_drafts]
+    ks = sorted({window_k(w) for w in windows}, key=str)
+    if len(ks) > 1:
+        raise InputError(f"{path}: SpecDecoding windows at different k ({', '.join(f'k={k}' for k in ks)}): "
+                         "per-position counts cannot be pooled across k; split the log per server configuration")
     if not windows:
         raise InputError(f"{path}: no SpecDecoding metrics with counts found; is this a vLLM server log or a "
                          "/metrics scrape taken under speculative decoding?")
@@ -102,12 +169,17 @@ def _load_run_dir(path: Path) -> Side:
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
+    not_done: dict[CellKey, FailedCell] = {}
     for cell_id, data in run.cells.items():
-        if data.status != "done":
-            side.skipped.append(f"{cell_id}: status {data.status} ({data.cell.get('reason') or 'no reason given'})")
-            continue
         axes = dict(data.cell.get("axes") or {})
         key = cell_key(axes)
+        if data.status != "done":
+            why = f"{cell_id}: status {data.status} ({data.cell.get('reason') or 'no reason given'})"
+            side.skipped.append(why)
+            base = bool(data.cell.get("is_baseline"))
+            not_done.setdefault(key, FailedCell(key, cell_name(axes, cell_id), axes, why, base,
+                                                None if base else _planned_k(axes, run.manifest)))
+            continue
         cell = side.cells.get(key)
         if cell is None:
             cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
@@ -115,8 +187,13 @@ def _load_run_dir(path: Path) -> Side:
         cell.cell_ids.append(cell_id)
         _add_acceptance(cell, data.acceptance, data.dir / "acceptance.json", side.warnings)
         _add_latency(cell, data.dir / "requests.jsonl", data.summary, data.cell.get("repeat"))
-    if not side.cells:
-        raise InputError(f"{path}: no cell finished with status 'done' ({'; '.join(side.skipped)})")
+        if cell.num_spec_tokens is None and not cell.is_baseline:
+            cell.num_spec_tokens = _planned_k(axes, run.manifest)
+    for key, failed in not_done.items():
+        if key in side.cells:
+            side.cells[key].failed_repeats.append(failed.reason)
+        else:
+            side.failed[key] = failed
     side.warnings += _timing_warnings(run)
     return side
 
@@ -139,8 +216,21 @@ def _timing_warnings(run) -> list[str]:
     return out
 
 
-def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:
+def _valid(units: list[Counts], where: str, warnings: list[str]) -> list[Counts]:
+    """Units that can be real; the others are named in a warning and left out (never pooled)."""
+    out = []
+    for i, u in enumerate(units):
+        bad = invalid_reason(u)
+        if bad:
+            warnings.append(f"{where}[{i}]: invalid counts ({bad}); left out")
+        else:
+            out.append(u)
+    return out
+
+
+def _units(acc: dict[str, Any], where: Path, warnings: list[str] | None = None) -> tuple[list[Counts], str | None]:
     """Per-request units when they carry positions, else log windows, else the exact total."""
+    warnings = warnings if warnings is not None else []
     try:
         req = [Counts.from_dict(u) for u in ((acc.get("per_request") or {}).get("units") or [])]
         win = [Counts.from_dict(u) for u in ((acc.get("logs") or {}).get("windows") or [])]
@@ -148,6 +238,9 @@ def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:
         total = [Counts.from_dict(tot)] if tot else []
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: malformed counts ({exc}); re-run the cell (specbench run --resume)") from None
+    req = _valid(req, f"{where}: per_request.units", warnings)
+    win = _valid(win, f"{where}: logs.windows", warnings)
+    total = _valid(total, f"{where}: prometheus.counts", warnings)
     req, win = [u for u in req if u.num_drafts], [u for u in win if u.num_drafts]
     has_pos = lambda units: units and all(u.accepted_per_position is not None for u in units)  # noqa: E731
     for units, kind in ((req, "request"), (win, "window")):
@@ -162,10 +255,15 @@ def _units(acc: dict[str, Any], where: Path) -> tuple[list[Counts], str | None]:
 def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, warnings: list[str]) -> None:
     if not acc or acc.get("baseline"):
         return
-    units, kind = _units(acc, where)
+    units, kind = _units(acc, where, warnings)
     if not units:
         return
     prev = cell.unit_kind
+    exact = _exact(acc, where)
+    if exact is None or cell.exact_missing:
+        cell.exact, cell.exact_missing = None, True
+    else:
+        cell.exact = exact if cell.exact is None else cell.exact + exact
     cell.units.extend(units)
     if kind == "total" and len(cell.units) > 1:
         kind = "repeat"  # one exact total per repeat: the repeats are the units
@@ -175,13 +273,40 @@ def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, war
     cell.num_spec_tokens = acc.get("num_spec_tokens") or _k(cell.units)
 
 
+def _exact(acc: dict[str, Any], where: Path) -> Counts | None:
+    tot = (acc.get("prometheus") or {}).get("counts")
+    try:
+        c = Counts.from_dict(tot) if tot else None
+    except (KeyError, TypeError, ValueError):
+        return None
+    if c is None or not c.num_drafts or invalid_reason(c):  # invalid: _units warned about it
+        return None
+    return c
+
+
+def _planned_k(axes: dict[str, Any], manifest: dict[str, Any]) -> int | None:
+    """k a cell was to run with: its num_speculative_tokens axis, else the study's setting."""
+    k = axes.get("num_speculative_tokens")
+    if k is None:
+        spec = ((manifest.get("resolved_config") or {}).get("serve") or {}).get("speculative") or {}
+        k = spec.get("num_speculative_tokens")
+    try:
+        return int(k)
+    except (TypeError, ValueError):
+        return None
+
+
+def _errored(row: dict[str, Any]) -> bool:
+    return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))
+
+
 def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None) -> None:
     if requests_path.exists():
         from specbench.io import read_jsonl
 
         for row in read_jsonl(requests_path):
             cell.requests.append({**row, "_repeat": repeat})
-            if row.get("error") or row.get("error_code") or row.get("error_msg"):
+            if _errored(row):
                 continue
             for metric, keys in _LATENCY_KEYS.items():
                 value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)

@@ -15,15 +15,21 @@ from specbench.analysis.acceptance import Counts
 
 
 def simulate_units(p: list[float], n_units: int, drafts_per_unit: int, rng: np.random.Generator,
-                   spread: float = 0.0) -> list[Counts]:
-    """``n_units`` request units of ``drafts_per_unit`` drafts each, true unconditional rates ``p``."""
+                   spread: float = 0.0, shifts: np.ndarray | None = None) -> list[Counts]:
+    """``n_units`` request units of ``drafts_per_unit`` drafts each, true unconditional rates ``p``.
+
+    ``shifts`` (one per unit) fixes the per-request logit shifts instead of drawing them: the same
+    shifts on two sides model the same prompts run twice (paired comparisons)."""
     p = np.asarray(p, dtype=float)
     if np.any(np.diff(p) > 0) or p[0] > 1 or p[-1] < 0:
         raise ValueError("p must be non-increasing fractions")
     k = len(p)
     alpha = p / np.concatenate([[1.0], p[:-1]])
     logit = np.log(alpha / (1 - alpha + 1e-12) + 1e-12)
-    shift = rng.normal(0.0, spread, size=(n_units, 1)) if spread else np.zeros((n_units, 1))
+    if shifts is not None:
+        shift = np.asarray(shifts, dtype=float).reshape(n_units, 1)
+    else:
+        shift = rng.normal(0.0, spread, size=(n_units, 1)) if spread else np.zeros((n_units, 1))
     unit_alpha = 1 / (1 + np.exp(-(logit[None, :] + shift)))  # (n_units, k)
     draws = rng.random((n_units, drafts_per_unit, k)) < unit_alpha[:, None, :]
     accepted = np.cumprod(draws, axis=2)  # position i counts only if 0..i all accepted

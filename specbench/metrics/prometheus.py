@@ -6,6 +6,13 @@
 - ``prometheus-v0``: gauges ``vllm:spec_decode_draft_acceptance_rate``, ``vllm:spec_decode_efficiency`` and
   counters ``vllm:spec_decode_num_{accepted,draft,emitted}_tokens_total``.
 ``*_created`` samples (counter creation timestamps) are ignored.
+
+One record per **series**: a series is keyed by its full label set minus ``position`` (which
+indexes the per-position counter) and the labels a Prometheus server adds at scrape time
+(``instance``, ``job``); a label only some spec-decode families carry is left out of the key, so
+the families of one engine still meet in one record. Two series that share an ``engine`` label but differ in another label
+(``model_name``, a data-parallel rank) are two records, never one overwriting the other; summing
+the records of a scrape sums its engines.
 """
 
 from __future__ import annotations
@@ -35,42 +42,53 @@ def looks_like_prometheus(text: str) -> bool:
     return "# TYPE " in head or "# HELP " in head or head.lstrip().startswith("vllm:")
 
 
+SCRAPE_LABELS = frozenset({"instance", "job"})
+
+SeriesKey = tuple[tuple[str, str], ...]
+
+
+def series_key(labels: dict[str, str], names: frozenset[str] | None = None) -> SeriesKey:
+    """A series' identity: its labels minus ``position`` and scrape-time labels (only ``names`` if given)."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k != "position" and k not in SCRAPE_LABELS
+                        and (names is None or k in names)))
+
+
 def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecord]:
-    """One record per engine that exports spec-decode metrics; malformed exposition text → []."""
-    by_engine: dict[str | None, dict[str, object]] = defaultdict(dict)
-    positions: dict[str | None, dict[int, int]] = defaultdict(dict)
+    """One record per series exporting spec-decode metrics (see the module docstring); malformed
+    exposition text → []."""
+    by_series: dict[SeriesKey, dict[str, object]] = defaultdict(dict)
+    positions: dict[SeriesKey, dict[int, int]] = defaultdict(dict)
     try:
-        for family in text_string_to_metric_families(text):
-            if not family.name.startswith("vllm:spec_decode"):
-                continue
-            for sample in family.samples:
-                if sample.name.endswith("_created"):
-                    continue
-                engine = sample.labels.get("engine")
-                value = sample.value
-                if not math.isfinite(value):  # NaN / ±Inf (a broken exporter, a damaged file) → field stays null
-                    continue
-                if sample.name == PER_POS:
-                    try:
-                        positions[engine][int(sample.labels["position"])] = int(value)
-                    except (KeyError, ValueError):
-                        continue
-                elif sample.name in V1_COUNTERS:
-                    by_engine[engine][V1_COUNTERS[sample.name]] = int(value)
-                elif sample.name in V0_GAUGES:
-                    by_engine[engine][V0_GAUGES[sample.name]] = float(value)
+        samples = [s for family in text_string_to_metric_families(text) if family.name.startswith("vllm:spec_decode")
+                   for s in family.samples if not s.name.endswith("_created")]
     except (ValueError, TypeError, IndexError, KeyError):
         return []
+    names = frozenset.intersection(*[frozenset(s.labels) for s in samples]) if samples else frozenset()
+    for sample in samples:
+        key = series_key(sample.labels, names)
+        value = sample.value
+        if not math.isfinite(value):  # NaN / ±Inf (a broken exporter, a damaged file) → field stays null
+            continue
+        if sample.name == PER_POS:
+            try:
+                positions[key][int(sample.labels["position"])] = int(value)
+            except (KeyError, ValueError):
+                continue
+        elif sample.name in V1_COUNTERS:
+            by_series[key][V1_COUNTERS[sample.name]] = int(value)
+        elif sample.name in V0_GAUGES:
+            by_series[key][V0_GAUGES[sample.name]] = float(value)
     records = []
-    for engine in sorted(set(by_engine) | set(positions), key=lambda e: (e is None, str(e))):
-        values = dict(by_engine.get(engine, {}))
-        pos = positions.get(engine)
+    for key in sorted(set(by_series) | set(positions), key=lambda k: (dict(k).get("engine") is None,
+                                                                     str(dict(k).get("engine")), k)):
+        values = dict(by_series.get(key, {}))
+        pos = positions.get(key)
         if pos and sorted(pos) == list(range(len(pos))):
             values["accepted_per_position"] = [pos[i] for i in range(len(pos))]
         fmt = "prometheus-v1" if "num_drafts" in values or "accepted_per_position" in values else "prometheus-v0"
         records.append(SpecDecodeRecord(
-            source="prometheus", format=fmt, file=file, line=None, engine=_engine_id(engine), cumulative=True,
-            **values,  # type: ignore[arg-type]
+            source="prometheus", format=fmt, file=file, line=None, engine=_engine_id(dict(key).get("engine")),
+            cumulative=True, **values,  # type: ignore[arg-type]
         ))
     return records
 

@@ -53,3 +53,13 @@ def test_dict_roundtrip():
     c = Counts(93, 279, 163, [72, 54, 37], 3, derived=("num_drafts",))
     back = Counts.from_dict(c.to_dict())
     assert back == c
+
+
+def test_invalid_counts_are_named():
+    from specbench.analysis.counts import invalid_reason
+
+    assert invalid_reason(Counts(10, 30, 15, [8, 5, 2])) is None
+    assert invalid_reason(Counts(-1, 30, 15, [8, 5, 2])) == "negative count: num_drafts -1"
+    assert invalid_reason(Counts(10, 30, 31, [10, 10, 11])) == "accepted_tokens 31 > draft_tokens 30"
+    assert invalid_reason(Counts(10, 30, 15, [11, 3, 1])).startswith("p_0 > 1")
+    assert invalid_reason(Counts(10, 30, 15, [8, -5, 2])) == "negative count: accepted_per_position[1] -5"

@@ -131,5 +131,22 @@ def test_one_sided_cell_reported(make_run):
     base = make_run("base", _cells(P), seed=1)
     cand = make_run("cand", _cells(P)[:1], seed=1)
     code, out = run(base, cand)
-    assert code == 0 and "only in baseline: mla=on, output_norm=off" in out
+    assert code == 3 and "only in baseline: mla=on, output_norm=off" in out
+    assert "INCONCLUSIVE mla=on, output_norm=off: per_position[*]" in out
+    code, out = run(base, cand, "--allow-inconclusive")
+    assert code == 0 and "inconclusive; exit 0 because of --allow-inconclusive" in out
     assert run(base, cand, "--strict")[0] == 2
+
+
+def test_runs_with_no_cell_in_common_exit_2(make_run):
+    base = make_run("base", [{"axes": {"mla": "on"}, "p": P, "units": 5, "drafts": 10}])
+    cand = make_run("cand", [{"axes": {"draft": "x"}, "p": P, "units": 5, "drafts": 10}])
+    code, out = run(base, cand)
+    assert code == 2 and "no cell of" in out and "matches a cell of" in out
+
+
+def test_error_rate_is_stated_and_holm_can_be_turned_off(pair):
+    code, out = run(*pair)
+    assert "false-alarm rate <= 2.5% one-sided per check; [*] gates: family-wise over positions x cells (Holm)" in out
+    code, out = run(*pair, "--no-holm")
+    assert code == 1 and "[*] gates: per check (Holm off)" in out

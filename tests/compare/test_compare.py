@@ -95,10 +95,14 @@ def test_repeats_pooled_and_one_sided_cells_reported(make_run):
     cand = make_run("cand", [{"axes": ON, "p": P, "units": 10, "drafts": 20},
                              {"axes": {"mla": "off", "output_norm": "on"}, "p": P, "units": 10, "drafts": 20}])
     comp = compare_sides(load_side(base), load_side(cand), DEFAULT)
-    assert [c.name for c in comp.cells] == ["mla=on, output_norm=on"]
+    assert [c.name for c in comp.cells if not c.missing] == ["mla=on, output_norm=on"]
     assert comp.cells[0].base_ids == ["mla-on__output_norm-on__r0", "mla-on__output_norm-on__r1"]
     assert comp.cells[0].base_units == 20 and comp.cells[0].cand_units == 10
     assert comp.only_base == ["mla=on, output_norm=off"] and comp.only_cand == ["mla=off, output_norm=on"]
+    # a cell on one side only cannot pass a gate: every gate that selects it is inconclusive
+    one_sided = {(g.cell, g.gate) for g in comp.inconclusive}
+    assert one_sided == {(c, g) for c in ("mla=on, output_norm=off", "mla=off, output_norm=on") for g in DEFAULT_GATES}
+    assert comp.exit_code == 3
 
 
 def test_failed_cell_is_reported_not_compared(make_run):
@@ -109,6 +113,9 @@ def test_failed_cell_is_reported_not_compared(make_run):
     comp = compare_sides(load_side(base), load_side(cand), DEFAULT)
     assert comp.only_base == ["mla=on, output_norm=off"]
     assert any("server died" in w for w in comp.warnings)
+    assert comp.exit_code == 3 and not comp.failures
+    assert {g.cell for g in comp.inconclusive} == {"mla=on, output_norm=off"}
+    assert all("failed in the candidate" in g.message and "server died" in g.message for g in comp.inconclusive)
 
 
 def test_latency_gate_direction(make_run):

@@ -4,8 +4,12 @@ The baseline under results/baselines/cpu-default was produced by `specbench run`
 config (see its manifest.json). Tolerances (README, "CI regression gate"): reruns of the same
 config on the same CPU give the same counts; 5% / 5pp absorbs bf16 differences between the CPU
 MLA backends (AMX_MLA vs CPU_MLA) on other x86 machines.
+
+The gate must not fail open: a run whose cells failed (`specbench run` exit 3) is not a pass,
+and neither is a compare that could not decide a check (exit 3).
 """
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +22,12 @@ BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-
 GATES = ["--gate", "acceptance_length:-5%", "--gate", "per_position[*]:-5pp"]
 
 
-def test_default_study_does_not_regress_against_committed_baseline(default_study, tmp_path):
+def test_default_study_does_not_regress_against_committed_baseline(default_study, default_study_exit, tmp_path):
     assert (BASELINE / "manifest.json").is_file(), "committed baseline missing"
+    assert default_study_exit in (None, 0), f"the gated run itself exited {default_study_exit} (failed cells)"
+    not_done = [p.parent.name for p in default_study.glob("*/cell.json")
+                if json.loads(p.read_text()).get("status") != "done"]
+    assert not not_done, f"cells of the gated run did not finish: {not_done}"
     md = tmp_path / "gate.md"
     res = subprocess.run([sys.executable, "-m", "specbench", "compare", str(BASELINE), str(default_study), *GATES,
                           "--markdown", str(md)], capture_output=True, text=True)
@@ -27,3 +35,4 @@ def test_default_study_does_not_regress_against_committed_baseline(default_study
     text = md.read_text()
     for cell in ("mla=on", "output_norm=off"):
         assert cell in text
+    assert "0 failed, 0 inconclusive" in text

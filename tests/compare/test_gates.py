@@ -57,10 +57,10 @@ def test_decide_rule():
     assert decide(al, 2.5, 2.35, (-0.3, -0.05)).status == "pass"
     # significant but within tolerance: pass
     assert decide(al, 2.5, 2.45, (-0.08, -0.02)).status == "pass"
-    # no CI: the point estimate decides, and says so
-    d = decide(al, 2.5, 2.3, None)
-    assert d.status == "fail" and "point estimate" in d.notes[0]
-    assert decide(al, None, 2.3, None).status == "skip"
+    # no CI: no verdict from a point estimate; says how to get units
+    d = decide(al, 2.5, 2.3, None, why="too few units")
+    assert d.status == "inconclusive" and "no verdict from a point estimate" in d.message and "repeats" in d.message
+    assert decide(al, None, 2.3, None).status == "inconclusive"
     ttft = parse_gate("ttft_p50_ms:+10%")  # lower is better: harm = cand - base; tolerance 10% of 100 = 10
     assert decide(ttft, 100.0, 130.0, (15.0, 45.0)).status == "fail"
     assert decide(ttft, 100.0, 130.0, (5.0, 45.0)).status == "pass"

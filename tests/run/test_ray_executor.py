@@ -232,4 +232,6 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     assert (tmp_path / "report" / "summary.md").is_file()
     cmp = subprocess.run([*cmd[:-1], "compare", str(run_dir), str(run_dir)], capture_output=True, text=True,
                          env=env, timeout=300)
-    assert cmp.returncode == 0, cmp.stdout[-2000:] + cmp.stderr[-2000:]
+    # the bad cell failed on both sides: its gate checks cannot be decided (exit 3), never a pass
+    assert cmp.returncode == 3, cmp.stdout[-2000:] + cmp.stderr[-2000:]
+    assert "0 failed" in cmp.stdout and "failed in the baseline" in cmp.stdout

@@ -1,0 +1,194 @@
+"""Gate checks over a comparison: three-state results, family-wise control, usage errors.
+
+- :func:`validate`: a gate no run can satisfy (an axis or value no cell of either run has, a
+  position >= every cell's k) is a usage error (GateError, exit 2), not a quiet pass.
+- :func:`apply_gates`: every gate is checked in every cell it applies to (a no-speculation cell has
+  no acceptance; a position >= that cell's k does not exist there). A cell on one side only or
+  failed gives an inconclusive check for every gate that selects it; a gate that selects no cell at
+  all gives one inconclusive check; a pass in a cell some of whose repeats failed is inconclusive.
+- Holm: a ``[*]`` gate tests every position of every cell; unadjusted, a no-change run with 4 cells
+  x 3 positions at 2.5% each fails ~26% of the time at zero tolerance. With Holm on (the default)
+  the chance that any of a ``[*]`` gate's checks fails falsely is <= (1 - confidence) / 2.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specbench.compare.gates import Decision, Gate, GateError, decide
+from specbench.compare.metrics import row_name
+
+if TYPE_CHECKING:
+    from specbench.compare.compare import CellComparison, Comparison, MetricRow
+    from specbench.compare.sides import Side, SideCell
+
+
+def validate(gates: list[Gate], base: Side, cand: Side) -> None:
+    """GateError naming the gate when it asks for something neither run can have."""
+    axes: dict[str, set[str]] = {}
+    for side in (base, cand):
+        for axis, values in side.axis_values().items():
+            axes.setdefault(axis, set()).update(values)
+    ks = [k for k in (base.max_k(), cand.max_k()) if k]
+    for g in gates:
+        for axis, values in g.cells:
+            if axis not in axes:
+                have = ", ".join(sorted(axes)) or "none (single files)"
+                raise GateError(f"gate {g.describe()!r}: no cell of either run has an axis {axis!r} (axes: {have}); "
+                                "fix the cells: selector")
+            unknown = [v for v in values if v not in axes[axis]]
+            if unknown:
+                raise GateError(f"gate {g.describe()!r}: no cell of either run has {axis}={unknown[0]} "
+                                f"(values: {', '.join(sorted(axes[axis]))}); fix the cells: selector")
+        if g.metric.indexed and not g.all_positions and ks and g.index >= max(ks):
+            raise GateError(f"gate {g.expr!r}: position {g.index} does not exist: the runs have k = {max(ks)} "
+                            f"(positions 0..{max(ks) - 1})")
+
+
+def applies(gate: Gate, axes: dict, is_baseline: bool, k: int | None) -> bool:
+    """Whether ``gate`` has a check in a cell with these axes (not: whether that check can be decided)."""
+    if not gate.selects(axes):
+        return False
+    if is_baseline and gate.metric.source in ("acceptance", "study"):
+        return False  # a no-speculation cell has no acceptance, and is the reference of speedup
+    return not (gate.metric.indexed and not gate.all_positions and k and gate.index >= k)
+
+
+def missing_cells(base: Side, cand: Side) -> list[CellComparison]:
+    """A row-less CellComparison for every cell that is not finished on both sides, saying why."""
+    from specbench.compare.compare import CellComparison
+
+    out = []
+    keys = dict.fromkeys(list(base.cells) + list(cand.cells) + list(base.failed) + list(cand.failed))
+    for key in keys:
+        if key in base.cells and key in cand.cells:
+            continue
+        why = []
+        for label, side in (("baseline", base), ("candidate", cand)):
+            if key in side.failed:
+                why.append(f"failed in the {label} ({side.failed[key].reason})")
+            elif key not in side.cells:
+                why.append(f"not in the {label}")
+        cell = _any_cell(key, base, cand)
+        out.append(CellComparison(name=cell.name, axes=cell.axes, base_ids=[], cand_ids=[], base_units=0,
+                                  cand_units=0, unit_kind=None, missing="; ".join(why), key=key))
+    return out
+
+
+def _any_cell(key, base: Side, cand: Side):
+    for side in (base, cand):
+        for d in (side.cells, side.failed):
+            if key in d:
+                return d[key]
+    raise KeyError(key)
+
+
+def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> None:
+    """Fill every cell's gate results, adjust ``[*]`` gates (Holm), list gates that matched nothing."""
+    from specbench.compare.compare import GateResult
+
+    for cell in comp.cells:
+        info = _any_cell(cell.key, base, cand)
+        if cell.missing:
+            for g in gates:
+                if applies(g, cell.axes, info.is_baseline, info.num_spec_tokens):
+                    name = row_name(g.metric, "*" if g.all_positions else g.index)
+                    cell.gates.append(GateResult(cell.name, g.describe(), name, "inconclusive",
+                                                 f"{name}: no data: the cell {cell.missing}", control="per check"))
+        else:
+            apply_cell(cell, gates, base.cells[cell.key], cand.cells[cell.key])
+    alpha = (1 - comp.confidence) / 2
+    for g in gates:
+        if comp.holm and g.all_positions:
+            holm(comp, g.describe(), alpha)
+    for cell in comp.cells:
+        finish_rows(cell)
+    hit = {r.gate for c in comp.cells for r in c.gates}
+    for g in gates:
+        if g.describe() not in hit:
+            name = row_name(g.metric, "*" if g.all_positions else g.index)
+            comp.unmatched.append(GateResult("(no cell)", g.describe(), name, "inconclusive",
+                                             f"{g.describe()} applies to no cell of either run (its selector, or a "
+                                             "no-speculation cell only): nothing was checked", control="per check"))
+
+
+def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCell) -> None:
+    """The checks of every gate that applies to this matched cell (Holm needs every cell: not here)."""
+    from specbench.compare.compare import GateResult
+
+    by_name = {r.name: r for r in cell.rows}
+    k = min([x for x in (bc.num_spec_tokens, cc.num_spec_tokens) if x] or [0]) or None
+    failed = bc.failed_repeats + cc.failed_repeats
+    for gate in gates:
+        if not applies(gate, bc.axes, bc.is_baseline, k):
+            continue
+        for name, decision in _decisions(gate, by_name, bc, cc):
+            if decision.status == "pass" and failed:
+                decision.status = "inconclusive"
+                decision.message += f"; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})"
+            cell.gates.append(GateResult(cell.name, gate.describe(), name, decision.status, decision.message,
+                                         decision.notes, decision.p_value, decision.mdc, decision.tolerance,
+                                         "per check"))
+
+
+def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell):
+    names = ([n for n, r in rows.items() if r.metric is gate.metric] if gate.all_positions
+             else [n for n in [row_name(gate.metric, gate.index)] if n in rows])
+    if not names:
+        name = row_name(gate.metric, "*" if gate.all_positions else gate.index)
+        yield name, Decision("inconclusive", message=f"{name}: {_missing(gate, bc, cc)}")
+    for n in names:
+        r = rows[n]
+        yield n, decide(gate, r.base, r.cand, r.ci, n, se=r.se, df=r.df, why=r.why)
+
+
+def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:
+    if gate.metric.source == "acceptance" and bool(bc.units) != bool(cc.units):
+        return f"acceptance measured only on the {'baseline' if bc.units else 'candidate'}"
+    if gate.metric.source == "acceptance":
+        return "no acceptance counts on either side (acceptance.json missing or empty)"
+    if gate.metric.source == "study":
+        return ("needs a baseline cell (baseline: true) on both sides and a speculative cell with finished "
+                "requests")
+    return "not measured on both sides (no requests.jsonl or summary.json with it)"
+
+
+def holm_reject(p_values: list[float], alpha: float) -> list[bool]:
+    """Holm's step-down: which hypotheses to reject with family-wise error <= ``alpha``."""
+    m = len(p_values)
+    out = [False] * m
+    for i, j in enumerate(sorted(range(m), key=lambda j: p_values[j])):
+        if p_values[j] > alpha / (m - i):
+            break
+        out[j] = True
+    return out
+
+
+def holm(comp: Comparison, gate: str, alpha: float) -> None:
+    """Holm's step-down over every decided check of ``gate`` (all positions x cells)."""
+    results = [r for c in comp.cells for r in c.gates
+               if r.gate == gate and r.status in ("pass", "fail") and r.p_value is not None]
+    m = len(results)
+    control = f"family-wise <= {alpha * 100:.3g}% over {m} checks of {gate} (Holm)"
+    for r, rejected in zip(results, holm_reject([r.p_value for r in results], alpha)):
+        if r.status == "fail" and not rejected:
+            r.status = "pass"
+            r.notes.append(f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
+                           f"over {m} checks")
+        r.control = control
+
+
+def finish_rows(cell: CellComparison) -> None:
+    """Row tolerances from the gates that checked them; verdicts (``worse`` where a check failed)."""
+    from specbench.compare.compare import verdict
+
+    tol: dict[str, list[float]] = {}
+    failed = set()
+    for g in cell.gates:
+        if g.tolerance is not None:
+            tol.setdefault(g.metric, []).append(g.tolerance)
+        if g.status == "fail":
+            failed.add(g.metric)
+    for row in cell.rows:
+        row.tolerance = min(tol.get(row.name, [0.0]))
+        row.verdict = "worse" if row.name in failed else verdict(row)

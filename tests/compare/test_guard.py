@@ -1,0 +1,53 @@
+"""The mismatch guard (specbench/compare/guard.py): every field it promises to check is checked."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from simruns import MANIFEST, P
+from specbench.compare.guard import _FIELDS, mismatches, unchecked
+from specbench.compare.sides import load_side
+
+CELL = [{"axes": {"mla": "on"}, "p": P, "units": 5, "drafts": 10}]
+
+
+def _changed(path: tuple[str, ...]) -> dict:
+    """A manifest override with the value at ``path`` replaced by something different."""
+    top = copy.deepcopy(MANIFEST.get(path[0]))
+    if len(path) == 1:
+        return {path[0]: f"other-{top}"}
+    node = top
+    for part in path[1:-1]:
+        node = node[part]
+    node[path[-1]] = f"other-{node.get(path[-1])}"
+    return {path[0]: top}
+
+
+@pytest.mark.parametrize("label, path", _FIELDS, ids=[f[0] for f in _FIELDS])
+def test_each_field_difference_is_reported(make_run, label, path):
+    base = load_side(make_run("base", CELL, seed=1))
+    cand = load_side(make_run("cand", CELL, seed=1, manifest=_changed(path)))
+    lines = mismatches(base, cand)
+    assert len(lines) == 1 and lines[0].startswith(f"{label}: baseline "), lines
+
+
+def test_the_promised_fields_are_all_there():
+    """model, draft, k, prompts, sampling and machine (README, docs): none may be dropped silently."""
+    labels = {f[0] for f in _FIELDS}
+    assert {"vLLM version", "model", "draft", "k (num_speculative_tokens)", "prompt set", "temperature",
+            "max_tokens", "sampling seed", "number of requests", "machine CPU", "machine CPU count",
+            "machine memory (GiB)", "machine GPUs"} <= labels
+
+
+def test_measured_k_per_cell(make_run):
+    base = load_side(make_run("base", CELL, seed=1))
+    cand = load_side(make_run("cand", [{**CELL[0], "p": P[:2]}], seed=1))
+    assert any("k baseline 3, candidate 2" in line for line in mismatches(base, cand))
+
+
+def test_single_files_are_said_to_be_unchecked(tmp_path, make_run):
+    base = load_side(make_run("base", CELL, seed=1))
+    assert unchecked(base, base) is None
+    assert mismatches(base, base) == []
