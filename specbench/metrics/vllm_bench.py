@@ -214,6 +214,8 @@ def request_rows(res: BenchResult) -> tuple[list[dict[str, Any]], list[str]]:
     """Per-request rows in specbench's ``requests.jsonl`` keys (seconds), from the saved arrays.
 
     With ``--save-detailed``: ttft, inter-token gaps, e2e, token counts, text and error per request.
+    vLLM's gaps are per streamed chunk (``itl_method: per_chunk``): under speculation a chunk
+    often carries several tokens, so they are longer than specbench's per-token ITL.
     Without it only ``latencies`` is saved, and without ``errors`` a failed request cannot be told
     apart: then the rows are used only when the file says no request failed.
     """
@@ -241,6 +243,8 @@ def request_rows(res: BenchResult) -> tuple[list[dict[str, Any]], list[str]]:
             if values is not None:
                 row[key] = values[i]
         row["error"] = (errors[i] or None) if errors is not None and i < len(errors) else None
+        if "itl_s" in row:
+            row["itl_method"] = "per_chunk"  # one gap per streamed chunk, which may carry several tokens
         rows.append(row)
     return rows, []
 

@@ -224,7 +224,8 @@ def side_notes(run: Run) -> list[str]:
     axes = run.manifest.get("axes") or []
     out = [f"{run.path.name}: {run.manifest['source']} ({when}; {', '.join(settings) or 'no settings recorded'}"
            + (f"; axes {', '.join(axes)}" if axes else "") + "); vLLM version, draft, k, sampling and machine "
-           "are not recorded in its files and were not checked"]
+           "are not recorded in its files and were not checked; its inter-token latencies are per streamed chunk "
+           "(specbench's driver measures per token): compare itl_p50_ms only between vllm bench results"]
     for cid, c in run.cells.items():
         out += [f"{cid}: {w}" for w in (c.acceptance or {}).get("warnings") or []]
     return out
