@@ -107,7 +107,9 @@ def test_compare_pairs_sweep_points_and_gates_them(tmp_path):
         f.write_text(json.dumps(d))
     code, out = invoke("compare", SWEEP, cand, "--gate", "acceptance_length:-3%")
     assert code == 1, out
-    assert "max_concurrency=4" in out.split("regression")[-1] or "max_concurrency=4" in out
+    verdict = [line for line in out.splitlines() if "FAIL" in line or "REGRESSION" in line]
+    assert any("max_concurrency=4" in line for line in verdict), out
+    assert not any("max_concurrency=1" in line for line in verdict), out
 
 
 def test_compare_result_files_with_latency_units_and_provenance():
