@@ -26,7 +26,7 @@ def counters(path: Path) -> dict[str, float]:
     out: dict[str, float] = {}
     for fam in text_string_to_metric_families(path.read_text()):
         for s in fam.samples:
-            if s.name.endswith("_total") and s.name.startswith("vllm:spec_decode"):
+            if s.name.endswith("_total") and (s.name.startswith("vllm:spec_decode") or s.name == "vllm:generation_tokens_total"):
                 key = s.name + (f"[{s.labels['position']}]" if "position" in s.labels else "")
                 out[key] = out.get(key, 0.0) + s.value
     return out
@@ -39,7 +39,8 @@ def scrape_diff(before: int, after: int) -> dict[str, object]:
     return {"num_drafts": d["vllm:spec_decode_num_drafts_total"],
             "draft_tokens": d["vllm:spec_decode_num_draft_tokens_total"],
             "accepted_tokens": d["vllm:spec_decode_num_accepted_tokens_total"],
-            "accepted_per_position": [d[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"] for i in range(K)]}
+            "accepted_per_position": [d[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"] for i in range(K)],
+            "generation_tokens": d["vllm:generation_tokens_total"]}
 
 
 @pytest.mark.parametrize("name, before, after", [("plain", 0, 1), ("detailed", 1, 2)])
@@ -47,6 +48,7 @@ def test_counts_equal_the_metrics_diff_around_the_run(name, before, after):
     recs, warnings = records_from_file(DATA / f"{name}.json")
     assert warnings == [] and len(recs) == 1
     r, expect = recs[0], scrape_diff(before, after)
+    expect.pop("generation_tokens")
     assert expect["num_drafts"] > 100  # the run speculated
     assert {k: getattr(r, k) for k in expect} == expect
     assert r.source == "vllm-bench-serve" and r.cumulative and r.line == 1
@@ -133,7 +135,7 @@ def test_detailed_per_request_rows():
         # one gap per streamed chunk, and chunks carry several speculated tokens
         assert r["itl_method"] == "per_chunk" and len(r["itl_s"]) < r["output_tokens"] - 1
         assert r["ttft_s"] + sum(r["itl_s"]) == pytest.approx(r["e2e_s"], abs=0.01)
-    assert sum(r["output_tokens"] for r in rows) == data["total_output_tokens"]
+    assert sum(r["output_tokens"] for r in rows) == data["total_output_tokens"] == scrape_diff(1, 2)["generation_tokens"]
     # without --save-detailed only the end-to-end latencies are saved
     plain_rows, _ = request_rows(read_bench_file(DATA / "plain.json")[0])
     assert len(plain_rows) == 12 and all(set(r) == {"id", "e2e_s", "error"} for r in plain_rows)
