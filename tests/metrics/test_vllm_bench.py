@@ -26,7 +26,8 @@ def counters(path: Path) -> dict[str, float]:
     out: dict[str, float] = {}
     for fam in text_string_to_metric_families(path.read_text()):
         for s in fam.samples:
-            if s.name.endswith("_total") and (s.name.startswith("vllm:spec_decode") or s.name == "vllm:generation_tokens_total"):
+            spec = s.name.startswith("vllm:spec_decode") or s.name == "vllm:generation_tokens_total"
+            if s.name.endswith("_total") and spec:
                 key = s.name + (f"[{s.labels['position']}]" if "position" in s.labels else "")
                 out[key] = out.get(key, 0.0) + s.value
     return out
@@ -54,8 +55,8 @@ def test_counts_equal_the_metrics_diff_around_the_run(name, before, after):
     assert r.source == "vllm-bench-serve" and r.cumulative and r.line == 1
     assert r.mean_acceptance_length == pytest.approx(1 + expect["accepted_tokens"] / expect["num_drafts"], abs=1e-12)
     assert r.draft_acceptance_rate == pytest.approx(expect["accepted_tokens"] / expect["draft_tokens"], abs=1e-12)
-    assert r.per_position_acceptance == pytest.approx([c / expect["num_drafts"] for c in expect["accepted_per_position"]],
-                                                      abs=1e-15)
+    rates = [c / expect["num_drafts"] for c in expect["accepted_per_position"]]
+    assert r.per_position_acceptance == pytest.approx(rates, abs=1e-15)
     assert r.time == json.loads((DATA / f"{name}.json").read_text())["date"]
 
 
@@ -85,7 +86,8 @@ def test_rounded_rates_are_flagged_and_left_to_analysis(tmp_path):
     """Hand-derived from the real file: the rates rounded to 4 decimals (as a user's spreadsheet
     export would) no longer divide back exactly, so the counts are not put in the record."""
     data = json.loads((DATA / "plain.json").read_text())
-    data["spec_decode_per_position_acceptance_rates"] = [round(r, 4) for r in data["spec_decode_per_position_acceptance_rates"]]
+    rates = data["spec_decode_per_position_acceptance_rates"]
+    data["spec_decode_per_position_acceptance_rates"] = [round(r, 4) for r in rates]
     f = tmp_path / "rounded.json"
     f.write_text(json.dumps(data))
     recs, warnings = records_from_file(f)
@@ -135,7 +137,8 @@ def test_detailed_per_request_rows():
         # one gap per streamed chunk, and chunks carry several speculated tokens
         assert r["itl_method"] == "per_chunk" and len(r["itl_s"]) < r["output_tokens"] - 1
         assert r["ttft_s"] + sum(r["itl_s"]) == pytest.approx(r["e2e_s"], abs=0.01)
-    assert sum(r["output_tokens"] for r in rows) == data["total_output_tokens"] == scrape_diff(1, 2)["generation_tokens"]
+    generated = scrape_diff(1, 2)["generation_tokens"]
+    assert sum(r["output_tokens"] for r in rows) == data["total_output_tokens"] == generated
     # without --save-detailed only the end-to-end latencies are saved
     plain_rows, _ = request_rows(read_bench_file(DATA / "plain.json")[0])
     assert len(plain_rows) == 12 and all(set(r) == {"id", "e2e_s", "error"} for r in plain_rows)

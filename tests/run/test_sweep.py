@@ -63,7 +63,8 @@ def test_directory_names_give_serve_bench_and_workload_axes():
 def test_runs_in_the_experiment_directory_itself(tmp_path):
     # no serve or bench parameters: vLLM writes run=N.json into the experiment directory
     for i in (0, 1):
-        shutil.copy(SWEEP / "SERVE--max_num_seqs=4-BENCH--max_concurrency=1" / f"run={i}.json", tmp_path / f"run={i}.json")
+        point = SWEEP / "SERVE--max_num_seqs=4-BENCH--max_concurrency=1"
+        shutil.copy(point / f"run={i}.json", tmp_path / f"run={i}.json")
     assert is_sweep_dir(tmp_path)
     run = load_run(tmp_path)
     assert sorted(run.cells) == ["point__r0", "point__r1"]

@@ -38,7 +38,8 @@ from pathlib import Path
 out = Path(sys.argv[2]); out.mkdir(parents=True, exist_ok=True)
 text = urllib.request.urlopen(sys.argv[1] + "/metrics", timeout=10).read().decode()
 keep = tuple(sys.argv[3].split(","))
-lines = [l for l in text.splitlines() if any(l.startswith(k) or l.startswith("# HELP " + k) or l.startswith("# TYPE " + k) for k in keep)]
+heads = [p + k for k in keep for p in ("", "# HELP ", "# TYPE ")]
+lines = [l for l in text.splitlines() if any(l.startswith(h) for h in heads)]
 n = len(list(out.glob("*.prom")))
 (out / f"{n:02d}.prom").write_text("\\n".join(lines) + "\\n")
 """
