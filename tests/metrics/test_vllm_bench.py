@@ -142,3 +142,19 @@ def test_detailed_per_request_rows():
     # without --save-detailed only the end-to-end latencies are saved
     plain_rows, _ = request_rows(read_bench_file(DATA / "plain.json")[0])
     assert len(plain_rows) == 12 and all(set(r) == {"id", "e2e_s", "error"} for r in plain_rows)
+
+
+def test_a_file_without_later_keys_still_gives_per_request_rows(tmp_path):
+    """Hand-derived from the real detailed file: without the keys later vLLM versions added (no
+    spec_decode_*, failed, latencies, queue_times, endpoint_type; e.g. the older benchmark_serving.py
+    layout). TTFT and ITL still come per request; e2e is not there to read."""
+    dropped = ("failed", "latencies", "queue_times", "endpoint_type")
+    data = {k: v for k, v in json.loads((DATA / "detailed.json").read_text()).items()
+            if not k.startswith("spec_decode") and k not in dropped}
+    f = tmp_path / "older.json"
+    f.write_text(json.dumps(data))
+    (res,) = read_bench_file(f)
+    rows, warnings = request_rows(res)
+    assert warnings == [] and len(rows) == 12
+    assert all("ttft_s" in r and "itl_s" in r and "e2e_s" not in r for r in rows)
+    assert records_from_file(f)[0] == []
