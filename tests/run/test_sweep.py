@@ -139,3 +139,8 @@ def test_a_sweep_with_a_bad_run_file_is_one_line_exit_2(tmp_path):
         load_run(bad)
     code, out = invoke("report", bad, "--out", tmp_path / "r")
     assert code == 2 and "Traceback" not in out
+
+
+def test_resume_refuses_a_sweep_directory():
+    code, out = invoke("run", "--resume", SWEEP)
+    assert code == 2 and "vllm bench sweep directory" in out and "Traceback" not in out
