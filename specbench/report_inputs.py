@@ -47,7 +47,10 @@ def parse_label(text: str) -> tuple[str, Path]:
 
 
 def is_run_dir(path: Path) -> bool:
-    return Path(path).is_dir() and (Path(path) / "manifest.json").is_file()
+    """A ``specbench run`` directory, or a ``vllm bench sweep serve`` one (read as a run)."""
+    from specbench.run.sweep import is_sweep_dir
+
+    return Path(path).is_dir() and ((Path(path) / "manifest.json").is_file() or is_sweep_dir(path))
 
 
 def _read_text(path: Path) -> str:
@@ -83,7 +86,9 @@ def read_records(path: Path) -> tuple[list[Any], list[str]]:
     """Records and parse warnings of one input file (log, Prometheus scrape or canonical JSONL)."""
     path = Path(path)
     text = _read_text(path)
-    if text.lstrip().startswith("{"):
+    from specbench.metrics.vllm_bench import sniff
+
+    if text.lstrip().startswith("{") and not sniff(text[:65536]):  # canonical JSONL, not a vllm bench result
         from specbench.io import read_jsonl
 
         rows = read_jsonl(path)

@@ -26,6 +26,12 @@ _FIELDS = [
     ("number of requests", ("resolved_config", "load", "num_requests")),
     ("concurrency", ("resolved_config", "load", "concurrency")),
     ("load driver", ("resolved_config", "load", "driver")),
+    # recorded by `vllm bench serve` result files (specbench.run.sweep puts them here)
+    ("dataset", ("resolved_config", "load", "dataset")),
+    ("tokenizer", ("resolved_config", "load", "tokenizer")),
+    ("request rate", ("resolved_config", "load", "request_rate")),
+    ("burstiness", ("resolved_config", "load", "burstiness")),
+    ("benchmark backend", ("resolved_config", "load", "backend")),
     ("machine CPU", ("machine", "cpu_model")),
     ("machine CPU count", ("machine", "cpu_count")),
     ("machine memory (GiB)", ("machine", "memory_gib")),

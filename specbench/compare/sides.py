@@ -1,6 +1,7 @@
 """One side of a comparison: a run directory or a single log / /metrics file, as matched cells.
 
-``load_side(path)`` is the only entry point. A run directory is read through
+``load_side(path)`` is the only entry point. A ``vllm bench serve`` result file or a ``vllm bench
+sweep serve`` directory is read as a run (:mod:`specbench.run.sweep`). A run directory is read through
 :func:`specbench.run.store.load_run` (which refuses missing, corrupt and other-version files);
 cells with the same axis values (repeats) are pooled into one :class:`SideCell` whose units are
 the union of the repeats' units. A log or /metrics file is one cell with axes ``{}``, named after
@@ -133,7 +134,15 @@ def load_side(path: Path) -> Side:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file")
-    return _load_run_dir(path) if path.is_dir() else _load_file(path)
+    if path.is_dir():
+        return _load_run_dir(path)  # a specbench run, or a `vllm bench sweep serve` directory (store.load_run)
+    from specbench.metrics.vllm_bench import looks_like_bench_file
+
+    if looks_like_bench_file(path):
+        from specbench.run.sweep import load_bench_file
+
+        return _load_run_dir(path, load_bench_file(path))
+    return _load_file(path)
 
 
 def _load_file(path: Path) -> Side:
@@ -162,10 +171,10 @@ def _load_file(path: Path) -> Side:
                 warnings=[f"{path.name}: {w}" for w in list(result.warnings) + list(warnings)])
 
 
-def _load_run_dir(path: Path) -> Side:
+def _load_run_dir(path: Path, run=None) -> Side:
     from specbench.run.store import load_run
 
-    run = load_run(path)
+    run = run if run is not None else load_run(path)
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
@@ -186,7 +195,7 @@ def _load_run_dir(path: Path) -> Side:
                                               is_baseline=bool(data.cell.get("is_baseline")))
         cell.cell_ids.append(cell_id)
         _add_acceptance(cell, data.acceptance, data.dir / "acceptance.json", side.warnings)
-        _add_latency(cell, data.dir / "requests.jsonl", data.summary, data.cell.get("repeat"))
+        _add_latency(cell, data.dir / "requests.jsonl", data.summary, data.cell.get("repeat"), data.requests)
         if cell.num_spec_tokens is None and not cell.is_baseline:
             cell.num_spec_tokens = _planned_k(axes, run.manifest)
     for key, failed in not_done.items():
@@ -195,6 +204,10 @@ def _load_run_dir(path: Path) -> Side:
         else:
             side.failed[key] = failed
     side.warnings += _timing_warnings(run)
+    if str(run.manifest.get("source", "")).startswith("vllm bench"):
+        from specbench.run.sweep import side_notes
+
+        side.warnings += side_notes(run)
     return side
 
 
@@ -300,11 +313,14 @@ def _errored(row: dict[str, Any]) -> bool:
     return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))
 
 
-def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None) -> None:
-    if requests_path.exists():
+def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None,
+                 rows: list[dict[str, Any]] | None = None) -> None:
+    if rows is None and requests_path.exists():
         from specbench.io import read_jsonl
 
-        for row in read_jsonl(requests_path):
+        rows = read_jsonl(requests_path)
+    if rows:
+        for row in rows:
             cell.requests.append({**row, "_repeat": repeat})
             if _errored(row):
                 continue

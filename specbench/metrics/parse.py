@@ -1,6 +1,7 @@
 """Entry points: text or files of any supported kind → canonical records.
 
-A file is read as Prometheus exposition text when it looks like one, else line by line as a log
+A ``vllm bench serve`` result file (JSON) is read by :mod:`specbench.metrics.vllm_bench`. Any
+other file is read as Prometheus exposition text when it looks like one, else line by line as a log
 (vLLM/SGLang lines and multi-line printed summaries). Logs are streamed, so a multi-GB log is parsed
 in bounded memory; non-UTF-8 bytes are replaced and counted.
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from specbench.errors import InputError
+from specbench.metrics import vllm_bench
 from specbench.metrics.logs import LineParser
 from specbench.metrics.prometheus import looks_like_prometheus, parse_prometheus
 from specbench.metrics.record import Record
@@ -51,6 +53,9 @@ def parse_file(path: Path | str) -> ParseResult:
     with fh:
         head = fh.read(4096)
         fh.seek(0)
+        if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
+            records, warnings = vllm_bench.records_from_file(path)
+            return ParseResult(records=list(records), warnings=warnings)
         counter = _ReplacementCounter()
         if looks_like_prometheus(head.decode("utf-8", "replace")):
             text = counter.decode(fh.read())

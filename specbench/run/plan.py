@@ -119,6 +119,9 @@ def resume_plan(run_dir: Path) -> RunPlan:
     run_dir = Path(run_dir)
     run = store.load_run(run_dir)
     manifest = run.manifest
+    if str(manifest.get("source", "")).startswith("vllm bench"):
+        raise InputError(f"{run_dir}: a vllm bench sweep directory, not a specbench run; continue it with "
+                         "`vllm bench sweep serve --resume`, or read it with report / compare")
     config_path = Path(manifest.get("config_path", ""))
     if config_path.is_file():
         now = config_sha256(config_path)

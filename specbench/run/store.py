@@ -71,6 +71,7 @@ class CellData:
     cell: dict[str, Any]
     acceptance: dict[str, Any] | None
     summary: dict[str, Any] | None
+    requests: list[dict[str, Any]] | None = None  # in memory (vllm bench sweeps); else requests.jsonl
 
     @property
     def status(self) -> str:
@@ -196,6 +197,11 @@ def load_run(path: Path) -> Run:
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: not a directory; pass a run directory (results/<run-id>)")
+    if not (path / MANIFEST).exists():
+        from specbench.run.sweep import is_sweep_dir, load_sweep
+
+        if is_sweep_dir(path):  # a `vllm bench sweep serve` experiment directory
+            return load_sweep(path)
     manifest = load_json(path / MANIFEST)
     if not isinstance(manifest.get("cells"), list) or "run_id" not in manifest:
         raise InputError(f"{path / MANIFEST}: not a specbench run manifest (no run_id / cells)")

