@@ -3,7 +3,11 @@
 Reads each finished cell's ``requests.jsonl`` and computes, with :mod:`specbench.analysis.divergence`
 and :mod:`specbench.analysis.speedup`: for every pair of cells of a repeat, how often their greedy
 outputs are identical and where they first diverge, with acceptance over the common prefix beside
-the plain figure; and for every speculative cell, its speed-up over the baseline cell.
+the plain figure; and for every speculative cell, its speed-up over the baseline cell that serves
+the same target (same repeat, same value on every target axis: mla, env:, flag:; see
+:func:`specbench.run.cells.pick_baseline`). A cell without such a baseline gets no speed-up, only a
+"no matching baseline" row: measuring an mla=off cell against an mla=on baseline would mix two
+changes.
 """
 
 from __future__ import annotations
@@ -41,16 +45,30 @@ class StudyAnalysis:
     pairs: list[tuple[PairDivergence, list[str]]] = field(default_factory=list)  # (pair, axes that differ)
     speedups: list[Speedup] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unmatched: list[tuple[str, str]] = field(default_factory=list)  # (spec cell, why no speed-up)
+
+
+def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
+    """The run's ``baseline.draft_axes`` (absent in run directories from before they existed)."""
+    cfg = (manifest or {}).get("resolved_config") or {}
+    base = cfg.get("baseline") if isinstance(cfg, dict) else None
+    return list(base.get("draft_axes") or []) if isinstance(base, dict) else []
 
 
 def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
     """The finished cells of a run directory with their request rows (tagged with ``_repeat``)."""
+    return _read_run(path, prefix)[0]
+
+
+def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
+    """Finished cells and the run's draft-only axes."""
     from specbench.io import read_jsonl
     from specbench.run.cells import axis_label
     from specbench.run.store import load_run
 
     run = load_run(path)
     out = []
+
     for cell_id, cell in run.cells.items():
         req = cell.dir / "requests.jsonl"
         if cell.status != "done" or not req.exists():
@@ -66,7 +84,7 @@ def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
             host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
             window=(cell.cell["started_at"], cell.cell["ended_at"])
             if cell.cell.get("started_at") and cell.cell.get("ended_at") else None))
-    return out
+    return out, draft_axes_of(run.manifest)
 
 
 def timing_caveats(spec: CellRequests, base: CellRequests, cells: list[CellRequests]) -> list[str]:
@@ -94,7 +112,9 @@ def _overlap(a: CellRequests, b: CellRequests) -> bool:
 def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0,
                 confidence: float = 0.95) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
-    cells = read_cells(path, prefix=prefix)
+    from specbench.run.cells import pick_baseline, target_mismatch
+
+    cells, draft_axes = _read_run(path, prefix)
     study = StudyAnalysis(source=str(path))
     for a, b in combinations(cells, 2):
         if a.repeat != b.repeat:
@@ -103,7 +123,12 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
         if not pair.n:
             continue
         differs = sorted(k for k in set(a.axes) | set(b.axes) if a.axes.get(k) != b.axes.get(k))
-        differs += ["speculation"] if a.is_baseline != b.is_baseline else []
+        if a.is_baseline != b.is_baseline:
+            spec_c, base_c = (b, a) if a.is_baseline else (a, b)
+            mixed = target_mismatch(spec_c.axes, base_c.axes, draft_axes)
+            # a baseline serving another target: the divergence mixes speculation with that change
+            differs += [f"speculation + target ({', '.join(mixed)}): not this cell's baseline" if mixed
+                        else "speculation"]
         study.pairs.append((pair, differs))
         study.warnings += [f"{a.label} vs {b.label}: {w}" for w in pair.warnings()]
     flagged = [p for p, _ in study.pairs if p.divergence_share > DIVERGENCE_FLAG_SHARE]
@@ -113,17 +138,35 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             f"{DIVERGENCE_FLAG_SHARE:.0%} of prompts (worst: {max(p.divergence_share for p in flagged):.0%}); "
             "acceptance differences between them mix the draft with a changed workload: read the "
             "common-prefix AL in the divergence table")
-    for base in (c for c in cells if c.is_baseline):
-        for spec in (c for c in cells if not c.is_baseline and c.repeat == base.repeat):
-            try:
-                s = speedup(spec.label, spec.rows, base.label, base.rows, n_resamples=n_resamples, seed=seed,
-                            confidence=confidence, load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s))
-            except ValueError as exc:
-                study.warnings.append(f"{spec.label}: no speed-up ({exc})")
-                continue
-            s.notes += timing_caveats(spec, base, cells)
-            study.speedups.append(s)
+    baselines = [(c.axes, c.repeat, c) for c in cells if c.is_baseline]
+    for spec in (c for c in cells if not c.is_baseline):
+        base = pick_baseline(spec.axes, spec.repeat, baselines, draft_axes)
+        if base is None:
+            if baselines:  # a study without baselines asked for no speed-up: nothing to flag
+                why = _no_baseline(spec, [b for _, _, b in baselines], draft_axes)
+                study.unmatched.append((spec.label, why))
+                study.warnings.append(f"{spec.label}: no matching baseline, no speed-up ({why})")
+            continue
+        try:
+            s = speedup(spec.label, spec.rows, base.label, base.rows, n_resamples=n_resamples, seed=seed,
+                        confidence=confidence, load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s))
+        except ValueError as exc:
+            study.warnings.append(f"{spec.label}: no speed-up ({exc})")
+            continue
+        s.notes += timing_caveats(spec, base, cells)
+        study.speedups.append(s)
     return study
+
+
+def _no_baseline(spec: CellRequests, baselines: list[CellRequests], draft_axes: list[str]) -> str:
+    from specbench.run.cells import target_mismatch
+
+    need = ", ".join(f"{a}={spec.axes.get(a)}" for b in baselines[:1] for a in target_mismatch(spec.axes, b.axes,
+                                                                                                draft_axes))
+    have = "; ".join(f"{b.label} ({', '.join(f'{a}={b.axes.get(a)}' for a in target_mismatch(spec.axes, b.axes, draft_axes))})"
+                     for b in baselines if b.repeat == spec.repeat) or "none in this repeat"
+    return (f"needs a baseline with {need or 'the same repeat'}; the run's: {have}; run one (a run from "
+            "before per-target baselines needs a new run; `specbench run --resume` re-runs failed cells)")
 
 
 def _al(units) -> float:
@@ -166,6 +209,8 @@ def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
                      _f(s.spec["mean_acceptance_length"])] + cis + [
                         f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, "
                         f"{_f(s.intervals['cost_ratio'][1])}]", f"{_f(s.load_ratio)}×"])
+    for cell, _ in study.unmatched:
+        rows.append([cell, "no matching baseline"] + ["–"] * (len(header) - 2))
     return header, rows
 
 
@@ -183,11 +228,13 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
                 "or no speculation.", ""]
         for s in pairs:
             out += [f"Run {s.source}:", "", md_table(*divergence_rows(s)), ""]
-    speed = [s for s in studies if s.speedups]
+    speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
-        pct = f"{speed[0].speedups[0].confidence:.0%}"
+        pct = f"{speed[0].speedups[0].confidence:.0%}" if speed[0].speedups else "95%"
         out += ["## Speed-up over the no-speculation baseline", "",
-                "Each speculative cell against the run's baseline cell under the same load (client-side "
+                "Each speculative cell against the baseline cell serving the same target (same repeat and "
+                "the same mla / env: / flag: values; \"no matching baseline\" where the run has none: another "
+                "target's baseline would mix two changes) under the same load (client-side "
                 "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
                 "ttft) / Σ (tokens − 1); e2e = mean latency. Predicted = AL · t_plain / t_verify with t_plain = "
                 "the baseline's TPOT and t_verify = the cell's decode time per verify step (AL from per-request "
@@ -198,6 +245,8 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
         for s in speed:
             out += [f"Run {s.source}:", "", md_table(*speedup_rows(s)), ""]
             out += [f"- {x.cell}: {n}" for x in s.speedups for n in x.notes]
+            out += [f"- {cell}: no matching baseline: {why}" for cell, why in s.unmatched]
+            out.append("")
     return out
 
 
@@ -231,6 +280,8 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
         row["load_tok_per_s_ratio"] = s.load_ratio
         row["notes"] = "; ".join(s.notes)
         out.append(row)
+    for cell, why in study.unmatched:
+        out.append({"run": study.source, "cell": cell, "baseline": None, "notes": f"no matching baseline: {why}"})
     return out
 
 
