@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import point_estimates
-from specbench.analysis.divergence import COMMON_PREFIX_DEFINITION, PairDivergence, compare_outputs
+from specbench.analysis.divergence import (
+    COMMON_PREFIX_DEFINITION,
+    CommonPrefixIntervals,
+    PairDivergence,
+    common_prefix_intervals,
+    compare_outputs,
+)
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
@@ -46,6 +52,7 @@ class StudyAnalysis:
     speedups: list[Speedup] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (spec cell, why no speed-up)
+    common_prefix: list[CommonPrefixIntervals | None] = field(default_factory=list)  # one per pair
 
 
 def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
@@ -130,6 +137,8 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             differs += [f"speculation + target ({', '.join(mixed)}): not this cell's baseline" if mixed
                         else "speculation"]
         study.pairs.append((pair, differs))
+        study.common_prefix.append(common_prefix_intervals(pair, n_resamples=n_resamples, seed=seed,
+                                                           confidence=confidence))
         study.warnings += [f"{a.label} vs {b.label}: {w}" for w in pair.warnings()]
     flagged = [p for p, _ in study.pairs if p.divergence_share > DIVERGENCE_FLAG_SHARE]
     if flagged:
@@ -186,16 +195,32 @@ def _f(x: float | None, digits: int = 2) -> str:
 def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the divergence table (Markdown and CSV share them)."""
     header = ["cell A", "cell B", "differs in", "prompts", "identical", "first divergence (median [min, max])",
-              "AL A plain / common prefix", "AL B plain / common prefix"]
+              "AL A plain", "AL B plain", "AL A common prefix [CI] (drafts)", "AL B common prefix [CI] (drafts)",
+              "Δ common prefix B − A [CI]"]
     rows = []
-    for p, differs in study.pairs:
+    for (p, differs), cp in zip(study.pairs, _common(study)):
         pos = sorted(p.positions)
         where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else "–"
+        if cp is None:
+            common = ["–", "–", "–"]
+        else:
+            common = [f"{_f(cp.al_a)} {_ci(cp.ci_a)} ({cp.drafts_a})", f"{_f(cp.al_b)} {_ci(cp.ci_b)} ({cp.drafts_b})",
+                      f"{cp.delta:+.2f} {_ci(cp.ci_delta, signed=True)}"]
         rows.append([p.a, p.b, ", ".join(differs) or "nothing", str(p.n),
                      f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
-                     f"{_f(_al(p.acc_a.plain))} / {_f(_al(p.acc_a.common))}",
-                     f"{_f(_al(p.acc_b.plain))} / {_f(_al(p.acc_b.common))}"])
+                     _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))] + common)
     return header, rows
+
+
+def _common(study: StudyAnalysis) -> list[CommonPrefixIntervals | None]:
+    return study.common_prefix if len(study.common_prefix) == len(study.pairs) else [None] * len(study.pairs)
+
+
+def _ci(iv: tuple[float, float], signed: bool = False) -> str:
+    if any(math.isnan(x) for x in iv):
+        return "(no CI: < 2 prompts)"
+    fmt = "{:+.2f}" if signed else "{:.2f}"
+    return f"[{fmt.format(iv[0])}, {fmt.format(iv[1])}]"
 
 
 def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
@@ -253,7 +278,7 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
 def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     """One numeric row per pair of cells (divergence.csv)."""
     out = []
-    for p, differs in study.pairs:
+    for (p, differs), cp in zip(study.pairs, _common(study)):
         pos = sorted(p.positions)
         out.append({"run": study.source, "cell_a": p.a, "cell_b": p.b, "differs_in": ";".join(differs),
                     "prompts": p.n, "identical": p.identical, "identical_share": p.identical_share,
@@ -261,8 +286,20 @@ def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
                     "first_divergence_min": pos[0] if pos else None, "first_divergence_max": pos[-1] if pos else None,
                     "unit": p.unit, "mismatched": p.mismatched, "unpaired": p.unpaired,
                     "al_a_plain": _al(p.acc_a.plain), "al_a_common_prefix": _al(p.acc_a.common),
-                    "al_b_plain": _al(p.acc_b.plain), "al_b_common_prefix": _al(p.acc_b.common)})
+                    "al_b_plain": _al(p.acc_b.plain), "al_b_common_prefix": _al(p.acc_b.common),
+                    **_common_record(cp)})
     return out
+
+
+def _common_record(cp: CommonPrefixIntervals | None) -> dict[str, Any]:
+    if cp is None:
+        return {}
+    return {"common_prefix_prompts": cp.prompts, "common_prefix_clusters": cp.clusters,
+            "common_prefix_drafts_a": cp.drafts_a, "common_prefix_drafts_b": cp.drafts_b,
+            "al_a_common_prefix_ci_low": cp.ci_a[0], "al_a_common_prefix_ci_high": cp.ci_a[1],
+            "al_b_common_prefix_ci_low": cp.ci_b[0], "al_b_common_prefix_ci_high": cp.ci_b[1],
+            "common_prefix_delta": cp.delta, "common_prefix_delta_ci_low": cp.ci_delta[0],
+            "common_prefix_delta_ci_high": cp.ci_delta[1]}
 
 
 def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
