@@ -26,7 +26,9 @@ from specbench.analysis.divergence import (
     common_prefix_intervals,
     compare_outputs,
 )
+from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
+from specbench.report_kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.
@@ -53,6 +55,7 @@ class StudyAnalysis:
     warnings: list[str] = field(default_factory=list)
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (spec cell, why no speed-up)
     common_prefix: list[CommonPrefixIntervals | None] = field(default_factory=list)  # one per pair
+    kpredictions: list[KPrediction] = field(default_factory=list)
 
 
 def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
@@ -164,7 +167,38 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             continue
         s.notes += timing_caveats(spec, base, cells)
         study.speedups.append(s)
+    study.kpredictions = _k_predictions(cells, study, n_resamples=n_resamples, seed=seed, confidence=confidence)
     return study
+
+
+def cell_k(c: CellRequests) -> int | None:
+    """A speculative cell's k, from its requests' per-request counts."""
+    ks = {int(r["spec_decode"]["num_spec_tokens"]) for r in c.rows
+          if isinstance(r.get("spec_decode"), dict) and r["spec_decode"].get("num_spec_tokens")}
+    return ks.pop() if len(ks) == 1 else None
+
+
+def _k_predictions(cells: list[CellRequests], study: StudyAnalysis, **kw: Any) -> list[KPrediction]:
+    """For every speculative cell with k >= 2 and a matching baseline: predictions at k' <= k, beside
+    the cells measured at k' that differ from it only in num_speculative_tokens."""
+    by_label = {c.label: c for c in cells}
+    out = []
+    for s in study.speedups:
+        src, base = by_label[s.cell], by_label[s.baseline]
+        k = cell_k(src)
+        if k is None or k < 2:
+            continue
+        rest = {a: v for a, v in src.axes.items() if a != "num_speculative_tokens"}
+        measured = {}
+        for c in cells:
+            kk = cell_k(c) if not c.is_baseline and c is not src and c.repeat == src.repeat else None
+            if kk is not None and kk < k and {a: v for a, v in c.axes.items() if a != "num_speculative_tokens"} == rest:
+                measured[kk] = (c.label, c.rows)
+        try:
+            out.append(predict_k(src.label, src.rows, k, base.label, base.rows, measured, **kw))
+        except ValueError as exc:
+            study.warnings.append(f"{src.label}: no k prediction ({exc})")
+    return out
 
 
 def _no_baseline(spec: CellRequests, baselines: list[CellRequests], draft_axes: list[str]) -> str:
@@ -204,8 +238,8 @@ def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
         if cp is None:
             common = ["–", "–", "–"]
         else:
-            common = [f"{_f(cp.al_a)} {_ci(cp.ci_a)} ({cp.drafts_a})", f"{_f(cp.al_b)} {_ci(cp.ci_b)} ({cp.drafts_b})",
-                      f"{cp.delta:+.2f} {_ci(cp.ci_delta, signed=True)}"]
+            common = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
+                      _with(cp.delta, cp.ci_delta, "", signed=True)]
         rows.append([p.a, p.b, ", ".join(differs) or "nothing", str(p.n),
                      f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
                      _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))] + common)
@@ -214,6 +248,12 @@ def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
 
 def _common(study: StudyAnalysis) -> list[CommonPrefixIntervals | None]:
     return study.common_prefix if len(study.common_prefix) == len(study.pairs) else [None] * len(study.pairs)
+
+
+def _with(x: float, iv: tuple[float, float], tail: str, signed: bool = False) -> str:
+    if math.isnan(x):
+        return "–"
+    return f"{x:{'+' if signed else ''}.2f} {_ci(iv, signed)}{tail}"
 
 
 def _ci(iv: tuple[float, float], signed: bool = False) -> str:
@@ -261,9 +301,11 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
                 "the same mla / env: / flag: values; \"no matching baseline\" where the run has none: another "
                 "target's baseline would mix two changes) under the same load (client-side "
                 "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
-                "ttft) / Σ (tokens − 1); e2e = mean latency. Predicted = AL · t_plain / t_verify with t_plain = "
-                "the baseline's TPOT and t_verify = the cell's decode time per verify step (AL from per-request "
-                "counts). Predicted matches the TPOT speed-up up to the last step's clipped tokens; its gap to "
+                "ttft) / Σ (tokens − 1); e2e = mean latency. Decomposition = AL ÷ cost ratio, cost ratio = "
+                "t_verify / t_plain (a verify step's cost in plain decode steps: the cell's decode time per verify "
+                "step over the baseline's TPOT; AL from per-request counts). It is not a prediction: both factors "
+                "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
+                "tokens; it says whether acceptance or step cost decides. Its gap to "
                 "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
                 f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
                 "where both cells sent the same requests).", ""]
@@ -272,6 +314,11 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
             out += [f"- {x.cell}: {n}" for x in s.speedups for n in x.notes]
             out += [f"- {cell}: no matching baseline: {why}" for cell, why in s.unmatched]
             out.append("")
+    kp = [s for s in studies if s.kpredictions]
+    if kp:
+        out += ["## Choosing k: predicted from per-position acceptance", "", KPREDICTION_INTRO, ""]
+        for s in kp:
+            out += render_kpredictions(s.kpredictions, s.source, md_table)
     return out
 
 
@@ -333,7 +380,8 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Pat
     from specbench.plot_study import divergence_figure, speedup_figure
 
     paths: list[Path] = []
-    for name, records in (("divergence", divergence_records), ("speedup", speedup_records)):
+    for name, records in (("divergence", divergence_records), ("speedup", speedup_records),
+                          ("kprediction", lambda s: kprediction_records(s.kpredictions, s.source))):
         rows = [r for s in studies for r in records(s)]
         if rows:
             buf = io.StringIO()

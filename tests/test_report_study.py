@@ -74,8 +74,8 @@ def test_default_study_mla_divergence_and_speedup(default_study, tmp_path):
     assert s.speedup_output_tok_per_s == pytest.approx(rate(a) / rate(base))
     assert s.speedup_tpot == pytest.approx(tpot(base) / tpot(a))
     assert s.speedup_output_tok_per_s_ci_low <= s.speedup_output_tok_per_s <= s.speedup_output_tok_per_s_ci_high
-    # predicted = AL * t_plain / t_verify from the code's own reported figures
-    assert s.speedup_predicted == pytest.approx(
+    # decomposition = AL * t_plain / t_verify from the code's own reported figures
+    assert s.speedup_decomposition == pytest.approx(
         s.cell_mean_acceptance_length * s.baseline_tpot_s / s.cell_t_verify_s)
     assert set(speed.cell) == {c for c in div.cell_a.tolist() + div.cell_b.tolist() if not c.startswith("baseline")}
 
