@@ -17,7 +17,7 @@ Decomposition (not a prediction): one verify step emits AL tokens on average and
 token and costs ``t_plain`` = the baseline's TPOT. So ``decomposition = AL / cost_ratio`` with
 ``cost_ratio = t_verify / t_plain``, the verify step's cost in plain decode steps and the AL at which
 speculation breaks even. Both factors come from the same cell's timings, so the product equals the
-measured TPOT speed-up up to the last step's clipped tokens (a factor (D + A) / Σ (out - 1), 1.01-1.03
+measured TPOT speed-up up to the last step's clipped tokens (a factor (D + A) / Σ (out - 1), 1.01-1.02
 in the committed runs): it says *why* a cell is as fast as it is (acceptance vs step cost), it
 predicts nothing. Its gaps to the tok/s and e2e speed-ups are what speculation does not speed up
 (prefill and time to first token, queueing, batching with other requests' verify steps) and the
