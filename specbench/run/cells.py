@@ -102,8 +102,13 @@ def default_resolver(ref: str) -> str:
     return ref
 
 
-def expand(study: Study, resolve: Callable[[str], str] = default_resolver) -> list[Cell]:
-    """Every cell of the study, in run order. ``resolve`` maps model refs (fixture:*) to paths."""
+def expand(study: Study, resolve: Callable[[str], str] = default_resolver, *,
+           legacy_baseline: bool = False) -> list[Cell]:
+    """Every cell of the study, in run order. ``resolve`` maps model refs (fixture:*) to paths.
+
+    ``legacy_baseline``: the cells of a run from before per-target baselines (one baseline per
+    repeat, ``baseline__r<n>``, every target axis at its first value), so ``--resume`` can finish it.
+    """
     axes = list(study.matrix)
     combos = list(itertools.product(*(study.matrix[a] for a in axes))) if axes else [()]
     cells: list[Cell] = []
@@ -113,11 +118,15 @@ def expand(study: Study, resolve: Callable[[str], str] = default_resolver) -> li
             cells.append(_cell(study, values, r, baseline=False, resolve=resolve))
     if study.baseline.enabled:
         target = [a for a in axes if is_target_axis(a, study.baseline.draft_axes)]
-        for tcombo in itertools.product(*(study.matrix[a] for a in target)):
+        combos = itertools.product(*(study.matrix[a] for a in target))
+        if legacy_baseline:
+            combos = [tuple(study.matrix[a][0] for a in target)]
+        for tcombo in combos:
             tvalues = dict(zip(target, tcombo))
             values = {a: tvalues.get(a, NONE) for a in axes}
             for r in range(study.repeats):
-                cells.append(_cell(study, values, r, baseline=True, resolve=resolve, id_axes=target))
+                cells.append(_cell(study, values, r, baseline=True, resolve=resolve,
+                                   id_axes=[] if legacy_baseline else target))
     ids = [c.cell_id for c in cells]
     if len(set(ids)) != len(ids):  # two drafts with the same last path component, say
         seen: dict[str, int] = {}

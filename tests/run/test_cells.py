@@ -171,3 +171,13 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
 def test_default_config_expands_to_six_cells():
     cells = expand(load_config(ROOT / "configs" / "default.yaml"), _ident)
     assert len(cells) == 6 and sum(c.is_baseline for c in cells) == 2
+
+
+def test_legacy_expansion_reproduces_a_pre_per_target_baseline_run():
+    """--resume of a run written before per-target baselines (results/baselines/cpu-default)."""
+    manifest = json.loads((ROOT / "results" / "baselines" / "cpu-default" / "manifest.json").read_text())
+    study = parse_study(manifest["resolved_config"], "manifest")
+    assert [c.cell_id for c in expand(study, _ident)] != manifest["cells"]
+    legacy = expand(study, _ident, legacy_baseline=True)
+    assert [c.cell_id for c in legacy] == manifest["cells"]
+    assert legacy[-1].axes == {"mla": "on", "output_norm": "none"} and legacy[-1].env["VLLM_MLA_DISABLE"] == "0"
