@@ -204,12 +204,14 @@ def _k_predictions(cells: list[CellRequests], study: StudyAnalysis, **kw: Any) -
 def _no_baseline(spec: CellRequests, baselines: list[CellRequests], draft_axes: list[str]) -> str:
     from specbench.run.cells import target_mismatch
 
-    need = ", ".join(f"{a}={spec.axes.get(a)}" for b in baselines[:1] for a in target_mismatch(spec.axes, b.axes,
-                                                                                                draft_axes))
-    have = "; ".join(f"{b.label} ({', '.join(f'{a}={b.axes.get(a)}' for a in target_mismatch(spec.axes, b.axes, draft_axes))})"
-                     for b in baselines if b.repeat == spec.repeat) or "none in this repeat"
-    return (f"needs a baseline with {need or 'the same repeat'}; the run's: {have}; run one (a run from "
-            "before per-target baselines needs a new run; `specbench run --resume` re-runs failed cells)")
+    def values(c: CellRequests, b: CellRequests) -> list[str]:
+        return [f"{a}={c.axes.get(a)}" for a in target_mismatch(spec.axes, b.axes, draft_axes)]
+
+    need = ", ".join(values(spec, baselines[0])) if baselines else ""
+    have = "; ".join(f"{b.label} ({', '.join(values(b, b))})" for b in baselines if b.repeat == spec.repeat)
+    return (f"needs a baseline with {need or 'the same repeat'}; the run's: {have or 'none in this repeat'}; "
+            "run one (a run from before per-target baselines needs a new run; `specbench run --resume` "
+            "re-runs failed cells)")
 
 
 def _al(units) -> float:
