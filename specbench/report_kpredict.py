@@ -35,8 +35,10 @@ def recommendation(kp: KPrediction) -> str:
         return (f"{kp.source}: no k — every predicted speed-up is below 1 (best {_f(top)}×): "
                 "no speculation is faster on this machine")
     p = next(p for p in kp.points if p.k == best)
-    cost = "measured step cost" if p.cell else "cost model"
-    return f"{kp.source}: k = {best} (predicted speed-up {_f(p.speedup)}× with the {cost})"
+    if p.cell:
+        return f"{kp.source}: k = {best} (predicted speed-up {_f(p.speedup)}× with the measured step cost)"
+    return (f"{kp.source}: k = {best} (predicted speed-up {_f(p.speedup)}× with the linear cost model, an "
+            "assumption: measure a num_speculative_tokens axis to confirm)")
 
 
 def kprediction_rows(kps: list[KPrediction]) -> tuple[list[str], list[list[str]]]:
