@@ -58,13 +58,6 @@ class StudyAnalysis:
     kpredictions: list[KPrediction] = field(default_factory=list)
 
 
-def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
-    """The run's ``baseline.draft_axes`` (absent in run directories from before they existed)."""
-    cfg = (manifest or {}).get("resolved_config") or {}
-    base = cfg.get("baseline") if isinstance(cfg, dict) else None
-    return list(base.get("draft_axes") or []) if isinstance(base, dict) else []
-
-
 def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
     """The finished cells of a run directory with their request rows (tagged with ``_repeat``)."""
     return _read_run(path, prefix)[0]
@@ -73,7 +66,7 @@ def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
 def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
     """Finished cells and the run's draft-only axes."""
     from specbench.io import read_jsonl
-    from specbench.run.cells import axis_label
+    from specbench.run.cells import axis_label, draft_axes_of
     from specbench.run.store import load_run
 
     run = load_run(path)

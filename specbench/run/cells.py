@@ -70,6 +70,13 @@ def target_mismatch(spec_axes: dict[str, Any], base_axes: dict[str, Any], draft_
     return [a for a in names if str(spec_axes.get(a)) != str(base_axes.get(a))]
 
 
+def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
+    """A run's ``baseline.draft_axes`` from its manifest (absent in runs from before they existed)."""
+    cfg = (manifest or {}).get("resolved_config") or {}
+    base = cfg.get("baseline") if isinstance(cfg, dict) else None
+    return list(base.get("draft_axes") or []) if isinstance(base, dict) else []
+
+
 def pick_baseline(spec_axes: dict[str, Any], repeat: Any, baselines: Iterable[tuple[dict[str, Any], Any, T]],
                   draft_axes: Iterable[str] = ()) -> T | None:
     """The baseline of ``baselines`` (``(axes, repeat, item)``) to measure a speculative cell against:

@@ -181,3 +181,11 @@ def test_legacy_expansion_reproduces_a_pre_per_target_baseline_run():
     legacy = expand(study, _ident, legacy_baseline=True)
     assert [c.cell_id for c in legacy] == manifest["cells"]
     assert legacy[-1].axes == {"mla": "on", "output_norm": "none"} and legacy[-1].env["VLLM_MLA_DISABLE"] == "0"
+
+
+def test_draft_axes_are_read_from_a_run_manifest():
+    from specbench.run.cells import draft_axes_of
+
+    assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True, "draft_axes": ["env:D"]}}}) == ["env:D"]
+    assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True}}}) == []  # an older run
+    assert draft_axes_of(None) == []
