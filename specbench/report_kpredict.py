@@ -29,16 +29,17 @@ def _yes(flag: bool | None) -> str:
 
 
 def recommendation(kp: KPrediction) -> str:
-    best = kp.best_k
-    if best is None:
-        top = max((p.speedup for p in kp.points if not math.isnan(p.speedup)), default=float("nan"))
-        return (f"{kp.source}: no k — every predicted speed-up is below 1 (best {_f(top)}×): "
-                "no speculation is faster on this machine")
-    p = next(p for p in kp.points if p.k == best)
-    if p.cell:
-        return f"{kp.source}: k = {best} (predicted speed-up {_f(p.speedup)}× with the measured step cost)"
-    return (f"{kp.source}: k = {best} (predicted speed-up {_f(p.speedup)}× with the linear cost model, an "
-            "assumption: measure a num_speculative_tokens axis to confirm)")
+    best = kp.best
+    lo, hi = best.speedup_ci
+    measured = best.cell is not None or best.k == kp.k  # k' = k: the source cell's own step cost
+    cost = "measured step cost" if measured else "linear cost model, an assumption: measure a k axis to confirm"
+    figure = f"{_f(best.speedup)}× [{_f(lo)}, {_f(hi)}] at k = {best.k} with the {cost}"
+    if kp.best_k is not None:
+        return f"{kp.source}: k = {kp.best_k} (predicted speed-up {figure})"
+    if hi < 1:
+        return f"{kp.source}: no k — speculation is predicted slower at every k (best {figure})"
+    return (f"{kp.source}: no k clearly faster than no speculation (best {figure}: the interval "
+            "includes 1)")
 
 
 def kprediction_rows(kps: list[KPrediction]) -> tuple[list[str], list[list[str]]]:
@@ -88,7 +89,8 @@ def kprediction_records(kps: list[KPrediction], run: str) -> list[dict[str, Any]
     for kp in kps:
         for p in kp.points:
             row: dict[str, Any] = {"run": run, "source_cell": kp.source, "baseline": kp.baseline, "source_k": kp.k,
-                                   "k": p.k, "measured_cell": p.cell, "recommended_k": kp.best_k, "paired": kp.paired}
+                                   "k": p.k, "measured_cell": p.cell, "recommended_k": kp.best_k,
+                                   "best_k": kp.best.k, "paired": kp.paired}
             for name in ("al_pred", "cost_model", "speedup_pred", "al_meas", "cost_meas", "tpot_speedup_meas",
                          "speedup_pred_meas_cost"):
                 row[name] = getattr(p, name)

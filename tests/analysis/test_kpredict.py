@@ -98,3 +98,20 @@ def test_committed_k_sweep_predictions_recomputed_by_hand():
     assert list(row.loc[[1, 2], "speedup_inside_ci"]) == [True, True]
     assert list(row.loc[[1, 2], "model_speedup_inside_ci"]) == [False, True]
     assert pd.isna(row.loc[1, "recommended_k"])
+
+
+def test_a_k_is_recommended_only_when_its_speedup_interval_lies_above_one():
+    from specbench.analysis.kpredict import KPoint, KPrediction
+    from specbench.report_kpredict import recommendation
+
+    def kp(ci: tuple[float, float]) -> KPrediction:
+        pts = [KPoint(k=1, al_pred=1.8, al_pred_ci=(1.7, 1.9), cost_model=1.75, cost_model_ci=(1.7, 1.8),
+                      speedup_pred=1.03, speedup_pred_ci=ci),
+               KPoint(k=2, al_pred=2.3, al_pred_ci=(2.2, 2.4), cost_model=2.5, cost_model_ci=(2.4, 2.6),
+                      speedup_pred=0.92, speedup_pred_ci=(0.9, 0.95))]
+        return KPrediction(source="s", baseline="b", k=2, points=pts, paired=True, confidence=0.95)
+
+    assert kp((1.01, 1.05)).best_k == 1 and recommendation(kp((1.01, 1.05))).startswith("s: k = 1")
+    straddles = kp((0.97, 1.09))
+    assert straddles.best.k == 1 and straddles.best_k is None  # a point estimate alone recommends nothing
+    assert "no k clearly faster" in recommendation(straddles) and "linear cost model" in recommendation(straddles)
