@@ -152,6 +152,9 @@ class Load(_Strict):
 
 class Baseline(_Strict):
     enabled: bool = True
+    # env:/flag: matrix axes that only concern the draft: the baseline (no draft) does not vary on
+    # them. Every other non-speculative axis changes the target, so it gets one baseline per value.
+    draft_axes: list[str] = Field(default_factory=list)
 
 
 AxisValue = Union[str, int, float, bool]
@@ -199,6 +202,14 @@ class Study(_Strict):
         for axis in SPEC_AXES:
             if axis in self.matrix and self.serve.speculative is None:
                 raise ValueError(f"matrix.{axis} needs serve.speculative (it varies the draft)")
+        return self
+
+    @model_validator(mode="after")
+    def _draft_axes_in_matrix(self) -> "Study":
+        for i, axis in enumerate(self.baseline.draft_axes):
+            if not axis.startswith(("env:", "flag:")) or axis not in self.matrix:
+                raise ValueError(f"baseline.draft_axes[{i}]: {axis!r} is not an env:/flag: axis of the matrix "
+                                 "(speculative axes are draft-only already; mla changes the target)")
         return self
 
     @property

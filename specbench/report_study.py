@@ -3,7 +3,11 @@
 Reads each finished cell's ``requests.jsonl`` and computes, with :mod:`specbench.analysis.divergence`
 and :mod:`specbench.analysis.speedup`: for every pair of cells of a repeat, how often their greedy
 outputs are identical and where they first diverge, with acceptance over the common prefix beside
-the plain figure; and for every speculative cell, its speed-up over the baseline cell.
+the plain figure; and for every speculative cell, its speed-up over the baseline cell that serves
+the same target (same repeat, same value on every target axis: mla, env:, flag:; see
+:func:`specbench.run.cells.pick_baseline`). A cell without such a baseline gets no speed-up, only a
+"no matching baseline" row: measuring an mla=off cell against an mla=on baseline would mix two
+changes.
 """
 
 from __future__ import annotations
@@ -15,8 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import point_estimates
-from specbench.analysis.divergence import COMMON_PREFIX_DEFINITION, PairDivergence, compare_outputs
+from specbench.analysis.divergence import (
+    COMMON_PREFIX_DEFINITION,
+    CommonPrefixIntervals,
+    PairDivergence,
+    common_prefix_intervals,
+    compare_outputs,
+)
+from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
+from specbench.report_kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.
@@ -41,16 +53,25 @@ class StudyAnalysis:
     pairs: list[tuple[PairDivergence, list[str]]] = field(default_factory=list)  # (pair, axes that differ)
     speedups: list[Speedup] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unmatched: list[tuple[str, str]] = field(default_factory=list)  # (spec cell, why no speed-up)
+    common_prefix: list[CommonPrefixIntervals | None] = field(default_factory=list)  # one per pair
+    kpredictions: list[KPrediction] = field(default_factory=list)
 
 
 def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
     """The finished cells of a run directory with their request rows (tagged with ``_repeat``)."""
+    return _read_run(path, prefix)[0]
+
+
+def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
+    """Finished cells and the run's draft-only axes."""
     from specbench.io import read_jsonl
-    from specbench.run.cells import axis_label
+    from specbench.run.cells import axis_label, draft_axes_of
     from specbench.run.store import load_run
 
     run = load_run(path)
     out = []
+
     for cell_id, cell in run.cells.items():
         req = cell.dir / "requests.jsonl"
         if cell.status != "done" or not req.exists():
@@ -66,7 +87,7 @@ def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
             host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
             window=(cell.cell["started_at"], cell.cell["ended_at"])
             if cell.cell.get("started_at") and cell.cell.get("ended_at") else None))
-    return out
+    return out, draft_axes_of(run.manifest)
 
 
 def timing_caveats(spec: CellRequests, base: CellRequests, cells: list[CellRequests]) -> list[str]:
@@ -94,7 +115,9 @@ def _overlap(a: CellRequests, b: CellRequests) -> bool:
 def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0,
                 confidence: float = 0.95) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
-    cells = read_cells(path, prefix=prefix)
+    from specbench.run.cells import pick_baseline, target_mismatch
+
+    cells, draft_axes = _read_run(path, prefix)
     study = StudyAnalysis(source=str(path))
     for a, b in combinations(cells, 2):
         if a.repeat != b.repeat:
@@ -103,8 +126,15 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
         if not pair.n:
             continue
         differs = sorted(k for k in set(a.axes) | set(b.axes) if a.axes.get(k) != b.axes.get(k))
-        differs += ["speculation"] if a.is_baseline != b.is_baseline else []
+        if a.is_baseline != b.is_baseline:
+            spec_c, base_c = (b, a) if a.is_baseline else (a, b)
+            mixed = target_mismatch(spec_c.axes, base_c.axes, draft_axes)
+            # a baseline serving another target: the divergence mixes speculation with that change
+            differs += [f"speculation + target ({', '.join(mixed)}): not this cell's baseline" if mixed
+                        else "speculation"]
         study.pairs.append((pair, differs))
+        study.common_prefix.append(common_prefix_intervals(pair, n_resamples=n_resamples, seed=seed,
+                                                           confidence=confidence))
         study.warnings += [f"{a.label} vs {b.label}: {w}" for w in pair.warnings()]
     flagged = [p for p, _ in study.pairs if p.divergence_share > DIVERGENCE_FLAG_SHARE]
     if flagged:
@@ -113,17 +143,68 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             f"{DIVERGENCE_FLAG_SHARE:.0%} of prompts (worst: {max(p.divergence_share for p in flagged):.0%}); "
             "acceptance differences between them mix the draft with a changed workload: read the "
             "common-prefix AL in the divergence table")
-    for base in (c for c in cells if c.is_baseline):
-        for spec in (c for c in cells if not c.is_baseline and c.repeat == base.repeat):
-            try:
-                s = speedup(spec.label, spec.rows, base.label, base.rows, n_resamples=n_resamples, seed=seed,
-                            confidence=confidence, load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s))
-            except ValueError as exc:
-                study.warnings.append(f"{spec.label}: no speed-up ({exc})")
-                continue
-            s.notes += timing_caveats(spec, base, cells)
-            study.speedups.append(s)
+    baselines = [(c.axes, c.repeat, c) for c in cells if c.is_baseline]
+    for spec in (c for c in cells if not c.is_baseline):
+        base = pick_baseline(spec.axes, spec.repeat, baselines, draft_axes)
+        if base is None:
+            if baselines:  # a study without baselines asked for no speed-up: nothing to flag
+                why = _no_baseline(spec, [b for _, _, b in baselines], draft_axes)
+                study.unmatched.append((spec.label, why))
+                study.warnings.append(f"{spec.label}: no matching baseline, no speed-up ({why})")
+            continue
+        try:
+            s = speedup(spec.label, spec.rows, base.label, base.rows, n_resamples=n_resamples, seed=seed,
+                        confidence=confidence, load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s))
+        except ValueError as exc:
+            study.warnings.append(f"{spec.label}: no speed-up ({exc})")
+            continue
+        s.notes += timing_caveats(spec, base, cells)
+        study.speedups.append(s)
+    study.kpredictions = _k_predictions(cells, study, n_resamples=n_resamples, seed=seed, confidence=confidence)
     return study
+
+
+def cell_k(c: CellRequests) -> int | None:
+    """A speculative cell's k, from its requests' per-request counts."""
+    ks = {int(r["spec_decode"]["num_spec_tokens"]) for r in c.rows
+          if isinstance(r.get("spec_decode"), dict) and r["spec_decode"].get("num_spec_tokens")}
+    return ks.pop() if len(ks) == 1 else None
+
+
+def _k_predictions(cells: list[CellRequests], study: StudyAnalysis, **kw: Any) -> list[KPrediction]:
+    """For every speculative cell with k >= 2 and a matching baseline: predictions at k' <= k, beside
+    the cells measured at k' that differ from it only in num_speculative_tokens."""
+    by_label = {c.label: c for c in cells}
+    out = []
+    for s in study.speedups:
+        src, base = by_label[s.cell], by_label[s.baseline]
+        k = cell_k(src)
+        if k is None or k < 2:
+            continue
+        rest = {a: v for a, v in src.axes.items() if a != "num_speculative_tokens"}
+        measured = {}
+        for c in cells:
+            kk = cell_k(c) if not c.is_baseline and c is not src and c.repeat == src.repeat else None
+            if kk is not None and kk < k and {a: v for a, v in c.axes.items() if a != "num_speculative_tokens"} == rest:
+                measured[kk] = (c.label, c.rows)
+        try:
+            out.append(predict_k(src.label, src.rows, k, base.label, base.rows, measured, **kw))
+        except ValueError as exc:
+            study.warnings.append(f"{src.label}: no k prediction ({exc})")
+    return out
+
+
+def _no_baseline(spec: CellRequests, baselines: list[CellRequests], draft_axes: list[str]) -> str:
+    from specbench.run.cells import target_mismatch
+
+    def values(c: CellRequests, b: CellRequests) -> list[str]:
+        return [f"{a}={c.axes.get(a)}" for a in target_mismatch(spec.axes, b.axes, draft_axes)]
+
+    need = ", ".join(values(spec, baselines[0])) if baselines else ""
+    have = "; ".join(f"{b.label} ({', '.join(values(b, b))})" for b in baselines if b.repeat == spec.repeat)
+    return (f"needs a baseline with {need or 'the same repeat'}; the run's: {have or 'none in this repeat'}; "
+            "run one (a run from before per-target baselines needs a new run; `specbench run --resume` "
+            "re-runs failed cells)")
 
 
 def _al(units) -> float:
@@ -143,16 +224,38 @@ def _f(x: float | None, digits: int = 2) -> str:
 def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the divergence table (Markdown and CSV share them)."""
     header = ["cell A", "cell B", "differs in", "prompts", "identical", "first divergence (median [min, max])",
-              "AL A plain / common prefix", "AL B plain / common prefix"]
+              "AL A plain", "AL B plain", "AL A common prefix [CI] (drafts)", "AL B common prefix [CI] (drafts)",
+              "Δ common prefix B − A [CI]"]
     rows = []
-    for p, differs in study.pairs:
+    for (p, differs), cp in zip(study.pairs, _common(study)):
         pos = sorted(p.positions)
         where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else "–"
+        if cp is None:
+            common = ["–", "–", "–"]
+        else:
+            common = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
+                      _with(cp.delta, cp.ci_delta, "", signed=True)]
         rows.append([p.a, p.b, ", ".join(differs) or "nothing", str(p.n),
                      f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
-                     f"{_f(_al(p.acc_a.plain))} / {_f(_al(p.acc_a.common))}",
-                     f"{_f(_al(p.acc_b.plain))} / {_f(_al(p.acc_b.common))}"])
+                     _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))] + common)
     return header, rows
+
+
+def _common(study: StudyAnalysis) -> list[CommonPrefixIntervals | None]:
+    return study.common_prefix if len(study.common_prefix) == len(study.pairs) else [None] * len(study.pairs)
+
+
+def _with(x: float, iv: tuple[float, float], tail: str, signed: bool = False) -> str:
+    if math.isnan(x):
+        return "–"
+    return f"{x:{'+' if signed else ''}.2f} {_ci(iv, signed)}{tail}"
+
+
+def _ci(iv: tuple[float, float], signed: bool = False) -> str:
+    if any(math.isnan(x) for x in iv):
+        return "(no CI: < 2 prompts)"
+    fmt = "{:+.2f}" if signed else "{:.2f}"
+    return f"[{fmt.format(iv[0])}, {fmt.format(iv[1])}]"
 
 
 def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
@@ -166,6 +269,8 @@ def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
                      _f(s.spec["mean_acceptance_length"])] + cis + [
                         f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, "
                         f"{_f(s.intervals['cost_ratio'][1])}]", f"{_f(s.load_ratio)}×"])
+    for cell, _ in study.unmatched:
+        rows.append([cell, "no matching baseline"] + ["–"] * (len(header) - 2))
     return header, rows
 
 
@@ -183,28 +288,39 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
                 "or no speculation.", ""]
         for s in pairs:
             out += [f"Run {s.source}:", "", md_table(*divergence_rows(s)), ""]
-    speed = [s for s in studies if s.speedups]
+    speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
-        pct = f"{speed[0].speedups[0].confidence:.0%}"
+        pct = f"{speed[0].speedups[0].confidence:.0%}" if speed[0].speedups else "95%"
         out += ["## Speed-up over the no-speculation baseline", "",
-                "Each speculative cell against the run's baseline cell under the same load (client-side "
+                "Each speculative cell against the baseline cell serving the same target (same repeat and "
+                "the same mla / env: / flag: values; \"no matching baseline\" where the run has none: another "
+                "target's baseline would mix two changes) under the same load (client-side "
                 "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
-                "ttft) / Σ (tokens − 1); e2e = mean latency. Predicted = AL · t_plain / t_verify with t_plain = "
-                "the baseline's TPOT and t_verify = the cell's decode time per verify step (AL from per-request "
-                "counts). Predicted matches the TPOT speed-up up to the last step's clipped tokens; its gap to "
+                "ttft) / Σ (tokens − 1); e2e = mean latency. Decomposition = AL ÷ cost ratio, cost ratio = "
+                "t_verify / t_plain (a verify step's cost in plain decode steps: the cell's decode time per verify "
+                "step over the baseline's TPOT; AL from per-request counts). It is not a prediction: both factors "
+                "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
+                "tokens; it says whether acceptance or step cost decides. Its gap to "
                 "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
                 f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
                 "where both cells sent the same requests).", ""]
         for s in speed:
             out += [f"Run {s.source}:", "", md_table(*speedup_rows(s)), ""]
             out += [f"- {x.cell}: {n}" for x in s.speedups for n in x.notes]
+            out += [f"- {cell}: no matching baseline: {why}" for cell, why in s.unmatched]
+            out.append("")
+    kp = [s for s in studies if s.kpredictions]
+    if kp:
+        out += ["## Choosing k: predicted from per-position acceptance", "", KPREDICTION_INTRO, ""]
+        for s in kp:
+            out += render_kpredictions(s.kpredictions, s.source, md_table)
     return out
 
 
 def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     """One numeric row per pair of cells (divergence.csv)."""
     out = []
-    for p, differs in study.pairs:
+    for (p, differs), cp in zip(study.pairs, _common(study)):
         pos = sorted(p.positions)
         out.append({"run": study.source, "cell_a": p.a, "cell_b": p.b, "differs_in": ";".join(differs),
                     "prompts": p.n, "identical": p.identical, "identical_share": p.identical_share,
@@ -212,8 +328,20 @@ def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
                     "first_divergence_min": pos[0] if pos else None, "first_divergence_max": pos[-1] if pos else None,
                     "unit": p.unit, "mismatched": p.mismatched, "unpaired": p.unpaired,
                     "al_a_plain": _al(p.acc_a.plain), "al_a_common_prefix": _al(p.acc_a.common),
-                    "al_b_plain": _al(p.acc_b.plain), "al_b_common_prefix": _al(p.acc_b.common)})
+                    "al_b_plain": _al(p.acc_b.plain), "al_b_common_prefix": _al(p.acc_b.common),
+                    **_common_record(cp)})
     return out
+
+
+def _common_record(cp: CommonPrefixIntervals | None) -> dict[str, Any]:
+    if cp is None:
+        return {}
+    return {"common_prefix_prompts": cp.prompts, "common_prefix_clusters": cp.clusters,
+            "common_prefix_drafts_a": cp.drafts_a, "common_prefix_drafts_b": cp.drafts_b,
+            "al_a_common_prefix_ci_low": cp.ci_a[0], "al_a_common_prefix_ci_high": cp.ci_a[1],
+            "al_b_common_prefix_ci_low": cp.ci_b[0], "al_b_common_prefix_ci_high": cp.ci_b[1],
+            "common_prefix_delta": cp.delta, "common_prefix_delta_ci_low": cp.ci_delta[0],
+            "common_prefix_delta_ci_high": cp.ci_delta[1]}
 
 
 def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
@@ -231,6 +359,8 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
         row["load_tok_per_s_ratio"] = s.load_ratio
         row["notes"] = "; ".join(s.notes)
         out.append(row)
+    for cell, why in study.unmatched:
+        out.append({"run": study.source, "cell": cell, "baseline": None, "notes": f"no matching baseline: {why}"})
     return out
 
 
@@ -245,7 +375,8 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Pat
     from specbench.plot_study import divergence_figure, speedup_figure
 
     paths: list[Path] = []
-    for name, records in (("divergence", divergence_records), ("speedup", speedup_records)):
+    for name, records in (("divergence", divergence_records), ("speedup", speedup_records),
+                          ("kprediction", lambda s: kprediction_records(s.kpredictions, s.source))):
         rows = [r for s in studies for r in records(s)]
         if rows:
             buf = io.StringIO()

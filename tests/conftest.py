@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "default.yaml"
-STUDY_TIMEOUT_S = 1800  # 5 servers; generous for a loaded 2-core machine
+STUDY_TIMEOUT_S = 1800  # 6 servers (one baseline per MLA value); generous for a loaded 2-core machine
 
 
 def vllm_env(tmp: Path) -> dict[str, str]:

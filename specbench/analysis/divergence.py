@@ -18,11 +18,26 @@ is unknown, so it is not a divergence.
 
 Common-prefix acceptance (needs ``--per-request-spec-decode-metrics detailed``, whose
 ``per_step_accepted`` / ``per_step_drafted`` arrays list every verify step in order): token 0
-comes from prefill; verify step s emits ``accepted_s + 1`` tokens (the bonus/correction token
-included), the last step clipped at the output's end. A step counts when every token it emitted
-lies inside the common prefix (all steps count for an identical pair). A request whose steps do
-not account for its tokens (``1 + Σ(accepted+1) - len`` outside ``[0, k]``) is left out of the
-common-prefix figure and counted in ``unaligned``.
+comes from prefill; verify step s starts at token ``pos_s`` (``pos_0 = 1``) and emits
+``accepted_s + 1`` tokens (the bonus/correction token included), the last step clipped at the
+output's end. **A step counts when it starts inside the common prefix** (``pos_s < prefix``: its
+first verified token is one both cells' targets produced); all steps count for an identical pair.
+
+Why the start, not the end: whether a step starts inside the prefix depends only on the steps
+before it (a stopping rule), so including it cannot favour any outcome of the step itself, and
+``Σ accepted / Σ steps`` over the included steps estimates the per-step acceptance without bias
+(Wald's identity; the ratio estimator is consistent over requests). Keeping only steps that *end*
+inside the prefix drops the steps that straddle the divergence, and a step that accepted more
+tokens is longer, so more likely to straddle: it reads low (in simulation, with prefixes of median
+~7 tokens, true AL 2.70 reads 2.53; tests/analysis/test_divergence.py pins both).
+
+A request whose steps do not account for its tokens (``1 + Σ(accepted+1) - len`` outside
+``[0, k]``) is left out of the common-prefix figure and counted in ``unaligned``.
+
+CIs (:func:`common_prefix_intervals`): each side's common-prefix AL and the difference B - A, by
+a percentile bootstrap that resamples prompts (clusters: all requests of one prompt id, across
+repeats, move together) and keeps each prompt's two sides together (paired), summing counts
+before dividing.
 """
 
 from __future__ import annotations
@@ -30,11 +45,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from specbench.analysis.bootstrap import percentile_interval, resample_weights
 from specbench.analysis.counts import Counts
 
 COMMON_PREFIX_DEFINITION = (
     "common-prefix acceptance: the same statistics (AL = 1 + A/D, p_i = accepted at i / D) over only the "
-    "verify steps whose emitted tokens all lie inside the prefix both cells' outputs share"
+    "verify steps that start inside the prefix both cells' outputs share (a rule that depends only on earlier "
+    "steps, so it does not favour short steps as dropping the steps that straddle the divergence would)"
 )
 
 
@@ -59,7 +78,7 @@ def output_of(row: dict[str, Any]) -> tuple[Any, str] | None:
 
 
 def step_counts(spec: dict[str, Any] | None, n_tokens: int, prefix: int | None) -> Counts | None:
-    """Counts over the verify steps whose emitted tokens lie in ``[0, prefix)`` (None = all steps).
+    """Counts over the verify steps that start inside ``[0, prefix)`` (None = all steps).
 
     ``spec`` is a request's ``spec_decode`` object; None when it has no per-step arrays or its
     steps do not account for its ``n_tokens`` (see the module docstring).
@@ -72,8 +91,7 @@ def step_counts(spec: dict[str, Any] | None, n_tokens: int, prefix: int | None) 
         return None
     pos, d, t, a_sum, per_pos = 1, 0, 0, 0, [0] * k
     for a, dr in zip(acc, drafted):
-        end = min(pos + a + 1, n_tokens)
-        if prefix is not None and end > prefix:
+        if prefix is not None and pos >= prefix:
             break
         d, t, a_sum = d + 1, t + dr, a_sum + a
         for i in range(min(a, k)):
@@ -98,6 +116,8 @@ class PromptPair:
     position: int | None
     len_a: int
     len_b: int
+    common_a: Counts | None = None  # this prompt's common-prefix counts on each side (None: no per-step data)
+    common_b: Counts | None = None
 
 
 @dataclass
@@ -181,29 +201,91 @@ def compare_outputs(a: str, rows_a: list[dict[str, Any]], b: str, rows_b: list[d
         (sa, unit), (sb, _) = oa, ob
         units.add(unit)
         pos = first_divergence(sa, sb)
+        common = [_add_side(side, row.get("spec_decode"), len(seq) if unit == "token" else None, pos)
+                  for side, row, seq in ((acc_a, ra, sa), (acc_b, rb, sb))]
         pairs.append(PromptPair(ra.get("_repeat"), int(ra.get("id", len(pairs))), str(ra.get("prompt_id")), pos,
-                                len(sa), len(sb)))
-        for side, row, seq in ((acc_a, ra, sa), (acc_b, rb, sb)):
-            _add_side(side, row.get("spec_decode"), len(seq) if unit == "token" else None, pos)
+                                len(sa), len(sb), *common))
     unpaired += len(by_b)
     return PairDivergence(a=a, b=b, unit="token" if units == {"token"} else ("char" if units else "token"),
                           prompts=pairs, mismatched=mismatched, unpaired=unpaired, acc_a=acc_a, acc_b=acc_b)
 
 
-def _add_side(side: SideAcceptance, spec: dict[str, Any] | None, n_tokens: int | None, pos: int | None) -> None:
+def _add_side(side: SideAcceptance, spec: dict[str, Any] | None, n_tokens: int | None,
+              pos: int | None) -> Counts | None:
+    """Adds one request's counts to ``side``; returns its common-prefix counts (None when unknown)."""
     plain = plain_counts(spec)
     if plain is None:
-        return
+        return None
     side.plain.append(plain)
     if spec.get("per_step_accepted") is None and plain.num_drafts == 0:
         side.common.append(plain)  # no verify steps: nothing to restrict
-        return
+        return plain
     if n_tokens is None:
-        return
+        return None
     common = step_counts(spec, n_tokens, pos)
     if common is None:
         if spec.get("per_step_accepted") is not None:
             side.unaligned += 1
-        return
+        return None
     side.common.append(common)
+    return common
 
+
+@dataclass
+class CommonPrefixIntervals:
+    """Common-prefix AL of each side (over the prompts with per-step data on that side) and of B - A
+    (over the prompts with per-step data on both); NaN where a side has none."""
+
+    prompts: int  # paired requests with common-prefix counts on both sides (the difference's data)
+    clusters: int  # distinct prompt ids (the resampling unit)
+    drafts_a: int
+    drafts_b: int
+    al_a: float
+    al_b: float
+    delta: float
+    ci_a: tuple[float, float]
+    ci_b: tuple[float, float]
+    ci_delta: tuple[float, float]
+    confidence: float
+
+
+def common_prefix_intervals(pair: PairDivergence, *, n_resamples: int = 2000, seed: int = 0,
+                            confidence: float = 0.95) -> CommonPrefixIntervals | None:
+    """Paired, prompt-clustered bootstrap of the common-prefix AL (see the module docstring).
+
+    None when neither side has common-prefix counts; NaN intervals with fewer than two prompt ids
+    (no spread to resample).
+    """
+    used = [p for p in pair.prompts if p.common_a is not None or p.common_b is not None]
+    if not used:
+        return None
+    # per prompt id, summed over its requests: [D_a, A_a, D_b, A_b] (each side where it has counts),
+    # then the same over only the requests with counts on both sides (for the difference)
+    clusters: dict[str, np.ndarray] = {}
+    for p in used:
+        both = p.common_a is not None and p.common_b is not None
+        row = np.zeros(8)
+        for j, c in ((0, p.common_a), (2, p.common_b)):
+            if c is not None:
+                row[j:j + 2] = (c.num_drafts, c.accepted_tokens)
+                if both:
+                    row[4 + j:6 + j] = (c.num_drafts, c.accepted_tokens)
+        clusters[p.prompt_id] = clusters.get(p.prompt_id, 0) + row
+    m = np.asarray(list(clusters.values()))
+
+    def stats(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            al = [1 + sums[..., j + 1] / sums[..., j] for j in (0, 2, 4, 6)]
+        return al[0], al[1], al[3] - al[2]
+
+    a, b, d = (float(x) for x in stats(m.sum(axis=0)))
+    nan = (float("nan"), float("nan"))
+    ci_a = ci_b = ci_d = nan
+    if len(m) >= 2:
+        ra, rb, rd = stats(resample_weights(len(m), n_resamples, np.random.default_rng(seed)) @ m)
+        ci_a, ci_b, ci_d = (percentile_interval(x, confidence) if not np.isnan(x).all() else nan
+                            for x in (ra, rb, rd))
+    n_both = sum(1 for p in used if p.common_a is not None and p.common_b is not None)
+    return CommonPrefixIntervals(prompts=n_both, clusters=len(m), drafts_a=int(m[:, 0].sum()),
+                                 drafts_b=int(m[:, 2].sum()), al_a=a, al_b=b, delta=d, ci_a=ci_a, ci_b=ci_b,
+                                 ci_delta=ci_d, confidence=confidence)

@@ -1,4 +1,4 @@
-"""Speed-up of a speculative cell over the study's no-speculation baseline: measured and predicted.
+"""Speed-up of a speculative cell over its no-speculation baseline: measured, and decomposed.
 
 Users care about speed, not acceptance: a higher acceptance length with a slower draft can lose.
 All figures come from the load driver's client-side timings in ``requests.jsonl`` (``ttft_s``,
@@ -12,16 +12,16 @@ over requests as ratio estimators (sums first, then ratios; nothing is averaged 
   token after the first. Speed-up = baseline / spec.
 - ``e2e_s`` = mean end-to-end latency. Speed-up = baseline / spec.
 
-Predicted speed-up, from acceptance alone: one verify step emits AL tokens on average and costs
+Decomposition (not a prediction): one verify step emits AL tokens on average and costs
 ``t_verify`` = Σ (e2e - ttft) / Σ num_drafts of the spec cell; a plain decode step emits one
-token and costs ``t_plain`` = the baseline's TPOT. So ``predicted = AL * t_plain / t_verify``;
-``cost_ratio = t_verify / t_plain`` is the AL at which speculation breaks even. Because the spec
-cell's decode tokens are Σ (accepted + 1) over its steps minus the last step's clipped tokens, the
-predicted figure matches the measured TPOT speed-up up to that clipping; the gaps that tell
-something are predicted vs measured tok/s and e2e: they add what speculation does not speed up
-(prefill and time to first token, queueing behind other requests, batching with other requests'
-verify steps) and the client's own overhead. A predicted speed-up well above the measured one
-means those dominate.
+token and costs ``t_plain`` = the baseline's TPOT. So ``decomposition = AL / cost_ratio`` with
+``cost_ratio = t_verify / t_plain``, the verify step's cost in plain decode steps and the AL at which
+speculation breaks even. Both factors come from the same cell's timings, so the product equals the
+measured TPOT speed-up up to the last step's clipped tokens (a factor (D + A) / Σ (out - 1), 1.01-1.02
+in the committed runs): it says *why* a cell is as fast as it is (acceptance vs step cost), it
+predicts nothing. Its gaps to the tok/s and e2e speed-ups are what speculation does not speed up
+(prefill and time to first token, queueing, batching with other requests' verify steps) and the
+client's own overhead. A real prediction, at other k, is :mod:`specbench.analysis.kpredict`.
 
 CIs: percentile bootstrap over requests. When both cells sent the same requests (same repeat, id
 and prompt), the resample draws request pairs (paired bootstrap: the prompt mix cancels); else
@@ -37,20 +37,22 @@ import numpy as np
 
 from specbench.analysis.bootstrap import percentile_interval, resample_weights
 
-SPEEDUPS = ("output_tok_per_s", "tpot", "e2e", "predicted")
+SPEEDUPS = ("output_tok_per_s", "tpot", "e2e", "decomposition")
 SPEEDUP_LABELS = {
     "output_tok_per_s": "output tok/s (measured)",
     "tpot": "time per output token (measured)",
     "e2e": "end-to-end latency (measured)",
-    "predicted": "predicted from AL and step costs",
+    "decomposition": "decomposition AL ÷ cost ratio (≈ TPOT by construction)",
 }
-# columns of a cell's request matrix
+# columns of a cell's request matrix (accepted-per-position columns follow, when asked for)
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(6)
+N_BASE_COLUMNS = 6
 
 
-def request_matrix(rows: list[dict[str, Any]]) -> tuple[list[tuple], np.ndarray]:
+def request_matrix(rows: list[dict[str, Any]], positions: int = 0) -> tuple[list[tuple], np.ndarray]:
     """Keys ``(repeat, id, prompt_id)`` and columns [1, out, e2e, ttft, drafts, accepted] of the
-    requests that finished with >= 2 tokens (drafts/accepted NaN without per-request counts)."""
+    requests that finished with >= 2 tokens (drafts/accepted NaN without per-request counts), then
+    ``positions`` columns of accepted-per-position counts (NaN where a request lacks them)."""
     keys, cols = [], []
     for r in rows:
         if r.get("error") or r.get("error_code") or r.get("e2e_s") is None or r.get("ttft_s") is None:
@@ -61,9 +63,11 @@ def request_matrix(rows: list[dict[str, Any]]) -> tuple[list[tuple], np.ndarray]
         sd = r.get("spec_decode") or {}
         d, a = sd.get("num_drafts"), sd.get("accepted_tokens")
         keys.append((r.get("_repeat"), r.get("id"), r.get("prompt_id")))
+        pos = sd.get("accepted_per_position") or []
         cols.append([1.0, float(out), float(r["e2e_s"]), float(r["ttft_s"]),
-                     float("nan") if d is None else float(d), float("nan") if a is None else float(a)])
-    return keys, np.asarray(cols, dtype=np.float64).reshape(-1, 6)
+                     float("nan") if d is None else float(d), float("nan") if a is None else float(a)]
+                    + [float(pos[i]) if i < len(pos) else float("nan") for i in range(positions)])
+    return keys, np.asarray(cols, dtype=np.float64).reshape(-1, N_BASE_COLUMNS + positions)
 
 
 def cell_stats(sums: np.ndarray) -> dict[str, np.ndarray]:
@@ -86,7 +90,7 @@ def speedups(spec: dict[str, np.ndarray], base: dict[str, np.ndarray]) -> dict[s
             "output_tok_per_s": spec["output_tok_per_s"] / base["output_tok_per_s"],
             "tpot": base["tpot_s"] / spec["tpot_s"],
             "e2e": base["e2e_s"] / spec["e2e_s"],
-            "predicted": spec["mean_acceptance_length"] * base["tpot_s"] / spec["t_verify_s"],
+            "decomposition": spec["mean_acceptance_length"] * base["tpot_s"] / spec["t_verify_s"],
             "cost_ratio": spec["t_verify_s"] / base["tpot_s"],
         }
 
@@ -138,7 +142,7 @@ class Speedup:
 def speedup(cell: str, spec_rows: list[dict[str, Any]], baseline: str, base_rows: list[dict[str, Any]], *,
             n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
             load_tok_per_s: tuple[float | None, float | None] = (None, None)) -> Speedup:
-    """Measured and predicted speed-up of ``cell`` over ``baseline`` (see the module docstring).
+    """Measured and decomposed speed-up of ``cell`` over ``baseline`` (see the module docstring).
 
     ``load_tok_per_s`` optionally gives both cells' whole-load throughput (summary.json) for a
     point ratio beside the per-request figures.
@@ -150,8 +154,8 @@ def speedup(cell: str, spec_rows: list[dict[str, Any]], baseline: str, base_rows
     base = {k: float(v) for k, v in cell_stats(mb.sum(axis=0)).items()}
     intervals = {k: percentile_interval(v, confidence) for k, v in samples.items()}
     notes = []
-    if np.isnan(point["predicted"]):
-        notes.append("no per-request spec-decode counts: predicted speed-up needs --per-request-spec-decode-metrics")
+    if np.isnan(point["decomposition"]):
+        notes.append("no per-request spec-decode counts: the decomposition needs --per-request-spec-decode-metrics")
     ls, lb = load_tok_per_s
     ratio = ls / lb if ls and lb else None
     return Speedup(cell=cell, baseline=baseline, n_spec=len(ms), n_base=len(mb), paired=paired, spec=spec,

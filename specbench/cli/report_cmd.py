@@ -51,7 +51,12 @@ def register(app: typer.Typer) -> None:
         for st in rep.studies:
             for s in st.speedups:
                 console.print(f"{s.cell}: speed-up {s.point['output_tok_per_s']:.2f}x output tok/s "
-                              f"(predicted from AL {s.point['predicted']:.2f}x)", highlight=False)
+                              f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
+                              highlight=False)
+            for kp in st.kpredictions:
+                from specbench.report_kpredict import recommendation
+
+                console.print(f"recommended k from {recommendation(kp)}", highlight=False)
             for w in st.warnings:
                 console.print(f"[yellow]{w}[/]", highlight=False)
         console.print(f"wrote {', '.join(str(p) for p in paths)}", highlight=False)

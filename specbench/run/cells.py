@@ -2,9 +2,17 @@
 
 Order is stable: the cartesian product in the order axes are written in the config, the last axis
 varying fastest, repeats outermost-last per combination (``..__r0``, ``..__r1``), the baseline
-cells last. The baseline runs without speculation; its speculative axes (output_norm,
-num_speculative_tokens, draft) read "none", and every other axis (mla, env:, flag:) takes its
-*first* value, so the baseline is comparable to the first spec cells.
+cells last.
+
+Baselines run without speculation, and a speed-up or divergence is only about speculation when the
+baseline serves the same target: so there is one baseline per combination of the *target axes*
+(mla, and every ``env:``/``flag:`` axis not listed in ``baseline.draft_axes``), and each speculative
+cell pairs with the baseline that shares its target-axis values (:func:`pick_baseline`). A
+baseline's speculative and draft-only axes read "none". Its id is ``baseline__r<n>`` when the study
+has no target axis, else ``baseline__<target axes>__r<n>`` (``baseline__mla-off__r0``).
+
+Run directories from before this rule have one baseline (target axes at their first value);
+:func:`pick_baseline` then finds no match for the other cells, and the report says so.
 """
 
 from __future__ import annotations
@@ -13,11 +21,12 @@ import itertools
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, TypeVar
 
 from specbench.config import FIXTURE_REFS, SPEC_AXES, Study
 
 NONE = "none"
+T = TypeVar("T")
 
 
 @dataclass
@@ -44,6 +53,42 @@ def axis_label(axis: str) -> str:
     return axis
 
 
+def is_target_axis(axis: str, draft_axes: Iterable[str] = ()) -> bool:
+    """Whether ``axis`` (raw ``env:FOO`` or its label ``FOO``) changes the target model's serving.
+
+    Speculative axes (output_norm, k, draft) and the study's ``baseline.draft_axes`` only change the
+    draft; everything else (mla, env:, flag:) may change the target's numerics or speed.
+    """
+    draft = set(draft_axes) | {axis_label(a) for a in draft_axes}
+    return axis not in SPEC_AXES and axis_label(axis) not in SPEC_AXES and axis not in draft
+
+
+def target_mismatch(spec_axes: dict[str, Any], base_axes: dict[str, Any], draft_axes: Iterable[str] = ()) -> list[str]:
+    """Target axes on which a speculative cell and a baseline differ (empty: a matching pair)."""
+    draft_axes = list(draft_axes)
+    names = [a for a in dict.fromkeys([*spec_axes, *base_axes]) if is_target_axis(a, draft_axes)]
+    return [a for a in names if str(spec_axes.get(a)) != str(base_axes.get(a))]
+
+
+def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
+    """A run's ``baseline.draft_axes`` from its manifest (absent in runs from before they existed)."""
+    cfg = (manifest or {}).get("resolved_config") or {}
+    base = cfg.get("baseline") if isinstance(cfg, dict) else None
+    return list(base.get("draft_axes") or []) if isinstance(base, dict) else []
+
+
+def pick_baseline(spec_axes: dict[str, Any], repeat: Any, baselines: Iterable[tuple[dict[str, Any], Any, T]],
+                  draft_axes: Iterable[str] = ()) -> T | None:
+    """The baseline of ``baselines`` (``(axes, repeat, item)``) to measure a speculative cell against:
+    same repeat, same value on every target axis. None when the run has no such baseline (never a
+    baseline that serves a different target)."""
+    draft_axes = list(draft_axes)
+    for axes, rep, item in baselines:
+        if rep == repeat and not target_mismatch(spec_axes, axes, draft_axes):
+            return item
+    return None
+
+
 def _slug(value: Any) -> str:
     text = str(value)
     if "/" in text:  # a model path or hub id: its last component is the readable part
@@ -64,8 +109,13 @@ def default_resolver(ref: str) -> str:
     return ref
 
 
-def expand(study: Study, resolve: Callable[[str], str] = default_resolver) -> list[Cell]:
-    """Every cell of the study, in run order. ``resolve`` maps model refs (fixture:*) to paths."""
+def expand(study: Study, resolve: Callable[[str], str] = default_resolver, *,
+           legacy_baseline: bool = False) -> list[Cell]:
+    """Every cell of the study, in run order. ``resolve`` maps model refs (fixture:*) to paths.
+
+    ``legacy_baseline``: the cells of a run from before per-target baselines (one baseline per
+    repeat, ``baseline__r<n>``, every target axis at its first value), so ``--resume`` can finish it.
+    """
     axes = list(study.matrix)
     combos = list(itertools.product(*(study.matrix[a] for a in axes))) if axes else [()]
     cells: list[Cell] = []
@@ -74,9 +124,16 @@ def expand(study: Study, resolve: Callable[[str], str] = default_resolver) -> li
         for r in range(study.repeats):
             cells.append(_cell(study, values, r, baseline=False, resolve=resolve))
     if study.baseline.enabled:
-        first = {a: (NONE if a in SPEC_AXES else study.matrix[a][0]) for a in axes}
-        for r in range(study.repeats):
-            cells.append(_cell(study, first, r, baseline=True, resolve=resolve))
+        target = [a for a in axes if is_target_axis(a, study.baseline.draft_axes)]
+        combos = itertools.product(*(study.matrix[a] for a in target))
+        if legacy_baseline:
+            combos = [tuple(study.matrix[a][0] for a in target)]
+        for tcombo in combos:
+            tvalues = dict(zip(target, tcombo))
+            values = {a: tvalues.get(a, NONE) for a in axes}
+            for r in range(study.repeats):
+                cells.append(_cell(study, values, r, baseline=True, resolve=resolve,
+                                   id_axes=[] if legacy_baseline else target))
     ids = [c.cell_id for c in cells]
     if len(set(ids)) != len(ids):  # two drafts with the same last path component, say
         seen: dict[str, int] = {}
@@ -89,13 +146,10 @@ def expand(study: Study, resolve: Callable[[str], str] = default_resolver) -> li
 
 
 def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
-          resolve: Callable[[str], str]) -> Cell:
+          resolve: Callable[[str], str], id_axes: list[str] | None = None) -> Cell:
     serve = study.serve
-    if baseline:
-        cell_id = f"baseline__r{repeat}"
-    else:
-        parts = [f"{axis_label(a)}-{_slug(v)}" for a, v in values.items()]
-        cell_id = "__".join(parts + [f"r{repeat}"])
+    parts = [f"{axis_label(a)}-{_slug(v)}" for a, v in values.items() if id_axes is None or a in id_axes]
+    cell_id = "__".join((["baseline"] if baseline else []) + parts + [f"r{repeat}"])
     args: list[str] = [resolve(serve.model)]
     if serve.served_model_name:
         args += ["--served-model-name", serve.served_model_name]
@@ -131,6 +185,8 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
         env.setdefault("VLLM_TARGET_DEVICE", "cpu")
     env["VLLM_LOG_STATS_INTERVAL"] = f"{serve.log_stats_interval_s:g}"
     for axis, value in values.items():
+        if baseline and not is_target_axis(axis, study.baseline.draft_axes):
+            continue  # a draft-only axis: the baseline has no draft, so it sets nothing
         if axis == "mla":
             env["VLLM_MLA_DISABLE"] = "0" if value == "on" else "1"
         elif axis.startswith("env:"):

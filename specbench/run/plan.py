@@ -139,6 +139,9 @@ def resume_plan(run_dir: Path) -> RunPlan:
         raise InputError(f"{run_dir / store.MANIFEST}: no resolved_config and {config_path} is gone; cannot resume")
     cells = expand(study, fixture_resolver(study))
     if [c.cell_id for c in cells] != manifest["cells"]:
+        # a run from before per-target baselines (one baseline, target axes at their first values)
+        cells = expand(study, fixture_resolver(study), legacy_baseline=True)
+    if [c.cell_id for c in cells] != manifest["cells"]:
         raise InputError(f"{run_dir / store.MANIFEST}: cell list does not match its resolved_config; "
                          "was it written by another specbench version?")
     check_cells(cells)

@@ -29,10 +29,10 @@ def test_known_speedups_by_hand():
     assert s.point["output_tok_per_s"] == pytest.approx((11 / 0.6) / (11 / 1.1))
     assert s.point["tpot"] == pytest.approx(0.1 / 0.05)
     assert s.point["e2e"] == pytest.approx(1.1 / 0.6)
-    assert s.point["predicted"] == pytest.approx(2.5 * 0.1 / 0.125)
+    assert s.point["decomposition"] == pytest.approx(2.5 * 0.1 / 0.125)
     assert s.point["cost_ratio"] == pytest.approx(1.25)
     # every request identical: the bootstrap cannot move anything
-    for k in ("output_tok_per_s", "tpot", "e2e", "predicted"):
+    for k in ("output_tok_per_s", "tpot", "e2e", "decomposition"):
         assert s.intervals[k] == pytest.approx((s.point[k], s.point[k]))
 
 
@@ -42,7 +42,7 @@ def test_intervals_cover_the_point_and_unpaired_sets_resample_separately():
     spec = [_req(i + 100, 32, 0.05, 0.05 + 12 * rng.uniform(0.015, 0.02), drafts=12, accepted=19) for i in range(25)]
     s = speedup("spec", spec, "base", base, n_resamples=500, seed=3)
     assert not s.paired
-    for k in ("output_tok_per_s", "tpot", "e2e", "predicted"):
+    for k in ("output_tok_per_s", "tpot", "e2e", "decomposition"):
         lo, hi = s.intervals[k]
         assert lo < s.point[k] < hi
     assert s.point["tpot"] > 1
@@ -68,7 +68,7 @@ def test_committed_baseline_speedup_from_its_own_timings():
     d = sum(r["spec_decode"]["num_drafts"] for r in spec)
     al = 1 + sum(r["spec_decode"]["accepted_tokens"] for r in spec) / d
     t_verify = sum(r["e2e_s"] - r["ttft_s"] for r in spec) / d
-    assert s.point["predicted"] == pytest.approx(al * tpot(base) / t_verify)
+    assert s.point["decomposition"] == pytest.approx(al * tpot(base) / t_verify)
     assert s.paired and s.n_spec == s.n_base == 20
 
 

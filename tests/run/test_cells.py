@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from specbench.config import load_config, parse_study
-from specbench.run.cells import expand
+from specbench.run.cells import expand, pick_baseline, target_mismatch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,15 +33,64 @@ def _ident(ref: str) -> str:
     return {"fixture:target": "/m/target", "fixture:draft": "/m/draft"}.get(ref, ref)
 
 
-def test_default_matrix_order_ids_and_baseline():
+def test_default_matrix_order_ids_and_one_baseline_per_mla_value():
     cells = expand(_study(), _ident)
     assert [c.cell_id for c in cells] == [
         "mla-on__output_norm-on__r0", "mla-on__output_norm-off__r0",
-        "mla-off__output_norm-on__r0", "mla-off__output_norm-off__r0", "baseline__r0"]
-    base = cells[-1]
-    assert base.is_baseline and base.axes == {"mla": "on", "output_norm": "none"}
-    assert "--speculative-config" not in base.args and "SPECBENCH_OUTPUT_NORM" not in base.env
-    assert base.env["VLLM_MLA_DISABLE"] == "0"
+        "mla-off__output_norm-on__r0", "mla-off__output_norm-off__r0",
+        "baseline__mla-on__r0", "baseline__mla-off__r0"]
+    on, off = cells[-2:]
+    assert on.is_baseline and on.axes == {"mla": "on", "output_norm": "none"}
+    assert off.is_baseline and off.axes == {"mla": "off", "output_norm": "none"}
+    for base in (on, off):
+        assert "--speculative-config" not in base.args and "SPECBENCH_OUTPUT_NORM" not in base.env
+    assert on.env["VLLM_MLA_DISABLE"] == "0" and off.env["VLLM_MLA_DISABLE"] == "1"
+
+
+def test_no_target_axis_keeps_the_plain_baseline_id():
+    cells = expand(_study(matrix={"output_norm": ["on", "off"], "num_speculative_tokens": [1, 3]}, repeats=2),
+                   _ident)
+    assert [c.cell_id for c in cells if c.is_baseline] == ["baseline__r0", "baseline__r1"]
+    assert cells[-1].axes == {"output_norm": "none", "num_speculative_tokens": "none"}
+
+
+def test_env_and_flag_axes_are_target_axes_unless_listed_as_draft_axes():
+    study = _study(matrix={"output_norm": ["on"], "env:FOO": ["a", "b"], "flag:--seed": [1, 2],
+                           "env:DRAFT_ONLY": ["x", "y"]},
+                   baseline={"enabled": True, "draft_axes": ["env:DRAFT_ONLY"]})
+    bases = [c for c in expand(study, _ident) if c.is_baseline]
+    assert [c.cell_id for c in bases] == ["baseline__FOO-a__seed-1__r0", "baseline__FOO-a__seed-2__r0",
+                                          "baseline__FOO-b__seed-1__r0", "baseline__FOO-b__seed-2__r0"]
+    b = bases[-1]
+    assert b.env["FOO"] == "b" and b.args[b.args.index("--seed") + 1] == "2"
+    assert "DRAFT_ONLY" not in b.env and b.axes["env:DRAFT_ONLY"] == "none"
+
+
+def test_draft_axes_must_name_env_or_flag_axes_of_the_matrix():
+    with pytest.raises(Exception, match=r"baseline.draft_axes\[0\]: 'env:NOPE'"):
+        _study(baseline={"enabled": True, "draft_axes": ["env:NOPE"]})
+    with pytest.raises(Exception, match=r"baseline.draft_axes\[0\]: 'mla'"):
+        _study(baseline={"enabled": True, "draft_axes": ["mla"]})
+
+
+def test_every_spec_cell_pairs_with_the_baseline_of_its_target_values():
+    cells = expand(_study(repeats=2), _ident)
+    bases = [(c.axes, c.repeat, c.cell_id) for c in cells if c.is_baseline]
+    for c in cells:
+        if not c.is_baseline:
+            got = pick_baseline(c.axes, c.repeat, bases)
+            assert got == f"baseline__mla-{c.axes['mla']}__r{c.repeat}", c.cell_id
+
+
+def test_old_single_baseline_does_not_pair_with_other_target_values():
+    """A run directory from before per-target baselines: one mla=on baseline for every cell."""
+    old = [({"mla": "on", "output_norm": "none"}, 0, "baseline__r0")]
+    assert pick_baseline({"mla": "on", "output_norm": "off"}, 0, old) == "baseline__r0"
+    assert pick_baseline({"mla": "off", "output_norm": "on"}, 0, old) is None
+    assert pick_baseline({"mla": "on", "output_norm": "on"}, 1, old) is None  # other repeat
+    assert target_mismatch({"mla": "off", "output_norm": "on"}, old[0][0]) == ["mla"]
+    # axis labels (as report shows them) work like raw names; draft-only axes never mismatch
+    assert target_mismatch({"FOO": "a", "D": "x"}, {"FOO": "b", "D": "none"}, ["env:D"]) == ["FOO"]
 
 
 def test_argv_and_env_of_a_cell():
@@ -110,14 +159,33 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for cid in ("mla-on__output_norm-on__r0", "mla-off__output_norm-off__r0", "baseline__r0"):
+    for cid in ("mla-on__output_norm-on__r0", "mla-off__output_norm-off__r0", "baseline__mla-on__r0",
+                "baseline__mla-off__r0"):
         assert f"[{cid}]" in out
-    assert out.count("argv: ") == 5
+    assert out.count("argv: ") == 6
     assert "VLLM_MLA_DISABLE=1" in out and "SPECBENCH_OUTPUT_NORM=off" in out
     assert "hf_supersecretvalue" not in out and "sk-verysecret" not in out
     assert "HF_TOKEN=***" in out
 
 
-def test_default_config_expands_to_five_cells():
+def test_default_config_expands_to_six_cells():
     cells = expand(load_config(ROOT / "configs" / "default.yaml"), _ident)
-    assert len(cells) == 5 and sum(c.is_baseline for c in cells) == 1
+    assert len(cells) == 6 and sum(c.is_baseline for c in cells) == 2
+
+
+def test_legacy_expansion_reproduces_a_pre_per_target_baseline_run():
+    """--resume of a run written before per-target baselines (results/baselines/cpu-default)."""
+    manifest = json.loads((ROOT / "results" / "baselines" / "cpu-default" / "manifest.json").read_text())
+    study = parse_study(manifest["resolved_config"], "manifest")
+    assert [c.cell_id for c in expand(study, _ident)] != manifest["cells"]
+    legacy = expand(study, _ident, legacy_baseline=True)
+    assert [c.cell_id for c in legacy] == manifest["cells"]
+    assert legacy[-1].axes == {"mla": "on", "output_norm": "none"} and legacy[-1].env["VLLM_MLA_DISABLE"] == "0"
+
+
+def test_draft_axes_are_read_from_a_run_manifest():
+    from specbench.run.cells import draft_axes_of
+
+    assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True, "draft_axes": ["env:D"]}}}) == ["env:D"]
+    assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True}}}) == []  # an older run
+    assert draft_axes_of(None) == []

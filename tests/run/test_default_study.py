@@ -62,8 +62,14 @@ def _acc(run_dir: Path, cell: str) -> dict:
     return json.loads((run_dir / cell / "acceptance.json").read_text())
 
 
+def _baselines(run) -> list[str]:
+    """One baseline per MLA value; a run from before per-target baselines has one, ``baseline__r0``."""
+    return [c for c in run.manifest["cells"] if c.startswith("baseline__")]
+
+
 def test_every_spec_cell_done_with_counts(run):
-    assert set(SPEC_CELLS + ["baseline__r0"]) == set(run.manifest["cells"])
+    assert _baselines(run) in (["baseline__r0"], ["baseline__mla-on__r0", "baseline__mla-off__r0"])
+    assert set(SPEC_CELLS + _baselines(run)) == set(run.manifest["cells"])
     for cid in SPEC_CELLS:
         c = run.cells[cid]
         assert c.status == "done", (cid, c.cell.get("reason"), c.cell.get("log_tail"))
@@ -121,13 +127,15 @@ def test_per_request_totals_equal_metrics_diff(default_study):
 
 
 def test_baseline_has_no_spec_metrics(default_study, run):
-    base = run.cells["baseline__r0"]
-    assert base.status == "done", base.cell.get("reason")
-    after = prom_totals(default_study / "baseline__r0" / "metrics_after.prom")
-    assert not after["present"] or after["draft_tokens"] == 0
-    assert not LOG_LINE.search((default_study / "baseline__r0" / "server.log").read_text(errors="replace"))
-    assert base.acceptance["baseline_ok"] is True
-    assert "--speculative-config" not in " ".join(base.cell["argv"])
+    for cid in _baselines(run):
+        base = run.cells[cid]
+        assert base.status == "done", base.cell.get("reason")
+        after = prom_totals(default_study / cid / "metrics_after.prom")
+        assert not after["present"] or after["draft_tokens"] == 0
+        assert not LOG_LINE.search((default_study / cid / "server.log").read_text(errors="replace"))
+        assert base.acceptance["baseline_ok"] is True
+        assert "--speculative-config" not in " ".join(base.cell["argv"])
+        assert base.cell["env"]["VLLM_MLA_DISABLE"] == ("0" if base.cell["axes"]["mla"] == "on" else "1")
 
 
 def test_derived_acceptance_from_counts(default_study):
@@ -164,7 +172,7 @@ def test_cells_table_and_manifest(default_study, run):
                 "p0", "p0_ci_low", "p0_ci_high", "p2", "a0", "requests", "errors", "output_tok_per_s",
                 "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"):
         assert col in csv.columns, col
-    assert len(csv) == 5 and set(csv.status) == {"done"}
+    assert len(csv) == len(SPEC_CELLS) + len(_baselines(run)) and set(csv.status) == {"done"}
     frame = run.cells_frame()
     assert list(frame.cell_id) == list(csv.cell_id)
     m = run.manifest

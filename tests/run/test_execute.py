@@ -54,15 +54,16 @@ class Scripted:
 
 def test_all_done_exit_0(tmp_path):
     plan = _plan(tmp_path)
-    assert execute(plan, QuietDisplay(), Scripted(["done"] * 3, plan.run_dir)) == EXIT_OK
+    # 2 spec cells + one baseline per MLA value
+    assert execute(plan, QuietDisplay(), Scripted(["done"] * 4, plan.run_dir)) == EXIT_OK
     run = store.load_run(plan.run_dir)
     assert run.manifest["status"] == "done" and run.manifest["ended_at"]
-    assert len(run.cells_frame()) == 3
+    assert len(run.cells_frame()) == 4
 
 
 def test_some_failed_exit_3_and_resume_skips_done(tmp_path):
     plan = _plan(tmp_path)
-    assert execute(plan, QuietDisplay(), Scripted(["done", "failed", "done"], plan.run_dir)) == EXIT_SOME_FAILED
+    assert execute(plan, QuietDisplay(), Scripted(["done", "failed", "done", "done"], plan.run_dir)) == EXIT_SOME_FAILED
     assert store.load_run(plan.run_dir).manifest["status"] == "some_failed"
     plan.skip = {cid for cid, c in store.load_run(plan.run_dir).cells.items() if c.status == "done"}
     again = Scripted(["done"], plan.run_dir)

