@@ -148,8 +148,8 @@ def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:
     if gate.metric.source == "acceptance":
         return "no acceptance counts on either side (acceptance.json missing or empty)"
     if gate.metric.source == "study":
-        return ("needs a baseline cell (baseline: true) on both sides and a speculative cell with finished "
-                "requests")
+        return ("needs, on both sides, a no-speculation baseline serving the same target (same mla and "
+                "target env/flag axes; baseline: true) and finished requests in this cell")
     return "not measured on both sides (no requests.jsonl or summary.json with it)"
 
 

@@ -155,11 +155,11 @@ def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: b
     checks.validate(gates, base, cand)
     cells = []
     warnings: list[str] = []
-    refs = tuple(next((c for c in side.cells.values() if c.is_baseline), None) for side in (base, cand))
     for key, bc in base.cells.items():
         cc = cand.cells.get(key)
         if cc is not None:
-            cells.append(compare_cell(bc, cc, n_resamples=n_resamples, seed=seed, confidence=confidence, refs=refs,
+            cells.append(compare_cell(bc, cc, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                      refs=(_matching_baseline(base, bc), _matching_baseline(cand, cc)),
                                       warnings=warnings))
     cells += checks.missing_cells(base, cand)
     warnings = [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings] + warnings
@@ -174,6 +174,15 @@ def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: b
     )
     checks.apply_gates(comp, gates, base, cand)
     return comp
+
+
+def _matching_baseline(side: Side, cell: SideCell) -> SideCell | None:
+    """The side's no-speculation cell serving the same target as ``cell`` (same MLA, same target
+    env/flag axes), or None: speed-up and divergence are never measured against another target."""
+    from specbench.run.cells import draft_axes_of, pick_baseline
+
+    bases = [(c.axes, None, c) for c in side.cells.values() if c.is_baseline]
+    return pick_baseline(cell.axes, None, bases, draft_axes_of(side.manifest))
 
 
 def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *, n_resamples: int = 2000,

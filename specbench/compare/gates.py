@@ -6,7 +6,7 @@ Grammar (one line, shown in every parse error)::
 
 - METRIC: mean_acceptance_length (alias acceptance_length), draft_acceptance_rate,
   per_position[i|*], conditional[i|*], ttft_p50_ms, itl_p50_ms, e2e_p50_ms, output_tok_per_s,
-  speedup (over the run's own baseline cell: ``speedup:-5%``), divergence_share (share of prompts
+  speedup (over the run's baseline cell serving the same target: ``speedup:-5%``), divergence_share (share of prompts
   whose greedy output differs from the baseline cell's: ``divergence_share:+10pp``).
 - The sign is the allowed direction of change: ``-`` for higher-is-better metrics (a drop of up to
   the tolerance is allowed), ``+`` for lower-is-better ones (``ttft_p50_ms:+10%``). A sign against
