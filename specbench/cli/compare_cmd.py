@@ -48,7 +48,7 @@ def compare(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an overlay plot of p_i with CI bands "
                                                  "(.png, .svg or .pdf).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
-    resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 2000,
+    resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
 ) -> None:
     """Compare two runs cell by cell and fail (exit 1) on a regression past the gates."""

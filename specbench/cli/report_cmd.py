@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         out: Annotated[Path, typer.Option("--out", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
             "report"),
-        resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 2000,
+        resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
         seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with bootstrap CIs."""

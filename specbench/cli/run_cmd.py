@@ -93,6 +93,8 @@ def register(app: typer.Typer) -> None:
             display = make_display(quiet)
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+            for note in plan.notes:  # e.g. where --resume took the run's secrets from
+                console.print(f"resume: {note}", highlight=False, soft_wrap=True)
             try:
                 code = execute(plan, display, _executor(executor or plan.study.executor, address,
                                                         max_concurrent_cells, cpus_per_cell))

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from specbench.config import FIXTURE_REFS, SPEC_AXES, Study
+from specbench.redact import is_hidden_axis_value, shown_axis_value
 
 NONE = "none"
 
@@ -49,6 +50,12 @@ def _slug(value: Any) -> str:
     if "/" in text:  # a model path or hub id: its last component is the readable part
         text = text.rstrip("/").rsplit("/", 1)[-1]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40] or "_"
+
+
+def _id_value(axis: str, value: Any) -> Any:
+    # A secret axis value (env:OPENAI_API_KEY) shows as its short hash: cell ids become paths.
+    shown = shown_axis_value(axis, value)
+    return shown.split(":", 1)[1] if is_hidden_axis_value(shown) else value
 
 
 def default_resolver(ref: str) -> str:
@@ -94,7 +101,7 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
     if baseline:
         cell_id = f"baseline__r{repeat}"
     else:
-        parts = [f"{axis_label(a)}-{_slug(v)}" for a, v in values.items()]
+        parts = [f"{axis_label(a)}-{_slug(_id_value(a, v))}" for a, v in values.items()]
         cell_id = "__".join(parts + [f"r{repeat}"])
     args: list[str] = [resolve(serve.model)]
     if serve.served_model_name:
@@ -143,7 +150,7 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
                 args += [flag, str(value)]
     if output_norm is not None:
         env.update(_plugin_env(output_norm, env))
-    axes_out = {a: values[a] for a in values}
+    axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
                 output_norm=output_norm, draft=draft)
 

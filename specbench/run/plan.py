@@ -72,13 +72,13 @@ def _hub_cache_dir(repo_id: str) -> Path | None:
 
 def redacted_config(study: Study) -> dict:
     """The resolved config with secret env values and credential flags replaced (it goes to disk)."""
-    from specbench.server import redact_argv, redact_env
+    from specbench.redact import redact_argv, redact_env, shown_axis_value
 
     data = study.model_dump(mode="json")
     data["serve"]["env"] = redact_env(data["serve"]["env"])
     data["serve"]["extra_args"] = redact_argv(data["serve"]["extra_args"])
-    data["matrix"] = {a: (["***"] * len(v) if a.startswith("env:") and redact_env({a[4:]: ""})[a[4:]] else v)
-                      for a, v in data["matrix"].items()}
+    # Secret axis values as the same short hashes as in the cell ids (resume refuses them).
+    data["matrix"] = {a: [shown_axis_value(a, x) for x in v] for a, v in data["matrix"].items()}
     if data["load"].get("llmperf"):
         data["load"]["llmperf"]["extra_args"] = redact_argv(data["load"]["llmperf"]["extra_args"])
     return data
@@ -120,6 +120,7 @@ def resume_plan(run_dir: Path) -> RunPlan:
     run = store.load_run(run_dir)
     manifest = run.manifest
     config_path = Path(manifest.get("config_path", ""))
+    notes: list[str] = []
     if config_path.is_file():
         now = config_sha256(config_path)
         if now != manifest.get("config_sha256"):
@@ -129,9 +130,14 @@ def resume_plan(run_dir: Path) -> RunPlan:
             )
         # The same bytes as the run's config; it, not the redacted copy, carries the secrets.
         study = load_config(config_path)
-    elif "resolved_config" in manifest:
-        # Secrets were redacted from the saved copy: a study that needs them needs its config file.
-        study = parse_study(manifest["resolved_config"], f"{run_dir / store.MANIFEST}: resolved_config")
+        if redacted_config(study) != study.model_dump(mode="json"):
+            notes.append(f"secrets: from the config file {config_path}")
+    elif isinstance(manifest.get("resolved_config"), dict):
+        source = f"{run_dir / store.MANIFEST}: resolved_config"
+        data, used = restore_secrets(manifest["resolved_config"], dict(os.environ), source, config_path)
+        study = parse_study(data, source)
+        if used:
+            notes.append(f"secrets: from the environment ({', '.join(used)}); {config_path} is gone")
     else:
         raise InputError(f"{run_dir / store.MANIFEST}: no resolved_config and {config_path} is gone; cannot resume")
     cells = expand(study, fixture_resolver(study))
@@ -142,4 +148,57 @@ def resume_plan(run_dir: Path) -> RunPlan:
     done = {cid for cid, c in run.cells.items() if c.status == "done"}
     manifest.setdefault("resumed_at", []).append(utc_now())
     return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=manifest["run_id"], manifest=manifest,
-                   skip=done)
+                   skip=done, notes=notes)
+
+
+def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config_path: Path) -> tuple[dict, list[str]]:
+    """The manifest's redacted config with every redacted secret taken from ``environ``.
+
+    The manifest holds ``***`` (and hashed axis values) where secrets were: they must never be
+    passed on as values. A redacted ``serve.env`` entry is dropped so the server inherits the
+    variable from the environment; ``--hf-token ***`` is dropped (the hub reads ``HF_TOKEN``);
+    ``--api-key ***`` becomes ``VLLM_API_KEY`` (vLLM reads it; the load sends it). A secret the
+    environment does not hold is an error naming it. Returns (config, names taken from environ)."""
+    import copy
+
+    from specbench.redact import REDACTED, is_hidden_axis_value, secret_flag, secret_spans
+
+    data = copy.deepcopy(resolved)
+    fix = f"export it, or restore {config_path} and resume again"
+    used: list[str] = []
+    for axis, values in (data.get("matrix") or {}).items():
+        if isinstance(values, list) and any(is_hidden_axis_value(v) for v in values):
+            raise ConfigError(f"{source}: matrix.{axis}: secret values are kept only as hashes; "
+                              f"restore {config_path} (the run's config) and resume again")
+    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
+    env = serve.get("env") if isinstance(serve.get("env"), dict) else {}
+    for name, value in list(env.items()):
+        if value == REDACTED:
+            if name not in environ:
+                raise ConfigError(f"{source}: serve.env.{name} was redacted when the run was saved and "
+                                  f"{name} is not set; {fix}")
+            del env[name]  # the server inherits it from this environment
+            used.append(name)
+    args = serve.get("extra_args")
+    if isinstance(args, list) and REDACTED in [str(a) for a in args] + [str(a).split("=", 1)[-1] for a in args]:
+        args = [str(a) for a in args]
+        keep = list(range(len(args)))
+        for start, end in secret_spans(args):
+            hidden = args[start].endswith("=" + REDACTED) or REDACTED in args[start + 1:end]
+            if not hidden:
+                continue
+            nargs = secret_flag(args[start])
+            name = "VLLM_API_KEY" if nargs == "+" else "HF_TOKEN" if nargs == "?" else None
+            if name is None or name not in environ:
+                raise ConfigError(f"{source}: serve.extra_args: {args[start].split('=')[0]} was redacted when the "
+                                  f"run was saved{f' and {name} is not set' if name else ''}; {fix}")
+            if nargs == "+":
+                env["VLLM_API_KEY"] = environ[name]
+            keep = [i for i in keep if not start <= i < end]
+            used.append(name)
+        serve["extra_args"] = [args[i] for i in keep]
+    llmperf = (data.get("load") or {}).get("llmperf") if isinstance(data.get("load"), dict) else None
+    if isinstance(llmperf, dict) and REDACTED in " ".join(map(str, llmperf.get("extra_args") or [])):
+        raise ConfigError(f"{source}: load.llmperf.extra_args: a secret was redacted when the run was saved; "
+                          f"restore {config_path} and resume again")
+    return data, used

@@ -135,7 +135,7 @@ class LocalExecutor:
                             startup_timeout_s=serve.startup_timeout_s,
                             state_dir=state_dir, **kwargs)
         acc: dict | None = None
-        secrets = store.secret_values(cell.env, cell.args)
+        secrets = store.secret_values(cell.env, cell.args, include_process_env=True)  # servers inherit os.environ
         try:
             ctx.display.update(cell.cell_id, "starting")
             t0 = time.monotonic()
@@ -298,6 +298,7 @@ class RunPlan:
     run_id: str
     manifest: dict[str, Any]
     skip: set[str] = field(default_factory=set)  # cells already done (--resume)
+    notes: list[str] = field(default_factory=list)  # said before the run starts (where secrets came from)
 
 
 def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from specbench.errors import InputError
 from specbench.io import atomic_write_bytes, atomic_write_text, load_json, save_json
+from specbench.redact import scrub_text, secret_values  # noqa: F401 - the run's writers use these
 
 MANIFEST = "manifest.json"
 CELL_JSON = "cell.json"
@@ -36,13 +37,6 @@ _SUMMARY_KEYS = {
 }
 
 
-def scrub_text(text: str, secrets: list[str]) -> str:
-    """Replace every occurrence of a secret value (len >= 4; shorter ones would hit ordinary text)."""
-    for s in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(s, "***")
-    return text
-
-
 def scrub_file(path: Path, secrets: list[str]) -> None:
     if not path.is_file() or not [s for s in secrets if s and len(s) >= 4]:
         return
@@ -50,18 +44,6 @@ def scrub_file(path: Path, secrets: list[str]) -> None:
     scrubbed = scrub_text(text, secrets)
     if scrubbed != text:
         atomic_write_text(path, scrubbed)
-
-
-def secret_values(env: dict[str, str], argv: list[str]) -> list[str]:
-    """The values that redaction hides in ``env`` / ``argv``: what must not appear in any file."""
-    from specbench.server import redact_argv, redact_env
-
-    out = [v for k, v in env.items() if redact_env({k: v})[k] != v]
-    red = redact_argv(argv)
-    for orig, shown in zip(argv, red):
-        if orig != shown:
-            out.append(orig.split("=", 1)[1] if "=" in shown else orig)
-    return out
 
 
 @dataclass
