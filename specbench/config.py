@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from specbench.errors import ConfigError
+from specbench.safe_yaml import LimitError, load_yaml
 
 FIXTURE_REFS = ("fixture:target", "fixture:draft")
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
@@ -187,6 +188,8 @@ class Study(_Strict):
             return v
         out: dict[str, list[Any]] = {}
         for axis, values in v.items():
+            if not isinstance(axis, str):
+                raise ValueError(f"{axis!r}: an axis name is a string (mla, env:NAME, flag:--option, ...)")
             if not isinstance(values, list) or not values:
                 raise ValueError(f"{axis}: must be a non-empty list of values")
             out[axis] = [_axis_value(axis, i, val) for i, val in enumerate(values)]
@@ -284,9 +287,13 @@ def parse_study(data: Any, source: str) -> Study:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
-        return Study.model_validate(data)
+        study = Study.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_first_error(exc)}") from None
+    from specbench.config_checks import check_study
+
+    check_study(study, source)  # collisions, NUL, host, bounds, matrix size
+    return study
 
 
 def read_config_bytes(path: Path) -> bytes:
@@ -302,14 +309,15 @@ def load_config(path: Path) -> Study:
     """Read and validate a study config; every error is one line naming the file and field."""
     raw = read_config_bytes(path)
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = load_yaml(raw.decode("utf-8"))  # duplicate keys, alias bombs and runaway nesting refused
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text; is this a YAML config?") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}: YAML syntax error: {problem}") from None
+        kind = "" if isinstance(exc, LimitError) else "YAML syntax error: "
+        raise ConfigError(f"{where}: {kind}{problem}") from None
     return parse_study(data, str(path))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.errors import InputError
+from specbench.safe_yaml import loads_json
 
 SCHEMA_VERSION = 1
 
@@ -56,16 +57,19 @@ def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, 
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc}); re-run the cell or restore the file") from None
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}: corrupt or truncated JSON (line {exc.lineno}, column {exc.colno}); "
             "re-run the cell (specbench run --resume) or delete the file"
         ) from None
+    except ValueError as exc:  # nested too deeply
+        raise InputError(f"{path}: {exc}; re-run the cell or delete the file") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
     found = data.get("schema_version")
-    if found != schema_version:
+    # Strictly an int: JSON true == 1 and 1.0 == 1 in Python, but neither was written by specbench.
+    if type(found) is not int or found != schema_version:
         raise InputError(
             f"{path}: schema_version {found!r}, this specbench reads {schema_version}; "
             "re-run with a matching specbench version"
@@ -84,13 +88,19 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read as UTF-8 text ({exc.__class__.__name__}); re-run the cell "
+                         "or delete the file") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
+            row = loads_json(line)
+        except ValueError:
             raise InputError(f"{path}:{n}: corrupt JSON line; re-run the cell or delete the file") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path}:{n}: expected a JSON object per line; re-run the cell or delete the file")
+        rows.append(row)
     return rows
 
 

@@ -116,8 +116,11 @@ def register(app: typer.Typer) -> None:
         from specbench.run.cells import expand
         from specbench.run.plan import check_cells
 
+        from specbench.config_checks import check_prompts
+
         path = _config_or_default(config)
         study = load_config(path)
+        check_prompts(study, str(path))
         cells = expand(study, resolve=lambda ref: ref)  # fixture refs stay refs: nothing is built here
         check_cells([c for c in cells if c.draft and not c.draft.startswith("fixture:")])
         spec = sum(1 for c in cells if not c.is_baseline)

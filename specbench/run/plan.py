@@ -11,6 +11,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from specbench.config_checks import check_prompts
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
 from specbench.errors import ConfigError, InputError
 from specbench.run import store
@@ -100,6 +101,7 @@ def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: lis
 
 def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
     study = load_config(config_path)
+    check_prompts(study, str(config_path))  # before the run directory exists
     sha = config_sha256(config_path)
     cells = expand(study, fixture_resolver(study))
     check_cells(cells)
@@ -117,7 +119,7 @@ def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
 def resume_plan(run_dir: Path) -> RunPlan:
     """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
     run_dir = Path(run_dir)
-    run = store.load_run(run_dir)
+    run = store.load_run(run_dir, resuming=True)
     manifest = run.manifest
     config_path = Path(manifest.get("config_path", ""))
     notes: list[str] = []
@@ -140,6 +142,7 @@ def resume_plan(run_dir: Path) -> RunPlan:
             notes.append(f"secrets: from the environment ({', '.join(used)}); {config_path} is gone")
     else:
         raise InputError(f"{run_dir / store.MANIFEST}: no resolved_config and {config_path} is gone; cannot resume")
+    check_prompts(study, str(config_path))
     cells = expand(study, fixture_resolver(study))
     if [c.cell_id for c in cells] != manifest["cells"]:
         raise InputError(f"{run_dir / store.MANIFEST}: cell list does not match its resolved_config; "
