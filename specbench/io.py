@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,21 +21,89 @@ from specbench.safe_yaml import loads_json
 SCHEMA_VERSION = 1
 
 
+# Inputs of the running command (run directories, files): never written to. The CLI registers
+# them (specbench.cli.outputs.guard_outputs); a write inside one is refused (InputError, exit 2).
+_PROTECTED: list[Path] = []
+
+
+def protect_inputs(paths) -> None:
+    """Refuse, for the rest of this process, every write to or inside any of ``paths``."""
+    for p in paths:
+        if p is not None and str(p) != "-" and Path(p).exists():
+            _PROTECTED.append(Path(os.path.realpath(p)))
+
+
+def written_input(path: Path) -> Path | None:
+    """The protected input that ``path`` is (or lies in), if any."""
+    real = Path(os.path.realpath(path))
+    return next((p for p in _PROTECTED if real == p or real.is_relative_to(p)), None)
+
+
+def _writes_through(path: Path) -> bool:
+    """Whether ``path`` must be written in place: ``-``, a FIFO, a device or other special file,
+    or a link into /dev or /proc (``/dev/stdout``). Replacing those would destroy them."""
+    if str(path) == "-":
+        return True
+    try:
+        st = os.stat(path)  # follows links
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        return True
+    return path.is_symlink() and os.path.realpath(path).startswith(("/dev/", "/proc/"))
+
+
+def _new_file_mode() -> int:
+    # What open() would give a new file: 0666 less the umask (mkstemp's 0600 hid reports from others).
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file and a rename, so a crash never leaves half a file.
+
+    A symlink keeps pointing where it did (its target is replaced); ``-``, FIFOs and devices
+    (``/dev/stdout``) are written through; an input of the running command is refused. New
+    files get the mode ``open()`` would give them (umask), replaced files keep theirs."""
     path = Path(path)
+    owner = written_input(path)
+    if owner is not None:
+        raise InputError(f"{path}: is an input of this command ({owner}); write the output elsewhere")
+    if _writes_through(path):
+        if str(path) == "-":
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            return
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = _new_file_mode()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None  # name the file asked for, not the temp
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
 
 

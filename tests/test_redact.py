@@ -80,8 +80,8 @@ def _config(tmp_path: Path) -> Path:
         "serve": {"model": str(model), "per_request_metrics": "off",
                   "env": {"HF_TOKEN": "hf_secretvalue1", "DATABASE_URL": "postgres://u:pw-in-url-9@h/db",
                           "HF_AUTH": "auth_x1234"},
-                  "extra_args": ["--api-key", "k1-secret", "k2-secret", "--hf-token", "--enforce-eager"]},
-        "matrix": {"env:OPENAI_API_KEY": ["sk-AAAA1111", "sk-BBBB2222"], "flag:--api-key": ["flagkey-1111"]},
+                  "extra_args": ["--api-key", "k1-secret", "k2-secret", "--enforce-eager"]},
+        "matrix": {"env:OPENAI_API_KEY": ["sk-AAAA1111", "sk-BBBB2222"], "flag:--hf-token": ["flagkey-1111"]},
         "results_dir": str(tmp_path / "results"),
     }
     cfg = tmp_path / "sec.yaml"
@@ -131,7 +131,7 @@ def test_dry_run_shows_no_secret(tmp_path, capsys):
 
     assert run_cli(["run", "--dry-run", str(_config(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert "OPENAI_API_KEY-" in out and "--hf-token --enforce-eager" in out
+    assert "OPENAI_API_KEY-" in out and "--api-key '***' '***' --enforce-eager" in out
     for s in SECRETS:
         assert s not in out
 
@@ -157,8 +157,11 @@ def test_resume_takes_secrets_from_the_environment_never_the_manifest(tmp_path):
     assert REDACTED not in json.dumps(data)
     assert "HF_TOKEN" not in data["serve"]["env"]  # inherited from the environment, not "***"
     assert data["serve"]["env"]["VLLM_API_KEY"] == "vk"
-    assert data["serve"]["extra_args"] == ["--hf-token", "--enforce-eager"]
+    assert data["serve"]["extra_args"] == ["--enforce-eager"]
     assert set(used) == {"HF_TOKEN", "DATABASE_URL", "HF_AUTH", "VLLM_API_KEY"}
+    hf = {**resolved, "serve": {**resolved["serve"], "extra_args": ["--hf-token", REDACTED, "--enforce-eager"]}}
+    data, used = restore_secrets(hf, environ, "m.json", Path("gone.yaml"))
+    assert data["serve"]["extra_args"] == ["--enforce-eager"] and "HF_TOKEN" in used
     with pytest.raises(ConfigError, match=r"serve\.env\.\w+ was redacted .* is not set"):
         restore_secrets(resolved, {}, "m.json", Path("gone.yaml"))
 

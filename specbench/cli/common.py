@@ -42,6 +42,9 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
         hint = getattr(getattr(exc, "ctx", None), "command_path", None)
         more = f"; see '{hint} --help'" if hint else ""
         return EXIT_USAGE, f"{exc.format_message().rstrip('.')}{more}"
+    if isinstance(exc, BrokenPipeError) and exc.filename is None:
+        _silence_stdout()
+        return EXIT_USAGE, "standard output closed before everything was written (broken pipe)"
     if isinstance(exc, OSError):
         name = exc.filename if exc.filename is not None else ""
         what = exc.strerror or type(exc).__name__
@@ -56,6 +59,15 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
         return EXIT_USAGE, f"input is not UTF-8 text ({exc}); pass a text file"
     return EXIT_USAGE, (f"unexpected {type(exc).__name__}: {exc}; rerun with --debug for the traceback "
                         "and report it")
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout at exit; into a closed pipe that is a second error. Point it at devnull.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def print_error(message: str) -> None:

@@ -56,6 +56,10 @@ def compare(
     from specbench.compare.guard import mismatches, unchecked
     from specbench.errors import InputError
 
+    from specbench.cli.outputs import guard_outputs
+
+    guard_outputs([baseline, candidate, gate_file], {"--markdown": markdown, "--junit": junit, "--json": json_out,
+                                                     "--plot": plot})  # before any work; inputs never written
     gates = list(gate or [])
     if gate_file is not None:
         gates += load_gate_file(gate_file)

@@ -36,7 +36,10 @@ def register(app: typer.Typer) -> None:
         from specbench.report import build_report, table_rows, write_report
         from specbench.report_inputs import parse_label
 
+        from specbench.cli.outputs import guard_outputs
+
         labels = [parse_label(x) for x in (label or [])]
+        guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
         if not inputs and not labels:
             raise ConfigError("report: give at least one FILE, run directory or --label NAME=FILE")
         rep = build_report(list(inputs or []), labels, n_resamples=resamples, seed=seed)
