@@ -50,7 +50,10 @@ def _writes_through(path: Path) -> bool:
         return False
     if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
         return True
-    return path.is_symlink() and os.path.realpath(path).startswith(("/dev/", "/proc/"))
+    # /dev/stdout -> /proc/self/fd/1 -> the file stdout was redirected to: realpath would name that
+    # file, and replacing it would orphan the process's stdout. Judge by the link itself.
+    special = ("/dev/", "/proc/")
+    return path.is_symlink() and (os.path.abspath(path).startswith(special) or os.readlink(path).startswith(special))
 
 
 def _new_file_mode() -> int:
@@ -71,12 +74,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     if owner is not None:
         raise InputError(f"{path}: is an input of this command ({owner}); write the output elsewhere")
     if _writes_through(path):
-        if str(path) == "-":
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+        stream = {"-": sys.stdout, "/dev/stdout": sys.stdout, "/dev/stderr": sys.stderr}.get(str(path))
+        if stream is not None:  # the process's own stream: same offset, nothing truncated
+            stream.flush()
+            stream.buffer.write(data)
+            stream.buffer.flush()
             return
-        with open(path, "wb") as fh:
+        with open(path, "ab") as fh:  # a FIFO or device; "a": a /proc link to a file is not truncated
             fh.write(data)
         return
     if path.is_symlink():

@@ -110,15 +110,19 @@ def sigterm_as_interrupt() -> Iterator[None]:
     def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
         raise KeyboardInterrupt
 
+    # SIGHUP (terminal closed, SSH lost) too: the servers run in their own sessions and would
+    # otherwise outlive specbench.
+    signals = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread (e.g. an embedding test runner): leave SIGTERM alone
+        previous = {s: signal.signal(s, interrupt) for s in signals}
+    except ValueError:  # not the main thread (e.g. an embedding test runner): leave them alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def warn(message: str) -> None:

@@ -94,7 +94,7 @@ def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: lis
         "run_id": run_id, "specbench_version": specbench.__version__, "vllm_version": installed_vllm_version(),
         "config_path": str(config_path), "config_sha256": sha,
         "resolved_config": redacted_config(study), "axes": list(study.matrix),
-        "machine": fingerprint(), "started_at": utc_now(), "ended_at": None, "status": "running",
+        "machine": fingerprint(), "started_at": utc_now(), "ended_at": None, "status": "planned",
         "cells": [c.cell_id for c in cells],
     }
 

@@ -8,11 +8,13 @@ which refuses corrupt, truncated and other-version files naming the file (InputE
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from specbench.errors import InputError
 from specbench.run import shapes
@@ -80,6 +82,37 @@ class Run:
 
 def cell_dir(run_dir: Path, cell_id: str) -> Path:
     return Path(run_dir) / cell_id
+
+
+LOCK = ".specbench.lock"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the run directory: two ``run --resume`` of one directory would
+    delete each other's cells. The lock is the kernel's (flock), so a killed holder releases it."""
+    import fcntl
+
+    path = Path(run_dir) / LOCK
+    fh = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise InputError(f"{run_dir}: another specbench (pid {holder}) is writing this run; wait for it "
+                             "to finish or stop it, then resume") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+    finally:
+        fh.close()
 
 
 def write_cell(run_dir: Path, cell_record: dict[str, Any], acceptance: dict[str, Any] | None) -> None:
