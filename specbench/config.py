@@ -44,14 +44,21 @@ def _on_off(value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _path_is(value: str, test: str) -> bool:
+    # A name too long for the OS, or with a NUL, is simply not an existing path (not an OSError).
+    try:
+        return bool(getattr(Path(value).expanduser(), test)())
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def check_model_ref(value: str) -> str:
     """A model is a fixture ref, an existing local directory, or a hub id ``owner/name``."""
     if value in FIXTURE_REFS:
         return value
     if value.startswith("fixture:"):
         raise ValueError(f"unknown fixture {value!r}; use 'fixture:target' or 'fixture:draft'")
-    path = Path(value).expanduser()
-    if path.exists():
+    if _path_is(value, "exists"):
         return value
     looks_local = value.startswith((".", "/", "~")) or value.count("/") != 1
     if looks_local or not _HUB_ID.match(value):
@@ -118,7 +125,7 @@ class Prompts(_Strict):
     def _one_source(self) -> "Prompts":
         if self.categories is not None and self.path is not None:
             raise ValueError("give either prompts.categories or prompts.path, not both")
-        if self.path is not None and not Path(self.path).expanduser().is_file():
+        if self.path is not None and not _path_is(self.path, "is_file"):
             raise ValueError(f"prompt file {self.path!r} does not exist")
         return self
 
