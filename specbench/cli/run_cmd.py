@@ -30,7 +30,10 @@ def _print_dry_run(config: Path) -> None:
     from specbench.run.cells import expand
     from specbench.server import redact_argv, redact_env
 
+    from specbench.config_checks import check_prompts
+
     study = load_config(config)
+    check_prompts(study, str(config))
     cells = expand(study)
     serve = study.serve
     port = str(serve.port) if serve.port else "<free port>"
