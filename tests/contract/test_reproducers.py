@@ -171,3 +171,17 @@ def test_resamples_bounded_and_billion_laughs_gate_file(tmp_path):
     g.write_text(BAD_CONFIGS[-1][1] + "gates: [*f]\n")
     code, out, err = invoke(["compare", BASELINE_RUN, BASELINE_RUN, "--gate-file", g])
     check("billion laughs", code, out, err, allowed={2}, names=[g])
+
+
+@pytest.mark.parametrize("where", ["/proc/specbench-results", "FILE"])
+def test_unwritable_results_dir_exits_2_naming_it(tmp_path, where):
+    (tmp_path / "FILE").write_text("a file, not a directory")
+    results = tmp_path / "FILE" if where == "FILE" else Path(where)
+    p = cfg(tmp_path, '  per_request_metrics: "off"\n')
+    code, out, err = invoke(["run", p, "--results-dir", results, "--quiet"])
+    check("--results-dir", code, out, err, allowed={2}, names=[results])
+
+
+def test_unwritable_report_out_exits_2_naming_it(tmp_path):
+    code, out, err = invoke(["report", BASELINE_RUN, "--out", "/proc/specbench-report"])
+    check("--out", code, out, err, allowed={2}, names=["/proc/specbench-report"])
