@@ -73,7 +73,6 @@ def run_cli(argv: list[str] | None = None) -> int:
     import sys
 
     from specbench.cli.common import EXIT_USAGE, debug_enabled, describe_failure, err_console, print_error
-
     from specbench.io import clear_protected
 
     clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
