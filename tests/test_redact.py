@@ -171,3 +171,6 @@ def test_resume_refuses_hashed_matrix_secrets(tmp_path):
 
     with pytest.raises(ConfigError, match="matrix.env:OPENAI_API_KEY"):
         restore_secrets(_resolved(tmp_path, matrix=True), {}, "m.json", Path("gone.yaml"))
+    older = {"serve": {"model": "m", "env": {}}, "matrix": {"env:OPENAI_API_KEY": [REDACTED, REDACTED]}}
+    with pytest.raises(ConfigError, match="matrix.env:OPENAI_API_KEY"):  # as runs before hashes saved them
+        restore_secrets(older, {"OPENAI_API_KEY": "k"}, "m.json", Path("gone.yaml"))

@@ -170,7 +170,8 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
     fix = f"export it, or restore {config_path} and resume again"
     used: list[str] = []
     for axis, values in (data.get("matrix") or {}).items():
-        if isinstance(values, list) and any(is_hidden_axis_value(v) for v in values):
+        # "***": how runs before short hashes saved secret axis values; never a value to pass on.
+        if isinstance(values, list) and any(is_hidden_axis_value(v) or v == REDACTED for v in values):
             raise ConfigError(f"{source}: matrix.{axis}: secret values are kept only as hashes; "
                               f"restore {config_path} (the run's config) and resume again")
     serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
