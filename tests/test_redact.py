@@ -174,3 +174,26 @@ def test_resume_refuses_hashed_matrix_secrets(tmp_path):
     older = {"serve": {"model": "m", "env": {}}, "matrix": {"env:OPENAI_API_KEY": [REDACTED, REDACTED]}}
     with pytest.raises(ConfigError, match="matrix.env:OPENAI_API_KEY"):  # as runs before hashes saved them
         restore_secrets(older, {"OPENAI_API_KEY": "k"}, "m.json", Path("gone.yaml"))
+
+
+def test_resume_plan_of_a_real_run_says_where_secrets_came_from(tmp_path, monkeypatch):
+    # The committed real run, its config file gone and a token redacted in its manifest.
+    import shutil
+
+    from specbench.io import load_json, save_json
+    from specbench.run.plan import resume_plan
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "results" / "baselines" / "cpu-default", run_dir)
+    manifest = load_json(run_dir / "manifest.json")
+    manifest["config_path"] = str(tmp_path / "gone.yaml")
+    manifest["resolved_config"]["serve"]["env"]["HF_TOKEN"] = REDACTED
+    save_json(run_dir / "manifest.json", manifest)
+    shutil.rmtree(run_dir / manifest["cells"][0])
+    monkeypatch.setenv("HF_TOKEN", "hf_from_the_environment")
+    plan = resume_plan(run_dir)
+    assert plan.notes == [f"secrets: from the environment (HF_TOKEN); {tmp_path / 'gone.yaml'} is gone"]
+    assert all(REDACTED not in c.env.values() for c in plan.cells)
+    monkeypatch.delenv("HF_TOKEN")
+    with pytest.raises(ConfigError, match="HF_TOKEN is not set"):
+        resume_plan(run_dir)
