@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench.errors import InputError
-from specbench.run import shapes
 from specbench.io import atomic_write_bytes, atomic_write_text, load_json, save_json
 from specbench.redact import scrub_text, secret_values  # noqa: F401 - the run's writers use these
+from specbench.run import shapes
 
 MANIFEST = "manifest.json"
 CELL_JSON = "cell.json"
@@ -94,15 +94,24 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     import fcntl
 
     path = Path(run_dir) / LOCK
-    fh = open(path, "a+", encoding="utf-8")
-    try:
+    while True:
+        fh = open(path, "a+", encoding="utf-8")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
+            fh.close()
             raise InputError(f"{run_dir}: another specbench (pid {holder}) is writing this run; wait for it "
                              "to finish or stop it, then resume") from None
+        # The holder unlinks the file when done: a lock won on that unlinked file locks nothing.
+        try:
+            if os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        fh.close()
+    try:
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
