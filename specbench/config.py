@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from specbench.errors import ConfigError
+from specbench.safe_yaml import LimitError, load_yaml
 
 FIXTURE_REFS = ("fixture:target", "fixture:draft")
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
@@ -43,14 +44,21 @@ def _on_off(value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _path_is(value: str, test: str) -> bool:
+    # A name too long for the OS, or with a NUL, is simply not an existing path (not an OSError).
+    try:
+        return bool(getattr(Path(value).expanduser(), test)())
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def check_model_ref(value: str) -> str:
     """A model is a fixture ref, an existing local directory, or a hub id ``owner/name``."""
     if value in FIXTURE_REFS:
         return value
     if value.startswith("fixture:"):
         raise ValueError(f"unknown fixture {value!r}; use 'fixture:target' or 'fixture:draft'")
-    path = Path(value).expanduser()
-    if path.exists():
+    if _path_is(value, "exists"):
         return value
     looks_local = value.startswith((".", "/", "~")) or value.count("/") != 1
     if looks_local or not _HUB_ID.match(value):
@@ -117,7 +125,7 @@ class Prompts(_Strict):
     def _one_source(self) -> "Prompts":
         if self.categories is not None and self.path is not None:
             raise ValueError("give either prompts.categories or prompts.path, not both")
-        if self.path is not None and not Path(self.path).expanduser().is_file():
+        if self.path is not None and not _path_is(self.path, "is_file"):
             raise ValueError(f"prompt file {self.path!r} does not exist")
         return self
 
@@ -190,6 +198,8 @@ class Study(_Strict):
             return v
         out: dict[str, list[Any]] = {}
         for axis, values in v.items():
+            if not isinstance(axis, str):
+                raise ValueError(f"{axis!r}: an axis name is a string (mla, env:NAME, flag:--option, ...)")
             if not isinstance(values, list) or not values:
                 raise ValueError(f"{axis}: must be a non-empty list of values")
             out[axis] = [_axis_value(axis, i, val) for i, val in enumerate(values)]
@@ -295,9 +305,13 @@ def parse_study(data: Any, source: str) -> Study:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
-        return Study.model_validate(data)
+        study = Study.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_first_error(exc)}") from None
+    from specbench.config_checks import check_study
+
+    check_study(study, source)  # collisions, NUL, host, bounds, matrix size
+    return study
 
 
 def read_config_bytes(path: Path) -> bytes:
@@ -313,14 +327,15 @@ def load_config(path: Path) -> Study:
     """Read and validate a study config; every error is one line naming the file and field."""
     raw = read_config_bytes(path)
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = load_yaml(raw.decode("utf-8"))  # duplicate keys, alias bombs and runaway nesting refused
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text; is this a YAML config?") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}: YAML syntax error: {problem}") from None
+        kind = "" if isinstance(exc, LimitError) else "YAML syntax error: "
+        raise ConfigError(f"{where}: {kind}{problem}") from None
     return parse_study(data, str(path))
 
 

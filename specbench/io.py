@@ -9,30 +9,109 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from specbench.errors import InputError
+from specbench.safe_yaml import loads_json
 
 SCHEMA_VERSION = 1
 
 
+# Inputs of the running command (run directories, files): never written to. The CLI registers
+# them (specbench.cli.outputs.guard_outputs); a write inside one is refused (InputError, exit 2).
+_PROTECTED: list[Path] = []
+
+
+def protect_inputs(paths) -> None:
+    """Refuse, for the rest of this process, every write to or inside any of ``paths``."""
+    for p in paths:
+        if p is not None and str(p) != "-" and Path(p).exists():
+            _PROTECTED.append(Path(os.path.realpath(p)))
+
+
+def clear_protected() -> None:
+    _PROTECTED.clear()
+
+
+def written_input(path: Path) -> Path | None:
+    """The protected input that ``path`` is (or lies in), if any."""
+    real = Path(os.path.realpath(path))
+    return next((p for p in _PROTECTED if real == p or real.is_relative_to(p)), None)
+
+
+def _writes_through(path: Path) -> bool:
+    """Whether ``path`` must be written in place: ``-``, a FIFO, a device or other special file,
+    or a link into /dev or /proc (``/dev/stdout``). Replacing those would destroy them."""
+    if str(path) == "-":
+        return True
+    try:
+        st = os.stat(path)  # follows links
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        return True
+    # /dev/stdout -> /proc/self/fd/1 -> the file stdout was redirected to: realpath would name that
+    # file, and replacing it would orphan the process's stdout. Judge by the link itself.
+    special = ("/dev/", "/proc/")
+    return path.is_symlink() and (os.path.abspath(path).startswith(special) or os.readlink(path).startswith(special))
+
+
+def _new_file_mode() -> int:
+    # What open() would give a new file: 0666 less the umask (mkstemp's 0600 hid reports from others).
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file and a rename, so a crash never leaves half a file.
+
+    A symlink keeps pointing where it did (its target is replaced); ``-``, FIFOs and devices
+    (``/dev/stdout``) are written through; an input of the running command is refused. New
+    files get the mode ``open()`` would give them (umask), replaced files keep theirs."""
     path = Path(path)
+    owner = written_input(path)
+    if owner is not None:
+        raise InputError(f"{path}: is an input of this command ({owner}); write the output elsewhere")
+    if _writes_through(path):
+        stream = {"-": sys.stdout, "/dev/stdout": sys.stdout, "/dev/stderr": sys.stderr}.get(str(path))
+        if stream is not None:  # the process's own stream: same offset, nothing truncated
+            stream.flush()
+            stream.buffer.write(data)
+            stream.buffer.flush()
+            return
+        with open(path, "ab") as fh:  # a FIFO or device; "a": a /proc link to a file is not truncated
+            fh.write(data)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = _new_file_mode()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None  # name the file asked for, not the temp
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
 
 
@@ -56,16 +135,19 @@ def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, 
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc}); re-run the cell or restore the file") from None
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}: corrupt or truncated JSON (line {exc.lineno}, column {exc.colno}); "
             "re-run the cell (specbench run --resume) or delete the file"
         ) from None
+    except ValueError as exc:  # nested too deeply
+        raise InputError(f"{path}: {exc}; re-run the cell or delete the file") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
     found = data.get("schema_version")
-    if found != schema_version:
+    # Strictly an int: JSON true == 1 and 1.0 == 1 in Python, but neither was written by specbench.
+    if type(found) is not int or found != schema_version:
         raise InputError(
             f"{path}: schema_version {found!r}, this specbench reads {schema_version}; "
             "re-run with a matching specbench version"
@@ -84,13 +166,19 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read as UTF-8 text ({exc.__class__.__name__}); re-run the cell "
+                         "or delete the file") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
+            row = loads_json(line)
+        except ValueError:
             raise InputError(f"{path}:{n}: corrupt JSON line; re-run the cell or delete the file") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path}:{n}: expected a JSON object per line; re-run the cell or delete the file")
+        rows.append(row)
     return rows
 
 

@@ -75,6 +75,7 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     studies = []
     files = [p for p in inputs if not is_run_dir(p)]
     run_dirs = [p for p in inputs if is_run_dir(p)]
+    _distinct_runs(run_dirs)
     prefix = len(run_dirs) > 1  # several runs: cell labels carry the run id
     for run_dir in run_dirs:
         run_groups = groups_from_run(run_dir, prefix=prefix)
@@ -95,6 +96,29 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
                   n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies,
                   source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
+
+
+def _distinct_runs(run_dirs: list[Path]) -> None:
+    """Cell labels of several runs carry the run id: the same run twice (or a copy of it) would give
+    two groups one label. Refused, naming both."""
+    import os
+
+    from specbench.errors import ConfigError
+    from specbench.run.store import load_run
+
+    seen: dict[str, Path] = {}
+    for run_dir in run_dirs:
+        real = os.path.realpath(run_dir)
+        if real in seen:
+            raise ConfigError(f"report: {run_dir} is given twice ({seen[real]}); give each run once")
+        seen[real] = run_dir
+    ids: dict[str, Path] = {}
+    for run_dir in run_dirs:
+        run_id = str(load_run(run_dir).run_id)
+        if run_id in ids:
+            raise ConfigError(f"report: {ids[run_id]} and {run_dir} are copies of one run ({run_id}); report one, "
+                              "or compare them with 'specbench compare'")
+        ids[run_id] = run_dir
 
 
 def _comparisons(groups: list[Group], n_resamples: int, seed: int, confidence: float) -> list[Comparison]:

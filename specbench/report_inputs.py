@@ -71,12 +71,12 @@ def _looks_prometheus(text: str) -> bool:
 
 def _is_acceptance_json(path: Path) -> bool:
     """A cell's acceptance.json (read as counts, not as records)."""
-    import json
+    from specbench.safe_yaml import loads_json
 
     if not Path(path).is_file():
         return False
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = loads_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "prometheus" in data and "definition" in data

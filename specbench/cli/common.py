@@ -24,21 +24,79 @@ def debug_enabled() -> bool:
     return os.environ.get("SPECBENCH_DEBUG", "") not in ("", "0")
 
 
+# The exit-code contract (README "Exit codes"): CI reads 1 as "regression", so nothing else may
+# ever end in 1. Every failure that is not a verdict is a usage/input error (2), failed cells (3)
+# or an interruption (130).
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def describe_failure(exc: BaseException) -> tuple[int, str]:
+    """(exit code, one-line message) for any exception that ends a command: the one place where
+    a failure becomes the contract. Messages name the file or what to do."""
+    if isinstance(exc, SpecbenchError):
+        code = exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED) else EXIT_USAGE
+        return code, str(exc)
+    if isinstance(exc, (KeyboardInterrupt, typer.Abort)):
+        return EXIT_INTERRUPTED, "interrupted"
+    if isinstance(exc, typer.TyperException) and hasattr(exc, "format_message"):  # click usage errors
+        hint = getattr(getattr(exc, "ctx", None), "command_path", None)
+        more = f"; see '{hint} --help'" if hint else ""
+        return EXIT_USAGE, f"{exc.format_message().rstrip('.')}{more}"
+    if isinstance(exc, BrokenPipeError) and exc.filename is None:
+        _silence_stdout()
+        return EXIT_USAGE, "standard output closed before everything was written (broken pipe)"
+    if isinstance(exc, OSError):
+        name = exc.filename if exc.filename is not None else ""
+        what = exc.strerror or type(exc).__name__
+        if isinstance(exc, IsADirectoryError):
+            what += " (give a file name, not a directory)"
+        return EXIT_USAGE, (f"{name}: " if name else "") + f"{what}; check the path and its permissions"
+    if isinstance(exc, RecursionError):
+        return EXIT_USAGE, "input nested too deeply (recursion limit); check the file for runaway nesting"
+    if isinstance(exc, MemoryError):
+        return EXIT_USAGE, "out of memory reading the input; check its size (or alias bombs in YAML)"
+    if isinstance(exc, UnicodeError):
+        return EXIT_USAGE, f"input is not UTF-8 text ({exc}); pass a text file"
+    return EXIT_USAGE, (f"unexpected {type(exc).__name__}: {exc}; rerun with --debug for the traceback "
+                        "and report it")
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout at exit; into a closed pipe that is a second error. Point it at devnull.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def print_error(message: str) -> None:
+    from rich.markup import escape
+
+    # One line: the contract promises a single line on stderr (the first line of a multi-line
+    # message; --debug shows everything).
+    lines = str(message).strip().splitlines() or ["(no message)"]
+    err_console.print(f"[bold red]error:[/] {escape(lines[0])}", highlight=False, soft_wrap=True)
+
+
 def handle_errors(fn: F) -> F:
-    """Turn SpecbenchError into ``error: <message>`` on stderr and its exit code (2 by default)."""
+    """Turn any failure into ``error: <one line>`` on stderr and its exit code (see describe_failure)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except SpecbenchError as exc:
-            if debug_enabled():
+        except (typer.Exit, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - this is the one place that maps all of them
+            if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
                 raise
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            err_console.print("[yellow]interrupted[/]")
-            raise typer.Exit(130) from None
+            code, message = describe_failure(exc)
+            if code == EXIT_INTERRUPTED:
+                err_console.print("[yellow]interrupted[/]")
+            else:
+                print_error(message)
+            raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -52,15 +110,19 @@ def sigterm_as_interrupt() -> Iterator[None]:
     def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
         raise KeyboardInterrupt
 
+    # SIGHUP (terminal closed, SSH lost) too: the servers run in their own sessions and would
+    # otherwise outlive specbench.
+    signals = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread (e.g. an embedding test runner): leave SIGTERM alone
+        previous = {s: signal.signal(s, interrupt) for s in signals}
+    except ValueError:  # not the main thread (e.g. an embedding test runner): leave them alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def warn(message: str) -> None:

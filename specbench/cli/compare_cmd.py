@@ -51,7 +51,7 @@ def compare(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an overlay plot of p_i with CI bands "
                                                  "(.png, .svg or .pdf).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
-    resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 2000,
+    resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
     allow_inconclusive: Annotated[bool, typer.Option(
         "--allow-inconclusive", help="Exit 0 instead of 3 when no check failed but some could not be decided "
@@ -65,6 +65,10 @@ def compare(
     from specbench.compare.guard import mismatches, unchecked
     from specbench.errors import InputError
 
+    from specbench.cli.outputs import guard_outputs
+
+    guard_outputs([baseline, candidate, gate_file], {"--markdown": markdown, "--junit": junit, "--json": json_out,
+                                                     "--plot": plot})  # before any work; inputs never written
     gates = list(gate or [])
     if gate_file is not None:
         gates += load_gate_file(gate_file)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from typing import Annotated, Optional
@@ -58,8 +59,48 @@ for _module, _attr in _COMMANDS:
     getattr(_mod, _attr)(app)
 
 
+@functools.lru_cache(maxsize=None)
+def _command():
+    # Building the click command from the Typer app costs ~10 ms; in-process callers (the contract
+    # test runs thousands) build it once.
+    return typer.main.get_command(app)
+
+
+def run_cli(argv: list[str] | None = None) -> int:
+    """Run specbench with ``argv`` and return its exit code, never raising: click's usage errors,
+    failures outside a command (argument callbacks) and anything a command let through all become
+    one line on stderr and a code from the contract (0, 1 regression, 2, 3, 130)."""
+    import sys
+
+    from specbench.cli.common import EXIT_USAGE, debug_enabled, describe_failure, err_console, print_error
+    from specbench.io import clear_protected
+
+    clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    if "--debug" in options:
+        os.environ["SPECBENCH_DEBUG"] = "1"  # before parsing: a usage error under --debug shows its traceback
+    try:
+        code = _command().main(args=argv, standalone_mode=False, prog_name="specbench")
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except BaseException as exc:  # noqa: BLE001 - the contract's last line of defence
+        if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
+            raise
+        code, message = describe_failure(exc)
+        if code == 130:
+            err_console.print("[yellow]interrupted[/]")
+        else:
+            print_error(message)
+    return code if isinstance(code, int) else 0
+
+
 def main() -> None:
-    app()
+    import sys
+
+    sys.exit(run_cli())
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         out: Annotated[Path, typer.Option("--out", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
             "report"),
-        resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 2000,
+        resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
         seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with bootstrap CIs."""
@@ -36,7 +36,10 @@ def register(app: typer.Typer) -> None:
         from specbench.report import build_report, table_rows, write_report
         from specbench.report_inputs import parse_label
 
+        from specbench.cli.outputs import guard_outputs
+
         labels = [parse_label(x) for x in (label or [])]
+        guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
         if not inputs and not labels:
             raise ConfigError("report: give at least one FILE, run directory or --label NAME=FILE")
         rep = build_report(list(inputs or []), labels, n_resamples=resamples, seed=seed)

@@ -30,7 +30,10 @@ def _print_dry_run(config: Path) -> None:
     from specbench.run.cells import expand
     from specbench.server import redact_argv, redact_env
 
+    from specbench.config_checks import check_prompts
+
     study = load_config(config)
+    check_prompts(study, str(config))
     cells = expand(study)
     serve = study.serve
     port = str(serve.port) if serve.port else "<free port>"
@@ -93,6 +96,8 @@ def register(app: typer.Typer) -> None:
             display = make_display(quiet)
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+            for note in plan.notes:  # e.g. where --resume took the run's secrets from
+                console.print(f"resume: {note}", highlight=False, soft_wrap=True)
             try:
                 code = execute(plan, display, _executor(executor or plan.study.executor, address,
                                                         max_concurrent_cells, cpus_per_cell))
@@ -114,8 +119,11 @@ def register(app: typer.Typer) -> None:
         from specbench.run.cells import expand
         from specbench.run.plan import check_cells
 
+        from specbench.config_checks import check_prompts
+
         path = _config_or_default(config)
         study = load_config(path)
+        check_prompts(study, str(path))
         cells = expand(study, resolve=lambda ref: ref)  # fixture refs stay refs: nothing is built here
         check_cells([c for c in cells if c.draft and not c.draft.startswith("fixture:")])
         spec = sum(1 for c in cells if not c.is_baseline)

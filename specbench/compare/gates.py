@@ -145,9 +145,11 @@ def load_gate_file(path: Path) -> list[Gate]:
         model_config = ConfigDict(extra="forbid")
         gates: list[str | _Item]
 
+    from specbench.safe_yaml import load_yaml
+
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))  # duplicates, alias bombs, depth refused
     except FileNotFoundError:
         raise GateError(f"{path}: gate file not found") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -98,8 +98,9 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
                 tail.append(line.rstrip("\n"))
             code = proc.wait()
         except BaseException:
-            proc.kill()
-            proc.wait()
+            from specbench.procs import kill_tree
+
+            kill_tree(proc)  # the whole group: llmperf's Ray workers too, not only its leader
             raise
     if code != 0:
         raise SpecbenchError(f"llmperf exited with status {code}; log {log_path}, last lines:\n" + "\n".join(tail))

@@ -8,6 +8,8 @@ in bounded memory; non-UTF-8 bytes are replaced and counted.
 
 from __future__ import annotations
 
+import io
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -47,10 +49,12 @@ def parse_file(path: Path | str) -> ParseResult:
     if path.is_dir():
         raise InputError(f"{name}: is a directory; give log or /metrics files (or a run directory to 'report')")
     try:
-        fh = open(path, "rb")
+        fh = os.fdopen(os.dup(0), "rb") if name == "-" else open(path, "rb")  # "-": standard input
     except OSError as exc:
         raise InputError(f"{name}: cannot read ({exc.strerror or exc}); check the path") from None
     with fh:
+        if not fh.seekable():  # a pipe (`parse -`, /dev/stdin): read it once, parse it from memory
+            fh = io.BytesIO(fh.read())
         head = fh.read(4096)
         fh.seek(0)
         if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file

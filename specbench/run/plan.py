@@ -11,6 +11,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from specbench.config_checks import check_prompts
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
 from specbench.errors import ConfigError, InputError
 from specbench.run import store
@@ -72,13 +73,13 @@ def _hub_cache_dir(repo_id: str) -> Path | None:
 
 def redacted_config(study: Study) -> dict:
     """The resolved config with secret env values and credential flags replaced (it goes to disk)."""
-    from specbench.server import redact_argv, redact_env
+    from specbench.redact import redact_argv, redact_env, shown_axis_value
 
     data = study.model_dump(mode="json")
     data["serve"]["env"] = redact_env(data["serve"]["env"])
     data["serve"]["extra_args"] = redact_argv(data["serve"]["extra_args"])
-    data["matrix"] = {a: (["***"] * len(v) if a.startswith("env:") and redact_env({a[4:]: ""})[a[4:]] else v)
-                      for a, v in data["matrix"].items()}
+    # Secret axis values as the same short hashes as in the cell ids (resume refuses them).
+    data["matrix"] = {a: [shown_axis_value(a, x) for x in v] for a, v in data["matrix"].items()}
     if data["load"].get("llmperf"):
         data["load"]["llmperf"]["extra_args"] = redact_argv(data["load"]["llmperf"]["extra_args"])
     return data
@@ -93,13 +94,14 @@ def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: lis
         "run_id": run_id, "specbench_version": specbench.__version__, "vllm_version": installed_vllm_version(),
         "config_path": str(config_path), "config_sha256": sha,
         "resolved_config": redacted_config(study), "axes": list(study.matrix),
-        "machine": fingerprint(), "started_at": utc_now(), "ended_at": None, "status": "running",
+        "machine": fingerprint(), "started_at": utc_now(), "ended_at": None, "status": "planned",
         "cells": [c.cell_id for c in cells],
     }
 
 
 def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
     study = load_config(config_path)
+    check_prompts(study, str(config_path))  # before the run directory exists
     sha = config_sha256(config_path)
     cells = expand(study, fixture_resolver(study))
     check_cells(cells)
@@ -117,12 +119,13 @@ def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
 def resume_plan(run_dir: Path) -> RunPlan:
     """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
     run_dir = Path(run_dir)
-    run = store.load_run(run_dir)
+    run = store.load_run(run_dir, resuming=True)
     manifest = run.manifest
     if str(manifest.get("source", "")).startswith("vllm bench"):
         raise InputError(f"{run_dir}: a vllm bench sweep directory, not a specbench run; continue it with "
                          "`vllm bench sweep serve --resume`, or read it with report / compare")
     config_path = Path(manifest.get("config_path", ""))
+    notes: list[str] = []
     if config_path.is_file():
         now = config_sha256(config_path)
         if now != manifest.get("config_sha256"):
@@ -132,11 +135,17 @@ def resume_plan(run_dir: Path) -> RunPlan:
             )
         # The same bytes as the run's config; it, not the redacted copy, carries the secrets.
         study = load_config(config_path)
-    elif "resolved_config" in manifest:
-        # Secrets were redacted from the saved copy: a study that needs them needs its config file.
-        study = parse_study(manifest["resolved_config"], f"{run_dir / store.MANIFEST}: resolved_config")
+        if redacted_config(study) != study.model_dump(mode="json"):
+            notes.append(f"secrets: from the config file {config_path}")
+    elif isinstance(manifest.get("resolved_config"), dict):
+        source = f"{run_dir / store.MANIFEST}: resolved_config"
+        data, used = restore_secrets(manifest["resolved_config"], dict(os.environ), source, config_path)
+        study = parse_study(data, source)
+        if used:
+            notes.append(f"secrets: from the environment ({', '.join(used)}); {config_path} is gone")
     else:
         raise InputError(f"{run_dir / store.MANIFEST}: no resolved_config and {config_path} is gone; cannot resume")
+    check_prompts(study, str(config_path))
     cells = expand(study, fixture_resolver(study))
     if [c.cell_id for c in cells] != manifest["cells"]:
         # a run from before per-target baselines (one baseline, target axes at their first values)
@@ -148,4 +157,58 @@ def resume_plan(run_dir: Path) -> RunPlan:
     done = {cid for cid, c in run.cells.items() if c.status == "done"}
     manifest.setdefault("resumed_at", []).append(utc_now())
     return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=manifest["run_id"], manifest=manifest,
-                   skip=done)
+                   skip=done, notes=notes)
+
+
+def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config_path: Path) -> tuple[dict, list[str]]:
+    """The manifest's redacted config with every redacted secret taken from ``environ``.
+
+    The manifest holds ``***`` (and hashed axis values) where secrets were: they must never be
+    passed on as values. A redacted ``serve.env`` entry is dropped so the server inherits the
+    variable from the environment; ``--hf-token ***`` is dropped (the hub reads ``HF_TOKEN``);
+    ``--api-key ***`` becomes ``VLLM_API_KEY`` (vLLM reads it; the load sends it). A secret the
+    environment does not hold is an error naming it. Returns (config, names taken from environ)."""
+    import copy
+
+    from specbench.redact import REDACTED, is_hidden_axis_value, secret_flag, secret_spans
+
+    data = copy.deepcopy(resolved)
+    fix = f"export it, or restore {config_path} and resume again"
+    used: list[str] = []
+    for axis, values in (data.get("matrix") or {}).items():
+        # "***": how runs before short hashes saved secret axis values; never a value to pass on.
+        if isinstance(values, list) and any(is_hidden_axis_value(v) or v == REDACTED for v in values):
+            raise ConfigError(f"{source}: matrix.{axis}: secret values are kept only as hashes; "
+                              f"restore {config_path} (the run's config) and resume again")
+    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
+    env = serve.get("env") if isinstance(serve.get("env"), dict) else {}
+    for name, value in list(env.items()):
+        if value == REDACTED:
+            if name not in environ:
+                raise ConfigError(f"{source}: serve.env.{name} was redacted when the run was saved and "
+                                  f"{name} is not set; {fix}")
+            del env[name]  # the server inherits it from this environment
+            used.append(name)
+    args = serve.get("extra_args")
+    if isinstance(args, list) and REDACTED in [str(a) for a in args] + [str(a).split("=", 1)[-1] for a in args]:
+        args = [str(a) for a in args]
+        keep = list(range(len(args)))
+        for start, end in secret_spans(args):
+            hidden = args[start].endswith("=" + REDACTED) or REDACTED in args[start + 1:end]
+            if not hidden:
+                continue
+            nargs = secret_flag(args[start])
+            name = "VLLM_API_KEY" if nargs == "+" else "HF_TOKEN" if nargs == "?" else None
+            if name is None or name not in environ:
+                raise ConfigError(f"{source}: serve.extra_args: {args[start].split('=')[0]} was redacted when the "
+                                  f"run was saved{f' and {name} is not set' if name else ''}; {fix}")
+            if nargs == "+":
+                env["VLLM_API_KEY"] = environ[name]
+            keep = [i for i in keep if not start <= i < end]
+            used.append(name)
+        serve["extra_args"] = [args[i] for i in keep]
+    llmperf = (data.get("load") or {}).get("llmperf") if isinstance(data.get("load"), dict) else None
+    if isinstance(llmperf, dict) and REDACTED in " ".join(map(str, llmperf.get("extra_args") or [])):
+        raise ConfigError(f"{source}: load.llmperf.extra_args: a secret was redacted when the run was saved; "
+                          f"restore {config_path} and resume again")
+    return data, used

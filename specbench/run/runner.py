@@ -135,7 +135,7 @@ class LocalExecutor:
                             startup_timeout_s=serve.startup_timeout_s,
                             state_dir=state_dir, **kwargs)
         acc: dict | None = None
-        secrets = store.secret_values(cell.env, cell.args)
+        secrets = store.secret_values(cell.env, cell.args, include_process_env=True)  # servers inherit os.environ
         try:
             ctx.display.update(cell.cell_id, "starting")
             t0 = time.monotonic()
@@ -298,10 +298,38 @@ class RunPlan:
     run_id: str
     manifest: dict[str, Any]
     skip: set[str] = field(default_factory=set)  # cells already done (--resume)
+    notes: list[str] = field(default_factory=list)  # said before the run starts (where secrets came from)
 
 
 def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -> int:
-    """Run the plan's cells, rewriting manifest and tables after each; returns the exit code."""
+    """Run the plan's cells, rewriting manifest and tables after each; returns the exit code.
+
+    The run directory is locked meanwhile (a second run of it is refused), and the manifest never
+    ends "running": Ctrl-C/SIGTERM/SIGHUP leave it "interrupted", any other error "failed"."""
+    with store.run_lock(plan.run_dir):
+        try:
+            return _execute(plan, display, executor)
+        except KeyboardInterrupt:
+            raise  # _execute saved the manifest as "interrupted"
+        except BaseException as exc:
+            _mark_failed(plan, exc)
+            raise
+
+
+def _mark_failed(plan: RunPlan, exc: BaseException) -> None:
+    from specbench.redact import scrub_text, secret_values
+
+    secrets = [s for c in plan.cells for s in secret_values(c.env, c.args, include_process_env=True)]
+    message = (str(exc).strip().splitlines() or [""])[0]
+    plan.manifest.update(status="failed", ended_at=utc_now(),
+                         error=scrub_text(f"{type(exc).__name__}: {message}", secrets))
+    try:
+        store.write_manifest(plan.run_dir, plan.manifest)
+    except OSError:
+        pass  # the original error says more than this one (a full disk, say)
+
+
+def _execute(plan: RunPlan, display: Display, executor: Executor | None = None) -> int:
     from specbench.load.prompts import load_prompts
 
     executor = executor or LocalExecutor()

@@ -8,14 +8,18 @@ which refuses corrupt, truncated and other-version files naming the file (InputE
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from specbench.errors import InputError
 from specbench.io import atomic_write_bytes, atomic_write_text, load_json, save_json
+from specbench.redact import scrub_text, secret_values  # noqa: F401 - the run's writers use these
+from specbench.run import shapes
 
 MANIFEST = "manifest.json"
 CELL_JSON = "cell.json"
@@ -36,13 +40,6 @@ _SUMMARY_KEYS = {
 }
 
 
-def scrub_text(text: str, secrets: list[str]) -> str:
-    """Replace every occurrence of a secret value (len >= 4; shorter ones would hit ordinary text)."""
-    for s in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(s, "***")
-    return text
-
-
 def scrub_file(path: Path, secrets: list[str]) -> None:
     if not path.is_file() or not [s for s in secrets if s and len(s) >= 4]:
         return
@@ -50,18 +47,6 @@ def scrub_file(path: Path, secrets: list[str]) -> None:
     scrubbed = scrub_text(text, secrets)
     if scrubbed != text:
         atomic_write_text(path, scrubbed)
-
-
-def secret_values(env: dict[str, str], argv: list[str]) -> list[str]:
-    """The values that redaction hides in ``env`` / ``argv``: what must not appear in any file."""
-    from specbench.server import redact_argv, redact_env
-
-    out = [v for k, v in env.items() if redact_env({k: v})[k] != v]
-    red = redact_argv(argv)
-    for orig, shown in zip(argv, red):
-        if orig != shown:
-            out.append(orig.split("=", 1)[1] if "=" in shown else orig)
-    return out
 
 
 @dataclass
@@ -98,6 +83,46 @@ class Run:
 
 def cell_dir(run_dir: Path, cell_id: str) -> Path:
     return Path(run_dir) / cell_id
+
+
+LOCK = ".specbench.lock"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the run directory: two ``run --resume`` of one directory would
+    delete each other's cells. The lock is the kernel's (flock), so a killed holder releases it."""
+    import fcntl
+
+    path = Path(run_dir) / LOCK
+    while True:
+        fh = open(path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            fh.close()
+            raise InputError(f"{run_dir}: another specbench (pid {holder}) is writing this run; wait for it "
+                             "to finish or stop it, then resume") from None
+        # The holder unlinks the file when done: a lock won on that unlinked file locks nothing.
+        try:
+            if os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        fh.close()
+    try:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+    finally:
+        fh.close()
 
 
 def write_cell(run_dir: Path, cell_record: dict[str, Any], acceptance: dict[str, Any] | None) -> None:
@@ -192,8 +217,10 @@ def _pos_key(name: str) -> tuple:
     return (0 if m.group(1) == "p" else 1, int(m.group(2)), order)
 
 
-def load_run(path: Path) -> Run:
-    """Read a run directory; InputError naming the file for anything missing, corrupt or foreign."""
+def load_run(path: Path, *, resuming: bool = False) -> Run:
+    """Read a run directory; InputError naming the file for anything missing, corrupt or foreign.
+
+    ``resuming``: a deleted cell directory is the documented way to have --resume re-run a cell."""
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: not a directory; pass a run directory (results/<run-id>)")
@@ -205,19 +232,59 @@ def load_run(path: Path) -> Run:
     manifest = load_json(path / MANIFEST)
     if not isinstance(manifest.get("cells"), list) or "run_id" not in manifest:
         raise InputError(f"{path / MANIFEST}: not a specbench run manifest (no run_id / cells)")
+    _check_shape(path / MANIFEST, manifest, shapes.MANIFEST, "restore the file from a copy of the run")
     run = Run(path=path, manifest=manifest)
+    # A run that ended "done" wrote every cell; in other states a listed cell may never have run.
+    finished = manifest.get("status") == "done" and not resuming
     for cell_id in manifest["cells"]:
-        d = cell_dir(path, cell_id)
-        if not (d / CELL_JSON).exists():
+        d = _confined_cell_dir(path, cell_id)
+        if not _exists(d / CELL_JSON):
+            if finished:  # deleted or moved: say so rather than count it as "not run"
+                raise InputError(f"{d}: missing, but {path / MANIFEST} says the run finished; restore it, or run "
+                                 f"'specbench run --resume {path}' to re-run that cell")
             continue  # not run yet (an interrupted run): the manifest still lists it
         try:
             cell = load_json(d / CELL_JSON)
-            acc = load_json(d / ACCEPTANCE_JSON) if (d / ACCEPTANCE_JSON).exists() else None
+            _check_shape(d / CELL_JSON, cell, shapes.CELL)
+            acc = load_json(d / ACCEPTANCE_JSON) if _exists(d / ACCEPTANCE_JSON) else None
+            if acc is not None:
+                _check_shape(d / ACCEPTANCE_JSON, acc, shapes.ACCEPTANCE)
             summary = load_summary(d / SUMMARY_JSON)
         except InputError as exc:
             raise InputError(_cell_fix(str(exc), d, path)) from None
         run.cells[cell_id] = CellData(cell_id=cell_id, dir=d, cell=cell, acceptance=acc, summary=summary)
     return run
+
+
+def _check_shape(file: Path, data: dict, spec: dict, fix: str = "re-run the cell") -> None:
+    problem = shapes.shape_problem(data, spec)
+    if problem:
+        raise InputError(f"{file}: {problem}; {fix}")
+
+
+def _confined_cell_dir(run_dir: Path, cell_id: str) -> Path:
+    """The cell's directory, refusing ids that would read outside the run (``../x``, ``/etc``)."""
+    manifest = run_dir / MANIFEST
+    if not cell_id or cell_id in (".", "..") or any(c in cell_id for c in "/\\\0") or cell_id.startswith("."):
+        raise InputError(f"{manifest}: cells: {cell_id!r} is not a cell id (a directory name inside the run)")
+    d = cell_dir(run_dir, cell_id)
+    try:
+        inside = d.resolve().is_relative_to(run_dir.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        raise InputError(f"{d}: symlink loop; replace it with the cell's directory or delete it and --resume") from None
+    if not inside:
+        raise InputError(f"{d}: links outside the run directory {run_dir}; copy the cell into the run instead")
+    return d
+
+
+def _exists(path: Path) -> bool:
+    try:
+        path.stat()
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:  # ELOOP, EACCES, ENOTDIR: say so rather than treat the cell as not run
+        raise InputError(f"{path}: cannot read ({exc.strerror}); restore the cell or delete it and --resume") from None
 
 
 def _cell_fix(message: str, cell_path: Path, run_dir: Path) -> str:
@@ -230,13 +297,13 @@ def _cell_fix(message: str, cell_path: Path, run_dir: Path) -> str:
 
 def load_summary(path: Path) -> dict | None:
     # summary.json keeps llmperf's key names (no schema_version: llmperf tools read it as is).
-    import json
+    from specbench.safe_yaml import loads_json
 
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = loads_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
         raise InputError(f"{path}: corrupt or truncated JSON; re-run the cell (specbench run --resume)") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object")

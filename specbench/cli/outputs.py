@@ -1,0 +1,65 @@
+"""Output paths checked before any work: a bad one is a usage error (exit 2) naming the flag, and
+nothing is written when one of several outputs cannot be (``--plot x.exe`` used to fail after the
+Markdown and JSON were already written)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from specbench.errors import ConfigError
+from specbench.io import protect_inputs, written_input
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def guard_outputs(inputs: Iterable[Path | None], files: dict[str, Path | None] | None = None,
+                  dirs: dict[str, Path | None] | None = None) -> None:
+    """Protect ``inputs`` from every later write, then check output ``files`` (flag -> path) and
+    output ``dirs`` (flag -> directory) can be written; ConfigError naming the flag otherwise."""
+    protect_inputs([p for p in inputs if p is not None])
+    for flag, path in (files or {}).items():
+        if path is None or str(path) == "-":
+            continue
+        _check(flag, Path(path), is_dir=False)
+        if flag == "--plot" and Path(path).suffix.lower() not in PLOT_SUFFIXES and not _special(Path(path)):
+            raise ConfigError(f"--plot {path}: use a .png, .svg or .pdf file name")
+    for flag, path in (dirs or {}).items():
+        if path is not None:
+            _check(flag, Path(path), is_dir=True)
+
+
+def _special(path: Path) -> bool:
+    try:
+        import stat
+
+        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _check(flag: str, path: Path, *, is_dir: bool) -> None:
+    owner = written_input(path)
+    if owner is not None:
+        raise ConfigError(f"{flag} {path}: is (inside) an input of this command ({owner}); write it elsewhere")
+    if is_dir:
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"{flag} {path}: exists and is not a directory; give a directory")
+    elif path.is_dir():
+        raise ConfigError(f"{flag} {path}: is a directory; give a file name")
+    parent = path if is_dir and path.exists() else _existing_ancestor(path.parent)
+    if parent is not None and not parent.is_dir():
+        raise ConfigError(f"{flag} {path}: {parent} is not a directory")
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK) and not (
+            path.exists() and os.access(path, os.W_OK)):
+        raise ConfigError(f"{flag} {path}: {parent} is not writable; choose another path")
+
+
+def _existing_ancestor(path: Path) -> Path | None:
+    path = Path(os.path.abspath(path))
+    while not path.exists():
+        if path.parent == path:
+            return None
+        path = path.parent
+    return path

@@ -1,0 +1,121 @@
+"""Checks of a whole study that the field models cannot make alone; run by ``validate`` and ``run``.
+
+Everything that would otherwise fail later (at Popen, at connect, after the run directory exists,
+or by silently mislabelling cells) is refused here, as one line naming the file and field:
+- axes that collide: ``mla`` sets ``VLLM_MLA_DISABLE``, so an ``env:VLLM_MLA_DISABLE`` axis would
+  be overwritten for some cells and mislabel them; a ``flag:--speculative-config`` axis (or one in
+  ``serve.extra_args``) replaces the config specbench builds from ``serve.speculative``, so the
+  ``num_speculative_tokens`` / ``draft`` labels would lie;
+- NUL characters (Popen refuses them; ``validate`` used to pass them);
+- a host that is not a host name or IP address (a space ends in a gaierror at run time);
+- non-finite or absurd numbers (``.inf`` timeouts, ``num_requests: 1e30``);
+- matrices too large to run (a 10^6-cell matrix is refused at once, before any expansion);
+- prompt categories and prompt files (read now, not after the run directory exists).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from typing import Any
+
+from specbench.errors import ConfigError, InputError
+
+MAX_CELLS = 10_000  # each cell is a vLLM server start (about a minute): 10^4 is a week of runs
+MAX_REQUESTS = 10_000_000
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_TEMPERATURE = 100.0
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+_ENV_SETTERS = {"mla": "VLLM_MLA_DISABLE", "output_norm": "SPECBENCH_OUTPUT_NORM"}
+
+
+def check_study(study: Any, source: str) -> None:
+    """Raise ConfigError naming ``source`` and the field for the first problem found."""
+    for where, problem in _problems(study):
+        raise ConfigError(f"{source}: {where}: {problem}")
+
+
+def _problems(study: Any):
+    serve, load = study.serve, study.load
+    yield from _size(study.matrix, study.repeats)
+    yield from _collisions(study)
+    for name, value in serve.env.items():
+        if "\0" in value or "\0" in name:
+            yield f"serve.env.{name}", "contains a NUL character (a process environment cannot hold it)"
+    for i, arg in enumerate(serve.extra_args):
+        if "\0" in arg:
+            yield f"serve.extra_args[{i}]", "contains a NUL character (a command line cannot hold it)"
+    for axis, values in study.matrix.items():
+        if "\0" in axis:
+            yield f"matrix.{axis!r}", "contains a NUL character"
+        for i, v in enumerate(values):
+            if isinstance(v, str) and "\0" in v:
+                yield f"matrix.{axis}[{i}]", "contains a NUL character (a process cannot receive it)"
+            if isinstance(v, float) and not math.isfinite(v):
+                yield f"matrix.{axis}[{i}]", "must be a finite number"
+    for text, where in ((serve.model, "serve.model"), (serve.served_model_name or "", "serve.served_model_name")):
+        if "\0" in text:
+            yield where, "contains a NUL character"
+    if not _host_ok(serve.host):
+        yield "serve.host", f"{serve.host!r} is not a host name or IP address (e.g. 127.0.0.1)"
+    for where, value, top in (("serve.startup_timeout_s", serve.startup_timeout_s, MAX_TIMEOUT_S),
+                              ("load.timeout_s", load.timeout_s, MAX_TIMEOUT_S),
+                              ("load.temperature", load.temperature, MAX_TEMPERATURE)):
+        if not math.isfinite(value) or value > top:
+            yield where, f"must be a finite number at most {top:g}"
+    for where, value in (("load.num_requests", load.num_requests), ("load.warmup_requests", load.warmup_requests),
+                         ("load.concurrency", load.concurrency), ("load.max_tokens", load.max_tokens)):
+        if value > MAX_REQUESTS:
+            yield where, f"{value} is more than {MAX_REQUESTS}; is it a typo?"
+    if abs(load.seed) >= 2 ** 63:
+        yield "load.seed", "must fit in 64 bits"
+
+
+def _size(matrix: dict, repeats: int):
+    n = repeats
+    for values in matrix.values():
+        n *= len(values)
+        if n > MAX_CELLS:
+            sizes = " x ".join(str(len(v)) for v in matrix.values())
+            yield "matrix", (f"{sizes} values x {repeats} repeats is more than {MAX_CELLS} cells "
+                             "(each is a server start); split the study")
+            return
+
+
+def _collisions(study: Any):
+    matrix, serve = study.matrix, study.serve
+    for axis, name in _ENV_SETTERS.items():
+        if axis in matrix and f"env:{name}" in matrix:
+            yield f"matrix.env:{name}", f"collides with matrix.{axis} (which sets {name}); keep one of the two"
+        if axis in matrix and name in serve.env:
+            yield f"serve.env.{name}", f"collides with matrix.{axis} (which sets {name} per cell); remove it"
+    spec_in_args = any(a.split("=", 1)[0] == "--speculative-config" for a in serve.extra_args)
+    if "flag:--speculative-config" in matrix or spec_in_args:
+        where = "matrix.flag:--speculative-config" if not spec_in_args else "serve.extra_args"
+        if serve.speculative is not None or any(a in matrix for a in ("num_speculative_tokens", "draft")):
+            yield where, ("--speculative-config collides with serve.speculative (and its num_speculative_tokens / "
+                          "draft axes), which build that flag; use serve.speculative and its axes")
+    flags = {a.split("=", 1)[0] for a in serve.extra_args if a.startswith("--")}
+    for axis in matrix:
+        if axis.startswith("flag:") and axis[5:] in flags:
+            yield f"matrix.{axis}", f"{axis[5:]} is also in serve.extra_args; keep one of the two"
+
+
+def _host_ok(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    except ValueError:
+        return bool(_HOSTNAME.match(host))
+
+
+def check_prompts(study: Any, source: str) -> None:
+    """Read the study's prompts now, so a bad category or file fails before anything is created."""
+    from specbench.load.prompts import load_prompts
+
+    prompts = study.load.prompts
+    try:
+        load_prompts(categories=prompts.categories, path=prompts.path)
+    except InputError as exc:
+        raise ConfigError(f"{source}: load.prompts: {exc}") from None

@@ -1,0 +1,49 @@
+"""Stopping a child process together with everything it started.
+
+Children specbench starts (vLLM servers, llmperf) run in their own session (``start_new_session``)
+so a terminal's SIGINT/SIGHUP does not reach them half-way; specbench stops them itself. Killing
+only the leader PID leaves its workers (vLLM engine cores, llmperf's Ray workers) running, so the
+whole process group is signalled, and descendants that left the group (setsid) are killed by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import psutil
+
+
+def kill_tree(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM ``proc``'s process group, SIGKILL it after ``grace_s``, then any escaped descendant.
+
+    ``proc`` must have been started with ``start_new_session=True`` (its pid is its group's id)."""
+    try:
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    _killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    _, alive = psutil.wait_procs(descendants, timeout=max(0.0, min(grace_s, 2.0)))
+    _killpg(proc.pid, signal.SIGKILL)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5.0)
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _killpg(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,175 @@
+"""Secrets: the one place that decides what is a secret and how it is hidden.
+
+Every writer (cell.json, manifest.json, server.log, log tails, cells.csv/parquet, dry-run output)
+goes through this module, so a secret never reaches a path, a file, a table or a log.
+
+What counts as a secret
+- **vLLM flags** (``vllm serve``, 0.32): ``--api-key`` takes one *or more* keys (argparse
+  ``nargs='+'``: every value up to the next option is a key) and ``--hf-token`` takes an optional
+  value (``nargs='?'``: a bare ``--hf-token`` followed by another option has no value, and that
+  option must stay visible). vLLM's parser accepts unambiguous abbreviations (``allow_abbrev``):
+  ``--api-k`` and ``--hf-t`` are the shortest ones (``--api-`` also matches
+  ``--api-server-count``; ``--hf-`` matches ``--hf-overrides``), so every prefix from those up is
+  a secret flag. Other tools' flags (llmperf extra args) are matched by name: ``*api-key*``,
+  ``*-token``, ``*secret*``, ``*password*``, ``*credential*``.
+- **Environment names** containing (case-insensitive) ``KEY``, ``TOKEN`` (not ``TOKENS`` /
+  ``TOKENIZER``: ``TOKENIZERS_PARALLELISM`` is not a secret), ``SECRET``, ``PASSWORD``,
+  ``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL(S)``, ``AUTH``, ``COOKIE``, ``SESSION``, ``PRIVATE``,
+  ``DSN``, ``DATABASE_URL``; and any variable whose *value* is a URL with user info
+  (``postgres://user:pw@host``), whatever its name (``*_URL``, ``*_URI``).
+
+How it is hidden
+- In argv and env: the value becomes ``***``.
+- As a matrix axis value (``env:OPENAI_API_KEY: [sk-a, sk-b]``, ``flag:--api-key: [...]``): a
+  stable short hash, ``sha256:<8 hex>``, in ``axes``; the cell id carries ``OPENAI_API_KEY-<8 hex>``.
+  The cells stay distinguishable and two runs with the same keys still pair up in ``compare``.
+- In free text (server.log, log tails): every secret value of length >= 4 is replaced by ``***``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Any, Iterable
+
+REDACTED = "***"
+
+# Full vLLM flag name -> (shortest unambiguous abbreviation vLLM accepts, nargs).
+VLLM_SECRET_FLAGS = {"--api-key": ("--api-k", "+"), "--hf-token": ("--hf-t", "?")}
+_OTHER_SECRET_FLAG = re.compile(
+    r"^--(.*api[-_]?key.*|.*[-_]token|.*secret.*|.*password.*|.*passwd.*|.*credentials?)$", re.IGNORECASE)
+_SECRET_ENV = re.compile(
+    r"KEY|TOKEN(?!S|IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN"
+    r"|DATABASE_URL", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*@")
+
+
+def secret_flag(arg: str) -> str | None:
+    """The nargs ('+', '?' or '1') of ``arg``'s option when it carries a secret, else None.
+
+    ``arg`` may be ``--flag`` or ``--flag=value``."""
+    flag = arg.split("=", 1)[0]
+    if not flag.startswith("--"):
+        return None
+    for full, (shortest, nargs) in VLLM_SECRET_FLAGS.items():
+        if len(flag) >= len(shortest) and full.startswith(flag):
+            return nargs
+    return "1" if _OTHER_SECRET_FLAG.match(flag) else None
+
+
+def secret_env_name(name: str) -> bool:
+    return bool(_SECRET_ENV.search(name))
+
+
+def secret_env(name: str, value: Any) -> bool:
+    """Whether the variable ``name=value`` is a secret (by its name, or a URL with user info)."""
+    return secret_env_name(name) or bool(_URL_USERINFO.match(str(value)))
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    """Copy of ``env`` with secret values replaced by ``***``."""
+    return {k: (REDACTED if secret_env(k, v) else v) for k, v in env.items()}
+
+
+def _is_option(arg: str) -> bool:
+    # argparse treats "-x..." as an option, except negative numbers.
+    return arg.startswith("-") and len(arg) > 1 and not re.match(r"^-\d", arg)
+
+
+def secret_spans(argv: list[str]) -> list[tuple[int, int]]:
+    """(flag index, end index exclusive) of every secret option and the values it takes."""
+    spans = []
+    i = 0
+    while i < len(argv):
+        nargs = secret_flag(argv[i])
+        if nargs is None or "=" in argv[i]:
+            i += 1
+            if nargs is not None:
+                spans.append((i - 1, i))
+            continue
+        j = i + 1
+        if nargs == "+":
+            while j < len(argv) and not _is_option(argv[j]):
+                j += 1
+        elif j < len(argv) and not _is_option(argv[j]):
+            j += 1
+        spans.append((i, j))
+        i = j
+    return spans
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """Copy of ``argv`` with every value of a secret option replaced (all values of ``--api-key``)."""
+    out = list(argv)
+    for start, end in secret_spans(argv):
+        if "=" in argv[start]:
+            out[start] = argv[start].split("=", 1)[0] + "=" + REDACTED
+        for j in range(start + 1, end):
+            out[j] = REDACTED
+    return out
+
+
+def argv_secret_values(argv: list[str]) -> list[str]:
+    out = []
+    for start, end in secret_spans(argv):
+        if "=" in argv[start]:
+            out.append(argv[start].split("=", 1)[1])
+        out.extend(argv[start + 1:end])
+    return out
+
+
+def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:
+    """The API key a vLLM server started with ``argv``/``env`` demands on /v1: the first value of
+    ``--api-key`` (or an abbreviation), else ``VLLM_API_KEY``; None when it demands none."""
+    for start, end in secret_spans(argv):
+        if VLLM_SECRET_FLAGS["--api-key"][1] != secret_flag(argv[start]):
+            continue
+        if "=" in argv[start]:
+            return argv[start].split("=", 1)[1]
+        if end > start + 1:
+            return argv[start + 1]
+    return env.get("VLLM_API_KEY") or None
+
+
+def secret_values(env: dict[str, str], argv: list[str], *, include_process_env: bool = False) -> list[str]:
+    """Every secret value in ``env``/``argv`` (and specbench's own environment, which the servers
+    inherit): what must not appear in any file."""
+    envs: list[dict[str, str]] = [env]
+    if include_process_env:
+        envs.append(dict(os.environ))
+    out = [v for e in envs for k, v in e.items() if v and secret_env(k, v)]
+    return out + [v for v in argv_secret_values(argv) if v]
+
+
+def scrub_text(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of a secret value (len >= 4; shorter ones would hit ordinary text)."""
+    for s in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(s, REDACTED)
+    return text
+
+
+# -- matrix axes -------------------------------------------------------------------------------
+def secret_axis(axis: str) -> bool:
+    """Whether the values of matrix axis ``axis`` are secrets (``env:*KEY*``, ``flag:--api-key``)."""
+    if axis.startswith("env:"):
+        return secret_env_name(axis[4:])
+    if axis.startswith("flag:"):
+        return secret_flag(axis[5:]) is not None
+    return False
+
+
+def short_hash(value: Any) -> str:
+    return hashlib.sha256(str(value).encode("utf-8")).hexdigest()[:8]
+
+
+def shown_axis_value(axis: str, value: Any) -> Any:
+    """What an axis value looks like on disk and on screen: secrets as ``sha256:<8 hex>``."""
+    if isinstance(value, bool) or not secret_axis(axis) and not (
+            axis.startswith("env:") and _URL_USERINFO.match(str(value))):
+        return value
+    return f"sha256:{short_hash(value)}"
+
+
+def is_hidden_axis_value(value: Any) -> bool:
+    return isinstance(value, str) and bool(re.match(r"^sha256:[0-9a-f]{8}$", value))

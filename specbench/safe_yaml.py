@@ -1,0 +1,131 @@
+"""YAML and JSON loading that a hostile or careless file cannot turn into a crash.
+
+``yaml.safe_load`` builds no objects, but it still (1) accepts duplicate keys (the last one wins,
+silently), (2) expands aliases without limit (a "billion laughs" file of a few hundred bytes
+becomes gigabytes once anything walks it), and (3) recurses once per nesting level (5,000 ``[``
+end in RecursionError). :func:`load_yaml` refuses all three with a YAML error naming the line;
+:func:`loads_json` bounds nesting the same way. Limits are far above any real config.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+MAX_DEPTH = 100  # nesting levels; a study config uses about 5
+MAX_NODES = 200_000  # nodes after alias expansion; a study config has a few hundred
+
+
+class LimitError(yaml.YAMLError):
+    def __init__(self, problem: str, mark: yaml.Mark | None = None):
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, mark
+
+    def __str__(self) -> str:
+        return self.problem
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys and bounds nesting depth and alias expansion."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise LimitError(f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_document(self, node):  # noqa: ANN001
+        _check_expanded_size(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # "<<: *base" then overriding a key is what merge keys are for
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:
+                    continue  # unhashable: SafeLoader reports it below
+                if first is not key_node:
+                    raise LimitError(f"duplicate key {key!r} (first on line {first.start_mark.line + 1}); "
+                                     "keep one", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    # Sizes with aliases expanded, memoised per node: linear in the file, not in the expansion.
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        total = 1 + sum(sizes.get(id(c), 0) for c in children)
+        if total > MAX_NODES:
+            raise LimitError(f"expands to more than {MAX_NODES} values (aliases nested in aliases?)",
+                             node.start_mark)
+        sizes[id(node)] = total
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def load_yaml(text: str) -> Any:
+    """Parse one YAML document with :class:`StrictLoader` (raises yaml.YAMLError subclasses)."""
+    line = _flow_too_deep(text)
+    if line is not None:
+        raise LimitError(f"brackets nested deeper than {MAX_DEPTH} levels",
+                         yaml.Mark("", 0, line, 0, None, None))
+    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+
+
+def _flow_too_deep(text: str) -> int | None:
+    # PyYAML's scanner keeps a "possible simple key" per open bracket and rescans them for every
+    # token: 5,000 "[" take seconds before the composer's depth check is ever reached. Brackets
+    # are counted first (quoted text skipped; a comment can only make this stricter).
+    depth, quote, line = 0, "", 0
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif ch in "]}" and depth:
+            depth -= 1
+    return None
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads`` that raises ValueError (not RecursionError) for runaway nesting."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested deeper than Python can read") from None

@@ -1,0 +1,199 @@
+"""specbench/redact.py: what is a secret, how every writer hides it, and where --resume takes it from.
+
+The run-directory test writes a whole run (manifest, cell.json, cells.csv/parquet) through the real
+plan and runner with a stand-in executor (no vLLM: what is under test is the writers, not a server).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specbench.errors import ConfigError
+from specbench.redact import (
+    REDACTED, redact_argv, redact_env, scrub_text, secret_axis, secret_values, server_api_key, shown_axis_value,
+)
+
+SECRETS = ["sk-AAAA1111", "sk-BBBB2222", "flagkey-1111", "hf_secretvalue1", "pw-in-url-9", "k1-secret", "k2-secret",
+           "auth_x1234"]
+
+
+@pytest.mark.parametrize("argv, shown", [
+    # vLLM's --api-key takes every value up to the next option (nargs='+').
+    (["m", "--api-key", "k1", "k2", "--enforce-eager"], ["m", "--api-key", REDACTED, REDACTED, "--enforce-eager"]),
+    # Abbreviations vLLM's parser accepts (allow_abbrev): --api-k, --hf-t and longer.
+    (["m", "--api-k", "K"], ["m", "--api-k", REDACTED]),
+    (["m", "--hf-tok=T"], ["m", "--hf-tok=***"]),
+    # A bare --hf-token (nargs='?') takes no value when an option follows: that option stays visible.
+    (["m", "--hf-token", "--enforce-eager"], ["m", "--hf-token", "--enforce-eager"]),
+    (["m", "--hf-token", "hf_x", "--max-num-seqs", "4"], ["m", "--hf-token", REDACTED, "--max-num-seqs", "4"]),
+    # --api-server-count shares --api- with --api-key: not a secret.
+    (["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"],
+     ["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"]),
+    (["m", "--client-secret", "s", "--db-password=p"], ["m", "--client-secret", REDACTED, "--db-password=***"]),
+])
+def test_redact_argv_follows_vllms_parser(argv, shown):
+    assert redact_argv(argv) == shown
+
+
+def test_api_key_of_the_server_is_the_first_key_of_any_spelling():
+    assert server_api_key(["m", "--api-k", "k1", "k2"], {}) == "k1"
+    assert server_api_key(["m", "--api-key=k3"], {}) == "k3"
+    assert server_api_key(["m"], {"VLLM_API_KEY": "k4"}) == "k4"
+    assert server_api_key(["m", "--hf-token", "t"], {}) is None
+
+
+def test_secret_env_names_and_urls_with_user_info():
+    env = {"HF_TOKEN": "a", "OPENAI_API_KEY": "b", "DB_PASSWORD": "c", "DATABASE_URL": "d", "GCP_CREDENTIALS": "e",
+           "HF_AUTH": "f", "MY_SECRET_X": "g", "REDIS_URL": "redis://u:pw@h:6379", "SESSION_COOKIE": "h",
+           "VLLM_MLA_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false", "PLAIN_URL": "http://h/x",
+           "VLLM_MAX_TOKENS_PER_X": "8"}
+    out = redact_env(env)
+    hidden = {k for k, v in out.items() if v == REDACTED}
+    assert hidden == {"HF_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "DATABASE_URL", "GCP_CREDENTIALS", "HF_AUTH",
+                      "MY_SECRET_X", "REDIS_URL", "SESSION_COOKIE"}
+
+
+def test_secret_values_cover_all_keys_and_scrub_them():
+    values = secret_values({"HF_TOKEN": "hf_abcdef"}, ["m", "--api-key", "key-one", "key-two"])
+    assert set(values) == {"hf_abcdef", "key-one", "key-two"}
+    assert scrub_text("k key-one key-two hf_abcdef", values) == "k *** *** ***"
+
+
+def test_secret_axes_show_a_stable_short_hash():
+    assert secret_axis("env:OPENAI_API_KEY") and secret_axis("flag:--api-key") and secret_axis("flag:--hf-tok")
+    assert not secret_axis("mla") and not secret_axis("flag:--max-num-seqs") and not secret_axis("env:VLLM_X")
+    a = shown_axis_value("env:OPENAI_API_KEY", "sk-X")
+    assert a == shown_axis_value("env:OPENAI_API_KEY", "sk-X") and a.startswith("sha256:") and "sk-X" not in a
+    assert shown_axis_value("env:OPENAI_API_KEY", "sk-Y") != a
+    assert shown_axis_value("env:VLLM_X", "1") == "1"
+
+
+def _config(tmp_path: Path) -> Path:
+    model = tmp_path / "model"
+    model.mkdir()
+    data = {
+        "name": "sec",
+        "serve": {"model": str(model), "per_request_metrics": "off",
+                  "env": {"HF_TOKEN": "hf_secretvalue1", "DATABASE_URL": "postgres://u:pw-in-url-9@h/db",
+                          "HF_AUTH": "auth_x1234"},
+                  "extra_args": ["--api-key", "k1-secret", "k2-secret", "--enforce-eager"]},
+        "matrix": {"env:OPENAI_API_KEY": ["sk-AAAA1111", "sk-BBBB2222"], "flag:--hf-token": ["flagkey-1111"]},
+        "results_dir": str(tmp_path / "results"),
+    }
+    cfg = tmp_path / "sec.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    return cfg
+
+
+class _DoneExecutor:
+    """Stands in for vLLM: every cell 'done' with no acceptance (the writers are under test)."""
+
+    def run_cell(self, cell, ctx):
+        from specbench.run.runner import new_record
+
+        rec = new_record(cell, ctx.study)
+        rec["status"] = "done"
+        return rec, None
+
+
+def _all_text(root: Path) -> str:
+    parts = [str(p) for p in root.rglob("*")]
+    parts += [p.read_bytes().decode("latin-1") for p in root.rglob("*") if p.is_file()]
+    return "\n".join(parts)
+
+
+def test_secret_axis_values_never_reach_a_path_file_or_table(tmp_path):
+    from specbench.run.display import QuietDisplay
+    from specbench.run.plan import new_plan
+    from specbench.run.runner import execute
+
+    plan = new_plan(_config(tmp_path))
+    assert execute(plan, QuietDisplay(), _DoneExecutor()) == 0
+    text = _all_text(plan.run_dir)
+    for s in SECRETS:
+        assert s not in text, s
+    ids = json.loads((plan.run_dir / "manifest.json").read_text())["cells"]
+    assert all(cid.startswith("OPENAI_API_KEY-") for cid in ids) and len(set(ids)) == 2
+    cell = json.loads((plan.run_dir / ids[0] / "cell.json").read_text())
+    assert cell["axes"]["env:OPENAI_API_KEY"].startswith("sha256:")
+    import pandas as pd
+
+    assert set(pd.read_parquet(plan.run_dir / "cells.parquet")["OPENAI_API_KEY"]) == {
+        shown_axis_value("env:OPENAI_API_KEY", s) for s in SECRETS[:2]}
+
+
+def test_dry_run_shows_no_secret(tmp_path, capsys):
+    from specbench.cli.main import run_cli
+
+    assert run_cli(["run", "--dry-run", str(_config(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "OPENAI_API_KEY-" in out and "--api-key '***' '***' --enforce-eager" in out
+    for s in SECRETS:
+        assert s not in out
+
+
+def _resolved(tmp_path: Path, matrix: bool = False) -> dict:
+    from specbench.config import load_config
+    from specbench.run.plan import redacted_config
+
+    data = yaml.safe_load(_config(tmp_path).read_text())
+    if not matrix:
+        data["matrix"] = {}
+    p = tmp_path / "c2.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return redacted_config(load_config(p))
+
+
+def test_resume_takes_secrets_from_the_environment_never_the_manifest(tmp_path):
+    from specbench.run.plan import restore_secrets
+
+    resolved = _resolved(tmp_path)
+    environ = {"HF_TOKEN": "hf_from_env", "DATABASE_URL": "x", "HF_AUTH": "y", "VLLM_API_KEY": "vk"}
+    data, used = restore_secrets(resolved, environ, "m.json", Path("gone.yaml"))
+    assert REDACTED not in json.dumps(data)
+    assert "HF_TOKEN" not in data["serve"]["env"]  # inherited from the environment, not "***"
+    assert data["serve"]["env"]["VLLM_API_KEY"] == "vk"
+    assert data["serve"]["extra_args"] == ["--enforce-eager"]
+    assert set(used) == {"HF_TOKEN", "DATABASE_URL", "HF_AUTH", "VLLM_API_KEY"}
+    hf = {**resolved, "serve": {**resolved["serve"], "extra_args": ["--hf-token", REDACTED, "--enforce-eager"]}}
+    data, used = restore_secrets(hf, environ, "m.json", Path("gone.yaml"))
+    assert data["serve"]["extra_args"] == ["--enforce-eager"] and "HF_TOKEN" in used
+    with pytest.raises(ConfigError, match=r"serve\.env\.\w+ was redacted .* is not set"):
+        restore_secrets(resolved, {}, "m.json", Path("gone.yaml"))
+
+
+def test_resume_refuses_hashed_matrix_secrets(tmp_path):
+    from specbench.run.plan import restore_secrets
+
+    with pytest.raises(ConfigError, match="matrix.env:OPENAI_API_KEY"):
+        restore_secrets(_resolved(tmp_path, matrix=True), {}, "m.json", Path("gone.yaml"))
+    older = {"serve": {"model": "m", "env": {}}, "matrix": {"env:OPENAI_API_KEY": [REDACTED, REDACTED]}}
+    with pytest.raises(ConfigError, match="matrix.env:OPENAI_API_KEY"):  # as runs before hashes saved them
+        restore_secrets(older, {"OPENAI_API_KEY": "k"}, "m.json", Path("gone.yaml"))
+
+
+def test_resume_plan_of_a_real_run_says_where_secrets_came_from(tmp_path, monkeypatch):
+    # The committed real run, its config file gone and a token redacted in its manifest.
+    import shutil
+
+    from specbench.io import load_json, save_json
+    from specbench.run.plan import resume_plan
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "results" / "baselines" / "cpu-default", run_dir)
+    manifest = load_json(run_dir / "manifest.json")
+    manifest["config_path"] = str(tmp_path / "gone.yaml")
+    manifest["resolved_config"]["serve"]["env"]["HF_TOKEN"] = REDACTED
+    save_json(run_dir / "manifest.json", manifest)
+    shutil.rmtree(run_dir / manifest["cells"][0])
+    monkeypatch.setenv("HF_TOKEN", "hf_from_the_environment")
+    plan = resume_plan(run_dir)
+    assert plan.notes == [f"secrets: from the environment (HF_TOKEN); {tmp_path / 'gone.yaml'} is gone"]
+    assert all(REDACTED not in c.env.values() for c in plan.cells)
+    monkeypatch.delenv("HF_TOKEN")
+    with pytest.raises(ConfigError, match="HF_TOKEN is not set"):
+        resume_plan(run_dir)
