@@ -34,15 +34,19 @@ def validate(gates: list[Gate], base: Side, cand: Side) -> None:
         for axis, values in g.cells:
             if axis not in axes:
                 have = ", ".join(sorted(axes)) or "none (single files)"
-                raise GateError(f"gate {g.describe()!r}: no cell of either run has an axis {axis!r} (axes: {have}); "
+                raise GateError(f"{_where(g)}gate {g.describe()!r}: no cell of either run has an axis {axis!r} (axes: {have}); "
                                 "fix the cells: selector")
             unknown = [v for v in values if v not in axes[axis]]
             if unknown:
-                raise GateError(f"gate {g.describe()!r}: no cell of either run has {axis}={unknown[0]} "
+                raise GateError(f"{_where(g)}gate {g.describe()!r}: no cell of either run has {axis}={unknown[0]} "
                                 f"(values: {', '.join(sorted(axes[axis]))}); fix the cells: selector")
         if g.metric.indexed and not g.all_positions and ks and g.index >= max(ks):
-            raise GateError(f"gate {g.expr!r}: position {g.index} does not exist: the runs have k = {max(ks)} "
+            raise GateError(f"{_where(g)}gate {g.expr!r}: position {g.index} does not exist: the runs have k = {max(ks)} "
                             f"(positions 0..{max(ks) - 1})")
+
+
+def _where(gate: Gate) -> str:
+    return f"{gate.origin}: " if gate.origin else ""
 
 
 def applies(gate: Gate, axes: dict, is_baseline: bool, k: int | None) -> bool:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ class Gate:
     value: float  # signed, as written (in the unit below)
     unit: str  # "abs" | "%" | "pp"
     cells: tuple[tuple[str, tuple[str, ...]], ...] = ()  # selector: axis -> allowed values
+    origin: str = field(default="", compare=False)  # "FILE: gates[i]" for a gate read from a --gate-file
 
     @property
     def all_positions(self) -> bool:
@@ -171,7 +172,7 @@ def load_gate_file(path: Path) -> list[Gate]:
     for i, item in enumerate(parsed.gates):
         expr, cells = (item, None) if isinstance(item, str) else (item.gate, item.cells)
         try:
-            gates.append(parse_gate(expr, cells=cells))
+            gates.append(replace(parse_gate(expr, cells=cells), origin=f"{path}: gates[{i}]"))
         except GateError as exc:
             raise GateError(f"{path}: gates[{i}]: {exc}") from None
     return gates

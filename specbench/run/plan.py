@@ -46,9 +46,21 @@ def fixture_resolver(study: Study):
     return resolve
 
 
-def check_cells(cells: list[Cell]) -> None:
-    """Refuse, before launching anything, a variant the plugin cannot apply to a cell's draft."""
+def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> None:
+    """Refuse, before launching anything, a variant the plugin cannot apply to a cell's draft.
+
+    The error names the config file and field that chose the draft, so the user knows what to edit."""
     from specbench.plugin import check_variant_supported
+
+    try:
+        _check_variants(cells, check_variant_supported)
+    except ConfigError as exc:
+        if config_path is None:
+            raise
+        raise ConfigError(f"{config_path}: serve.speculative.draft (or the draft axis): {exc}") from None
+
+
+def _check_variants(cells: list[Cell], check_variant_supported) -> None:
 
     for c in cells:
         if c.output_norm and c.output_norm != "on" and c.draft:
@@ -104,7 +116,7 @@ def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
     check_prompts(study, str(config_path))  # before the run directory exists
     sha = config_sha256(config_path)
     cells = expand(study, fixture_resolver(study))
-    check_cells(cells)
+    check_cells(cells, config_path)
     run_id = make_run_id(study)
     base = Path(results_dir) if results_dir is not None else Path(study.results_dir)
     run_dir = base / run_id
