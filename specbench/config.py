@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from specbench.errors import ConfigError
+from specbench.errors import ConfigError, SpecbenchError
 
 FIXTURE_REFS = ("fixture:target", "fixture:draft")
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
@@ -125,8 +125,23 @@ class Prompts(_Strict):
 class Llmperf(_Strict):
     path: Optional[str] = None
     python: Optional[str] = None  # the interpreter of llmperf's own venv (it pins pydantic < 2.5)
-    mean_input_tokens: int = Field(550, ge=1)
+    # None: derived from serve.max_model_len when set (half of what max_tokens leaves), else 550.
+    mean_input_tokens: Optional[int] = Field(None, ge=1)
+    # llmperf's --timeout is for the whole load (its per-request timeout is fixed at 180 s).
+    # None: num_requests / concurrency rounds of 180 s each.
+    test_timeout_s: Optional[int] = Field(None, gt=0)
     extra_args: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _installed(self) -> "Llmperf":
+        if self.path:
+            from specbench.load.llmperf import check_llmperf
+
+            try:
+                check_llmperf(self.path, self.python or "python")
+            except SpecbenchError as exc:
+                raise ValueError(str(exc)) from None
+        return self
 
 
 class Load(_Strict):
@@ -147,6 +162,18 @@ class Load(_Strict):
     def _llmperf_needs_path(self) -> "Load":
         if self.driver == "llmperf" and (self.llmperf is None or not self.llmperf.path):
             raise ValueError("driver 'llmperf' needs load.llmperf.path (a clone of ray-project/llmperf)")
+        if self.driver == "llmperf":
+            # What llmperf cannot be told: refuse rather than ignore (it builds prompts from its own
+            # sonnet.txt with a fixed seed 11111, and times out each request after 180 s).
+            given = self.model_fields_set
+            if self.prompts.categories is not None or self.prompts.path is not None:
+                raise ValueError("driver 'llmperf' builds its own prompts (sonnet lines, sized by "
+                                 "load.llmperf.mean_input_tokens); remove load.prompts")
+            if "seed" in given:
+                raise ValueError("driver 'llmperf' seeds its prompt sampler itself (fixed 11111); remove load.seed")
+            if "timeout_s" in given:
+                raise ValueError("driver 'llmperf' fixes each request's timeout at 180 s; remove load.timeout_s "
+                                 "and bound the whole load with load.llmperf.test_timeout_s")
         return self
 
 
