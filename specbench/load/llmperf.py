@@ -19,8 +19,6 @@ import json
 import math
 import os
 import re
-import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -28,12 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from specbench.errors import DependencyError, InputError, SpecbenchError
+from specbench.errors import InputError, SpecbenchError
 from specbench.load import llmperf_account as account
 from specbench.load.driver import LoadResult
-
-SCRIPT = "token_benchmark_ray.py"
+from specbench.load.llmperf_checks import (SCRIPT, check_llmperf, check_tokenizer, default_input_tokens,  # noqa: F401
+                                           kill_group)
 REQUEST_TIMEOUT_S = 180   # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
+# sitecustomize that prints the server's message of an HTTP error llmperf drops (observation only).
+OBSERVER = Path(__file__).resolve().parent / "llmperf_observe"
 STARTUP_GRACE_S = 300     # Ray start-up, tokenizer load and prompt building before the test clock starts
 
 
@@ -105,40 +105,10 @@ def llmperf_spec(load: Any, n: int, server_args: list[str], api_key: str | None 
                        extra_args=list(lp.extra_args), api_key=api_key)
 
 
-def default_input_tokens(server_args: list[str], max_tokens: int) -> int:
-    """llmperf's 550 unless the server's --max-model-len is smaller: then half of what max_tokens
-    leaves (llmperf counts with its own Llama tokenizer, the server with the model's; the chat
-    template adds more), but at least llmperf's floor of 41."""
-    mml = None
-    for i, a in enumerate(server_args):
-        if a == "--max-model-len" and i + 1 < len(server_args):
-            mml = server_args[i + 1]
-        elif a.startswith("--max-model-len="):
-            mml = a.split("=", 1)[1]
-    try:
-        left = int(mml) - max_tokens if mml is not None else None
-    except ValueError:
-        left = None
-    return 550 if left is None else max(41, min(550, left // 2))
-
-
-def check_llmperf(path: str | Path, python: str) -> None:
-    """DependencyError unless ``path`` holds llmperf's script and ``python`` is an interpreter."""
-    script = Path(os.path.expanduser(str(path))) / SCRIPT
-    if not script.is_file():
-        raise DependencyError(
-            f"{script} not found; git clone https://github.com/ray-project/llmperf and pass its path "
-            "(with the python of a venv where it is installed)"
-        )
-    exe = os.path.expanduser(python)
-    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)) and shutil.which(exe) is None:
-        raise DependencyError(f"llmperf python {python!r} not found or not executable; give the python of the "
-                              "venv where llmperf is installed (load.llmperf.python)")
-
-
 def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
                 log_path: Path | None = None, progress: Callable[[int, int], None] | None = None,
-                scrape: Callable[[], str | None] | None = None, poll_s: float = 0.5) -> LoadResult:
+                scrape: Callable[[], str | None] | None = None, poll_s: float = 0.5,
+                check_tokenizer_s: float | None = 120.0) -> LoadResult:
     """Run llmperf against ``base_url``, read its results and reconcile them with the server.
 
     ``scrape`` returns the server's /metrics text (default: GET ``<base_url>/metrics``); it is read
@@ -147,6 +117,8 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
     reconciled (llmperf failed before any request reached the server) or it ran past its limit.
     """
     check_llmperf(spec.path, spec.python)
+    if check_tokenizer_s:
+        check_tokenizer(spec, check_tokenizer_s)
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -154,6 +126,7 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
     if spec.api_key:
         env["OPENAI_API_KEY"] = spec.api_key
     env.setdefault("OPENAI_API_KEY", "specbench-dummy-key")  # llmperf refuses to start without one
+    env["PYTHONPATH"] = os.pathsep.join([str(OBSERVER), *filter(None, [env.get("PYTHONPATH")])])
     scrape = scrape or _scraper(base_url)
     before = account.server_counts(_safe(scrape))
     span = account.ServerSpan(before)
@@ -174,12 +147,12 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
                 except subprocess.TimeoutExpired:
                     span.observe(time.monotonic(), account.server_counts(_safe(scrape)))
                 if time.monotonic() - t0 > spec.wall_limit_s:
-                    _kill_group(proc)
+                    kill_group(proc)
                     raise SpecbenchError(
                         f"llmperf ran past its wall-clock limit ({spec.wall_limit_s:.0f} s = test_timeout_s "
                         f"{spec.test_timeout_s} + start-up and last-request grace) and was killed; log {log_path}")
         except BaseException:
-            _kill_group(proc)
+            kill_group(proc)
             raise
         finally:
             reader.join(timeout=10)
@@ -187,7 +160,7 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
     after = account.server_counts(after_text)
     span.observe(time.monotonic(), after)
     log_text = log_path.read_text(encoding="utf-8", errors="replace")
-    _kill_group(proc)  # Ray's workers may outlive llmperf's driver process
+    kill_group(proc)  # Ray's workers may outlive llmperf's driver process
     name = results_name(model, spec.mean_input_tokens, spec.mean_output_tokens)
     have_files = (results_dir / f"{name}_summary.json").is_file()
     server = account.diff_server(before, after)
@@ -245,28 +218,6 @@ def _pump(proc: subprocess.Popen, log, total: int, progress: Callable[[int, int]
 
 
 _TQDM = re.compile(r"\|\s*(\d+)/(\d+) \[")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM llmperf's process group (Ray's workers included), SIGKILL after 10 s."""
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if proc.poll() is not None and not _group_alive(proc.pid):
-                return
-            time.sleep(0.1)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
 
 
 def _scraper(base_url: str) -> Callable[[], str | None]:

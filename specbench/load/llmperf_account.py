@@ -84,15 +84,14 @@ def diff_server(before: dict[str, Any] | None, after: dict[str, Any] | None) -> 
 
 
 def error_lines(log_text: str, limit: int = 5) -> list[str]:
-    """Distinct failure messages from llmperf's output, first seen first (Ray prefixes dropped)."""
+    """Distinct failure messages from llmperf's output, the server's own first (Ray prefixes dropped)."""
     seen: list[str] = []
     for line in log_text.splitlines():
         m = _ERROR_LINES.search(line)
-        if m and m.group(0) not in seen:
+        if m and m.group(0).strip() not in seen:
             seen.append(m.group(0).strip())
-        if len(seen) >= limit:
-            break
-    return seen
+    seen.sort(key=lambda msg: not msg.startswith("specbench-llmperf:"))  # stable: order kept within each
+    return seen[:limit]
 
 
 def reconcile(requested: int, rows: list[dict[str, Any]], server: dict[str, Any] | None,

@@ -95,6 +95,15 @@ fail_lines = ("(OpenAIChatCompletionsClient pid=4242) Warning Or Error: 400 Clie
               "http://127.0.0.1:9/v1/chat/completions\\n(OpenAIChatCompletionsClient pid=4242) 400\\n"
               "Exception in thread Thread-2 (launch_request):\\nTraceback (most recent call last):\\n"
               "ZeroDivisionError: float division by zero")
+def fail_request():
+    """What llmperf's OpenAI client does with a 400 (the observer on PYTHONPATH prints the body)."""
+    import requests
+    r = requests.Response(); r.status_code = 400; r.url = "http://127.0.0.1:9/v1/chat/completions"
+    r._content = b'{"object":"error","message":"This model maximum context length is 512 tokens."}'
+    try:
+        r.raise_for_status()
+    except requests.HTTPError as e:
+        print(f"Warning Or Error: {e}", flush=True)
 if mode == "hang":
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     time.sleep(600)
@@ -102,6 +111,7 @@ if mode == "progress":
     for k in range(4):
         sys.stderr.write(f"\\r 25%|##  | {k}/3 [00:01<00:03,  1.00it/s]"); sys.stderr.flush(); time.sleep(0.05)
 if mode == "allfail":
+    fail_request()
     print(fail_lines)
     print("Traceback (most recent call last):\\nKeyError: 'error_code'", file=sys.stderr)
     sys.exit(1)
@@ -109,6 +119,7 @@ src, out = os.environ["STANDIN_SAMPLES"], val("--results-dir")
 rows = json.load(open(os.path.join(src, "m_60_12_individual_responses.json")))
 summary = json.load(open(os.path.join(src, "m_60_12_summary.json")))
 if mode == "drop":
+    fail_request()
     print(fail_lines)
     rows = rows[:2]
     summary["results_num_requests_started"] = summary["results_num_completed_requests"] = 2
@@ -138,13 +149,55 @@ def _server(before: str, after: str):
     return scrape
 
 
+UTILS_STANDIN = '''
+"""Stands in for llmperf/utils.py, whose prompt builder's default argument loads llmperf's tokenizer
+from the hub at import (unreachable here). STANDIN_TOKENIZER: ok, empty (what recent transformers
+returns offline after its retries) or hang (the retries)."""
+import os, time
+
+class _Tok:
+    def encode(self, text):
+        return [] if os.environ.get("STANDIN_TOKENIZER") == "empty" else text.split()
+
+if os.environ.get("STANDIN_TOKENIZER") == "hang":
+    time.sleep(600)
+
+def randomly_sample_sonnet_lines_prompt(prompt_tokens_mean=550, tokenizer=_Tok()):
+    pass
+'''
+
+
 @pytest.fixture
 def checkout(tmp_path, monkeypatch):
     d = tmp_path / "llmperf"
-    d.mkdir()
+    (d / "src" / "llmperf").mkdir(parents=True)
     (d / "token_benchmark_ray.py").write_text(STANDIN)
+    (d / "src" / "llmperf" / "__init__.py").write_text("")
+    (d / "src" / "llmperf" / "utils.py").write_text(UTILS_STANDIN)
     monkeypatch.setenv("STANDIN_SAMPLES", str(FIXTURES))
     return d
+
+
+@pytest.mark.parametrize("mode,expected", [("empty", "tokenizer is empty"), ("hang", "did not load within 2 s")])
+def test_offline_tokenizer_is_caught_before_the_load(tmp_path, checkout, monkeypatch, mode, expected):
+    monkeypatch.setenv("STANDIN_TOKENIZER", mode)
+    with pytest.raises(DependencyError, match=f"{expected}.*HF_HUB_OFFLINE=1"):
+        run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None,
+                    check_tokenizer_s=2)
+    assert not (tmp_path / "out" / "llmperf.log").exists()  # llmperf itself never started
+
+
+def test_observer_prints_the_servers_message_llmperf_drops():
+    """The sitecustomize put on llmperf's PYTHONPATH: an HTTP error's body reaches llmperf's output."""
+    import subprocess
+
+    code = ("import requests\nr = requests.Response(); r.status_code = 400; r.url = 'http://x/v1/chat/completions'\n"
+            "r._content = b'{\"error\": {\"message\": \"This model\\'s maximum context length is 512 tokens.\"}}'\n"
+            "try:\n    r.raise_for_status()\nexcept requests.HTTPError as e:\n    print('raised', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(llmperf_mod.OBSERVER)}).stdout
+    assert "specbench-llmperf: server answered HTTP 400:" in out and "maximum context length is 512" in out
+    assert "raised 400 Client Error" in out  # llmperf's own handling unchanged
 
 
 def _spec(checkout, n=3, **kw):
@@ -202,9 +255,13 @@ def test_all_failed_gives_failed_records_with_the_reason(tmp_path, checkout, mon
     result = run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=scrape)
     assert len(result.requests) == 3 and all(r["error"] for r in result.requests)
     assert "Warning Or Error: 400 Client Error" in result.requests[0]["error"]
+    # The server's own message comes first (llmperf itself never records it).
+    assert "(specbench-llmperf: server answered HTTP 400: {\"object\":\"error\",\"message\":\"This model maximum" \
+        in result.requests[0]["error"]
     assert result.spec["accounting"]["llmperf_exit_status"] == 1
     # Without server counts there is nothing to reconcile: one line with llmperf's own message.
-    with pytest.raises(SpecbenchError, match=r"^llmperf exited with status 1: Warning Or Error: 400"):
+    with pytest.raises(SpecbenchError, match=r"^llmperf exited with status 1: specbench-llmperf: server answered "
+                       r"HTTP 400: .*maximum context length"):
         run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out2", scrape=lambda: None)
 
 
