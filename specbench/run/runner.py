@@ -239,6 +239,10 @@ class LocalExecutor:
                                            seed=ld.seed)
             if not prom or not prom.num_drafts:
                 raise CellFailed("no spec-decode counts in /metrics after the load (is speculation on?)")
+        covers = (result.spec.get("accounting") or {})
+        if covers.get("server_not_recorded") or covers.get("failed"):
+            # llmperf: the /metrics counts cover requests that requests.jsonl does not time.
+            acc.setdefault("warnings", []).append(covers["acceptance_covers"])
         record["timings"]["collect_s"] = round(time.monotonic() - t0, 2)
         return acc
 
