@@ -165,13 +165,14 @@ class Load(_Strict):
         if self.driver == "llmperf":
             # What llmperf cannot be told: refuse rather than ignore (it builds prompts from its own
             # sonnet.txt with a fixed seed 11111, and times out each request after 180 s).
-            given = self.model_fields_set
+            # Compared with the defaults, not model_fields_set: a run's manifest holds every field.
+            defaults = {n: f.default for n, f in type(self).model_fields.items()}
             if self.prompts.categories is not None or self.prompts.path is not None:
                 raise ValueError("driver 'llmperf' builds its own prompts (sonnet lines, sized by "
                                  "load.llmperf.mean_input_tokens); remove load.prompts")
-            if "seed" in given:
+            if self.seed != defaults["seed"]:
                 raise ValueError("driver 'llmperf' seeds its prompt sampler itself (fixed 11111); remove load.seed")
-            if "timeout_s" in given:
+            if self.timeout_s != defaults["timeout_s"]:
                 raise ValueError("driver 'llmperf' fixes each request's timeout at 180 s; remove load.timeout_s "
                                  "and bound the whole load with load.llmperf.test_timeout_s")
         return self

@@ -68,3 +68,13 @@ def test_default_input_tokens():
     assert default_input_tokens([], 64) == 550
     assert default_input_tokens(["--max-model-len=4096"], 256) == 550
     assert default_input_tokens(["--max-model-len", "128"], 100) == 41
+
+
+def test_a_runs_resolved_config_validates_again(tmp_path, home_checkout):
+    """--resume re-reads the manifest's resolved config, which holds every field at its value."""
+    from specbench.config import parse_study
+    from specbench.run.plan import redacted_config
+
+    study = _load(tmp_path, _llmperf(lp={"test_timeout_s": 90}))
+    again = parse_study(redacted_config(study), "manifest.json: resolved_config")
+    assert again.load.llmperf.test_timeout_s == 90
