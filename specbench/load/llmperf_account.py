@@ -88,9 +88,9 @@ def error_lines(log_text: str, limit: int = 5) -> list[str]:
     seen: list[str] = []
     for line in log_text.splitlines():
         m = _ERROR_LINES.search(line)
-        if m and m.group(0).strip() not in seen:
-            seen.append(m.group(0).strip())
-    seen.sort(key=lambda msg: not msg.startswith("specbench-llmperf:"))  # stable: order kept within each
+        if m and m.group(0).strip().replace("specbench-llmperf: ", "", 1) not in seen:
+            seen.append(m.group(0).strip().replace("specbench-llmperf: ", "", 1))
+    seen.sort(key=lambda msg: not msg.startswith("server answered"))  # the server's own words first (stable)
     return seen[:limit]
 
 
@@ -118,7 +118,7 @@ def reconcile(requested: int, rows: list[dict[str, Any]], server: dict[str, Any]
     for i in range(n_new):
         if i < dropped_failed:
             code = codes[i] if i < len(codes) else None
-            why = f"server answered HTTP {code}; llmperf dropped the request ({detail})"
+            why = f"HTTP {code}, dropped by llmperf: {detail}"
         elif timed_out:
             code, why = None, "not completed within llmperf's whole-test timeout (load.llmperf.test_timeout_s)"
         else:

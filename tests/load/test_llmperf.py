@@ -234,7 +234,8 @@ def test_dropped_failed_request_is_counted(tmp_path, checkout, monkeypatch):
     failed = [r for r in result.requests if r["error"]]
     assert len(result.requests) == 3 and len(failed) == 1
     assert failed[0]["llmperf_dropped"] and failed[0]["error_code"] == "4xx"
-    assert "HTTP 4xx" in failed[0]["error"] and "400 Client Error" in failed[0]["error"]
+    assert failed[0]["error"].startswith("HTTP 4xx, dropped by llmperf: server answered HTTP 400")
+    assert "400 Client Error" in failed[0]["error"]
     acc = result.spec["accounting"]
     assert (acc["requested"], acc["recorded"], acc["failed"], acc["llmperf_started"]) == (3, 2, 1, 2)
     assert acc["server"]["generation_tokens"] == 26
@@ -256,11 +257,11 @@ def test_all_failed_gives_failed_records_with_the_reason(tmp_path, checkout, mon
     assert len(result.requests) == 3 and all(r["error"] for r in result.requests)
     assert "Warning Or Error: 400 Client Error" in result.requests[0]["error"]
     # The server's own message comes first (llmperf itself never records it).
-    assert "(specbench-llmperf: server answered HTTP 400: {\"object\":\"error\",\"message\":\"This model maximum" \
-        in result.requests[0]["error"]
+    assert result.requests[0]["error"].startswith(
+        'HTTP 4xx, dropped by llmperf: server answered HTTP 400: {"object":"error","message":"This model maximum')
     assert result.spec["accounting"]["llmperf_exit_status"] == 1
     # Without server counts there is nothing to reconcile: one line with llmperf's own message.
-    with pytest.raises(SpecbenchError, match=r"^llmperf exited with status 1: specbench-llmperf: server answered "
+    with pytest.raises(SpecbenchError, match=r"^llmperf exited with status 1: server answered "
                        r"HTTP 400: .*maximum context length"):
         run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out2", scrape=lambda: None)
 
