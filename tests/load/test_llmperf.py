@@ -309,3 +309,13 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
     cell = SideCell(key=(), name="c", axes={})
     _add_latency(cell, tmp_path / "cell" / "requests.jsonl", summary)
     assert cell.summary["output_tok_per_s"] == [19.5] and "itl_p50_ms" not in cell.summary
+
+
+def test_compare_says_when_runs_used_different_drivers():
+    from specbench.compare.guard import mismatches
+    from specbench.compare.sides import Side
+
+    def side(driver):
+        return Side(path=Path(driver), label=driver, manifest={"resolved_config": {"load": {"driver": driver}}}, cells={})
+
+    assert "load driver: baseline 'builtin', candidate 'llmperf'" in mismatches(side("builtin"), side("llmperf"))
