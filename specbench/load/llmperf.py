@@ -151,16 +151,13 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
                     raise SpecbenchError(
                         f"llmperf ran past its wall-clock limit ({spec.wall_limit_s:.0f} s = test_timeout_s "
                         f"{spec.test_timeout_s} + start-up and last-request grace) and was killed; log {log_path}")
-        except BaseException:
-            kill_group(proc)
-            raise
         finally:
+            # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
+            kill_group(proc)
             reader.join(timeout=10)
-    after_text = _safe(scrape)
-    after = account.server_counts(after_text)
+    after = account.server_counts(_safe(scrape))
     span.observe(time.monotonic(), after)
     log_text = log_path.read_text(encoding="utf-8", errors="replace")
-    kill_group(proc)  # Ray's workers may outlive llmperf's driver process
     name = results_name(model, spec.mean_input_tokens, spec.mean_output_tokens)
     have_files = (results_dir / f"{name}_summary.json").is_file()
     server = account.diff_server(before, after)
