@@ -199,7 +199,7 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
 def _pump(proc: subprocess.Popen, log, total: int, progress: Callable[[int, int], None] | None) -> None:
     """Copy llmperf's output to the log; report tqdm's "k/n" progress (it redraws with \\r)."""
     assert proc.stdout is not None
-    buf = b""
+    buf, last = b"", None
     while True:
         chunk = proc.stdout.read1(4096) if hasattr(proc.stdout, "read1") else proc.stdout.read(4096)
         if not chunk:
@@ -210,8 +210,9 @@ def _pump(proc: subprocess.Popen, log, total: int, progress: Callable[[int, int]
             hits = _TQDM.findall(buf.decode("utf-8", errors="replace"))
             if hits:
                 done, of = hits[-1]
-                if int(of) == total:
-                    progress(int(done), total)
+                if int(of) == total and int(done) != last:
+                    last = int(done)
+                    progress(last, total)
 
 
 _TQDM = re.compile(r"\|\s*(\d+)/(\d+) \[")

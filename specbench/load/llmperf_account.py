@@ -90,7 +90,8 @@ def error_lines(log_text: str, limit: int = 5) -> list[str]:
         m = _ERROR_LINES.search(line)
         if m and m.group(0).strip().replace("specbench-llmperf: ", "", 1) not in seen:
             seen.append(m.group(0).strip().replace("specbench-llmperf: ", "", 1))
-    seen.sort(key=lambda msg: not msg.startswith("server answered"))  # the server's own words first (stable)
+    # The server's own words first, then llmperf's client's, then Python's (stable within each).
+    seen.sort(key=lambda msg: 0 if msg.startswith("server answered") else 1 if msg.startswith("Warning Or") else 2)
     return seen[:limit]
 
 

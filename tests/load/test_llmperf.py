@@ -283,7 +283,7 @@ def test_progress_from_tqdm(tmp_path, checkout, monkeypatch):
     seen = []
     run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None,
                 progress=lambda k, n: seen.append((k, n)))
-    assert seen and seen[-1] == (3, 3)
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
 
 
 def test_server_counts_from_a_real_scrape():
