@@ -110,6 +110,7 @@ if mode == "hang":
 if mode == "progress":
     for k in range(4):
         sys.stderr.write(f"\\r 25%|##  | {k}/3 [00:01<00:03,  1.00it/s]"); sys.stderr.flush(); time.sleep(0.05)
+    time.sleep(0.2); print("Results for token benchmark", flush=True)
 if mode == "allfail":
     fail_request()
     print(fail_lines)
@@ -283,7 +284,7 @@ def test_progress_from_tqdm(tmp_path, checkout, monkeypatch):
     seen = []
     run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None,
                 progress=lambda k, n: seen.append((k, n)))
-    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert seen[-1] == (3, 3) and seen == sorted(set(seen))  # each count once (chunks may merge redraws)
 
 
 def test_server_counts_from_a_real_scrape():
