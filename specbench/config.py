@@ -132,17 +132,6 @@ class Llmperf(_Strict):
     test_timeout_s: Optional[int] = Field(None, gt=0)
     extra_args: list[str] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _installed(self) -> "Llmperf":
-        if self.path:
-            from specbench.load.llmperf import check_llmperf
-
-            try:
-                check_llmperf(self.path, self.python or "python")
-            except SpecbenchError as exc:
-                raise ValueError(str(exc)) from None
-        return self
-
 
 class Load(_Strict):
     driver: Literal["builtin", "llmperf"] = "builtin"
@@ -163,6 +152,12 @@ class Load(_Strict):
         if self.driver == "llmperf" and (self.llmperf is None or not self.llmperf.path):
             raise ValueError("driver 'llmperf' needs load.llmperf.path (a clone of ray-project/llmperf)")
         if self.driver == "llmperf":
+            from specbench.load.llmperf_checks import check_llmperf
+
+            try:
+                check_llmperf(self.llmperf.path, self.llmperf.python or "python")
+            except SpecbenchError as exc:
+                raise ValueError(str(exc)) from None
             # What llmperf cannot be told: refuse rather than ignore (it builds prompts from its own
             # sonnet.txt with a fixed seed 11111, and times out each request after 180 s).
             # Compared with the defaults, not model_fields_set: a run's manifest holds every field.
