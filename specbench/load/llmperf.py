@@ -19,7 +19,9 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -127,6 +129,10 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
         env["OPENAI_API_KEY"] = spec.api_key
     env.setdefault("OPENAI_API_KEY", "specbench-dummy-key")  # llmperf refuses to start without one
     env["PYTHONPATH"] = os.pathsep.join([str(OBSERVER), *filter(None, [env.get("PYTHONPATH")])])
+    # Ray's session (AF_UNIX sockets, at most 107 bytes of path) goes under TMPDIR: a short private
+    # one keeps it valid under a long TMPDIR and apart from any other Ray (the Ray executor's).
+    ray_tmp = tempfile.mkdtemp(prefix="sb-lp-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    env["TMPDIR"] = env["RAY_TMPDIR"] = ray_tmp
     scrape = scrape or _scraper(base_url)
     before = account.server_counts(_safe(scrape))
     span = account.ServerSpan(before)
@@ -155,6 +161,7 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
             # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
             kill_group(proc)
             reader.join(timeout=10)
+            shutil.rmtree(ray_tmp, ignore_errors=True)
     after = account.server_counts(_safe(scrape))
     span.observe(time.monotonic(), after)
     log_text = log_path.read_text(encoding="utf-8", errors="replace")

@@ -86,6 +86,8 @@ args = sys.argv[1:]
 val = lambda flag: args[args.index(flag) + 1]
 assert os.environ["OPENAI_API_BASE"] == "http://127.0.0.1:9/v1", os.environ["OPENAI_API_BASE"]
 assert os.environ["OPENAI_API_KEY"]
+# Ray's AF_UNIX socket paths live under TMPDIR (measured: a pytest tmp_path is too long for them).
+assert os.environ["RAY_TMPDIR"] == os.environ["TMPDIR"] and len(os.environ["TMPDIR"]) < 32, os.environ["TMPDIR"]
 assert json.loads(val("--additional-sampling-params")) == {"temperature": 0}
 print("standin llmperf running", flush=True)
 mode = os.environ.get("STANDIN_MODE", "ok")
@@ -176,6 +178,7 @@ def checkout(tmp_path, monkeypatch):
     (d / "src" / "llmperf" / "__init__.py").write_text("")
     (d / "src" / "llmperf" / "utils.py").write_text(UTILS_STANDIN)
     monkeypatch.setenv("STANDIN_SAMPLES", str(FIXTURES))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # as long as the real-vLLM tests' private one
     return d
 
 
