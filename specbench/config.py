@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from specbench.errors import ConfigError
+from specbench.errors import ConfigError, SpecbenchError
 from specbench.safe_yaml import LimitError, load_yaml
 
 FIXTURE_REFS = ("fixture:target", "fixture:draft")
@@ -133,7 +133,11 @@ class Prompts(_Strict):
 class Llmperf(_Strict):
     path: Optional[str] = None
     python: Optional[str] = None  # the interpreter of llmperf's own venv (it pins pydantic < 2.5)
-    mean_input_tokens: int = Field(550, ge=1)
+    # None: derived from serve.max_model_len when set (half of what max_tokens leaves), else 550.
+    mean_input_tokens: Optional[int] = Field(None, ge=1)
+    # llmperf's --timeout is for the whole load (its per-request timeout is fixed at 180 s).
+    # None: num_requests / concurrency rounds of 180 s each.
+    test_timeout_s: Optional[int] = Field(None, gt=0)
     extra_args: list[str] = Field(default_factory=list)
 
 
@@ -155,6 +159,25 @@ class Load(_Strict):
     def _llmperf_needs_path(self) -> "Load":
         if self.driver == "llmperf" and (self.llmperf is None or not self.llmperf.path):
             raise ValueError("driver 'llmperf' needs load.llmperf.path (a clone of ray-project/llmperf)")
+        if self.driver == "llmperf":
+            from specbench.load.llmperf_checks import check_llmperf
+
+            try:
+                check_llmperf(self.llmperf.path, self.llmperf.python or "python")
+            except SpecbenchError as exc:
+                raise ValueError(str(exc)) from None
+            # What llmperf cannot be told: refuse rather than ignore (it builds prompts from its own
+            # sonnet.txt with a fixed seed 11111, and times out each request after 180 s).
+            # Compared with the defaults, not model_fields_set: a run's manifest holds every field.
+            defaults = {n: f.default for n, f in type(self).model_fields.items()}
+            if self.prompts.categories is not None or self.prompts.path is not None:
+                raise ValueError("driver 'llmperf' builds its own prompts (sonnet lines, sized by "
+                                 "load.llmperf.mean_input_tokens); remove load.prompts")
+            if self.seed != defaults["seed"]:
+                raise ValueError("driver 'llmperf' seeds its prompt sampler itself (fixed 11111); remove load.seed")
+            if self.timeout_s != defaults["timeout_s"]:
+                raise ValueError("driver 'llmperf' fixes each request's timeout at 180 s; remove load.timeout_s "
+                                 "and bound the whole load with load.llmperf.test_timeout_s")
         return self
 
 

@@ -46,6 +46,24 @@ def _print_dry_run(config: Path) -> None:
         print("  argv: " + shlex.join(redact_argv(argv)), file=out)
         for k, v in sorted(redact_env(c.env).items()):
             print(f"  env:  {k}={v}", file=out)
+        if study.load.driver == "llmperf":
+            _print_llmperf(study, c, out)
+
+
+def _print_llmperf(study, cell, out) -> None:
+    """llmperf's exact command lines (warmup, load) for a cell; the model is the served name."""
+    from specbench.load.llmperf import llmperf_argv, llmperf_spec
+    from specbench.server import redact_argv
+
+    ld = study.load
+    model = study.served_model_name if study.serve.served_model_name else cell.args[0]
+    runs = ([("llmperf warmup", ld.warmup_requests, True)] if ld.warmup_requests else []) + [
+        ("llmperf load", ld.num_requests, False)]
+    for label, n, warm in runs:
+        spec = llmperf_spec(ld, n, cell.args, warmup=warm)
+        argv = llmperf_argv(model, spec, Path("<cell dir>") / ("llmperf-warmup" if warm else "llmperf"))
+        print(f"  {label}: " + shlex.join(redact_argv(argv)) + f"  (cwd {spec.path}; env OPENAI_API_BASE="
+              f"<server>/v1; killed after {spec.wall_limit_s:.0f} s)", file=out)
 
 
 def _executor(kind: str, address: Optional[str], max_concurrent: Optional[int], cpus_per_cell: float):

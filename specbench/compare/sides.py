@@ -328,8 +328,15 @@ def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | 
                 value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)
                 if value is not None:
                     cell.latency.setdefault(metric, []).append(float(value))
+    summary = dict(summary or {})
+    # Same name, same meaning across drivers: server-true throughput when the summary has it, and
+    # llmperf's per-chunk ITL never stands in for the per-token one.
+    if "specbench_output_tok_per_s" in summary:
+        summary["results_mean_output_throughput_token_per_s"] = summary["specbench_output_tok_per_s"]
+    if summary.get("specbench_itl_method") == "llmperf_per_chunk":
+        summary.pop("results_inter_token_latency_s_quantiles_p50", None)
     for metric, (key, scale) in _SUMMARY_KEYS.items():
-        value = (summary or {}).get(key)
+        value = summary.get(key)
         if isinstance(value, (int, float)):
             cell.summary.setdefault(metric, []).append(float(value) * scale)
 

@@ -294,4 +294,4 @@ def write_outputs(result: LoadResult, out_dir: Path, name: str | None = None) ->
     save_json(out_dir / "summary.json", summarize(
         result.requests, result.duration_s, model=result.model, concurrency=result.spec.get("concurrency"),
         name=name or f"{os.path.basename(result.model.rstrip('/')) or 'model'}_summary",
-        max_tokens=result.spec.get("max_tokens")))
+        max_tokens=result.spec.get("max_tokens"), extra=result.spec.get("summary_extra")))

@@ -16,34 +16,54 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
+import shutil
 import subprocess
-from collections import deque
+import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from specbench.errors import DependencyError, InputError, SpecbenchError
+from specbench.errors import InputError, SpecbenchError
+from specbench.load import llmperf_account as account
 from specbench.load.driver import LoadResult
-
-SCRIPT = "token_benchmark_ray.py"
+from specbench.load.llmperf_checks import (SCRIPT, check_llmperf, check_tokenizer, default_input_tokens,  # noqa: F401
+                                           kill_group)
+REQUEST_TIMEOUT_S = 180   # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
+# sitecustomize that prints the server's message of an HTTP error llmperf drops (observation only).
+OBSERVER = Path(__file__).resolve().parent / "llmperf_observe"
+STARTUP_GRACE_S = 300     # Ray start-up, tokenizer load and prompt building before the test clock starts
 
 
 @dataclass
 class LlmperfSpec:
-    path: Path                    # the llmperf checkout (holds token_benchmark_ray.py)
-    python: str                   # its venv's interpreter
+    path: Path                    # the llmperf checkout (holds token_benchmark_ray.py); "~" expanded
+    python: str                   # its venv's interpreter; "~" expanded
     mean_input_tokens: int = 550
     stddev_input_tokens: int = 0
     mean_output_tokens: int = 150
     stddev_output_tokens: int = 0
     num_concurrent_requests: int = 1
     max_num_completed_requests: int = 10
-    timeout_s: int = 600
+    # llmperf's --timeout: the WHOLE test (its per-request timeout is fixed at 180 s in its source).
+    test_timeout_s: int = 600
     additional_sampling_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0})
     extra_args: list[str] = field(default_factory=list)
     api_key: str | None = None    # the server's --api-key; passed as OPENAI_API_KEY, never written out
+
+    def __post_init__(self) -> None:
+        self.path = Path(os.path.expanduser(str(self.path)))
+        self.python = os.path.expanduser(self.python)
+
+    @property
+    def wall_limit_s(self) -> float:
+        """The llmperf process's wall-clock limit: its test time, plus Ray and tokenizer start-up and
+        one last request that may run its full 180 s past the test time."""
+        return self.test_timeout_s + STARTUP_GRACE_S + REQUEST_TIMEOUT_S
 
 
 def results_name(model: str, mean_input_tokens: int, mean_output_tokens: int) -> str:
@@ -62,21 +82,45 @@ def llmperf_argv(model: str, spec: LlmperfSpec, results_dir: Path) -> list[str]:
         "--stddev-output-tokens", str(spec.stddev_output_tokens),
         "--num-concurrent-requests", str(spec.num_concurrent_requests),
         "--max-num-completed-requests", str(spec.max_num_completed_requests),
-        "--timeout", str(spec.timeout_s),
+        "--timeout", str(spec.test_timeout_s),
         "--additional-sampling-params", json.dumps(spec.additional_sampling_params),
         "--results-dir", str(results_dir), *spec.extra_args,
     ]
 
 
+def llmperf_spec(load: Any, n: int, server_args: list[str], api_key: str | None = None,
+                 warmup: bool = False) -> LlmperfSpec:
+    """The spec for ``n`` requests of a study's ``load`` (config.Load) on a server run with ``server_args``.
+
+    A warmup runs one thread: llmperf then sends exactly ``n`` (each extra thread may send one
+    request past the count).
+    """
+    lp = load.llmperf
+    conc = 1 if warmup else load.concurrency
+    timeout = (lp.test_timeout_s if lp.test_timeout_s and not warmup
+               else math.ceil(n / conc) * REQUEST_TIMEOUT_S)
+    return LlmperfSpec(path=Path(lp.path), python=lp.python or "python",
+                       mean_input_tokens=lp.mean_input_tokens or default_input_tokens(server_args, load.max_tokens),
+                       mean_output_tokens=load.max_tokens, num_concurrent_requests=conc,
+                       max_num_completed_requests=n, test_timeout_s=int(timeout),
+                       additional_sampling_params={"temperature": load.temperature},
+                       extra_args=list(lp.extra_args), api_key=api_key)
+
+
 def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
-                log_path: Path | None = None) -> LoadResult:
-    """Run llmperf against ``base_url`` and read its results; SpecbenchError with its tail on failure."""
-    script = Path(spec.path) / SCRIPT
-    if not script.is_file():
-        raise DependencyError(
-            f"{script} not found; git clone https://github.com/ray-project/llmperf and pass its path "
-            "(with the python of a venv where it is installed)"
-        )
+                log_path: Path | None = None, progress: Callable[[int, int], None] | None = None,
+                scrape: Callable[[], str | None] | None = None, poll_s: float = 0.5,
+                check_tokenizer_s: float | None = 120.0) -> LoadResult:
+    """Run llmperf against ``base_url``, read its results and reconcile them with the server.
+
+    ``scrape`` returns the server's /metrics text (default: GET ``<base_url>/metrics``); it is read
+    before, during (every ``poll_s``) and after the run. Requests llmperf did not record become
+    failed records (see :mod:`specbench.load.llmperf_account`). SpecbenchError when nothing can be
+    reconciled (llmperf failed before any request reached the server) or it ran past its limit.
+    """
+    check_llmperf(spec.path, spec.python)
+    if check_tokenizer_s:
+        check_tokenizer(spec, check_tokenizer_s)
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -84,27 +128,119 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
     if spec.api_key:
         env["OPENAI_API_KEY"] = spec.api_key
     env.setdefault("OPENAI_API_KEY", "specbench-dummy-key")  # llmperf refuses to start without one
+    env["PYTHONPATH"] = os.pathsep.join([str(OBSERVER), *filter(None, [env.get("PYTHONPATH")])])
+    # Ray's session (AF_UNIX sockets, at most 107 bytes of path) goes under TMPDIR: a short private
+    # one keeps it valid under a long TMPDIR and apart from any other Ray (the Ray executor's).
+    ray_tmp = tempfile.mkdtemp(prefix="sb-lp-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    env["TMPDIR"] = env["RAY_TMPDIR"] = ray_tmp
+    scrape = scrape or _scraper(base_url)
+    before = account.server_counts(_safe(scrape))
+    span = account.ServerSpan(before)
     log_path = Path(log_path) if log_path else results_dir / "llmperf.log"
-    tail: deque[str] = deque(maxlen=30)
+    n = spec.max_num_completed_requests
+    t0 = time.monotonic()
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:
         proc = subprocess.Popen(llmperf_argv(model, spec, results_dir), cwd=spec.path, env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-        assert proc.stdout is not None
+        reader = threading.Thread(target=_pump, args=(proc, log, n, progress), daemon=True)
+        reader.start()
         try:
-            for raw in iter(proc.stdout.readline, b""):
-                line = raw.decode("utf-8", errors="replace")
-                log.write(line)
-                tail.append(line.rstrip("\n"))
-            code = proc.wait()
-        except BaseException:
-            from specbench.procs import kill_tree
+            while True:
+                try:
+                    code = proc.wait(timeout=poll_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    span.observe(time.monotonic(), account.server_counts(_safe(scrape)))
+                if time.monotonic() - t0 > spec.wall_limit_s:
+                    kill_group(proc)
+                    raise SpecbenchError(
+                        f"llmperf ran past its wall-clock limit ({spec.wall_limit_s:.0f} s = test_timeout_s "
+                        f"{spec.test_timeout_s} + start-up and last-request grace) and was killed; log {log_path}")
+        finally:
+            # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
+            kill_group(proc)
+            reader.join(timeout=10)
+            shutil.rmtree(ray_tmp, ignore_errors=True)
+    after = account.server_counts(_safe(scrape))
+    span.observe(time.monotonic(), after)
+    log_text = log_path.read_text(encoding="utf-8", errors="replace")
+    name = results_name(model, spec.mean_input_tokens, spec.mean_output_tokens)
+    have_files = (results_dir / f"{name}_summary.json").is_file()
+    server = account.diff_server(before, after)
+    if code != 0 and not (server and server["sent"]):
+        msgs = account.error_lines(log_text)
+        raise SpecbenchError(
+            f"llmperf exited with status {code}" + (f": {'; '.join(msgs)[:300]}" if msgs else "")
+            + f" (log {log_path}, last lines below)\n" + "\n".join(log_text.splitlines()[-30:]))
+    if have_files:
+        result = read_llmperf_results(results_dir, name)
+    else:
+        result = LoadResult(requests=[], started_at="", duration_s=time.monotonic() - t0, model=model,
+                            spec={"load_generator": "llmperf", "concurrency": spec.num_concurrent_requests,
+                                  "max_tokens": spec.mean_output_tokens, "llmperf_name": name})
+    started = result.spec.pop("llmperf_started", None)
+    new, acc = account.reconcile(n, result.requests, server, log_text, started=started,
+                                 timed_out="Test timed out before all requests" in log_text)
+    acc["llmperf_exit_status"] = code
+    result.requests.extend(new)
+    llmperf_tps = result.spec.pop("llmperf_output_tok_per_s", None)
+    server_s = span.seconds
+    acc["server_span_s"] = round(server_s, 3) if server_s else None
+    acc["server_span_resolution_s"] = poll_s
+    result.spec["accounting"] = acc
+    result.spec["summary_extra"] = {
+        "specbench_load_driver": "llmperf",
+        "specbench_itl_method": "llmperf_per_chunk",
+        "specbench_itl_definition": "llmperf's: a request's total chunk time / its number of chunks (not per token)",
+        "specbench_output_tok_per_s": (server["generation_tokens"] / server_s
+                                       if server and server_s else None),
+        "specbench_output_tok_per_s_definition": (
+            "server-generated tokens (/metrics diff) / the server's busy span for the load"),
+        "llmperf_output_tok_per_s": llmperf_tps,
+        "specbench_llmperf_accounting": acc,
+    }
+    return result
 
-            kill_tree(proc)  # the whole group: llmperf's Ray workers too, not only its leader
-            raise
-    if code != 0:
-        raise SpecbenchError(f"llmperf exited with status {code}; log {log_path}, last lines:\n" + "\n".join(tail))
-    return read_llmperf_results(results_dir, results_name(model, spec.mean_input_tokens, spec.mean_output_tokens))
+
+def _pump(proc: subprocess.Popen, log, total: int, progress: Callable[[int, int], None] | None) -> None:
+    """Copy llmperf's output to the log; report tqdm's "k/n" progress (it redraws with \\r)."""
+    assert proc.stdout is not None
+    buf, last = b"", None
+    while True:
+        chunk = proc.stdout.read1(4096) if hasattr(proc.stdout, "read1") else proc.stdout.read(4096)
+        if not chunk:
+            break
+        log.write(chunk.decode("utf-8", errors="replace"))
+        buf = (buf + chunk)[-4096:]
+        if progress:
+            hits = _TQDM.findall(buf.decode("utf-8", errors="replace"))
+            if hits:
+                done, of = hits[-1]
+                if int(of) == total and int(done) != last:
+                    last = int(done)
+                    progress(last, total)
+
+
+_TQDM = re.compile(r"\|\s*(\d+)/(\d+) \[")
+
+
+def _scraper(base_url: str) -> Callable[[], str | None]:
+    url = base_url.rstrip("/") + "/metrics"
+
+    def scrape() -> str | None:
+        import httpx
+
+        return httpx.get(url, timeout=5.0).text
+
+    return scrape
+
+
+def _safe(scrape: Callable[[], str | None]) -> str | None:
+    try:
+        return scrape()
+    except Exception:  # noqa: BLE001 - a missed scrape loses the reconciliation, not the load
+        return None
 
 
 def read_llmperf_results(results_dir: Path, name: str | None = None) -> LoadResult:
@@ -133,7 +269,8 @@ def read_llmperf_results(results_dir: Path, name: str | None = None) -> LoadResu
                       spec={"load_generator": "llmperf", "concurrency": summary.get("num_concurrent_requests"),
                             "mean_input_tokens": summary.get("mean_input_tokens"),
                             "max_tokens": summary.get("mean_output_tokens"),
-                            "llmperf_name": name})
+                            "llmperf_name": name, "llmperf_started": summary.get("results_num_requests_started"),
+                            "llmperf_output_tok_per_s": summary.get("results_mean_output_throughput_token_per_s")})
 
 
 def _read_json(path: Path, kind: type) -> Any:

@@ -74,8 +74,10 @@ def summarize_rows(rows: list[dict[str, Any]], duration_s: float) -> dict[str, A
 
 
 def summarize(requests: list[dict[str, Any]], duration_s: float, *, model: str, name: str,
-              concurrency: int | None = None, max_tokens: int | None = None) -> dict[str, Any]:
-    """The summary.json payload for our driver's request records."""
+              concurrency: int | None = None, max_tokens: int | None = None,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The summary.json payload for request records; ``extra`` (the llmperf adapter's labels and
+    server-true figures) replaces the built-in driver's ``specbench_*`` keys."""
     rows = [llmperf_row(r) for r in requests]
     ins = [r["number_input_tokens"] for r in rows if r["number_input_tokens"] is not None]
     head = {
@@ -88,8 +90,22 @@ def summarize(requests: list[dict[str, Any]], duration_s: float, *, model: str, 
         "stddev_output_tokens": 0,
         "num_concurrent_requests": concurrency,
     }
-    return {**head, **summarize_rows(rows, duration_s), "timestamp": int(time.time()),
-            "specbench_itl_definition": "mean per-token gap after the first token (chunk gaps spread over their tokens)"}
+    results = summarize_rows(rows, duration_s)
+    # One meaning per specbench_* key across drivers: the built-in driver's output tokens are the
+    # server's usage counts already; the llmperf adapter passes its server-true figures in extra.
+    ours = {
+        "specbench_load_driver": "builtin",
+        "specbench_itl_method": _itl_method(requests),
+        "specbench_itl_definition": "mean per-token gap after the first token (chunk gaps spread over their tokens)",
+        "specbench_output_tok_per_s": results["results_mean_output_throughput_token_per_s"],
+        "specbench_output_tok_per_s_definition": "server output tokens (usage) of completed requests / load duration",
+    }
+    return {**head, **results, "timestamp": int(time.time()), **ours, **(extra or {})}
+
+
+def _itl_method(requests: list[dict[str, Any]]) -> str:
+    methods = {r.get("itl_method") or "per_token" for r in requests if not r.get("error")}
+    return methods.pop() if len(methods) == 1 else ("mixed: " + ", ".join(sorted(methods)) if methods else "none")
 
 
 def _failed(row: dict[str, Any]) -> bool:

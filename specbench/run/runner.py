@@ -195,7 +195,7 @@ class LocalExecutor:
         if ld.warmup_requests:
             ctx.display.update(cell.cell_id, "warmup")
             _load(ctx, server.url, model, ld.warmup_requests, progress=None, out_dir=d / "llmperf-warmup",
-                  api_key=key)
+                  api_key=key, cell=cell, warmup=True)
         # The warmup's windows must be printed (and so excluded) before 'before' is taken.
         before_text, before_prom, warm_windows, _, ok = wait_log_matches(server, log_path, 0, None, wait_s)
         _, before_line = _log_lines(log_path)
@@ -208,8 +208,10 @@ class LocalExecutor:
         t0 = time.monotonic()
         result = _load(ctx, server.url, model, n,
                        progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
-                       out_dir=d / "llmperf", api_key=key)
+                       out_dir=d / "llmperf", api_key=key, cell=cell)
         record["timings"]["load_s"] = round(time.monotonic() - t0, 2)
+        if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
+            record["load_accounting"] = result.spec["accounting"]
         from specbench.load.driver import write_outputs
 
         write_outputs(result, d)
@@ -237,6 +239,10 @@ class LocalExecutor:
                                            seed=ld.seed)
             if not prom or not prom.num_drafts:
                 raise CellFailed("no spec-decode counts in /metrics after the load (is speculation on?)")
+        covers = (result.spec.get("accounting") or {})
+        if covers.get("server_not_recorded") or covers.get("failed"):
+            # llmperf: the /metrics counts cover requests that requests.jsonl does not time.
+            acc.setdefault("warnings", []).append(covers["acceptance_covers"])
         record["timings"]["collect_s"] = round(time.monotonic() - t0, 2)
         return acc
 
@@ -251,18 +257,13 @@ def json_k(cell: Cell) -> int | None:
 
 
 def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | None, out_dir: Path,
-          api_key: str | None = None):
+          api_key: str | None = None, cell: Cell | None = None, warmup: bool = False):
     ld = ctx.study.load
     if ld.driver == "llmperf":
-        from specbench.load.llmperf import LlmperfSpec, run_llmperf
+        from specbench.load.llmperf import llmperf_spec, run_llmperf
 
-        lp = ld.llmperf
-        spec = LlmperfSpec(path=Path(lp.path), python=lp.python or "python", mean_input_tokens=lp.mean_input_tokens,
-                           mean_output_tokens=ld.max_tokens, num_concurrent_requests=ld.concurrency,
-                           max_num_completed_requests=n, timeout_s=int(ld.timeout_s),
-                           additional_sampling_params={"temperature": ld.temperature},
-                           extra_args=list(lp.extra_args), api_key=api_key)
-        return run_llmperf(url, model, spec, out_dir)
+        spec = llmperf_spec(ld, n, cell.args if cell else [], api_key=api_key, warmup=warmup)
+        return run_llmperf(url, model, spec, out_dir, progress=progress)
     from specbench.load.driver import run_load
 
     return run_load(url, model, ctx.prompts, _spec(ld, n, api_key), progress=progress)

@@ -179,6 +179,15 @@ def cell_row(run_id: str, cell: dict, acceptance: dict | None, summary: dict | N
     for key, (col, scale) in _SUMMARY_KEYS.items():
         value = (summary or {}).get(key)
         row[col] = value * scale if isinstance(value, (int, float)) and value is not None else None
+    s = summary or {}
+    # One meaning per column across load drivers: server-true throughput where the summary has it
+    # (llmperf's own tokenizer-based figure stays in summary.json), and no per-chunk ITL under the
+    # per-token column.
+    if "specbench_output_tok_per_s" in s:
+        v = s["specbench_output_tok_per_s"]
+        row["output_tok_per_s"] = v if isinstance(v, (int, float)) else None
+    if s.get("specbench_itl_method") == "llmperf_per_chunk":
+        row["llmperf_itl_per_chunk_p50_ms"], row["itl_p50_ms"] = row["itl_p50_ms"], None
     return row
 
 

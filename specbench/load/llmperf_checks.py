@@ -1,0 +1,98 @@
+"""Checks and defaults for the llmperf adapter that need no server: the checkout, its python, its
+tokenizer (the offline trap), input lengths that fit the model, and killing llmperf's process group."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from specbench.errors import DependencyError
+
+SCRIPT = "token_benchmark_ray.py"
+
+
+def default_input_tokens(server_args: list[str], max_tokens: int) -> int:
+    """llmperf's 550 unless the server's --max-model-len is smaller: then half of what max_tokens
+    leaves (llmperf counts with its own Llama tokenizer, the server with the model's; the chat
+    template adds more), but at least llmperf's floor of 41."""
+    mml = None
+    for i, a in enumerate(server_args):
+        if a == "--max-model-len" and i + 1 < len(server_args):
+            mml = server_args[i + 1]
+        elif a.startswith("--max-model-len="):
+            mml = a.split("=", 1)[1]
+    try:
+        left = int(mml) - max_tokens if mml is not None else None
+    except ValueError:
+        left = None
+    return 550 if left is None else max(41, min(550, left // 2))
+
+
+def check_llmperf(path: str | Path, python: str) -> None:
+    """DependencyError unless ``path`` holds llmperf's script and ``python`` is an interpreter."""
+    script = Path(os.path.expanduser(str(path))) / SCRIPT
+    if not script.is_file():
+        raise DependencyError(
+            f"{script} not found; git clone https://github.com/ray-project/llmperf and pass its path "
+            "(with the python of a venv where it is installed)"
+        )
+    exe = os.path.expanduser(python)
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)) and shutil.which(exe) is None:
+        raise DependencyError(f"llmperf python {python!r} not found or not executable; give the python of the "
+                              "venv where llmperf is installed (load.llmperf.python)")
+
+
+_TOKENIZER_CHECK = """
+import inspect, llmperf.utils as u
+tok = inspect.signature(u.randomly_sample_sonnet_lines_prompt).parameters["tokenizer"].default
+n = len(tok.encode("Shall I compare thee to a summer's day?"))
+assert n > 1, "llmperf's tokenizer is empty (%d tokens for a sentence)" % n
+"""
+_tokenizer_ok: set[tuple[str, str]] = set()
+
+
+def check_tokenizer(spec: Any, timeout_s: float = 120.0) -> None:
+    """DependencyError unless llmperf's own tokenizer loads (importing llmperf.utils loads it)
+    within ``timeout_s``. Offline, transformers retries the hub for minutes and then hands llmperf
+    an empty tokenizer, on which its prompt builder loops forever: a hang with no message."""
+    key = (str(spec.path), spec.python)
+    if key in _tokenizer_ok:
+        return
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(spec.path) / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.Popen([spec.python, "-c", _TOKENIZER_CHECK], cwd=spec.path, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        why = None if proc.returncode == 0 else (out.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1]
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        why = f"it did not load within {timeout_s:.0f} s"
+    if why:
+        raise DependencyError(
+            f"llmperf's tokenizer (hf-internal-testing/llama-tokenizer, loaded when llmperf starts) failed in "
+            f"{spec.python}: {why[:200]}; without the Hugging Face hub, download it once where the hub is "
+            "reachable into the HF cache and set HF_HUB_OFFLINE=1, or point llmperf's checkout at a local "
+            "tokenizer folder")
+    _tokenizer_ok.add(key)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM llmperf's process group (Ray's workers included), SIGKILL after 10 s, then any
+    descendant that left the group."""
+    from specbench.procs import kill_tree
+
+    kill_tree(proc, grace_s=10.0)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
