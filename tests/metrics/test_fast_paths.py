@@ -118,3 +118,9 @@ def test_to_dict_is_the_canonical_order_and_a_copy():
             if isinstance(value, list):
                 value.append(0)  # the caller's copy: the record keeps its own
                 assert getattr(rec, name) == want[name]
+
+
+def test_is_candidate_checks_every_prefilter_marker():
+    assert logs.PREFILTER == ("metrics:", "Decode batch", "Avg prompt throughput")  # spelled out in is_candidate
+    for marker in logs.PREFILTER:
+        assert logs.is_candidate(f"x {marker} y") and not logs.is_candidate(f"x {marker[:-1]} y")
