@@ -96,7 +96,16 @@ def _is_quoted(prefix: str, body: str) -> bool:
     return "`" in body or _QUOTE_RE.search(prefix) is not None or BULLET_RE.match(prefix) is not None
 
 
+# vLLM's own prefix, "(APIServer pid=1) INFO 12-02 13:26:42 [metrics.py:120] ": TIME_RE and PID_RE
+# find exactly these two groups in it, in about twice the time.
+_VLLM_PREFIX_RE = re.compile(r"\(\w+ pid=(\d+)\) [A-Z]+ (\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[[\w.]+:\d+\] ")
+
+
 def _prefix_meta(prefix: str) -> tuple[str | None, int | None]:
+    if FAST_PATHS:
+        fast = _VLLM_PREFIX_RE.fullmatch(prefix)
+        if fast is not None:
+            return fast.group(2), int(fast.group(1))
     m = TIME_RE.search(prefix)
     time = (m.group(1) or m.group(2)) if m else None
     p = PID_RE.search(prefix)

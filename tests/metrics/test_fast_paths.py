@@ -43,6 +43,11 @@ def _engine_line(rng: random.Random) -> str:
             f"throughput: {_dec(rng)} tokens/s, Running: {_int(rng)} reqs, Waiting: {_int(rng)} reqs{tail}")
 
 
+PREFIXES = ["(EngineCore_DP0 pid=77) WARNING 12-02 20:57:{s:02d}.123 [{mod}] ", "INFO 12-02 20:57:{s:02d} [{mod}] ",
+            "(APIServer pid=0x1) INFO 12-02 20:57:{s:02d} [{mod}] ", "(A pid=5) INFO 2026-12-02 20:57:{s:02d} [{mod}] ",
+            "[{mod}] (APIServer pid=9) INFO 12-02 20:57:{s:02d} ", "(APIServer pid=3) INFO 12-02 20:57:{s:02d} [{mod}]  "]
+
+
 def _lines(n: int, seed: int = 13) -> list[str]:
     rng = random.Random(seed)
     real = [ln.rstrip("\n") for f in sorted(BASELINES.glob("*/server.log"))
@@ -50,6 +55,9 @@ def _lines(n: int, seed: int = 13) -> list[str]:
     out = list(real)
     for _ in range(n):
         line = rng.choice([_spec_line, _engine_line])(rng) if rng.random() < 0.8 else rng.choice(real)
+        if rng.random() < 0.1:  # another prefix: the general prefix reading
+            head, _, rest = line.partition("] ")
+            line = rng.choice(PREFIXES).format(s=rng.randint(0, 59), mod="metrics.py:120") + rest
         # Half stay well-formed (the fast path), half are mutated (mostly the general path; some
         # mutations, e.g. a digit swap, keep the fast path with other values).
         if rng.random() < 0.5:
