@@ -58,7 +58,7 @@ def parse_file(path: Path | str) -> ParseResult:
             text = counter.decode(fh.read())
             records: list[Record] = list(parse_prometheus(text, file=name))
         else:
-            records = _without_gc(lambda: list(_scan_log(fh, counter, name)))
+            records = without_gc(lambda: list(_scan_log(fh, counter, name)))
     warnings = []
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
@@ -149,7 +149,7 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]
         lineno = prev_line + buf.count(b"\n", prev_start, cut) + (buf[cut - 1] != 10)
 
 
-def _without_gc(build):
+def without_gc(build):
     """``build()`` with the cyclic garbage collector paused: records hold no reference cycles, yet
     each of the collector's full passes walks every record built so far (~25% of the time on a
     log with a million windows)."""
