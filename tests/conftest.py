@@ -31,9 +31,11 @@ def pytest_configure(config) -> None:
     if cache is not None:
         shared = cache.mkdir("vllm-modelinfos")
     else:  # -p no:cacheprovider: one per session
+        import shutil
         import tempfile
 
         shared = Path(tempfile.mkdtemp(prefix="specbench-test-modelinfos-"))
+        config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
     os.environ[MODELINFOS_ENV] = str(shared)
 
 
