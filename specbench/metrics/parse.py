@@ -67,8 +67,9 @@ def parse_file(path: Path | str) -> ParseResult:
     return ParseResult(records=records, warnings=warnings, replaced_chars=counter.replaced)
 
 
-# 1 MiB: each chunk is searched once per marker, and a chunk that fits the CPU's L2 cache is read
-# from it on every pass after the first; a chunk holding a printed summary is read line by line.
+# 1 MiB: each chunk is searched once per marker, so a chunk that stays in the CPU's cache between
+# passes helps, and a chunk holding a printed summary (read line by line) stays small; per-chunk
+# Python work is negligible at this size.
 CHUNK_BYTES = 1024 * 1024
 _HIT_MARKERS = tuple(m.encode() for m in PREFILTER)
 # The summary markers with an underscore are looked for only where one is: memchr finds "_" at
