@@ -3,7 +3,8 @@
 ``VLLMServer`` starts ``python -m specbench.vllm_main serve MODEL ...`` as an argv list in its own
 process group, bound to 127.0.0.1 on a free port, with a private ``TMPDIR`` / ``VLLM_RPC_BASE_PATH``
 / ``VLLM_CACHE_ROOT`` (vLLM otherwise leaves IPC sockets and compile caches behind, and the compile
-cache key does not cover our plugin's variants). Its stdout and stderr are teed to a log file.
+cache key does not cover our plugin's variants). Only the cache root's ``modelinfos/`` is shared
+between servers (see :func:`shared_modelinfos_dir`). Its stdout and stderr are teed to a log file.
 ``start()`` polls ``/health`` while checking the process is alive, so a crash is reported at once
 with the exit status and the log tail instead of waiting out the timeout. ``stop()`` sends SIGTERM
 to the group, then SIGKILL after a grace period, then kills any descendant that escaped the group
@@ -51,6 +52,44 @@ def vllm_available(python: str = sys.executable) -> bool:
         return False
 
 
+MODELINFOS_ENV = "SPECBENCH_MODELINFOS_DIR"
+
+
+def shared_modelinfos_dir() -> Path:
+    """Where servers share vLLM's model-class inspections: ``$SPECBENCH_MODELINFOS_DIR``, else
+    ``$SPECBENCH_CACHE/vllm-modelinfos``, else ``~/.cache/specbench/vllm-modelinfos``.
+
+    vLLM keeps them in ``$VLLM_CACHE_ROOT/modelinfos`` (registry.py ``_LazyRegisteredModel``); with
+    an empty one it inspects each model class in a fresh subprocess, ~11-17 s each, three per EAGLE
+    server. Sharing is safe: each entry is keyed by the model module's file hash (a stale or
+    unreadable entry makes vLLM inspect again and overwrite it), and vLLM writes it with a temp file
+    in the same directory plus ``os.replace``, so servers writing at once never leave a torn file.
+    The rest of the cache root (the compile cache, whose key ignores our variants) stays private.
+    """
+    explicit = os.environ.get(MODELINFOS_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("SPECBENCH_CACHE")
+    root = Path(base).expanduser() if base else Path.home() / ".cache" / "specbench"
+    return root / "vllm-modelinfos"
+
+
+def link_modelinfos(cache_root: Path, shared: Path) -> bool:
+    """Make ``cache_root/modelinfos`` a symlink to ``shared``; False (and nothing changed) when
+    something else already stands there or the link cannot be made (start-up is then only slower)."""
+    link = cache_root / "modelinfos"
+    try:
+        shared.mkdir(parents=True, exist_ok=True)
+        cache_root.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(shared, target_is_directory=True)
+    except FileExistsError:  # a state dir used twice keeps its link; a real directory is kept
+        return link.is_symlink() and os.readlink(link) == str(shared)
+    except OSError as exc:
+        log.warning("cannot share vLLM model inspections in %s (%s); each server inspects anew", shared, exc)
+        return False
+    return True
+
+
 def _port_is_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
@@ -82,7 +121,8 @@ class VLLMServer:
 
     ``args`` are the arguments after ``serve`` (model first); ``--host``/``--port`` are added here.
     ``env`` is laid over ``os.environ``; ``state_dir`` receives the per-server TMPDIR, RPC sockets
-    and cache (default: ``<log dir>/server-state``).
+    and cache (default: ``<log dir>/server-state``). ``share_modelinfos`` links that private cache's
+    ``modelinfos/`` to :func:`shared_modelinfos_dir` (False: a cold start, as with an empty cache).
     """
 
     # The module run with ``python -m``; tests point it at a stand-in to exercise failure paths.
@@ -99,6 +139,7 @@ class VLLMServer:
         python: str = sys.executable,
         grace_s: float = 10.0,
         state_dir: Path | None = None,
+        share_modelinfos: bool = True,
     ) -> None:
         self.args = list(args)
         self.cell_env = dict(env or {})
@@ -109,6 +150,8 @@ class VLLMServer:
         self.python = python
         self.grace_s = grace_s
         self.state_dir = Path(state_dir) if state_dir is not None else self.log_path.parent / "server-state"
+        self.share_modelinfos = share_modelinfos
+        self.modelinfos_dir: Path | None = None  # set by start() when shared
         self.port_note: str | None = None
         self.startup_s: float | None = None
         self._port: int | None = None
@@ -174,6 +217,8 @@ class VLLMServer:
         log_file.write(f"# specbench: {' '.join(redact_argv(self.argv))}\n")
         if self.port_note:
             log_file.write(f"# specbench: {self.port_note}\n")
+        if self.modelinfos_dir is not None:
+            log_file.write(f"# specbench: vLLM model inspections shared in {self.modelinfos_dir}\n")
         started = time.monotonic()
         try:
             self._proc = subprocess.Popen(
@@ -197,8 +242,17 @@ class VLLMServer:
             sub.mkdir(parents=True, exist_ok=True)
         env["TMPDIR"] = str(tmp)
         env["VLLM_RPC_BASE_PATH"] = str(self._rpc_dir())
-        # A cell may name its own cache (one per output-norm variant); otherwise a private one.
-        env["VLLM_CACHE_ROOT"] = self.cell_env.get("VLLM_CACHE_ROOT", str(self.state_dir / "cache"))
+        # A cell may name its own cache (one per output-norm variant); otherwise a private one,
+        # whose modelinfos/ alone is shared. A cache the cell names is the user's: left as it is.
+        if "VLLM_CACHE_ROOT" in self.cell_env:
+            env["VLLM_CACHE_ROOT"] = self.cell_env["VLLM_CACHE_ROOT"]
+        else:
+            cache = self.state_dir / "cache"
+            env["VLLM_CACHE_ROOT"] = str(cache)
+            if self.share_modelinfos:
+                shared = shared_modelinfos_dir()
+                if link_modelinfos(cache, shared):
+                    self.modelinfos_dir = shared
         env["PYTHONUNBUFFERED"] = "1"  # so the log and the tail are current when it dies
         return env
 

@@ -21,6 +21,25 @@ DEFAULT_CONFIG = ROOT / "configs" / "default.yaml"
 STUDY_TIMEOUT_S = 1800  # 6 servers (one baseline per MLA value); generous for a loaded 2-core machine
 
 
+def pytest_configure(config) -> None:
+    """Every vLLM server of the suite shares one model-inspection cache (specbench/server.py,
+    shared_modelinfos_dir): the first server inspects the model classes (~45 s on 2 cores), later
+    ones, in this and later sessions, read the entries. It lives in pytest's own cache dir, never
+    in the user's ~/.cache, so the suite neither reads nor writes what a user's runs keep."""
+    from specbench.server import MODELINFOS_ENV
+
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        shared = cache.mkdir("vllm-modelinfos")
+    else:  # -p no:cacheprovider: one per session
+        import shutil
+        import tempfile
+
+        shared = Path(tempfile.mkdtemp(prefix="specbench-test-modelinfos-"))
+        config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
+    os.environ[MODELINFOS_ENV] = str(shared)
+
+
 def vllm_env(tmp: Path) -> dict[str, str]:
     """Environment for a specbench subprocess that starts vLLM: private temp dir, no colour."""
     env = dict(os.environ)

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a file has no metrics.")] = False,
     ) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
-        from specbench.metrics.parse import parse_file
+        from specbench.metrics.parse import parse_file, without_gc
 
         results = [parse_file(f) for f in files]  # InputError (exit 2) for an unreadable path
         empty = False
@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
             for w in res.warnings:
                 warn(w)
             empty |= not any(r.kind == "spec_decode" for r in res.records)
-            rows.extend(r.to_dict() for r in res.records if include_engine_stats or r.kind == "spec_decode")
+            rows.extend(without_gc(lambda: [r.to_dict() for r in res.records  # noqa: B023 - called at once
+                                            if include_engine_stats or r.kind == "spec_decode"]))
         if fmt is OutputFormat.jsonl:
             out = sys.stdout
             for row in rows:

@@ -39,7 +39,7 @@ def _print_dry_run(config: Path) -> None:
     port = str(serve.port) if serve.port else "<free port>"
     out = sys.stdout
     print(f"# {config}: {len(cells)} cells; each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
-          "VLLM_CACHE_ROOT", file=out)
+          "VLLM_CACHE_ROOT (its modelinfos/ shared across servers)", file=out)
     for c in cells:
         argv = [sys.executable, "-m", "specbench.vllm_main", "serve", *c.args, "--host", serve.host, "--port", port]
         print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}", file=out)

@@ -25,15 +25,17 @@ def pairs(body: str) -> list[tuple[str, str]]:
     continues the previous value. Plain string operations: this runs on every metric line of
     multi-GB logs.
     """
-    out: list[list[str]] = []
+    # Each value is kept as its list of segments and joined once: appending to a string would
+    # copy it for every comma, quadratic in a hostile line of 10^6 list items.
+    out: list[tuple[str, list[str]]] = []
     for seg in body.split(","):
         name, sep, value = seg.partition(":")
         name = name.strip()
         if sep and name and (name[0].isalpha() or name[0] == "#"):
-            out.append([name.lower(), value])
+            out.append((name.lower(), [value]))
         elif out:
-            out[-1][1] += "," + seg
-    return [(n, v.strip()) for n, v in out]
+            out[-1][1].append(seg)
+    return [(n, ",".join(v).strip()) for n, v in out]
 
 
 def number(raw: str) -> float | None:

@@ -38,6 +38,22 @@ ENGINE_RE = re.compile(r"Engine\s+0*(\d+)\s*:\s*Avg prompt throughput")
 QUOTE_CHARS = "`\"'“”‘’"
 BULLET_RE = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s")
 
+# Fast paths for the lines a vLLM 0.32 server prints every stats interval, read by one compiled
+# regex instead of field by field (about 3x faster per line). They must give exactly what the
+# general path gives (tests/metrics/test_fast_paths.py checks it line by line), so they only take
+# what that path reads unambiguously: plain decimals (no sign, exponent or nan), integers short
+# enough to survive its float round trip, each field once. Anything else takes the general path.
+FAST_PATHS = True
+_DEC = r"\d{1,15}(?:\.\d{1,15})?"
+_INT = r"\d{1,15}"
+FAST_SPEC_RE = re.compile(
+    rf" Mean acceptance length: ({_DEC}), Accepted throughput: ({_DEC}) tokens/s, "
+    rf"Drafted throughput: ({_DEC}) tokens/s, Accepted: ({_INT}) tokens, Drafted: ({_INT}) tokens, "
+    rf"Per-position acceptance rate: ({_DEC}(?:, {_DEC})*), Avg Draft acceptance rate: ({_DEC})%")
+FAST_ENGINE_RE = re.compile(
+    rf" Avg prompt throughput: ({_DEC}) tokens/s, Avg generation throughput: ({_DEC}) tokens/s, "
+    rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs((?:, [A-Za-z][A-Za-z ]*: {_DEC}%)*)")
+
 # name (lower case) → (record field, converter)
 SPEC_FIELDS = {
     "draft acceptance rate": ("draft_acceptance_rate", fraction),
@@ -68,14 +84,28 @@ SGLANG_FIELDS = {
 
 
 def is_candidate(line: str) -> bool:
-    return any(p in line for p in PREFILTER)
+    # Spelled out rather than any(... for p in PREFILTER): this runs once per metric line of
+    # multi-GB logs, and the generator costs more than the three searches.
+    return "metrics:" in line or "Avg prompt throughput" in line or "Decode batch" in line
+
+
+_QUOTE_RE = re.compile(f"[{re.escape(QUOTE_CHARS)}]")
 
 
 def _is_quoted(prefix: str, body: str) -> bool:
-    return any(c in prefix for c in QUOTE_CHARS) or "`" in body or bool(BULLET_RE.match(prefix))
+    return "`" in body or _QUOTE_RE.search(prefix) is not None or BULLET_RE.match(prefix) is not None
+
+
+# vLLM's own prefix, "(APIServer pid=1) INFO 12-02 13:26:42 [metrics.py:120] ": TIME_RE and PID_RE
+# find exactly these two groups in it, in about twice the time.
+_VLLM_PREFIX_RE = re.compile(r"\(\w+ pid=(\d+)\) [A-Z]+ (\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[[\w.]+:\d+\] ")
 
 
 def _prefix_meta(prefix: str) -> tuple[str | None, int | None]:
+    if FAST_PATHS:
+        fast = _VLLM_PREFIX_RE.fullmatch(prefix)
+        if fast is not None:
+            return fast.group(2), int(fast.group(1))
     m = TIME_RE.search(prefix)
     time = (m.group(1) or m.group(2)) if m else None
     p = PID_RE.search(prefix)
@@ -109,6 +139,10 @@ class LineParser:
         prefix, body = line[:idx], line[idx + len(marker):]
         if _is_quoted(prefix, body):
             return None
+        if FAST_PATHS and marker == "SpecDecoding metrics:":
+            fast = FAST_SPEC_RE.fullmatch(body)
+            if fast is not None:
+                return self._fast_spec(fast, prefix, lineno)
         values: dict[str, object] = {}
         names = []
         for name, raw in pairs(body):
@@ -128,6 +162,17 @@ class LineParser:
         return SpecDecodeRecord(
             source="vllm", format=fmt, file=self.file, line=lineno, time=time, pid=pid,
             engine=self._engine_by_pid.get(pid), cumulative=cumulative, **values,  # type: ignore[arg-type]
+        )
+
+    def _fast_spec(self, m: re.Match[str], prefix: str, lineno: int) -> SpecDecodeRecord:
+        mal, acc_tp, dr_tp, acc, drafted, per_pos, dar = m.groups()
+        time, pid = _prefix_meta(prefix)
+        return SpecDecodeRecord(
+            source="vllm", format="vllm-v1-mean-first", file=self.file, line=lineno, time=time, pid=pid,
+            engine=self._engine_by_pid.get(pid), cumulative=False, accepted_tokens=int(acc),
+            draft_tokens=int(drafted), per_position_acceptance=[float(x) for x in per_pos.split(", ")],
+            mean_acceptance_length=float(mal), draft_acceptance_rate=round(float(dar) / 100.0, 12),
+            accepted_throughput=float(acc_tp), drafted_throughput=float(dr_tp),
         )
 
     def _sglang(self, line: str, idx: int, lineno: int) -> SpecDecodeRecord | None:
@@ -157,7 +202,18 @@ class LineParser:
         engine = int(m.group(1))
         time, pid = _prefix_meta(prefix)
         self._engine_by_pid[pid] = engine
-        vals = dict(pairs(line[m.start():].split(":", 1)[1]))
+        rest = line[m.start():].split(":", 1)[1]
+        fast = FAST_ENGINE_RE.fullmatch(rest) if FAST_PATHS else None
+        if fast is not None:
+            prompt, generation, running, waiting, tail = fast.groups()
+            low = tail.lower()
+            # A repeated name would override the first value in the general path's dict.
+            if "throughput" not in low and "running" not in low and "waiting" not in low:
+                return EngineStatsRecord(
+                    source="vllm", format="vllm-engine-stats", file=self.file, line=lineno, time=time,
+                    pid=pid, engine=engine, prompt_throughput=float(prompt),
+                    generation_throughput=float(generation), running_reqs=int(running), waiting_reqs=int(waiting))
+        vals = dict(pairs(rest))
         return EngineStatsRecord(
             source="vllm", format="vllm-engine-stats", file=self.file, line=lineno, time=time, pid=pid,
             engine=engine,

@@ -8,6 +8,7 @@ in bounded memory; non-UTF-8 bytes are replaced and counted.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 from dataclasses import dataclass, field
@@ -16,9 +17,10 @@ from typing import Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.metrics import vllm_bench
-from specbench.metrics.logs import LineParser
+from specbench.metrics.logs import PREFILTER, LineParser
 from specbench.metrics.prometheus import looks_like_prometheus, parse_prometheus
 from specbench.metrics.record import Record
+from specbench.metrics.summaries import PREFILTER as SUMMARY_PREFILTER
 from specbench.metrics.summaries import SummaryParser
 
 __all__ = ["ParseResult", "parse_file", "parse_lines", "parse_prometheus", "parse_text"]
@@ -65,7 +67,7 @@ def parse_file(path: Path | str) -> ParseResult:
             text = counter.decode(fh.read())
             records: list[Record] = list(parse_prometheus(text, file=name))
         else:
-            records = list(_scan_log(fh, counter, name))
+            records = without_gc(lambda: list(_scan_log(fh, counter, name)))
     warnings = []
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
@@ -74,66 +76,100 @@ def parse_file(path: Path | str) -> ParseResult:
     return ParseResult(records=records, warnings=warnings, replaced_chars=counter.replaced)
 
 
-CHUNK_BYTES = 32 * 1024 * 1024
-_HIT_MARKERS = (b"metrics:", b"Decode batch", b"Avg prompt throughput")
-_SUMMARY_MARKERS = (b"Speculative Decoding", b"num_drafts", b"mean acceptance length", b"total_num_output_tokens")
+# 1 MiB: each chunk is searched once per marker, so a chunk that stays in the CPU's cache between
+# passes helps, and a chunk holding a printed summary (read line by line) stays small; per-chunk
+# Python work is negligible at this size.
+CHUNK_BYTES = 1024 * 1024
+_HIT_MARKERS = tuple(m.encode() for m in PREFILTER)
+# The summary markers with an underscore are looked for only where one is: memchr finds "_" at
+# memory speed, and a server's log under traffic (access lines, stats lines) has none.
+_SUMMARY_PLAIN = tuple(m.encode() for m in SUMMARY_PREFILTER if "_" not in m)
+_SUMMARY_UNDERSCORE = tuple(m.encode() for m in SUMMARY_PREFILTER if "_" in m)
+
+
+def _has_summary_marker(buf: bytes) -> bool:
+    if any(m in buf for m in _SUMMARY_PLAIN):
+        return True
+    return b"_" in buf and any(m in buf for m in _SUMMARY_UNDERSCORE)
 
 
 def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]:
-    """Stream a log in large chunks; only lines holding a marker reach Python-level parsing.
+    """Stream a log in chunks; only lines holding a marker reach Python-level parsing.
 
-    Line numbers come from counting newlines between hits (C speed). A chunk that holds a
-    multi-line printed summary is parsed line by line instead, so block state stays exact; the
-    summary parser lives across chunks, so a block cut by a chunk boundary is still whole.
+    Everything else is touched only by C-speed byte scans: one ``bytes.find`` pass per marker,
+    and one ``bytes.count`` pass for the newlines, which give exact line numbers (counted from
+    one hit to the next, then to the chunk's end). A chunk ends at its last newline; the next
+    read starts there (a seek, not a copy). A chunk that holds a multi-line printed summary is
+    parsed line by line instead, so block state stays exact; the summary parser lives across
+    chunks, so a block cut by a chunk boundary is still whole.
     """
     line_parser = LineParser(name)
     summary = SummaryParser(name)
     lineno = 0  # lines before the current chunk
-    tail = b""
+    offset, size = 0, CHUNK_BYTES
     while True:
-        data = fh.read(CHUNK_BYTES)
-        if not data and not tail:
+        fh.seek(offset)
+        buf = fh.read(size)
+        if not buf:
             rec = summary.close()
             if rec is not None:
                 yield rec
             return
-        buf = tail + data
-        if data:
+        if len(buf) == size:  # more may follow: stop at the last whole line
             cut = buf.rfind(b"\n") + 1
-            if cut == 0:
-                tail = buf
+            if cut == 0:  # one line longer than the chunk: read more of it at once
+                size *= 2
                 continue
-            buf, tail = buf[:cut], buf[cut:]
+            size = CHUNK_BYTES
         else:
-            tail = b""
-        counter.count(buf)
-        if summary.open or any(m in buf for m in _SUMMARY_MARKERS):
+            cut = len(buf)
+        offset += cut
+        if not buf.isascii():  # pure ASCII (the common case) has nothing to replace
+            counter.count(buf[:cut])
+        # Searching all of buf (its last partial line is searched again with the next chunk) saves
+        # a copy; a marker found only there just sends this chunk down the slower, exact path.
+        if summary.open or _has_summary_marker(buf):
             # Split on \n only, as the hit path below counts lines: a lone \r (tqdm progress bars
             # in vLLM logs) is not a line end, and splitlines() would shift every later line number.
-            lines = [line.decode("utf-8", "replace") for line in buf.split(b"\n")]
+            lines = [line.decode("utf-8", "replace") for line in buf[:cut].split(b"\n")]
             if lines and lines[-1] == "":
-                lines.pop()  # buf ends with \n
+                lines.pop()  # the chunk ends with \n
             yield from _parse_lines_from(lines, lineno, line_parser, name, summary)
             lineno += len(lines)
             continue
-        hits = sorted({buf.rfind(b"\n", 0, pos) + 1 for m in _HIT_MARKERS for pos in _find_all(buf, m)})
+        starts = set()
+        for marker in _HIT_MARKERS:
+            pos = buf.find(marker, 0, cut)
+            while pos >= 0:
+                starts.add(buf.rfind(b"\n", 0, pos) + 1)
+                # The rest of this line is a candidate already: search on from the next line.
+                nxt = buf.find(b"\n", pos, cut)
+                if nxt < 0:
+                    break
+                pos = buf.find(marker, nxt + 1, cut)
         prev_start, prev_line = 0, lineno
-        for start in hits:
-            end = buf.find(b"\n", start)
-            end = len(buf) if end < 0 else end
+        for start in sorted(starts):
+            end = buf.find(b"\n", start, cut)
+            end = cut if end < 0 else end
             prev_line += buf.count(b"\n", prev_start, start)
             prev_start = start
             rec = line_parser.parse_line(buf[start:end].decode("utf-8", "replace"), prev_line + 1)
             if rec is not None:
                 yield rec
-        lineno += buf.count(b"\n") + (0 if buf.endswith(b"\n") or not buf else 1)
+        lineno = prev_line + buf.count(b"\n", prev_start, cut) + (buf[cut - 1] != 10)
 
 
-def _find_all(buf: bytes, marker: bytes) -> Iterator[int]:
-    pos = buf.find(marker)
-    while pos >= 0:
-        yield pos
-        pos = buf.find(marker, pos + len(marker))
+def without_gc(build):
+    """``build()`` with the cyclic garbage collector paused: records hold no reference cycles, yet
+    each of the collector's full passes walks every record built so far (~25% of the time on a
+    log with a million windows)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return build()
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser, name: str | None,

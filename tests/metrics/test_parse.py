@@ -17,3 +17,31 @@ def test_chunked_scan_equals_line_parser(tmp_path, monkeypatch):
         monkeypatch.setattr(parse_mod, "CHUNK_BYTES", chunk)
         got = [r.to_dict() for r in parse_mod.parse_file(path).records]
         assert got == expected, chunk
+
+
+def test_chunk_edges_keep_line_numbers_and_replacement_counts(tmp_path, monkeypatch):
+    """No final newline, a line longer than several chunks, invalid UTF-8 in and out of hits."""
+    spec = ("(APIServer pid=7) INFO 12-02 20:57:00 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
+            "2.39, Accepted throughput: 39.07 tokens/s, Drafted throughput: 84.19 tokens/s, Accepted: 71 tokens, "
+            "Drafted: 153 tokens, Per-position acceptance rate: 0.608, 0.431, 0.353, Avg Draft acceptance rate: 46.4%")
+    lines = ["plain \xff line", spec, "x" * 700, "caf\xe9 " + spec, "\r", spec]  # last line: no newline
+    data = "\n".join(lines).encode("latin-1")
+    path = tmp_path / "edges.log"
+    path.write_bytes(data)
+    for chunk in (16, 100, 1 << 20):
+        monkeypatch.setattr(parse_mod, "CHUNK_BYTES", chunk)
+        res = parse_mod.parse_file(path)
+        assert [r.line for r in res.records] == [2, 4, 6], chunk
+        assert res.replaced_chars == 2, chunk
+
+
+def test_a_line_with_400k_positions_parses_in_linear_time():
+    """Hostile input: a value of 400,000 list items took ~30 s when each comma copied the value
+    built so far (quadratic); joined once, it takes a fraction of a second."""
+    import time
+
+    line = "SpecDecoding metrics: Mean acceptance length: 2.0, Per-position acceptance rate: " + ", 0.5" * 400_000
+    t0 = time.process_time()
+    (rec,) = parse_mod.parse_text(line)
+    assert time.process_time() - t0 < 5.0
+    assert len(rec.per_position_acceptance) == 400_000

@@ -1,0 +1,134 @@
+"""The per-line fast paths (specbench/metrics/logs.py FAST_SPEC_RE / FAST_ENGINE_RE) give exactly
+what the general field-by-field path gives, on every line, and real vLLM 0.32 lines take them."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from specbench.metrics import logs
+from specbench.metrics.logs import LineParser
+
+from test_fuzz_100k import NUMBERS, SEPARATORS, _mutate
+
+BASELINES = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+PREFIX = "(APIServer pid={pid}) INFO 12-02 20:57:{s:02d} [{mod}] "
+
+
+def _dec(rng: random.Random) -> str:
+    return rng.choice(["0", "0.0", "100.0", "2.70", "12.30", "0.608", "1" * 15, "9" * 15 + "." + "9" * 15,
+                       f"{rng.uniform(0, 500):.{rng.randint(0, 4)}f}"])
+
+
+def _int(rng: random.Random) -> str:
+    return rng.choice(["0", "7", "163", "9" * 15, str(rng.randint(0, 10**6))])
+
+
+def _spec_line(rng: random.Random) -> str:
+    pos = ", ".join(_dec(rng) for _ in range(rng.randint(1, 8)))
+    return (PREFIX.format(pid=rng.randint(1, 99999), s=rng.randint(0, 59), mod="metrics.py:120")
+            + f"SpecDecoding metrics: Mean acceptance length: {_dec(rng)}, Accepted throughput: {_dec(rng)} tokens/s, "
+            f"Drafted throughput: {_dec(rng)} tokens/s, Accepted: {_int(rng)} tokens, Drafted: {_int(rng)} tokens, "
+            f"Per-position acceptance rate: {pos}, Avg Draft acceptance rate: {_dec(rng)}%")
+
+
+def _engine_line(rng: random.Random) -> str:
+    tail = rng.choice(["", ", GPU KV cache usage: 1.2%", ", CPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
+                       ", Running: 9 reqs", ", Prefix cache hit rate: 0.0%, Waiting: 3 reqs",
+                       ", Avg prompt throughput: 1.0%"])
+    return (PREFIX.format(pid=rng.randint(1, 99999), s=rng.randint(0, 59), mod="loggers.py:335")
+            + f"Engine {rng.randint(0, 12):03d}: Avg prompt throughput: {_dec(rng)} tokens/s, Avg generation "
+            f"throughput: {_dec(rng)} tokens/s, Running: {_int(rng)} reqs, Waiting: {_int(rng)} reqs{tail}")
+
+
+PREFIXES = ["(EngineCore_DP0 pid=77) WARNING 12-02 20:57:{s:02d}.123 [{mod}] ", "INFO 12-02 20:57:{s:02d} [{mod}] ",
+            "(APIServer pid=0x1) INFO 12-02 20:57:{s:02d} [{mod}] ", "(A pid=5) INFO 2026-12-02 20:57:{s:02d} [{mod}] ",
+            "[{mod}] (APIServer pid=9) INFO 12-02 20:57:{s:02d} ", "(APIServer pid=3) INFO 12-02 20:57:{s:02d} [{mod}]  "]
+
+
+def _lines(n: int, seed: int = 13) -> list[str]:
+    rng = random.Random(seed)
+    real = [ln.rstrip("\n") for f in sorted(BASELINES.glob("*/server.log"))
+            for ln in f.read_text(errors="replace").splitlines() if "SpecDecoding" in ln or "Engine 0" in ln]
+    out = list(real)
+    for _ in range(n):
+        line = rng.choice([_spec_line, _engine_line])(rng) if rng.random() < 0.8 else rng.choice(real)
+        if rng.random() < 0.1:  # another prefix: the general prefix reading
+            head, _, rest = line.partition("] ")
+            line = rng.choice(PREFIXES).format(s=rng.randint(0, 59), mod="metrics.py:120") + rest
+        # Half stay well-formed (the fast path), half are mutated (mostly the general path; some
+        # mutations, e.g. a digit swap, keep the fast path with other values).
+        if rng.random() < 0.5:
+            line = _mutate(line, rng) if rng.random() < 0.7 else _splice(line, rng)
+        out.append(line)
+    return out
+
+
+def _splice(line: str, rng: random.Random) -> str:
+    pos = rng.randint(0, len(line))
+    return line[:pos] + rng.choice(NUMBERS + SEPARATORS) + line[pos:]
+
+
+def _records(lines: list[str], fast: bool, monkeypatch) -> list:
+    monkeypatch.setattr(logs, "FAST_PATHS", fast)
+    parser = LineParser("f.log")  # one parser: engine ids carry from engine lines to spec lines
+    return [(r.to_dict() if r is not None else None) for r in (parser.parse_line(ln, i) for i, ln in enumerate(lines, 1))]
+
+
+def test_fast_paths_equal_the_general_path(monkeypatch):
+    lines = _lines(20_000)
+    fast = _records(lines, True, monkeypatch)
+    general = _records(lines, False, monkeypatch)
+    assert fast == general
+    # The comparison means something only if both paths ran often, and on lines the general path
+    # rejects too.
+    assert sum(_fast_spec_matches(ln) for ln in lines) > 4_000
+    assert sum(_fast_engine_matches(ln) for ln in lines) > 4_000
+    assert sum(r is None for r in general) > 1_000
+
+
+def _fast_spec_matches(line: str) -> bool:
+    i = line.find("SpecDecoding metrics:")
+    return i >= 0 and logs.FAST_SPEC_RE.fullmatch(line[i + len("SpecDecoding metrics:"):]) is not None
+
+
+def _fast_engine_matches(line: str) -> bool:
+    m = logs.ENGINE_RE.search(line)
+    return m is not None and logs.FAST_ENGINE_RE.fullmatch(line[m.start():].split(":", 1)[1]) is not None
+
+
+@pytest.mark.parametrize("kind", ["SpecDecoding", "Engine 000"])
+def test_real_vllm_032_lines_take_the_fast_path(kind):
+    lines = [ln for f in sorted(BASELINES.glob("*/server.log")) for ln in f.read_text().splitlines() if kind in ln]
+    assert lines
+    for ln in lines:
+        if kind == "Engine 000":
+            assert _fast_engine_matches(ln), ln
+        else:
+            assert _fast_spec_matches(ln), ln
+
+
+def test_to_dict_is_the_canonical_order_and_a_copy():
+    from dataclasses import asdict
+
+    from specbench.metrics.record import EngineStatsRecord, SpecDecodeRecord
+
+    for rec in (SpecDecodeRecord(source="vllm", format="f", line=3, accepted_per_position=[5, 2],
+                                 per_position_acceptance=[0.5, 0.2], draft_tokens=9),
+                EngineStatsRecord(source="vllm", format="vllm-engine-stats", engine=1, running_reqs=4)):
+        d = asdict(rec)
+        want = {"kind": d.pop("kind"), **d}
+        got = rec.to_dict()
+        assert list(got.items()) == list(want.items())
+        for name, value in got.items():
+            if isinstance(value, list):
+                value.append(0)  # the caller's copy: the record keeps its own
+                assert getattr(rec, name) == want[name]
+
+
+def test_is_candidate_checks_every_prefilter_marker():
+    assert logs.PREFILTER == ("metrics:", "Decode batch", "Avg prompt throughput")  # spelled out in is_candidate
+    for marker in logs.PREFILTER:
+        assert logs.is_candidate(f"x {marker} y") and not logs.is_candidate(f"x {marker[:-1]} y")
