@@ -41,7 +41,7 @@ def _matrix(units: list[Counts]) -> tuple[np.ndarray, int]:
     return np.asarray(rows, dtype=np.float64), k
 
 
-def _stats(sums: np.ndarray, k: int) -> dict[str, np.ndarray]:
+def count_stats(sums: np.ndarray, k: int) -> dict[str, np.ndarray]:
     """Statistics from summed count columns; works on one row or on a (B, cols) matrix."""
     d, t, a = sums[..., 0], sums[..., 1], sums[..., 2]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -57,7 +57,7 @@ def _stats(sums: np.ndarray, k: int) -> dict[str, np.ndarray]:
 def point_estimates(units: list[Counts]) -> dict[str, float]:
     """The statistics of the pooled counts, keyed like :func:`bootstrap`'s intervals."""
     m, k = _matrix(units)
-    return {name: float(v) for name, v in _stats(m.sum(axis=0), k).items()}
+    return {name: float(v) for name, v in count_stats(m.sum(axis=0), k).items()}
 
 
 def resample_weights(n: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -71,7 +71,7 @@ def resample_weights(n: int, n_resamples: int, rng: np.random.Generator) -> np.n
 
 def _resampled(units: list[Counts], n_resamples: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], int]:
     m, k = _matrix(units)
-    return _stats(resample_weights(len(units), n_resamples, rng) @ m, k), k
+    return count_stats(resample_weights(len(units), n_resamples, rng) @ m, k), k
 
 
 def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:

@@ -231,13 +231,13 @@ def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float, warnings: list[str
         deltas = iv.acceptance_deltas(bc.units, cc.units, conf)
         ub, uc = bc.units, cc.units
     k = iv.common_k(ub, uc)
-    pb, pc = (iv.stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
+    pb, pc = (iv.count_stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
     exact = bc.exact is not None and cc.exact is not None and not bc.exact_missing and not cc.exact_missing
     if exact:  # exact /metrics counts for the point; the units only for the interval's width
         for side, cell, units in (("baseline", bc, ub), ("candidate", cc, uc)):
             _agree(cell, units, side, warnings)
         k_exact = min(k, len(bc.exact.accepted_per_position or []), len(cc.exact.accepted_per_position or []))
-        eb, ec = (iv.stats(iv.count_matrix([c.exact], k_exact).sum(axis=0), k_exact) for c in (bc, cc))
+        eb, ec = (iv.count_stats(iv.count_matrix([c.exact], k_exact).sum(axis=0), k_exact) for c in (bc, cc))
         pb = {key: (eb[key] if key in eb else v) for key, v in pb.items()}
         pc = {key: (ec[key] if key in ec else v) for key, v in pc.items()}
     specs = [(METRICS["mean_acceptance_length"], None), (METRICS["draft_acceptance_rate"], None)]

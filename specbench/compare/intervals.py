@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from specbench.analysis.bootstrap import count_stats
 from specbench.analysis.counts import Counts
 
 
@@ -72,19 +73,6 @@ def common_k(*sides: list[Counts]) -> int:
     return min(lens) if lens else 0
 
 
-def stats(sums: np.ndarray, k: int) -> dict[str, np.ndarray]:
-    """AL, DAR, p_i, alpha_i from summed count columns (one row or a matrix of rows)."""
-    d, t, a = sums[..., 0], sums[..., 1], sums[..., 2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = {"mean_acceptance_length": 1 + a / d, "draft_acceptance_rate": a / t}
-        p = [sums[..., 3 + i] / d for i in range(k)]
-        for i in range(k):
-            out[f"p{i}"] = p[i]
-        for i in range(k):
-            out[f"a{i}"] = p[0] if i == 0 else p[i] / p[i - 1]
-    return out
-
-
 def _jackknife_var(loo: np.ndarray) -> float:
     n = len(loo)
     return float((n - 1) / n * np.sum((loo - loo.mean()) ** 2))
@@ -98,9 +86,9 @@ def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float 
     """Unpaired: each side's units independent (windows, repeats, requests without prompt ids)."""
     k = common_k(base, cand)
     mb, mc = count_matrix(base, k), count_matrix(cand, k)
-    pb, pc = stats(mb.sum(axis=0), k), stats(mc.sum(axis=0), k)
-    jb = stats(mb.sum(axis=0) - mb, k) if len(base) >= 2 else None
-    jc = stats(mc.sum(axis=0) - mc, k) if len(cand) >= 2 else None
+    pb, pc = count_stats(mb.sum(axis=0), k), count_stats(mc.sum(axis=0), k)
+    jb = count_stats(mb.sum(axis=0) - mb, k) if len(base) >= 2 else None
+    jc = count_stats(mc.sum(axis=0) - mc, k) if len(cand) >= 2 else None
     out = {}
     for key in pb:
         point = float(pc[key] - pb[key])
@@ -144,9 +132,9 @@ def paired_acceptance_deltas(base: dict[str, Counts], cand: dict[str, Counts],
     # a prompt missing on one side is a row of zeros there (it adds nothing to that side's sums)
     mb = count_matrix([base.get(i, zero) for i in ids], k)
     mc = count_matrix([cand.get(i, zero) for i in ids], k)
-    pb, pc = stats(mb.sum(axis=0), k), stats(mc.sum(axis=0), k)
+    pb, pc = count_stats(mb.sum(axis=0), k), count_stats(mc.sum(axis=0), k)
     n = len(ids)
-    lb, lc = (stats(m.sum(axis=0) - m, k) for m in (mb, mc)) if n >= 2 else (None, None)
+    lb, lc = (count_stats(m.sum(axis=0) - m, k) for m in (mb, mc)) if n >= 2 else (None, None)
     out = {}
     for key in pb:
         point = float(pc[key] - pb[key])
