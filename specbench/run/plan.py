@@ -29,18 +29,14 @@ def fixture_resolver(study: Study):
     refs = {study.serve.model, *(v for v in study.matrix.get("draft", []))}
     if study.serve.speculative:
         refs.add(study.serve.speculative.draft)
-    paths = None
+    resolved: dict[str, str] = {}
     if refs & set(FIXTURE_REFS):
-        from specbench.fixtures import build_fixtures
+        from specbench.fixtures import resolve_fixture_ref
 
-        paths = build_fixtures()
+        resolved = {ref: resolve_fixture_ref(ref, build=True) for ref in sorted(refs & set(FIXTURE_REFS))}
 
     def resolve(ref: str) -> str:
-        if ref == "fixture:target":
-            return str(paths.target)
-        if ref == "fixture:draft":
-            return str(paths.draft)
-        return ref
+        return resolved.get(ref, ref)
 
     return resolve
 
