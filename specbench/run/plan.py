@@ -43,14 +43,15 @@ def fixture_resolver(study: Study):
 
 def check_cells(cells: list[Cell]) -> None:
     """Refuse, before launching anything, a variant the plugin cannot apply to a cell's draft."""
-    from specbench.plugin import check_variant_supported
+    from specbench.plugin import check_variant_supported, pos0_mask_from_env
 
     for c in cells:
-        if c.output_norm and c.output_norm != "on" and c.draft:
+        mask = pos0_mask_from_env(c.env)  # an unknown env:SPECBENCH_POS0_MASK value fails here, not in vLLM
+        if ((c.output_norm and c.output_norm != "on") or mask) and c.draft:
             draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
             if draft_dir is None:
                 continue  # a hub draft not downloaded yet: the plugin checks it inside the server
-            check_variant_supported(draft_dir, c.output_norm)
+            check_variant_supported(draft_dir, c.output_norm or "on", pos0_mask=mask)
 
 
 def _hub_cache_dir(repo_id: str) -> Path | None:
