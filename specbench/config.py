@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from specbench.errors import ConfigError
 
-FIXTURE_REFS = ("fixture:target", "fixture:draft", "fixture:heads-target", "fixture:heads-draft")
+FIXTURE_REFS = ("fixture:target", "fixture:draft", "fixture:heads-target", "fixture:heads-draft",
+                "fixture:heads-draft-h128")
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
