@@ -89,3 +89,59 @@ def _spec_counts(text: str) -> tuple[int, list[int]]:
             elif s.name == "vllm:spec_decode_num_accepted_tokens_per_pos_total":
                 per_pos[int(s.labels["position"])] += int(s.value)
     return drafts, per_pos
+
+
+@pytest.fixture(scope="module")
+def groups():
+    from specbench.report_inputs import groups_from_run
+
+    return {g.label: g for g in groups_from_run(EAGLE_RUN)}
+
+
+def _delta(groups, base: str, cand: str) -> dict[str, tuple[float, float]]:
+    """Bootstrap CI of cand - base over requests (specbench report's own comparison)."""
+    from specbench.analysis.bootstrap import bootstrap_delta
+
+    return bootstrap_delta(groups[base].units, groups[cand].units, n_resamples=2000, seed=0)
+
+
+@pytest.mark.parametrize("mask", ["off", "on"])
+def test_logits_only_differs_from_on_because_the_carried_state_matters(eagle, groups, mask):
+    """On this fixture the carried state is read back: carrying the pre-norm sum costs acceptance.
+
+    The first draft step carries the target's (post-norm) state under every variant, so the loss
+    builds up with depth: p2 lies beyond the CIs, and AL's difference excludes 0.
+    """
+    on, lo = eagle[_cell_id("on", mask)], eagle[_cell_id("logits-only", mask)]
+    assert _below(lo, on, "p2")
+    al_lo, al_hi = _delta(groups, _cell_id("on", mask), _cell_id("logits-only", mask))["mean_acceptance_length"]
+    assert al_hi < 0
+    drops = [float(on[f"p{i}"]) - float(lo[f"p{i}"]) for i in range(3)]
+    assert max(drops) == drops[2]  # deepest position loses most
+
+
+@pytest.mark.parametrize("mask", ["off", "on"])
+def test_off_loses_most(eagle, mask):
+    on, lo, off = (eagle[_cell_id(n, mask)] for n in NORMS)
+    assert _below(off, lo, "mean_acceptance_length") and _below(off, on, "mean_acceptance_length")
+    assert _below(off, on, "p0")  # un-normed logits: even the first draft position drops
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_pos0_mask_effect_is_measured_with_an_interval(groups, norm):
+    """The mask only changes the draft's KV entry of the first prompt token: no significant effect here."""
+    lo, hi = _delta(groups, _cell_id(norm, "off"), _cell_id(norm, "on"))["mean_acceptance_length"]
+    assert lo < hi and lo < 0 < hi
+
+
+def test_mtp_runs_on_cpu_and_matches_the_eagle_head_with_mtp_behaviour(eagle):
+    """Same weights, same load: vLLM 0.32's MTP layer carries the post-norm state and masks position 0,
+    i.e. behaves as the EAGLE head with output_norm on + pos0 mask on; its AL is inside that cell's CI."""
+    (mtp,) = _rows(MTP_RUN).values()
+    assert mtp["status"] == "done" and int(mtp["num_drafts"]) > 300
+    log = (MTP_RUN / mtp["cell_id"] / "server.log").read_text(errors="replace")
+    assert "Resolved architecture: DeepSeekMTPModel" in log and "specbench output_norm variant" not in log
+    twin = eagle[_cell_id("on", "on")]
+    lo, hi = _ci(twin, "mean_acceptance_length")
+    assert lo < float(mtp["mean_acceptance_length"]) < hi
+    assert _below(eagle[_cell_id("logits-only", "on")], mtp, "p2")  # what older MTP carried would cost
