@@ -82,7 +82,7 @@ def register() -> None:
                 variant, "on" if mask else "off", REGISTERED_ARCH)
 
 
-def check_variant_supported(draft_dir: Path, variant: str, pos0_mask: bool = False) -> None:
+def check_variant_supported(draft_dir: Path, variant: str, pos0_mask: bool = False, method: str = "eagle") -> None:
     """Before launching: refuse a variant the plugin cannot apply to this draft (ConfigError)."""
     if variant not in VARIANTS:
         raise ConfigError(f"output_norm {variant!r} is not a known variant; use one of {', '.join(VARIANTS)}")
@@ -91,6 +91,9 @@ def check_variant_supported(draft_dir: Path, variant: str, pos0_mask: bool = Fal
     # Names the switches that need the head, in the errors below.
     what = f"output_norm {variant!r}" + (f" with {POS0_MASK_VAR}='on'" if pos0_mask else "")
     fix = f"use output_norm 'on'{f' and {POS0_MASK_VAR}=off' if pos0_mask else ''} for this draft"
+    if method != "eagle":  # e.g. deepseek_mtp builds DeepSeekMTP, which the plugin does not replace
+        raise ConfigError(f"{what} switches the DeepSeek EAGLE head (method 'eagle'); with method {method!r} "
+                          f"it would silently do nothing: {fix}")
     path = Path(draft_dir) / "config.json"
     try:
         config = json.loads(path.read_text(encoding="utf-8"))

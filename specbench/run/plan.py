@@ -51,7 +51,15 @@ def check_cells(cells: list[Cell]) -> None:
             draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
             if draft_dir is None:
                 continue  # a hub draft not downloaded yet: the plugin checks it inside the server
-            check_variant_supported(draft_dir, c.output_norm or "on", pos0_mask=mask)
+            check_variant_supported(draft_dir, c.output_norm or "on", pos0_mask=mask, method=_spec_method(c))
+
+
+def _spec_method(cell: Cell) -> str:
+    import json
+
+    if "--speculative-config" not in cell.args:
+        return "eagle"
+    return json.loads(cell.args[cell.args.index("--speculative-config") + 1]).get("method", "eagle")
 
 
 def _hub_cache_dir(repo_id: str) -> Path | None:

@@ -40,3 +40,15 @@ def test_unknown_pos0_mask_value_is_a_config_error_before_launch():
     }, "x.yaml")
     with pytest.raises(ConfigError, match=r"SPECBENCH_POS0_MASK='yes'.*off, on"):
         check_cells(expand(study))
+
+
+def test_head_switches_on_an_mtp_cell_are_refused_not_ignored():
+    config = ROOT / "configs" / "head_variants_mtp.yaml"
+    import yaml
+
+    data = yaml.safe_load(config.read_text())
+    data["matrix"] = {"output_norm": ["logits-only"]}
+    cells = expand(parse_study(data, str(config)))
+    resolve_fixture_ref("fixture:heads-target", build=True)  # the check reads the draft's config.json
+    with pytest.raises(ConfigError, match=r"output_norm 'logits-only' switches the DeepSeek EAGLE head.*'deepseek_mtp'"):
+        check_cells(cells)
