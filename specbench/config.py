@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.safe_yaml import LimitError, load_yaml
 
-FIXTURE_REFS = ("fixture:target", "fixture:draft")
+FIXTURE_REFS = ("fixture:target", "fixture:draft", "fixture:heads-target", "fixture:heads-draft",
+                "fixture:heads-draft-h128")
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -57,7 +58,7 @@ def check_model_ref(value: str) -> str:
     if value in FIXTURE_REFS:
         return value
     if value.startswith("fixture:"):
-        raise ValueError(f"unknown fixture {value!r}; use 'fixture:target' or 'fixture:draft'")
+        raise ValueError(f"unknown fixture {value!r}; use one of {', '.join(repr(r) for r in FIXTURE_REFS)}")
     if _path_is(value, "exists"):
         return value
     looks_local = value.startswith((".", "/", "~")) or value.count("/") != 1

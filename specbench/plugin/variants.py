@@ -1,11 +1,15 @@
-"""Output-norm variants of vLLM's DeepSeek-V3 EAGLE head (imported only inside vLLM processes).
+"""Head variants of vLLM's DeepSeek-V3 EAGLE head (imported only inside vLLM processes).
 
-vLLM's ``deepseek_eagle.DeepseekV2Model.forward`` ends with ``self.norm(hidden_states, residual)``,
+vLLM 0.32's ``deepseek_eagle.DeepseekV2Model.forward`` ends with ``self.norm(hidden_states, residual)``,
 an RMSNorm fused with the residual add, which returns ``(norm(sum), sum)``; it hands back
-``(norm, norm)``: the first for logits, the second carried to the next draft step. The variants:
+``(norm, norm)``: the first for logits, the second carried to the next draft step. It does not mask
+position 0. Two switches, composable:
 
-* ``off``         -> ``(sum, sum)``: no final norm at all.
-* ``logits-only`` -> ``(norm, sum)``: norm for logits only, the un-normed sum is carried (as MTP).
+* output norm: ``off`` -> ``(sum, sum)``: no final norm at all; ``logits-only`` -> ``(norm, sum)``:
+  norm for logits only, the un-normed sum carried (what vLLM's ``deepseek_mtp.py`` carried before
+  it switched to the post-norm state; vLLM 0.32's MTP layer carries the post-norm state, like ``on``).
+* pos0 mask: ``on`` -> zero the input embedding at position 0 before ``enorm``, exactly as vLLM
+  0.32's ``deepseek_mtp.py`` does (``torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)``).
 
 The inner model must be *constructed* as the variant class: vLLM's compile wrapper captures
 ``forward`` when the module is built, so swapping classes or methods afterwards would not take.
@@ -27,17 +31,20 @@ logger = logging.getLogger("vllm.specbench_plugin")
 INNER_ATTRS = ("embed_tokens", "enorm", "hnorm", "fc", "layers", "norm")
 FORWARD_PARAMS = ["self", "input_ids", "positions", "hidden_states"]
 # Returned (for logits, carried) for the fused norm's outputs ``normed`` and ``summed``.
-VARIANT_OUTPUTS = {"off": ("sum", "sum"), "logits-only": ("norm", "sum")}
+VARIANT_OUTPUTS = {"on": ("norm", "norm"), "off": ("sum", "sum"), "logits-only": ("norm", "sum")}
 
 _BASE_INNER = deepseek_eagle.DeepseekV2Model
 _construct_lock = threading.Lock()
 
 
-def _forward_for(variant: str):
+def _forward_for(variant: str, pos0_mask: bool):
     for_logits, carried = VARIANT_OUTPUTS[variant]
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, hidden_states: torch.Tensor):
-        inputs = torch.cat([self.enorm(self.embed_tokens(input_ids)), self.hnorm(hidden_states)], dim=-1)
+        embeds = self.embed_tokens(input_ids)
+        if pos0_mask:  # deepseek_mtp.py's mask, verbatim
+            embeds = torch.where(positions.unsqueeze(-1) == 0, 0, embeds)
+        inputs = torch.cat([self.enorm(embeds), self.hnorm(hidden_states)], dim=-1)
         hidden_states = self.fc(inputs)
         residual = None
         for layer in self.layers:
@@ -49,7 +56,13 @@ def _forward_for(variant: str):
     return forward
 
 
-def _make_inner(variant: str) -> type:
+def class_suffix(variant: str, pos0_mask: bool) -> str:
+    return "OutputNorm" + variant.title().replace("-", "") + ("Pos0Mask" if pos0_mask else "")
+
+
+def _make_inner(variant: str, pos0_mask: bool) -> type:
+    mask = "on" if pos0_mask else "off"
+
     def __init__(self, *args, **kwargs):
         _BASE_INNER.__init__(self, *args, **kwargs)
         missing = [a for a in INNER_ATTRS if not hasattr(self, a)]
@@ -58,13 +71,15 @@ def _make_inner(variant: str) -> type:
                 f"specbench output_norm '{variant}': vLLM's deepseek_eagle.DeepseekV2Model has no {missing}; "
                 "this vLLM's EAGLE head differs from the one the plugin was written for (vLLM 0.32)"
             )
-        logger.info("specbench output_norm variant '%s' loaded: %s", variant, type(self).__qualname__)
+        logger.info("specbench output_norm variant '%s' loaded (pos0_mask %s): %s", variant, mask,
+                    type(self).__qualname__)
 
-    name = "DeepseekV2ModelOutputNorm" + variant.title().replace("-", "")
-    return type(name, (_BASE_INNER,), {"__init__": __init__, "forward": _forward_for(variant), "__module__": __name__})
+    name = "DeepseekV2Model" + class_suffix(variant, pos0_mask)
+    namespace = {"__init__": __init__, "forward": _forward_for(variant, pos0_mask), "__module__": __name__}
+    return type(name, (_BASE_INNER,), namespace)
 
 
-def _make_outer(variant: str, inner: type) -> type:
+def _make_outer(variant: str, pos0_mask: bool, inner: type) -> type:
     def __init__(self, *, vllm_config, prefix: str = ""):
         # EagleDeepseekV3ForCausalLM.__init__ builds ``deepseek_eagle.DeepseekV2Model(...)`` by module
         # global; pointing that name at the variant while it runs keeps vLLM's own constructor (no
@@ -81,7 +96,7 @@ def _make_outer(variant: str, inner: type) -> type:
                 "not the variant; this vLLM's EAGLE head constructs its inner model differently"
             )
 
-    name = "EagleDeepseekV3OutputNorm" + variant.title().replace("-", "")
+    name = "EagleDeepseekV3" + class_suffix(variant, pos0_mask)
     return type(name, (deepseek_eagle.EagleDeepseekV3ForCausalLM,), {"__init__": __init__, "__module__": __name__})
 
 
@@ -109,4 +124,8 @@ def verify_wrapped_classes(vllm_version: str) -> None:
         )
 
 
-VARIANT_CLASSES = {v: _make_outer(v, _make_inner(v)) for v in VARIANT_OUTPUTS}
+# (output_norm, pos0_mask) -> model class. ("on", False) is vLLM as shipped and is never registered
+# by the plugin; its class exists for tests that compare the re-implemented forward with vLLM's.
+VARIANT_CLASSES = {
+    (v, m): _make_outer(v, m, _make_inner(v, m)) for v in VARIANT_OUTPUTS for m in (False, True)
+}

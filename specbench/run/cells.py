@@ -108,10 +108,9 @@ def default_resolver(ref: str) -> str:
     """Leaves fixture refs as placeholders (validate / dry-run without building the fixtures)."""
     if ref in FIXTURE_REFS:
         try:
-            from specbench.fixtures import fixture_paths
+            from specbench.fixtures import resolve_fixture_ref
 
-            paths = fixture_paths()
-            return str(paths.target if ref == "fixture:target" else paths.draft)
+            return resolve_fixture_ref(ref)
         except ImportError:
             return f"<{ref}>"
     return ref

@@ -30,26 +30,21 @@ def fixture_resolver(study: Study):
     refs = {study.serve.model, *(v for v in study.matrix.get("draft", []))}
     if study.serve.speculative:
         refs.add(study.serve.speculative.draft)
-    paths = None
+    resolved: dict[str, str] = {}
     if refs & set(FIXTURE_REFS):
-        from specbench.fixtures import build_fixtures
+        from specbench.fixtures import resolve_fixture_ref
 
-        paths = build_fixtures()
+        resolved = {ref: resolve_fixture_ref(ref, build=True) for ref in sorted(refs & set(FIXTURE_REFS))}
 
     def resolve(ref: str) -> str:
-        if ref == "fixture:target":
-            return str(paths.target)
-        if ref == "fixture:draft":
-            return str(paths.draft)
-        return ref
+        return resolved.get(ref, ref)
 
     return resolve
 
 
 def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> None:
-    """Refuse, before launching anything, a variant the plugin cannot apply to a cell's draft.
-
-    The error names the config file and field that chose the draft, so the user knows what to edit."""
+    """Refuse, before launching anything, a variant the plugin cannot apply to a cell's draft, or
+    an unknown position-0 mask switch. The error names the config file, so the user knows what to edit."""
     from specbench.plugin import check_variant_supported
 
     try:
@@ -57,17 +52,27 @@ def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> Non
     except ConfigError as exc:
         if config_path is None:
             raise
-        raise ConfigError(f"{config_path}: serve.speculative.draft (or the draft axis): {exc}") from None
+        raise ConfigError(f"{config_path}: {exc}") from None
 
 
 def _check_variants(cells: list[Cell], check_variant_supported) -> None:
+    from specbench.plugin import pos0_mask_from_env
 
     for c in cells:
-        if c.output_norm and c.output_norm != "on" and c.draft:
+        mask = pos0_mask_from_env(c.env)  # an unknown env:SPECBENCH_POS0_MASK value fails here, not in vLLM
+        if ((c.output_norm and c.output_norm != "on") or mask) and c.draft:
             draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
             if draft_dir is None:
                 continue  # a hub draft not downloaded yet: the plugin checks it inside the server
-            check_variant_supported(draft_dir, c.output_norm)
+            check_variant_supported(draft_dir, c.output_norm or "on", pos0_mask=mask, method=_spec_method(c))
+
+
+def _spec_method(cell: Cell) -> str:
+    import json
+
+    if "--speculative-config" not in cell.args:
+        return "eagle"
+    return json.loads(cell.args[cell.args.index("--speculative-config") + 1]).get("method", "eagle")
 
 
 def _hub_cache_dir(repo_id: str) -> Path | None:

@@ -10,7 +10,8 @@ import pytest
 
 from specbench.errors import ConfigError
 from specbench.plugin import (
-    ENV_VAR, PLUGIN_NAME, REGISTERED_ARCH, check_variant_supported, plugin_env, register, variant_from_env,
+    ENV_VAR, PLUGIN_NAME, POS0_MASK_VAR, REGISTERED_ARCH, check_variant_supported, plugin_env, pos0_mask_from_env,
+    register, variant_from_env,
 )
 
 
@@ -30,6 +31,7 @@ def test_entry_point_is_declared():
 
 @pytest.mark.parametrize("value", [None, "", "on"])
 def test_on_or_unset_registers_nothing(registry, monkeypatch, caplog, value):
+    monkeypatch.setenv(POS0_MASK_VAR, "off")
     if value is None:
         monkeypatch.delenv(ENV_VAR, raising=False)
     else:
@@ -41,17 +43,69 @@ def test_on_or_unset_registers_nothing(registry, monkeypatch, caplog, value):
     assert "nothing registered" in caplog.text
 
 
-@pytest.mark.parametrize("variant", ["off", "logits-only"])
-def test_variant_replaces_the_eagle_head(registry, monkeypatch, variant):
+@pytest.mark.parametrize("mask", [None, "on"])
+@pytest.mark.parametrize("variant", ["off", "logits-only", "on"])
+def test_variant_replaces_the_eagle_head(registry, monkeypatch, variant, mask):
     from vllm.model_executor.models import deepseek_eagle
 
+    if variant == "on" and mask is None:
+        pytest.skip("vLLM as shipped: test_on_or_unset_registers_nothing")
     monkeypatch.setenv(ENV_VAR, variant)
+    if mask is None:
+        monkeypatch.delenv(POS0_MASK_VAR, raising=False)
+    else:
+        monkeypatch.setenv(POS0_MASK_VAR, mask)
     shipped = registry.models[REGISTERED_ARCH]
     register()
     cls = registry.models[REGISTERED_ARCH].model_cls
     assert registry.models[REGISTERED_ARCH] is not shipped
     assert issubclass(cls, deepseek_eagle.EagleDeepseekV3ForCausalLM)
     assert variant.replace("-", "").lower() in cls.__name__.lower()
+    assert ("pos0mask" in cls.__name__.lower()) == (mask == "on")
+
+
+def test_pos0_mask_values(monkeypatch):
+    assert pos0_mask_from_env({}) is False
+    assert pos0_mask_from_env({POS0_MASK_VAR: " on "}) is True
+    assert pos0_mask_from_env({POS0_MASK_VAR: "off"}) is False
+    with pytest.raises(ConfigError, match=r"SPECBENCH_POS0_MASK='1'.*off, on"):
+        pos0_mask_from_env({POS0_MASK_VAR: "1"})
+
+
+@pytest.mark.parametrize(("variant", "mask", "expect"), [
+    ("on", False, ("norm", "norm")), ("logits-only", False, ("norm", "sum")), ("off", False, ("sum", "sum")),
+    ("on", True, ("norm", "norm")), ("logits-only", True, ("norm", "sum")),
+])
+def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
+    """Runs each variant's forward (vLLM's real construction needs a server) on a stub module.
+
+    Stub layers record what they are given, so the test sees the position-0 mask act on the input
+    embedding and the variant pick (norm, sum) outputs of the fused final norm.
+    """
+    import torch
+
+    from specbench.plugin import variants
+
+    forward = variants._forward_for(variant, mask)
+    seen = {}
+
+    class Stub:
+        embed_tokens = staticmethod(lambda ids: ids.float().unsqueeze(-1).repeat(1, 2) + 1.0)
+        enorm = staticmethod(lambda x: seen.setdefault("enorm_in", x))
+        hnorm = staticmethod(lambda h: h)
+        fc = staticmethod(lambda x: x[:, :2] + x[:, 2:])
+        layers = [lambda pos, h, r: (h, h * 0 + 10.0)]
+        norm = staticmethod(lambda h, r: (torch.full_like(h, -1.0), h + r))
+
+    positions = torch.tensor([0, 1, 2])
+    out = forward(Stub(), torch.tensor([5, 6, 7]), positions, torch.zeros(3, 2))
+    first_row = seen["enorm_in"][0]
+    assert bool((first_row == 0).all()) == mask  # masked only at position 0
+    assert bool((seen["enorm_in"][1:] != 0).all())
+    summed = seen["enorm_in"] + 10.0  # fc(embed, hidden 0) + the layer's residual 10
+    values = {"norm": torch.full((3, 2), -1.0), "sum": summed}
+    torch.testing.assert_close(out[0], values[expect[0]])
+    torch.testing.assert_close(out[1], values[expect[1]])
 
 
 def test_unknown_value_is_a_clear_error(monkeypatch):
@@ -84,6 +138,12 @@ def test_check_variant_supported_names_the_architecture(tmp_path):
     check_variant_supported(llama, "on")  # vLLM as shipped works with any draft
     with pytest.raises(ConfigError, match="not a known variant"):
         check_variant_supported(llama, "none")
+
+
+def test_pos0_mask_needs_a_deepseek_head(tmp_path):
+    llama = _draft(tmp_path, architectures=["LlamaForCausalLM"], model_type="llama")
+    with pytest.raises(ConfigError, match=r"LlamaForCausalLM.*SPECBENCH_POS0_MASK='on'.*use output_norm 'on' and SPECBENCH_POS0_MASK=off"):
+        check_variant_supported(llama, "on", pos0_mask=True)
 
 
 def test_check_variant_supported_accepts_deepseek_heads(tmp_path):
