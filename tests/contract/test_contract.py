@@ -101,7 +101,7 @@ def _configs_with_secrets() -> list[tuple[str, dict]]:
         data = yaml.safe_load(path.read_text())
         data["serve"].setdefault("env", {})["HF_TOKEN"] = CFG_SECRETS[0]
         data["serve"]["extra_args"] = ["--api-key", CFG_SECRETS[3]]
-        data["matrix"]["env:OPENAI_API_KEY"] = CFG_SECRETS[1:3]
+        data.setdefault("matrix", {})["env:OPENAI_API_KEY"] = CFG_SECRETS[1:3]
         out.append((path.name, data))
     return out
 
