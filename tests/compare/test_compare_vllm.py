@@ -70,7 +70,9 @@ def test_output_norm_off_is_a_regression(default_study, tmp_path):
         p0 = lambda c: c["accepted_per_position"][0] / c["num_drafts"]  # noqa: E731
         row = next(r for r in cell["metrics"] if r["name"] == "per_position[0]")
         assert row["delta"] == pytest.approx(p0(cand_c) - p0(base), abs=0.02)  # units vs exact totals
-        assert row["verdict"] == "worse" and row["ci"][1] < -0.02
+        # significantly worse in every broken cell (whether past the 2pp tolerance too depends on the
+        # cell: the gate assertions above need it in at least one)
+        assert row["verdict"] == "worse" and row["ci"][1] < 0
     assert ET.parse(xml).getroot().get("failures") == str(len(data["regressions"]))
     assert "🔴 worse" in md.read_text()
 
