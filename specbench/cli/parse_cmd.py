@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         files: Annotated[list[Path], typer.Argument(help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.")],
         fmt: Annotated[OutputFormat, typer.Option("--format", help="table, jsonl (canonical records) or csv.")] = OutputFormat.table,
         include_engine_stats: Annotated[bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")] = False,
-        strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a file has no metrics.")] = False,
+        strict: Annotated[bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")] = False,
     ) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
         from specbench.metrics.parse import parse_file, without_gc
@@ -57,7 +57,8 @@ def register(app: typer.Typer) -> None:
         else:
             _render_table(rows)
         if strict and empty:
-            raise typer.Exit(1)
+            # An input without metrics is an input error (2), not a regression verdict (1).
+            raise typer.Exit(2)
 
 
 def _render_table(rows: list[dict]) -> None:

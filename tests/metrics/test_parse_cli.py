@@ -33,7 +33,7 @@ def test_no_metrics_warns_and_strict_fails(tmp_path):
     empty.write_text("nothing here\n")
     assert run(empty).returncode == 0
     res = run(empty, "--strict")
-    assert res.returncode == 1 and "empty.log" in res.stderr
+    assert res.returncode == 2 and "empty.log" in res.stderr
 
 
 def test_csv_and_table(tmp_path):

@@ -106,7 +106,7 @@ def test_a_file_without_spec_decode_keys_warns(tmp_path):
     recs, warnings = records_from_file(f)
     assert recs == [] and "without spec_decode_* keys" in warnings[0]
     res = CliRunner().invoke(app, ["parse", "--strict", str(f)])
-    assert res.exit_code == 1
+    assert res.exit_code == 2
 
 
 def test_append_result_files_hold_one_result_per_line(tmp_path):
