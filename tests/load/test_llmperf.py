@@ -18,9 +18,9 @@ from specbench.load.llmperf import LlmperfSpec, read_llmperf_results, results_na
 from specbench.load.llmperf_account import server_counts
 from specbench.load.summary import llmperf_row, summarize_rows
 
-# SPECBENCH_LLMPERF_FIXTURES: the samples' folder when the checkout is not beside ../shared.
-FIXTURES = Path(os.environ.get("SPECBENCH_LLMPERF_FIXTURES")
-                or Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "llmperf")
+# Real llmperf output files (see data/llmperf/README.md), committed so these tests run in any
+# checkout; SPECBENCH_LLMPERF_FIXTURES points at another folder of samples.
+FIXTURES = Path(os.environ.get("SPECBENCH_LLMPERF_FIXTURES") or Path(__file__).resolve().parent / "data" / "llmperf")
 NAMES = ["m_60_12", "meta-llama-Llama-3-1-8B-Instruct_100_30"]
 
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"llmperf samples not at {FIXTURES}")
