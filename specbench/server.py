@@ -32,8 +32,7 @@ import psutil
 
 from specbench.errors import DependencyError, ServerError
 
-# Redaction lives in specbench.redact (one module for every writer); re-exported for callers here.
-from specbench.redact import REDACTED, redact_argv, redact_env, server_api_key  # noqa: F401
+from specbench.redact import redact_argv
 
 log = logging.getLogger(__name__)
 

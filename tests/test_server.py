@@ -16,7 +16,8 @@ import psutil
 import pytest
 
 from specbench.errors import DependencyError, ServerError
-from specbench.server import VLLMServer, pick_port, redact_argv, redact_env
+from specbench.redact import redact_argv, redact_env
+from specbench.server import VLLMServer, pick_port
 
 STANDINS = Path(__file__).parent / "load"
 

@@ -28,7 +28,7 @@ def _config_or_default(config: Optional[Path]) -> Path:
 def _print_dry_run(config: Path) -> None:
     from specbench.config import load_config
     from specbench.run.cells import expand
-    from specbench.server import redact_argv, redact_env
+    from specbench.redact import redact_argv, redact_env
 
     from specbench.config_checks import check_prompts
 
@@ -53,7 +53,7 @@ def _print_dry_run(config: Path) -> None:
 def _print_llmperf(study, cell, out) -> None:
     """llmperf's exact command lines (warmup, load) for a cell; the model is the served name."""
     from specbench.load.llmperf import llmperf_argv, llmperf_spec
-    from specbench.server import redact_argv
+    from specbench.redact import redact_argv
 
     ld = study.load
     model = study.served_model_name if study.serve.served_model_name else cell.args[0]

@@ -104,13 +104,13 @@ def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float 
             out[key] = Delta(point, why="not defined in every leave-one-out subset")
             continue
         se = math.sqrt(vb + vc)
-        df = _welch_df(vb, vc, len(base), len(cand))
+        df = _conservative_df(len(base), len(cand))
         out[key] = Delta(point, _t_ci(point, se, df, confidence), se, df,
                          f"t (df min(n)-1), jackknife SE, {len(base)} vs {len(cand)} units")
     return out
 
 
-def _welch_df(vb: float, vc: float, nb: int, nc: int) -> float:  # noqa: ARG001 - see below
+def _conservative_df(nb: int, nc: int) -> float:
     # The conservative bound of Welch's df (min(n) - 1), not the Satterthwaite estimate: at 3-10
     # units the estimate rides on two noisy jackknife variances, and the A/A simulation measured
     # 3.3% one-sided false alarms at 10 units per side with it (2.5% meant); with the bound, at or
@@ -201,7 +201,7 @@ def scaled_delta(b: float, c: float, rel_se_b: float | None, rel_se_c: float | N
         return Delta(point, why="too few units for an interval")
     vb, vc = (b * rel_se_b) ** 2, (c * rel_se_c) ** 2
     se = math.sqrt(vb + vc)
-    df = _welch_df(vb, vc, nb, nc)
+    df = _conservative_df(nb, nc)
     return Delta(point, _t_ci(point, se, df, confidence), se, df, method)
 
 
@@ -213,7 +213,7 @@ def mean_delta(base: list[float], cand: list[float], confidence: float = 0.95) -
         return Delta(point, why=f"too few repeats for an interval ({len(b)} vs {len(c)})")
     vb, vc = float(b.var(ddof=1) / len(b)), float(c.var(ddof=1) / len(c))
     se = math.sqrt(vb + vc)
-    df = _welch_df(vb, vc, len(b), len(c))
+    df = _conservative_df(len(b), len(c))
     return Delta(point, _t_ci(point, se, df, confidence), se, df, f"Welch t over repeats, {len(b)} vs {len(c)}")
 
 

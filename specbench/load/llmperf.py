@@ -31,8 +31,9 @@ from typing import Any, Callable
 from specbench.errors import InputError, SpecbenchError
 from specbench.load import llmperf_account as account
 from specbench.load.driver import LoadResult
-from specbench.load.llmperf_checks import (SCRIPT, check_llmperf, check_tokenizer, default_input_tokens,  # noqa: F401
-                                           kill_group)
+from specbench.load.llmperf_checks import (KILL_GRACE_S, SCRIPT, check_llmperf, check_tokenizer,  # noqa: F401
+                                           default_input_tokens)
+from specbench.procs import kill_tree
 REQUEST_TIMEOUT_S = 180   # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
 # sitecustomize that prints the server's message of an HTTP error llmperf drops (observation only).
 OBSERVER = Path(__file__).resolve().parent / "llmperf_observe"
@@ -153,13 +154,13 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
                 except subprocess.TimeoutExpired:
                     span.observe(time.monotonic(), account.server_counts(_safe(scrape)))
                 if time.monotonic() - t0 > spec.wall_limit_s:
-                    kill_group(proc)
+                    kill_tree(proc, grace_s=KILL_GRACE_S)
                     raise SpecbenchError(
                         f"llmperf ran past its wall-clock limit ({spec.wall_limit_s:.0f} s = test_timeout_s "
                         f"{spec.test_timeout_s} + start-up and last-request grace) and was killed; log {log_path}")
         finally:
             # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
-            kill_group(proc)
+            kill_tree(proc, grace_s=KILL_GRACE_S)
             reader.join(timeout=10)
             shutil.rmtree(ray_tmp, ignore_errors=True)
     after = account.server_counts(_safe(scrape))

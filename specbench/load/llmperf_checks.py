@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from specbench.errors import DependencyError
+from specbench.procs import kill_tree
+
+# SIGTERM to llmperf's process group (Ray's workers included), SIGKILL after this long.
+KILL_GRACE_S = 10.0
 
 SCRIPT = "token_benchmark_ray.py"
 
@@ -71,7 +73,7 @@ def check_tokenizer(spec: Any, timeout_s: float = 120.0) -> None:
         out, _ = proc.communicate(timeout=timeout_s)
         why = None if proc.returncode == 0 else (out.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1]
     except subprocess.TimeoutExpired:
-        kill_group(proc)
+        kill_tree(proc, grace_s=KILL_GRACE_S)
         why = f"it did not load within {timeout_s:.0f} s"
     if why:
         raise DependencyError(
@@ -80,19 +82,3 @@ def check_tokenizer(spec: Any, timeout_s: float = 120.0) -> None:
             "reachable into the HF cache and set HF_HUB_OFFLINE=1, or point llmperf's checkout at a local "
             "tokenizer folder")
     _tokenizer_ok.add(key)
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM llmperf's process group (Ray's workers included), SIGKILL after 10 s, then any
-    descendant that left the group."""
-    from specbench.procs import kill_tree
-
-    kill_tree(proc, grace_s=10.0)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False

@@ -6,7 +6,7 @@ Values are exactly as printed; percentages become fractions; a field the text do
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 Source = Literal["vllm", "sglang", "prometheus", "vllm-bench-serve", "vllm-offline"]

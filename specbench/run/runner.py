@@ -21,6 +21,7 @@ from typing import Any, Callable, Protocol
 
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
+from specbench import redact
 from specbench.run import collect, store
 from specbench.run.cells import Cell
 
@@ -102,7 +103,7 @@ def wait_log_matches(server, log_path: Path, after_line: int, baseline_prom, tim
 
 def new_record(cell: Cell, study: Study) -> dict[str, Any]:
     """cell.json's fields for a cell that has not finished (yet): status failed, no results."""
-    from specbench.server import redact_env
+    from specbench.redact import redact_env
 
     return {
         "cell_id": cell.cell_id, "axes": cell.axes, "repeat": cell.repeat, "is_baseline": cell.is_baseline,
@@ -117,7 +118,8 @@ class LocalExecutor:
     """Cells one after another on this machine."""
 
     def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]:
-        from specbench.server import VLLMServer, redact_argv
+        from specbench.redact import redact_argv
+        from specbench.server import VLLMServer
 
         study, serve = ctx.study, ctx.study.serve
         d = store.cell_dir(ctx.run_dir, cell.cell_id)
@@ -135,7 +137,7 @@ class LocalExecutor:
                             startup_timeout_s=serve.startup_timeout_s,
                             state_dir=state_dir, **kwargs)
         acc: dict | None = None
-        secrets = store.secret_values(cell.env, cell.args, include_process_env=True)  # servers inherit os.environ
+        secrets = redact.secret_values(cell.env, cell.args, include_process_env=True)  # servers inherit os.environ
         try:
             ctx.display.update(cell.cell_id, "starting")
             t0 = time.monotonic()
@@ -173,7 +175,7 @@ class LocalExecutor:
     def _finish(ctx: RunContext, record: dict, server, secrets, log_path: Path, state_dir: Path) -> None:
         record["pid"] = server.pid
         if record["status"] != "done":
-            record["log_tail"] = store.scrub_text(server.log_tail(), secrets) or None
+            record["log_tail"] = redact.scrub_text(server.log_tail(), secrets) or None
             if record["exit_status"] is None and server._proc is not None:  # noqa: SLF001
                 record["exit_status"] = server._proc.returncode  # noqa: SLF001
         record["ended_at"] = utc_now()
@@ -189,7 +191,7 @@ class LocalExecutor:
         study = ctx.study
         ld = study.load
         model = study.served_model_name if study.serve.served_model_name else cell.args[0]
-        from specbench.server import server_api_key
+        from specbench.redact import server_api_key
 
         key = server_api_key(cell.args, cell.env)  # a server started with --api-key refuses keyless load
         if ld.warmup_requests:

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from specbench.errors import InputError
 from specbench.io import atomic_write_bytes, atomic_write_text, load_json, save_json
-from specbench.redact import scrub_text, secret_values  # noqa: F401 - the run's writers use these
+from specbench.redact import scrub_text
 from specbench.run import shapes
 
 MANIFEST = "manifest.json"

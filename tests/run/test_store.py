@@ -13,6 +13,7 @@ import pytest
 
 from specbench.errors import InputError
 from specbench.io import save_json
+from specbench.redact import secret_values
 from specbench.run import store
 
 AXES = ["mla", "output_norm"]
@@ -136,7 +137,7 @@ def test_not_a_run_directory(tmp_path):
 def test_secret_values_and_scrub(tmp_path):
     env = {"HF_TOKEN": "hf_abcdef123", "OPENAI_API_KEY": "sk-123456", "VLLM_MLA_DISABLE": "1"}
     argv = ["model", "--api-key", "sk-argvsecret", "--hf-token=hf_eqsecret", "--max-num-seqs", "4"]
-    secrets = store.secret_values(env, argv)
+    secrets = secret_values(env, argv)
     assert set(secrets) == {"hf_abcdef123", "sk-123456", "sk-argvsecret", "hf_eqsecret"}
     log = tmp_path / "server.log"
     log.write_text("args: --api-key sk-argvsecret token=hf_abcdef123 seqs 4 disable 1\n")
