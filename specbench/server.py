@@ -54,9 +54,11 @@ def vllm_available(python: str = sys.executable) -> bool:
 MODELINFOS_ENV = "SPECBENCH_MODELINFOS_DIR"
 
 
-def shared_modelinfos_dir() -> Path:
+def shared_modelinfos_dir() -> Path | None:
     """Where servers share vLLM's model-class inspections: ``$SPECBENCH_MODELINFOS_DIR``, else
-    ``$SPECBENCH_CACHE/vllm-modelinfos``, else ``~/.cache/specbench/vllm-modelinfos``.
+    ``$SPECBENCH_CACHE/vllm-modelinfos``, else ``~/.cache/specbench/vllm-modelinfos``; None when
+    ``$SPECBENCH_MODELINFOS_DIR`` is ``off`` (every server inspects anew: for measuring what the
+    sharing saves, benchmarks/study_wall.py, or to rule the cache out when debugging).
 
     vLLM keeps them in ``$VLLM_CACHE_ROOT/modelinfos`` (registry.py ``_LazyRegisteredModel``); with
     an empty one it inspects each model class in a fresh subprocess, ~11-17 s each, three per EAGLE
@@ -66,6 +68,8 @@ def shared_modelinfos_dir() -> Path:
     The rest of the cache root (the compile cache, whose key ignores our variants) stays private.
     """
     explicit = os.environ.get(MODELINFOS_ENV)
+    if explicit == "off":
+        return None
     if explicit:
         return Path(explicit).expanduser()
     base = os.environ.get("SPECBENCH_CACHE")
@@ -250,7 +254,7 @@ class VLLMServer:
             env["VLLM_CACHE_ROOT"] = str(cache)
             if self.share_modelinfos:
                 shared = shared_modelinfos_dir()
-                if link_modelinfos(cache, shared):
+                if shared is not None and link_modelinfos(cache, shared):
                     self.modelinfos_dir = shared
         env["PYTHONUNBUFFERED"] = "1"  # so the log and the tail are current when it dies
         return env

@@ -59,6 +59,13 @@ def test_sharing_off_gives_an_empty_private_cache(tmp_path, monkeypatch):
     assert not (Path(env["VLLM_CACHE_ROOT"]) / "modelinfos").exists() and server.modelinfos_dir is None
 
 
+def test_env_off_turns_sharing_off(tmp_path, monkeypatch):
+    monkeypatch.setenv(MODELINFOS_ENV, "off")
+    assert shared_modelinfos_dir() is None
+    server, env = _env(tmp_path)
+    assert not (Path(env["VLLM_CACHE_ROOT"]) / "modelinfos").exists() and server.modelinfos_dir is None
+
+
 def test_a_real_directory_already_there_is_kept(tmp_path):
     root = tmp_path / "cache"
     (root / "modelinfos").mkdir(parents=True)

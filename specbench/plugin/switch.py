@@ -1,0 +1,111 @@
+"""Switch the draft head's variant inside a running vLLM server (eager mode), without a restart.
+
+Why: a head variant changes one function of the draft model, not its weights or shapes, so cells
+that differ only in head variants can share one server instead of paying a vLLM start-up each
+(~40-80 s on CPU, minutes for DeepSeek-R1 at TP 8).
+
+How: the server is started with ``--worker-extension-cls specbench.plugin.switch.HeadSwitch`` and
+``VLLM_SERVER_DEV_MODE=1`` (which exposes vLLM's ``/collective_rpc`` and ``/reset_prefix_cache``; the
+runner only enables it on a loopback host). :func:`switch_variant` posts ``/collective_rpc`` with
+``specbench_set_head_variant``; in every worker that sets (or, for the shipped variant, removes) an
+instance-level ``forward`` on the draft's inner model. nn.Module calls ``self.forward``, so the next
+draft step runs the variant; removing the attribute restores vLLM's own class method, so the shipped
+variant is vLLM as shipped, byte for byte. Nothing is registered in vLLM's model registry.
+
+Only in eager mode: with torch.compile the captured graph holds the forward it traced, so setting
+an attribute afterwards would silently change nothing. :func:`switchable` says which cells qualify;
+the others keep one server per cell. Tests: tests/plugin/test_switch_vllm.py proves a switched
+server gives the same counts as a fresh server per variant on the same load.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+
+from specbench.errors import ServerError
+
+EXTENSION = "specbench.plugin.switch.HeadSwitch"
+RPC_METHOD = "specbench_set_head_variant"
+DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+logger = logging.getLogger("vllm.specbench_plugin")
+
+
+def switchable(method: str, enforce_eager: bool, host: str) -> bool:
+    """Whether cells of such a server may switch head variants in place (else: a server per cell)."""
+    return method == "eagle" and enforce_eager and host in LOOPBACK_HOSTS
+
+
+def server_additions() -> tuple[list[str], dict[str, str]]:
+    """(extra argv, extra env) a server needs so that its head variant can be switched."""
+    return ["--worker-extension-cls", EXTENSION], {DEV_MODE_ENV: "1"}
+
+
+def _inner_draft_module(worker):
+    """The drafter's inner model: the module whose forward the EAGLE variants replace."""
+    drafter = getattr(getattr(worker, "model_runner", None), "drafter", None)
+    model = getattr(drafter, "model", None)
+    inner = getattr(model, "model", None)
+    if inner is None:
+        raise RuntimeError("specbench head switch: this worker has no EAGLE drafter (model_runner.drafter.model.model)")
+    return inner
+
+
+class HeadSwitch:
+    """vLLM worker extension (mixed into the worker class by ``--worker-extension-cls``)."""
+
+    def specbench_set_head_variant(self, spec: str) -> str:
+        from specbench.plugin import variants
+
+        wanted = json.loads(spec)
+        output_norm, pos0_mask = wanted["output_norm"], bool(wanted["pos0_mask"])
+        if output_norm not in variants.VARIANT_OUTPUTS:
+            raise ValueError(f"unknown output_norm {output_norm!r}")
+        inner = _inner_draft_module(self)
+        base = variants._BASE_INNER  # noqa: SLF001 - the class whose forward the variants re-implement
+        if not isinstance(inner, base):
+            raise RuntimeError(f"specbench head switch: the drafter's inner model is {type(inner).__name__}, "
+                               f"not {base.__name__}")
+        inner.__dict__.pop("forward", None)
+        if (output_norm, pos0_mask) != ("on", False):
+            inner.forward = variants._forward_for(output_norm, pos0_mask).__get__(inner)  # noqa: SLF001
+        now = "shipped" if "forward" not in inner.__dict__ else variants.class_suffix(output_norm, pos0_mask)
+        logger.info("specbench head variant switched: output_norm %r, pos0_mask %s (%s)",
+                    output_norm, "on" if pos0_mask else "off", now)
+        return now
+
+
+def switch_variant(url: str, output_norm: str, pos0_mask: bool, headers: Mapping[str, str] | None = None,
+                   timeout_s: float = 60.0) -> list[str]:
+    """Switch every worker of the server at ``url``; returns what each worker now runs."""
+    import httpx
+
+    body = {"method": RPC_METHOD, "args": [json.dumps({"output_norm": output_norm, "pos0_mask": pos0_mask})],
+            "timeout": timeout_s}
+    try:
+        r = httpx.post(f"{url}/collective_rpc", json=body, headers=dict(headers or {}), timeout=timeout_s + 5)
+    except httpx.HTTPError as exc:
+        raise ServerError(f"switching the head variant failed: {type(exc).__name__}: {exc}") from None
+    if r.status_code != 200:
+        raise ServerError(f"switching the head variant failed: /collective_rpc answered {r.status_code} "
+                          f"{r.text[:200]} (is the server started with {EXTENSION} and {DEV_MODE_ENV}=1?)")
+    results = r.json().get("results") or []
+    if not results:
+        raise ServerError("switching the head variant failed: no worker answered")
+    return [str(x) for x in results]
+
+
+def reset_prefix_cache(url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> None:
+    """Drop cached KV blocks (target and draft) so a new variant never reads the previous one's."""
+    import httpx
+
+    try:
+        r = httpx.post(f"{url}/reset_prefix_cache", headers=dict(headers or {}), timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ServerError(f"resetting the prefix cache failed: {type(exc).__name__}: {exc}") from None
+    if r.status_code != 200 or not (r.json() or {}).get("success", False):
+        raise ServerError(f"resetting the prefix cache failed: /reset_prefix_cache answered {r.status_code} "
+                          f"{r.text[:200]} (requests still running?)")
