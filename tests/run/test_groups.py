@@ -88,3 +88,28 @@ def test_cell_context_applies_the_cell_load_and_narrows_prompts(tmp_path):
     later = cell_context(ctx, cell, warmup=False)  # a group's later cells: warmup once per server
     assert later.study.load.warmup_requests == 0
     assert study.load.concurrency == 4  # the study itself is untouched
+
+
+def test_category_missing_from_the_users_prompt_file_fails_before_the_run(tmp_path):
+    from specbench.config_checks import check_prompts
+
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"category": "chat", "prompt": "hi"}\n')
+    study = _study({"load:category": ["chat", "code"]}, load={"prompts": {"path": str(f)}})
+    with pytest.raises(ConfigError, match=r"s.yaml: matrix.load:category\[1\]: no prompts of category 'code'"):
+        check_prompts(study, "s.yaml")
+
+
+def test_dry_run_says_how_many_servers(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(yaml.safe_dump({"name": "t", "serve": {"model": "org/m", "per_request_metrics": "off"},
+                                   "matrix": {"mla": ["on", "off"], "load:concurrency": [1, 2, 4]}}))
+    out = subprocess.run([sys.executable, "-m", "specbench", "run", str(cfg), "--dry-run"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "6 cells on 2 server(s)" in out.stdout and 'load={"concurrency": 4}' in out.stdout

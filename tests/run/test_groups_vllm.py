@@ -102,3 +102,24 @@ def test_counts_agree_exactly_per_cell(grouped_run):
     last = prometheus_counts((grouped_run / cells[-1]["cell_id"] / "metrics_after.prom").read_text())
     first_before = prometheus_counts((grouped_run / cells[0]["cell_id"] / "metrics_before.prom").read_text())
     assert sum(seen_drafts) == last.num_drafts - first_before.num_drafts
+
+
+def test_a_group_whose_server_fails_fails_every_cell_with_the_reason(tmp_path):
+    """vLLM's argument parser rejects the flag value: the server exits at once (cheap: nothing served)."""
+    pytest.importorskip("vllm")
+    import os
+
+    cfg = {"name": "dead", "results_dir": str(tmp_path / "results"),
+           "serve": {"model": "fixture:target", "enforce_eager": True, "extra_args": ["--max-num-seqs", "many"],
+                     "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "startup_timeout_s": 300},
+           "matrix": {"load:concurrency": [1, 2]}, "load": {"num_requests": 2, "warmup_requests": 0}}
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "specbench", "run", str(path), "--quiet"], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp_path), "NO_COLOR": "1"})
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    (run_dir,) = (tmp_path / "results").iterdir()
+    cells = _cells(run_dir)
+    assert [c["status"] for c in cells] == ["failed", "failed"]
+    assert all(c["reason"].startswith("the group's server did not start") for c in cells), cells[1]["reason"]
+    assert len(list((run_dir / "servers").iterdir())) == 1  # tried once, not once per cell
