@@ -42,7 +42,9 @@ from specbench.run.runner import (WAIT_EXTRA_S, CellFailed, LocalExecutor, RunCo
                                   _short_state_dir, new_record, utc_now)
 
 SERVERS_DIR = "servers"
-DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"  # vLLM registers /reset_prefix_cache only in dev mode
+# vLLM (0.32) registers /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1; its own `vllm bench
+# sweep serve` sets the same variable to reset caches between the runs it sends to one server.
+DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 
 
 def group_key(cell: Cell) -> tuple:
@@ -150,7 +152,7 @@ class GroupedExecutor(LocalExecutor):
                             startup_timeout_s=serve.startup_timeout_s, state_dir=state_dir, **kwargs)
         secrets = redact.secret_values(env, first.args, include_process_env=True)
         info = {"id": gid, "cells": [c.cell_id for c in group], "log": f"{SERVERS_DIR}/{gid}/server.log",
-                "startup_s": None}
+                "startup_s": None, "dev_mode": env.get(DEV_MODE_ENV) == "1"}
         wait_s = 3 * serve.log_stats_interval_s + WAIT_EXTRA_S
         slice_start, dead_reason = 0, None
         try:
