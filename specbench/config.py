@@ -28,6 +28,9 @@ _FLAG_NAME = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 # Axes that only make sense with speculation; the baseline cell reports them as "none".
 SPEC_AXES = ("output_norm", "num_speculative_tokens", "draft")
 BUILTIN_AXES = ("mla", "output_norm", "num_speculative_tokens", "draft")
+# Load settings as axes: cells that differ only in these share one server (run/groups.py).
+# Load has no request rate (the built-in driver is closed-loop), so there is no load:request_rate.
+LOAD_AXES = ("load:concurrency", "load:max_tokens", "load:temperature", "load:category")
 OUTPUT_NORM_VALUES = ("on", "off", "logits-only")
 
 
@@ -239,6 +242,23 @@ class Study(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _load_axes_fit_the_load(self) -> "Study":
+        if "load:category" in self.matrix:
+            if self.load.driver == "llmperf":
+                raise ValueError("matrix.load:category: driver 'llmperf' builds its own prompts; remove the axis")
+            if self.load.prompts.categories is not None:
+                raise ValueError("matrix.load:category: give the categories either as this axis or in "
+                                 "load.prompts.categories, not both")
+            if self.load.prompts.path is None:
+                from specbench.load.prompts import CATEGORIES
+
+                for i, v in enumerate(self.matrix["load:category"]):
+                    if v not in CATEGORIES:
+                        raise ValueError(f"matrix.load:category[{i}]: unknown prompt category {v!r}; built-in "
+                                         f"categories: {', '.join(CATEGORIES)} (or set load.prompts.path)")
+        return self
+
+    @model_validator(mode="after")
     def _draft_axes_in_matrix(self) -> "Study":
         for i, axis in enumerate(self.baseline.draft_axes):
             if not axis.startswith(("env:", "flag:")) or axis not in self.matrix:
@@ -265,6 +285,8 @@ def _axis_value(axis: str, i: int, value: Any) -> Any:
         if not isinstance(value, str):
             raise ValueError(f"{where}: must be a model path or hub id")
         return _wrap(where, lambda: check_model_ref(value))
+    if axis.startswith("load:"):
+        return _load_axis_value(axis, where, value)
     if axis.startswith("env:"):
         if not _ENV_NAME.match(axis[4:]):
             raise ValueError(f"{axis}: {axis[4:]!r} is not an environment variable name")
@@ -282,8 +304,25 @@ def _axis_value(axis: str, i: int, value: Any) -> Any:
             raise ValueError(f"{where}: must be a string, number or boolean")
         return value
     raise ValueError(
-        f"unknown axis {axis!r}; use one of {', '.join(BUILTIN_AXES)}, 'env:NAME' or 'flag:--option'"
+        f"unknown axis {axis!r}; use one of {', '.join(BUILTIN_AXES)}, 'env:NAME', 'flag:--option' "
+        f"or {', '.join(LOAD_AXES)}"
     )
+
+
+def _load_axis_value(axis: str, where: str, value: Any) -> Any:
+    if axis not in LOAD_AXES:
+        raise ValueError(f"unknown load axis {axis!r}; use one of {', '.join(LOAD_AXES)}")
+    if axis in ("load:concurrency", "load:max_tokens"):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000_000:
+            raise ValueError(f"{where}: must be a positive integer (at most 10000000)")
+        return value
+    if axis == "load:temperature":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+            raise ValueError(f"{where}: must be a number from 0 to 100")
+        return float(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{where}: must be a prompt category name")
+    return value
 
 
 def _wrap(where: str, fn):

@@ -116,6 +116,11 @@ def check_prompts(study: Any, source: str) -> None:
 
     prompts = study.load.prompts
     try:
-        load_prompts(categories=prompts.categories, path=prompts.path)
+        loaded = load_prompts(categories=prompts.categories, path=prompts.path)
     except InputError as exc:
         raise ConfigError(f"{source}: load.prompts: {exc}") from None
+    have = {p.category for p in loaded}
+    for i, cat in enumerate(study.matrix.get("load:category", [])):
+        if cat not in have:  # a user's prompt file without that category (built-in ones are checked earlier)
+            raise ConfigError(f"{source}: matrix.load:category[{i}]: no prompts of category {cat!r} in "
+                              f"{prompts.path or 'the built-in prompt sets'}")

@@ -245,6 +245,8 @@ def render_markdown(report: Report) -> str:
         out.append("- `divergence.csv`, `divergence.png` / `.svg`: output divergence between cells")
     if any(st.speedups for st in report.studies):
         out.append("- `speedup.csv`, `speedup.png` / `.svg`: speed-up over the baseline cell")
+        if any("concurrency" in axes for st in report.studies for axes in st.cell_axes.values()):
+            out.append("- `speedup_vs_concurrency.png` / `.svg`: speed-up, AL and step cost per concurrency")
     if any(st.kpredictions for st in report.studies):
         out.append("- `kprediction.csv`: AL and speed-up predicted at each k' <= k, beside measured cells")
     out.append("")

@@ -56,6 +56,7 @@ class StudyAnalysis:
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (spec cell, why no speed-up)
     common_prefix: list[CommonPrefixIntervals | None] = field(default_factory=list)  # one per pair
     kpredictions: list[KPrediction] = field(default_factory=list)
+    cell_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # cell label -> axes (plots by axis)
 
 
 def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
@@ -118,7 +119,7 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
     from specbench.run.cells import pick_baseline, target_mismatch
 
     cells, draft_axes = _read_run(path, prefix)
-    study = StudyAnalysis(source=str(path))
+    study = StudyAnalysis(source=str(path), cell_axes={c.label: c.axes for c in cells})
     for a, b in combinations(cells, 2):
         if a.repeat != b.repeat:
             continue
@@ -389,4 +390,7 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Pat
         paths += save_figure(divergence_figure(pairs), Path(out_dir) / "divergence")
     if speeds:
         paths += save_figure(speedup_figure(speeds), Path(out_dir) / "speedup")
+        from specbench.render.plots.concurrency import write_concurrency_plot
+
+        paths += write_concurrency_plot(speeds, {k: v for s in studies for k, v in s.cell_axes.items()}, out_dir)
     return paths

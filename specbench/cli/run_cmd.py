@@ -38,11 +38,16 @@ def _print_dry_run(config: Path) -> None:
     serve = study.serve
     port = str(serve.port) if serve.port else "<free port>"
     out = sys.stdout
-    print(f"# {config}: {len(cells)} cells; each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
+    from specbench.run.groups import group_cells
+
+    servers = len(group_cells(cells))
+    print(f"# {config}: {len(cells)} cells on {servers} server(s) (cells differing only in load: axes share "
+          "one); each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
           "VLLM_CACHE_ROOT (its modelinfos/ shared across servers)", file=out)
     for c in cells:
         argv = [sys.executable, "-m", "specbench.vllm_main", "serve", *c.args, "--host", serve.host, "--port", port]
-        print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}", file=out)
+        print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""),
+              file=out)
         print("  argv: " + shlex.join(redact_argv(argv)), file=out)
         for k, v in sorted(redact_env(c.env).items()):
             print(f"  env:  {k}={v}", file=out)

@@ -41,13 +41,19 @@ class Cell:
     env: dict[str, str] = field(default_factory=dict)
     output_norm: str | None = None  # the plugin variant asked for, for the pre-launch check
     draft: str | None = None  # resolved draft model path/id, or None for the baseline
+    # load settings from load: axes (concurrency, max_tokens, temperature, category): they change
+    # the load, not the server, so cells differing only here share one server (run/groups.py)
+    load: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def axis_label(axis: str) -> str:
-    """Short name of an axis in cell ids and table columns: env:FOO -> FOO, flag:--x-y -> x-y."""
+    """Short name of an axis in cell ids and table columns: env:FOO -> FOO, flag:--x-y -> x-y,
+    load:concurrency -> concurrency."""
+    if axis.startswith("load:"):
+        return axis[5:]
     if axis.startswith("env:"):
         return axis[4:]
     if axis.startswith("flag:"):
@@ -59,7 +65,9 @@ def is_target_axis(axis: str, draft_axes: Iterable[str] = ()) -> bool:
     """Whether ``axis`` (raw ``env:FOO`` or its label ``FOO``) changes the target model's serving.
 
     Speculative axes (output_norm, k, draft) and the study's ``baseline.draft_axes`` only change the
-    draft; everything else (mla, env:, flag:) may change the target's numerics or speed.
+    draft; everything else (mla, env:, flag:) may change the target's numerics or speed. Load axes
+    (load:concurrency, ...) count as target axes: a speed-up at concurrency 8 needs a baseline
+    measured at concurrency 8.
     """
     draft = set(draft_axes) | {axis_label(a) for a in draft_axes}
     return axis not in SPEC_AXES and axis_label(axis) not in SPEC_AXES and axis not in draft
@@ -208,8 +216,9 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
     if output_norm is not None:
         env.update(_plugin_env(output_norm, env))
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
+    load = {a[5:]: v for a, v in values.items() if a.startswith("load:")}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
-                output_norm=output_norm, draft=draft)
+                output_norm=output_norm, draft=draft, load=load)
 
 
 @functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process

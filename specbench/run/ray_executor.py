@@ -97,14 +97,17 @@ def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
     from specbench.io import load_json
     from specbench.run.display import QuietDisplay
     from specbench.run.plan import fixture_resolver
-    from specbench.run.runner import LocalExecutor, RunContext
+    from specbench.run.groups import GroupedExecutor
+    from specbench.run.runner import RunContext
 
     fixture_resolver(study)  # fixture refs resolve to the same cache path on every node: build it here
     tmp = Path(tempfile.mkdtemp(prefix="specbench-ray-"))
     try:
         ctx = RunContext(study=study, run_dir=tmp, prompts=prompts, display=QuietDisplay())
         try:
-            record, acc = LocalExecutor().run_cell(cell, ctx)
+            # One server per cell on Ray (load-axis groups are local only); GroupedExecutor.run_cell
+            # applies the cell's load axes.
+            record, acc = GroupedExecutor().run_cell(cell, ctx)
         except KeyboardInterrupt:  # ray.cancel: the server is stopped and the cell saved as failed
             record, acc = load_json(store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None
         return {"record": record, "acceptance": acc, "files": read_cell_files(store.cell_dir(tmp, cell.cell_id)),

@@ -229,7 +229,7 @@ class LocalExecutor:
         t0 = time.monotonic()
         after_text, prom, windows, warns, matched = wait_log_matches(server, log_path, before_line, before_prom,
                                                                      wait_s)
-        record["log_window_wait"] = {"matched": matched, "timeout_s": wait_s}
+        record["log_window_wait"] = {"matched": matched, "timeout_s": wait_s, "after_line": before_line}
         atomic_write_text(d / "metrics_after.prom", after_text)
         if cell.is_baseline:
             acc = collect.baseline_acceptance(before_prom, collect.prometheus_counts(after_text), windows)
@@ -335,7 +335,9 @@ def _mark_failed(plan: RunPlan, exc: BaseException) -> None:
 def _execute(plan: RunPlan, display: Display, executor: Executor | None = None) -> int:
     from specbench.load.prompts import load_prompts
 
-    executor = executor or LocalExecutor()
+    from specbench.run.groups import GroupedExecutor
+
+    executor = executor or GroupedExecutor()  # cells differing only in load axes share a server
     study = plan.study
     prompts = load_prompts(categories=study.load.prompts.categories, path=study.load.prompts.path)
     manifest = plan.manifest

@@ -1,0 +1,227 @@
+"""Cells that differ only in load settings share one vLLM server.
+
+A ``load:`` axis (concurrency, max_tokens, temperature, prompt category) changes what is sent, not
+what is served, so restarting vLLM for each value would only add start-ups (60-220 s each on a
+2-core machine) to loads of seconds. The cells of a *group* (same server argv, env, non-load axes,
+baseline-ness and repeat) run one after another on one server:
+
+    start -> warmup (once) -> for each cell: reset prefix cache -> wait until the log windows
+    since the start add up to /metrics -> scrape (before) -> load -> wait until the windows after
+    'before' add up to the /metrics diff -> scrape (after)  -> stop
+
+That is :meth:`LocalExecutor._measure` per cell, so each cell's counts are checked exactly as for a
+cell with its own server: log windows, per-request totals and the /metrics diff. A window belongs
+to the cell whose 'before' line precedes it (log line offsets), so no window is counted twice.
+
+Warmup runs once per server: it absorbs the first-request costs (graph capture, allocator growth)
+that a server pays once; a later cell follows a full load on the same warm server, and its own
+prefix cache is emptied first so it does not start with the previous cell's prompts cached.
+
+Repeats keep their own servers (a repeat is meant to measure the start-to-start spread too).
+Groups of one cell run exactly as before (:meth:`LocalExecutor.run_cell`).
+
+Files: the group's full server log is ``servers/<first cell>/server.log`` in the run directory;
+each cell's directory keeps ``server.log`` with its own slice of it (the first slice includes the
+start-up and warmup), and cell.json says which server ran the cell (``server_group``), which lines
+of the full log are its slice and which load settings it used (``load``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from specbench import redact
+from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
+from specbench.run import store
+from specbench.run.cells import Cell
+from specbench.run.runner import (WAIT_EXTRA_S, CellFailed, LocalExecutor, RunContext, _log_lines, _remove_tree,
+                                  _short_state_dir, new_record, utc_now)
+
+SERVERS_DIR = "servers"
+# vLLM (0.32) registers /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1; its own `vllm bench
+# sweep serve` sets the same variable to reset caches between the runs it sends to one server.
+DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
+
+
+def group_key(cell: Cell) -> tuple:
+    """Cells with equal keys can share a server: same argv and env, same non-load axes."""
+    axes = tuple((a, str(v)) for a, v in cell.axes.items() if not a.startswith("load:"))
+    return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(cell.env.items())), axes)
+
+
+def group_cells(cells: list[Cell]) -> list[list[Cell]]:
+    """The cells partitioned into server groups, in order of each group's first cell."""
+    groups: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        groups.setdefault(group_key(c), []).append(c)
+    return list(groups.values())
+
+
+def load_settings(load: Any) -> dict[str, Any]:
+    """What a cell's load was, for cell.json (the effective values, axis or not)."""
+    cats = load.prompts.categories
+    return {"driver": load.driver, "num_requests": load.num_requests, "concurrency": load.concurrency,
+            "max_tokens": load.max_tokens, "temperature": load.temperature,
+            "category": cats[0] if cats and len(cats) == 1 else cats, "warmup_requests": load.warmup_requests}
+
+
+def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunContext:
+    """``ctx`` with the study's load overridden by the cell's load axes (and prompts narrowed to
+    its category); ``warmup=False`` for the later cells of a group."""
+    if not cell.load and warmup:
+        return ctx
+    load = ctx.study.load
+    update = {k: v for k, v in cell.load.items() if k != "category"}
+    if not warmup:
+        update["warmup_requests"] = 0
+    prompts = ctx.prompts
+    if "category" in cell.load:
+        cat = cell.load["category"]
+        prompts = [p for p in prompts if p.category == cat]
+        if not prompts:
+            raise ConfigError(f"matrix.load:category: no prompts of category {cat!r} in "
+                              f"{load.prompts.path or 'the built-in prompt sets'}")
+        update["prompts"] = load.prompts.model_copy(update={"categories": [cat]})
+    study = ctx.study.model_copy(update={"load": load.model_copy(update=update)})
+    return dataclasses.replace(ctx, study=study, prompts=prompts)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def reset_prefix_cache(server, tries: int = 20, pause_s: float = 0.25) -> str:
+    """POST /reset_prefix_cache; "done", "refused" (still false after retries: blocks held) or
+    "unavailable" (no dev-mode endpoint). Not resetting changes prefill cost, not the counts."""
+    import httpx
+
+    for _ in range(tries):
+        try:
+            resp = httpx.post(f"{server.url}/reset_prefix_cache", timeout=10.0)
+        except httpx.HTTPError:
+            return "unavailable"
+        if resp.status_code != 200:
+            return "unavailable"
+        try:
+            if resp.json().get("success", True):
+                return "done"
+        except ValueError:
+            return "done"
+        time.sleep(pause_s)
+    return "refused"
+
+
+class GroupedExecutor(LocalExecutor):
+    """The local executor, with cells that differ only in load axes sharing one server."""
+
+    def run_cells(self, cells: list[Cell], ctx: RunContext) -> Iterator[tuple[dict, dict | None]]:
+        for group in group_cells(cells):
+            if len(group) == 1:
+                yield self.run_cell(group[0], ctx)
+            else:
+                yield from self.run_group(group, ctx)
+
+    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]:
+        record, acc = super().run_cell(cell, cell_context(ctx, cell) if cell.load else ctx)
+        record["load"] = load_settings(cell_context(ctx, cell).study.load)
+        return record, acc
+
+    def run_group(self, group: list[Cell], ctx: RunContext) -> Iterator[tuple[dict, dict | None]]:
+        from specbench.redact import redact_argv
+        from specbench.server import VLLMServer
+
+        serve, first = ctx.study.serve, group[0]
+        gid = first.cell_id
+        gdir = ctx.run_dir / SERVERS_DIR / gid
+        _remove_tree(gdir)
+        gdir.mkdir(parents=True, exist_ok=True)
+        log_path = gdir / "server.log"
+        env = dict(first.env)
+        if _loopback(serve.host):  # dev endpoints only where nothing but this machine can reach them
+            env.setdefault(DEV_MODE_ENV, "1")
+        state_dir = _short_state_dir()
+        kwargs = {"python": ctx.python} if ctx.python else {}
+        server = VLLMServer(first.args, env, log_path, host=serve.host, port=serve.port,
+                            startup_timeout_s=serve.startup_timeout_s, state_dir=state_dir, **kwargs)
+        secrets = redact.secret_values(env, first.args, include_process_env=True)
+        info = {"id": gid, "cells": [c.cell_id for c in group], "log": f"{SERVERS_DIR}/{gid}/server.log",
+                "startup_s": None, "dev_mode": env.get(DEV_MODE_ENV) == "1"}
+        wait_s = 3 * serve.log_stats_interval_s + WAIT_EXTRA_S
+        slice_start, dead_reason = 0, None
+        try:
+            ctx.display.update(gid, "starting")
+            t0 = time.monotonic()
+            try:
+                server.start()
+                info["startup_s"] = round(time.monotonic() - t0, 2)
+            except ServerError as exc:
+                dead_reason = "the group's server did not start: " + str(exc).split("\n", 1)[0]
+            argv = redact_argv(server.argv) if server._port is not None else None  # noqa: SLF001
+            version = server.vllm_version() if dead_reason is None else None
+            for i, cell in enumerate(group):
+                record = new_record(cell, ctx.study)
+                cctx = cell_context(ctx, cell, warmup=(i == 0))
+                record.update(argv=argv, port=server._port, vllm_version=version,  # noqa: SLF001
+                              load=load_settings(cell_context(ctx, cell).study.load),
+                              server_group={**info, "index": i})
+                record["timings"]["startup_s"] = info["startup_s"] if i == 0 else 0.0
+                d = store.cell_dir(ctx.run_dir, cell.cell_id)
+                _remove_tree(d)  # a resumed cell starts clean, as in run_cell
+                d.mkdir(parents=True, exist_ok=True)
+                acc = None
+                try:
+                    if dead_reason is None and not server.is_alive():
+                        dead_reason = "the group's server died before this cell"
+                    if dead_reason is not None:
+                        raise CellFailed(dead_reason)
+                    ctx.display.update(cell.cell_id, "starting")
+                    record["prefix_cache_reset"] = "first load" if i == 0 else reset_prefix_cache(server)
+                    acc = self._measure(cell, cctx, server, d, log_path, wait_s, record)
+                    record["status"] = "done"
+                except CellFailed as exc:
+                    record["reason"], record["exit_status"] = exc.reason, exc.exit_status
+                except SpecbenchError as exc:
+                    if isinstance(exc, (ConfigError, DependencyError)):
+                        raise
+                    record["reason"] = str(exc).split("\n", 1)[0]
+                except KeyboardInterrupt:
+                    record["reason"] = "interrupted (Ctrl-C)"
+                    self._finish_group_cell(ctx, record, server, secrets, log_path, d, slice_start)
+                    raise
+                if record["status"] != "done" and dead_reason is None and not server.is_alive():
+                    dead_reason = f"the group's server died during cell {cell.cell_id}"
+                slice_start = self._finish_group_cell(ctx, record, server, secrets, log_path, d, slice_start)
+                yield record, acc
+        finally:
+            server.stop()
+            store.scrub_file(log_path, secrets)
+            _remove_tree(state_dir)
+
+    @staticmethod
+    def _finish_group_cell(ctx: RunContext, record: dict, server, secrets, log_path: Path, d: Path,
+                           slice_start: int) -> int:
+        """Write the cell's slice of the group log and, if it failed, its record; returns where the
+        next slice starts."""
+        from specbench.io import atomic_write_text
+
+        text, n = _log_lines(log_path)
+        lines = text.splitlines(keepends=True)[slice_start:n]
+        atomic_write_text(d / "server.log", redact.scrub_text("".join(lines), secrets))
+        record["server_group"]["log_lines"] = [slice_start + 1, n]
+        record["pid"] = server.pid
+        if record["status"] != "done":
+            record["log_tail"] = redact.scrub_text(server.log_tail(), secrets) or None
+            if record["exit_status"] is None and server._proc is not None:  # noqa: SLF001
+                record["exit_status"] = server._proc.returncode  # noqa: SLF001
+        record["ended_at"] = utc_now()
+        if record["status"] != "done":
+            store.scrub_file(d / "server.log", secrets)
+            store.write_cell(ctx.run_dir, record, None)
+        return n
