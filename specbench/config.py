@@ -101,6 +101,10 @@ class Serve(_Strict):
     # (needed for common-prefix acceptance; costs two list appends per step in the scheduler and a
     # few hundred bytes in the final chunk); auto = detailed when the installed vLLM has the flag.
     per_request_metrics: Literal["auto", "detailed", "summary", "off"] = "auto"
+    # Cells that differ only in load axes, or only in head variants of an eager EAGLE server on a
+    # loopback host, share one vLLM server (run/groups.py). false: one server per cell, as before
+    # (e.g. to measure start-to-start spread, or to rule sharing out).
+    share_servers: bool = True
 
     _model = field_validator("model")(lambda cls, v: check_model_ref(v))
 

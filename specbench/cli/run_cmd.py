@@ -40,9 +40,9 @@ def _print_dry_run(config: Path) -> None:
     out = sys.stdout
     from specbench.run.groups import group_cells
 
-    servers = len(group_cells(cells))
-    print(f"# {config}: {len(cells)} cells on {servers} server(s) (cells differing only in load: axes share "
-          "one); each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
+    servers = len(group_cells(cells, serve.host, serve.share_servers))
+    print(f"# {config}: {len(cells)} cells on {servers} server(s) (cells differing only in load: axes, or only "
+          "in head variants of an eager EAGLE server, share one); each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
           "VLLM_CACHE_ROOT (its modelinfos/ shared across servers)", file=out)
     for c in cells:
         argv = [sys.executable, "-m", "specbench.vllm_main", "serve", *c.args, "--host", serve.host, "--port", port]

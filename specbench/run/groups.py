@@ -47,18 +47,58 @@ SERVERS_DIR = "servers"
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 
 
-def group_key(cell: Cell) -> tuple:
-    """Cells with equal keys can share a server: same argv and env, same non-load axes."""
-    axes = tuple((a, str(v)) for a, v in cell.axes.items() if not a.startswith("load:"))
-    return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(cell.env.items())), axes)
+def group_key(cell: Cell, host: str = "127.0.0.1") -> tuple:
+    """Cells with equal keys can share a server: same argv and env, same non-load axes; for a cell
+    whose head variant can be switched in place (:func:`head_switchable`), the variant is left out."""
+    switch = head_switchable(cell, host)
+    axes = tuple((a, str(v)) for a, v in cell.axes.items()
+                 if not a.startswith("load:") and not (switch and a in VARIANT_AXES))
+    env = shipped_env(cell.env) if switch else cell.env
+    return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(env.items())), axes)
 
 
-def group_cells(cells: list[Cell]) -> list[list[Cell]]:
-    """The cells partitioned into server groups, in order of each group's first cell."""
+def group_cells(cells: list[Cell], host: str = "127.0.0.1", share: bool = True) -> list[list[Cell]]:
+    """The cells partitioned into server groups, in order of each group's first cell (``share``
+    False: one group per cell)."""
+    if not share:
+        return [[c] for c in cells]
     groups: dict[tuple, list[Cell]] = {}
     for c in cells:
-        groups.setdefault(group_key(c), []).append(c)
+        groups.setdefault(group_key(c, host), []).append(c)
     return list(groups.values())
+
+
+# Axes and environment entries that only select the plugin's head variant.
+VARIANT_AXES = ("output_norm", "env:SPECBENCH_POS0_MASK")
+
+
+def _variant_env_names() -> tuple[str, ...]:
+    from specbench.plugin import ENV_VAR, POS0_MASK_VAR
+
+    return (ENV_VAR, POS0_MASK_VAR)
+
+
+def shipped_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the variables that select a head variant (the server then starts as shipped)."""
+    names = _variant_env_names()
+    return {k: v for k, v in env.items() if k not in names}
+
+
+def head_variant(cell: Cell) -> tuple[str, bool]:
+    """(output_norm, pos0_mask) the cell asks for."""
+    from specbench.plugin import pos0_mask_from_env, variant_from_env
+
+    return variant_from_env(cell.env), pos0_mask_from_env(cell.env)
+
+
+def head_switchable(cell: Cell, host: str) -> bool:
+    """Whether this cell's head variant may be switched inside a shared server (plugin/switch.py)."""
+    from specbench.plugin.switch import switchable
+    from specbench.run.plan import _spec_method
+
+    if cell.is_baseline or cell.draft is None:
+        return False
+    return switchable(_spec_method(cell), "--enforce-eager" in cell.args, host) and _loopback(host)
 
 
 def load_settings(load: Any) -> dict[str, Any]:
@@ -122,7 +162,8 @@ class GroupedExecutor(LocalExecutor):
     """The local executor, with cells that differ only in load axes sharing one server."""
 
     def run_cells(self, cells: list[Cell], ctx: RunContext) -> Iterator[tuple[dict, dict | None]]:
-        for group in group_cells(cells):
+        serve = ctx.study.serve
+        for group in group_cells(cells, serve.host, serve.share_servers):
             if len(group) == 1:
                 yield self.run_cell(group[0], ctx)
             else:
@@ -143,14 +184,21 @@ class GroupedExecutor(LocalExecutor):
         _remove_tree(gdir)
         gdir.mkdir(parents=True, exist_ok=True)
         log_path = gdir / "server.log"
-        env = dict(first.env)
+        env, args = dict(first.env), list(first.args)
         if _loopback(serve.host):  # dev endpoints only where nothing but this machine can reach them
             env.setdefault(DEV_MODE_ENV, "1")
+        # Cells asking for different head variants: start as shipped, switch before each cell.
+        switching = len({head_variant(c) for c in group}) > 1
+        if switching:
+            from specbench.plugin.switch import server_additions
+
+            extra_args, extra_env = server_additions()
+            env, args = {**shipped_env(env), **extra_env}, args + extra_args
         state_dir = _short_state_dir()
         kwargs = {"python": ctx.python} if ctx.python else {}
-        server = VLLMServer(first.args, env, log_path, host=serve.host, port=serve.port,
+        server = VLLMServer(args, env, log_path, host=serve.host, port=serve.port,
                             startup_timeout_s=serve.startup_timeout_s, state_dir=state_dir, **kwargs)
-        secrets = redact.secret_values(env, first.args, include_process_env=True)
+        secrets = redact.secret_values(env, args, include_process_env=True)
         info = {"id": gid, "cells": [c.cell_id for c in group], "log": f"{SERVERS_DIR}/{gid}/server.log",
                 "startup_s": None, "dev_mode": env.get(DEV_MODE_ENV) == "1"}
         wait_s = 3 * serve.log_stats_interval_s + WAIT_EXTRA_S
@@ -182,6 +230,8 @@ class GroupedExecutor(LocalExecutor):
                     if dead_reason is not None:
                         raise CellFailed(dead_reason)
                     ctx.display.update(cell.cell_id, "starting")
+                    if switching:
+                        record["head_variant"] = self._switch(server, cell)
                     record["prefix_cache_reset"] = "first load" if i == 0 else reset_prefix_cache(server)
                     acc = self._measure(cell, cctx, server, d, log_path, wait_s, record)
                     record["status"] = "done"
@@ -203,6 +253,16 @@ class GroupedExecutor(LocalExecutor):
             server.stop()
             store.scrub_file(log_path, secrets)
             _remove_tree(state_dir)
+
+    @staticmethod
+    def _switch(server, cell: Cell) -> dict[str, Any]:
+        """Switch the running server to ``cell``'s head variant; what each worker now runs."""
+        from specbench.plugin.switch import switch_variant
+
+        output_norm, pos0_mask = head_variant(cell)
+        workers = switch_variant(server.url, output_norm, pos0_mask)
+        return {"output_norm": output_norm, "pos0_mask": "on" if pos0_mask else "off",
+                "switched_in_place": True, "workers": workers}
 
     @staticmethod
     def _finish_group_cell(ctx: RunContext, record: dict, server, secrets, log_path: Path, d: Path,

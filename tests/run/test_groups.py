@@ -10,7 +10,7 @@ from specbench.errors import ConfigError
 from specbench.load.prompts import load_prompts
 from specbench.run.cells import expand, pick_baseline
 from specbench.run.display import QuietDisplay
-from specbench.run.groups import cell_context, group_cells, load_settings
+from specbench.run.groups import cell_context, group_cells, head_variant, load_settings, shipped_env
 from specbench.run.runner import RunContext
 
 
@@ -113,3 +113,34 @@ def test_dry_run_says_how_many_servers(tmp_path):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "6 cells on 2 server(s)" in out.stdout and 'load={"concurrency": 4}' in out.stdout
+
+
+# Head variants switched in place (plugin/switch.py; the real proof is tests/plugin/test_switch_vllm.py).
+
+def _variant_study(matrix, eager=True, host="127.0.0.1", share=True, method="eagle", baseline=True):
+    serve = {"model": "org/m", "speculative": {"draft": "org/d", "method": method}, "per_request_metrics": "off",
+             "enforce_eager": eager, "host": host, "share_servers": share}
+    return parse_study({"name": "t", "serve": serve, "matrix": matrix, "baseline": baseline}, "s.yaml")
+
+
+def test_head_variants_of_an_eager_eagle_server_share_it():
+    study = _variant_study({"mla": ["on", "off"], "output_norm": ["on", "logits-only", "off"],
+                            "env:SPECBENCH_POS0_MASK": ["off", "on"]})
+    groups = group_cells(expand(study), study.serve.host)
+    spec = [g for g in groups if not g[0].is_baseline]
+    assert len(spec) == 2 and all(len(g) == 6 for g in spec)  # one server per MLA value
+    assert all(len(g) == 1 for g in groups if g[0].is_baseline)  # no variant to switch: one each
+    for g in spec:
+        assert len({c.axes["mla"] for c in g}) == 1
+        assert {head_variant(c) for c in g} == {(n, m) for n in ("on", "logits-only", "off") for m in (False, True)}
+        # the shared server starts as shipped: the variant selectors are not in its environment
+        assert all(not set(shipped_env(c.env)) & {"SPECBENCH_OUTPUT_NORM", "SPECBENCH_POS0_MASK"} for c in g)
+
+
+@pytest.mark.parametrize("over", [{"eager": False}, {"host": "0.0.0.0"}, {"share": False}, {"method": "deepseek_mtp"}])
+def test_head_variants_keep_their_own_servers_where_a_switch_is_not_proven_or_not_safe(over):
+    """Compiled graphs hold the traced forward; dev-mode RPC must not face the network; MTP has no
+    in-place switch; share_servers: false asks for one server per cell."""
+    study = _variant_study({"output_norm": ["on", "off"]}, baseline=False, **over)
+    cells = expand(study)
+    assert [len(g) for g in group_cells(cells, study.serve.host, study.serve.share_servers)] == [1, 1]
