@@ -67,8 +67,8 @@ def register() -> None:
     except ConfigError as exc:
         if env.get(HEAD_VAR, "").strip():
             raise  # specbench configured this server: running it as shipped would mislabel the cell
-        logger.warning("specbench plugin: ignoring %s; this server runs vLLM as shipped "
-                       "(the SPECBENCH_* head switches are for servers specbench starts)", exc)
+        logger.warning("specbench plugin: %s; ignored, this server runs vLLM as shipped "
+                       "(no SPECBENCH_HEAD: a server specbench did not configure)", exc)
         return
     todo = switches.to_register()
     if not todo:

@@ -232,7 +232,8 @@ def test_unknown_value_in_another_server_is_logged_and_ignored(registry, monkeyp
         register()
     assert registry.models == before
     (record,) = caplog.records
-    assert record.levelname == "WARNING" and "ignoring SPECBENCH_OUTPUT_NORM='OFF'" in record.getMessage()
+    assert record.levelname == "WARNING" and "SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant; use one of on, off, logits-only; ignored" \
+        in record.getMessage()
 
 
 def test_mismatched_vllm_head_names_version_and_what_is_missing(monkeypatch):
