@@ -78,6 +78,9 @@ def test_bad_switch_in_a_config_exits_2_before_anything_runs(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "bad.yaml: SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
+    proc = subprocess.run([sys.executable, "-m", "specbench", "validate", str(config)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "SPECBENCH_OUTPUT_NORM='OFF'" in proc.stderr
 
 
 def test_mtp_method_needs_no_draft_and_other_methods_do():
