@@ -22,7 +22,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.fixtures import build_fixtures
-from specbench.plugin import plugin_env
+from specbench.plugin import ENV_VAR, plugin_env
 
 PROMPTS = [
     "Write a function that sorts a list.", "What does the json module do?", "Explain a dataclass.",
@@ -59,7 +59,8 @@ def measure(paths, variant: str, mla: str, n: int, k: int, workdir: Path) -> dic
     run_dir = Path(tempfile.mkdtemp(prefix=f"{variant}-mla{mla}-", dir=workdir))
     env = dict(os.environ, TMPDIR=str(run_dir), VLLM_RPC_BASE_PATH=str(run_dir), VLLM_CACHE_ROOT=str(run_dir / "cache"),
                VLLM_CPU_KVCACHE_SPACE="1", VLLM_TARGET_DEVICE=os.environ.get("VLLM_TARGET_DEVICE", "cpu"),
-               VLLM_MLA_DISABLE="0" if mla == "on" else "1", **plugin_env(variant))
+               VLLM_MLA_DISABLE="0" if mla == "on" else "1", **{ENV_VAR: variant},
+               **plugin_env({ENV_VAR: variant}, "eagle"))
     port = free_port()
     spec = json.dumps({"method": "eagle", "model": str(paths.draft), "num_speculative_tokens": k})
     argv = [sys.executable, "-m", "specbench.vllm_main", "serve", str(paths.target), "--host", "127.0.0.1",

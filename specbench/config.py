@@ -26,12 +26,16 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FLAG_NAME = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 
 # Axes that only make sense with speculation; the baseline cell reports them as "none".
-SPEC_AXES = ("output_norm", "num_speculative_tokens", "draft")
-BUILTIN_AXES = ("mla", "output_norm", "num_speculative_tokens", "draft")
+SPEC_AXES = ("method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
+BUILTIN_AXES = ("mla", "method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
 # Load settings as axes: cells that differ only in these share one server (run/groups.py).
 # Load has no request rate (the built-in driver is closed-loop), so there is no load:request_rate.
 LOAD_AXES = ("load:concurrency", "load:max_tokens", "load:temperature", "load:category")
 OUTPUT_NORM_VALUES = ("on", "off", "logits-only")
+# Speculative methods whose draft is the served model's own MTP layer (vLLM 0.32 renamed
+# deepseek_mtp to mtp and still accepts both): no separate draft model.
+MTP_METHODS = ("deepseek_mtp", "mtp")
+_METHOD = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class _Strict(BaseModel):
@@ -72,10 +76,19 @@ def check_model_ref(value: str) -> str:
 
 class Speculative(_Strict):
     method: str = "eagle"
-    draft: str
+    # The draft model (an EAGLE head, ...). For deepseek_mtp / mtp it may be left out: the draft is
+    # the served model's own MTP layer. With a ``method`` axis it is the head of the non-MTP cells.
+    draft: Optional[str] = None
     num_speculative_tokens: int = Field(3, ge=1, le=64)
 
-    _draft = field_validator("draft")(lambda cls, v: check_model_ref(v))
+    _draft = field_validator("draft")(lambda cls, v: v if v is None else check_model_ref(v))
+
+    @field_validator("method")
+    @classmethod
+    def _method_name(cls, v: str) -> str:
+        if not _METHOD.match(v):
+            raise ValueError(f"{v!r} is not a vLLM speculative method name (eagle, deepseek_mtp, ...)")
+        return v
 
 
 class Serve(_Strict):
@@ -263,6 +276,22 @@ class Study(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _drafts_for_methods(self) -> "Study":
+        spec = self.serve.speculative
+        if spec is None:
+            return self
+        methods = self.matrix.get("method", [spec.method])
+        needs_draft = [m for m in methods if m not in MTP_METHODS]
+        if needs_draft and spec.draft is None and "draft" not in self.matrix:
+            where = "matrix.method" if "method" in self.matrix else "serve.speculative.method"
+            raise ValueError(f"{where}: {needs_draft[0]!r} needs serve.speculative.draft (its draft model); "
+                             f"only {' / '.join(MTP_METHODS)} draft with the served model's own layer")
+        if "method" in self.matrix and "draft" in self.matrix and len(needs_draft) < len(methods):
+            raise ValueError("matrix.draft: an MTP method drafts with the served model's own layer, so crossing "
+                             "it with a draft axis repeats the same cells; use serve.speculative.draft")
+        return self
+
+    @model_validator(mode="after")
     def _draft_axes_in_matrix(self) -> "Study":
         for i, axis in enumerate(self.baseline.draft_axes):
             if not axis.startswith(("env:", "flag:")) or axis not in self.matrix:
@@ -281,6 +310,12 @@ def _axis_value(axis: str, i: int, value: Any) -> Any:
         return _wrap(where, lambda: _on_off(value, ("on", "off")))
     if axis == "output_norm":
         return _wrap(where, lambda: _on_off(value, OUTPUT_NORM_VALUES))
+    if axis == "pos0_mask":
+        return _wrap(where, lambda: _on_off(value, ("off", "on")))
+    if axis == "method":
+        if not isinstance(value, str) or not _METHOD.match(value):
+            raise ValueError(f"{where}: must be a vLLM speculative method name (eagle, deepseek_mtp, ...)")
+        return value
     if axis == "num_speculative_tokens":
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
             raise ValueError(f"{where}: must be an integer from 1 to 64")

@@ -27,7 +27,7 @@ MAX_REQUESTS = 10_000_000
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_TEMPERATURE = 100.0
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
-_ENV_SETTERS = {"mla": "VLLM_MLA_DISABLE", "output_norm": "SPECBENCH_OUTPUT_NORM"}
+_ENV_SETTERS = {"mla": "VLLM_MLA_DISABLE", "output_norm": "SPECBENCH_OUTPUT_NORM", "pos0_mask": "SPECBENCH_POS0_MASK"}
 
 
 def check_study(study: Any, source: str) -> None:
@@ -93,7 +93,7 @@ def _collisions(study: Any):
     spec_in_args = any(a.split("=", 1)[0] == "--speculative-config" for a in serve.extra_args)
     if "flag:--speculative-config" in matrix or spec_in_args:
         where = "matrix.flag:--speculative-config" if not spec_in_args else "serve.extra_args"
-        if serve.speculative is not None or any(a in matrix for a in ("num_speculative_tokens", "draft")):
+        if serve.speculative is not None or any(a in matrix for a in ("method", "num_speculative_tokens", "draft")):
             yield where, ("--speculative-config collides with serve.speculative (and its num_speculative_tokens / "
                           "draft axes), which build that flag; use serve.speculative and its axes")
     flags = {a.split("=", 1)[0] for a in serve.extra_args if a.startswith("--")}

@@ -1,24 +1,32 @@
-"""vLLM general plugin: switch the DeepSeek-V3 EAGLE head's final norm and position-0 mask per server.
+"""vLLM general plugin: switch a DeepSeek draft head's final norm and position-0 mask, per server.
 
 vLLM calls :func:`register` (entry point ``vllm.general_plugins`` / ``specbench_output_norm``) in
-the API server, engine core and worker processes. Two environment variables select the variant:
+the API server, engine core and worker processes. The switches (environment variables, see
+:mod:`specbench.plugin.switches`) act on the head the server drafts with:
 
-``SPECBENCH_OUTPUT_NORM`` (the ``output_norm`` axis):
+* the EAGLE head (``method: eagle``, vLLM's ``deepseek_eagle.py``, architecture
+  ``EagleDeepSeekMTPModel``): shipped as ``output_norm on`` (norm for logits and carried state),
+  ``pos0_mask off``; variants in :mod:`specbench.plugin.variants`;
+* the target's own MTP layer (``method: deepseek_mtp``/``mtp``, ``deepseek_mtp.py``, architecture
+  ``DeepSeekMTPModel``): shipped in vLLM 0.32 as ``output_norm on`` (logits through
+  ``shared_head``'s norm, the post-norm state carried, as SGLang's deepseek_nextn) and
+  ``pos0_mask on``; variants in :mod:`specbench.plugin.mtp_variants`.
 
-* unset or ``on`` -> vLLM 0.32's EAGLE head as shipped: final norm for logits and carried state.
-* ``off`` -> no final norm: logits and carried state from the un-normed residual sum.
-* ``logits-only`` -> norm for the logits only, the un-normed sum carried. vLLM's ``deepseek_mtp.py``
-  did this before 2026; vLLM 0.32's MTP layer carries the post-norm state (as ``on`` does).
+``output_norm``: ``on`` = final norm for logits and carried state; ``logits-only`` = norm for the
+logits, the pre-norm residual sum carried (what ``deepseek_mtp.py`` carried before 2026);
+``off`` = no final norm at all. ``pos0_mask``: ``on`` = zero the input embedding at position 0.
 
-``SPECBENCH_POS0_MASK`` (an ``env:`` axis): unset or ``off`` -> as shipped (the EAGLE head does not
-mask); ``on`` -> zero the input embedding at position 0, as vLLM 0.32's ``deepseek_mtp.py`` does.
+Inert unless a specbench variable is set. With every switch at the head's shipped value nothing
+is registered (vLLM runs as shipped), unless ``SPECBENCH_HEAD_CONTROL=1`` asks for the control: the
+plugin's re-implementation of the shipped forward, which must count exactly as shipped vLLM does.
+An unknown value stops a server specbench configured (``SPECBENCH_HEAD`` set; specbench refuses it
+before launch anyway) and is logged and ignored in any other server.
 
-With both as shipped nothing is registered. Why re-register ``EagleDeepSeekMTPModel``: vLLM rewrites
-a ``deepseek_v3`` draft's architectures to ``DeepSeekMTPModel`` and EAGLE prefixes it, so naming a
-class in the draft's config.json selects nothing. These switches act on ``method: eagle`` only:
-``method: deepseek_mtp`` builds ``DeepSeekMTP``, which the plugin never touches. Trap: vLLM's
-compile-cache key ignores the variant, so without ``--enforce-eager`` give each variant its own
-``VLLM_CACHE_ROOT`` (or a later server may run an earlier variant's compiled graph).
+Why re-register architectures: vLLM rewrites a ``deepseek_v3`` draft's architectures to
+``DeepSeekMTPModel`` (EAGLE prefixes it), so naming a class in a config.json selects nothing.
+Trap: vLLM's compile-cache key ignores the variant, so without ``--enforce-eager`` give each
+variant its own ``VLLM_CACHE_ROOT`` (specbench's server does), or a later server may run an earlier
+variant's compiled graph.
 """
 
 from __future__ import annotations
@@ -30,13 +38,18 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from specbench.errors import ConfigError
+from specbench.plugin.switches import (
+    CONTROL_VAR, ENV_VAR, HEAD_VAR, HEADS, MTP_METHODS, POS0_MASK_VALUES, POS0_MASK_VAR, SWITCH_VARS, VARIANTS,
+    Switches, any_switch_set, head_of_method, mask_label, switches_from_env,
+)
 
-ENV_VAR = "SPECBENCH_OUTPUT_NORM"
+__all__ = ["CONTROL_VAR", "ENV_VAR", "HEAD_VAR", "HEADS", "MTP_METHODS", "PLUGIN_NAME", "POS0_MASK_VALUES",
+           "POS0_MASK_VAR", "REGISTERED_ARCH", "SWITCH_VARS", "VARIANTS", "Switches", "check_variant_supported",
+           "plugin_env", "register", "switches_from_env"]
+
 PLUGIN_NAME = "specbench_output_norm"
-VARIANTS = ("on", "off", "logits-only")
-POS0_MASK_VAR = "SPECBENCH_POS0_MASK"
-POS0_MASK_VALUES = ("off", "on")
-REGISTERED_ARCH = "EagleDeepSeekMTPModel"
+REGISTERED_ARCH = HEADS["eagle"][0]
+MTP_ARCH = HEADS["mtp"][0]
 SUPPORTED_DRAFT_ARCHS = ("DeepseekV3ForCausalLM", "DeepSeekMTPModel", "EagleDeepSeekMTPModel", "EagleDeepseekV3ForCausalLM")
 SUPPORTED_MODEL_TYPES = ("deepseek_v3", "deepseek_mtp")
 
@@ -44,83 +57,115 @@ SUPPORTED_MODEL_TYPES = ("deepseek_v3", "deepseek_mtp")
 logger = logging.getLogger("vllm.specbench_plugin")
 
 
-def variant_from_env(env: Mapping[str, str] | None = None) -> str:
-    """The variant ``SPECBENCH_OUTPUT_NORM`` asks for (``on`` when unset); ConfigError if unknown."""
-    value = (os.environ if env is None else env).get(ENV_VAR, "").strip()
-    if value == "":
-        return "on"
-    if value not in VARIANTS:
-        raise ConfigError(f"{ENV_VAR}={value!r} is not a known output-norm variant; use one of {', '.join(VARIANTS)}")
-    return value
-
-
-def pos0_mask_from_env(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``SPECBENCH_POS0_MASK`` asks for the position-0 mask (off when unset); ConfigError if unknown."""
-    value = (os.environ if env is None else env).get(POS0_MASK_VAR, "").strip()
-    if value in ("", "off"):
-        return False
-    if value == "on":
-        return True
-    raise ConfigError(f"{POS0_MASK_VAR}={value!r} is not a known pos0-mask value; use one of {', '.join(POS0_MASK_VALUES)}")
-
-
 def register() -> None:
-    """vLLM general-plugin hook. Inert unless a specbench variable asks for a non-shipped variant."""
-    variant, mask = variant_from_env(), pos0_mask_from_env()
-    if variant == "on" and not mask:
-        logger.info("specbench plugin: output norm on (vLLM as shipped), nothing registered")
+    """vLLM general-plugin hook. Inert unless a specbench variable asks for a non-shipped head."""
+    env = os.environ
+    if not any_switch_set(env):
+        return  # a server specbench did not configure: touch nothing, say nothing
+    try:
+        switches = switches_from_env(env)
+    except ConfigError as exc:
+        if env.get(HEAD_VAR, "").strip():
+            raise  # specbench configured this server: running it as shipped would mislabel the cell
+        logger.warning("specbench plugin: %s; ignored, this server runs vLLM as shipped "
+                       "(no SPECBENCH_HEAD: a server specbench did not configure)", exc)
+        return
+    todo = switches.to_register()
+    if not todo:
+        where = ", ".join(f"{h} head pos0 mask {mask_label(switches.mask_for(h))}" for h in switches.heads())
+        logger.info("specbench plugin: output norm on (vLLM as shipped), nothing registered (%s)", where)
         return
     from vllm.model_executor.models import ModelRegistry
 
-    from specbench.plugin import variants
     from specbench.vllm_main import installed_vllm_version
 
-    variants.verify_wrapped_classes(installed_vllm_version() or "unknown")
-    ModelRegistry.register_model(REGISTERED_ARCH, variants.VARIANT_CLASSES[(variant, mask)])
-    # The registry logs overrides only at DEBUG; the variant's worker-side INFO line confirms the load.
-    logger.info("specbench plugin: output norm %r, pos0 mask %s registered for %s",
-                variant, "on" if mask else "off", REGISTERED_ARCH)
+    version = installed_vllm_version() or "unknown"
+    for head, (norm, mask) in todo.items():
+        ModelRegistry.register_model(HEADS[head][0], _variant_class(head, norm, mask, version))
+        # The registry logs overrides only at DEBUG; the variant's worker-side INFO line confirms the load.
+        logger.info("specbench plugin: %s head: output norm %r, pos0 mask %s%s registered for %s", head, norm,
+                    mask_label(mask), " (control: the shipped forward, re-implemented)" if (norm, mask) == HEADS[head][1] else "",
+                    HEADS[head][0])
 
 
-def check_variant_supported(draft_dir: Path, variant: str, pos0_mask: bool = False, method: str = "eagle") -> None:
-    """Before launching: refuse a variant the plugin cannot apply to this draft (ConfigError)."""
-    if variant not in VARIANTS:
-        raise ConfigError(f"output_norm {variant!r} is not a known variant; use one of {', '.join(VARIANTS)}")
-    if variant == "on" and not pos0_mask:
-        return  # vLLM as shipped: nothing to check
-    # Names the switches that need the head, in the errors below.
-    what = f"output_norm {variant!r}" + (f" with {POS0_MASK_VAR}='on'" if pos0_mask else "")
-    fix = f"use output_norm 'on'{f' and {POS0_MASK_VAR}=off' if pos0_mask else ''} for this draft"
-    if method != "eagle":  # e.g. deepseek_mtp builds DeepSeekMTP, which the plugin does not replace
-        raise ConfigError(f"{what} switches the DeepSeek EAGLE head (method 'eagle'); with method {method!r} "
-                          f"it would silently do nothing: {fix}")
-    path = Path(draft_dir) / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: draft config not found; {what} needs a local DeepSeek-V3 EAGLE head") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read draft config ({exc})") from None
-    archs = config.get("architectures") or []
-    model_type = config.get("model_type")
-    if model_type not in SUPPORTED_MODEL_TYPES or not set(archs) & set(SUPPORTED_DRAFT_ARCHS):
-        raise ConfigError(
-            f"{path}: draft architecture {archs or None} (model_type {model_type!r}) is not a DeepSeek-V3 EAGLE head; "
-            f"{what} applies only to those ({', '.join(SUPPORTED_DRAFT_ARCHS)}); "
-            f"{fix} (supported variants: {', '.join(VARIANTS)})"
-        )
+def _variant_class(head: str, norm: str, mask: bool, version: str) -> type:
+    if head == "eagle":
+        from specbench.plugin import variants
+
+        variants.verify_wrapped_classes(version)
+        return variants.VARIANT_CLASSES[(norm, mask)]
+    from specbench.plugin import mtp_variants
+
+    mtp_variants.verify_wrapped_classes(version)
+    return mtp_variants.VARIANT_CLASSES[(norm, mask)]
 
 
-def plugin_env(variant: str, base_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment entries a server needs for ``variant`` (merge them into its environment).
+def check_variant_supported(draft_dir: Path | None, variant: str = "on", pos0_mask: bool | None = None,
+                            method: str = "eagle", control: bool = False) -> None:
+    """Before launching: refuse switches the plugin cannot apply to this cell's head (ConfigError).
 
-    vLLM loads every installed general plugin unless ``VLLM_PLUGINS`` lists an allowlist; when the
-    user's environment has one, ours is appended to it so the variant is not silently ignored.
+    ``draft_dir`` is the draft's local directory: the EAGLE head, or for an MTP method the served
+    model (its MTP layer lives in the target checkpoint); None when it is not local yet (a hub model
+    not downloaded): then only the values and the method are checked here.
     """
     if variant not in VARIANTS:
         raise ConfigError(f"output_norm {variant!r} is not a known variant; use one of {', '.join(VARIANTS)}")
-    env = {ENV_VAR: variant}
-    base = os.environ if base_env is None else base_env
+    head = head_of_method(method)
+    switches = Switches(variant, pos0_mask, control, head)
+    what = _describe(switches)
+    if head is None:
+        if variant == "on" and pos0_mask is None and not control:
+            return
+        raise ConfigError(f"{what} switches a DeepSeek draft head (method 'eagle' with a head, or "
+                          f"'deepseek_mtp'); with method {method!r} it would silently do nothing: remove it")
+    if switches.is_shipped(head) or draft_dir is None:
+        return  # vLLM as shipped: nothing to check (or no config.json to read yet)
+    path = Path(draft_dir) / "config.json"
+    kind = "DeepSeek-V3 EAGLE head" if head == "eagle" else "DeepSeek-V3 target with an MTP layer"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config not found; {what} needs a local {kind}") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc})") from None
+    archs = config.get("architectures") or []
+    model_type = config.get("model_type")
+    fix = f"use the shipped values (output_norm 'on', pos0_mask '{mask_label(HEADS[head][1][1])}') for this model"
+    if model_type not in SUPPORTED_MODEL_TYPES or not set(archs) & set(SUPPORTED_DRAFT_ARCHS):
+        raise ConfigError(
+            f"{path}: architecture {archs or None} (model_type {model_type!r}) is not a {kind}; "
+            f"{what} applies only to those ({', '.join(SUPPORTED_DRAFT_ARCHS)}); "
+            f"{fix} (supported variants: {', '.join(VARIANTS)})"
+        )
+    if head == "mtp" and not config.get("num_nextn_predict_layers"):
+        raise ConfigError(f"{path}: num_nextn_predict_layers is {config.get('num_nextn_predict_layers')!r}: "
+                          f"the model has no MTP layer for method {method!r}; {fix}")
+
+
+def _describe(s: Switches) -> str:
+    parts = [f"output_norm {s.output_norm!r}"]
+    if s.pos0_mask is not None:
+        parts.append(f"pos0_mask '{mask_label(s.pos0_mask)}'")
+    if s.control:
+        parts.append(f"{CONTROL_VAR}=1")
+    return " with ".join(parts)
+
+
+def plugin_env(cell_env: Mapping[str, str], method: str, base_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Entries to add to a server's environment whose ``cell_env`` sets a head switch (else {}).
+
+    ``SPECBENCH_HEAD`` tells the plugin which head the switches are for (from the cell's method) and
+    that specbench configured the server. vLLM loads every installed general plugin unless
+    ``VLLM_PLUGINS`` lists an allowlist; when the server's environment has one, ours is appended to
+    it so the switches are not silently ignored.
+    """
+    if not any(str(cell_env.get(v, "")).strip() for v in SWITCH_VARS):
+        return {}
+    env: dict[str, str] = {}
+    head = head_of_method(method)
+    if head is not None:  # another method: check_variant_supported refuses the switches before launch
+        env[HEAD_VAR] = head
+    base = {**(os.environ if base_env is None else base_env), **cell_env}
     if "VLLM_PLUGINS" in base:
         names = [n.strip() for n in base["VLLM_PLUGINS"].split(",") if n.strip()]
         if PLUGIN_NAME not in names:

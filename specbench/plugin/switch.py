@@ -64,6 +64,9 @@ class HeadSwitch:
         output_norm, pos0_mask = wanted["output_norm"], bool(wanted["pos0_mask"])
         if output_norm not in variants.VARIANT_OUTPUTS:
             raise ValueError(f"unknown output_norm {output_norm!r}")
+        from specbench.vllm_main import installed_vllm_version
+
+        variants.verify_wrapped_classes(installed_vllm_version() or "unknown")  # names the version and the gap
         inner = _inner_draft_module(self)
         base = variants._BASE_INNER  # noqa: SLF001 - the class whose forward the variants re-implement
         if not isinstance(inner, base):

@@ -7,9 +7,13 @@ position 0. Two switches, composable:
 
 * output norm: ``off`` -> ``(sum, sum)``: no final norm at all; ``logits-only`` -> ``(norm, sum)``:
   norm for logits only, the un-normed sum carried (what vLLM's ``deepseek_mtp.py`` carried before
-  it switched to the post-norm state; vLLM 0.32's MTP layer carries the post-norm state, like ``on``).
+  2026; vLLM 0.32's MTP layer carries the post-norm state, as ``on`` does here).
 * pos0 mask: ``on`` -> zero the input embedding at position 0 before ``enorm``, exactly as vLLM
   0.32's ``deepseek_mtp.py`` does (``torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)``).
+
+``("on", False)`` re-implements the shipped forward: registered only as the control
+(``SPECBENCH_HEAD_CONTROL=1``), which must count exactly as shipped vLLM does. The MTP layer's
+variants are in :mod:`specbench.plugin.mtp_variants`.
 
 The inner model must be *constructed* as the variant class: vLLM's compile wrapper captures
 ``forward`` when the module is built, so swapping classes or methods afterwards would not take.
@@ -120,12 +124,12 @@ def verify_wrapped_classes(vllm_version: str) -> None:
     if problems:
         raise RuntimeError(
             f"specbench output-norm plugin cannot wrap vLLM {vllm_version}: missing {', '.join(problems)}; "
-            "use SPECBENCH_OUTPUT_NORM=on (vLLM as shipped) or a vLLM whose deepseek_eagle.py matches 0.32"
+            "use the shipped values (output_norm on, pos0_mask off) or a vLLM whose deepseek_eagle.py matches 0.32"
         )
 
 
-# (output_norm, pos0_mask) -> model class. ("on", False) is vLLM as shipped and is never registered
-# by the plugin; its class exists for tests that compare the re-implemented forward with vLLM's.
+# (output_norm, pos0_mask) -> model class. ("on", False) is vLLM as shipped: the plugin registers it
+# only as the control (SPECBENCH_HEAD_CONTROL=1), to show the re-implementation counts as vLLM does.
 VARIANT_CLASSES = {
     (v, m): _make_outer(v, m, _make_inner(v, m)) for v in VARIANT_OUTPUTS for m in (False, True)
 }

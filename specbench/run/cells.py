@@ -24,7 +24,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
-from specbench.config import FIXTURE_REFS, SPEC_AXES, Study
+from specbench.config import FIXTURE_REFS, MTP_METHODS, SPEC_AXES, Study
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 
 NONE = "none"
@@ -169,12 +169,16 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
     args: list[str] = [resolve(serve.model)]
     if serve.served_model_name:
         args += ["--served-model-name", serve.served_model_name]
-    draft = output_norm = None
+    draft = output_norm = method = None
     spec = serve.speculative
     if spec is not None and not baseline:
-        draft = resolve(str(values.get("draft", spec.draft)))
+        method = str(values.get("method", spec.method))
+        if method in MTP_METHODS and ("method" in values or spec.draft is None):
+            draft = resolve(serve.model)  # the served model's own MTP layer drafts
+        else:
+            draft = resolve(str(values.get("draft", spec.draft)))
         k = int(values.get("num_speculative_tokens", spec.num_speculative_tokens))
-        spec_json = {"method": spec.method, "model": draft, "num_speculative_tokens": k}
+        spec_json = {"method": method, "model": draft, "num_speculative_tokens": k}
         args += ["--speculative-config", json.dumps(spec_json, separators=(",", ":"))]
         output_norm = values.get("output_norm")
         if _per_request_flag(serve.per_request_metrics):
@@ -213,8 +217,12 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
                 args.append(flag)
             elif value is not False:
                 args += [flag, str(value)]
-    if output_norm is not None:
-        env.update(_plugin_env(output_norm, env))
+    if method is not None:
+        if output_norm is not None:
+            env["SPECBENCH_OUTPUT_NORM"] = str(output_norm)
+        if "pos0_mask" in values:
+            env["SPECBENCH_POS0_MASK"] = str(values["pos0_mask"])
+        env.update(_plugin_env(env, method))
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     load = {a[5:]: v for a, v in values.items() if a.startswith("load:")}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
@@ -249,11 +257,9 @@ def _per_request_flag(mode: str) -> bool:
     return supports_per_request_metrics(installed_vllm_version())
 
 
-def _plugin_env(variant: str, cell_env: dict[str, str]) -> dict[str, str]:
-    import os
-
+def _plugin_env(cell_env: dict[str, str], method: str) -> dict[str, str]:
     from specbench.plugin import plugin_env
 
     # The server's environment is os.environ overlaid with the cell's: a VLLM_PLUGINS allowlist in
-    # either must be extended with our plugin.
-    return dict(plugin_env(variant, {**os.environ, **cell_env}))
+    # either must be extended with our plugin; SPECBENCH_HEAD names the head the switches are for.
+    return plugin_env(cell_env, method)

@@ -69,26 +69,22 @@ def group_cells(cells: list[Cell], host: str = "127.0.0.1", share: bool = True) 
 
 
 # Axes and environment entries that only select the plugin's head variant.
-VARIANT_AXES = ("output_norm", "env:SPECBENCH_POS0_MASK")
-
-
-def _variant_env_names() -> tuple[str, ...]:
-    from specbench.plugin import ENV_VAR, POS0_MASK_VAR
-
-    return (ENV_VAR, POS0_MASK_VAR)
+VARIANT_AXES = ("output_norm", "pos0_mask", "env:SPECBENCH_POS0_MASK")
 
 
 def shipped_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` without the variables that select a head variant (the server then starts as shipped)."""
-    names = _variant_env_names()
-    return {k: v for k, v in env.items() if k not in names}
+    from specbench.plugin import HEAD_VAR, SWITCH_VARS
+
+    return {k: v for k, v in env.items() if k not in (*SWITCH_VARS, HEAD_VAR)}
 
 
 def head_variant(cell: Cell) -> tuple[str, bool]:
-    """(output_norm, pos0_mask) the cell asks for."""
-    from specbench.plugin import pos0_mask_from_env, variant_from_env
+    """(output_norm, pos0_mask) the cell asks for of its EAGLE head (pos0 mask: the shipped value when unset)."""
+    from specbench.plugin import switches_from_env
 
-    return variant_from_env(cell.env), pos0_mask_from_env(cell.env)
+    sw = switches_from_env(cell.env)
+    return sw.output_norm, sw.mask_for("eagle")
 
 
 def head_switchable(cell: Cell, host: str) -> bool:
@@ -96,8 +92,10 @@ def head_switchable(cell: Cell, host: str) -> bool:
     from specbench.plugin.switch import switchable
     from specbench.run.plan import _spec_method
 
-    if cell.is_baseline or cell.draft is None:
-        return False
+    from specbench.plugin import switches_from_env
+
+    if cell.is_baseline or cell.draft is None or switches_from_env(cell.env).control:
+        return False  # the control variant is registered at start-up by design: it keeps its own server
     return switchable(_spec_method(cell), "--enforce-eager" in cell.args, host) and _loopback(host)
 
 

@@ -28,7 +28,7 @@ def make_run_id(study: Study, now: datetime | None = None) -> str:
 def fixture_resolver(study: Study):
     """Builds the tiny fixtures once if the study names them; maps refs to their paths."""
     refs = {study.serve.model, *(v for v in study.matrix.get("draft", []))}
-    if study.serve.speculative:
+    if study.serve.speculative and study.serve.speculative.draft:
         refs.add(study.serve.speculative.draft)
     resolved: dict[str, str] = {}
     if refs & set(FIXTURE_REFS):
@@ -43,8 +43,10 @@ def fixture_resolver(study: Study):
 
 
 def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> None:
-    """Refuse, before launching anything, a variant the plugin cannot apply to a cell's draft, or
-    an unknown position-0 mask switch. The error names the config file, so the user knows what to edit."""
+    """Refuse, before launching anything, an unknown head-switch value (``SPECBENCH_OUTPUT_NORM``,
+    ``SPECBENCH_POS0_MASK``, ``SPECBENCH_HEAD_CONTROL``, from an axis or ``serve.env``) or switches
+    the plugin cannot apply to a cell's head. The error names the config file, so the user knows
+    what to edit."""
     from specbench.plugin import check_variant_supported
 
     try:
@@ -56,15 +58,16 @@ def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> Non
 
 
 def _check_variants(cells: list[Cell], check_variant_supported) -> None:
-    from specbench.plugin import pos0_mask_from_env
+    from specbench.plugin import SWITCH_VARS, switches_from_env
 
     for c in cells:
-        mask = pos0_mask_from_env(c.env)  # an unknown env:SPECBENCH_POS0_MASK value fails here, not in vLLM
-        if ((c.output_norm and c.output_norm != "on") or mask) and c.draft:
-            draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
-            if draft_dir is None:
-                continue  # a hub draft not downloaded yet: the plugin checks it inside the server
-            check_variant_supported(draft_dir, c.output_norm or "on", pos0_mask=mask, method=_spec_method(c))
+        switches = switches_from_env(c.env)  # an unknown value fails here, not inside vLLM
+        if c.is_baseline or not c.draft or not any(c.env.get(v, "").strip() for v in SWITCH_VARS):
+            continue
+        # A hub draft not downloaded yet (None): what needs its config.json is checked inside the server.
+        draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
+        check_variant_supported(draft_dir, switches.output_norm, pos0_mask=switches.pos0_mask,
+                                method=_spec_method(c), control=switches.control)
 
 
 def _spec_method(cell: Cell) -> str:

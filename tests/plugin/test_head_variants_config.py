@@ -42,13 +42,72 @@ def test_unknown_pos0_mask_value_is_a_config_error_before_launch():
         check_cells(expand(study))
 
 
-def test_head_switches_on_an_mtp_cell_are_refused_not_ignored():
-    config = ROOT / "configs" / "head_variants_mtp.yaml"
+def test_seed_questions_cross_method_output_norm_and_pos0_mask():
+    cells = expand(load_config(ROOT / "configs" / "seed-questions.yaml"))
+    spec = [c for c in cells if not c.is_baseline]
+    target, head = resolve_fixture_ref("fixture:heads-target"), resolve_fixture_ref("fixture:heads-draft")
+    seen = set()
+    for c in spec:
+        method, norm, mask = c.axes["method"], c.axes["output_norm"], c.axes["pos0_mask"]
+        assert c.cell_id == f"method-{method}__output_norm-{norm}__pos0_mask-{mask}__r0"
+        conf = json.loads(c.args[c.args.index("--speculative-config") + 1])
+        # the MTP cells draft with the served model's own layer, the EAGLE cells with the head
+        assert conf["method"] == method and conf["model"] == (target if method == "deepseek_mtp" else head)
+        assert (c.env["SPECBENCH_HEAD"], c.env["SPECBENCH_OUTPUT_NORM"], c.env["SPECBENCH_POS0_MASK"]) == \
+            ({"eagle": "eagle", "deepseek_mtp": "mtp"}[method], norm, mask)
+        seen.add((method, norm, mask))
+    assert len(seen) == len(spec) == 12
+    (base,) = [c for c in cells if c.is_baseline]
+    assert "--speculative-config" not in base.args and not any(k.startswith("SPECBENCH_") for k in base.env)
+    check_cells(cells)
+
+
+def test_bad_switch_in_a_config_exits_2_before_anything_runs(tmp_path):
+    """``specbench run`` on a config whose serve.env holds an unknown value: exit 2, one line, no run dir."""
+    import subprocess
+    import sys
+
     import yaml
 
-    data = yaml.safe_load(config.read_text())
-    data["matrix"] = {"output_norm": ["logits-only"]}
-    cells = expand(parse_study(data, str(config)))
-    resolve_fixture_ref("fixture:heads-target", build=True)  # the check reads the draft's config.json
-    with pytest.raises(ConfigError, match=r"output_norm 'logits-only' switches the DeepSeek EAGLE head.*'deepseek_mtp'"):
-        check_cells(cells)
+    data = yaml.safe_load((ROOT / "configs" / "head_variants_mtp.yaml").read_text())
+    data["serve"]["env"]["SPECBENCH_OUTPUT_NORM"] = "OFF"
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump(data))
+    proc = subprocess.run([sys.executable, "-m", "specbench", "run", str(config), "--results-dir", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "bad.yaml: SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
+    proc = subprocess.run([sys.executable, "-m", "specbench", "validate", str(config)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "SPECBENCH_OUTPUT_NORM='OFF'" in proc.stderr
+
+
+def test_mtp_method_needs_no_draft_and_other_methods_do():
+    base = {"name": "x", "serve": {"model": "fixture:heads-target", "speculative": {"method": "deepseek_mtp"}}}
+    (cell,) = expand(parse_study(base, "x.yaml"))
+    assert json.loads(cell.args[cell.args.index("--speculative-config") + 1])["model"] == \
+        resolve_fixture_ref("fixture:heads-target")
+    with pytest.raises(ConfigError, match=r"x.yaml: matrix.method: 'eagle' needs serve.speculative.draft"):
+        parse_study({**base, "matrix": {"method": ["deepseek_mtp", "eagle"]}}, "x.yaml")
+    both = {"name": "x", "serve": {"model": "fixture:heads-target",
+                                   "speculative": {"method": "eagle", "draft": "fixture:heads-draft"}},
+            "matrix": {"method": ["eagle", "deepseek_mtp"], "draft": ["fixture:heads-draft", "fixture:draft"]}}
+    with pytest.raises(ConfigError, match=r"matrix.draft: an MTP method drafts with the served model's own layer"):
+        parse_study(both, "x.yaml")
+    with pytest.raises(ConfigError, match=r"matrix.method\[0\]: must be a vLLM speculative method name"):
+        parse_study({**base, "matrix": {"method": ["Eagle 3"]}}, "x.yaml")
+
+
+def test_pos0_mask_axis_and_its_env_axis_collide():
+    study = {"name": "x", "serve": {"model": "fixture:heads-target",
+                                    "speculative": {"method": "eagle", "draft": "fixture:heads-draft"}},
+             "matrix": {"pos0_mask": ["off", "on"], "env:SPECBENCH_POS0_MASK": ["off"]}}
+    with pytest.raises(ConfigError, match=r"matrix.env:SPECBENCH_POS0_MASK: collides with matrix.pos0_mask"):
+        load_config_data(study)
+
+
+def load_config_data(data):
+    from specbench.config_checks import check_study
+
+    check_study(parse_study(data, "x.yaml"), "x.yaml")

@@ -10,9 +10,11 @@ import pytest
 
 from specbench.errors import ConfigError
 from specbench.plugin import (
-    ENV_VAR, PLUGIN_NAME, POS0_MASK_VAR, REGISTERED_ARCH, check_variant_supported, plugin_env, pos0_mask_from_env,
-    register, variant_from_env,
+    CONTROL_VAR, ENV_VAR, HEAD_VAR, MTP_ARCH, PLUGIN_NAME, POS0_MASK_VAR, REGISTERED_ARCH, Switches,
+    check_variant_supported, plugin_env, register, switches_from_env,
 )
+
+ALL_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR, HEAD_VAR)
 
 
 @pytest.fixture
@@ -20,7 +22,10 @@ def registry(monkeypatch):
     """vLLM's real ModelRegistry, with its entry for the EAGLE head restored after the test."""
     from vllm.model_executor.models import ModelRegistry
 
-    monkeypatch.setitem(ModelRegistry.models, REGISTERED_ARCH, ModelRegistry.models[REGISTERED_ARCH])
+    for arch in (REGISTERED_ARCH, MTP_ARCH):
+        monkeypatch.setitem(ModelRegistry.models, arch, ModelRegistry.models[arch])
+    for var in ALL_VARS:
+        monkeypatch.delenv(var, raising=False)
     return ModelRegistry
 
 
@@ -29,46 +34,84 @@ def test_entry_point_is_declared():
     assert eps.get(PLUGIN_NAME) == "specbench.plugin:register"
 
 
-@pytest.mark.parametrize("value", [None, "", "on"])
-def test_on_or_unset_registers_nothing(registry, monkeypatch, caplog, value):
-    monkeypatch.setenv(POS0_MASK_VAR, "off")
-    if value is None:
-        monkeypatch.delenv(ENV_VAR, raising=False)
-    else:
-        monkeypatch.setenv(ENV_VAR, value)
+def test_no_specbench_variable_is_inert(registry, caplog):
+    before = dict(registry.models)
+    with caplog.at_level(logging.DEBUG, logger="vllm.specbench_plugin"):
+        register()
+    assert registry.models == before and caplog.text == ""
+
+
+@pytest.mark.parametrize("env", [
+    {ENV_VAR: "on"}, {HEAD_VAR: "eagle", ENV_VAR: "", POS0_MASK_VAR: "off"}, {HEAD_VAR: "eagle", ENV_VAR: "on", POS0_MASK_VAR: "off"},
+    {HEAD_VAR: "mtp", ENV_VAR: "on", POS0_MASK_VAR: "on"}, {HEAD_VAR: "mtp", ENV_VAR: "on"},
+    {HEAD_VAR: "eagle", CONTROL_VAR: "0"},
+])
+def test_shipped_values_register_nothing(registry, monkeypatch, caplog, env):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
     before = dict(registry.models)
     with caplog.at_level(logging.INFO, logger="vllm.specbench_plugin"):
         register()
     assert registry.models == before
-    assert "nothing registered" in caplog.text
+    assert "output norm on (vLLM as shipped), nothing registered" in caplog.text
 
 
-# ("on", no mask) is vLLM as shipped: test_on_or_unset_registers_nothing covers it.
-@pytest.mark.parametrize("variant,mask", [("off", None), ("logits-only", None), ("off", "on"),
-                                          ("logits-only", "on"), ("on", "on")])
-def test_variant_replaces_the_eagle_head(registry, monkeypatch, variant, mask):
-    from vllm.model_executor.models import deepseek_eagle
+def _registered(registry, before) -> dict[str, type]:
+    return {a: registry.models[a].model_cls for a in (REGISTERED_ARCH, MTP_ARCH) if registry.models[a] is not before[a]}
 
-    monkeypatch.setenv(ENV_VAR, variant)
-    if mask is None:
-        monkeypatch.delenv(POS0_MASK_VAR, raising=False)
-    else:
-        monkeypatch.setenv(POS0_MASK_VAR, mask)
-    shipped = registry.models[REGISTERED_ARCH]
+
+# Every non-shipped (output_norm, pos0_mask) of each head: EAGLE ships (on, off), MTP (on, on).
+@pytest.mark.parametrize("head,norm,mask", [
+    (h, n, m) for h, shipped in (("eagle", ("on", "off")), ("mtp", ("on", "on")))
+    for n in ("on", "logits-only", "off") for m in ("off", "on") if (n, m) != shipped
+])
+def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm, mask):
+    from vllm.model_executor.models import deepseek_eagle, deepseek_mtp
+
+    for k, v in {HEAD_VAR: head, ENV_VAR: norm, POS0_MASK_VAR: mask}.items():
+        monkeypatch.setenv(k, v)
+    before = dict(registry.models)
     register()
-    cls = registry.models[REGISTERED_ARCH].model_cls
-    assert registry.models[REGISTERED_ARCH] is not shipped
-    assert issubclass(cls, deepseek_eagle.EagleDeepseekV3ForCausalLM)
-    assert variant.replace("-", "").lower() in cls.__name__.lower()
-    assert ("pos0mask" in cls.__name__.lower()) == (mask == "on")
+    (arch, cls), = _registered(registry, before).items()
+    assert arch == {"eagle": REGISTERED_ARCH, "mtp": MTP_ARCH}[head]
+    base = {"eagle": deepseek_eagle.EagleDeepseekV3ForCausalLM, "mtp": deepseek_mtp.DeepSeekMTP}[head]
+    assert issubclass(cls, base)
+    name = cls.__name__.lower()
+    assert norm.replace("-", "") in name and ("nopos0mask" not in name and "pos0mask" in name) == (mask == "on")
 
 
-def test_pos0_mask_values(monkeypatch):
-    assert pos0_mask_from_env({}) is False
-    assert pos0_mask_from_env({POS0_MASK_VAR: " on "}) is True
-    assert pos0_mask_from_env({POS0_MASK_VAR: "off"}) is False
-    with pytest.raises(ConfigError, match=r"SPECBENCH_POS0_MASK='1'.*off, on"):
-        pos0_mask_from_env({POS0_MASK_VAR: "1"})
+def test_without_a_head_each_head_is_compared_with_its_own_shipped_values(registry, monkeypatch):
+    """A hand-set SPECBENCH_POS0_MASK=on (no SPECBENCH_HEAD): the EAGLE head gets the mask; MTP ships it."""
+    monkeypatch.setenv(POS0_MASK_VAR, "on")
+    before = dict(registry.models)
+    register()
+    assert list(_registered(registry, before)) == [REGISTERED_ARCH]
+    monkeypatch.setenv(ENV_VAR, "logits-only")
+    register()
+    assert set(_registered(registry, before)) == {REGISTERED_ARCH, MTP_ARCH}
+
+
+@pytest.mark.parametrize("head,cls_name", [("eagle", "EagleDeepseekV3OutputNormOn"),
+                                           ("mtp", "DeepSeekMTPOutputNormOnPos0Mask")])
+def test_control_registers_the_reimplemented_shipped_forward(registry, monkeypatch, caplog, head, cls_name):
+    monkeypatch.setenv(HEAD_VAR, head)
+    monkeypatch.setenv(CONTROL_VAR, "1")
+    before = dict(registry.models)
+    with caplog.at_level(logging.INFO, logger="vllm.specbench_plugin"):
+        register()
+    (cls,) = _registered(registry, before).values()
+    assert cls.__name__ == cls_name
+    assert "(control: the shipped forward, re-implemented)" in caplog.text
+
+
+def test_switch_values():
+    assert switches_from_env({}) == Switches("on", None, False, None)
+    assert switches_from_env({POS0_MASK_VAR: " on ", ENV_VAR: "off", CONTROL_VAR: "1", HEAD_VAR: "mtp"}) == \
+        Switches("off", True, True, "mtp")
+    for var, bad, allowed in ((POS0_MASK_VAR, "1", "off, on"), (ENV_VAR, "Off", "on, off, logits-only"),
+                              (CONTROL_VAR, "yes", "0, 1"), (HEAD_VAR, "medusa", "eagle, mtp")):
+        with pytest.raises(ConfigError, match=rf"{var}={bad!r}.*{allowed}"):
+            switches_from_env({var: bad})
 
 
 @pytest.mark.parametrize(("variant", "mask", "expect"), [
@@ -107,11 +150,90 @@ def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
     torch.testing.assert_close(out[1], values[expect[1]])
 
 
-def test_unknown_value_is_a_clear_error(monkeypatch):
+def _mtp_stub(seen: dict):
+    """An object with the MTP layer's attributes; norms scale, so normed and un-normed states differ."""
+    import torch
+
+    class Block:
+        use_sequence_parallel_moe = False
+
+        def __call__(self, positions, hidden_states, residual):
+            return hidden_states * 2, hidden_states + 1.0
+
+    class Stub:
+        enorm = staticmethod(lambda x: seen.setdefault("enorm_in", x) * 3)
+        hnorm = staticmethod(lambda h: h * 5)
+        eh_proj = staticmethod(lambda x: x[:, :2] + x[:, 2:])
+        mtp_block = Block()
+        shared_head = staticmethod(lambda h: h / 7)
+
+    return Stub()
+
+
+@pytest.mark.parametrize("variant,mask", [(v, m) for v in ("on", "logits-only", "off") for m in (False, True)])
+def test_mtp_variant_forward_is_vllms_but_for_its_switches(variant, mask):
+    """Each MTP variant's forward against vLLM 0.32's own ``DeepSeekMultiTokenPredictorLayer.forward``,
+    both run on one stub: the control (on, mask on) equals it exactly; each switch changes only its part."""
+    import torch
+    from vllm.model_executor.models import deepseek_mtp
+
+    from specbench.plugin import mtp_variants
+
+    ids, positions = torch.tensor([5, 6, 7]), torch.tensor([0, 1, 2])
+    embeds, hidden = torch.arange(6.0).reshape(3, 2) + 1, torch.ones(3, 2)
+    shipped = deepseek_mtp.DeepSeekMultiTokenPredictorLayer.forward(_mtp_stub({}), ids, positions, hidden, embeds)
+    seen: dict = {}
+    out = mtp_variants._forward_for(variant, mask)(_mtp_stub(seen), ids, positions, hidden, embeds)
+    assert bool((seen["enorm_in"][0] == 0).all()) == mask and bool((seen["enorm_in"][1:] != 0).all())
+    if mask:  # the mask is the only input change: what is computed for logits is vLLM's
+        torch.testing.assert_close(out[0], shipped[0])
+    carried = out[0] / 7 if variant == "on" else out[0]  # shared_head (the final norm) or the pre-norm sum
+    torch.testing.assert_close(out[1], carried)
+    if (variant, mask) == ("on", True):
+        torch.testing.assert_close(out[1], shipped[1])
+
+
+def test_mtp_off_takes_logits_from_the_unnormed_sum():
+    import torch
+
+    from specbench.plugin import mtp_variants
+
+    class Layer:
+        class shared_head:  # noqa: N801 - stands in for vLLM's SharedHead
+            head = "HEAD"
+
+    class Predictor:
+        mtp_start_layer_idx, num_mtp_layers, layers = 2, 1, {"2": Layer()}
+        logits_processor = staticmethod(lambda head, h: (head, h))
+
+    class Outer:
+        model = Predictor()
+
+    h = torch.ones(2, 2)
+    assert "compute_logits" in vars(mtp_variants.VARIANT_CLASSES[("off", True)])
+    assert all("compute_logits" not in vars(mtp_variants.VARIANT_CLASSES[(v, m)])
+               for v in ("on", "logits-only") for m in (False, True))
+    head, logits_in = mtp_variants._compute_logits_unnormed(Outer(), h, spec_step_idx=3)
+    assert head == "HEAD" and logits_in is h
+
+
+def test_unknown_value_stops_a_server_specbench_configured(registry, monkeypatch):
+    monkeypatch.setenv(HEAD_VAR, "eagle")
     monkeypatch.setenv(ENV_VAR, "Off")
     with pytest.raises(ConfigError, match=r"SPECBENCH_OUTPUT_NORM='Off'.*on, off, logits-only"):
         register()
-    assert variant_from_env({ENV_VAR: " off "}) == "off"
+
+
+def test_unknown_value_in_another_server_is_logged_and_ignored(registry, monkeypatch, caplog):
+    monkeypatch.setenv(ENV_VAR, "OFF")
+    monkeypatch.setenv(POS0_MASK_VAR, "on")  # valid, but the server is left as shipped as a whole
+    before = dict(registry.models)
+    with caplog.at_level(logging.INFO, logger="vllm.specbench_plugin"):
+        register()
+    assert registry.models == before
+    (record,) = caplog.records
+    assert record.levelname == "WARNING" and "SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant; use one of on, off, logits-only; ignored" \
+        in record.getMessage()
 
 
 def test_mismatched_vllm_head_names_version_and_what_is_missing(monkeypatch):
@@ -125,6 +247,23 @@ def test_mismatched_vllm_head_names_version_and_what_is_missing(monkeypatch):
         variants.verify_wrapped_classes("9.9.9")
 
 
+def test_mismatched_mtp_layer_names_version_and_what_is_missing(monkeypatch):
+    from specbench.plugin import mtp_variants
+
+    class OldLayer:  # an older MTP layer: same names, but carries the pre-norm sum and has no mask
+        def __init__(self):
+            self.enorm = self.hnorm = self.eh_proj = self.shared_head = self.mtp_block = None
+
+        def forward(self, input_ids, positions, previous_hidden_states, inputs_embeds=None, spec_step_index=0):
+            return previous_hidden_states
+
+    mtp_variants.verify_wrapped_classes("0.32.0")  # the installed one is as expected
+    monkeypatch.setattr(mtp_variants, "_BASE_LAYER", OldLayer)
+    with pytest.raises(RuntimeError, match=r"vLLM 0\.9\.0's MTP layer: missing the position-0 mask .*"
+                                           r"the post-norm carried state"):
+        mtp_variants.verify_wrapped_classes("0.9.0")
+
+
 def _draft(tmp_path, **config):
     (tmp_path / "config.json").write_text(json.dumps(config))
     return tmp_path
@@ -135,28 +274,50 @@ def test_check_variant_supported_names_the_architecture(tmp_path):
     with pytest.raises(ConfigError, match=r"LlamaForCausalLM.*supported variants: on, off, logits-only"):
         check_variant_supported(llama, "off")
     check_variant_supported(llama, "on")  # vLLM as shipped works with any draft
+    check_variant_supported(llama, "on", pos0_mask=False)  # the EAGLE head's shipped mask
     with pytest.raises(ConfigError, match="not a known variant"):
         check_variant_supported(llama, "none")
 
 
 def test_pos0_mask_needs_a_deepseek_head(tmp_path):
     llama = _draft(tmp_path, architectures=["LlamaForCausalLM"], model_type="llama")
-    with pytest.raises(ConfigError, match=r"LlamaForCausalLM.*SPECBENCH_POS0_MASK='on'.*use output_norm 'on' and SPECBENCH_POS0_MASK=off"):
+    with pytest.raises(ConfigError, match=r"LlamaForCausalLM.*pos0_mask 'on'.*output_norm 'on', pos0_mask 'off'"):
         check_variant_supported(llama, "on", pos0_mask=True)
+
+
+def test_mtp_switches_need_a_target_with_an_mtp_layer(tmp_path):
+    no_mtp = _draft(tmp_path, architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3")
+    check_variant_supported(no_mtp, "on", pos0_mask=True, method="deepseek_mtp")  # shipped
+    with pytest.raises(ConfigError, match=r"num_nextn_predict_layers is None.*'deepseek_mtp'.*pos0_mask 'on'"):
+        check_variant_supported(no_mtp, "on", pos0_mask=False, method="deepseek_mtp")
+    _draft(tmp_path, architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3", num_nextn_predict_layers=1)
+    check_variant_supported(tmp_path, "logits-only", method="mtp")
+    check_variant_supported(tmp_path, "on", method="mtp", control=True)
+
+
+def test_switches_on_a_method_without_a_deepseek_head_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"output_norm 'off' switches a DeepSeek draft head.*'ngram'"):
+        check_variant_supported(tmp_path, "off", method="ngram")
+    with pytest.raises(ConfigError, match=r"pos0_mask 'off'.*'ngram'"):
+        check_variant_supported(tmp_path, "on", pos0_mask=False, method="ngram")
+    check_variant_supported(tmp_path, "on", method="ngram")
 
 
 def test_check_variant_supported_accepts_deepseek_heads(tmp_path):
     check_variant_supported(_draft(tmp_path, architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3"), "off")
-    with pytest.raises(ConfigError, match="config.json: draft config not found"):
+    with pytest.raises(ConfigError, match="config.json: config not found"):
         check_variant_supported(tmp_path / "missing", "logits-only")
+    check_variant_supported(None, "logits-only")  # a hub head not downloaded: checked inside the server
 
 
 def test_plugin_env(monkeypatch):
     monkeypatch.delenv("VLLM_PLUGINS", raising=False)
-    assert plugin_env("off") == {ENV_VAR: "off"}
-    assert plugin_env("on", {"VLLM_PLUGINS": "lora_resolver"}) == {
-        ENV_VAR: "on", "VLLM_PLUGINS": f"lora_resolver,{PLUGIN_NAME}"}
-    assert plugin_env("off", {"VLLM_PLUGINS": f" {PLUGIN_NAME} "})["VLLM_PLUGINS"] == PLUGIN_NAME
-    assert plugin_env("off", {"VLLM_PLUGINS": ""})["VLLM_PLUGINS"] == PLUGIN_NAME
-    with pytest.raises(ConfigError):
-        plugin_env("maybe")
+    assert plugin_env({}, "eagle") == {}
+    assert plugin_env({ENV_VAR: "off"}, "eagle") == {HEAD_VAR: "eagle"}
+    assert plugin_env({POS0_MASK_VAR: "on"}, "deepseek_mtp") == {HEAD_VAR: "mtp"}
+    assert plugin_env({CONTROL_VAR: "1"}, "mtp") == {HEAD_VAR: "mtp"}
+    assert plugin_env({ENV_VAR: "off"}, "ngram") == {}  # refused before launch (check_variant_supported)
+    assert plugin_env({ENV_VAR: "on"}, "eagle", {"VLLM_PLUGINS": "lora_resolver"}) == {
+        HEAD_VAR: "eagle", "VLLM_PLUGINS": f"lora_resolver,{PLUGIN_NAME}"}
+    assert plugin_env({ENV_VAR: "off", "VLLM_PLUGINS": f" {PLUGIN_NAME} "}, "eagle", {})["VLLM_PLUGINS"] == PLUGIN_NAME
+    assert plugin_env({ENV_VAR: "off"}, "eagle", {"VLLM_PLUGINS": ""})["VLLM_PLUGINS"] == PLUGIN_NAME

