@@ -138,7 +138,7 @@ def test_hub_ids_and_existing_paths_accepted(tmp_path):
     assert study.serve.model == str(tmp_path / "m")
 
 
-@pytest.mark.parametrize("name", ["default.yaml", "default-logits-only.yaml", "deepseek-r1-eagle.yaml"])
+@pytest.mark.parametrize("name", ["default.yaml", "deepseek-r1-eagle.yaml"])
 def test_shipped_configs_are_valid(name):
     study = load_config(ROOT / "configs" / name)
     assert study.baseline.enabled
