@@ -162,7 +162,7 @@ def test_cli_validate_exit_codes_and_no_traceback(tmp_path):
     good = subprocess.run([sys.executable, "-m", "specbench", "validate", str(ROOT / "configs" / "default.yaml")],
                           capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stderr
-    assert "6 cells" in good.stdout  # 4 speculative + one baseline per MLA value
+    assert "8 cells" in good.stdout  # 6 speculative + one baseline per MLA value
 
 
 @pytest.mark.parametrize("command", ["validate", "run"])
