@@ -25,7 +25,7 @@ def plot_identical_share(ax: Axes, pairs: list[PairDivergence]) -> None:
     for y, p in zip(ys, pairs):
         ax.text(min(p.identical_share, 1.0) + 0.01, y, f"{p.identical}/{p.n}", va="center", fontsize="small")
     ax.set_yticks(ys, [_pair_label(p) for p in pairs], fontsize="x-small")
-    ax.invert_yaxis()
+    ax.set_ylim(len(pairs) - 0.5, -0.5)  # the same rows as plot_first_divergence's, top to bottom
     ax.set_xlim(0, 1.15)
     ax.set_xlabel("share of prompts with identical greedy output")
     ax.grid(True, axis="x", alpha=0.3)

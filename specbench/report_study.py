@@ -87,7 +87,7 @@ def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
             load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
             host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
             window=(cell.cell["started_at"], cell.cell["ended_at"])
-            if cell.cell.get("started_at") and cell.cell.get("ended_at") else None))
+            if all(isinstance(cell.cell.get(k), str) and cell.cell[k] for k in ("started_at", "ended_at")) else None))
     return out, draft_axes_of(run.manifest)
 
 

@@ -1,7 +1,8 @@
 """Session-wide fixtures.
 
-``default_study`` runs the shipped default study (configs/default.yaml: 4 speculative cells + a
-baseline on vLLM-CPU with the tiny fixtures) ONCE per test session through the real CLI, and hands
+``default_study`` runs the shipped default study (configs/default.yaml: 6 speculative cells, MLA
+on/off x output norm on/logits-only/off, + a baseline per MLA value on vLLM-CPU with the tiny
+"heads" fixture) ONCE per test session through the real CLI, and hands
 its run directory to every test that reads its results. Starting vLLM costs ~20 s per server, so
 tests that need real results share this one run instead of starting their own servers.
 """
@@ -18,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "default.yaml"
-STUDY_TIMEOUT_S = 1800  # 6 servers (one baseline per MLA value); generous for a loaded 2-core machine
+STUDY_TIMEOUT_S = 1800  # 8 servers (~9 min on 2 cores); generous for a loaded 2-core machine
 
 
 def pytest_configure(config) -> None:
@@ -81,7 +82,7 @@ def default_study(tmp_path_factory) -> Path:
     """The run directory of one real `specbench run configs/default.yaml --quiet`.
 
     SPECBENCH_TEST_RUN_DIR=<run dir> reuses an existing run of the default study instead (to
-    iterate on the tests without paying for five servers again).
+    iterate on the tests without paying for eight servers again).
     """
     reuse = os.environ.get("SPECBENCH_TEST_RUN_DIR")
     if reuse:

@@ -138,7 +138,7 @@ def test_hub_ids_and_existing_paths_accepted(tmp_path):
     assert study.serve.model == str(tmp_path / "m")
 
 
-@pytest.mark.parametrize("name", ["default.yaml", "default-logits-only.yaml", "deepseek-r1-eagle.yaml"])
+@pytest.mark.parametrize("name", ["default.yaml", "deepseek-r1-eagle.yaml"])
 def test_shipped_configs_are_valid(name):
     study = load_config(ROOT / "configs" / name)
     assert study.baseline.enabled
@@ -162,7 +162,7 @@ def test_cli_validate_exit_codes_and_no_traceback(tmp_path):
     good = subprocess.run([sys.executable, "-m", "specbench", "validate", str(ROOT / "configs" / "default.yaml")],
                           capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stderr
-    assert "6 cells" in good.stdout  # 4 speculative + one baseline per MLA value
+    assert "8 cells" in good.stdout  # 6 speculative + one baseline per MLA value
 
 
 @pytest.mark.parametrize("command", ["validate", "run"])

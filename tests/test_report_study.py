@@ -1,7 +1,7 @@
 """specbench/report_study.py on real runs: divergence and speed-up sections of `specbench report`.
 
-- The session's default study (the `default_study` fixture: MLA on/off x output norm on/off +
-  baseline, per-step arrays since per_request_metrics auto = detailed): MLA on vs off divergence is
+- The session's default study (the `default_study` fixture: MLA on/off x output norm
+  on/logits-only/off + a baseline per MLA value, per-step arrays since per_request_metrics auto = detailed): MLA on vs off divergence is
   reported as measured, and the speed-ups come from the baseline cell's measured timings.
 - Two identical cells: a two-cell study whose cells differ only in an environment variable vLLM
   never reads (``env:SPECBENCH_TWIN``), at concurrency 1 (batch composition flips bf16 near-ties at
@@ -67,7 +67,7 @@ def test_default_study_mla_divergence_and_speedup(default_study, tmp_path):
     assert not math.isnan(row.al_a_common_prefix) and not math.isnan(row.al_b_common_prefix)
     # speed-up from the matching (mla=on) baseline cell's measured timings, recomputed here
     s = speed.set_index("cell").loc[on]
-    assert s.baseline in ("baseline__r0", "baseline__mla-on__r0")  # committed run: one baseline, mla=on
+    assert s.baseline == "baseline__mla-on__r0"
     base = _rows(default_study, s.baseline)
     rate = lambda rs: sum(r["output_tokens"] for r in rs) / sum(r["e2e_s"] for r in rs)  # noqa: E731
     tpot = lambda rs: sum(r["e2e_s"] - r["ttft_s"] for r in rs) / sum(r["output_tokens"] - 1 for r in rs)  # noqa: E731

@@ -217,7 +217,7 @@ def _timing_warnings(run) -> list[str]:
     hosts = run.manifest.get("cell_hosts") or {}
     spans = [(cid, hosts.get(cid) or "", c.cell.get("started_at"), c.cell.get("ended_at"))
              for cid, c in run.cells.items() if c.status == "done"]
-    spans = [s for s in spans if s[2] and s[3]]
+    spans = [s for s in spans if isinstance(s[2], str) and isinstance(s[3], str) and s[2] and s[3]]  # damaged: no span
     together = sorted({f"{a[0]} + {b[0]}" for i, a in enumerate(spans) for b in spans[i + 1:]
                        if a[1] == b[1] and a[2] < b[3] and b[2] < a[3]})  # ISO UTC strings order as times
     out = []

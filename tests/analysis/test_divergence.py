@@ -100,7 +100,10 @@ def test_committed_baseline_mla_on_vs_off_diverges_on_measured_prompts():
         if pp.position is not None:
             assert x["token_ids"][:pp.position] == y["token_ids"][:pp.position]
             assert x["token_ids"][pp.position] != y["token_ids"][pp.position]
-    assert p.acc_a.common == []  # summary-level data: no per-step arrays, no common-prefix figure
+    # per-step arrays (detailed level): a common-prefix figure per request, never more steps than the whole output
+    assert len(p.acc_a.common) == len(p.acc_b.common) == p.n and not p.acc_a.unaligned
+    for side in (p.acc_a, p.acc_b):
+        assert sum(c.num_drafts for c in side.common) < sum(c.num_drafts for c in side.plain)
 
 
 # --- common-prefix estimator against known truth (simulation) ---------------------------------

@@ -58,7 +58,7 @@ def test_committed_baseline_speedup_from_its_own_timings():
     """Real committed data: speed-up recomputed here from requests.jsonl with plain Python."""
     base_dir = ROOT / "results" / "baselines" / "cpu-default"
     read = lambda c: [json.loads(x) for x in (base_dir / c / "requests.jsonl").read_text().splitlines()]  # noqa: E731
-    base, spec = read("baseline__r0"), read("mla-on__output_norm-on__r0")
+    base, spec = read("baseline__mla-on__r0"), read("mla-on__output_norm-on__r0")
     s = speedup("spec", spec, "base", base, n_resamples=300)
     tok = lambda rows: sum(r["output_tokens"] for r in rows) / sum(r["e2e_s"] for r in rows)  # noqa: E731
     tpot = lambda rows: (sum(r["e2e_s"] - r["ttft_s"] for r in rows)  # noqa: E731

@@ -18,6 +18,7 @@ from specbench.compare.gates import GateError, parse_gate
 
 BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 CELL = "mla-on__output_norm-on__r0"
+BASE_CELL = "baseline__mla-on__r0"  # the baseline serving CELL's target (mla=on)
 
 
 def _copy(tmp_path: Path, name: str, edit=None) -> Path:
@@ -26,7 +27,7 @@ def _copy(tmp_path: Path, name: str, edit=None) -> Path:
     if edit is not None:
         path = dst / CELL / "requests.jsonl"
         rows = [json.loads(x) for x in path.read_text().splitlines()]
-        base = [json.loads(x) for x in (dst / "baseline__r0" / "requests.jsonl").read_text().splitlines()]
+        base = [json.loads(x) for x in (dst / BASE_CELL / "requests.jsonl").read_text().splitlines()]
         path.write_text("".join(json.dumps(edit(r, b)) + "\n" for r, b in zip(rows, base)))
     return dst
 
@@ -60,9 +61,9 @@ def test_speedup_gate_fails_when_the_cell_gets_slower(tmp_path):
     assert rc == 1, out
     row = _row(data, "mla=on, output_norm=on", "speedup")
     rows = {c: [json.loads(x) for x in (slow / c / "requests.jsonl").read_text().splitlines()]
-            for c in (CELL, "baseline__r0")}
+            for c in (CELL, BASE_CELL)}
     rate = lambda rs: sum(r["output_tokens"] for r in rs) / sum(r["e2e_s"] for r in rs)  # noqa: E731
-    assert row["cand"] == pytest.approx(rate(rows[CELL]) / rate(rows["baseline__r0"]))
+    assert row["cand"] == pytest.approx(rate(rows[CELL]) / rate(rows[BASE_CELL]))
     assert row["cand"] < row["base"] and row["verdict"] == "worse"
     assert [g["metric"] for g in data["regressions"]] == ["speedup"]
     # unchanged cells pass the same gate
@@ -77,14 +78,27 @@ def test_divergence_share_gate(tmp_path):
     assert rc == 1, out
     row = _row(data, "mla=on, output_norm=on", "divergence_share")
     orig = [json.loads(x) for x in (base / CELL / "requests.jsonl").read_text().splitlines()]
-    ref = [json.loads(x) for x in (base / "baseline__r0" / "requests.jsonl").read_text().splitlines()]
+    ref = [json.loads(x) for x in (base / BASE_CELL / "requests.jsonl").read_text().splitlines()]
     assert row["base"] == 0.0
     assert row["cand"] == pytest.approx(sum(a["token_ids"] != b["token_ids"] for a, b in zip(orig, ref)) / 20)
     rc, data, out = _compare(base, same, tmp_path, "divergence_share:+10pp")  # fewer divergences: passes
-    # ... where a baseline serves the same target. This run's only baseline is mla=on: the mla=off
-    # cells have none, so their checks are inconclusive (exit 3), never measured against mla=on.
+    assert rc == 0, out
+    assert all(g["status"] == "pass" for c in data["cells"] for g in c["gates"])
+
+
+def test_divergence_share_without_a_baseline_for_the_target_is_inconclusive(tmp_path):
+    """Without the mla=off baseline the mla=off cells have none serving their target: their checks
+    are inconclusive (exit 3), never measured against the mla=on baseline."""
+    base, same = _copy(tmp_path, "orig"), _copy(tmp_path, "same", lambda r, b: {**r, "token_ids": b["token_ids"]})
+    for run in (base, same):
+        shutil.rmtree(run / "baseline__mla-off__r0")
+        manifest = json.loads((run / "manifest.json").read_text())
+        manifest["cells"].remove("baseline__mla-off__r0")
+        (run / "manifest.json").write_text(json.dumps(manifest))
+    rc, data, out = _compare(base, same, tmp_path, "divergence_share:+10pp")
     assert rc == 3, out
     status = {c["name"]: [g["status"] for g in c["gates"]] for c in data["cells"]}
     assert status["mla=on, output_norm=on"] == ["pass"] and status["mla=on, output_norm=off"] == ["pass"]
-    assert status["mla=off, output_norm=on"] == ["inconclusive"] == status["mla=off, output_norm=off"], status
+    for norm in ("on", "logits-only", "off"):
+        assert status[f"mla=off, output_norm={norm}"] == ["inconclusive"], status
     assert "serving the same target" in out

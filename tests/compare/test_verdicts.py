@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 from specbench.cli.main import app
 
 BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
-SPEC_CELLS = ["mla-on__output_norm-on__r0", "mla-on__output_norm-off__r0", "mla-off__output_norm-on__r0",
-              "mla-off__output_norm-off__r0"]
+SPEC_CELLS = [f"mla-{mla}__output_norm-{norm}__r0" for mla in ("on", "off") for norm in ("on", "logits-only", "off")]
 
 
 def run(*args):
@@ -42,7 +41,7 @@ def _fail_cells(run_dir: Path) -> None:
 def test_identical_runs_pass(copy):
     code, out = run(BASELINE, copy)
     assert code == 0, out
-    assert "no regression: 16 passed, 0 failed, 0 inconclusive" in out
+    assert "no regression: 24 passed, 0 failed, 0 inconclusive" in out
 
 
 def test_failed_spec_cells_are_inconclusive_not_a_pass(copy, tmp_path):
@@ -51,17 +50,17 @@ def test_failed_spec_cells_are_inconclusive_not_a_pass(copy, tmp_path):
     xml, md, js = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.json"
     code, out = run(BASELINE, copy, "--gate", "acceptance_length:-3%", "--junit", xml, "--markdown", md, "--json", js)
     assert code == 3, out
-    assert "INCONCLUSIVE: 4 gate check(s) could not be decided" in out and "0 passed" in out
+    assert "INCONCLUSIVE: 6 gate check(s) could not be decided" in out and "0 passed" in out
     root = ET.parse(xml).getroot()
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "0", "4")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("6", "0", "6")
     cases = suite.findall("testcase")
     assert all(c.find("error") is not None and c.find("error").get("type") == "inconclusive" for c in cases)
     assert "server died" in cases[0].find("error").get("message")
     text = md.read_text()
     assert "⚠️" in text and "### Inconclusive (not a pass)" in text and "✅" not in text
     data = json.loads(js.read_text())
-    assert data["exit_code"] == 3 and data["checks"] == {"pass": 0, "fail": 0, "inconclusive": 4}
+    assert data["exit_code"] == 3 and data["checks"] == {"pass": 0, "fail": 0, "inconclusive": 6}
     code, out = run(BASELINE, copy, "--gate", "acceptance_length:-3%", "--allow-inconclusive")
     assert code == 0 and "--allow-inconclusive" in out
 
@@ -85,7 +84,7 @@ def test_one_failed_repeat_makes_a_pass_inconclusive(copy):
     (copy / "manifest.json").write_text(json.dumps(m))
     code, out = run(BASELINE, copy, "--gate", "acceptance_length:-3%")
     assert code == 3, out
-    assert "1 repeat(s) of this cell failed" in out and "3 passed, 0 failed, 1 inconclusive" in out
+    assert "1 repeat(s) of this cell failed" in out and "5 passed, 0 failed, 1 inconclusive" in out
 
 
 @pytest.mark.parametrize("gate, fragment", [

@@ -147,7 +147,7 @@ def _small_run(dst: Path) -> Path:
     anywhere in it reaches every reader, and a compare of it takes tens of milliseconds."""
     shutil.copytree(BASELINE_RUN, dst, symlinks=True)
     manifest = json.loads((dst / "manifest.json").read_text())
-    keep = [manifest["cells"][0], "baseline__r0"]
+    keep = [manifest["cells"][0], "baseline__mla-on__r0"]
     for d in dst.iterdir():
         if d.is_dir() and d.name not in keep:
             shutil.rmtree(d)
@@ -257,7 +257,7 @@ def test_generated_output_paths_keep_the_contract(tmp_path):
     (tmp_path / "a_file").write_text("x")
     specials = [tmp_path / "a_dir", "/proc/specbench-x", cand / "manifest.json", cand / "new.json", base,
                 tmp_path / "a_file" / "below.json", "", "/dev/null", tmp_path / "new" / "deep" / "x.json",
-                tmp_path / "ok.json", "/", cand / "baseline__r0" / "cell.json"]
+                tmp_path / "ok.json", "/", cand / "baseline__mla-on__r0" / "cell.json"]
     flags = ["--json", "--markdown", "--junit", "--plot"]
     suffixes = ["", ".png", ".exe", ".svg", ".json", ".md"]
     rng = random.Random(41)

@@ -162,20 +162,21 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
     for cid in ("mla-on__output_norm-on__r0", "mla-off__output_norm-off__r0", "baseline__mla-on__r0",
                 "baseline__mla-off__r0"):
         assert f"[{cid}]" in out
-    assert out.count("argv: ") == 6
+    assert out.count("argv: ") == 8
     assert "VLLM_MLA_DISABLE=1" in out and "SPECBENCH_OUTPUT_NORM=off" in out
     assert "hf_supersecretvalue" not in out and "sk-verysecret" not in out
     assert "HF_TOKEN=***" in out
 
 
-def test_default_config_expands_to_six_cells():
+def test_default_config_expands_to_eight_cells():
     cells = expand(load_config(ROOT / "configs" / "default.yaml"), _ident)
-    assert len(cells) == 6 and sum(c.is_baseline for c in cells) == 2
+    assert len(cells) == 8 and sum(c.is_baseline for c in cells) == 2
 
 
 def test_legacy_expansion_reproduces_a_pre_per_target_baseline_run():
-    """--resume of a run written before per-target baselines (results/baselines/cpu-default)."""
-    manifest = json.loads((ROOT / "results" / "baselines" / "cpu-default" / "manifest.json").read_text())
+    """--resume of a run written before per-target baselines: the manifest of the default-study run
+    committed until 2026-12-03 (4 spec cells + ``baseline__r0``), kept for this test."""
+    manifest = json.loads((Path(__file__).parent / "data" / "legacy-default-manifest.json").read_text())
     study = parse_study(manifest["resolved_config"], "manifest")
     assert [c.cell_id for c in expand(study, _ident)] != manifest["cells"]
     legacy = expand(study, _ident, legacy_baseline=True)
