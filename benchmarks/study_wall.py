@@ -11,7 +11,7 @@ real vLLM-CPU fixtures, through the real CLI:
 
 Prints per run: wall time, servers started (distinct server pids in cell.json), the sum of their
 start-ups, and whether each run's counts agree exactly (log windows == /metrics diff in every cell);
-then the ratio now / before. The order alternates with ``--repeats`` > 1 (before, now, now, before,
+then the ratio now / before. The order alternates with ``--repeats`` > 1 (now, before, before, now,
 ...) so that drift on a shared machine does not favour one side.
 
     flock /tmp/vllm.lock .venv/bin/python benchmarks/study_wall.py [--config configs/default.yaml] [--repeats 1]
@@ -75,7 +75,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sb-wall-") as tmp_s:
         tmp = Path(tmp_s)
         for i in range(args.repeats):
-            order = [False, True] if i % 2 == 0 else [True, False]
+            order = [True, False] if i % 2 == 0 else [False, True]
             for share in order:
                 tag = f"{'now' if share else 'before'}{i}"
                 row = run_study(args.config, tmp, share, tag)
