@@ -135,8 +135,8 @@ class Outcome:
 
 
 def run_until(send: Callable[[int, int], Batch], targets: dict[str, float], *, max_requests: int, batch: int,
-              min_requests: int, max_error_rate: float = 0.0, confidence: float = 0.95, rule: Callable[[Look, dict[str, float]], bool] = precise_enough,
-              ) -> tuple[list[Batch], Outcome]:
+              min_requests: int, max_error_rate: float = 0.0, confidence: float = 0.95,
+              rule: Callable[[Look, dict[str, float]], bool] = precise_enough) -> tuple[list[Batch], Outcome]:
     """Call ``send(start, n)`` for consecutive batches until ``rule`` holds, the cap, or errors.
 
     ``targets`` use the config's names (acceptance_length, p0, ...). Batches are ``batch``
