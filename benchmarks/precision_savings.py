@@ -50,7 +50,8 @@ def main() -> None:
         print(f"AL +- {target} (jackknife-t, 95%), {args.studies} resampled studies per cell:")
         per = {c: stops(rows, target, args.studies) for c, rows in cells.items()}
         for c, n in per.items():
-            print(f"  {c:32s} median {np.median(n):5.0f}  (p10 {np.percentile(n, 10):4.0f}, p90 {np.percentile(n, 90):4.0f})")
+            p10, p90 = np.percentile(n, [10, 90])
+            print(f"  {c:32s} median {np.median(n):5.0f}  (p10 {p10:4.0f}, p90 {p90:4.0f})")
         fixed = max(np.percentile(n, 90) for n in per.values())
         adaptive = sum(np.median(n) for n in per.values())
         print(f"  total: precision-driven {adaptive:.0f} (medians) vs fixed N = {fixed:.0f} per cell x {len(per)} = "

@@ -36,8 +36,8 @@ def sender(prompts: int | None = None, error_from: int | None = None, per_reques
                 for i in range(start, start + n)]
         units = [(f"p{i % (prompts or 10**9)}", unit(ROWS[i % len(ROWS)])) for i in range(start, start + n)
                  if not reqs[i - start]["error"]]
-        return Batch(reqs, units if per_request else None, sum((unit(ROWS[i % len(ROWS)]) for i in range(start, start + n)),
-                                                                Counts(0, 0, 0, [0, 0, 0], 3)))
+        scrape = sum((unit(ROWS[i % len(ROWS)]) for i in range(start, start + n)), Counts(0, 0, 0, [0, 0, 0], 3))
+        return Batch(reqs, units if per_request else None, scrape)
     return send, calls
 
 
