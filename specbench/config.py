@@ -162,9 +162,38 @@ class Llmperf(_Strict):
     extra_args: list[str] = Field(default_factory=list)
 
 
+# Statistics a precision-driven load can steer on (names as users write them -> the CI's key).
+PRECISION_METRICS = {"acceptance_length": "mean_acceptance_length", "draft_acceptance_rate": "draft_acceptance_rate"}
+_POSITION_METRIC = re.compile(r"^p(\d+)$")  # p0, p1, ...: per-position acceptance (unconditional)
+
+
+class Until(_Strict):
+    """Stop the load once every named statistic's CI half-width is at most the given value."""
+
+    ci_half_width: dict[str, float]
+
+    @field_validator("ci_half_width")
+    @classmethod
+    def _metrics(cls, v: dict[str, float]) -> dict[str, float]:
+        if not v:
+            raise ValueError("name at least one statistic, e.g. {acceptance_length: 0.05}")
+        for name, width in v.items():
+            if name not in PRECISION_METRICS and not _POSITION_METRIC.match(name):
+                raise ValueError(f"{name}: unknown statistic; use {', '.join(PRECISION_METRICS)} or p0, p1, ...")
+            if isinstance(width, bool) or not isinstance(width, (int, float)) or not 0 < width < float("inf"):
+                raise ValueError(f"{name}: the half-width must be a positive number (got {width!r})")
+        return v
+
+
 class Load(_Strict):
     driver: Literal["builtin", "llmperf"] = "builtin"
     num_requests: int = Field(20, ge=1)
+    # Precision-driven load (specbench/load/precision.py): batches of `batch` requests until
+    # `until` holds or `max_requests` were sent; the first check waits for `min_requests`.
+    until: Optional[Until] = None
+    max_requests: Optional[int] = Field(None, ge=2)
+    batch: int = Field(10, ge=1)
+    min_requests: int = Field(20, ge=2)
     concurrency: int = Field(4, ge=1)
     max_tokens: int = Field(64, ge=1)
     temperature: float = Field(0.0, ge=0.0)
@@ -175,6 +204,24 @@ class Load(_Strict):
     # A cell whose load fails more than this fraction of requests is recorded as failed.
     max_error_rate: float = Field(0.0, ge=0.0, le=1.0)
     llmperf: Optional[Llmperf] = None
+
+    @model_validator(mode="after")
+    def _until_needs_cap(self) -> "Load":
+        if self.until is None:
+            if self.max_requests is not None:
+                raise ValueError("max_requests: only with load.until (a fixed load is load.num_requests)")
+            return self
+        if self.max_requests is None:
+            raise ValueError("until: needs load.max_requests (the cap if the precision is never reached)")
+        # Compared with the default: a run's manifest holds every field, num_requests included.
+        if self.num_requests != type(self).model_fields["num_requests"].default:
+            raise ValueError("num_requests: remove it; with load.until the load size is decided by "
+                             "precision, capped by load.max_requests")
+        if self.driver != "builtin":
+            raise ValueError("until: needs driver 'builtin' (llmperf cannot be sent in batches)")
+        if self.min_requests > self.max_requests:
+            raise ValueError(f"min_requests: {self.min_requests} is above max_requests {self.max_requests}")
+        return self
 
     @model_validator(mode="after")
     def _llmperf_needs_path(self) -> "Load":
@@ -292,6 +339,20 @@ class Study(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _until_positions_exist(self) -> "Study":
+        if self.load.until is None:
+            return self
+        if self.serve.speculative is None:
+            raise ValueError("load.until: needs serve.speculative (it steers on acceptance statistics)")
+        ks = self.matrix.get("num_speculative_tokens") or [self.serve.speculative.num_speculative_tokens]
+        for name in self.load.until.ci_half_width:
+            m = _POSITION_METRIC.match(name)
+            if m and int(m.group(1)) >= min(ks):
+                raise ValueError(f"load.until.ci_half_width.{name}: no such position with "
+                                 f"num_speculative_tokens {min(ks)} (p0 .. p{min(ks) - 1})")
+        return self
+
+    @model_validator(mode="after")
     def _draft_axes_in_matrix(self) -> "Study":
         for i, axis in enumerate(self.baseline.draft_axes):
             if not axis.startswith(("env:", "flag:")) or axis not in self.matrix:
@@ -371,6 +432,10 @@ def _wrap(where: str, fn):
         raise ValueError(f"{where}: {exc}") from None
 
 
+# Validators of these fields start their message with the sub-field they mean ("until: needs ...").
+_NAMING_VALIDATORS = ("load", "load.until.ci_half_width")
+
+
 def _loc(loc: tuple) -> str:
     out = ""
     for part in loc:
@@ -399,6 +464,8 @@ def _first_error(exc: ValidationError) -> str:
     m = re.match(r"^(\S+?): (.*)$", msg)
     if loc == "matrix" and m:
         loc, msg = f"matrix.{m.group(1)}", m.group(2)
+    elif loc in _NAMING_VALIDATORS and m and re.match(r"^[A-Za-z_][\w.]*$", m.group(1)):
+        loc, msg = f"{loc}.{m.group(1)}", m.group(2)
     return f"{loc}: {msg}" if loc else msg
 
 

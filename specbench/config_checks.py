@@ -65,7 +65,8 @@ def _problems(study: Any):
         if not math.isfinite(value) or value > top:
             yield where, f"must be a finite number at most {top:g}"
     for where, value in (("load.num_requests", load.num_requests), ("load.warmup_requests", load.warmup_requests),
-                         ("load.concurrency", load.concurrency), ("load.max_tokens", load.max_tokens)):
+                         ("load.concurrency", load.concurrency), ("load.max_tokens", load.max_tokens),
+                         ("load.max_requests", load.max_requests or 0), ("load.batch", load.batch)):
         if value > MAX_REQUESTS:
             yield where, f"{value} is more than {MAX_REQUESTS}; is it a typo?"
     if abs(load.seed) >= 2 ** 63:

@@ -31,7 +31,7 @@ import os
 import random
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -100,14 +100,18 @@ def request_order(prompts: list[Prompt], spec: LoadSpec) -> list[Prompt]:
 
 
 def run_load(base_url: str, model: str, prompts: list[Prompt], spec: LoadSpec,
-             progress: Callable[[int, int], None] | None = None) -> LoadResult:
-    """Send ``spec.num_requests`` streaming requests; see the module docstring for the timings."""
-    if spec.num_requests < 1 or spec.concurrency < 1 or spec.max_tokens < 1:
-        raise ValueError("num_requests, concurrency and max_tokens must be >= 1")
-    return asyncio.run(_run(base_url.rstrip("/"), model, request_order(prompts, spec), spec, progress))
+             progress: Callable[[int, int], None] | None = None, start: int = 0) -> LoadResult:
+    """Send ``spec.num_requests`` streaming requests; see the module docstring for the timings.
+
+    ``start`` > 0 sends requests ``start .. start + num_requests - 1`` of the same seeded order (ids
+    too): a later batch of a precision-driven load continues where the previous one stopped."""
+    if spec.num_requests < 1 or spec.concurrency < 1 or spec.max_tokens < 1 or start < 0:
+        raise ValueError("num_requests, concurrency and max_tokens must be >= 1, start >= 0")
+    order = request_order(prompts, replace(spec, num_requests=start + spec.num_requests))[start:]
+    return asyncio.run(_run(base_url.rstrip("/"), model, order, spec, progress, start))
 
 
-async def _run(base_url, model, order, spec, progress) -> LoadResult:
+async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> LoadResult:
     queue: asyncio.Queue[tuple[int, Prompt]] = asyncio.Queue()
     for i, p in enumerate(order):
         queue.put_nowait((i, p))
@@ -127,7 +131,7 @@ async def _run(base_url, model, order, spec, progress) -> LoadResult:
                     i, prompt = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                results[i] = await _one(client, model, i, prompt, spec, t0)
+                results[i] = await _one(client, model, first_id + i, prompt, spec, t0)
                 done += 1
                 if progress is not None:
                     progress(done, len(order))

@@ -205,12 +205,20 @@ class LocalExecutor:
         if not ok and not cell.is_baseline:
             raise CellFailed(f"warmup stats never appeared in the log within {wait_s:.0f} s")
 
-        n = ld.num_requests
+        n = ld.num_requests if ld.until is None else ld.max_requests  # a baseline has no acceptance to steer on
         ctx.display.update(cell.cell_id, "load", done=0, total=n)
         t0 = time.monotonic()
-        result = _load(ctx, server.url, model, n,
-                       progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
-                       out_dir=d / "llmperf", api_key=key, cell=cell)
+        if ld.until is not None and not cell.is_baseline:
+            from specbench.load.precision import precision_load
+
+            result, record["precision"] = precision_load(ld, lambda start, k: _load(
+                ctx, server.url, model, k, out_dir=d / "llmperf", api_key=key, cell=cell, start=start,
+                progress=lambda j, *_: ctx.display.update(cell.cell_id, "load", done=start + j, total=n)),
+                scrape=lambda: collect.prometheus_counts(server.scrape_metrics()))
+        else:
+            result = _load(ctx, server.url, model, n,
+                           progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
+                           out_dir=d / "llmperf", api_key=key, cell=cell)
         record["timings"]["load_s"] = round(time.monotonic() - t0, 2)
         if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
             record["load_accounting"] = result.spec["accounting"]
@@ -259,7 +267,7 @@ def json_k(cell: Cell) -> int | None:
 
 
 def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | None, out_dir: Path,
-          api_key: str | None = None, cell: Cell | None = None, warmup: bool = False):
+          api_key: str | None = None, cell: Cell | None = None, warmup: bool = False, start: int = 0):
     ld = ctx.study.load
     if ld.driver == "llmperf":
         from specbench.load.llmperf import llmperf_spec, run_llmperf
@@ -268,7 +276,7 @@ def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | No
         return run_llmperf(url, model, spec, out_dir, progress=progress)
     from specbench.load.driver import run_load
 
-    return run_load(url, model, ctx.prompts, _spec(ld, n, api_key), progress=progress)
+    return run_load(url, model, ctx.prompts, _spec(ld, n, api_key), progress=progress, start=start)
 
 
 def _spec(ld, n: int, api_key: str | None = None):

@@ -1,0 +1,228 @@
+"""Precision-driven load: send requests in batches until the stated CIs are narrow enough.
+
+``load: {until: {ci_half_width: {acceptance_length: 0.05}}, max_requests: 400}`` replaces a guessed
+``num_requests``. After each batch of ``load.batch`` requests (the first look once
+``load.min_requests`` were sent) the cell's CI is computed and the load stops when every named
+statistic's half-width is at most its target, or when ``max_requests`` were sent, or when more
+requests failed than ``load.max_error_rate`` allows. Why it stopped, the half-widths reached and
+the requests sent go to cell.json under ``precision``.
+
+**The stop rule reads only widths**, never the point estimate: a rule that stopped when the
+estimate "looked good" would pick the samples that happen to look good and shift the estimate
+(tests/load/test_precision_coverage.py simulates both and measures the final CI's coverage).
+
+**The interval is specbench's small-sample interval**, the one the gate uses (compare/intervals.py,
+issue 11) in its one-sample form: point = the statistic of the summed counts (AL = 1 + accepted /
+drafts, p_i = accepted_per_position[i] / drafts, DAR = accepted / draft tokens; DESIGN.md
+"Acceptance, defined"), SE = jackknife over units, half-width = t(0.95, units - 1) * SE. Not the
+percentile bootstrap that acceptance.json's ``ci`` and ``specbench report`` print per cell: with a
+stop rule on top it covered 90.5-91% where 95% is meant (simulated, 1000 studies, ~40-50
+requests), the jackknife-t 95% (tests/load/test_precision_coverage.py); at a fixed 20-100 requests
+the bootstrap alone covers 92-94%. The two half-widths differ by a few percent at these sizes.
+
+**Units**: per-request counts (vLLM ``--per-request-spec-decode-metrics``), with the requests of one
+prompt summed into one unit: at temperature 0 a repeated prompt repeats its counts, so counting
+repeats as independent would shrink the CI without new information. While no prompt repeats
+(``max_requests`` <= the prompt set) a unit is a request, exactly as in acceptance.json. Without
+per-request counts each batch is one unit (its /metrics diff; batches as clusters): cruder (a
+batch of 10 requests is one unit) and it differs from the report's CI, which then runs over log
+windows; the record says ``unit: "batch"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from specbench.analysis.bootstrap import count_stats
+from specbench.analysis.counts import Counts
+from specbench.compare.intervals import common_k, count_matrix, t_quantile
+
+REACHED, MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
+INTERVAL = "t with jackknife SE over units (df = units - 1; counts summed, statistics recomputed)"
+
+
+def ci_key(metric: str) -> str:
+    """The config's statistic name -> the key of :func:`count_stats`."""
+    from specbench.config import PRECISION_METRICS
+
+    return PRECISION_METRICS.get(metric, metric)
+
+
+@dataclass
+class Batch:
+    """What one batch gave: its request records, per-request units keyed by cluster (prompt id)
+    or None when a request lacked per-request counts, and the /metrics diff around the batch."""
+
+    requests: list[dict[str, Any]]
+    request_units: list[tuple[str, Counts]] | None
+    scrape_diff: Counts | None = None
+
+
+@dataclass
+class Look:
+    """One check after a batch: requests sent so far, units, half-widths and point estimates.
+
+    The stop rule gets the whole look but must only read ``half_widths`` (``point`` is here so the
+    coverage test can show that a rule peeking at it breaks the interval)."""
+
+    requests: int
+    n_units: int
+    half_widths: dict[str, float | None]
+    point: dict[str, float] = field(default_factory=dict)
+
+
+def precise_enough(look: Look, targets: dict[str, float]) -> bool:
+    """The stop rule: every target statistic has an interval no wider than its target."""
+    return all(look.half_widths.get(k) is not None and look.half_widths[k] <= t for k, t in targets.items())
+
+
+def half_widths(units: list[Counts], keys: list[str], *, confidence: float = 0.95
+                ) -> tuple[dict[str, float | None], dict[str, float]]:
+    """({key: half-width or None}, point estimates) of the jackknife-t interval over ``units``.
+
+    Point = the statistic of the summed counts; SE = jackknife (leave one unit out, recompute from
+    the remaining sums); half-width = t(confidence, units - 1) * SE. None below 2 units or where a
+    leave-one-out statistic is undefined."""
+    k = common_k(units)
+    m = count_matrix(units, k)
+    total = m.sum(axis=0)
+    point = {name: float(v) for name, v in count_stats(total, k).items()} if units else {}
+    n = len(units)
+    if n < 2:
+        return {key: None for key in keys}, point
+    with np.errstate(invalid="ignore", divide="ignore"):
+        loo = count_stats(total - m, k)
+    out: dict[str, float | None] = {}
+    for key in keys:
+        v = loo.get(key)
+        var = float((n - 1) / n * np.sum((v - v.mean()) ** 2)) if v is not None else math.nan
+        out[key] = t_quantile(confidence, n - 1) * math.sqrt(var) if math.isfinite(var) else None
+    return out, point
+
+
+def clustered(batches: list[Batch]) -> tuple[list[Counts], str]:
+    """The units the CI runs over: prompts (or requests) when every batch has per-request counts,
+    else one unit per batch from its /metrics diff."""
+    if batches and all(b.request_units is not None for b in batches):
+        sums: dict[str, Counts] = {}
+        for b in batches:
+            for key, c in b.request_units or []:
+                sums[key] = sums[key] + c if key in sums else c
+        repeated = sum(len(b.request_units or []) for b in batches) > len(sums)
+        return list(sums.values()), "prompt" if repeated else "request"
+    return [b.scrape_diff for b in batches if b.scrape_diff is not None and b.scrape_diff.num_drafts], "batch"
+
+
+@dataclass
+class Outcome:
+    reason: str
+    requests_sent: int
+    batches: int
+    unit: str
+    n_units: int
+    targets: dict[str, float]  # config names -> half-width asked
+    half_widths: dict[str, float | None]  # config names -> half-width reached
+    looks: list[dict[str, Any]]
+    confidence: float = 0.95
+    interval: str = INTERVAL
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_until(send: Callable[[int, int], Batch], targets: dict[str, float], *, max_requests: int, batch: int,
+              min_requests: int, max_error_rate: float = 0.0, confidence: float = 0.95,
+              rule: Callable[[Look, dict[str, float]], bool] = precise_enough) -> tuple[list[Batch], Outcome]:
+    """Call ``send(start, n)`` for consecutive batches until ``rule`` holds, the cap, or errors.
+
+    ``targets`` use the config's names (acceptance_length, p0, ...). Batches are ``batch``
+    requests, the first one ``min_requests`` (no look before), the last one cut at the cap."""
+    keys = {m: ci_key(m) for m in targets}
+    by_key = {keys[m]: t for m, t in targets.items()}
+    batches: list[Batch] = []
+    looks: list[dict[str, Any]] = []
+    sent = errors = 0
+    reason = MAX_REQUESTS
+    widths: dict[str, float | None] = {k: None for k in by_key}
+    unit, n_units = "request", 0
+    while sent < max_requests:
+        n = min(max(batch, min_requests - sent), max_requests - sent)
+        b = send(sent, n)
+        batches.append(b)
+        sent += n
+        errors += sum(1 for r in b.requests if r.get("error"))
+        if errors > max_error_rate * sent:
+            reason = ERRORS
+            break
+        units, unit = clustered(batches)
+        n_units = len(units)
+        widths, point = half_widths(units, list(by_key), confidence=confidence)
+        looks.append({"requests": sent, "n_units": n_units,
+                      "half_widths": {m: _round(widths[keys[m]]) for m in targets}})
+        if rule(Look(sent, n_units, widths, point), by_key):
+            reason = REACHED
+            break
+    outcome = Outcome(reason=reason, requests_sent=sent, batches=len(batches), unit=unit, n_units=n_units,
+                      targets=dict(targets), half_widths={m: widths.get(keys[m]) for m in targets}, looks=looks,
+                      confidence=confidence)
+    return batches, outcome
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def request_clusters(requests: list[dict[str, Any]]) -> list[tuple[str, Counts]] | None:
+    """(prompt id, counts) per successful request; None when any lacks per-request counts."""
+    from specbench.run.collect import request_units
+
+    ok = [r for r in requests if not r.get("error")]
+    units = request_units(requests)
+    if units is None:
+        return None
+    return [(str(r.get("prompt_id", r.get("id"))), u) for r, u in zip(ok, units)]
+
+
+def precision_load(ld: Any, load_batch: Callable[[int, int], Any], scrape: Callable[[], Counts | None]
+                   ) -> tuple[Any, dict[str, Any]]:
+    """The runner's entry: batches of ``load_batch(start, n)`` (a driver LoadResult each) under
+    ``ld.until``; returns one merged LoadResult (as if sent at once) and cell.json's ``precision``.
+
+    ``scrape()`` gives the cumulative /metrics counts; its diff around a batch is that batch's unit
+    when the server gives no per-request counts. Between batches the load drains (a closed loop
+    waits for its last request), so throughput of such a cell includes one drain per batch."""
+    import time
+
+    from specbench.run.collect import diff_counts
+
+    parts: list[tuple[float, Any]] = []
+    t_first: list[float] = []
+
+    def send(start: int, n: int) -> Batch:
+        before = scrape()
+        t = time.perf_counter()
+        t_first[:] = t_first or [t]
+        res = load_batch(start, n)
+        parts.append((t - t_first[0], res))
+        return Batch(res.requests, request_clusters(res.requests), diff_counts(scrape(), before))
+
+    _, outcome = run_until(send, dict(ld.until.ci_half_width), max_requests=ld.max_requests, batch=ld.batch,
+                           min_requests=ld.min_requests, max_error_rate=ld.max_error_rate)
+    return _merge(parts, time.perf_counter() - t_first[0], outcome.requests_sent), outcome.to_dict()
+
+
+def _merge(parts: list[tuple[float, Any]], duration_s: float, sent: int) -> Any:
+    from dataclasses import replace
+
+    first = parts[0][1]
+    requests = []
+    for offset, res in parts:
+        for r in res.requests:
+            if r.get("start_s") is not None:
+                r["start_s"] += offset  # each batch timed from its own start
+            requests.append(r)
+    return replace(first, requests=requests, duration_s=duration_s, spec={**first.spec, "num_requests": sent})
