@@ -126,7 +126,7 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
     if json_out is not None:
         save_json(json_out, comp.to_dict())
     if plot is not None:
-        from specbench.compare.plot import bands, save_overlay
+        from specbench.render.plots.compare import bands, save_overlay
 
         kw = dict(n_resamples=comp.n_resamples, confidence=comp.confidence)
         panels = [(c.name, bands(base.cells[k].units, **kw), bands(cand.cells[k].units, **kw))

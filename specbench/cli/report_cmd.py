@@ -33,8 +33,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with bootstrap CIs."""
         from specbench.errors import ConfigError
-        from specbench.report import build_report, table_rows, write_report
-        from specbench.report_inputs import parse_label
+        from specbench.report.build import build_report, table_rows, write_report
+        from specbench.report.inputs import parse_label
 
         from specbench.cli.outputs import guard_outputs
 
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
                               f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
                               highlight=False)
             for kp in st.kpredictions:
-                from specbench.report_kpredict import recommendation
+                from specbench.report.kpredict import recommendation
 
                 console.print(f"recommended k from {recommendation(kp)}", highlight=False)
             for w in st.warnings:

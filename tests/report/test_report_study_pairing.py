@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specbench.report import build_report, render_markdown, write_report
-from specbench.report_study import analyse_run
+from specbench.report.build import build_report, render_markdown, write_report
+from specbench.report.study import analyse_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "results" / "baselines" / "cpu-default"
 ON = ["mla-on__output_norm-on__r0", "mla-on__output_norm-off__r0"]
 OFF = ["mla-off__output_norm-on__r0", "mla-off__output_norm-off__r0"]

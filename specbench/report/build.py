@@ -2,7 +2,7 @@
 
 Inputs become labelled groups of summable units (log windows, requests, scrape differences):
 unlabelled files give one group per file, ``--label NAME=FILE`` puts files into named groups, and a
-run directory gives one group per cell (see :mod:`specbench.report_inputs`). Everything here is
+run directory gives one group per cell (see :mod:`specbench.report.inputs`). Everything here is
 pure apart from :func:`write_report`.
 """
 
@@ -18,8 +18,8 @@ import pandas as pd
 from specbench.analysis.acceptance import DEFINITION, bootstrap_delta, significant
 from specbench.analysis.frames import summary_frame, window_frame
 from specbench.io import atomic_write_text
-from specbench.report_inputs import Group, groups_from_files, groups_from_run, is_run_dir
-from specbench.report_study import analyse_run, render_sections, write_study_outputs
+from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
+from specbench.report.study import analyse_run, render_sections, write_study_outputs
 
 MAX_WARNINGS_SHOWN = 20
 
@@ -253,7 +253,7 @@ def render_markdown(report: Report) -> str:
 
 def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
-    from specbench.plot import al_over_time_figure, per_position_figure, save_figure
+    from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-import specbench.plot  # noqa: F401  (selects the Agg backend before any figure is drawn)
+import specbench.render.plots.acceptance  # noqa: F401  (selects the Agg backend before any figure is drawn)
 from specbench.analysis.divergence import PairDivergence
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup
 

@@ -28,7 +28,7 @@ from specbench.analysis.divergence import (
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
-from specbench.report_kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
+from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.
@@ -371,8 +371,8 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Pat
     import pandas as pd
 
     from specbench.io import atomic_write_text
-    from specbench.plot import save_figure
-    from specbench.plot_study import divergence_figure, speedup_figure
+    from specbench.render.plots.acceptance import save_figure
+    from specbench.render.plots.study import divergence_figure, speedup_figure
 
     paths: list[Path] = []
     for name, records in (("divergence", divergence_records), ("speedup", speedup_records),

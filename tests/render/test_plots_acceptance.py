@@ -4,7 +4,7 @@ import numpy as np
 
 from specbench.analysis.counts import Counts
 from specbench.analysis.frames import summary_frame, window_frame
-from specbench.plot import al_over_time_figure, per_position_figure, plot_per_position, save_figure
+from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, plot_per_position, save_figure
 
 
 def groups():

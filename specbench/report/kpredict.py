@@ -1,7 +1,7 @@
 """The "choosing k" section of ``specbench report``: predictions at k' <= k beside measured cells.
 
 Pure rendering of :class:`specbench.analysis.kpredict.KPrediction` objects (computed by
-:func:`specbench.report_study.analyse_run`): a Markdown table, CSV records, and one sentence per
+:func:`specbench.report.study.analyse_run`): a Markdown table, CSV records, and one sentence per
 source cell recommending a k.
 """
 
