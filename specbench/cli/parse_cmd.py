@@ -73,10 +73,8 @@ def _render_table(rows: list[dict]) -> None:
 
 
 def _cell(v: object) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
+    from specbench.render import format as fmt
+
     if isinstance(v, list):
-        return ", ".join(f"{x:.3g}" if isinstance(x, float) else str(x) for x in v)
-    return str(v)
+        return ", ".join(fmt.short(x, 3) for x in v)
+    return fmt.short(v)

@@ -3,33 +3,25 @@ Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting.""
 
 from __future__ import annotations
 
-import math
-
 from specbench.compare.compare import Comparison, MetricRow
+from specbench.render import format as fmt
 
 VERDICT_STYLE = {"worse": "bold red", "better": "green", "~": "dim"}
 VERDICT_MD = {"worse": "🔴 worse", "better": "🟢 better", "~": "~"}
 
 
+def _digits(row: MetricRow) -> int:
+    return 4 if row.metric.is_fraction else 3 if row.metric.unit == "tokens" else 2
+
+
 def fmt_value(row: MetricRow, x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "—"
-    if row.metric.is_fraction:
-        return f"{x:.4f}"
-    if row.metric.unit == "tokens":
-        return f"{x:.3f}"
-    return f"{x:.2f}"
+    return fmt.num(x, _digits(row))
 
 
 def fmt_delta(row: MetricRow, x: float | None, *, sign: bool = True) -> str:
-    if x is None or math.isnan(x):
-        return "—"
-    s = "+" if sign else ""
-    if row.metric.is_fraction:
-        return f"{x * 100:{s}.2f}pp"
-    if row.metric.unit == "tokens":
-        return f"{x:{s}.3f}"
-    return f"{x:{s}.2f}"
+    if row.metric.is_fraction:  # a difference of fractions reads best in percentage points
+        return fmt.pp(x, sign=sign)
+    return fmt.num(x, _digits(row), sign=sign)
 
 
 def fmt_change(row: MetricRow) -> str:

@@ -9,15 +9,15 @@ pure apart from :func:`write_report`.
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from specbench.analysis.acceptance import DEFINITION, bootstrap_delta, significant
+from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.analysis.frames import summary_frame, window_frame
 from specbench.io import atomic_write_text
+from specbench.render import format as fmt
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
 
@@ -25,8 +25,9 @@ MAX_WARNINGS_SHOWN = 20
 
 
 @dataclass
-class Comparison:
-    """Two run-dir cells that differ in exactly one axis; delta = cand - base."""
+class CellDifference:
+    """Two run-dir cells that differ in exactly one axis; delta = cand - base. (Not
+    :class:`specbench.compare.compare.Comparison`, which compares two runs.)"""
 
     axis: str
     base: str  # group labels
@@ -36,22 +37,21 @@ class Comparison:
     others: dict[str, str]
     values: dict[str, tuple[float, float]]  # stat -> (base, cand)
     delta: dict[str, float]
-    intervals: dict[str, tuple[float, float]]
+    intervals: dict[str, tuple[float, float] | None]  # None: too few units on a side for an interval
     degenerate: bool
 
     def sentence(self) -> str:
         ctx = ", ".join(f"{k}={v}" for k, v in self.others.items())
         parts = []
         for stat, name, n in (("mean_acceptance_length", "AL", 2), ("p0", "p_0", 3)):
-            if stat not in self.intervals:
+            if stat not in self.values:
                 continue
-            (b, c), (lo, hi) = self.values[stat], self.intervals[stat]
-            verdict = "significant" if significant((lo, hi)) else "not significant"
-            parts.append(f"{name} {c:.{n}f} vs {b:.{n}f}, Δ {self.delta[stat]:+.{n}f} [{lo:+.{n}f}, {hi:+.{n}f}], "
-                         f"{verdict}")
+            (b, c), iv = self.values[stat], self.intervals.get(stat)
+            verdict = ("significant" if significant(iv) else "not significant") if iv else "no CI (too few units)"
+            parts.append(f"{name} {fmt.num(c, n)} vs {fmt.num(b, n)}, "
+                         f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}")
         head = f"{self.axis}={self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
-        tail = " (one side has a single unit: interval understates uncertainty)" if self.degenerate else ""
-        return f"{head}: " + "; ".join(parts) + tail
+        return f"{head}: " + "; ".join(parts)
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Report:
     confidence: float
     n_resamples: int
     seed: int
-    comparisons: list[Comparison] = field(default_factory=list)
+    comparisons: list[CellDifference] = field(default_factory=list)
     source: str = ""
     studies: list = field(default_factory=list)  # report_study.StudyAnalysis per run directory
 
@@ -71,7 +71,7 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
                  seed: int = 0, confidence: float = 0.95) -> Report:
     """Groups from log/scrape/JSONL files and run directories, their summary and comparisons."""
     groups: list[Group] = []
-    comparisons: list[Comparison] = []
+    comparisons: list[CellDifference] = []
     studies = []
     files = [p for p in inputs if not is_run_dir(p)]
     run_dirs = [p for p in inputs if is_run_dir(p)]
@@ -80,7 +80,7 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     for run_dir in run_dirs:
         run_groups = groups_from_run(run_dir, prefix=prefix)
         groups += run_groups
-        comparisons += _comparisons(run_groups, n_resamples, seed, confidence)
+        comparisons += _comparisons(run_groups, confidence)
         studies.append(analyse_run(run_dir, prefix=prefix, n_resamples=n_resamples, seed=seed,
                                    confidence=confidence))
     groups += groups_from_files(files, labels or [])
@@ -121,7 +121,11 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
         ids[run_id] = run_dir
 
 
-def _comparisons(groups: list[Group], n_resamples: int, seed: int, confidence: float) -> list[Comparison]:
+def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]:
+    """Cells of one run that differ in one axis, with compare's interval of the difference (the
+    jackknife t of :func:`specbench.compare.intervals.acceptance_deltas`, unpaired)."""
+    from specbench.compare.intervals import acceptance_deltas
+
     out = []
     cells = [g for g in groups if g.axes is not None and g.units]
     # the first value an axis takes in run order is the reference side ("base")
@@ -138,27 +142,23 @@ def _comparisons(groups: list[Group], n_resamples: int, seed: int, confidence: f
                 continue
             axis = diff[0]
             base, cand = (a, b) if a.axes[axis] == first_value[axis] or b.axes[axis] != first_value[axis] else (b, a)
-            iv = bootstrap_delta(base.units, cand.units, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            deltas = acceptance_deltas(base.units, cand.units, confidence)
             pb, pc = base.point(), cand.point()
-            stats = [s for s in ("mean_acceptance_length", "p0") if s in iv and s in pb and s in pc]
-            out.append(Comparison(
+            stats = [s for s in ("mean_acceptance_length", "p0") if s in deltas and s in pb and s in pc]
+            out.append(CellDifference(
                 axis=axis, base=base.label, cand=cand.label, base_value=base.axes[axis],
                 cand_value=cand.axes[axis], others={k: v for k, v in base.axes.items() if k != axis},
                 values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
-                intervals={s: iv[s] for s in stats}, degenerate=iv.degenerate))
+                intervals={s: deltas[s].ci for s in stats},
+                degenerate=any(deltas[s].ci is None for s in stats)))
     return out
-
-
-def _fmt(x: float, digits: int = 3) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def _with_ci(row: pd.Series, stat: str, digits: int = 3) -> str:
     if stat not in row or pd.isna(row[stat]):
-        return "–"
-    if row.get("ci_degenerate", True):
-        return f"{_fmt(row[stat], digits)} (no CI)"
-    return f"{_fmt(row[stat], digits)} [{_fmt(row[f'{stat}_ci_low'], digits)}, {_fmt(row[f'{stat}_ci_high'], digits)}]"
+        return fmt.MISSING
+    iv = None if row.get("ci_degenerate", True) else (row[f"{stat}_ci_low"], row[f"{stat}_ci_high"])
+    return fmt.with_ci(row[stat], iv, digits, no_ci="(no CI)")
 
 
 def _k(summary: pd.DataFrame, prefix: str) -> int:
@@ -176,7 +176,7 @@ def table_rows(report: Report, prefix: str = "p") -> tuple[list[str], list[list[
     rows = []
     for _, row in report.summary.iterrows():
         units = f"{row['n_units']} {row['unit']}{'s' if row['n_units'] != 1 else ''}"
-        drafts = "–" if pd.isna(row.get("num_drafts")) else str(int(row["num_drafts"]))
+        drafts = fmt.MISSING if pd.isna(row.get("num_drafts")) else str(int(row["num_drafts"]))
         rows.append([str(row["label"]), units, drafts, _with_ci(row, "mean_acceptance_length", 2),
                      _with_ci(row, "draft_acceptance_rate")] + [_with_ci(row, f"{prefix}{i}") for i in range(k)])
     return header, rows
@@ -212,8 +212,9 @@ def render_markdown(report: Report) -> str:
                 "accepted_per_position = round(p_i · num_drafts)).", ""]
     if report.comparisons:
         out += ["## Differences between cells", "",
-                f"Cells that differ in one axis; Δ = first minus second, {pct} bootstrap CI of the difference "
-                "(both sides resampled independently); significant when the CI excludes 0.", ""]
+                f"Cells that differ in one axis; Δ = first minus second, {pct} CI of the difference as "
+                "`specbench compare` computes it (t interval, jackknife SE over units, df = min(n) − 1); "
+                "significant when the CI excludes 0.", ""]
         out += [f"- {c.sentence()}" for c in report.comparisons] + [""]
     out += render_sections(report.studies, _md_table)
     study_warnings = [w for s in report.studies for w in s.warnings]

@@ -7,25 +7,22 @@ source cell recommending a k.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from specbench.analysis.kpredict import KPoint, KPrediction
+from specbench.render import format as fmt
 
 
 def _f(x: float, digits: int = 2) -> str:
-    return "–" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+    return fmt.num(x, digits)
 
 
 def _ci(x: float, iv: tuple[float, float], digits: int = 2, signed: bool = False) -> str:
-    if math.isnan(x):
-        return "–"
-    fmt = f"{{:{'+' if signed else ''}.{digits}f}}"
-    return f"{fmt.format(x)} [{fmt.format(iv[0])}, {fmt.format(iv[1])}]"
+    return fmt.with_ci(x, iv, digits, sign=signed)
 
 
 def _yes(flag: bool | None) -> str:
-    return "–" if flag is None else ("yes" if flag else "**no**")
+    return fmt.MISSING if flag is None else ("yes" if flag else "**no**")
 
 
 def recommendation(kp: KPrediction) -> str:
@@ -54,7 +51,7 @@ def kprediction_rows(kps: list[KPrediction]) -> tuple[list[str], list[list[str]]
             sp = (_ci(p.speedup_pred_meas_cost, p.speedup_pred_meas_cost_ci) + " (measured cost); "
                   + _ci(p.speedup_pred, p.speedup_pred_ci) + " (model)") if p.cell else _ci(p.speedup_pred,
                                                                                           p.speedup_pred_ci)
-            inside = "–" if p.cell is None else (f"{_yes(p.al_inside)} / {_yes(p.speedup_inside)} "
+            inside = fmt.MISSING if p.cell is None else (f"{_yes(p.al_inside)} / {_yes(p.speedup_inside)} "
                                                  f"({_yes(p.model_speedup_inside)})")
             rows.append([f"{kp.source} ({kp.k})", f"{p.k}{' (source: identity)' if own else ''}",
                          _ci(p.al_pred, p.al_pred_ci), _ci(p.al_meas, p.al_meas_ci) + (f" {p.cell}" if p.cell else ""),

@@ -28,6 +28,7 @@ from specbench.analysis.divergence import (
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
+from specbench.render import format as fmt
 from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
@@ -218,7 +219,7 @@ def _median(xs: list[int]) -> float:
 
 
 def _f(x: float | None, digits: int = 2) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+    return fmt.num(x, digits)
 
 
 def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
@@ -229,9 +230,9 @@ def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
     rows = []
     for (p, differs), cp in zip(study.pairs, _common(study)):
         pos = sorted(p.positions)
-        where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else "–"
+        where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else fmt.MISSING
         if cp is None:
-            common = ["–", "–", "–"]
+            common = [fmt.MISSING, fmt.MISSING, fmt.MISSING]
         else:
             common = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
                       _with(cp.delta, cp.ci_delta, "", signed=True)]
@@ -246,16 +247,9 @@ def _common(study: StudyAnalysis) -> list[CommonPrefixIntervals | None]:
 
 
 def _with(x: float, iv: tuple[float, float], tail: str, signed: bool = False) -> str:
-    if math.isnan(x):
-        return "–"
-    return f"{x:{'+' if signed else ''}.2f} {_ci(iv, signed)}{tail}"
-
-
-def _ci(iv: tuple[float, float], signed: bool = False) -> str:
-    if any(math.isnan(x) for x in iv):
-        return "(no CI: < 2 prompts)"
-    fmt = "{:+.2f}" if signed else "{:.2f}"
-    return f"[{fmt.format(iv[0])}, {fmt.format(iv[1])}]"
+    if fmt.is_missing(x):
+        return fmt.MISSING
+    return fmt.with_ci(x, iv, 2, sign=signed, no_ci="(no CI: < 2 prompts)") + tail
 
 
 def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
@@ -270,7 +264,7 @@ def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
                         f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, "
                         f"{_f(s.intervals['cost_ratio'][1])}]", f"{_f(s.load_ratio)}×"])
     for cell, _ in study.unmatched:
-        rows.append([cell, "no matching baseline"] + ["–"] * (len(header) - 2))
+        rows.append([cell, "no matching baseline"] + [fmt.MISSING] * (len(header) - 2))
     return header, rows
 
 
