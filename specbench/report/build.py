@@ -41,7 +41,8 @@ class CellDifference:
     degenerate: bool
 
     def sentence(self) -> str:
-        ctx = ", ".join(f"{k}={v}" for k, v in self.others.items())
+        from specbench.render.tables import axis_name, cell_title
+
         parts = []
         for stat, name, n in (("mean_acceptance_length", "AL", 2), ("p0", "p_0", 3)):
             if stat not in self.values:
@@ -50,7 +51,8 @@ class CellDifference:
             verdict = ("significant" if significant(iv) else "not significant") if iv else "no CI (too few units)"
             parts.append(f"{name} {fmt.num(c, n)} vs {fmt.num(b, n)}, "
                          f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}")
-        head = f"{self.axis}={self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
+        ctx = cell_title(self.others)
+        head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
         return f"{head}: " + "; ".join(parts)
 
 
@@ -64,7 +66,11 @@ class Report:
     seed: int
     comparisons: list[CellDifference] = field(default_factory=list)
     source: str = ""
-    studies: list = field(default_factory=list)  # report_study.StudyAnalysis per run directory
+    studies: list = field(default_factory=list)  # report.study.StudyAnalysis per run directory
+    titles: dict[str, str] = field(default_factory=dict)  # label -> axis-value title (run-dir cells)
+
+    def title(self, label: str) -> str:
+        return self.titles.get(label, label)
 
 
 def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = None, *, n_resamples: int = 2000,
@@ -77,8 +83,12 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     run_dirs = [p for p in inputs if is_run_dir(p)]
     _distinct_runs(run_dirs)
     prefix = len(run_dirs) > 1  # several runs: cell labels carry the run id
+    names: dict[str, str] = {}
     for run_dir in run_dirs:
+        names.update(run_titles(run_dir, prefix=prefix))
         run_groups = groups_from_run(run_dir, prefix=prefix)
+        for g in run_groups:
+            g.title = names.get(g.label, g.label)
         groups += run_groups
         comparisons += _comparisons(run_groups, confidence)
         studies.append(analyse_run(run_dir, prefix=prefix, n_resamples=n_resamples, seed=seed,
@@ -94,8 +104,22 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
             g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
     summary["warnings"] = ["; ".join(g.warnings) for g in groups]
     return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
-                  n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies,
+                  n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies, titles=names,
                   source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
+
+
+def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
+    """``{label: title}`` for every cell of a run, baselines included (``MLA on · norm off``;
+    ``<run id>/<title>`` when several runs are reported together)."""
+    from specbench.render.tables import titles
+    from specbench.run.cells import axis_label
+    from specbench.run.store import load_run
+
+    run = load_run(run_dir)
+    cells = [(cid, {axis_label(str(k)): str(v) for k, v in (c.cell.get("axes") or {}).items()},
+              bool(c.cell.get("is_baseline")), c.cell.get("repeat")) for cid, c in run.cells.items()]
+    head = f"{run.run_id}/" if prefix else ""
+    return {head + cid: head + t for cid, t in titles(cells).items()}
 
 
 def _distinct_runs(run_dirs: list[Path]) -> None:
@@ -172,12 +196,12 @@ def table_rows(report: Report, prefix: str = "p") -> tuple[list[str], list[list[
     """Header and cells of the per-group table (shared by Markdown and the Rich table)."""
     k = _k(report.summary, prefix)
     sym = "p" if prefix == "p" else "α"
-    header = ["group", "units", "drafts", "AL", "DAR"] + [f"{sym}_{i}" for i in range(k)]
+    header = ["cell" if report.titles else "group", "units", "drafts", "AL", "DAR"] + [f"{sym}_{i}" for i in range(k)]
     rows = []
     for _, row in report.summary.iterrows():
         units = f"{row['n_units']} {row['unit']}{'s' if row['n_units'] != 1 else ''}"
         drafts = fmt.MISSING if pd.isna(row.get("num_drafts")) else str(int(row["num_drafts"]))
-        rows.append([str(row["label"]), units, drafts, _with_ci(row, "mean_acceptance_length", 2),
+        rows.append([report.title(str(row["label"])), units, drafts, _with_ci(row, "mean_acceptance_length", 2),
                      _with_ci(row, "draft_acceptance_rate")] + [_with_ci(row, f"{prefix}{i}") for i in range(k)])
     return header, rows
 
@@ -216,7 +240,7 @@ def render_markdown(report: Report) -> str:
                 "`specbench compare` computes it (t interval, jackknife SE over units, df = min(n) − 1); "
                 "significant when the CI excludes 0.", ""]
         out += [f"- {c.sentence()}" for c in report.comparisons] + [""]
-    out += render_sections(report.studies, _md_table)
+    out += render_sections(report.studies, _md_table, report.title)
     study_warnings = [w for s in report.studies for w in s.warnings]
     if study_warnings:
         out += ["## Divergence and speed-up warnings", ""] + [f"- {w}" for w in study_warnings] + [""]

@@ -25,17 +25,18 @@ def _yes(flag: bool | None) -> str:
     return fmt.MISSING if flag is None else ("yes" if flag else "**no**")
 
 
-def recommendation(kp: KPrediction) -> str:
+def recommendation(kp: KPrediction, title: str | None = None) -> str:
+    source = title or kp.source
     best = kp.best
     lo, hi = best.speedup_ci
     measured = best.cell is not None or best.k == kp.k  # k' = k: the source cell's own step cost
     cost = "measured step cost" if measured else "linear cost model, an assumption: measure a k axis to confirm"
     figure = f"{_f(best.speedup)}× [{_f(lo)}, {_f(hi)}] at k = {best.k} with the {cost}"
     if kp.best_k is not None:
-        return f"{kp.source}: k = {kp.best_k} (predicted speed-up {figure})"
+        return f"{source}: k = {kp.best_k} (predicted speed-up {figure})"
     if hi < 1:
-        return f"{kp.source}: no k — speculation is predicted slower at every k (best {figure})"
-    return (f"{kp.source}: no k clearly faster than no speculation (best {figure}: the interval "
+        return f"{source}: no k — speculation is predicted slower at every k (best {figure})"
+    return (f"{source}: no k clearly faster than no speculation (best {figure}: the interval "
             "includes 1)")
 
 

@@ -222,7 +222,11 @@ def _f(x: float | None, digits: int = 2) -> str:
     return fmt.num(x, digits)
 
 
-def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
+def _same(label: str) -> str:
+    return label
+
+
+def divergence_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the divergence table (Markdown and CSV share them)."""
     header = ["cell A", "cell B", "differs in", "prompts", "identical", "first divergence (median [min, max])",
               "AL A plain", "AL B plain", "AL A common prefix [CI] (drafts)", "AL B common prefix [CI] (drafts)",
@@ -236,7 +240,7 @@ def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
         else:
             common = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
                       _with(cp.delta, cp.ci_delta, "", signed=True)]
-        rows.append([p.a, p.b, ", ".join(differs) or "nothing", str(p.n),
+        rows.append([title(p.a), title(p.b), ", ".join(differs) or "nothing", str(p.n),
                      f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
                      _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))] + common)
     return header, rows
@@ -252,24 +256,25 @@ def _with(x: float, iv: tuple[float, float], tail: str, signed: bool = False) ->
     return fmt.with_ci(x, iv, 2, sign=signed, no_ci="(no CI: < 2 prompts)") + tail
 
 
-def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
+def speedup_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the speed-up table."""
     header = ["cell", "requests", "AL"] + [SPEEDUP_LABELS[k] for k in SPEEDUPS] + [
         "cost ratio t_verify/t_plain (break-even AL)", "load tok/s ratio (summary.json)"]
     rows = []
     for s in study.speedups:
         cis = [f"{_f(s.point[k])}× [{_f(s.intervals[k][0])}, {_f(s.intervals[k][1])}]" for k in SPEEDUPS]
-        rows.append([s.cell, f"{s.n_spec} vs {s.n_base}{' paired' if s.paired else ''}",
+        rows.append([title(s.cell), f"{s.n_spec} vs {s.n_base}{' paired' if s.paired else ''}",
                      _f(s.spec["mean_acceptance_length"])] + cis + [
                         f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, "
                         f"{_f(s.intervals['cost_ratio'][1])}]", f"{_f(s.load_ratio)}×"])
     for cell, _ in study.unmatched:
-        rows.append([cell, "no matching baseline"] + [fmt.MISSING] * (len(header) - 2))
+        rows.append([title(cell), "no matching baseline"] + [fmt.MISSING] * (len(header) - 2))
     return header, rows
 
 
-def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
-    """Markdown lines of the divergence and speed-up sections (empty when nothing was measured)."""
+def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list[str]:
+    """Markdown lines of the divergence and speed-up sections (empty when nothing was measured);
+    ``title(label)`` names a cell in the tables."""
     out: list[str] = []
     pairs = [s for s in studies if s.pairs]
     if pairs:
@@ -281,7 +286,7 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
                 "`--per-request-spec-decode-metrics detailed`; \"–\" where the cell has no per-step arrays "
                 "or no speculation.", ""]
         for s in pairs:
-            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s)), ""]
+            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s, title)), ""]
     speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
         pct = f"{speed[0].speedups[0].confidence:.0%}" if speed[0].speedups else "95%"
@@ -299,9 +304,9 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
                 f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
                 "where both cells sent the same requests).", ""]
         for s in speed:
-            out += [f"Run {s.source}:", "", md_table(*speedup_rows(s)), ""]
-            out += [f"- {x.cell}: {n}" for x in s.speedups for n in x.notes]
-            out += [f"- {cell}: no matching baseline: {why}" for cell, why in s.unmatched]
+            out += [f"Run {s.source}:", "", md_table(*speedup_rows(s, title)), ""]
+            out += [f"- {title(x.cell)}: {n}" for x in s.speedups for n in x.notes]
+            out += [f"- {title(cell)}: no matching baseline: {why}" for cell, why in s.unmatched]
             out.append("")
     kp = [s for s in studies if s.kpredictions]
     if kp:

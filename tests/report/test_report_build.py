@@ -115,7 +115,8 @@ def test_report_on_run_dir_states_significant_difference(tmp_path):
     assert cmp.values["mean_acceptance_length"][0] == pytest.approx(al_on)
     write_report(rep, tmp_path / "out")
     md = (tmp_path / "out" / "summary.md").read_text()
-    assert "output_norm=off vs on: AL" in md and ", significant" in md
+    assert "norm off vs on: AL" in md and ", significant" in md
+    assert "| norm on | 12 windows |" in md  # cells headed by their axis values, not "output_norm-on__r0"
 
 
 def test_rate_only_file_is_reported_apart(tmp_path):
