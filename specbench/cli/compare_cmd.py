@@ -59,6 +59,8 @@ def compare(
     holm: Annotated[bool, typer.Option(
         "--holm/--no-holm", help="Family-wise control (Holm) over positions x cells for [*] gates; --no-holm "
                                  "controls the false-alarm rate per check only.")] = True,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict).")] = False,
 ) -> None:
     """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
     from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate
@@ -82,6 +84,9 @@ def compare(
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)
+    same = same_run(baseline, candidate, base, cand)
+    if same:
+        comp.warnings.insert(0, same)
     if strict and (diffs or comp.only_base or comp.only_cand):
         problems = diffs + [f"only in baseline: {n}" for n in comp.only_base] + [
             f"only in candidate: {n}" for n in comp.only_cand]
@@ -95,12 +100,24 @@ def compare(
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
     from specbench.compare.render import print_table
 
-    print_table(comp, console)
+    print_table(comp, console, verbose=verbose)
     code = comp.exit_code
     if code == 3 and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")
         code = 0
     raise typer.Exit(code)
+
+
+def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
+    """A warning when BASE and CAND are one run (the same path, or copies with one run id): every
+    delta is then 0 by construction and a pass says nothing."""
+    if os.path.realpath(baseline) == os.path.realpath(candidate):
+        return f"baseline and candidate are the same path ({baseline}): every change is 0 by construction"
+    ids = [(s.manifest or {}).get("run_id") for s in (base, cand)]
+    if ids[0] and ids[0] == ids[1]:
+        return (f"baseline and candidate are copies of one run ({ids[0]}): every change is 0 by construction; "
+                "compare two different runs")
+    return None
 
 
 def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
