@@ -279,6 +279,7 @@ def render_markdown(report: Report) -> str:
 def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
     from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
+    from specbench.render.plots.style import encode
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -287,7 +288,9 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     buf = io.StringIO()
     report.summary.to_csv(buf, index=False)
     atomic_write_text(paths[1], buf.getvalue())
-    paths += save_figure(per_position_figure(report.summary, report.confidence), out_dir / "per_position")
-    paths += save_figure(al_over_time_figure(report.windows, report.summary), out_dir / "al_over_time")
+    enc = encode([(g.label, g.axes) for g in report.groups])
+    paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
+    paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
+                         out_dir / "al_over_time")
     paths += write_study_outputs(report.studies, out_dir)
     return paths

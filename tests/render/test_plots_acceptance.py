@@ -1,6 +1,7 @@
 """Plots render to real, non-empty PNG and SVG files that carry their axis labels and legend."""
 
 import numpy as np
+import pytest
 
 from specbench.analysis.counts import Counts
 from specbench.analysis.frames import summary_frame, window_frame
@@ -42,8 +43,49 @@ def test_plot_per_position_draws_one_line_per_group_with_ci():
     summary = summary_frame(groups(), n_resamples=200)
     ax = Figure().subplots()
     plot_per_position(ax, summary, "p")
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["output_norm=on", "output_norm=off"]
+    assert ax.get_legend_handles_labels()[1] == ["output_norm=on", "output_norm=off"]  # the figure has the legend
     line = ax.get_lines()[0]
     ys = line.get_ydata()
     assert np.allclose(ys, summary.loc[0, ["p0", "p1", "p2"]].astype(float).to_numpy())
-    assert ax.get_xlabel() == "draft position"
+    assert ax.get_xlabel() == "draft position $i$"
+
+
+def test_each_axis_is_encoded_once_with_one_shared_legend():
+    """Colour follows one axis, line style the other; the legend names axis values, not cells."""
+    from specbench.render.plots.style import encode
+
+    rng = np.random.default_rng(1)
+    cells = {}
+    for mla in ("on", "off"):
+        for norm in ("on", "off"):
+            units = []
+            for _ in range(6):
+                prefix = np.cumprod(rng.random((40, 3)) < 0.7, axis=1).sum(axis=0).astype(int).tolist()
+                units.append(Counts(40, 120, sum(prefix), prefix, 3))
+            cells[f"mla-{mla}__output_norm-{norm}__r0"] = ({"mla": mla, "output_norm": norm}, units)
+    enc = encode([(lab, axes) for lab, (axes, _) in cells.items()])
+    st = enc.styles
+    assert st["mla-on__output_norm-on__r0"].color == st["mla-off__output_norm-on__r0"].color
+    assert st["mla-on__output_norm-on__r0"].color != st["mla-on__output_norm-off__r0"].color
+    assert st["mla-on__output_norm-on__r0"].linestyle == st["mla-on__output_norm-off__r0"].linestyle
+    assert st["mla-on__output_norm-on__r0"].linestyle != st["mla-off__output_norm-on__r0"].linestyle
+    summary = summary_frame({lab: u for lab, (_, u) in cells.items()}, n_resamples=100)
+    fig = per_position_figure(summary, enc=enc)
+    assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["norm on", "norm off", "MLA on", "MLA off"]
+    assert "$p_i$" in fig.axes[0].get_ylabel() and r"\alpha" in fig.axes[1].get_ylabel()
+
+
+def test_cumulative_al_sums_counts_and_ends_at_the_pooled_al():
+    import pandas as pd
+
+    from specbench.render.plots.acceptance import cumulative_al
+
+    # unequal drafts per unit: averaging the units' rates would give another number
+    df = pd.DataFrame({"num_drafts": [10, 100, 30, 60, 45], "accepted_tokens": [9, 20, 15, 40, 30]})
+    cum = cumulative_al(df)
+    assert cum["al"].iloc[-1] == pytest.approx(1 + 114 / 245)
+    assert cum["al"].iloc[1] == pytest.approx(1 + 29 / 110)
+    assert np.isnan(cum["low"].iloc[0])  # one unit: no interval
+    widths = (cum["high"] - cum["low"]).iloc[1:]
+    assert widths.iloc[-1] < widths.iloc[0] and (cum["low"] <= cum["al"]).iloc[1:].all()

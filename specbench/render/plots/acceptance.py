@@ -7,20 +7,17 @@ import io
 import math
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")  # no display on CI machines; must precede any pyplot import elsewhere
-
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-
-from specbench.io import atomic_write_bytes  # noqa: E402
+from specbench.io import atomic_write_bytes
+from specbench.render.plots.style import Encoding, draw_ci, encode, shared_legend
 
 _STATS = {
-    "p": ("acceptance (unconditional p_i)", "p_i = accepted at position i / drafts"),
-    "a": ("acceptance (conditional alpha_i)", "alpha_i = p_i / p_(i-1), alpha_0 = p_0"),
+    "p": ("unconditional $p_i$", r"$p_i$ = accepted at position $i$ / drafts"),
+    "a": (r"conditional $\alpha_i$", r"$\alpha_i = p_i / p_{i-1}$, $\alpha_0 = p_0$"),
 }
 
 
@@ -31,13 +28,19 @@ def _positions(summary: pd.DataFrame, prefix: str) -> list[int]:
     return out
 
 
-def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p") -> None:
-    """One line per group over draft positions, with its bootstrap CI as error bars.
+def _encoding(summary: pd.DataFrame, enc: Encoding | None) -> Encoding:
+    return enc if enc is not None else encode([(str(lab), None) for lab in summary["label"]])
+
+
+def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Encoding | None = None) -> None:
+    """One line per group over draft positions, its bootstrap CI as error bars; colour, line style
+    and marker from ``enc`` (the study's axes; one colour per group without one).
 
     ``summary`` is :func:`~specbench.analysis.frames.summary_frame` output; ``stat`` is "p"
     (unconditional p_i) or "a" (conditional alpha_i).
     """
     ylabel, _ = _STATS[stat]
+    enc = _encoding(summary, enc)
     positions = _positions(summary, stat)
     n = max(len(summary), 1)
     for j, (_, row) in enumerate(summary.iterrows()):
@@ -47,66 +50,102 @@ def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p") -> None:
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 continue
             # small horizontal offset per group so overlapping error bars stay readable
-            xs.append(i + (j - (n - 1) / 2) * 0.06)
+            xs.append(i + (j - (n - 1) / 2) * 0.05)
             ys.append(v)
-            lo.append(v - row[f"{stat}{i}_ci_low"] if not math.isnan(row[f"{stat}{i}_ci_low"]) else 0.0)
-            hi.append(row[f"{stat}{i}_ci_high"] - v if not math.isnan(row[f"{stat}{i}_ci_high"]) else 0.0)
+            lo.append(row[f"{stat}{i}_ci_low"])
+            hi.append(row[f"{stat}{i}_ci_high"])
         if xs:
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=4, label=str(row["label"]))
+            style = enc.style(str(row["label"]), j)
+            draw_ci(ax, xs, ys, lo, hi, style, label=style.title)
     ax.set_xticks(positions)
-    ax.set_xlabel("draft position")
+    ax.set_xlabel("draft position $i$")
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.05)
     ax.grid(True, alpha=0.3)
-    _legend_or_note(ax, "no per-position counts in the input")
+    _note_if_empty(ax, "no per-position counts in the input")
 
 
-def plot_al_over_time(ax: Axes, windows: pd.DataFrame, summary: pd.DataFrame | None = None) -> None:
-    """Per-window AL (each window's own 1 + A/D) in order, per group; dashed: the group's pooled AL.
+def cumulative_al(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """AL pooled over the first n units, n = 1..N (1 + ΣA/ΣD: counts summed, never rates averaged),
+    with a t interval from the ratio's linearized standard error over those n units."""
+    import numpy as np
 
-    ``windows`` is :func:`~specbench.analysis.frames.window_frame` output.
-    """
-    for label, df in windows.groupby("label", sort=False):
-        line = ax.plot(df["window"], df["mean_acceptance_length"], marker=".", label=str(label))[0]
-        if summary is not None:
-            pooled = summary.loc[summary["label"] == label, "mean_acceptance_length"]
-            if len(pooled) and not math.isnan(pooled.iloc[0]):
-                ax.axhline(pooled.iloc[0], color=line.get_color(), linestyle="--", linewidth=1, alpha=0.7)
+    from specbench.compare.intervals import t_quantile
+
+    d = df["num_drafts"].to_numpy(dtype=float)
+    a = df["accepted_tokens"].to_numpy(dtype=float)
+    rows = []
+    for n in range(1, len(df) + 1):
+        sd, sa = d[:n].sum(), a[:n].sum()
+        if sd <= 0:
+            rows.append((n, math.nan, math.nan, math.nan))
+            continue
+        r = sa / sd
+        if n < 2:
+            rows.append((n, 1 + r, math.nan, math.nan))
+            continue
+        resid = a[:n] - r * d[:n]
+        se = math.sqrt(n / (n - 1) * float(np.sum(resid ** 2))) / sd
+        h = t_quantile(confidence, n - 1) * se
+        rows.append((n, 1 + r, 1 + r - h, 1 + r + h))
+    return pd.DataFrame(rows, columns=["n", "al", "low", "high"])
+
+
+def plot_al_over_time(ax: Axes, windows: pd.DataFrame, summary: pd.DataFrame | None = None,
+                      enc: Encoding | None = None, confidence: float = 0.95) -> None:
+    """Cumulative AL per group over its units in order (log windows in time order, a run's requests
+    in id order), with its CI as error bars: where it settles is the group's AL, how fast it
+    settles is how much the order mattered. ``windows`` is
+    :func:`~specbench.analysis.frames.window_frame` output."""
+    labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
+    enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
+    n = max(len(labels), 1)
+    for j, (label, df) in enumerate(windows.groupby("label", sort=False)):
+        cum = cumulative_al(df.sort_values("window"), confidence)
+        style = enc.style(str(label), j)
+        xs = [x + (j - (n - 1) / 2) * 0.08 for x in cum["n"]]
+        draw_ci(ax, xs, list(cum["al"]), list(cum["low"]), list(cum["high"]), style, label=style.title,
+                markersize=3, capsize=2)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("window (log interval or request, in order)")
-    ax.set_ylabel("mean acceptance length (1 + A/D)")
+    unit = "units"
+    if summary is not None and "unit" in summary.columns and summary["unit"].nunique() == 1:
+        unit = f"{summary['unit'].iloc[0]}s"
+    ax.set_xlabel(f"{unit} so far (log windows in time order; a run's requests in id order)")
+    ax.set_ylabel("cumulative AL = 1 + ΣA / ΣD")
     ax.grid(True, alpha=0.3)
-    _legend_or_note(ax, "no windows with counts in the input")
+    _note_if_empty(ax, "no windows with counts in the input")
 
 
-def _legend_or_note(ax: Axes, note: str) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
-    else:  # an empty panel must say why, not look like a rendering bug
+def _note_if_empty(ax: Axes, note: str) -> None:
+    if not ax.get_legend_handles_labels()[0]:  # an empty panel must say why, not look like a rendering bug
         ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", color="gray")
 
 
-def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95) -> Figure:
-    """Two panels: unconditional p_i and conditional alpha_i per draft position."""
-    fig = Figure(figsize=(11, 4.5), layout="constrained")
-    ax_p, ax_a = fig.subplots(1, 2)
-    plot_per_position(ax_p, summary, "p")
-    plot_per_position(ax_a, summary, "a")
-    ax_p.set_title(f"unconditional: {_STATS['p'][1]}", fontsize="medium")
-    ax_a.set_title(f"conditional: {_STATS['a'][1]}", fontsize="medium")
-    fig.suptitle(
-        f"Speculative-decoding acceptance per draft position (error bars: {confidence:.0%} bootstrap CI)"
-    )
+def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: Encoding | None = None) -> Figure:
+    """Two panels, unconditional p_i and conditional alpha_i per draft position, one legend."""
+    enc = _encoding(summary, enc)
+    fig = Figure(figsize=(11, 5), layout="constrained")
+    ax_p, ax_a = fig.subplots(1, 2, sharey=True)
+    plot_per_position(ax_p, summary, "p", enc)
+    plot_per_position(ax_a, summary, "a", enc)
+    ax_p.set_title(_STATS["p"][1], fontsize="medium")
+    ax_a.set_title(_STATS["a"][1], fontsize="medium")
+    fig.suptitle(f"Acceptance per draft position (error bars: {confidence:.0%} bootstrap CI)")
+    shared_legend(fig, enc)
     return fig
 
 
-def al_over_time_figure(windows: pd.DataFrame, summary: pd.DataFrame | None = None) -> Figure:
-    fig = Figure(figsize=(9, 4.5), layout="constrained")
+def al_over_time_figure(windows: pd.DataFrame, summary: pd.DataFrame | None = None, enc: Encoding | None = None,
+                        confidence: float = 0.95) -> Figure:
+    labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
+    enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
+    fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.subplots()
-    plot_al_over_time(ax, windows, summary)
-    ax.set_title("Mean acceptance length per window (dashed: pooled over all windows; includes the bonus token)",
-                 fontsize="medium")
-    fig.suptitle("Speculative-decoding acceptance over time")
+    plot_al_over_time(ax, windows, summary, enc, confidence)
+    ax.set_title(f"AL pooled over the units so far (includes the bonus token); error bars: {confidence:.0%} CI "
+                 "(t, linearized SE)", fontsize="medium")
+    fig.suptitle("Acceptance length as units accumulate")
+    shared_legend(fig, enc)
     return fig
 
 
