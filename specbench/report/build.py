@@ -292,5 +292,5 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
     paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
                          out_dir / "al_over_time")
-    paths += write_study_outputs(report.studies, out_dir)
+    paths += write_study_outputs(report.studies, out_dir, report.title)
     return paths

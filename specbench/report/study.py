@@ -363,8 +363,9 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     return out
 
 
-def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Path]:
-    """divergence.csv / speedup.csv and the two figures (PNG + SVG), when there is anything to show."""
+def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same) -> list[Path]:
+    """divergence.csv / speedup.csv and the two figures (PNG + SVG), when there is anything to show;
+    ``title(label)`` names a cell in the figures."""
     import io
 
     import pandas as pd
@@ -385,7 +386,7 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Pat
     pairs = [p for s in studies for p, _ in s.pairs]
     speeds = [x for s in studies for x in s.speedups]
     if pairs:
-        paths += save_figure(divergence_figure(pairs), Path(out_dir) / "divergence")
+        paths += save_figure(divergence_figure(pairs, title), Path(out_dir) / "divergence")
     if speeds:
-        paths += save_figure(speedup_figure(speeds), Path(out_dir) / "speedup")
+        paths += save_figure(speedup_figure(speeds, title), Path(out_dir) / "speedup")
     return paths

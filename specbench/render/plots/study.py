@@ -1,90 +1,138 @@
-"""Divergence and speed-up plots. Functions take data and an Axes (Agg backend, no pyplot state)."""
+"""Divergence and speed-up plots. Functions take data and an Axes (Agg backend, no pyplot state).
+
+Divergence is an n x n heatmap (one row and one column per cell, named by its axis values), so
+16 cells stay one picture instead of 120 rows of pairs; speed-up is a forest plot on a log axis
+centred at 1x, where "faster" and "slower" are symmetric.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-import specbench.render.plots.acceptance  # noqa: F401  (selects the Agg backend before any figure is drawn)
 from specbench.analysis.divergence import PairDivergence
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup
+from specbench.render.plots.style import draw_ci
 
 
-def _pair_label(p: PairDivergence) -> str:
-    return f"{p.a}\nvs {p.b}"
+def _same(label: str) -> str:
+    return label
 
 
-def plot_identical_share(ax: Axes, pairs: list[PairDivergence]) -> None:
-    """One horizontal bar per pair of cells: share of prompts whose outputs are identical."""
-    ys = np.arange(len(pairs))
-    shares = [p.identical_share for p in pairs]
-    ax.barh(ys, shares, color="tab:blue", alpha=0.8)
-    for y, p in zip(ys, pairs):
-        ax.text(min(p.identical_share, 1.0) + 0.01, y, f"{p.identical}/{p.n}", va="center", fontsize="small")
-    ax.set_yticks(ys, [_pair_label(p) for p in pairs], fontsize="x-small")
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1.15)
-    ax.set_xlabel("share of prompts with identical greedy output")
-    ax.grid(True, axis="x", alpha=0.3)
+def divergence_matrix(pairs: list[PairDivergence]) -> tuple[list[str], np.ndarray, np.ndarray, list[list[str]]]:
+    """Cells (first-seen order), identical share and median first divergence as symmetric n x n
+    matrices (NaN: not paired, e.g. cells of two runs; diagonal: a cell with itself), and the
+    ``identical/n`` text of each entry."""
+    cells = list(dict.fromkeys([c for p in pairs for c in (p.a, p.b)]))
+    idx = {c: i for i, c in enumerate(cells)}
+    n = len(cells)
+    share, median = np.full((n, n), np.nan), np.full((n, n), np.nan)
+    text = [["" for _ in range(n)] for _ in range(n)]
+    for p in pairs:
+        i, j = idx[p.a], idx[p.b]
+        share[i, j] = share[j, i] = p.identical_share
+        median[i, j] = median[j, i] = float(np.median(p.positions)) if p.positions else np.nan
+        text[i][j] = text[j][i] = f"{p.identical}/{p.n}"
+    return cells, share, median, text
 
 
-def plot_first_divergence(ax: Axes, pairs: list[PairDivergence]) -> None:
-    """First-divergence positions per pair (one dot per diverging prompt, jittered vertically)."""
-    rng = np.random.default_rng(0)  # fixed jitter: the same data gives the same picture
-    unit = "token"
-    for y, p in enumerate(pairs):
-        pos = p.positions
-        unit = p.unit
-        if pos:
-            ax.scatter(pos, y + rng.uniform(-0.2, 0.2, len(pos)), s=14, alpha=0.7, color="tab:red")
-            ax.plot([float(np.median(pos))] * 2, [y - 0.3, y + 0.3], color="black", linewidth=2)
-    ax.set_yticks(range(len(pairs)), [""] * len(pairs))
-    ax.set_ylim(len(pairs) - 0.5, -0.5)
-    ax.set_xlabel(f"first divergence ({unit} position; black: median)")
-    ax.grid(True, axis="x", alpha=0.3)
-    if not any(p.positions for p in pairs):
-        ax.text(0.5, 0.5, "no prompt diverges", transform=ax.transAxes, ha="center", va="center", color="gray")
+def _heatmap(ax: Axes, matrix: np.ndarray, labels: list[str], cmap: str, vmin: float, vmax: float,
+             text: list[list[str]]) -> object:
+    import matplotlib
+
+    colours = matplotlib.colormaps[cmap].with_extremes(bad="#eeeeee")
+    im = ax.imshow(np.ma.masked_invalid(matrix), cmap=colours, vmin=vmin, vmax=vmax)
+    n = len(labels)
+    small = "x-small" if n > 8 else "small"
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                ax.text(j, i, "—", ha="center", va="center", color="gray", fontsize=small)
+            elif text[i][j]:
+                v = matrix[i, j]
+                dark = not math.isnan(v) and (v - vmin) / ((vmax - vmin) or 1) > 0.6
+                ax.text(j, i, text[i][j], ha="center", va="center", fontsize=small,
+                        color="white" if dark else "black")
+    ax.set_xticks(range(n), labels, rotation=35, ha="right", fontsize=small)
+    ax.set_yticks(range(n), labels, fontsize=small)
+    ax.tick_params(length=0)
+    return im
 
 
-def divergence_figure(pairs: list[PairDivergence]) -> Figure:
-    fig = Figure(figsize=(11, 1.2 + 0.55 * max(len(pairs), 1)), layout="constrained")
-    ax_s, ax_p = fig.subplots(1, 2, sharey=False, width_ratios=[1, 1.3])
-    plot_identical_share(ax_s, pairs)
-    plot_first_divergence(ax_p, pairs)
+def divergence_figure(pairs: list[PairDivergence], title: Callable[[str], str] = _same) -> Figure:
+    """Left: share of prompts whose greedy outputs are identical, per pair of cells; right: the
+    median position where they first differ."""
+    cells, share, median, text = divergence_matrix(pairs)
+    labels = [title(c) for c in cells]
+    n = len(cells)
+    side = 2.2 + 0.55 * n
+    fig = Figure(figsize=(2 * side + 2.5, side + 1.2), layout="constrained")
+    ax_s, ax_m = fig.subplots(1, 2)
+    im = _heatmap(ax_s, share, labels, "Blues", 0.0, 1.0, text)
+    fig.colorbar(im, ax=ax_s, shrink=0.8, label="identical share (text: identical / prompts)")
+    ax_s.set_title("prompts with identical greedy output", fontsize="medium")
+    unit = pairs[0].unit if pairs else "token"
+    top = float(np.nanmax(median)) if np.isfinite(median).any() else 1.0
+    mtext = [[("" if math.isnan(median[i, j]) else f"{median[i, j]:g}") if i != j else "" for j in range(n)]
+             for i in range(n)]
+    im = _heatmap(ax_m, median, labels, "Oranges", 0.0, max(top, 1.0), mtext)
+    fig.colorbar(im, ax=ax_m, shrink=0.8, label=f"median first divergence ({unit} position)")
+    ax_m.set_title(f"median {unit} position where outputs first differ", fontsize="medium")
+    ax_m.set_yticks(range(n), [""] * n)
     fig.suptitle("Greedy output divergence between cells (same prompts, paired by request)")
     return fig
 
 
-def plot_speedups(ax: Axes, speedups: list[Speedup]) -> None:
-    """Grouped bars per cell: measured speed-ups and the decomposition, with CI error bars; 1 = no change."""
-    width = 0.8 / len(SPEEDUPS)
-    colors = {"output_tok_per_s": "tab:blue", "tpot": "tab:cyan", "e2e": "tab:green", "decomposition": "tab:orange"}
-    xs = np.arange(len(speedups))
-    for j, key in enumerate(SPEEDUPS):
-        vals = [s.point[key] for s in speedups]
-        lo = [v - s.intervals[key][0] for v, s in zip(vals, speedups)]
-        hi = [s.intervals[key][1] - v for v, s in zip(vals, speedups)]
-        err = np.nan_to_num([lo, hi], nan=0.0)
-        ax.bar(xs + (j - (len(SPEEDUPS) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width, yerr=err,
-               capsize=3, color=colors[key], label=SPEEDUP_LABELS[key],
-               hatch="//" if key == "decomposition" else None, edgecolor="white" if key == "decomposition" else None)
-    ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
-    ax.set_xticks(xs, [s.cell for s in speedups], fontsize="small", rotation=15, ha="right")
-    ax.set_ylabel("speed-up over the no-speculation baseline (×)")
-    top = max([s.intervals[k][1] for s in speedups for k in SPEEDUPS if not math.isnan(s.intervals[k][1])] + [1.2])
-    ax.set_ylim(0, top * 1.1)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", ncols=2)
+KIND_STYLE = {"output_tok_per_s": ("tab:blue", "o"), "tpot": ("tab:green", "s"), "e2e": ("tab:purple", "^"),
+              "decomposition": ("tab:orange", "D")}
 
 
-def speedup_figure(speedups: list[Speedup]) -> Figure:
-    fig = Figure(figsize=(max(7.0, 1.6 * len(speedups) + 3), 4.8), layout="constrained")
+def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str] = _same) -> None:
+    """Forest plot: one row per cell, each speed-up with its CI on a log axis; 1x marked."""
+    offsets = np.linspace(-0.27, 0.27, len(SPEEDUPS))
+    values = [1.0]
+    for key, dy in zip(SPEEDUPS, offsets):
+        colour, marker = KIND_STYLE[key]
+        ys, xs, lo, hi = [], [], [], []
+        for row, s in enumerate(speedups):
+            v = s.point[key]
+            if v is None or not math.isfinite(v) or v <= 0:
+                continue
+            ys.append(row + dy)
+            xs.append(v)
+            lo.append(s.intervals[key][0])
+            hi.append(s.intervals[key][1])
+            values += [x for x in (v, *s.intervals[key]) if x is not None and math.isfinite(x) and x > 0]
+        if xs:
+            draw_ci(ax, ys, xs, lo, hi, horizontal=True, color=colour, marker=marker, linestyle="None",
+                    label=SPEEDUP_LABELS[key])
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_xscale("log")
+    span = max(abs(math.log(min(values))), abs(math.log(max(values))), math.log(1.25)) * 1.08
+    ax.set_xlim(math.exp(-span), math.exp(span))  # centred at 1x: x and 1/x equally far from it
+    ticks = [t for t in (0.25, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
+             if math.exp(-span) <= t <= math.exp(span)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+    ax.set_yticks(range(len(speedups)), [title(s.cell) for s in speedups])
+    ax.set_ylim(len(speedups) - 0.5, -0.5)
+    ax.set_xlabel("speed-up over the no-speculation baseline (log scale; < 1× slower, > 1× faster)")
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same) -> Figure:
+    fig = Figure(figsize=(10, 1.8 + 0.75 * max(len(speedups), 1)), layout="constrained")
     ax = fig.subplots()
-    plot_speedups(ax, speedups)
+    plot_speedups(ax, speedups, title)
     conf = f"{speedups[0].confidence:.0%}" if speedups else "95%"
-    ax.set_title(f"> 1: faster with speculation; error bars: {conf} bootstrap CI over requests", fontsize="medium")
+    ax.set_title(f"error bars: {conf} bootstrap CI over requests", fontsize="medium")
     fig.suptitle("Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small",
+               frameon=False)
     return fig
