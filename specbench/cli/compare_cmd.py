@@ -143,11 +143,14 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
     if json_out is not None:
         save_json(json_out, comp.to_dict())
     if plot is not None:
-        from specbench.render.plots.compare import bands, save_overlay
+        from specbench.compare.render import cell_titles
+        from specbench.render.plots.compare import bands, delta_rows, save_overlay
 
         kw = dict(n_resamples=comp.n_resamples, confidence=comp.confidence)
-        panels = [(c.name, bands(base.cells[k].units, **kw), bands(cand.cells[k].units, **kw))
-                  for k, c in ((k, base.cells[k]) for k in base.cells if k in cand.cells)]
+        names = cell_titles(comp)
+        panels = [(names.get(c.name, c.name), bands(base.cells[c.key].units, **kw),
+                   bands(cand.cells[c.key].units, **kw), delta_rows(c))
+                  for c in comp.cells if not c.missing and c.key in base.cells and c.key in cand.cells]
         save_overlay(plot, panels, comp.confidence)
 
 

@@ -123,11 +123,9 @@ def verdict_grid(comp: Comparison) -> tuple[list[str], list[tuple[str, list[tupl
     metrics = list(dict.fromkeys(g.metric for c in comp.cells for g in c.gates))
     rows, ungated = [], []
     for cell in comp.cells:
-        if cell.missing:
-            rows.append((names[cell.name], [("missing", "inconclusive")] * len(metrics) or [("missing", "")]))
-            continue
-        if not cell.gates:
-            ungated.append(names[cell.name])
+        if not cell.gates:  # a cell on one side only is named in the notes below the table
+            if not cell.missing:
+                ungated.append(names[cell.name])
             continue
         row = []
         for m in metrics:
@@ -135,7 +133,8 @@ def verdict_grid(comp: Comparison) -> tuple[list[str], list[tuple[str, list[tupl
             status = ("fail" if "fail" in statuses else "inconclusive" if "inconclusive" in statuses
                       else "pass" if statuses else "")
             metric_row = next((r for r in cell.rows if r.name == m), None)
-            row.append((_short_change(metric_row) if status else "", status))
+            change = "missing" if cell.missing else _short_change(metric_row)
+            row.append((change if status else "", status))
         rows.append((names[cell.name], row))
     return metrics, rows, ungated
 
