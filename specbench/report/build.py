@@ -265,7 +265,7 @@ def render_markdown(report: Report) -> str:
         out.append("")
     out += ["## Files", "", "- `acceptance.csv`: the table above, one row per group, with CI columns",
             "- `per_position.png` / `.svg`: p_i and α_i per draft position",
-            "- `al_over_time.png` / `.svg`: AL per window in order"]
+            "- `al_over_time.png` / `.svg`: cumulative AL (units so far, in order) with its CI"]
     if any(st.pairs for st in report.studies):
         out.append("- `divergence.csv`, `divergence.png` / `.svg`: output divergence between cells")
     if any(st.speedups for st in report.studies):

@@ -40,7 +40,11 @@ def recommendation(kp: KPrediction, title: str | None = None) -> str:
             "includes 1)")
 
 
-def kprediction_rows(kps: list[KPrediction]) -> tuple[list[str], list[list[str]]]:
+def _same(label: str) -> str:
+    return label
+
+
+def kprediction_rows(kps: list[KPrediction], title=_same) -> tuple[list[str], list[list[str]]]:
     header = ["source cell (k)", "k'", "AL predicted 1+Σp_i [CI]", "AL measured [CI]", "predicted − measured [CI]",
               "step cost: model / measured", "speed-up predicted [CI]", "TPOT speed-up measured [CI]",
               "inside measured CI: AL / speed-up (model cost)"]
@@ -53,21 +57,22 @@ def kprediction_rows(kps: list[KPrediction]) -> tuple[list[str], list[list[str]]
                   + _ci(p.speedup_pred, p.speedup_pred_ci) + " (model)") if p.cell else _ci(p.speedup_pred,
                                                                                           p.speedup_pred_ci)
             inside = fmt.MISSING if p.cell is None else (f"{_yes(p.al_inside)} / {_yes(p.speedup_inside)} "
-                                                 f"({_yes(p.model_speedup_inside)})")
-            rows.append([f"{kp.source} ({kp.k})", f"{p.k}{' (source: identity)' if own else ''}",
-                         _ci(p.al_pred, p.al_pred_ci), _ci(p.al_meas, p.al_meas_ci) + (f" {p.cell}" if p.cell else ""),
+                                                         f"({_yes(p.model_speedup_inside)})")
+            measured = _ci(p.al_meas, p.al_meas_ci) + (f" {title(p.cell)}" if p.cell else "")
+            rows.append([f"{title(kp.source)} ({kp.k})", f"{p.k}{' (source: identity)' if own else ''}",
+                         _ci(p.al_pred, p.al_pred_ci), measured,
                          _ci(p.al_pred - p.al_meas, p.al_diff_ci, signed=True), cost, sp,
                          _ci(p.tpot_speedup_meas, p.tpot_speedup_meas_ci), inside])
     return header, rows
 
 
-def render_kpredictions(kps: list[KPrediction], source: str, md_table) -> list[str]:
+def render_kpredictions(kps: list[KPrediction], source: str, md_table, title=_same) -> list[str]:
     if not kps:
         return []
     pct = f"{kps[0].confidence:.0%}"
-    return [f"Run {source}:", "", md_table(*kprediction_rows(kps)), ""] + [
-        f"- recommended: {recommendation(kp)}" for kp in kps] + [""] + [f"- {kp.source}: {n}" for kp in kps
-                                                                       for n in kp.notes] + [
+    return [f"Run {source}:", "", md_table(*kprediction_rows(kps, title)), ""] + [
+        f"- recommended: {recommendation(kp, title(kp.source))}" for kp in kps] + [""] + [
+        f"- {title(kp.source)}: {n}" for kp in kps for n in kp.notes] + [
         f"Brackets: {pct} bootstrap CI over requests, all cells resampled together when they sent the same "
         "requests.", ""]
 

@@ -312,7 +312,7 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
     if kp:
         out += ["## Choosing k: predicted from per-position acceptance", "", KPREDICTION_INTRO, ""]
         for s in kp:
-            out += render_kpredictions(s.kpredictions, s.source, md_table)
+            out += render_kpredictions(s.kpredictions, s.source, md_table, title)
     return out
 
 
