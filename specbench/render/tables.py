@@ -18,7 +18,13 @@ SEP = " · "
 
 
 def axis_name(axis: str) -> str:
-    return AXIS_NAMES.get(axis, axis)
+    """Short name: ``output_norm`` -> ``norm``; specbench's own env axes without their prefix
+    (``SPECBENCH_POS0_MASK`` -> ``pos0 mask``); any other axis as is."""
+    if axis in AXIS_NAMES:
+        return AXIS_NAMES[axis]
+    if axis.startswith("SPECBENCH_"):
+        return axis[len("SPECBENCH_"):].lower().replace("_", " ")
+    return axis
 
 
 def varying_axes(cells: Iterable[dict[str, Any]]) -> list[str]:

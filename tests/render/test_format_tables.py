@@ -51,3 +51,9 @@ def test_columns_split_into_tables_that_fit():
     assert [list(c) for c in column_chunks([20] * 4, 6, 80)] == [[0, 1, 2], [3]]
     assert [list(c) for c in column_chunks([20] * 4, 6, 200)] == [[0, 1, 2, 3]]
     assert [list(c) for c in column_chunks([300], 6, 80)] == [[0]]  # one too-wide column still shown
+
+
+def test_specbench_env_axes_read_as_words():
+    from specbench.render.tables import axis_name
+
+    assert axis_name("SPECBENCH_POS0_MASK") == "pos0 mask" and axis_name("VLLM_X") == "VLLM_X"

@@ -100,12 +100,16 @@ def plot_al_over_time(ax: Axes, windows: pd.DataFrame, summary: pd.DataFrame | N
     labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
     enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
     n = max(len(labels), 1)
+    points: list[float] = []
     for j, (label, df) in enumerate(windows.groupby("label", sort=False)):
         cum = cumulative_al(df.sort_values("window"), confidence)
         style = enc.style(str(label), j)
         xs = [x + (j - (n - 1) / 2) * 0.08 for x in cum["n"]]
         draw_ci(ax, xs, list(cum["al"]), list(cum["low"]), list(cum["high"]), style, label=style.title,
                 markersize=3, capsize=2)
+        points += [x for x in cum["al"] if not math.isnan(x)]
+    if points:  # the first few intervals are huge (t with 1-2 df): the points set the scale, AL >= 1
+        ax.set_ylim(max(0.95, min(points) - 0.6), max(points) + 0.6)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     unit = "units"
     if summary is not None and "unit" in summary.columns and summary["unit"].nunique() == 1:

@@ -74,14 +74,14 @@ def divergence_figure(pairs: list[PairDivergence], title: Callable[[str], str] =
     fig = Figure(figsize=(2 * side + 2.5, side + 1.2), layout="constrained")
     ax_s, ax_m = fig.subplots(1, 2)
     im = _heatmap(ax_s, share, labels, "Blues", 0.0, 1.0, text)
-    fig.colorbar(im, ax=ax_s, shrink=0.8, label="identical share (text: identical / prompts)")
-    ax_s.set_title("prompts with identical greedy output", fontsize="medium")
+    fig.colorbar(im, ax=ax_s, shrink=0.8, label="identical share")
+    ax_s.set_title("prompts with identical greedy output (identical / prompts)", fontsize="medium")
     unit = pairs[0].unit if pairs else "token"
     top = float(np.nanmax(median)) if np.isfinite(median).any() else 1.0
     mtext = [[("" if math.isnan(median[i, j]) else f"{median[i, j]:g}") if i != j else "" for j in range(n)]
              for i in range(n)]
     im = _heatmap(ax_m, median, labels, "Oranges", 0.0, max(top, 1.0), mtext)
-    fig.colorbar(im, ax=ax_m, shrink=0.8, label=f"median first divergence ({unit} position)")
+    fig.colorbar(im, ax=ax_m, shrink=0.8, label=f"{unit} position")
     ax_m.set_title(f"median {unit} position where outputs first differ", fontsize="medium")
     ax_m.set_yticks(range(n), [""] * n)
     fig.suptitle("Greedy output divergence between cells (same prompts, paired by request)")
