@@ -29,27 +29,27 @@ def _parse_gates(values: Optional[list[str]]):
 
 
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="Baseline: a run directory (results/<run-id>) or a log / "
+    baseline: Annotated[Path, typer.Argument(metavar="BASE", help="Baseline: a run directory (results/<run-id>) or a log / "
                                                   "/metrics file.")],
-    candidate: Annotated[Path, typer.Argument(help="Candidate, same kinds as BASELINE.")],
+    candidate: Annotated[Path, typer.Argument(metavar="CAND", help="Candidate, same kinds as BASE.")],
     gate: Annotated[Optional[list[str]], typer.Option(
         "--gate", callback=_parse_gates, metavar="EXPR",
         help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
              "per_position[0]:-0.02, ttft_p50_ms:+10%, speedup:-5%, divergence_share:+10pp. Fails only when the whole CI of the change is past the "
              "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.")] = None,
     gate_file: Annotated[Optional[Path], typer.Option(
-        "--gate-file", help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.")
+        "--gate-file", metavar="FILE", help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.")
     ] = None,
     strict: Annotated[bool, typer.Option(
         "--strict", help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
                          "cells on one side only, are an error (exit 2) instead of a warning.")] = False,
-    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Write a Markdown report (PR comment). "
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown report (PR comment). "
                                                      "Also appended to $GITHUB_STEP_SUMMARY when set.")] = None,
-    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML: one testcase per gate per cell.")
+    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write JUnit XML: one testcase per gate per cell.")
                      ] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the full comparison as JSON.")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an overlay plot of p_i with CI bands "
-                                                 "(.png, .svg or .pdf).")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the full comparison as JSON.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a plot (.png, .svg or .pdf): per cell p_i of both "
+                                                 "sides, over the change Δp_i with the gate's CI and tolerance.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
     resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,

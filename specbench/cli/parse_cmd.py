@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
     @app.command("parse")
     @handle_errors
     def parse(
-        files: Annotated[list[Path], typer.Argument(help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.")],
+        files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.")],
         fmt: Annotated[OutputFormat, typer.Option("--format", help="table, jsonl (canonical records) or csv.")] = OutputFormat.table,
         include_engine_stats: Annotated[bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")] = False,

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--label", metavar="NAME=FILE",
                          help="Put FILE into group NAME (repeatable; several files may share a name)."),
         ] = None,
-        out: Annotated[Path, typer.Option("--out", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
+        out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
             "report"),
         resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
         seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
