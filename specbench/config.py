@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Sequence, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -492,8 +492,9 @@ def read_config_bytes(path: Path) -> bytes:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
 
 
-def load_config(path: Path) -> Study:
-    """Read and validate a study config; every error is one line naming the file and field."""
+def load_config(path: Path, overrides: Sequence[str] = ()) -> Study:
+    """Read and validate a study config; every error is one line naming the file and field.
+    ``overrides`` (``key.path=value``, from ``--set``) are applied before validation."""
     raw = read_config_bytes(path)
     try:
         data = load_yaml(raw.decode("utf-8"))  # duplicate keys, alias bombs and runaway nesting refused
@@ -505,6 +506,10 @@ def load_config(path: Path) -> Study:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         kind = "" if isinstance(exc, LimitError) else "YAML syntax error: "
         raise ConfigError(f"{where}: {kind}{problem}") from None
+    if overrides:
+        from specbench.config_overrides import apply_overrides
+
+        return parse_study(apply_overrides(data, overrides), f"{path} with --set {' '.join(overrides)}")
     return parse_study(data, str(path))
 
 

@@ -29,27 +29,27 @@ def _parse_gates(values: Optional[list[str]]):
 
 
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="Baseline: a run directory (results/<run-id>) or a log / "
+    baseline: Annotated[Path, typer.Argument(metavar="BASE", help="Baseline: a run directory (results/<run-id>) or a log / "
                                                   "/metrics file.")],
-    candidate: Annotated[Path, typer.Argument(help="Candidate, same kinds as BASELINE.")],
+    candidate: Annotated[Path, typer.Argument(metavar="CAND", help="Candidate, same kinds as BASE.")],
     gate: Annotated[Optional[list[str]], typer.Option(
         "--gate", callback=_parse_gates, metavar="EXPR",
         help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
              "per_position[0]:-0.02, ttft_p50_ms:+10%, speedup:-5%, divergence_share:+10pp. Fails only when the whole CI of the change is past the "
              "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.")] = None,
     gate_file: Annotated[Optional[Path], typer.Option(
-        "--gate-file", help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.")
+        "--gate-file", metavar="FILE", help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.")
     ] = None,
     strict: Annotated[bool, typer.Option(
         "--strict", help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
                          "cells on one side only, are an error (exit 2) instead of a warning.")] = False,
-    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Write a Markdown report (PR comment). "
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown report (PR comment). "
                                                      "Also appended to $GITHUB_STEP_SUMMARY when set.")] = None,
-    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML: one testcase per gate per cell.")
+    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write JUnit XML: one testcase per gate per cell.")
                      ] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the full comparison as JSON.")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write an overlay plot of p_i with CI bands "
-                                                 "(.png, .svg or .pdf).")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the full comparison as JSON.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a plot (.png, .svg or .pdf): per cell p_i of both "
+                                                 "sides, over the change Δp_i with the gate's CI and tolerance.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
     resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
@@ -59,6 +59,8 @@ def compare(
     holm: Annotated[bool, typer.Option(
         "--holm/--no-holm", help="Family-wise control (Holm) over positions x cells for [*] gates; --no-holm "
                                  "controls the false-alarm rate per check only.")] = True,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict).")] = False,
 ) -> None:
     """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
     from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate
@@ -82,6 +84,9 @@ def compare(
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)
+    same = same_run(baseline, candidate, base, cand)
+    if same:
+        comp.warnings.insert(0, same)
     if strict and (diffs or comp.only_base or comp.only_cand):
         problems = diffs + [f"only in baseline: {n}" for n in comp.only_base] + [
             f"only in candidate: {n}" for n in comp.only_cand]
@@ -95,12 +100,24 @@ def compare(
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
     from specbench.compare.render import print_table
 
-    print_table(comp, console)
+    print_table(comp, console, verbose=verbose)
     code = comp.exit_code
     if code == 3 and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")
         code = 0
     raise typer.Exit(code)
+
+
+def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
+    """A warning when BASE and CAND are one run (the same path, or copies with one run id): every
+    delta is then 0 by construction and a pass says nothing."""
+    if os.path.realpath(baseline) == os.path.realpath(candidate):
+        return f"baseline and candidate are the same path ({baseline}): every change is 0 by construction"
+    ids = [(s.manifest or {}).get("run_id") for s in (base, cand)]
+    if ids[0] and ids[0] == ids[1]:
+        return (f"baseline and candidate are copies of one run ({ids[0]}): every change is 0 by construction; "
+                "compare two different runs")
+    return None
 
 
 def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
@@ -126,11 +143,14 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
     if json_out is not None:
         save_json(json_out, comp.to_dict())
     if plot is not None:
-        from specbench.compare.plot import bands, save_overlay
+        from specbench.compare.render import cell_titles
+        from specbench.render.plots.compare import bands, delta_rows, save_overlay
 
         kw = dict(n_resamples=comp.n_resamples, confidence=comp.confidence)
-        panels = [(c.name, bands(base.cells[k].units, **kw), bands(cand.cells[k].units, **kw))
-                  for k, c in ((k, base.cells[k]) for k in base.cells if k in cand.cells)]
+        names = cell_titles(comp)
+        panels = [(names.get(c.name, c.name), bands(base.cells[c.key].units, **kw),
+                   bands(cand.cells[c.key].units, **kw), delta_rows(c))
+                  for c in comp.cells if not c.missing and c.key in base.cells and c.key in cand.cells]
         save_overlay(plot, panels, comp.confidence)
 
 

@@ -19,12 +19,13 @@ app = typer.Typer(
     add_completion=False,
 )
 
-# (module, attribute) pairs; each module defines a function registered as a command.
+# (module, attribute) pairs; each module defines a function registered as a command. Listed (and
+# shown in --help) in workflow order: run, validate, report, compare, parse, fixtures.
 _COMMANDS = [
-    ("specbench.cli.parse_cmd", "register"),
-    ("specbench.cli.report_cmd", "register"),
     ("specbench.cli.run_cmd", "register"),
+    ("specbench.cli.report_cmd", "register"),
     ("specbench.cli.compare_cmd", "register"),
+    ("specbench.cli.parse_cmd", "register"),
     ("specbench.cli.fixtures_cmd", "register"),
 ]
 
@@ -63,7 +64,34 @@ for _module, _attr in _COMMANDS:
 def _command():
     # Building the click command from the Typer app costs ~10 ms; in-process callers (the contract
     # test runs thousands) build it once.
-    return typer.main.get_command(app)
+    command = typer.main.get_command(app)
+    _quiet_flags(command)
+    return command
+
+
+def _quiet_flags(command) -> None:
+    """Boolean flags take no value: --help shows no ``<bool>`` type for them (--help included)."""
+    for param in command.params:
+        if param.param_type_name == "option" and getattr(param, "is_flag", False) and not getattr(param, "count", 0):
+            param.metavar = ""
+    make_help = command.get_help_option
+
+    def get_help_option(ctx):
+        option = make_help(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+    for sub in getattr(command, "commands", {}).values():
+        _quiet_flags(sub)
+
+
+def split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """``--debug`` anywhere before ``--`` (before or after the subcommand) -> (argv without it, True)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    head = [a for a in argv[:end] if a != "--debug"]
+    return head + argv[end:], len(head) < end
 
 
 def run_cli(argv: list[str] | None = None) -> int:
@@ -76,9 +104,8 @@ def run_cli(argv: list[str] | None = None) -> int:
     from specbench.io import clear_protected
 
     clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    options = argv[:argv.index("--")] if "--" in argv else argv
-    if "--debug" in options:
+    argv, debug = split_debug(list(sys.argv[1:] if argv is None else argv))
+    if debug:
         os.environ["SPECBENCH_DEBUG"] = "1"  # before parsing: a usage error under --debug shows its traceback
     try:
         code = _command().main(args=argv, standalone_mode=False, prog_name="specbench")

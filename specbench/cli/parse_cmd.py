@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
     @app.command("parse")
     @handle_errors
     def parse(
-        files: Annotated[list[Path], typer.Argument(help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.")],
+        files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.")],
         fmt: Annotated[OutputFormat, typer.Option("--format", help="table, jsonl (canonical records) or csv.")] = OutputFormat.table,
         include_engine_stats: Annotated[bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")] = False,
@@ -62,21 +62,45 @@ def register(app: typer.Typer) -> None:
 
 
 def _render_table(rows: list[dict]) -> None:
+    """One table per file, the file named in its title (not a column folded over 14 lines): line,
+    engine, counts, AL, DAR and p_i each in its own column."""
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} record(s)", show_lines=False)
-    for col in TABLE_COLUMNS:
-        table.add_column(col, overflow="fold")
+    from specbench.render import format as fmt
+
+    by_file: dict[str, list[dict]] = {}
     for row in rows:
-        table.add_row(*[_cell(row.get(c)) for c in TABLE_COLUMNS])
-    console.print(table)
+        by_file.setdefault(str(row.get("file") or "-"), []).append(row)
+    if not rows:
+        console.print("0 record(s)", highlight=False)
+    for file, recs in by_file.items():
+        k = max((len(r.get("per_position_acceptance") or []) for r in recs), default=0)
+        formats = sorted({str(r.get("format")) for r in recs})
+        engines = {r.get("engine") for r in recs}
+        one = len({r.get("kind") for r in recs}) == 1
+        table = Table(title=f"{_shown(file)}: {len(recs)} record(s), {', '.join(formats)}", title_justify="left")
+        columns: list[tuple[str, list[str]]] = [("line", [fmt.short(r.get("line")) for r in recs])]
+        if not one:
+            columns.append(("kind", [str(r.get("kind")).split("_")[0] for r in recs]))
+        if len(engines) > 1:
+            columns.append(("engine", [fmt.short(r.get("engine")) for r in recs]))
+        for name, key in (("drafts", "num_drafts"), ("drafted", "draft_tokens"), ("accepted", "accepted_tokens")):
+            columns.append((name, [fmt.short(r.get(key)) for r in recs]))
+        columns.append(("AL", [fmt.num(r.get("mean_acceptance_length"), 2) for r in recs]))
+        columns.append(("DAR", [fmt.num(r.get("draft_acceptance_rate"), 3) for r in recs]))
+        pos = [list(r.get("per_position_acceptance") or []) for r in recs]
+        columns += [(f"p_{i}", [fmt.num(p[i], 3) if i < len(p) else fmt.MISSING for p in pos]) for i in range(k)]
+        columns = [(n, v) for n, v in columns if any(x != fmt.MISSING for x in v)]  # nothing to show: no column
+        for name, _ in columns:
+            table.add_column(name, justify="right", no_wrap=True)
+        for i in range(len(recs)):
+            table.add_row(*(v[i] for _, v in columns))
+        console.print(table)
 
 
-def _cell(v: object) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, list):
-        return ", ".join(f"{x:.3g}" if isinstance(x, float) else str(x) for x in v)
-    return str(v)
+def _shown(file: str) -> str:
+    """The path as given, relative to the working directory when under it (shorter to read)."""
+    try:
+        return str(Path(file).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return file

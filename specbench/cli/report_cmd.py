@@ -26,15 +26,15 @@ def register(app: typer.Typer) -> None:
             typer.Option("--label", metavar="NAME=FILE",
                          help="Put FILE into group NAME (repeatable; several files may share a name)."),
         ] = None,
-        out: Annotated[Path, typer.Option("--out", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
+        out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
             "report"),
         resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
         seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with bootstrap CIs."""
         from specbench.errors import ConfigError
-        from specbench.report import build_report, table_rows, write_report
-        from specbench.report_inputs import parse_label
+        from specbench.report.build import build_report, table_rows, write_report
+        from specbench.report.inputs import parse_label
 
         from specbench.cli.outputs import guard_outputs
 
@@ -53,30 +53,46 @@ def register(app: typer.Typer) -> None:
             console.print(c.sentence(), highlight=False)
         for st in rep.studies:
             for s in st.speedups:
-                console.print(f"{s.cell}: speed-up {s.point['output_tok_per_s']:.2f}x output tok/s "
+                console.print(f"{rep.title(s.cell)}: speed-up {s.point['output_tok_per_s']:.2f}× output tok/s "
                               f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
                               highlight=False)
             for kp in st.kpredictions:
-                from specbench.report_kpredict import recommendation
+                from specbench.report.kpredict import recommendation
 
-                console.print(f"recommended k from {recommendation(kp)}", highlight=False)
+                console.print(f"recommended k from {recommendation(kp, rep.title(kp.source))}", highlight=False)
             for w in st.warnings:
                 console.print(f"[yellow]{w}[/]", highlight=False)
         console.print(f"wrote {', '.join(str(p) for p in paths)}", highlight=False)
 
 
 def _print_table(rep, table_rows) -> None:
-    """Statistics as rows and groups as columns: a few groups fit an 80-column terminal."""
+    """Statistics as rows and cells as columns, headed by their axis values; as many cells per
+    table as fit the terminal (an interval goes under its value), so nothing breaks mid-number."""
     from rich.table import Table
+
+    from specbench.render.tables import column_chunks
 
     header, rows = table_rows(rep, "p")
     a_header, a_rows = table_rows(rep, "a")
-    table = Table(title=f"Acceptance ({rep.confidence:.0%} bootstrap CI; AL = 1 + accepted/drafts)")
-    table.add_column("", justify="left", no_wrap=True)
-    for r in rows:
-        table.add_column(r[0], justify="right", overflow="fold")
     stats = header[1:] + a_header[5:]
-    cells = [r[1:] + a[5:] for r, a in zip(rows, a_rows)]
-    for i, name in enumerate(stats):
-        table.add_row(name, *(c[i] for c in cells))
-    console.print(table)
+    flat = [r[1:] + a[5:] for r, a in zip(rows, a_rows)]
+    names = [r[0].replace(" · ", "\n") for r in rows]  # one axis value per header line
+
+    def widths(cells: list[list[str]]) -> list[int]:
+        return [max(len(line) for text in [names[i]] + cells[i] for line in text.split("\n"))
+                for i in range(len(names))]
+
+    first = max(len(s) for s in stats)
+    cells = flat
+    if len(column_chunks(widths(flat), first, console.width)) > 1:  # too wide: each interval under its value
+        cells = [[c.replace(" [", "\n[", 1) for c in col] for col in flat]
+    title = f"Acceptance ({rep.confidence:.0%} bootstrap CI; AL = 1 + accepted/drafts)"
+    for chunk in column_chunks(widths(cells), first, console.width):
+        table = Table(title=title, title_justify="left")
+        title = None
+        table.add_column("", justify="left", no_wrap=True)
+        for i in chunk:
+            table.add_column(names[i], justify="right")
+        for j, name in enumerate(stats):
+            table.add_row(name, *(cells[i][j] for i in chunk))
+        console.print(table)

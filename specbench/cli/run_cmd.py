@@ -25,14 +25,14 @@ def _config_or_default(config: Optional[Path]) -> Path:
     return packaged_default_config()
 
 
-def _print_dry_run(config: Path) -> None:
+def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
     from specbench.config import load_config
     from specbench.run.cells import expand
     from specbench.redact import redact_argv, redact_env
 
     from specbench.config_checks import check_prompts
 
-    study = load_config(config)
+    study = load_config(config, overrides)
     check_prompts(study, str(config))
     cells = expand(study)
     serve = study.serve
@@ -90,32 +90,39 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
     def run(
-        config: Annotated[Optional[Path], typer.Argument(help="Study config (YAML); default: the built-in default study.")] = None,
+        config: Annotated[Optional[Path], typer.Argument(metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every cell's argv and env, run nothing.")] = False,
-        resume: Annotated[Optional[Path], typer.Option("--resume", help="Run only the missing/failed cells of RUN_DIR.")] = None,
-        results_dir: Annotated[Optional[Path], typer.Option("--results-dir", help="Parent of the run directory (default: the config's results_dir).")] = None,
+        overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
+        resume: Annotated[Optional[Path], typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR.")] = None,
+        results_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Where the run directory <run-id>/ goes (default: the config's results_dir).")] = None,
+        results_dir_alias: Annotated[Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
-        executor: Annotated[Optional[str], typer.Option("--executor", help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.")] = None,
-        address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.")] = None,
+        executor: Annotated[Optional[str], typer.Option("--executor", metavar="local|ray", help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.")] = None,
+        address: Annotated[Optional[str], typer.Option("--address", metavar="ADDRESS", help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.")] = None,
         max_concurrent_cells: Annotated[Optional[int], typer.Option("--max-concurrent-cells", min=1, help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).")] = None,
         cpus_per_cell: Annotated[float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")] = 1.0,
     ) -> None:
         """Run a study: one vLLM server per cell, load, collect acceptance; results/<run-id>/."""
         from specbench.errors import ConfigError
 
-        if resume is not None and config is not None:
-            raise ConfigError("give either CONFIG or --resume RUN_DIR, not both (a resumed run reuses its own config)")
+        sets = tuple(overrides or ())
+        if results_dir is not None and results_dir_alias is not None:
+            raise ConfigError("give --out or its old name --results-dir, not both")
+        results_dir = results_dir if results_dir is not None else results_dir_alias
+        if resume is not None and (config is not None or sets):
+            raise ConfigError("give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses "
+                              "its own config)")
         if dry_run:
             if resume is not None:
                 raise ConfigError("--dry-run does not combine with --resume")
-            _print_dry_run(_config_or_default(config))
+            _print_dry_run(_config_or_default(config), sets)
             return
         from specbench.run.display import make_display
         from specbench.run.plan import new_plan, resume_plan
         from specbench.run.runner import execute
 
         with sigterm_as_interrupt():
-            plan = resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir)
+            plan = resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir, sets)
             display = make_display(quiet)
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
@@ -135,7 +142,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
     def validate(
-        config: Annotated[Optional[Path], typer.Argument(help="Study config (YAML); default: the built-in default study.")] = None,
+        config: Annotated[Optional[Path], typer.Argument(metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False)] = None,
+        overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
     ) -> None:
         """Check a study config without running anything (exit 0 valid, 2 invalid)."""
         from specbench.config import load_config
@@ -145,7 +153,7 @@ def register(app: typer.Typer) -> None:
         from specbench.config_checks import check_prompts
 
         path = _config_or_default(config)
-        study = load_config(path)
+        study = load_config(path, tuple(overrides or ()))
         check_prompts(study, str(path))
         cells = expand(study, resolve=lambda ref: ref)  # fixture refs stay refs: nothing is built here
         check_cells(cells, path)  # switch values always; a draft's config.json only where it is local

@@ -75,7 +75,8 @@ def missing_cells(base: Side, cand: Side) -> list[CellComparison]:
                 why.append(f"not in the {label}")
         cell = _any_cell(key, base, cand)
         out.append(CellComparison(name=cell.name, axes=cell.axes, base_ids=[], cand_ids=[], base_units=0,
-                                  cand_units=0, unit_kind=None, missing="; ".join(why), key=key))
+                                  cand_units=0, unit_kind=None, missing="; ".join(why), key=key,
+                                  is_baseline=bool(getattr(cell, "is_baseline", False))))
     return out
 
 

@@ -73,6 +73,7 @@ class CellComparison:
     gates: list[GateResult] = field(default_factory=list)
     missing: str | None = None  # why this cell has no rows (one side only, failed)
     key: tuple = ()  # the cell key (axis, value) pairs, to find the sides' cells again
+    is_baseline: bool = False  # a no-speculation cell (its speculative axes read "none")
 
 
 @dataclass
@@ -135,7 +136,8 @@ class Comparison:
             "regressions": [asdict(g) for g in self.failures],
             "inconclusive": [asdict(g) for g in self.inconclusive],
             "unmatched_gates": [asdict(g) for g in self.unmatched],
-            "cells": [{**{k: v for k, v in asdict(c).items() if k not in ("rows", "gates", "key")},
+            "cells": [{**{k: v for k, v in asdict(c).items()
+                          if k not in ("rows", "gates", "key", "is_baseline")},
                        "metrics": [row(r) for r in c.rows], "gates": [asdict(g) for g in c.gates]}
                       for c in self.cells],
             "only_in_baseline": self.only_base, "only_in_candidate": self.only_cand,
@@ -198,7 +200,7 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,
                          base_units=len(bc.units), cand_units=len(cc.units),
                          unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else
-                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key)
+                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key, is_baseline=bc.is_baseline)
     from specbench.compare import checks
 
     if gates:

@@ -3,33 +3,25 @@ Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting.""
 
 from __future__ import annotations
 
-import math
-
 from specbench.compare.compare import Comparison, MetricRow
+from specbench.render import format as fmt
 
 VERDICT_STYLE = {"worse": "bold red", "better": "green", "~": "dim"}
 VERDICT_MD = {"worse": "🔴 worse", "better": "🟢 better", "~": "~"}
 
 
+def _digits(row: MetricRow) -> int:
+    return 4 if row.metric.is_fraction else 3 if row.metric.unit == "tokens" else 2
+
+
 def fmt_value(row: MetricRow, x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "—"
-    if row.metric.is_fraction:
-        return f"{x:.4f}"
-    if row.metric.unit == "tokens":
-        return f"{x:.3f}"
-    return f"{x:.2f}"
+    return fmt.num(x, _digits(row))
 
 
 def fmt_delta(row: MetricRow, x: float | None, *, sign: bool = True) -> str:
-    if x is None or math.isnan(x):
-        return "—"
-    s = "+" if sign else ""
-    if row.metric.is_fraction:
-        return f"{x * 100:{s}.2f}pp"
-    if row.metric.unit == "tokens":
-        return f"{x:{s}.3f}"
-    return f"{x:{s}.2f}"
+    if row.metric.is_fraction:  # a difference of fractions reads best in percentage points
+        return fmt.pp(x, sign=sign)
+    return fmt.num(x, _digits(row), sign=sign)
 
 
 def fmt_change(row: MetricRow) -> str:
@@ -96,22 +88,113 @@ def _mdc(cell) -> dict[str, str]:
     return out
 
 
-def print_table(comp: Comparison, console) -> None:
-    """Per cell: metric, base, cand, delta, CI, verdict, gate; then cells on one side only and warnings."""
+SHORT = {"mean_acceptance_length": "AL", "draft_acceptance_rate": "DAR"}
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
+
+
+def short_metric(name: str) -> str:
+    """``per_position[1]`` -> ``p_1``, ``conditional[1]`` -> ``α_1``, ``mean_acceptance_length`` -> ``AL``."""
+    for long, sym in (("per_position[", "p_"), ("conditional[", "α_")):
+        if name.startswith(long) and name.endswith("]"):
+            return sym + name[len(long):-1]
+    return SHORT.get(name, name)
+
+
+def cell_titles(comp: Comparison) -> dict[str, str]:
+    """``{cell name: title}``: the axis values that vary, ``no spec`` for a baseline."""
+    from specbench.render.tables import titles
+
+    return titles([(c.name, {k: str(v) for k, v in c.axes.items()}, c.is_baseline, None) for c in comp.cells])
+
+
+def _short_change(row: MetricRow | None) -> str:
+    """The change a gate judged, in its own terms: pp for fractions, % for the rest."""
+    if row is None or row.delta is None:
+        return fmt.MISSING
+    if row.metric.is_fraction:
+        return fmt.pp(row.delta, 1)
+    return fmt.num(row.rel * 100, 1, sign=True) + "%" if row.rel is not None else fmt_delta(row, row.delta)
+
+
+def verdict_grid(comp: Comparison) -> tuple[list[str], list[tuple[str, list[tuple[str, str]]]], list[str]]:
+    """Gated metrics (columns), one row per cell with a check or a missing side: ``(title,
+    [(change, status), ...])``, and the titles of cells no gate looked at."""
+    names = cell_titles(comp)
+    metrics = list(dict.fromkeys(g.metric for c in comp.cells for g in c.gates))
+    rows, ungated = [], []
+    for cell in comp.cells:
+        if not cell.gates:  # a cell on one side only is named in the notes below the table
+            if not cell.missing:
+                ungated.append(names[cell.name])
+            continue
+        row = []
+        for m in metrics:
+            statuses = [g.status for g in cell.gates if g.metric == m]
+            status = ("fail" if "fail" in statuses else "inconclusive" if "inconclusive" in statuses
+                      else "pass" if statuses else "")
+            metric_row = next((r for r in cell.rows if r.name == m), None)
+            change = "missing" if cell.missing else _short_change(metric_row)
+            row.append((change if status else "", status))
+        rows.append((names[cell.name], row))
+    return metrics, rows, ungated
+
+
+def units_note(comp: Comparison) -> str:
+    """What the intervals were computed over, when every compared cell agrees (``20 vs 20 request
+    units``); else "units per cell: --verbose"."""
+    kinds = {(c.base_units, c.cand_units, c.unit_kind) for c in comp.cells if not c.missing and c.gates}
+    if len(kinds) != 1:
+        return "units per cell: --verbose"
+    b, c, kind = kinds.pop()
+    return f"{b} vs {c} {kind or ''} units".replace("  ", " ")
+
+
+def _print_verdicts(comp: Comparison, console) -> None:
+    from rich.table import Table
+
+    metrics, rows, ungated = verdict_grid(comp)
+    if not rows:
+        return
+    table = Table(title=f"Gate checks per cell: change, verdict ({units_note(comp)})", title_justify="left")
+    table.add_column("cell", no_wrap=True)
+    for m in metrics or ["check"]:
+        table.add_column(short_metric(m), justify="right", no_wrap=True)
+    for title, row in rows:
+        table.add_row(title, *(f"{change} [{STATUS_STYLE.get(st, '')}]{'FAIL' if st == 'fail' else st}[/]"
+                               if st else change for change, st in row))
+    console.print(table)
+    if ungated:
+        console.print(f"no gate applies to: {', '.join(ungated)}", highlight=False, soft_wrap=True, style="dim")
+
+
+def print_table(comp: Comparison, console, verbose: bool = False) -> None:
+    """A cells x gated-metrics verdict table, (``verbose``: every metric of every cell), then cells on
+    one side only, warnings, failures and the headline."""
     # CI logs are not terminals (80 columns by default); a truncated table is unreadable there.
     width = console.width
     if not console.is_terminal:
         console.width = max(width, 150)
     try:
-        _print_table(comp, console)
+        _print_table(comp, console, verbose)
     finally:
         console.width = width
 
 
-def _print_table(comp: Comparison, console) -> None:
+def _print_table(comp: Comparison, console, verbose: bool = False) -> None:
+    if verbose:
+        _print_details(comp, console)
+    _print_verdicts(comp, console)
+    if not verbose:
+        console.print("every metric of every cell, with CIs: --verbose (or --markdown / --json)", style="dim",
+                      highlight=False)
+    _print_notes(comp, console)
+
+
+def _print_details(comp: Comparison, console) -> None:
     from rich.table import Table
 
     level = int(round(comp.confidence * 100))
+    names = cell_titles(comp)
     for cell in comp.cells:
         gate_by_metric: dict[str, list[str]] = {}
         for g in cell.gates:
@@ -119,9 +202,10 @@ def _print_table(comp: Comparison, console) -> None:
         units = (f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units"
                  if cell.base_units and cell.cand_units else
                  ("acceptance on one side only" if cell.base_units or cell.cand_units else ""))
-        table = Table(title=f"{cell.name}  [dim]({units})[/]" if units else cell.name, title_justify="left")
+        title = names[cell.name]
+        table = Table(title=f"{title}  [dim]({units})[/]" if units else title, title_justify="left")
         if cell.missing:
-            console.print(f"[yellow]{cell.name}: no comparison: the cell {cell.missing}[/]", highlight=False)
+            console.print(f"[yellow]{title}: no comparison: the cell {cell.missing}[/]", highlight=False)
             continue
         for col in ("metric", "base", "cand", "delta", f"{level}% CI of delta", "verdict", "gate", "detects"):
             table.add_column(col, justify="left" if col in ("metric", "verdict", "gate") else "right", no_wrap=True)
@@ -131,14 +215,17 @@ def _print_table(comp: Comparison, console) -> None:
                           fmt_ci(row), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
                           _gate_cell(gate_by_metric.get(row.name, [])), mdc.get(row.name, ""))
         console.print(table)
+
+
+def _print_notes(comp: Comparison, console) -> None:
     for name in comp.only_base:
         console.print(f"[yellow]only in baseline:[/] {name}", highlight=False)
     for name in comp.only_cand:
         console.print(f"[yellow]only in candidate:[/] {name}", highlight=False)
     for line in comp.mismatches:
-        console.print(f"[yellow]runs differ:[/] {line}", highlight=False)
+        console.print(f"[yellow]runs differ:[/] {line}", highlight=False, soft_wrap=True)
     for line in comp.warnings:
-        console.print(f"[yellow]warning:[/] {line}", highlight=False)
+        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     for line in weak_gates(comp):
         console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     for g in comp.inconclusive:
@@ -164,14 +251,26 @@ def markdown(comp: Comparison) -> str:
            + ", ".join(f"`{g}`" for g in comp.gates) + (" (default)" if comp.default_gates else "")
            + f"; {level}% CIs; {comp.error_rate}. *detects*: the smallest harm a gate check could have caught "
            "(tolerance + CI half-width).", ""]
+    metrics, rows, ungated = verdict_grid(comp)
+    if rows:
+        out += [f"Gate checks per cell: change, verdict ({units_note(comp)}).", "",
+                "| cell | " + " | ".join(short_metric(m) for m in metrics) + " |",
+                "|---|" + "---:|" * len(metrics)]
+        md_status = {"fail": "**FAIL**", "pass": "pass", "inconclusive": "inconclusive", "": ""}
+        out += [f"| {title} | " + " | ".join(f"{c} {md_status[st]}".strip() for c, st in row) + " |"
+                for title, row in rows] + [""]
+        if ungated:
+            out += [f"No gate applies to: {', '.join(ungated)}.", ""]
+    out += ["<details><summary>Every metric of every cell</summary>", ""]
+    names = cell_titles(comp)
     for cell in comp.cells:
         gate_by_metric: dict[str, list[str]] = {}
         for g in cell.gates:
             gate_by_metric.setdefault(g.metric, []).append(g.status)
         if cell.missing:
-            out += [f"### {cell.name}", "", f"No comparison: the cell {cell.missing}.", ""]
+            out += [f"### {names[cell.name]}", "", f"No comparison: the cell {cell.missing}.", ""]
             continue
-        out += [f"### {cell.name}", "", f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
+        out += [f"### {names[cell.name]}", "", f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
                 "|---|---:|---:|---:|---:|---|---|---:|"]
         mdc = _mdc(cell)
         for row in cell.rows:
@@ -179,6 +278,7 @@ def markdown(comp: Comparison) -> str:
                        f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | "
                        f"{_gate_cell(gate_by_metric.get(row.name, []), md=True)} | {mdc.get(row.name, '')} |")
         out.append("")
+    out += ["</details>", ""]
     if comp.failures:
         out += ["### Regressions", ""] + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}"
                                           for g in comp.failures] + [""]

@@ -14,9 +14,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from specbench.render import format as fmt
+
 
 def _fmt(x: Any, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+    return fmt.num(x, digits)
 
 
 def _state_text(state: str, info: dict[str, Any]) -> str:
@@ -126,11 +128,7 @@ def final_table(run_dir: Path) -> Table:
 
 
 def _with_ci(x, ci, digits: int) -> str:
-    if x is None:
-        return "-"
-    if not ci or ci[0] is None:
-        return _fmt(x, digits)
-    return f"{x:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return fmt.with_ci(x, ci, digits)
 
 
 def make_display(quiet: bool, tty: bool | None = None):

@@ -119,8 +119,8 @@ def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: lis
     }
 
 
-def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
-    study = load_config(config_path)
+def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> RunPlan:
+    study = load_config(config_path, overrides)
     check_prompts(study, str(config_path))  # before the run directory exists
     sha = config_sha256(config_path)
     cells = expand(study, fixture_resolver(study))
@@ -129,9 +129,11 @@ def new_plan(config_path: Path, results_dir: Path | None = None) -> RunPlan:
     base = Path(results_dir) if results_dir is not None else Path(study.results_dir)
     run_dir = base / run_id
     if run_dir.exists():
-        raise ConfigError(f"{run_dir}: already exists; wait a second or pass another --results-dir")
+        raise ConfigError(f"{run_dir}: already exists; wait a second or pass another --out")
     run_dir.mkdir(parents=True)
     manifest = _manifest(study, run_id, Path(os.path.abspath(config_path)), sha, cells)
+    if overrides:  # --resume applies them again to the same file
+        manifest["overrides"] = list(overrides)
     store.write_manifest(run_dir, manifest)
     return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=run_id, manifest=manifest)
 
@@ -154,7 +156,7 @@ def resume_plan(run_dir: Path) -> RunPlan:
                 "--resume reruns the same study: restore the file, or start a new run"
             )
         # The same bytes as the run's config; it, not the redacted copy, carries the secrets.
-        study = load_config(config_path)
+        study = load_config(config_path, tuple(manifest.get("overrides") or ()))
         if redacted_config(study) != study.model_dump(mode="json"):
             notes.append(f"secrets: from the config file {config_path}")
     elif isinstance(manifest.get("resolved_config"), dict):

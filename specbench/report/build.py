@@ -2,31 +2,32 @@
 
 Inputs become labelled groups of summable units (log windows, requests, scrape differences):
 unlabelled files give one group per file, ``--label NAME=FILE`` puts files into named groups, and a
-run directory gives one group per cell (see :mod:`specbench.report_inputs`). Everything here is
+run directory gives one group per cell (see :mod:`specbench.report.inputs`). Everything here is
 pure apart from :func:`write_report`.
 """
 
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from specbench.analysis.acceptance import DEFINITION, bootstrap_delta, significant
+from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.analysis.frames import summary_frame, window_frame
 from specbench.io import atomic_write_text
-from specbench.report_inputs import Group, groups_from_files, groups_from_run, is_run_dir
-from specbench.report_study import analyse_run, render_sections, write_study_outputs
+from specbench.render import format as fmt
+from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
+from specbench.report.study import analyse_run, render_sections, write_study_outputs
 
 MAX_WARNINGS_SHOWN = 20
 
 
 @dataclass
-class Comparison:
-    """Two run-dir cells that differ in exactly one axis; delta = cand - base."""
+class CellDifference:
+    """Two run-dir cells that differ in exactly one axis; delta = cand - base. (Not
+    :class:`specbench.compare.compare.Comparison`, which compares two runs.)"""
 
     axis: str
     base: str  # group labels
@@ -36,22 +37,23 @@ class Comparison:
     others: dict[str, str]
     values: dict[str, tuple[float, float]]  # stat -> (base, cand)
     delta: dict[str, float]
-    intervals: dict[str, tuple[float, float]]
+    intervals: dict[str, tuple[float, float] | None]  # None: too few units on a side for an interval
     degenerate: bool
 
     def sentence(self) -> str:
-        ctx = ", ".join(f"{k}={v}" for k, v in self.others.items())
+        from specbench.render.tables import axis_name, cell_title
+
         parts = []
         for stat, name, n in (("mean_acceptance_length", "AL", 2), ("p0", "p_0", 3)):
-            if stat not in self.intervals:
+            if stat not in self.values:
                 continue
-            (b, c), (lo, hi) = self.values[stat], self.intervals[stat]
-            verdict = "significant" if significant((lo, hi)) else "not significant"
-            parts.append(f"{name} {c:.{n}f} vs {b:.{n}f}, Δ {self.delta[stat]:+.{n}f} [{lo:+.{n}f}, {hi:+.{n}f}], "
-                         f"{verdict}")
-        head = f"{self.axis}={self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
-        tail = " (one side has a single unit: interval understates uncertainty)" if self.degenerate else ""
-        return f"{head}: " + "; ".join(parts) + tail
+            (b, c), iv = self.values[stat], self.intervals.get(stat)
+            verdict = ("significant" if significant(iv) else "not significant") if iv else "no CI (too few units)"
+            parts.append(f"{name} {fmt.num(c, n)} vs {fmt.num(b, n)}, "
+                         f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}")
+        ctx = cell_title(self.others)
+        head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
+        return f"{head}: " + "; ".join(parts)
 
 
 @dataclass
@@ -62,25 +64,33 @@ class Report:
     confidence: float
     n_resamples: int
     seed: int
-    comparisons: list[Comparison] = field(default_factory=list)
+    comparisons: list[CellDifference] = field(default_factory=list)
     source: str = ""
-    studies: list = field(default_factory=list)  # report_study.StudyAnalysis per run directory
+    studies: list = field(default_factory=list)  # report.study.StudyAnalysis per run directory
+    titles: dict[str, str] = field(default_factory=dict)  # label -> axis-value title (run-dir cells)
+
+    def title(self, label: str) -> str:
+        return self.titles.get(label, label)
 
 
 def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = None, *, n_resamples: int = 2000,
                  seed: int = 0, confidence: float = 0.95) -> Report:
     """Groups from log/scrape/JSONL files and run directories, their summary and comparisons."""
     groups: list[Group] = []
-    comparisons: list[Comparison] = []
+    comparisons: list[CellDifference] = []
     studies = []
     files = [p for p in inputs if not is_run_dir(p)]
     run_dirs = [p for p in inputs if is_run_dir(p)]
     _distinct_runs(run_dirs)
     prefix = len(run_dirs) > 1  # several runs: cell labels carry the run id
+    names: dict[str, str] = {}
     for run_dir in run_dirs:
+        names.update(run_titles(run_dir, prefix=prefix))
         run_groups = groups_from_run(run_dir, prefix=prefix)
+        for g in run_groups:
+            g.title = names.get(g.label, g.label)
         groups += run_groups
-        comparisons += _comparisons(run_groups, n_resamples, seed, confidence)
+        comparisons += _comparisons(run_groups, confidence)
         studies.append(analyse_run(run_dir, prefix=prefix, n_resamples=n_resamples, seed=seed,
                                    confidence=confidence))
     groups += groups_from_files(files, labels or [])
@@ -94,8 +104,22 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
             g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
     summary["warnings"] = ["; ".join(g.warnings) for g in groups]
     return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
-                  n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies,
+                  n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies, titles=names,
                   source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
+
+
+def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
+    """``{label: title}`` for every cell of a run, baselines included (``MLA on · norm off``;
+    ``<run id>/<title>`` when several runs are reported together)."""
+    from specbench.render.tables import titles
+    from specbench.run.cells import axis_label
+    from specbench.run.store import load_run
+
+    run = load_run(run_dir)
+    cells = [(cid, {axis_label(str(k)): str(v) for k, v in (c.cell.get("axes") or {}).items()},
+              bool(c.cell.get("is_baseline")), c.cell.get("repeat")) for cid, c in run.cells.items()]
+    head = f"{run.run_id}/" if prefix else ""
+    return {head + cid: head + t for cid, t in titles(cells).items()}
 
 
 def _distinct_runs(run_dirs: list[Path]) -> None:
@@ -121,7 +145,11 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
         ids[run_id] = run_dir
 
 
-def _comparisons(groups: list[Group], n_resamples: int, seed: int, confidence: float) -> list[Comparison]:
+def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]:
+    """Cells of one run that differ in one axis, with compare's interval of the difference (the
+    jackknife t of :func:`specbench.compare.intervals.acceptance_deltas`, unpaired)."""
+    from specbench.compare.intervals import acceptance_deltas
+
     out = []
     cells = [g for g in groups if g.axes is not None and g.units]
     # the first value an axis takes in run order is the reference side ("base")
@@ -138,27 +166,23 @@ def _comparisons(groups: list[Group], n_resamples: int, seed: int, confidence: f
                 continue
             axis = diff[0]
             base, cand = (a, b) if a.axes[axis] == first_value[axis] or b.axes[axis] != first_value[axis] else (b, a)
-            iv = bootstrap_delta(base.units, cand.units, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            deltas = acceptance_deltas(base.units, cand.units, confidence)
             pb, pc = base.point(), cand.point()
-            stats = [s for s in ("mean_acceptance_length", "p0") if s in iv and s in pb and s in pc]
-            out.append(Comparison(
+            stats = [s for s in ("mean_acceptance_length", "p0") if s in deltas and s in pb and s in pc]
+            out.append(CellDifference(
                 axis=axis, base=base.label, cand=cand.label, base_value=base.axes[axis],
                 cand_value=cand.axes[axis], others={k: v for k, v in base.axes.items() if k != axis},
                 values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
-                intervals={s: iv[s] for s in stats}, degenerate=iv.degenerate))
+                intervals={s: deltas[s].ci for s in stats},
+                degenerate=any(deltas[s].ci is None for s in stats)))
     return out
-
-
-def _fmt(x: float, digits: int = 3) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def _with_ci(row: pd.Series, stat: str, digits: int = 3) -> str:
     if stat not in row or pd.isna(row[stat]):
-        return "–"
-    if row.get("ci_degenerate", True):
-        return f"{_fmt(row[stat], digits)} (no CI)"
-    return f"{_fmt(row[stat], digits)} [{_fmt(row[f'{stat}_ci_low'], digits)}, {_fmt(row[f'{stat}_ci_high'], digits)}]"
+        return fmt.MISSING
+    iv = None if row.get("ci_degenerate", True) else (row[f"{stat}_ci_low"], row[f"{stat}_ci_high"])
+    return fmt.with_ci(row[stat], iv, digits, no_ci="(no CI)")
 
 
 def _k(summary: pd.DataFrame, prefix: str) -> int:
@@ -172,12 +196,12 @@ def table_rows(report: Report, prefix: str = "p") -> tuple[list[str], list[list[
     """Header and cells of the per-group table (shared by Markdown and the Rich table)."""
     k = _k(report.summary, prefix)
     sym = "p" if prefix == "p" else "α"
-    header = ["group", "units", "drafts", "AL", "DAR"] + [f"{sym}_{i}" for i in range(k)]
+    header = ["cell" if report.titles else "group", "units", "drafts", "AL", "DAR"] + [f"{sym}_{i}" for i in range(k)]
     rows = []
     for _, row in report.summary.iterrows():
         units = f"{row['n_units']} {row['unit']}{'s' if row['n_units'] != 1 else ''}"
-        drafts = "–" if pd.isna(row.get("num_drafts")) else str(int(row["num_drafts"]))
-        rows.append([str(row["label"]), units, drafts, _with_ci(row, "mean_acceptance_length", 2),
+        drafts = fmt.MISSING if pd.isna(row.get("num_drafts")) else str(int(row["num_drafts"]))
+        rows.append([report.title(str(row["label"])), units, drafts, _with_ci(row, "mean_acceptance_length", 2),
                      _with_ci(row, "draft_acceptance_rate")] + [_with_ci(row, f"{prefix}{i}") for i in range(k)])
     return header, rows
 
@@ -212,10 +236,11 @@ def render_markdown(report: Report) -> str:
                 "accepted_per_position = round(p_i · num_drafts)).", ""]
     if report.comparisons:
         out += ["## Differences between cells", "",
-                f"Cells that differ in one axis; Δ = first minus second, {pct} bootstrap CI of the difference "
-                "(both sides resampled independently); significant when the CI excludes 0.", ""]
+                f"Cells that differ in one axis; Δ = first minus second, {pct} CI of the difference as "
+                "`specbench compare` computes it (t interval, jackknife SE over units, df = min(n) − 1); "
+                "significant when the CI excludes 0.", ""]
         out += [f"- {c.sentence()}" for c in report.comparisons] + [""]
-    out += render_sections(report.studies, _md_table)
+    out += render_sections(report.studies, _md_table, report.title)
     study_warnings = [w for s in report.studies for w in s.warnings]
     if study_warnings:
         out += ["## Divergence and speed-up warnings", ""] + [f"- {w}" for w in study_warnings] + [""]
@@ -240,7 +265,7 @@ def render_markdown(report: Report) -> str:
         out.append("")
     out += ["## Files", "", "- `acceptance.csv`: the table above, one row per group, with CI columns",
             "- `per_position.png` / `.svg`: p_i and α_i per draft position",
-            "- `al_over_time.png` / `.svg`: AL per window in order"]
+            "- `al_over_time.png` / `.svg`: cumulative AL (units so far, in order) with its CI"]
     if any(st.pairs for st in report.studies):
         out.append("- `divergence.csv`, `divergence.png` / `.svg`: output divergence between cells")
     if any(st.speedups for st in report.studies):
@@ -255,7 +280,8 @@ def render_markdown(report: Report) -> str:
 
 def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
-    from specbench.plot import al_over_time_figure, per_position_figure, save_figure
+    from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
+    from specbench.render.plots.style import encode
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -264,7 +290,9 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     buf = io.StringIO()
     report.summary.to_csv(buf, index=False)
     atomic_write_text(paths[1], buf.getvalue())
-    paths += save_figure(per_position_figure(report.summary, report.confidence), out_dir / "per_position")
-    paths += save_figure(al_over_time_figure(report.windows, report.summary), out_dir / "al_over_time")
-    paths += write_study_outputs(report.studies, out_dir)
+    enc = encode([(g.label, g.axes) for g in report.groups])
+    paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
+    paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
+                         out_dir / "al_over_time")
+    paths += write_study_outputs(report.studies, out_dir, report.title)
     return paths

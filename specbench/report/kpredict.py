@@ -1,48 +1,50 @@
 """The "choosing k" section of ``specbench report``: predictions at k' <= k beside measured cells.
 
 Pure rendering of :class:`specbench.analysis.kpredict.KPrediction` objects (computed by
-:func:`specbench.report_study.analyse_run`): a Markdown table, CSV records, and one sentence per
+:func:`specbench.report.study.analyse_run`): a Markdown table, CSV records, and one sentence per
 source cell recommending a k.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from specbench.analysis.kpredict import KPoint, KPrediction
+from specbench.render import format as fmt
 
 
 def _f(x: float, digits: int = 2) -> str:
-    return "–" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+    return fmt.num(x, digits)
 
 
 def _ci(x: float, iv: tuple[float, float], digits: int = 2, signed: bool = False) -> str:
-    if math.isnan(x):
-        return "–"
-    fmt = f"{{:{'+' if signed else ''}.{digits}f}}"
-    return f"{fmt.format(x)} [{fmt.format(iv[0])}, {fmt.format(iv[1])}]"
+    return fmt.with_ci(x, iv, digits, sign=signed)
 
 
 def _yes(flag: bool | None) -> str:
-    return "–" if flag is None else ("yes" if flag else "**no**")
+    return fmt.MISSING if flag is None else ("yes" if flag else "**no**")
 
 
-def recommendation(kp: KPrediction) -> str:
+def recommendation(kp: KPrediction, title: str | None = None) -> str:
+    source = title or kp.source
     best = kp.best
     lo, hi = best.speedup_ci
     measured = best.cell is not None or best.k == kp.k  # k' = k: the source cell's own step cost
     cost = "measured step cost" if measured else "linear cost model, an assumption: measure a k axis to confirm"
     figure = f"{_f(best.speedup)}× [{_f(lo)}, {_f(hi)}] at k = {best.k} with the {cost}"
     if kp.best_k is not None:
-        return f"{kp.source}: k = {kp.best_k} (predicted speed-up {figure})"
+        return f"{source}: k = {kp.best_k} (predicted speed-up {figure})"
     if hi < 1:
-        return f"{kp.source}: no k — speculation is predicted slower at every k (best {figure})"
-    return (f"{kp.source}: no k clearly faster than no speculation (best {figure}: the interval "
+        return f"{source}: no k — speculation is predicted slower at every k (best {figure})"
+    return (f"{source}: no k clearly faster than no speculation (best {figure}: the interval "
             "includes 1)")
 
 
-def kprediction_rows(kps: list[KPrediction]) -> tuple[list[str], list[list[str]]]:
+def _same(label: str) -> str:
+    return label
+
+
+def kprediction_rows(kps: list[KPrediction], title=_same) -> tuple[list[str], list[list[str]]]:
     header = ["source cell (k)", "k'", "AL predicted 1+Σp_i [CI]", "AL measured [CI]", "predicted − measured [CI]",
               "step cost: model / measured", "speed-up predicted [CI]", "TPOT speed-up measured [CI]",
               "inside measured CI: AL / speed-up (model cost)"]
@@ -54,22 +56,23 @@ def kprediction_rows(kps: list[KPrediction]) -> tuple[list[str], list[list[str]]
             sp = (_ci(p.speedup_pred_meas_cost, p.speedup_pred_meas_cost_ci) + " (measured cost); "
                   + _ci(p.speedup_pred, p.speedup_pred_ci) + " (model)") if p.cell else _ci(p.speedup_pred,
                                                                                           p.speedup_pred_ci)
-            inside = "–" if p.cell is None else (f"{_yes(p.al_inside)} / {_yes(p.speedup_inside)} "
-                                                 f"({_yes(p.model_speedup_inside)})")
-            rows.append([f"{kp.source} ({kp.k})", f"{p.k}{' (source: identity)' if own else ''}",
-                         _ci(p.al_pred, p.al_pred_ci), _ci(p.al_meas, p.al_meas_ci) + (f" {p.cell}" if p.cell else ""),
+            inside = fmt.MISSING if p.cell is None else (f"{_yes(p.al_inside)} / {_yes(p.speedup_inside)} "
+                                                         f"({_yes(p.model_speedup_inside)})")
+            measured = _ci(p.al_meas, p.al_meas_ci) + (f" {title(p.cell)}" if p.cell else "")
+            rows.append([f"{title(kp.source)} ({kp.k})", f"{p.k}{' (source: identity)' if own else ''}",
+                         _ci(p.al_pred, p.al_pred_ci), measured,
                          _ci(p.al_pred - p.al_meas, p.al_diff_ci, signed=True), cost, sp,
                          _ci(p.tpot_speedup_meas, p.tpot_speedup_meas_ci), inside])
     return header, rows
 
 
-def render_kpredictions(kps: list[KPrediction], source: str, md_table) -> list[str]:
+def render_kpredictions(kps: list[KPrediction], source: str, md_table, title=_same) -> list[str]:
     if not kps:
         return []
     pct = f"{kps[0].confidence:.0%}"
-    return [f"Run {source}:", "", md_table(*kprediction_rows(kps)), ""] + [
-        f"- recommended: {recommendation(kp)}" for kp in kps] + [""] + [f"- {kp.source}: {n}" for kp in kps
-                                                                       for n in kp.notes] + [
+    return [f"Run {source}:", "", md_table(*kprediction_rows(kps, title)), ""] + [
+        f"- recommended: {recommendation(kp, title(kp.source))}" for kp in kps] + [""] + [
+        f"- {title(kp.source)}: {n}" for kp in kps for n in kp.notes] + [
         f"Brackets: {pct} bootstrap CI over requests, all cells resampled together when they sent the same "
         "requests.", ""]
 

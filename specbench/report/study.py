@@ -28,7 +28,8 @@ from specbench.analysis.divergence import (
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
-from specbench.report_kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
+from specbench.render import format as fmt
+from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.
@@ -219,10 +220,14 @@ def _median(xs: list[int]) -> float:
 
 
 def _f(x: float | None, digits: int = 2) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+    return fmt.num(x, digits)
 
 
-def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
+def _same(label: str) -> str:
+    return label
+
+
+def divergence_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the divergence table (Markdown and CSV share them)."""
     header = ["cell A", "cell B", "differs in", "prompts", "identical", "first divergence (median [min, max])",
               "AL A plain", "AL B plain", "AL A common prefix [CI] (drafts)", "AL B common prefix [CI] (drafts)",
@@ -230,13 +235,13 @@ def divergence_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
     rows = []
     for (p, differs), cp in zip(study.pairs, _common(study)):
         pos = sorted(p.positions)
-        where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else "–"
+        where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else fmt.MISSING
         if cp is None:
-            common = ["–", "–", "–"]
+            common = [fmt.MISSING, fmt.MISSING, fmt.MISSING]
         else:
             common = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
                       _with(cp.delta, cp.ci_delta, "", signed=True)]
-        rows.append([p.a, p.b, ", ".join(differs) or "nothing", str(p.n),
+        rows.append([title(p.a), title(p.b), ", ".join(differs) or "nothing", str(p.n),
                      f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
                      _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))] + common)
     return header, rows
@@ -247,36 +252,30 @@ def _common(study: StudyAnalysis) -> list[CommonPrefixIntervals | None]:
 
 
 def _with(x: float, iv: tuple[float, float], tail: str, signed: bool = False) -> str:
-    if math.isnan(x):
-        return "–"
-    return f"{x:{'+' if signed else ''}.2f} {_ci(iv, signed)}{tail}"
+    if fmt.is_missing(x):
+        return fmt.MISSING
+    return fmt.with_ci(x, iv, 2, sign=signed, no_ci="(no CI: < 2 prompts)") + tail
 
 
-def _ci(iv: tuple[float, float], signed: bool = False) -> str:
-    if any(math.isnan(x) for x in iv):
-        return "(no CI: < 2 prompts)"
-    fmt = "{:+.2f}" if signed else "{:.2f}"
-    return f"[{fmt.format(iv[0])}, {fmt.format(iv[1])}]"
-
-
-def speedup_rows(study: StudyAnalysis) -> tuple[list[str], list[list[str]]]:
+def speedup_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the speed-up table."""
     header = ["cell", "requests", "AL"] + [SPEEDUP_LABELS[k] for k in SPEEDUPS] + [
         "cost ratio t_verify/t_plain (break-even AL)", "load tok/s ratio (summary.json)"]
     rows = []
     for s in study.speedups:
         cis = [f"{_f(s.point[k])}× [{_f(s.intervals[k][0])}, {_f(s.intervals[k][1])}]" for k in SPEEDUPS]
-        rows.append([s.cell, f"{s.n_spec} vs {s.n_base}{' paired' if s.paired else ''}",
+        rows.append([title(s.cell), f"{s.n_spec} vs {s.n_base}{' paired' if s.paired else ''}",
                      _f(s.spec["mean_acceptance_length"])] + cis + [
                         f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, "
                         f"{_f(s.intervals['cost_ratio'][1])}]", f"{_f(s.load_ratio)}×"])
     for cell, _ in study.unmatched:
-        rows.append([cell, "no matching baseline"] + ["–"] * (len(header) - 2))
+        rows.append([title(cell), "no matching baseline"] + [fmt.MISSING] * (len(header) - 2))
     return header, rows
 
 
-def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
-    """Markdown lines of the divergence and speed-up sections (empty when nothing was measured)."""
+def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list[str]:
+    """Markdown lines of the divergence and speed-up sections (empty when nothing was measured);
+    ``title(label)`` names a cell in the tables."""
     out: list[str] = []
     pairs = [s for s in studies if s.pairs]
     if pairs:
@@ -288,7 +287,7 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
                 "`--per-request-spec-decode-metrics detailed`; \"–\" where the cell has no per-step arrays "
                 "or no speculation.", ""]
         for s in pairs:
-            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s)), ""]
+            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s, title)), ""]
     speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
         pct = f"{speed[0].speedups[0].confidence:.0%}" if speed[0].speedups else "95%"
@@ -306,15 +305,15 @@ def render_sections(studies: list[StudyAnalysis], md_table) -> list[str]:
                 f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
                 "where both cells sent the same requests).", ""]
         for s in speed:
-            out += [f"Run {s.source}:", "", md_table(*speedup_rows(s)), ""]
-            out += [f"- {x.cell}: {n}" for x in s.speedups for n in x.notes]
-            out += [f"- {cell}: no matching baseline: {why}" for cell, why in s.unmatched]
+            out += [f"Run {s.source}:", "", md_table(*speedup_rows(s, title)), ""]
+            out += [f"- {title(x.cell)}: {n}" for x in s.speedups for n in x.notes]
+            out += [f"- {title(cell)}: no matching baseline: {why}" for cell, why in s.unmatched]
             out.append("")
     kp = [s for s in studies if s.kpredictions]
     if kp:
         out += ["## Choosing k: predicted from per-position acceptance", "", KPREDICTION_INTRO, ""]
         for s in kp:
-            out += render_kpredictions(s.kpredictions, s.source, md_table)
+            out += render_kpredictions(s.kpredictions, s.source, md_table, title)
     return out
 
 
@@ -365,15 +364,16 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     return out
 
 
-def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Path]:
-    """divergence.csv / speedup.csv and the two figures (PNG + SVG), when there is anything to show."""
+def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same) -> list[Path]:
+    """divergence.csv / speedup.csv and the two figures (PNG + SVG), when there is anything to show;
+    ``title(label)`` names a cell in the figures."""
     import io
 
     import pandas as pd
 
     from specbench.io import atomic_write_text
-    from specbench.plot import save_figure
-    from specbench.plot_study import divergence_figure, speedup_figure
+    from specbench.render.plots.acceptance import save_figure
+    from specbench.render.plots.study import divergence_figure, speedup_figure
 
     paths: list[Path] = []
     for name, records in (("divergence", divergence_records), ("speedup", speedup_records),
@@ -387,9 +387,9 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path) -> list[Pat
     pairs = [p for s in studies for p, _ in s.pairs]
     speeds = [x for s in studies for x in s.speedups]
     if pairs:
-        paths += save_figure(divergence_figure(pairs), Path(out_dir) / "divergence")
+        paths += save_figure(divergence_figure(pairs, title), Path(out_dir) / "divergence")
     if speeds:
-        paths += save_figure(speedup_figure(speeds), Path(out_dir) / "speedup")
+        paths += save_figure(speedup_figure(speeds, title), Path(out_dir) / "speedup")
         from specbench.render.plots.concurrency import write_concurrency_plot
 
         paths += write_concurrency_plot(speeds, {k: v for s in studies for k, v in s.cell_axes.items()}, out_dir)

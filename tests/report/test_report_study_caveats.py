@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specbench.report_study import CellRequests, timing_caveats
+from specbench.report.study import CellRequests, timing_caveats
 
 
 def _cell(label, start, end, host=None, baseline=False):

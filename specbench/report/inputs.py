@@ -33,6 +33,7 @@ class Group:
     rate_only: RateOnlySummary | None = None
     axes: dict[str, str] | None = None  # run-dir cells only
     repeat: int | None = None
+    title: str = ""  # what tables show (axis values for run-dir cells); label when empty
 
     def point(self) -> dict[str, float]:
         return point_estimates([self.total] if self.total is not None else self.units)

@@ -26,7 +26,7 @@ import yaml
 pytestmark = pytest.mark.vllm
 
 # Not `from conftest import ...`: tests/compare/conftest.py shadows that module name in a full run.
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def vllm_env(tmp: Path) -> dict[str, str]:

@@ -11,8 +11,8 @@ from specbench.analysis.counts import Counts
 from specbench.cli.main import app
 from specbench.errors import ConfigError, InputError
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.report import build_report, render_markdown, write_report
-from specbench.report_inputs import parse_label
+from specbench.report.build import build_report, render_markdown, write_report
+from specbench.report.inputs import parse_label
 
 OUTPUTS = ["summary.md", "acceptance.csv", "per_position.png", "per_position.svg", "al_over_time.png",
            "al_over_time.svg"]
@@ -115,7 +115,8 @@ def test_report_on_run_dir_states_significant_difference(tmp_path):
     assert cmp.values["mean_acceptance_length"][0] == pytest.approx(al_on)
     write_report(rep, tmp_path / "out")
     md = (tmp_path / "out" / "summary.md").read_text()
-    assert "output_norm=off vs on: AL" in md and ", significant" in md
+    assert "norm off vs on: AL" in md and ", significant" in md
+    assert "| norm on | 12 windows |" in md  # cells headed by their axis values, not "output_norm-on__r0"
 
 
 def test_rate_only_file_is_reported_apart(tmp_path):
@@ -149,7 +150,7 @@ def test_report_on_real_vllm_log(tmp_path):
     from pathlib import Path
 
     pytest.importorskip("specbench.metrics.parse")
-    data = Path(__file__).parent / "analysis" / "data"
+    data = Path(__file__).parents[1] / "analysis" / "data"
     truth = json.loads((data / "vllm_v1_windows.truth.json").read_text())
     rep = build_report([data / "vllm_v1_windows.log"], n_resamples=300)
     write_report(rep, tmp_path / "out")
@@ -178,7 +179,7 @@ def test_report_labels_real_log_and_prometheus_pair(tmp_path):
     from pathlib import Path
 
     pytest.importorskip("specbench.metrics.parse")
-    data = Path(__file__).parent / "analysis" / "data"
+    data = Path(__file__).parents[1] / "analysis" / "data"
     rep = build_report([], [("log", data / "real_v1_server.log"), ("prom", data / "real_metrics_before.prom"),
                             ("prom", data / "real_metrics_after.prom")], n_resamples=300)
     s = rep.summary.set_index("label")

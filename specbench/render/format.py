@@ -1,0 +1,69 @@
+"""The one home of number formatting for everything specbench prints (report, compare, parse, run).
+
+Every table shows a missing value as :data:`MISSING` and an interval as ``x [lo, hi]``; callers
+choose the digits, not the style. Pure functions of their arguments.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# One glyph for "no value" everywhere (was "–", "—" and "-" in different commands).
+MISSING = "–"
+
+
+def is_missing(x: Any) -> bool:
+    """None, NaN, or a value that is not a number."""
+    if x is None or isinstance(x, bool):
+        return x is None
+    try:
+        return math.isnan(float(x))
+    except (TypeError, ValueError):
+        return True
+
+
+def num(x: Any, digits: int = 3, *, sign: bool = False) -> str:
+    """``x`` with ``digits`` decimals (``+`` for positive values when ``sign``), or MISSING."""
+    if is_missing(x):
+        return MISSING
+    return f"{float(x):{'+' if sign else ''}.{digits}f}"
+
+
+def pp(x: Any, digits: int = 2, *, sign: bool = True) -> str:
+    """A difference of two fractions in percentage points (``+1.25pp``), or MISSING."""
+    return MISSING if is_missing(x) else num(float(x) * 100, digits, sign=sign) + "pp"
+
+
+def short(x: Any, sig: int = 4) -> str:
+    """``sig`` significant digits (``parse``'s records, where magnitudes vary), or MISSING; not a
+    float: as is."""
+    if x is None:
+        return MISSING
+    if isinstance(x, float):
+        return MISSING if math.isnan(x) else f"{x:.{sig}g}"
+    return str(x)
+
+
+def interval(iv: Any, digits: int = 3, *, sign: bool = False) -> str:
+    """``[lo, hi]``, or an empty string when there is no interval."""
+    if not iv or is_missing(iv[0]) or is_missing(iv[1]):
+        return ""
+    return f"[{num(iv[0], digits, sign=sign)}, {num(iv[1], digits, sign=sign)}]"
+
+
+def with_ci(x: Any, iv: Any, digits: int = 3, *, sign: bool = False, no_ci: str = "") -> str:
+    """``x [lo, hi]``; ``x`` plus ``no_ci`` (e.g. "(no CI)") when the interval is missing; MISSING
+    when ``x`` is."""
+    if is_missing(x):
+        return MISSING
+    ci = interval(iv, digits, sign=sign)
+    text = num(x, digits, sign=sign)
+    if ci:
+        return f"{text} {ci}"
+    return f"{text} {no_ci}" if no_ci else text
+
+
+def times(x: Any, digits: int = 2) -> str:
+    """A ratio such as a speed-up: ``1.23×``, or MISSING."""
+    return MISSING if is_missing(x) else f"{num(x, digits)}×"

@@ -1,0 +1,165 @@
+"""Acceptance plots. Functions take data (the frames of :mod:`specbench.analysis.frames`) and an Axes;
+figures are built without pyplot's global state and rendered with the Agg backend."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from specbench.io import atomic_write_bytes
+from specbench.render.plots.style import Encoding, draw_ci, encode, shared_legend
+
+_STATS = {
+    "p": ("unconditional $p_i$", r"$p_i$ = accepted at position $i$ / drafts"),
+    "a": (r"conditional $\alpha_i$", r"$\alpha_i = p_i / p_{i-1}$, $\alpha_0 = p_0$"),
+}
+
+
+def _positions(summary: pd.DataFrame, prefix: str) -> list[int]:
+    out = []
+    while f"{prefix}{len(out)}" in summary.columns:
+        out.append(len(out))
+    return out
+
+
+def _encoding(summary: pd.DataFrame, enc: Encoding | None) -> Encoding:
+    return enc if enc is not None else encode([(str(lab), None) for lab in summary["label"]])
+
+
+def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Encoding | None = None) -> None:
+    """One line per group over draft positions, its bootstrap CI as error bars; colour, line style
+    and marker from ``enc`` (the study's axes; one colour per group without one).
+
+    ``summary`` is :func:`~specbench.analysis.frames.summary_frame` output; ``stat`` is "p"
+    (unconditional p_i) or "a" (conditional alpha_i).
+    """
+    ylabel, _ = _STATS[stat]
+    enc = _encoding(summary, enc)
+    positions = _positions(summary, stat)
+    n = max(len(summary), 1)
+    for j, (_, row) in enumerate(summary.iterrows()):
+        xs, ys, lo, hi = [], [], [], []
+        for i in positions:
+            v = row[f"{stat}{i}"]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                continue
+            # small horizontal offset per group so overlapping error bars stay readable
+            xs.append(i + (j - (n - 1) / 2) * 0.05)
+            ys.append(v)
+            lo.append(row[f"{stat}{i}_ci_low"])
+            hi.append(row[f"{stat}{i}_ci_high"])
+        if xs:
+            style = enc.style(str(row["label"]), j)
+            draw_ci(ax, xs, ys, lo, hi, style, label=style.title)
+    ax.set_xticks(positions)
+    ax.set_xlabel("draft position $i$")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.05)
+    ax.grid(True, alpha=0.3)
+    _note_if_empty(ax, "no per-position counts in the input")
+
+
+def cumulative_al(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """AL pooled over the first n units, n = 1..N (1 + ΣA/ΣD: counts summed, never rates averaged),
+    with a t interval from the ratio's linearized standard error over those n units."""
+    import numpy as np
+
+    from specbench.compare.intervals import t_quantile
+
+    d = df["num_drafts"].to_numpy(dtype=float)
+    a = df["accepted_tokens"].to_numpy(dtype=float)
+    rows = []
+    for n in range(1, len(df) + 1):
+        sd, sa = d[:n].sum(), a[:n].sum()
+        if sd <= 0:
+            rows.append((n, math.nan, math.nan, math.nan))
+            continue
+        r = sa / sd
+        if n < 2:
+            rows.append((n, 1 + r, math.nan, math.nan))
+            continue
+        resid = a[:n] - r * d[:n]
+        se = math.sqrt(n / (n - 1) * float(np.sum(resid ** 2))) / sd
+        h = t_quantile(confidence, n - 1) * se
+        rows.append((n, 1 + r, 1 + r - h, 1 + r + h))
+    return pd.DataFrame(rows, columns=["n", "al", "low", "high"])
+
+
+def plot_al_over_time(ax: Axes, windows: pd.DataFrame, summary: pd.DataFrame | None = None,
+                      enc: Encoding | None = None, confidence: float = 0.95) -> None:
+    """Cumulative AL per group over its units in order (log windows in time order, a run's requests
+    in id order), with its CI as error bars: where it settles is the group's AL, how fast it
+    settles is how much the order mattered. ``windows`` is
+    :func:`~specbench.analysis.frames.window_frame` output."""
+    labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
+    enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
+    n = max(len(labels), 1)
+    points: list[float] = []
+    for j, (label, df) in enumerate(windows.groupby("label", sort=False)):
+        cum = cumulative_al(df.sort_values("window"), confidence)
+        style = enc.style(str(label), j)
+        xs = [x + (j - (n - 1) / 2) * 0.08 for x in cum["n"]]
+        draw_ci(ax, xs, list(cum["al"]), list(cum["low"]), list(cum["high"]), style, label=style.title,
+                markersize=3, capsize=2)
+        points += [x for x in cum["al"] if not math.isnan(x)]
+    if points:  # the first few intervals are huge (t with 1-2 df): the points set the scale, AL >= 1
+        ax.set_ylim(max(0.95, min(points) - 0.6), max(points) + 0.6)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    unit = "units"
+    if summary is not None and "unit" in summary.columns and summary["unit"].nunique() == 1:
+        unit = f"{summary['unit'].iloc[0]}s"
+    ax.set_xlabel(f"{unit} so far (log windows in time order; a run's requests in id order)")
+    ax.set_ylabel("cumulative AL = 1 + ΣA / ΣD")
+    ax.grid(True, alpha=0.3)
+    _note_if_empty(ax, "no windows with counts in the input")
+
+
+def _note_if_empty(ax: Axes, note: str) -> None:
+    if not ax.get_legend_handles_labels()[0]:  # an empty panel must say why, not look like a rendering bug
+        ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", color="gray")
+
+
+def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: Encoding | None = None) -> Figure:
+    """Two panels, unconditional p_i and conditional alpha_i per draft position, one legend."""
+    enc = _encoding(summary, enc)
+    fig = Figure(figsize=(11, 5), layout="constrained")
+    ax_p, ax_a = fig.subplots(1, 2, sharey=True)
+    plot_per_position(ax_p, summary, "p", enc)
+    plot_per_position(ax_a, summary, "a", enc)
+    ax_p.set_title(_STATS["p"][1], fontsize="medium")
+    ax_a.set_title(_STATS["a"][1], fontsize="medium")
+    fig.suptitle(f"Acceptance per draft position (error bars: {confidence:.0%} bootstrap CI)")
+    shared_legend(fig, enc)
+    return fig
+
+
+def al_over_time_figure(windows: pd.DataFrame, summary: pd.DataFrame | None = None, enc: Encoding | None = None,
+                        confidence: float = 0.95) -> Figure:
+    labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
+    enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
+    fig = Figure(figsize=(10, 5), layout="constrained")
+    ax = fig.subplots()
+    plot_al_over_time(ax, windows, summary, enc, confidence)
+    ax.set_title(f"AL pooled over the units so far (includes the bonus token); error bars: {confidence:.0%} CI "
+                 "(t, linearized SE)", fontsize="medium")
+    fig.suptitle("Acceptance length as units accumulate")
+    shared_legend(fig, enc)
+    return fig
+
+
+def save_figure(fig: Figure, stem: Path) -> list[Path]:
+    """Write ``stem``.png and ``stem``.svg atomically; returns the paths."""
+    out = []
+    for ext, kw in (("png", {"dpi": 120}), ("svg", {})):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, **kw)
+        path = Path(f"{stem}.{ext}")
+        atomic_write_bytes(path, buf.getvalue())
+        out.append(path)
+    return out

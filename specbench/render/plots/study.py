@@ -1,0 +1,138 @@
+"""Divergence and speed-up plots. Functions take data and an Axes (Agg backend, no pyplot state).
+
+Divergence is an n x n heatmap (one row and one column per cell, named by its axis values), so
+16 cells stay one picture instead of 120 rows of pairs; speed-up is a forest plot on a log axis
+centred at 1x, where "faster" and "slower" are symmetric.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from specbench.analysis.divergence import PairDivergence
+from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup
+from specbench.render.plots.style import draw_ci
+
+
+def _same(label: str) -> str:
+    return label
+
+
+def divergence_matrix(pairs: list[PairDivergence]) -> tuple[list[str], np.ndarray, np.ndarray, list[list[str]]]:
+    """Cells (first-seen order), identical share and median first divergence as symmetric n x n
+    matrices (NaN: not paired, e.g. cells of two runs; diagonal: a cell with itself), and the
+    ``identical/n`` text of each entry."""
+    cells = list(dict.fromkeys([c for p in pairs for c in (p.a, p.b)]))
+    idx = {c: i for i, c in enumerate(cells)}
+    n = len(cells)
+    share, median = np.full((n, n), np.nan), np.full((n, n), np.nan)
+    text = [["" for _ in range(n)] for _ in range(n)]
+    for p in pairs:
+        i, j = idx[p.a], idx[p.b]
+        share[i, j] = share[j, i] = p.identical_share
+        median[i, j] = median[j, i] = float(np.median(p.positions)) if p.positions else np.nan
+        text[i][j] = text[j][i] = f"{p.identical}/{p.n}"
+    return cells, share, median, text
+
+
+def _heatmap(ax: Axes, matrix: np.ndarray, labels: list[str], cmap: str, vmin: float, vmax: float,
+             text: list[list[str]]) -> object:
+    import matplotlib
+
+    colours = matplotlib.colormaps[cmap].with_extremes(bad="#eeeeee")
+    im = ax.imshow(np.ma.masked_invalid(matrix), cmap=colours, vmin=vmin, vmax=vmax)
+    n = len(labels)
+    small = "x-small" if n > 8 else "small"
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                ax.text(j, i, "—", ha="center", va="center", color="gray", fontsize=small)
+            elif text[i][j]:
+                v = matrix[i, j]
+                dark = not math.isnan(v) and (v - vmin) / ((vmax - vmin) or 1) > 0.6
+                ax.text(j, i, text[i][j], ha="center", va="center", fontsize=small,
+                        color="white" if dark else "black")
+    ax.set_xticks(range(n), labels, rotation=35, ha="right", fontsize=small)
+    ax.set_yticks(range(n), labels, fontsize=small)
+    ax.tick_params(length=0)
+    return im
+
+
+def divergence_figure(pairs: list[PairDivergence], title: Callable[[str], str] = _same) -> Figure:
+    """Left: share of prompts whose greedy outputs are identical, per pair of cells; right: the
+    median position where they first differ."""
+    cells, share, median, text = divergence_matrix(pairs)
+    labels = [title(c) for c in cells]
+    n = len(cells)
+    side = 2.2 + 0.55 * n
+    fig = Figure(figsize=(2 * side + 2.5, side + 1.2), layout="constrained")
+    ax_s, ax_m = fig.subplots(1, 2)
+    im = _heatmap(ax_s, share, labels, "Blues", 0.0, 1.0, text)
+    fig.colorbar(im, ax=ax_s, shrink=0.8, label="identical share")
+    ax_s.set_title("prompts with identical greedy output (identical / prompts)", fontsize="medium")
+    unit = pairs[0].unit if pairs else "token"
+    top = float(np.nanmax(median)) if np.isfinite(median).any() else 1.0
+    mtext = [[("" if math.isnan(median[i, j]) else f"{median[i, j]:g}") if i != j else "" for j in range(n)]
+             for i in range(n)]
+    im = _heatmap(ax_m, median, labels, "Oranges", 0.0, max(top, 1.0), mtext)
+    fig.colorbar(im, ax=ax_m, shrink=0.8, label=f"{unit} position")
+    ax_m.set_title(f"median {unit} position where outputs first differ", fontsize="medium")
+    ax_m.set_yticks(range(n), [""] * n)
+    fig.suptitle("Greedy output divergence between cells (same prompts, paired by request)")
+    return fig
+
+
+KIND_STYLE = {"output_tok_per_s": ("tab:blue", "o"), "tpot": ("tab:green", "s"), "e2e": ("tab:purple", "^"),
+              "decomposition": ("tab:orange", "D")}
+
+
+def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str] = _same) -> None:
+    """Forest plot: one row per cell, each speed-up with its CI on a log axis; 1x marked."""
+    offsets = np.linspace(-0.27, 0.27, len(SPEEDUPS))
+    values = [1.0]
+    for key, dy in zip(SPEEDUPS, offsets):
+        colour, marker = KIND_STYLE[key]
+        ys, xs, lo, hi = [], [], [], []
+        for row, s in enumerate(speedups):
+            v = s.point[key]
+            if v is None or not math.isfinite(v) or v <= 0:
+                continue
+            ys.append(row + dy)
+            xs.append(v)
+            lo.append(s.intervals[key][0])
+            hi.append(s.intervals[key][1])
+            values += [x for x in (v, *s.intervals[key]) if x is not None and math.isfinite(x) and x > 0]
+        if xs:
+            draw_ci(ax, ys, xs, lo, hi, horizontal=True, color=colour, marker=marker, linestyle="None",
+                    label=SPEEDUP_LABELS[key])
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_xscale("log")
+    span = max(abs(math.log(min(values))), abs(math.log(max(values))), math.log(1.25)) * 1.08
+    ax.set_xlim(math.exp(-span), math.exp(span))  # centred at 1x: x and 1/x equally far from it
+    ticks = [t for t in (0.25, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
+             if math.exp(-span) <= t <= math.exp(span)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+    ax.set_yticks(range(len(speedups)), [title(s.cell) for s in speedups])
+    ax.set_ylim(len(speedups) - 0.5, -0.5)
+    ax.set_xlabel("speed-up over the no-speculation baseline (log scale; < 1× slower, > 1× faster)")
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same) -> Figure:
+    fig = Figure(figsize=(10, 1.8 + 0.75 * max(len(speedups), 1)), layout="constrained")
+    ax = fig.subplots()
+    plot_speedups(ax, speedups, title)
+    conf = f"{speedups[0].confidence:.0%}" if speedups else "95%"
+    ax.set_title(f"error bars: {conf} bootstrap CI over requests", fontsize="medium")
+    fig.suptitle("Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small",
+               frameon=False)
+    return fig

@@ -1,0 +1,91 @@
+"""Plots render to real, non-empty PNG and SVG files that carry their axis labels and legend."""
+
+import numpy as np
+import pytest
+
+from specbench.analysis.counts import Counts
+from specbench.analysis.frames import summary_frame, window_frame
+from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, plot_per_position, save_figure
+
+
+def groups():
+    rng = np.random.default_rng(0)
+
+    def units(alpha):
+        out = []
+        for _ in range(8):
+            prefix = np.cumprod(rng.random((50, 3)) < alpha, axis=1).sum(axis=0).astype(int).tolist()
+            out.append(Counts(50, 150, sum(prefix), prefix, 3))
+        return out
+
+    return {"output_norm=on": units(0.77), "output_norm=off": units(0.5)}
+
+
+def test_per_position_and_al_over_time_files(tmp_path):
+    g = groups()
+    summary = summary_frame(g, n_resamples=200)
+    paths = save_figure(per_position_figure(summary), tmp_path / "per_position")
+    paths += save_figure(al_over_time_figure(window_frame(g), summary), tmp_path / "al_over_time")
+    assert [p.name for p in paths] == ["per_position.png", "per_position.svg", "al_over_time.png", "al_over_time.svg"]
+    for p in paths:
+        data = p.read_bytes()
+        assert len(data) > 5000
+        if p.suffix == ".png":
+            assert data.startswith(b"\x89PNG")
+    svg = (tmp_path / "per_position.svg").read_text()
+    for text in ("draft position", "unconditional", "output_norm=off"):
+        assert text in svg
+
+
+def test_plot_per_position_draws_one_line_per_group_with_ci():
+    from matplotlib.figure import Figure
+
+    summary = summary_frame(groups(), n_resamples=200)
+    ax = Figure().subplots()
+    plot_per_position(ax, summary, "p")
+    assert ax.get_legend_handles_labels()[1] == ["output_norm=on", "output_norm=off"]  # the figure has the legend
+    line = ax.get_lines()[0]
+    ys = line.get_ydata()
+    assert np.allclose(ys, summary.loc[0, ["p0", "p1", "p2"]].astype(float).to_numpy())
+    assert ax.get_xlabel() == "draft position $i$"
+
+
+def test_each_axis_is_encoded_once_with_one_shared_legend():
+    """Colour follows one axis, line style the other; the legend names axis values, not cells."""
+    from specbench.render.plots.style import encode
+
+    rng = np.random.default_rng(1)
+    cells = {}
+    for mla in ("on", "off"):
+        for norm in ("on", "off"):
+            units = []
+            for _ in range(6):
+                prefix = np.cumprod(rng.random((40, 3)) < 0.7, axis=1).sum(axis=0).astype(int).tolist()
+                units.append(Counts(40, 120, sum(prefix), prefix, 3))
+            cells[f"mla-{mla}__output_norm-{norm}__r0"] = ({"mla": mla, "output_norm": norm}, units)
+    enc = encode([(lab, axes) for lab, (axes, _) in cells.items()])
+    st = enc.styles
+    assert st["mla-on__output_norm-on__r0"].color == st["mla-off__output_norm-on__r0"].color
+    assert st["mla-on__output_norm-on__r0"].color != st["mla-on__output_norm-off__r0"].color
+    assert st["mla-on__output_norm-on__r0"].linestyle == st["mla-on__output_norm-off__r0"].linestyle
+    assert st["mla-on__output_norm-on__r0"].linestyle != st["mla-off__output_norm-on__r0"].linestyle
+    summary = summary_frame({lab: u for lab, (_, u) in cells.items()}, n_resamples=100)
+    fig = per_position_figure(summary, enc=enc)
+    assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["norm on", "norm off", "MLA on", "MLA off"]
+    assert "$p_i$" in fig.axes[0].get_ylabel() and r"\alpha" in fig.axes[1].get_ylabel()
+
+
+def test_cumulative_al_sums_counts_and_ends_at_the_pooled_al():
+    import pandas as pd
+
+    from specbench.render.plots.acceptance import cumulative_al
+
+    # unequal drafts per unit: averaging the units' rates would give another number
+    df = pd.DataFrame({"num_drafts": [10, 100, 30, 60, 45], "accepted_tokens": [9, 20, 15, 40, 30]})
+    cum = cumulative_al(df)
+    assert cum["al"].iloc[-1] == pytest.approx(1 + 114 / 245)
+    assert cum["al"].iloc[1] == pytest.approx(1 + 29 / 110)
+    assert np.isnan(cum["low"].iloc[0])  # one unit: no interval
+    widths = (cum["high"] - cum["low"]).iloc[1:]
+    assert widths.iloc[-1] < widths.iloc[0] and (cum["low"] <= cum["al"]).iloc[1:].all()

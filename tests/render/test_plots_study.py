@@ -1,0 +1,49 @@
+"""Divergence heatmap and speed-up forest plot, from the real default-study run (no servers)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specbench.render.plots.study import divergence_figure, divergence_matrix, speedup_figure
+from specbench.report.study import analyse_run
+
+RUN = Path(os.environ.get("SPECBENCH_TEST_RUN_DIR") or Path(__file__).resolve().parents[2] / "results" / "baselines"
+           / "cpu-default")
+
+
+@pytest.fixture(scope="module")
+def study():
+    if not (RUN / "manifest.json").is_file():
+        pytest.skip(f"{RUN}: no run directory")
+    return analyse_run(RUN, n_resamples=200)
+
+
+def test_divergence_is_one_symmetric_matrix_of_cells(study):
+    pairs = [p for p, _ in study.pairs]
+    cells, share, median, text = divergence_matrix(pairs)
+    n = len(cells)
+    assert n * (n - 1) // 2 == len(pairs)  # every pair once, n x n instead of one row per pair
+    assert np.allclose(np.nan_to_num(share), np.nan_to_num(share.T)) and np.isnan(np.diag(share)).all()
+    for p in pairs:
+        i, j = cells.index(p.a), cells.index(p.b)
+        assert share[i, j] == p.identical_share and text[j][i] == f"{p.identical}/{p.n}"
+    fig = divergence_figure(pairs, lambda c: c.upper())
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == [c.upper() for c in cells]
+
+
+def test_speedup_forest_is_log_and_centred_at_one(study):
+    fig = speedup_figure(study.speedups)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    lo, hi = ax.get_xlim()
+    assert math.isclose(math.log(lo), -math.log(hi), rel_tol=1e-9)  # 1x in the middle
+    assert any(line.get_xdata()[0] == 1.0 for line in ax.get_lines())  # the no-change line
+    assert [t.get_text() for t in ax.get_yticklabels()] == [s.cell for s in study.speedups]
+    for s in study.speedups:
+        assert lo < s.intervals["output_tok_per_s"][0] and s.intervals["output_tok_per_s"][1] < hi
