@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-import specbench.plot  # noqa: F401  (selects the Agg backend before any figure is drawn)
+import specbench.render.plots  # noqa: F401  (selects the Agg backend before any figure is drawn)
 from specbench.analysis.speedup import SPEEDUP_LABELS, Speedup
 
 AXIS = "concurrency"  # axis_label("load:concurrency")
@@ -97,7 +97,7 @@ def concurrency_figure(series: dict[str, list[tuple[int, Speedup]]]) -> Figure:
 
 def write_concurrency_plot(speedups: list[Speedup], cell_axes: dict[str, dict[str, str]], out_dir: Path) -> list[Path]:
     """speedup_vs_concurrency.png / .svg when at least two concurrencies have a speed-up."""
-    from specbench.plot import save_figure
+    from specbench.render.plots.acceptance import save_figure
 
     series = concurrency_series(speedups, cell_axes)
     if len({c for pts in series.values() for c, _ in pts}) < 2:
