@@ -94,8 +94,14 @@ def head_switchable(cell: Cell, host: str) -> bool:
 
     from specbench.plugin import switches_from_env
 
-    if cell.is_baseline or cell.draft is None or switches_from_env(cell.env).control:
-        return False  # the control variant is registered at start-up by design: it keeps its own server
+    if cell.is_baseline or cell.draft is None:
+        return False
+    try:
+        if switches_from_env(cell.env).control:
+            return False  # the control variant is registered at start-up by design: it keeps its own server
+    except ConfigError:
+        return False  # an unknown switch value: plan.check_cells refuses it, naming the config file
+
     return switchable(_spec_method(cell), "--enforce-eager" in cell.args, host) and _loopback(host)
 
 

@@ -44,7 +44,7 @@ def test_debug_is_accepted_before_or_after_the_subcommand(monkeypatch):
 
 def test_set_overrides_are_checked_like_the_file(capsys):
     assert run_cli(["validate", "--set", "matrix.mla=[on]"]) == 0
-    assert "3 cells" in capsys.readouterr().out  # one MLA value: 2 speculative cells + 1 baseline
+    assert "4 cells" in capsys.readouterr().out  # one MLA value: 3 speculative cells + 1 baseline
     for bad, names in (("load.num_requests=abc", "load.num_requests"), ("load.nmu_requests=3", "load.nmu_requests"),
                        ("load.num_requests=0", "greater than or equal to 1"), ("=3", "KEY.PATH=VALUE"),
                        ("load.num_requests.x=3", "not a mapping")):
@@ -56,7 +56,7 @@ def test_set_overrides_are_checked_like_the_file(capsys):
 def test_set_reaches_the_dry_run_argv(capsys):
     assert run_cli(["run", "--dry-run", "--set", "serve.extra_args=[--seed, '7']"]) == 0
     out = capsys.readouterr().out
-    assert out.count("--seed 7") == 6  # every cell's server argv
+    assert out.count("--seed 7") == 8  # every cell's server argv
 
 
 def test_set_with_resume_is_refused(capsys, tmp_path):
