@@ -240,15 +240,18 @@ class LineParser:
     def _trusted(all_pairs: list[tuple[str, str]], body: str, cut: bool, fields: dict, precision: dict):
         """The pairs to read: all of them, less the last one where the text may have been cut inside
         it (a value never read whole is dropped, never guessed: "Drafted: 27" of "279 tokens")."""
-        if not all_pairs or (not cut and body.rstrip().endswith(_CLOSED_ENDS)):
+        end = body.rstrip()
+        if not all_pairs or (not cut and end.endswith(_CLOSED_ENDS) and not end.endswith(".")):
             return all_pairs
+        spec = fields.get(all_pairs[-1][0])
+        if not cut and end.endswith(".") and (spec is None or spec[1] is integer):
+            return all_pairs  # V0 ends its last count with a full stop; "4." is a cut decimal
         if not cut:
             # Cut inside the next field's name ("..., Drafted: 15 tokens, Per-pos"): the comma
             # closed the last value. A number there instead is the rest of a list.
             tail = body.rsplit(",", 1)[-1].strip() if "," in body else ""
             if tail and ":" not in tail and tail[0] not in "0123456789.+-":
                 return all_pairs
-        spec = fields.get(all_pairs[-1][0])
         if spec is None:
             return all_pairs[:-1] if cut else all_pairs
         if not cut:

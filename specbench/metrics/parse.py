@@ -134,8 +134,11 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
                                              summary, cut_lines=frozenset([lineno]))
                 size = CHUNK_BYTES
                 continue
-            cut = _safe_cut(buf, cut)
-            size = CHUNK_BYTES
+            safe = _safe_cut(buf, cut)
+            if safe == 0 and size < 8 * max(CHUNK_BYTES, MAX_LINE_BYTES):  # a wrapped record may run on
+                size *= 2
+                continue
+            cut, size = safe or cut, CHUNK_BYTES
         else:
             cut = len(buf)
         offset += cut
@@ -229,12 +232,12 @@ _MAX_CUT_WALK = 64
 def _safe_cut(buf: bytes, cut: int) -> int:
     """A chunk end at or before ``cut`` where no hand-wrapped record spans the boundary: the start of
     a line that cannot continue the one before it. The last whole line always moves to the next
-    chunk (its successor there is not whole yet); a chain of continuation-shaped lines longer than
-    a few dozen is pathological and keeps ``cut``."""
+    chunk (its successor there is not whole yet); 0 when the chunk holds no such line (read more);
+    a chain of continuation-shaped lines longer than a few dozen is pathological and keeps ``cut``."""
     line_start = buf.rfind(b"\n", 0, cut - 1) + 1
     for _ in range(_MAX_CUT_WALK):
         if line_start == 0:
-            return cut
+            return 0
         prev_start = buf.rfind(b"\n", 0, line_start - 1) + 1
         line = buf[line_start:buf.find(b"\n", line_start, cut)]
         if line[:1] == b"(" or not paste.may_continue(
