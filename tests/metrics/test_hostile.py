@@ -30,8 +30,12 @@ def test_a_10mb_line_is_read_up_to_the_cap_and_warned(tmp_path, monkeypatch):
     assert any(w.startswith(f"{path}:2: line longer than the cap") for w in res.warnings), res.warnings
 
 
-def test_text_input_has_the_same_cap():
+def test_text_input_has_the_same_cap(monkeypatch):
+    seen = []
+    real = logs.LineParser.parse_line
+    monkeypatch.setattr(logs.LineParser, "parse_line", lambda self, raw, n, cut=False: seen.append(len(raw)) or real(self, raw, n, cut))
     (rec,) = parse_text(PREFIX + HEAD + "0.5, " * 2_000_000)
+    assert seen == [logs.MAX_LINE_CHARS]
     assert (rec.accepted_tokens, rec.per_position_acceptance) == (5, None)
 
 
