@@ -177,7 +177,10 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
                 raw = buf[start:start + MAX_LINE_BYTES].decode("utf-8", "replace")
                 rec = _parse_cut_line(raw, prev_line + 1, line_parser)
             else:
-                text, consumed = _wrapped(buf, buf[start:end].decode("utf-8", "replace"), end, cut)
+                text = buf[start:end].decode("utf-8", "replace")
+                if not is_candidate(text):  # as the line-by-line path: only a candidate takes more lines
+                    continue
+                text, consumed = _wrapped(buf, text, end, cut)
                 rec = line_parser.parse_line(text, prev_line + 1)
             if rec is not None:
                 yield rec
