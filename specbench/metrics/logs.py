@@ -15,28 +15,46 @@ Formats (each a ``format`` id in the record):
 - ``vllm-engine-stats``: ``Engine 000: Avg prompt throughput: ...`` → an EngineStatsRecord that gives its
   engine id to the next spec line of the same process.
 Any prefix before the marker is accepted (timestamps, levels, ``[metrics.py:87]``, ``(APIServer pid=1)``,
-collector prefixes, ANSI colours) except one that quotes the line (backticks, quotes, Markdown bullets):
-those are prose mentioning a metric, not records.
+collector prefixes, ANSI colours, Markdown bullets, quote marks, table pipes, inline code), and so is a
+line pasted without its marker when it starts at ``Draft acceptance rate:`` or ``Mean acceptance length:``.
+Pasted text is read as :mod:`specbench.metrics.paste` describes (inline code and table cells end the
+record, "..." elides, hand-wrapped lines join, a field cut at a fixed width is dropped); a record quoted
+inside a sentence is prose, not a record.
+
+Hostile input stays linear: a line is read up to ``MAX_LINE_CHARS`` (the field cut there is dropped)
+and a record claiming more than ``MAX_POSITIONS`` per-position values keeps its other fields only;
+both leave a warning naming file:line.
 """
 
 from __future__ import annotations
 
 import re
 
+from specbench.metrics import paste
 from specbench.metrics.fields import fraction, integer, number, number_list, pairs, strip_ansi
 from specbench.metrics.record import EngineStatsRecord, Record, SpecDecodeRecord
 
 SPEC_MARKERS = ("SpecDecoding metrics:", "Speculative metrics:")
 SGLANG_MARKER = "Decode batch"
 ENGINE_MARKER = "Avg prompt throughput"
-# Cheap substring prefilter: a line without any of these cannot be a record.
-PREFILTER = ("metrics:", "Decode batch", "Avg prompt throughput")
+# A record pasted without its marker starts at one of these (old V0 lines at the first).
+BARE_MARKERS = ("Draft acceptance rate:", "Mean acceptance length:")
+# Cheap substring prefilter: a line without any of these cannot be a record. Each costs the chunked
+# scan a pass over every byte, so marker-less lines are found by the first bare marker only: V0 and
+# rate-first lines start there, current lines end with "Avg Draft acceptance rate:".
+PREFILTER = ("metrics:", "Decode batch", "Avg prompt throughput", "Draft acceptance rate:")
+# Far above any real line (a vLLM stats line with k = 64 is ~700 characters) and small enough that
+# reading a capped line stays in the microseconds; the cut field is dropped (see _trusted).
+MAX_LINE_CHARS = 65536
+# vLLM sets no maximum on num_speculative_tokens; real ones stay well under 64. A record claiming
+# more keeps its counts but not its per-position values (downstream code sizes arrays by k).
+MAX_POSITIONS = 256
+MAX_WARNINGS = 20
 
 PID_RE = re.compile(r"\bpid=(\d+)\)")
 TIME_RE = re.compile(r"\b(\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\b|\b(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
-ENGINE_RE = re.compile(r"Engine\s+0*(\d+)\s*:\s*Avg prompt throughput")
-QUOTE_CHARS = "`\"'“”‘’"
-BULLET_RE = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s")
+# No "0*" before the digits: overlapping repeats backtrack quadratically on a line of zeros.
+ENGINE_RE = re.compile(r"Engine\s+(\d+)\s*:\s*Avg prompt throughput")
 
 # Fast paths for the lines a vLLM 0.32 server prints every stats interval, read by one compiled
 # regex instead of field by field (about 3x faster per line). They must give exactly what the
@@ -81,19 +99,38 @@ SGLANG_FIELDS = {
     "avg accept len": ("mean_acceptance_length", number),
     "accept rate": ("draft_acceptance_rate", fraction),
 }
+# Names a hand-wrapped record's next line may start with.
+FIELD_NAMES = frozenset(SPEC_FIELDS) | frozenset(SGLANG_FIELDS)
 
 
 def is_candidate(line: str) -> bool:
     # Spelled out rather than any(... for p in PREFILTER): this runs once per metric line of
-    # multi-GB logs, and the generator costs more than the three searches.
-    return "metrics:" in line or "Avg prompt throughput" in line or "Decode batch" in line
+    # multi-GB logs, and the generator costs more than the searches.
+    return ("metrics:" in line or "Avg prompt throughput" in line or "Decode batch" in line
+            or "Draft acceptance rate:" in line)
 
 
-_QUOTE_RE = re.compile(f"[{re.escape(QUOTE_CHARS)}]")
+def _bare_start(line: str) -> int:
+    """Where a record pasted without its marker starts, or -1 ("Avg Draft acceptance rate:" is the
+    end of a current line, not a start)."""
+    best = -1
+    for marker in BARE_MARKERS:
+        idx = line.find(marker)
+        while idx >= 4 and line[idx - 4:idx] == "Avg ":
+            idx = line.find(marker, idx + 1)
+        if idx >= 0 and (best < 0 or idx < best):
+            best = idx
+    return best
 
 
-def _is_quoted(prefix: str, body: str) -> bool:
-    return "`" in body or _QUOTE_RE.search(prefix) is not None or BULLET_RE.match(prefix) is not None
+_BARE_PREFIX_STRIP = " \t>*+-|`\"'"
+
+
+def _bare_prefix_ok(prefix: str) -> bool:
+    """Before a marker-less record only paste decoration, a table row's cells, or a log prefix
+    (ending in "]" or ")") may stand: "The Draft acceptance rate: 0.6 was low" is prose."""
+    rest = prefix.strip(_BARE_PREFIX_STRIP)
+    return not rest or rest.endswith(("]", ")")) or prefix.lstrip().startswith("|")
 
 
 # vLLM's own prefix, "(APIServer pid=1) INFO 12-02 13:26:42 [metrics.py:120] ": TIME_RE and PID_RE
@@ -112,57 +149,124 @@ def _prefix_meta(prefix: str) -> tuple[str | None, int | None]:
     return time, (int(p.group(1)) if p else None)
 
 
+# A value that ends with one of these was printed whole; any other last value may have been cut
+# at a fixed width (a terminal, a screenshot, a table column) and is trusted only as _trusted says.
+_CLOSED_ENDS = (",", ".", "%", "tokens", "tokens/s", "reqs")
+# Decimals vLLM/SGLang print for a field; a last, unclosed value with fewer was cut.
+PRECISION = {"mean_acceptance_length": 2, "draft_acceptance_rate": 3, "system_efficiency": 3,
+             "accepted_throughput": 1, "drafted_throughput": 1}
+SGLANG_PRECISION = {"mean_acceptance_length": 2, "draft_acceptance_rate": 2}
+
+
 class LineParser:
-    """Stateful over one file: remembers each process's last engine id (data-parallel engines)."""
+    """Stateful over one file: remembers each process's last engine id (data-parallel engines) and
+    collects warnings (capped lines, capped positions), each naming file:line."""
 
     def __init__(self, file: str | None = None) -> None:
         self.file = file
         self._engine_by_pid: dict[int | None, int] = {}
+        self.warnings: list[str] = []
+        self.more_warnings = 0
 
-    def parse_line(self, raw: str, lineno: int) -> Record | None:
+    def warn(self, lineno: int, message: str) -> None:
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(f"{self.file or '<text>'}:{lineno}: {message}")
+        else:
+            self.more_warnings += 1
+
+    def all_warnings(self) -> list[str]:
+        more = [f"{self.file or '<text>'}: {self.more_warnings} more warning(s) like these"] if self.more_warnings else []
+        return self.warnings + more
+
+    def parse_line(self, raw: str, lineno: int, cut: bool = False) -> Record | None:
+        """One line (or hand-wrapped lines joined); ``cut``: the line was cut at MAX_LINE_CHARS."""
         if not is_candidate(raw):
             return None
         line = strip_ansi(raw).rstrip("\r\n")
         for marker in SPEC_MARKERS:
             idx = line.find(marker)
             if idx >= 0:
-                return self._spec(line, idx, marker, lineno)
+                return self._spec(line, idx, marker, lineno, cut)
         idx = line.find(SGLANG_MARKER)
         if idx >= 0:
-            return self._sglang(line, idx, lineno)
+            return self._sglang(line, idx, lineno, cut)
         m = ENGINE_RE.search(line)
         if m:
             return self._engine(line, m, lineno)
+        idx = _bare_start(line)
+        if idx >= 0:
+            return self._spec(line, idx, "", lineno, cut)
         return None
 
-    def _spec(self, line: str, idx: int, marker: str, lineno: int) -> SpecDecodeRecord | None:
-        prefix, body = line[:idx], line[idx + len(marker):]
-        if _is_quoted(prefix, body):
+    def _spec(self, line: str, idx: int, marker: str, lineno: int, cut: bool) -> SpecDecodeRecord | None:
+        prefix = line[:idx]
+        located = paste.locate(prefix, line[idx + len(marker):])
+        if located is None or (not marker and not _bare_prefix_ok(prefix)):
             return None
-        if FAST_PATHS and marker == "SpecDecoding metrics:":
+        body = located[0]
+        if FAST_PATHS and marker == "SpecDecoding metrics:" and not cut:
             fast = FAST_SPEC_RE.fullmatch(body)
             if fast is not None:
                 return self._fast_spec(fast, prefix, lineno)
+        if "..." in body or "\u2026" in body:
+            body = paste.elide(body)
+        all_pairs = pairs(body)
+        names = [name for name, _ in all_pairs]
+        if not names or names[0] not in SPEC_FIELDS:
+            return None
         values: dict[str, object] = {}
-        names = []
-        for name, raw in pairs(body):
-            names.append(name)
+        for name, raw in self._trusted(all_pairs, body, cut, SPEC_FIELDS, PRECISION):
             spec = SPEC_FIELDS.get(name)
             if spec is None or spec[0] in values:
+                continue
+            if spec[1] is number_list and raw.count(",") >= MAX_POSITIONS:
+                self.warn(lineno, f"{raw.count(',') + 1} per-position values, over the cap of {MAX_POSITIONS}: "
+                                  "per-position values dropped, the record's other fields kept")
                 continue
             converted = spec[1](raw)
             if converted is not None:
                 values[spec[0]] = converted
-        if not names or names[0] not in SPEC_FIELDS:
+        numeric = sum(isinstance(v, (int, float, list)) for v in values.values())
+        if not numeric and "nan" not in body.lower():
             return None
-        if not any(isinstance(v, (int, float, list)) for v in values.values()) and "nan" not in body.lower():
+        if not marker and numeric < 2:  # a marker-less fragment needs two values to be a record
             return None
-        fmt, cumulative = _spec_format(marker, names)
+        fmt, cumulative = _spec_format(marker or _bare_marker(names), names)
         time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(
             source="vllm", format=fmt, file=self.file, line=lineno, time=time, pid=pid,
             engine=self._engine_by_pid.get(pid), cumulative=cumulative, **values,  # type: ignore[arg-type]
         )
+
+    @staticmethod
+    def _trusted(all_pairs: list[tuple[str, str]], body: str, cut: bool, fields: dict, precision: dict):
+        """The pairs to read: all of them, less the last one where the text may have been cut inside
+        it (a value never read whole is dropped, never guessed: "Drafted: 27" of "279 tokens")."""
+        end = body.rstrip()
+        if not all_pairs or (not cut and end.endswith(_CLOSED_ENDS) and not end.endswith(".")):
+            return all_pairs
+        spec = fields.get(all_pairs[-1][0])
+        if not cut and end.endswith(".") and (spec is None or spec[1] is integer):
+            return all_pairs  # V0 ends its last count with a full stop; "4." is a cut decimal
+        if not cut:
+            # Cut inside the next field's name ("..., Drafted: 15 tokens, Per-pos"): the comma
+            # closed the last value. A number there instead is the rest of a list.
+            tail = body.rsplit(",", 1)[-1].strip() if "," in body else ""
+            if tail and ":" not in tail and tail[0] not in "0123456789.+-":
+                return all_pairs
+        if spec is None:
+            return all_pairs[:-1] if cut else all_pairs
+        if not cut:
+            raw = all_pairs[-1][1]
+            if spec[1] is number_list:
+                # vLLM prints every rate with the same decimals; a shorter last one was cut.
+                items = [x for x in (s.strip() for s in raw.split(",")) if x]
+                places = {paste.decimals(x) for x in items}
+                if len(places) == 1 and (len(items) > 1 or places == {3}):
+                    return all_pairs
+            elif spec[1] is not integer and paste.decimals(raw) >= precision.get(spec[0], 3):
+                return all_pairs
+        return all_pairs[:-1]
 
     def _fast_spec(self, m: re.Match[str], prefix: str, lineno: int) -> SpecDecodeRecord:
         mal, acc_tp, dr_tp, acc, drafted, per_pos, dar = m.groups()
@@ -175,13 +279,17 @@ class LineParser:
             accepted_throughput=float(acc_tp), drafted_throughput=float(dr_tp),
         )
 
-    def _sglang(self, line: str, idx: int, lineno: int) -> SpecDecodeRecord | None:
-        prefix, body = line[:idx], line[idx + len(SGLANG_MARKER):].lstrip(". ")
-        if _is_quoted(prefix, body):
+    def _sglang(self, line: str, idx: int, lineno: int, cut: bool) -> SpecDecodeRecord | None:
+        prefix = line[:idx]
+        located = paste.locate(prefix, line[idx + len(SGLANG_MARKER):])
+        if located is None:
             return None
+        body = located[0].lstrip(". ")
+        if "..." in body or "\u2026" in body:
+            body = paste.elide(body)
         values: dict[str, object] = {}
         seen = False
-        for name, raw in pairs(body):
+        for name, raw in self._trusted(pairs(body), body, cut, SGLANG_FIELDS, SGLANG_PRECISION):
             spec = SGLANG_FIELDS.get(name)
             if spec is None:
                 continue
@@ -197,12 +305,13 @@ class LineParser:
 
     def _engine(self, line: str, m: re.Match[str], lineno: int) -> EngineStatsRecord | None:
         prefix = line[: m.start()]
-        if _is_quoted(prefix, line[m.end():]):
+        located = paste.locate(prefix, line[m.start():])
+        if located is None:
             return None
         engine = int(m.group(1))
         time, pid = _prefix_meta(prefix)
         self._engine_by_pid[pid] = engine
-        rest = line[m.start():].split(":", 1)[1]
+        rest = located[0].split(":", 1)[1]
         fast = FAST_ENGINE_RE.fullmatch(rest) if FAST_PATHS else None
         if fast is not None:
             prompt, generation, running, waiting, tail = fast.groups()
@@ -222,6 +331,13 @@ class LineParser:
             running_reqs=integer(vals.get("running", "")),
             waiting_reqs=integer(vals.get("waiting", "")),
         )
+
+
+def _bare_marker(names: list[str]) -> str:
+    """The marker a marker-less line would have had, judged by its field names."""
+    if "system efficiency" in names or any(n.startswith("number of") for n in names):
+        return "Speculative metrics:"
+    return "SpecDecoding metrics:"
 
 
 def _spec_format(marker: str, names: list[str]) -> tuple[str, bool]:

@@ -17,7 +17,8 @@ from typing import Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.metrics import vllm_bench
-from specbench.metrics.logs import PREFILTER, LineParser
+from specbench.metrics import paste
+from specbench.metrics.logs import FIELD_NAMES, MAX_LINE_CHARS, PREFILTER, LineParser, is_candidate
 from specbench.metrics.prometheus import looks_like_prometheus, parse_prometheus
 from specbench.metrics.record import Record
 from specbench.metrics.summaries import PREFILTER as SUMMARY_PREFILTER
@@ -45,7 +46,8 @@ def parse_text(text: str, file: str | None = None) -> list[Record]:
 
 
 def parse_file(path: Path | str) -> ParseResult:
-    """Parse one file; unreadable → InputError naming it; no records → a warning naming it."""
+    """Parse one file; unreadable → InputError naming it; no records → a warning naming it; lines
+    and records over the parser's caps → a warning naming file:line each (the first 20)."""
     path = Path(path)
     name = str(path)
     if path.is_dir():
@@ -63,12 +65,13 @@ def parse_file(path: Path | str) -> ParseResult:
             records, warnings = vllm_bench.records_from_file(path)
             return ParseResult(records=list(records), warnings=warnings)
         counter = _ReplacementCounter()
+        line_parser = LineParser(name)
         if looks_like_prometheus(head.decode("utf-8", "replace")):
             text = counter.decode(fh.read())
             records: list[Record] = list(parse_prometheus(text, file=name))
         else:
-            records = without_gc(lambda: list(_scan_log(fh, counter, name)))
-    warnings = []
+            records = without_gc(lambda: list(_scan_log(fh, counter, name, line_parser)))
+    warnings = line_parser.all_warnings()
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
     if not any(r.kind == "spec_decode" for r in records):
@@ -93,7 +96,7 @@ def _has_summary_marker(buf: bytes) -> bool:
     return b"_" in buf and any(m in buf for m in _SUMMARY_UNDERSCORE)
 
 
-def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]:
+def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LineParser) -> Iterator[Record]:
     """Stream a log in chunks; only lines holding a marker reach Python-level parsing.
 
     Everything else is touched only by C-speed byte scans: one ``bytes.find`` pass per marker,
@@ -101,10 +104,11 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]
     one hit to the next, then to the chunk's end). A chunk ends at its last newline; the next
     read starts there (a seek, not a copy). A chunk that holds a multi-line printed summary is
     parsed line by line instead, so block state stays exact; the summary parser lives across
-    chunks, so a block cut by a chunk boundary is still whole.
+    chunks, so a block cut by a chunk boundary is still whole. A chunk never ends inside a record
+    wrapped by hand over several lines (:func:`_safe_cut`). A line longer than a chunk and the
+    line cap is read up to the cap and skipped to its end at C speed: memory stays bounded.
     """
-    line_parser = LineParser(name)
-    summary = SummaryParser(name)
+    summary = SummaryParser(name, warn=line_parser.warn)
     lineno = 0  # lines before the current chunk
     offset, size = 0, CHUNK_BYTES
     while True:
@@ -117,10 +121,24 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]
             return
         if len(buf) == size:  # more may follow: stop at the last whole line
             cut = buf.rfind(b"\n") + 1
-            if cut == 0:  # one line longer than the chunk: read more of it at once
+            if cut == 0 and size <= MAX_LINE_BYTES:  # one line longer than the chunk: read more of it
                 size *= 2
                 continue
-            size = CHUNK_BYTES
+            if cut == 0:  # longer than the cap too: its start only, then skip to its end
+                offset = _line_end(fh, offset + len(buf))
+                head = buf[:MAX_LINE_BYTES]
+                if not head.isascii():
+                    counter.count(head)
+                lineno += 1
+                yield from _parse_lines_from([head.decode("utf-8", "replace")], lineno - 1, line_parser, name,
+                                             summary, cut_lines=frozenset([lineno]))
+                size = CHUNK_BYTES
+                continue
+            safe = _safe_cut(buf, cut)
+            if safe == 0 and size < 8 * max(CHUNK_BYTES, MAX_LINE_BYTES):  # a wrapped record may run on
+                size *= 2
+                continue
+            cut, size = safe or cut, CHUNK_BYTES
         else:
             cut = len(buf)
         offset += cut
@@ -147,16 +165,89 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str) -> Iterator[Record]
                 if nxt < 0:
                     break
                 pos = buf.find(marker, nxt + 1, cut)
-        prev_start, prev_line = 0, lineno
+        prev_start, prev_line, consumed = 0, lineno, 0
         for start in sorted(starts):
+            if start < consumed:  # a line already read as part of a wrapped record
+                continue
             end = buf.find(b"\n", start, cut)
             end = cut if end < 0 else end
             prev_line += buf.count(b"\n", prev_start, start)
             prev_start = start
-            rec = line_parser.parse_line(buf[start:end].decode("utf-8", "replace"), prev_line + 1)
+            if end - start > MAX_LINE_BYTES:
+                raw = buf[start:start + MAX_LINE_BYTES].decode("utf-8", "replace")
+                rec = _parse_cut_line(raw, prev_line + 1, line_parser)
+            else:
+                text = buf[start:end].decode("utf-8", "replace")
+                if not is_candidate(text):  # as the line-by-line path: only a candidate takes more lines
+                    continue
+                text, consumed = _wrapped(buf, text, end, cut)
+                rec = line_parser.parse_line(text, prev_line + 1)
             if rec is not None:
                 yield rec
         lineno = prev_line + buf.count(b"\n", prev_start, cut) + (buf[cut - 1] != 10)
+
+
+MAX_LINE_BYTES = MAX_LINE_CHARS
+
+
+def _line_end(fh, pos: int) -> int:
+    """Offset just past the newline ending the line that runs on at ``pos`` (or the file's end)."""
+    while True:
+        fh.seek(pos)
+        piece = fh.read(CHUNK_BYTES)
+        if not piece:
+            return pos
+        j = piece.find(b"\n")
+        if j >= 0:
+            return pos + j + 1
+        pos += len(piece)
+
+
+def _parse_cut_line(raw: str, lineno: int, line_parser: LineParser) -> Record | None:
+    if is_candidate(raw):
+        line_parser.warn(lineno, f"line longer than the cap of {MAX_LINE_CHARS} characters: only its start "
+                                 "was read, and a field cut there is dropped")
+    return line_parser.parse_line(raw, lineno, cut=True)
+
+
+def _wrapped(buf: bytes, text: str, end: int, cut: int) -> tuple[str, int]:
+    """``text`` joined with the lines after it (from ``end``) that continue it as a hand-wrapped
+    record, and the offset past the last line used."""
+    pos = end
+    for _ in range(paste.MAX_WRAP_LINES):
+        # vLLM's own lines start with "(APIServer pid=..." or a level: never a continuation.
+        if pos + 1 >= cut or buf[pos + 1] == 40:  # "("
+            break
+        nend = buf.find(b"\n", pos + 1, cut)
+        nend = cut if nend < 0 else nend
+        if nend - pos - 1 > MAX_LINE_BYTES:
+            break
+        more = paste.continuation(text, buf[pos + 1:nend].decode("utf-8", "replace"), FIELD_NAMES)
+        if more is None:
+            break
+        text, pos = paste.join(text, more), nend
+    return text, pos + 1
+
+
+_MAX_CUT_WALK = 64
+
+
+def _safe_cut(buf: bytes, cut: int) -> int:
+    """A chunk end at or before ``cut`` where no hand-wrapped record spans the boundary: the start of
+    a line that cannot continue the one before it. The last whole line always moves to the next
+    chunk (its successor there is not whole yet); 0 when the chunk holds no such line (read more);
+    a chain of continuation-shaped lines longer than a few dozen is pathological and keeps ``cut``."""
+    line_start = buf.rfind(b"\n", 0, cut - 1) + 1
+    for _ in range(_MAX_CUT_WALK):
+        if line_start == 0:
+            return 0
+        prev_start = buf.rfind(b"\n", 0, line_start - 1) + 1
+        line = buf[line_start:buf.find(b"\n", line_start, cut)]
+        if line[:1] == b"(" or not paste.may_continue(
+                buf[prev_start:line_start - 1].decode("utf-8", "replace"), line.decode("utf-8", "replace"), FIELD_NAMES):
+            return line_start
+        line_start = prev_start
+    return cut
 
 
 def without_gc(build):
@@ -173,17 +264,44 @@ def without_gc(build):
 
 
 def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser, name: str | None,
-                      summary: SummaryParser | None = None) -> Iterator[Record]:
-    """Records from ``lines``; a ``summary`` parser passed in is left open for the caller to close."""
+                      summary: SummaryParser | None = None, cut_lines: frozenset[int] = frozenset()) -> Iterator[Record]:
+    """Records from ``lines``; a ``summary`` parser passed in is left open for the caller to close.
+    ``cut_lines``: line numbers already cut at the cap by the caller."""
     own = summary is None
-    summary = summary if summary is not None else SummaryParser(name)
-    for i, line in enumerate(lines, offset + 1):
+    summary = summary if summary is not None else SummaryParser(name, warn=line_parser.warn)
+    it = iter(lines)
+    ahead: str | None = None  # a line read to see whether it continued a record, to be read again
+    i = offset
+    while True:
+        if ahead is not None:
+            line, ahead = ahead, None
+        else:
+            line = next(it, None)  # type: ignore[arg-type]
+            if line is None:
+                break
+        i += 1
+        cut = i in cut_lines or len(line) > MAX_LINE_CHARS
+        if cut:
+            line = line[:MAX_LINE_CHARS]
         rec = summary.feed(line, i)
         if rec is not None:
             yield rec
-        if summary.open:
+        if summary.open or not is_candidate(line):
             continue
-        rec = line_parser.parse_line(line, i)
+        if cut:
+            rec = _parse_cut_line(line, i, line_parser)
+        else:
+            first, text = i, line
+            for _ in range(paste.MAX_WRAP_LINES):
+                nxt = next(it, None)
+                if nxt is None:
+                    break
+                more = paste.continuation(text, nxt, FIELD_NAMES) if len(nxt) <= MAX_LINE_CHARS else None
+                if more is None:
+                    ahead = nxt
+                    break
+                text, i = paste.join(text, more), i + 1
+            rec = line_parser.parse_line(text, first)
         if rec is not None:
             yield rec
     if own:

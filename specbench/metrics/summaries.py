@@ -6,6 +6,11 @@
 - ``vllm-offline``: the summary of vLLM's ``examples/offline_inference/spec_decode.py``
   (``num_drafts:``, ``num_draft_tokens:``, ``num_accepted_tokens:``, ``mean acceptance length:``,
   ``acceptance at token i:``), over the whole offline run.
+
+Blocks pasted into Markdown read too: each line may stand behind a bullet, a quote mark, a table
+pipe or backticks; a line "..." (or a value "...") elided by the author leaves what it hides
+unknown (an elided per-position line drops the per-position list, never shortens it). Lines are
+split at their first colon, never by a backtracking regex: a hostile line stays linear.
 """
 
 from __future__ import annotations
@@ -16,22 +21,44 @@ from specbench.metrics.fields import fraction, integer, number, strip_ansi
 from specbench.metrics.record import SpecDecodeRecord
 
 BENCH_HEADER_RE = re.compile(r"-{3,}\s*Speculative Decoding\s*-{3,}")
-LABEL_RE = re.compile(r"^\s*(?P<label>[A-Za-z][A-Za-z0-9 _()%/\-]*?)\s*:\s*(?P<value>\S.*?)?\s*$")
+LABEL_CHARS_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _()%/\-]*")
+# Paste decoration before a line: blanks, quote marks, table pipes, backticks, a list bullet.
+DECOR_RE = re.compile(r"[ \t>|`]*(?:[-*+][ \t]+)?")
+ELIDED = ("...", "\u2026")
 OFFLINE_KEYS = {"total_num_output_tokens", "num_drafts", "num_draft_tokens", "num_accepted_tokens",
                 "mean acceptance length"}
-OFFLINE_POS_RE = re.compile(r"^\s*acceptance at token (\d+)\s*:\s*(\S+)")
+OFFLINE_POS_RE = re.compile(r"acceptance at token (\d{1,9})\s*:\s*(\S+)")
+# What starts a block (the "acceptance at token i" lines are read inside an open block only: one
+# more marker would cost the chunked scan a pass over every byte of every log).
 PREFILTER = ("Speculative Decoding", "num_drafts", "mean acceptance length", "total_num_output_tokens")
+MAX_POSITIONS = 256  # as logs.MAX_POSITIONS
+
+
+def _label(line: str) -> tuple[str, str] | None:
+    """``(lower-cased label, value)`` of a ``Label: value`` line, or None."""
+    label, sep, value = line.partition(":")
+    label = label.strip()
+    if not sep or LABEL_CHARS_RE.fullmatch(label) is None:
+        return None
+    return label.lower(), value.strip()
+
+
+def _clean(line: str) -> str:
+    line = line[DECOR_RE.match(line).end():]  # type: ignore[union-attr]
+    return line.rstrip().rstrip("|`").rstrip()
 
 
 class SummaryParser:
     """Feed every line; complete blocks come back as records."""
 
-    def __init__(self, file: str | None = None) -> None:
+    def __init__(self, file: str | None = None, warn=None) -> None:
         self.file = file
+        self._warn = warn
         self._kind: str | None = None
         self._start = 0
         self._values: dict[str, object] = {}
         self._positions: dict[int, float] = {}
+        self._positions_unknown = False  # elided or over the cap
 
     @property
     def open(self) -> bool:
@@ -40,22 +67,23 @@ class SummaryParser:
     def feed(self, raw: str, lineno: int) -> SpecDecodeRecord | None:
         if self._kind is None and not any(p in raw for p in PREFILTER):
             return None
-        line = strip_ansi(raw).rstrip("\r\n")
+        line = _clean(strip_ansi(raw).rstrip("\r\n"))
         if self._kind == "bench":
-            if self._bench_line(line):
+            if self._bench_line(line, lineno):
                 return None
             return self.close()
         if self._kind == "offline":
-            if self._offline_line(line):
+            if self._offline_line(line, lineno):
                 return None
             return self.close()
         if BENCH_HEADER_RE.search(line):
             self._begin("bench", lineno)
             return None
-        m = LABEL_RE.match(line)
-        if m and m.group("label").strip().lower() in OFFLINE_KEYS:
+        parts = _label(line)
+        # A single value: "Mean acceptance length: 2.70, Accepted ..." is a vLLM line, not this block.
+        if parts and parts[0] in OFFLINE_KEYS and "," not in parts[1]:
             self._begin("offline", lineno)
-            self._offline_line(line)
+            self._offline_line(line, lineno)
         return None
 
     def close(self) -> SpecDecodeRecord | None:
@@ -63,27 +91,41 @@ class SummaryParser:
         self._kind, self._values, self._positions = None, {}, {}
         if kind is None or not (values or positions):
             return None
-        if positions and sorted(positions) == list(range(len(positions))):
+        if positions and not self._positions_unknown and sorted(positions) == list(range(len(positions))):
             values["per_position_acceptance"] = [positions[i] for i in range(len(positions))]
         source = "vllm-bench-serve" if kind == "bench" else "vllm-offline"
         return SpecDecodeRecord(source=source, format=source, file=self.file, line=self._start,
                                 cumulative=True, **values)  # type: ignore[arg-type]
 
+    def _position(self, index: int, value: float | None, lineno: int) -> None:
+        if index >= MAX_POSITIONS:
+            if not self._positions_unknown and self._warn is not None:
+                self._warn(lineno, f"position {index} is over the cap of {MAX_POSITIONS} positions: "
+                                   "per-position values dropped, the block's other fields kept")
+            self._positions_unknown = True
+        elif value is None:
+            self._positions_unknown = True  # elided or unreadable: the list is not known whole
+        else:
+            self._positions[index] = value
+
     def _begin(self, kind: str, lineno: int) -> None:
         self._kind, self._start, self._values, self._positions = kind, lineno, {}, {}
+        self._positions_unknown = False
 
-    def _bench_line(self, line: str) -> bool:
-        if line.strip().startswith("=") or not line.strip():
+    def _bench_line(self, line: str, lineno: int) -> bool:
+        if line.startswith("=") or not line:
             return False
-        m = LABEL_RE.match(line)
-        if not m:
+        if line in ELIDED:
+            self._positions_unknown = True
+            return True
+        parts = _label(line)
+        if parts is None:
             return False
-        label, raw = m.group("label").strip().lower(), (m.group("value") or "")
-        pos = re.fullmatch(r"position (\d+)", label)
+        label, raw = parts
+        pos = re.fullmatch(r"position (\d{1,9})", label)
         if pos:
             value = number(raw)
-            if value is not None:
-                self._positions[int(pos.group(1))] = round(value / 100.0, 12)
+            self._position(int(pos.group(1)), None if value is None else round(value / 100.0, 12), lineno)
             return True
         field = {
             "acceptance rate (%)": ("draft_acceptance_rate", lambda r: None if number(r) is None else round(number(r) / 100.0, 12)),
@@ -101,19 +143,20 @@ class SummaryParser:
                 self._values[field[0]] = value
         return True
 
-    def _offline_line(self, line: str) -> bool:
-        if re.fullmatch(r"\s*-{3,}\s*", line):
+    def _offline_line(self, line: str, lineno: int) -> bool:
+        if re.fullmatch(r"-{3,}", line):
+            return True
+        if line in ELIDED:
+            self._positions_unknown = True
             return True
         pos = OFFLINE_POS_RE.match(line)
         if pos:
-            value = fraction(pos.group(2))
-            if value is not None:
-                self._positions[int(pos.group(1))] = value
+            self._position(int(pos.group(1)), fraction(pos.group(2)), lineno)
             return True
-        m = LABEL_RE.match(line)
-        if not m:
+        parts = _label(line)
+        if parts is None:
             return False
-        label, raw = m.group("label").strip().lower(), (m.group("value") or "")
+        label, raw = parts
         field = {
             "total_num_output_tokens": ("emitted_tokens", integer),
             "num_drafts": ("num_drafts", integer),

@@ -54,11 +54,12 @@ def is_run_dir(path: Path) -> bool:
     return Path(path).is_dir() and ((Path(path) / "manifest.json").is_file() or is_sweep_dir(path))
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, limit: int = -1) -> str:
     if path.is_dir():
         raise InputError(f"{path}: a directory without manifest.json; pass log files or a specbench run directory")
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", errors="replace")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found; check the path") from None
     except OSError as exc:
@@ -74,8 +75,8 @@ def _is_acceptance_json(path: Path) -> bool:
     """A cell's acceptance.json (read as counts, not as records)."""
     from specbench.safe_yaml import loads_json
 
-    if not Path(path).is_file():
-        return False
+    if not Path(path).is_file() or not _read_text(Path(path), limit=4096).lstrip().startswith("{"):
+        return False  # a log: never read whole just to learn it is not JSON
     try:
         data = loads_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -86,7 +87,8 @@ def _is_acceptance_json(path: Path) -> bool:
 def read_records(path: Path) -> tuple[list[Any], list[str]]:
     """Records and parse warnings of one input file (log, Prometheus scrape or canonical JSONL)."""
     path = Path(path)
-    text = _read_text(path)
+    # Only the head decides the kind: a multi-GB log is streamed by parse_file, never held as text.
+    text = _read_text(path, limit=65536)
     from specbench.metrics.vllm_bench import sniff
 
     if text.lstrip().startswith("{") and not sniff(text[:65536]):  # canonical JSONL, not a vllm bench result
@@ -103,7 +105,7 @@ def read_records(path: Path) -> tuple[list[Any], list[str]]:
             raise
         raise InputError(f"{path}: this build cannot parse logs; pass `specbench parse` JSONL or a run directory") from None
     if _looks_prometheus(text):
-        return list(parse.parse_prometheus(text, file=str(path))), []
+        return list(parse.parse_prometheus(_read_text(path), file=str(path))), []
     result = parse.parse_file(path)
     return list(result.records), list(result.warnings)
 
