@@ -29,7 +29,7 @@ def test_batched_resamples_are_the_one_matrix_draws(monkeypatch):
 
 
 def test_report_never_reads_a_log_whole(tmp_path, monkeypatch):
-    from specbench import report_inputs
+    from specbench.report import inputs as report_inputs
 
     log = tmp_path / "server.log"
     log.write_text("".join(LINE.format(a=a) for a in range(5)) + "x" * 200_000 + "\n")
