@@ -8,7 +8,7 @@ executor's own ``run_cell``, i.e. the same per-cell work, plus a start-up each).
 started (counted from the run's files: distinct server pids in cell.json), the wall time of each
 run and whether every cell's counts agree exactly (log windows, per-request totals, /metrics diff).
 
-    flock /tmp/vllm.lock .venv/bin/python benchmarks/load_axes_reuse.py [--baseline]
+    flock /tmp/vllm.lock .venv/bin/python benchmarks/load_axes_reuse.py [--baseline] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -74,11 +74,13 @@ def run_once(st, run_dir: Path, executor) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", action="store_true", help="add a baseline per concurrency (6 cells)")
+    ap.add_argument("--keep", type=Path, help="keep both run directories under this folder")
     args = ap.parse_args()
     st = study(args.baseline)
     with tempfile.TemporaryDirectory(prefix="sb-reuse-") as tmp:
-        grouped = run_once(st, Path(tmp) / "grouped", GroupedExecutor())
-        per_cell = run_once(st, Path(tmp) / "per-cell", OneServerPerCell())
+        where = args.keep or Path(tmp)
+        grouped = run_once(st, where / "grouped", GroupedExecutor())
+        per_cell = run_once(st, where / "per-cell", OneServerPerCell())
     print(json.dumps({"grouped": grouped, "one_server_per_cell": per_cell}, indent=1))
     print(f"servers started: {grouped['servers']} vs {per_cell['servers']}; wall time {grouped['wall_s']} s vs "
           f"{per_cell['wall_s']} s ({grouped['wall_s'] / per_cell['wall_s']:.0%})")

@@ -5,6 +5,9 @@ and no baseline: a single server (one start-up in its log, one pid in every cell
 cells, and per cell the log windows in that cell's own slice of the log == the /metrics diff
 (metrics_after.prom - metrics_before.prom) == the sum over its requests.jsonl, recomputed here
 from the files, not read from acceptance.json's own verdict.
+
+Set SPECBENCH_GROUPED_RUN_DIR to a finished run of the same study (e.g. one kept by
+``benchmarks/load_axes_reuse.py --keep DIR``, baselines allowed) to check it instead of running one.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ def grouped_run(tmp_path_factory):
     pytest.importorskip("vllm")
     import os
 
+    if os.environ.get("SPECBENCH_GROUPED_RUN_DIR"):
+        return Path(os.environ["SPECBENCH_GROUPED_RUN_DIR"])
     tmp = tmp_path_factory.mktemp("grouped")
     cfg = {
         "name": "conc",
@@ -48,24 +53,32 @@ def grouped_run(tmp_path_factory):
     return run_dir
 
 
-def _cells(run_dir: Path) -> list[dict]:
+def _cells(run_dir: Path, baseline: bool = False) -> list[dict]:
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    return [json.loads((run_dir / cid / "cell.json").read_text()) for cid in manifest["cells"]]
+    cells = [json.loads((run_dir / cid / "cell.json").read_text()) for cid in manifest["cells"]]
+    return [c for c in cells if bool(c.get("is_baseline")) == baseline]
 
 
-def test_one_server_for_three_concurrencies(grouped_run):
-    cells = _cells(grouped_run)
+@pytest.mark.parametrize("baseline", [False, True], ids=["speculative", "baseline"])
+def test_one_server_for_three_concurrencies(grouped_run, baseline):
+    cells = _cells(grouped_run, baseline)
+    if baseline and not cells:
+        pytest.skip("this run has no baseline cells")
     assert [c["axes"]["load:concurrency"] for c in cells] == CONC
     assert [c["load"]["concurrency"] for c in cells] == CONC
     assert all(c["status"] == "done" for c in cells)
     assert len({c["pid"] for c in cells}) == 1  # one process served every cell
-    servers = sorted(p for p in (grouped_run / "servers").iterdir())
-    assert len(servers) == 1
-    log = (servers[0] / "server.log").read_text()
+    server_dir = grouped_run / cells[0]["server_group"]["log"]
+    groups = {c["server_group"]["id"] for c in _cells(grouped_run) + _cells(grouped_run, True)}
+    assert sorted(p.name for p in (grouped_run / "servers").iterdir()) == sorted(groups)  # one dir per server
+    log = server_dir.read_text()
     # vLLM prints this once per API server start-up
     assert log.count("Starting vLLM server on") == 1, [line for line in log.splitlines() if "Starting vLLM" in line]
     assert [c["timings"]["startup_s"] > 0 for c in cells] == [True, False, False]
     assert [c["prefix_cache_reset"] for c in cells] == ["first load", "done", "done"]
+    if baseline:  # no speculation: no spec-decode counts in any cell's window
+        assert all(json.loads((grouped_run / c["cell_id"] / "acceptance.json").read_text())["baseline_ok"]
+                   for c in cells)
 
 
 def test_counts_agree_exactly_per_cell(grouped_run):
