@@ -83,9 +83,9 @@ def register() -> None:
     for head, (norm, mask) in todo.items():
         ModelRegistry.register_model(HEADS[head][0], _variant_class(head, norm, mask, version))
         # The registry logs overrides only at DEBUG; the variant's worker-side INFO line confirms the load.
+        control = " (control: the shipped forward, re-implemented)" if (norm, mask) == HEADS[head][1] else ""
         logger.info("specbench plugin: %s head: output norm %r, pos0 mask %s%s registered for %s", head, norm,
-                    mask_label(mask), " (control: the shipped forward, re-implemented)" if (norm, mask) == HEADS[head][1] else "",
-                    HEADS[head][0])
+                    mask_label(mask), control, HEADS[head][0])
 
 
 def _variant_class(head: str, norm: str, mask: bool, version: str) -> type:

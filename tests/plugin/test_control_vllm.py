@@ -125,5 +125,7 @@ def test_a_server_specbench_did_not_configure_survives_an_unknown_value(eagle_pa
     served = eagle_pair["shipped"]
     assert len(served.texts) == len(PROMPTS) and all(served.texts)
     warning = "SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant; use one of on, off, logits-only; ignored"
-    assert "WARNING" in next(line for line in served.log_text.splitlines() if warning in line)
+    lines = [line for line in served.log_text.splitlines() if warning in line]
+    # once per vLLM process; the API server's comes before vLLM configures its log format (a bare line)
+    assert lines and any("WARNING" in line for line in lines)
     assert "nothing registered" not in served.log_text and "registered for" not in served.log_text

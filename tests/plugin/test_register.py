@@ -152,7 +152,6 @@ def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
 
 def _mtp_stub(seen: dict):
     """An object with the MTP layer's attributes; norms scale, so normed and un-normed states differ."""
-    import torch
 
     class Block:
         use_sequence_parallel_moe = False

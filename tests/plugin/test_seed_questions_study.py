@@ -69,3 +69,46 @@ def test_log_windows_equal_the_metrics_diff_in_every_cell():
         acc = json.loads((d / "acceptance.json").read_text())
         prom, logs = acc["prometheus"]["counts"], acc["logs"]["counts"]
         assert {k: prom[k] for k in keys} == {k: logs[k] for k in keys}, d.name
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("mask", ["off", "on"])
+def test_carrying_the_pre_norm_sum_costs_acceptance_at_depth(cells, method, mask):
+    """The heads read the carried state back: carrying the pre-norm sum (logits-only) loses AL and,
+    most of all, the deepest position; position 0 always gets the target's post-norm state."""
+    on, lo = cells[_id(method, "on", mask)], cells[_id(method, "logits-only", mask)]
+    assert _below(lo, on, "mean_acceptance_length") and _below(lo, on, "p2")
+    drops = [float(on[f"p{i}"]) - float(lo[f"p{i}"]) for i in range(3)]
+    assert max(drops) == drops[2] and drops[0] < drops[2] / 4
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("mask", ["off", "on"])
+def test_no_final_norm_loses_most_from_position_0_on(cells, method, mask):
+    on, lo, off = (cells[_id(method, n, mask)] for n in NORMS)
+    assert _below(off, lo, "mean_acceptance_length") and _below(off, on, "p0")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("norm", NORMS)
+def test_pos0_mask_moves_nothing_beyond_the_cis_here(cells, method, norm):
+    """The mask only changes the draft's KV entry of the first prompt token; this head's attention is weak."""
+    a, b = cells[_id(method, norm, "off")], cells[_id(method, norm, "on")]
+    for stat in ("mean_acceptance_length", "p0"):
+        assert _ci(a, stat)[0] <= float(b[stat]) <= _ci(a, stat)[1] or _ci(b, stat)[0] <= float(a[stat]) <= _ci(b, stat)[1]
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("mask", ["off", "on"])
+def test_eagle_head_and_mtp_layer_agree_when_switched_alike(cells, norm, mask):
+    """Same weights, same switches: the two vLLM classes compute the same function (the MTP layer's
+    norm is un-fused, so bf16 rounding and diverging outputs keep counts from being equal)."""
+    e, m = cells[_id("eagle", norm, mask)], cells[_id("deepseek_mtp", norm, mask)]
+    stat = "mean_acceptance_length"
+    assert _ci(e, stat)[0] <= float(m[stat]) <= _ci(e, stat)[1] and _ci(m, stat)[0] <= float(e[stat]) <= _ci(m, stat)[1]
+
+
+def test_mtp_as_shipped_beats_what_older_vllm_carried(cells):
+    """vLLM 0.32's MTP layer (post-norm state carried) vs the pre-2026 behaviour (pre-norm sum)."""
+    now, old = cells[_id("deepseek_mtp", "on", "on")], cells[_id("deepseek_mtp", "logits-only", "on")]
+    assert _below(old, now, "mean_acceptance_length") and _below(old, now, "p2")
