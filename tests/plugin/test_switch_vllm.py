@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from specbench.fixtures import resolve_fixture_ref
-from specbench.plugin import plugin_env
+from specbench.plugin import ENV_VAR, plugin_env
 from specbench.plugin import switch
 from specbench.run.collect import diff_counts, prometheus_counts
 
@@ -74,7 +74,8 @@ def runs(tmp_path_factory) -> dict:
         switch.reset_prefix_cache(server.url)
         out["C"] = _load(server)
     out["switched_log"] = (work / "switched.log").read_text(errors="replace")
-    with VLLMServer(_args(), _env(plugin_env("logits-only")), work / "fresh.log") as server:
+    fresh = {ENV_VAR: "logits-only"}
+    with VLLMServer(_args(), _env({**fresh, **plugin_env(fresh, "eagle")}), work / "fresh.log") as server:
         out["F"] = _load(server)
     return out
 
@@ -96,5 +97,5 @@ def test_workers_report_what_they_run_and_the_log_says_so(runs):
     assert runs["to_logits_only"] and all(r == "OutputNormLogitsOnly" for r in runs["to_logits_only"])
     assert runs["to_on"] and all(r == "shipped" for r in runs["to_on"])
     log = runs["switched_log"]
-    assert "nothing registered" in log  # the model registry was never touched
+    assert "registered for" not in log  # the plugin never touched the model registry
     assert "specbench head variant switched: output_norm 'logits-only', pos0_mask off" in log
