@@ -26,13 +26,9 @@ _LATENCY_KEYS = {
     "itl_p50_ms": (("itl_ms", 1.0), ("inter_token_latency_s", 1000.0), ("itl_s", 1000.0)),
     "e2e_p50_ms": (("e2e_ms", 1.0), ("end_to_end_latency_s", 1000.0), ("e2e_s", 1000.0)),
 }
-# summary.json (llmperf key names) fallbacks when there are no per-request rows.
-_SUMMARY_KEYS = {
-    "ttft_p50_ms": ("results_ttft_s_quantiles_p50", 1000.0),
-    "itl_p50_ms": ("results_inter_token_latency_s_quantiles_p50", 1000.0),
-    "e2e_p50_ms": ("results_end_to_end_latency_s_quantiles_p50", 1000.0),
-    "output_tok_per_s": ("results_mean_output_throughput_token_per_s", 1.0),
-}
+# summary.json (llmperf key names, read through load.summary.summary_columns) fallbacks when
+# there are no per-request rows.
+_SUMMARY_METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s")
 
 
 @dataclass
@@ -328,17 +324,13 @@ def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | 
                 value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)
                 if value is not None:
                     cell.latency.setdefault(metric, []).append(float(value))
-    summary = dict(summary or {})
-    # Same name, same meaning across drivers: server-true throughput when the summary has it, and
-    # llmperf's per-chunk ITL never stands in for the per-token one.
-    if "specbench_output_tok_per_s" in summary:
-        summary["results_mean_output_throughput_token_per_s"] = summary["specbench_output_tok_per_s"]
-    if summary.get("specbench_itl_method") == "llmperf_per_chunk":
-        summary.pop("results_inter_token_latency_s_quantiles_p50", None)
-    for metric, (key, scale) in _SUMMARY_KEYS.items():
-        value = summary.get(key)
+    from specbench.load.summary import summary_columns
+
+    columns = summary_columns(summary)
+    for metric in _SUMMARY_METRICS:
+        value = columns.get(metric)
         if isinstance(value, (int, float)):
-            cell.summary.setdefault(metric, []).append(float(value) * scale)
+            cell.summary.setdefault(metric, []).append(float(value))
 
 
 def _per_request(value: Any) -> float | None:
