@@ -205,15 +205,22 @@ class SpecDecode(Record):
     """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver)."""
 
     num_spec_tokens: Optional[StrictInt] = None
-    num_drafts: StrictInt
-    draft_tokens: StrictInt
-    accepted_tokens: StrictInt
+    num_drafts: Optional[StrictInt] = None
+    draft_tokens: Optional[StrictInt] = None
+    accepted_tokens: Optional[StrictInt] = None
     accepted_per_position: Optional[list[StrictInt]] = None
     acceptance_histogram: Optional[list[StrictInt]] = None
     per_step_accepted: Optional[list[StrictInt]] = None
     per_step_drafted: Optional[list[StrictInt]] = None
 
+    @property
+    def complete(self) -> bool:
+        """All three counts present (a request's Counts can be built)."""
+        return None not in (self.num_drafts, self.draft_tokens, self.accepted_tokens)
+
     def counts(self, origin: str | None = None) -> Counts:
+        if not self.complete:
+            raise ValueError(f"incomplete spec_decode counts{f' ({origin})' if origin else ''}")
         return Counts(num_drafts=self.num_drafts, draft_tokens=self.draft_tokens, accepted_tokens=self.accepted_tokens,
                       accepted_per_position=self.accepted_per_position, num_spec_tokens=self.num_spec_tokens,
                       origin=origin)

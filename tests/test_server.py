@@ -185,14 +185,16 @@ def _second_ctrl_c(tmp_path, monkeypatch):
     # Send the Ctrl-C on an event, not after a fixed sleep: once stop() has sent SIGTERM (and so
     # is in its grace-period wait), whatever the machine's load.
     sigterm_sent = threading.Event()
-    real_signal_group = server._signal_group
+    from specbench import procs
 
-    def spy(sig):
-        real_signal_group(sig)
-        if sig == signal.SIGTERM:
+    real_killpg = procs._killpg
+
+    def spy(pgid, sig):
+        real_killpg(pgid, sig)
+        if sig == signal.SIGTERM and pgid == server.pgid:
             sigterm_sent.set()
 
-    monkeypatch.setattr(server, "_signal_group", spy)
+    monkeypatch.setattr(procs, "_killpg", spy)
 
     def ctrl_c():
         if sigterm_sent.wait(timeout=30):

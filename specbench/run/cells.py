@@ -41,6 +41,8 @@ class Cell:
     env: dict[str, str] = field(default_factory=dict)
     output_norm: str | None = None  # the plugin variant asked for, for the pre-launch check
     draft: str | None = None  # resolved draft model path/id, or None for the baseline
+    num_spec_tokens: int | None = None  # k of the speculative config; None for the baseline
+    model: str | None = None  # the name requests ask for: served_model_name, else the resolved model
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,10 +160,11 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
     parts = [f"{axis_label(a)}-{_slug(_id_value(a, v))}" for a, v in values.items()
              if id_axes is None or a in id_axes]
     cell_id = "__".join((["baseline"] if baseline else []) + parts + [f"r{repeat}"])
-    args: list[str] = [resolve(serve.model)]
+    model = resolve(serve.model)
+    args: list[str] = [model]
     if serve.served_model_name:
         args += ["--served-model-name", serve.served_model_name]
-    draft = output_norm = None
+    draft = output_norm = k = None
     spec = serve.speculative
     if spec is not None and not baseline:
         draft = resolve(str(values.get("draft", spec.draft)))
@@ -209,7 +212,7 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
         env.update(_plugin_env(output_norm, env))
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
-                output_norm=output_norm, draft=draft)
+                output_norm=output_norm, draft=draft, num_spec_tokens=k, model=serve.served_model_name or model)
 
 
 @functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process
