@@ -57,12 +57,9 @@ def is_run_dir(path: Path) -> bool:
 def _read_text(path: Path) -> str:
     if path.is_dir():
         raise InputError(f"{path}: a directory without manifest.json; pass log files or a specbench run directory")
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found; check the path") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror}); check permissions") from None
+    from specbench.io import read_text
+
+    return read_text(path, errors="replace")
 
 
 def _looks_prometheus(text: str) -> bool:

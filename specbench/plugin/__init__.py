@@ -95,11 +95,12 @@ def check_variant_supported(draft_dir: Path, variant: str, pos0_mask: bool = Fal
         raise ConfigError(f"{what} switches the DeepSeek EAGLE head (method 'eagle'); with method {method!r} "
                           f"it would silently do nothing: {fix}")
     path = Path(draft_dir) / "config.json"
+    from specbench.io import read_text
+
+    text = read_text(path, "draft config", missing=f"{what} needs a local DeepSeek-V3 EAGLE head", error=ConfigError)
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: draft config not found; {what} needs a local DeepSeek-V3 EAGLE head") from None
-    except (OSError, json.JSONDecodeError) as exc:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: cannot read draft config ({exc})") from None
     archs = config.get("architectures") or []
     model_type = config.get("model_type")

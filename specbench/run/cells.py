@@ -28,6 +28,10 @@ from specbench.config import FIXTURE_REFS, SPEC_AXES, Study
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 
 NONE = "none"
+# vLLM's per-request spec-decode counts; the first release we read the flag's source in is 0.32,
+# older releases may lack it.
+PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
+PER_REQUEST_MIN_VERSION = (0, 32)
 T = TypeVar("T")
 
 
@@ -174,7 +178,7 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
         output_norm = values.get("output_norm")
         if _per_request_flag(serve.per_request_metrics):
             level = "summary" if serve.per_request_metrics == "summary" else "detailed"
-            args += ["--per-request-spec-decode-metrics", level]
+            args += [PER_REQUEST_FLAG, level]
     if serve.tensor_parallel_size != 1:
         args += ["--tensor-parallel-size", str(serve.tensor_parallel_size)]
     if serve.max_model_len is not None:
@@ -237,10 +241,24 @@ def _per_request_flag(mode: str) -> bool:
         return True
     if mode == "off":
         return False
-    from specbench.load.driver import supports_per_request_metrics
     from specbench.vllm_main import installed_vllm_version
 
     return supports_per_request_metrics(installed_vllm_version())
+
+
+def supports_per_request_metrics(vllm_version_or_help: str | None) -> bool:
+    """Whether a server accepts ``--per-request-spec-decode-metrics``.
+
+    Pass ``vllm serve --help`` text (decisive) or a version string such as ``0.32.0+cpu``.
+    """
+    if not vllm_version_or_help:
+        return False
+    if PER_REQUEST_FLAG in vllm_version_or_help:
+        return True
+    m = re.match(r"\s*v?(\d+)\.(\d+)", vllm_version_or_help)
+    if not m or "\n" in vllm_version_or_help.strip():
+        return False  # help text without the flag
+    return (int(m.group(1)), int(m.group(2))) >= PER_REQUEST_MIN_VERSION
 
 
 def _plugin_env(variant: str, cell_env: dict[str, str]) -> dict[str, str]:

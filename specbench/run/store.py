@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
-from specbench.io import atomic_write_bytes, atomic_write_text, load_json, save_json
+from specbench.io import atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.redact import scrub_text
 
@@ -300,9 +300,10 @@ def load_summary(path: Path) -> dict | None:
 
     if not path.exists():
         return None
+    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)")
     try:
-        data = loads_json(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = loads_json(text)
+    except ValueError:
         raise InputError(f"{path}: corrupt or truncated JSON; re-run the cell (specbench run --resume)") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object")

@@ -75,7 +75,7 @@ def test_pairs_identical_diverging_and_mismatched_prompts():
     # B's request 1: steps [0, 1, 0] start at 1, 2, 4 -> only the first starts inside [0, 2)
     common_b = total(p.acc_b.common)
     assert (common_b.num_drafts, common_b.accepted_tokens) == (3 + 1, 1)
-    plain_a = sum(p.acc_a.plain)
+    plain_a = total(p.acc_a.plain)
     assert point_estimates([plain_a])["mean_acceptance_length"] == 1 + 6 / 4
 
 
