@@ -14,6 +14,7 @@ the fields are declared here, which is the order specbench has always written th
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar, Union
 
@@ -53,11 +54,14 @@ class Record(BaseModel):
 
 def _first_problem(exc: ValidationError) -> str:
     err = exc.errors(include_url=False)[0]
-    where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(err["loc"]))
-    # Pydantic names the union member it tried ("function-after[...]", "int"): only the field
-    # path and the message say something to a user.
-    where = ".".join(part for part in where.split(".") if not part.startswith(("function-", "list[", "constrained")))
+    # Pydantic puts the union member it tried into the path ("int", "list[int]", "function-after[...]"):
+    # only the field path and the message mean something to a user.
+    parts = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p))]
+    where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
     return f"{where or 'top level'}: {err['msg'].lower()}"
+
+
+_UNION_TAG = re.compile(r"^(int|float|str|bool|list|dict|none|[a-z-]+\[.*\])$")
 
 
 # -- counts --------------------------------------------------------------------------------------
@@ -183,7 +187,8 @@ class CellRecord(Record):
 class Manifest(Record):
     """``manifest.json``: the run's identity, resolved config, machine and cell list.
 
-    Validated on load; the runner keeps the manifest as the dict plan.py built and rewrites it."""
+    The runner keeps the manifest as the dict plan.py built and updates it; store validates it
+    through this model on every write and on load."""
 
     run_id: StrictStr
     specbench_version: Optional[StrictStr] = None
@@ -198,6 +203,8 @@ class Manifest(Record):
     status: Optional[StrictStr] = None
     cells: list[StrictStr]
     cell_hosts: dict[str, Optional[StrictStr]] = Field(default_factory=dict)
+    resumed_at: list[StrictStr] = Field(default_factory=list)
+    error: Optional[StrictStr] = None  # status "failed": the error that stopped the run
 
 
 # -- requests ------------------------------------------------------------------------------------

@@ -27,9 +27,9 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+
 from specbench.errors import DependencyError, ServerError
 from specbench.procs import kill_tree
-
 from specbench.redact import redact_argv
 
 log = logging.getLogger(__name__)

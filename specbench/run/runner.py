@@ -178,7 +178,7 @@ class LocalExecutor:
             if record.exit_status is None:
                 record.exit_status = server.exit_status
         record.ended_at = utc_now()
-        store.scrub_file(log_path, secrets)
+        redact.scrub_file(log_path, secrets)
         _remove_tree(state_dir)
         if record.status != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
             store.write_cell(ctx.run_dir, record, None)

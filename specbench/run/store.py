@@ -21,7 +21,6 @@ from specbench.errors import InputError
 from specbench.load.summary import summary_columns
 from specbench.io import atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
-from specbench.redact import scrub_text
 
 MANIFEST = "manifest.json"
 CELL_JSON = "cell.json"
@@ -30,15 +29,6 @@ SUMMARY_JSON = "summary.json"
 
 BASE_COLUMNS = ["run_id", "cell_id", "repeat", "status", "is_baseline"]
 TAIL_COLUMNS = ["requests", "errors", "output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"]
-
-
-def scrub_file(path: Path, secrets: list[str]) -> None:
-    if not path.is_file() or not [s for s in secrets if s and len(s) >= 4]:
-        return
-    text = path.read_text(encoding="utf-8", errors="replace")
-    scrubbed = scrub_text(text, secrets)
-    if scrubbed != text:
-        atomic_write_text(path, scrubbed)
 
 
 class CellData:
@@ -143,8 +133,8 @@ def write_cell(run_dir: Path, cell_record: CellRecord | dict[str, Any],
     save_json(d / CELL_JSON, cell_record.dump())
 
 
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
-    save_json(Path(run_dir) / MANIFEST, manifest)
+def write_manifest(run_dir: Path, manifest: Manifest | dict[str, Any]) -> None:
+    save_json(Path(run_dir) / MANIFEST, as_record(Manifest, manifest, MANIFEST).dump())
 
 
 def write_tables(run_dir: Path, run_id: str, axes: list[str],

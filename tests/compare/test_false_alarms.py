@@ -21,7 +21,7 @@ import pytest
 
 from specbench.compare.checks import holm_reject
 from specbench.compare.intervals import acceptance_deltas, one_sided_p, paired_acceptance_deltas
-from specbench.compare.simulate import simulate_units
+from simulate import simulate_units
 
 P = [0.77, 0.55, 0.35]
 NOMINAL = 0.025

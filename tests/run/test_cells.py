@@ -138,7 +138,7 @@ def test_per_request_level_is_passed_through(mode, level):
 
 
 def test_auto_asks_for_detailed_per_step_arrays_on_vllm_with_the_flag():
-    from specbench.load.driver import supports_per_request_metrics
+    from specbench.run.cells import supports_per_request_metrics
     from specbench.vllm_main import installed_vllm_version
 
     cells = expand(_study(serve={**_study().serve.model_dump(), "per_request_metrics": "auto"}), _ident)
