@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -166,6 +167,12 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
     assert "VLLM_MLA_DISABLE=1" in out and "SPECBENCH_OUTPUT_NORM=off" in out
     assert "hf_supersecretvalue" not in out and "sk-verysecret" not in out
     assert "HF_TOKEN=***" in out
+    # The argv printed is the one the server would run: built by the server's own builder.
+    from specbench.redact import redact_argv
+    from specbench.server import server_argv
+
+    for c in expand(load_config(cfg)):
+        assert "  argv: " + shlex.join(redact_argv(server_argv(c.args, "127.0.0.1", "<free port>"))) + "\n" in out
 
 
 def test_default_config_expands_to_six_cells():
