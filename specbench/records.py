@@ -245,7 +245,9 @@ class RequestRecord(Record):
     category: Optional[StrictStr] = None
     start_s: Optional[Num] = None
     ttft_s: Optional[Num] = None
-    itl_s: Optional[list[Num]] = None
+    # Validated as floats (an int gap reads as x.0): half the cost of an int-or-float union per
+    # element, and requests.jsonl is only read through this model, never rewritten.
+    itl_s: Optional[list[float]] = None
     e2e_s: Optional[Num] = None
     output_tokens: Optional[Num] = None
     input_tokens: Optional[Num] = None
