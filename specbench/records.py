@@ -3,13 +3,15 @@ each line of ``requests.jsonl`` hold (docs/internals.md "Results directory").
 
 Writers build these models and save ``record.dump()``; readers get them from :func:`load`, which
 validates the file once, so code past the loader reads attributes instead of guessing at dict
-shapes (``"cells": [1]``, ``"prometheus": [1, 2]``), and a damaged file is refused naming the file and the field (InputError, exit 2).
+shapes (``"cells": [1]``, ``"prometheus": [1, 2]``), and a damaged file is refused naming the file
+and the field (InputError, exit 2).
 
 On-disk format: ``dump()`` gives exactly the keys the writer set (``exclude_unset``), in the order
 the fields are declared here, which is the order specbench has always written them; unknown keys
 (a newer writer's) are kept and written back. Types are strict (a count is an integer, never
 ``true`` or ``"3"``), fields are optional where older files (results/baselines/*) lack them.
-``schema_version`` is handled by :func:`specbench.io.load_json` / ``save_json``, not by the models.
+``schema_version`` is checked by :func:`specbench.io.load_json` and written by ``save_json``; the
+models only carry it.
 """
 
 from __future__ import annotations
