@@ -21,6 +21,7 @@ from typing import Any, Callable, Protocol
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench import redact
+from specbench.analysis.counts import total
 from specbench.records import Acceptance, CellRecord, Timings, as_record, load, requests_of
 from specbench.run import collect, store
 from specbench.run.cells import Cell
@@ -92,7 +93,7 @@ def wait_log_matches(server, log_path: Path, after_line: int, baseline_prom, tim
         prom = collect.diff_counts(collect.prometheus_counts(text), baseline_prom)
         log_text, _ = _log_lines(log_path)
         windows, warns = collect.log_windows(log_text, after_line, file=str(log_path))
-        if _same_totals(collect.sum_counts(windows), prom):
+        if _same_totals(total(windows), prom):
             return text, prom, windows, warns, True
         if time.monotonic() > deadline:
             return text, prom, windows, warns, False
