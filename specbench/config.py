@@ -484,12 +484,9 @@ def parse_study(data: Any, source: str) -> Study:
 
 
 def read_config_bytes(path: Path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found; see configs/default.yaml for an example") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    from specbench.io import read_bytes
+
+    return read_bytes(path, "config file", missing="see configs/default.yaml for an example", error=ConfigError)
 
 
 def load_config(path: Path, overrides: Sequence[str] = ()) -> Study:

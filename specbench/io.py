@@ -67,6 +67,30 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check the path",
+               fix: str = "check the path and its permissions", error: type[Exception] = InputError) -> bytes:
+    """The bytes of ``path``; for anything unreadable one line naming the file, raised as ``error``:
+    ``<path>: <what> not found; <missing>`` or ``<path>: cannot read <what> (<why>); <fix>``."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found; {missing}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} ({exc.strerror or exc}); {fix}") from None
+
+
+def read_text(path: Path | str, what: str = "file", *, missing: str = "check the path",
+              fix: str = "check the path and its permissions", error: type[Exception] = InputError,
+              errors: str = "strict") -> str:
+    """:func:`read_bytes` decoded as UTF-8 (``errors`` as for ``bytes.decode``); text that is not
+    UTF-8 is refused like an unreadable file."""
+    data = read_bytes(path, what, missing=missing, fix=fix, error=error)
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError:
+        raise error(f"{path}: cannot read {what} (not UTF-8 text); {fix}") from None
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file and a rename, so a crash never leaves half a file.
 
@@ -128,12 +152,7 @@ def save_json(path: Path, payload: dict[str, Any], *, schema_version: int = SCHE
 def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, Any]:
     """Read a file written by :func:`save_json`, refusing truncated, corrupt or other-version files."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found; is this a specbench run directory?") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc}); re-run the cell or restore the file") from None
+    text = read_text(path, missing="is this a specbench run directory?", fix="re-run the cell or restore the file")
     try:
         data = loads_json(text)
     except json.JSONDecodeError as exc:
@@ -162,13 +181,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read as UTF-8 text ({exc.__class__.__name__}); re-run the cell "
-                         "or delete the file") from None
+    lines = read_text(path, fix="re-run the cell or delete the file").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

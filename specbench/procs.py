@@ -18,19 +18,32 @@ import psutil
 def kill_tree(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
     """SIGTERM ``proc``'s process group, SIGKILL it after ``grace_s``, then any escaped descendant.
 
-    ``proc`` must have been started with ``start_new_session=True`` (its pid is its group's id)."""
+    ``proc`` must have been started with ``start_new_session=True`` (its pid is its group's id).
+    A KeyboardInterrupt during the grace period (the user's second Ctrl-C) kills at once and is
+    re-raised."""
+    descendants: list[psutil.Process] = []
+    # One try from the first statement: a Ctrl-C that lands while the descendants are still being
+    # listed must kill the group too.
     try:
-        descendants = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    _killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
-    _, alive = psutil.wait_procs(descendants, timeout=max(0.0, min(grace_s, 2.0)))
+        try:
+            descendants = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            pass
+        _killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        _, alive = psutil.wait_procs(descendants, timeout=max(0.0, min(grace_s, 2.0)))
+    except KeyboardInterrupt:
+        _kill(proc, descendants)
+        raise
+    _kill(proc, alive)
+
+
+def _kill(proc: subprocess.Popen, alive: list[psutil.Process]) -> None:
     _killpg(proc.pid, signal.SIGKILL)
-    for child in alive:
+    for child in alive:  # escaped the group (setsid) or ignored SIGTERM
         try:
             child.kill()
         except psutil.Error:

@@ -173,3 +173,32 @@ def shown_axis_value(axis: str, value: Any) -> Any:
 
 def is_hidden_axis_value(value: Any) -> bool:
     return isinstance(value, str) and bool(re.match(r"^sha256:[0-9a-f]{8}$", value))
+
+
+def redact_config(data: dict) -> dict:
+    """A study's resolved config (``Study.model_dump(mode="json")``, changed in place and returned)
+    with secret env values and credential flags replaced and secret axis values hashed (it goes to
+    disk as the manifest's ``resolved_config``)."""
+    data["serve"]["env"] = redact_env(data["serve"]["env"])
+    data["serve"]["extra_args"] = redact_argv(data["serve"]["extra_args"])
+    # Secret axis values as the same short hashes as in the cell ids (resume refuses them).
+    data["matrix"] = {a: [shown_axis_value(a, x) for x in v] for a, v in data["matrix"].items()}
+    if data["load"].get("llmperf"):
+        data["load"]["llmperf"]["extra_args"] = redact_argv(data["load"]["llmperf"]["extra_args"])
+    return data
+
+
+def scrub_file(path, secrets: list[str]) -> None:
+    """Replace every secret in a text file (a server log) in place, atomically; a no-op when there
+    is nothing to hide."""
+    from pathlib import Path
+
+    from specbench.io import atomic_write_text
+
+    path = Path(path)
+    if not path.is_file() or not [s for s in secrets if s and len(s) >= 4]:
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    scrubbed = scrub_text(text, secrets)
+    if scrubbed != text:
+        atomic_write_text(path, scrubbed)

@@ -17,7 +17,6 @@ import collections
 import importlib.util
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -28,10 +27,9 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
-import psutil
 
 from specbench.errors import DependencyError, ServerError
-
+from specbench.procs import kill_tree
 from specbench.redact import redact_argv
 
 log = logging.getLogger(__name__)
@@ -119,6 +117,13 @@ def pick_port(host: str = "127.0.0.1", port: int | None = None) -> tuple[int, st
     raise ServerError(f"no free port in {port}..{port + 99} on {host}; pass another --port")
 
 
+def server_argv(args: list[str], host: str, port: int | str, python: str = sys.executable,
+                entry_module: str = "specbench.vllm_main") -> list[str]:
+    """The command line that serves ``args`` (after ``serve``, model first) on ``host:port``; the
+    dry-run prints it with a placeholder port."""
+    return [python, "-m", entry_module, "serve", *args, "--host", host, "--port", str(port)]
+
+
 class VLLMServer:
     """One vLLM OpenAI-compatible server process. Use as a context manager.
 
@@ -166,14 +171,21 @@ class VLLMServer:
 
     # -- properties --------------------------------------------------------------------------
     @property
-    def port(self) -> int:
-        if self._port is None:
-            raise ServerError("server not started; call start() first")
+    def port(self) -> int | None:
+        """The port start() picked; None before start()."""
         return self._port
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        if self._port is None:
+            raise ServerError("server not started; call start() first")
+        return f"http://{self.host}:{self._port}"
+
+    @property
+    def exit_status(self) -> int | None:
+        """The process's exit status once it has ended (on its own, or by stop()); None before
+        start() and while it runs."""
+        return self._proc.returncode if self._proc is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -186,8 +198,9 @@ class VLLMServer:
     @property
     def argv(self) -> list[str]:
         """The full command line (unredacted: pass it through :func:`redact_argv` before saving)."""
-        return [self.python, "-m", self.entry_module, "serve", *self.args,
-                "--host", self.host, "--port", str(self.port)]
+        if self._port is None:
+            raise ServerError("server not started; call start() first")
+        return server_argv(self.args, self.host, self._port, self.python, self.entry_module)
 
     def log_tail(self, n: int = TAIL_LINES) -> str:
         return "\n".join(list(self._tail)[-n:])
@@ -320,51 +333,17 @@ class VLLMServer:
         if self._proc is None or self._stopped:
             return
         self._stopped = True
-        descendants: list[psutil.Process] = []
-        # One try from the first statement: a Ctrl-C that lands while the descendants are still
-        # being listed must kill the group too, not leave it running with _stopped already set.
         try:
-            try:
-                descendants = psutil.Process(self._proc.pid).children(recursive=True)
-            except psutil.Error:
-                pass
-            self._signal_group(signal.SIGTERM)
-            try:
-                self._proc.wait(timeout=self.grace_s)
-            except subprocess.TimeoutExpired:
-                pass
-            _, alive = psutil.wait_procs(descendants, timeout=max(0.0, min(self.grace_s, 2.0)))
-        except KeyboardInterrupt:
-            self._kill(descendants)
-            raise
-        self._kill(alive)
+            kill_tree(self._proc, self.grace_s)
+        finally:
+            if self._proc.returncode is None:
+                log.warning("vLLM server pid %s did not exit after SIGKILL", self._proc.pid)
+            self._join_tee()
+            short = getattr(self, "_short_rpc", None)
+            if short is not None:
+                import shutil
 
-    def _kill(self, alive: list[psutil.Process]) -> None:
-        self._signal_group(signal.SIGKILL)
-        for proc in alive:  # escaped the group (setsid) or ignored SIGTERM
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(alive, timeout=5.0)
-        try:
-            self._proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            log.warning("vLLM server pid %s did not exit after SIGKILL", self._proc.pid)
-        self._join_tee()
-        short = getattr(self, "_short_rpc", None)
-        if short is not None:
-            import shutil
-
-            shutil.rmtree(short, ignore_errors=True)
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        if self._pgid is None:
-            return
-        try:
-            os.killpg(self._pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+                shutil.rmtree(short, ignore_errors=True)
 
     # -- queries -----------------------------------------------------------------------------
     def scrape_metrics(self, timeout_s: float = 10.0) -> str:

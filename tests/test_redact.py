@@ -96,7 +96,7 @@ class _DoneExecutor:
         from specbench.run.runner import new_record
 
         rec = new_record(cell, ctx.study)
-        rec["status"] = "done"
+        rec.status = "done"
         return rec, None
 
 

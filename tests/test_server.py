@@ -68,15 +68,19 @@ def test_sigterm_ignored_escalates_to_sigkill(tmp_path):
     t0 = time.monotonic()
     server.stop()
     assert time.monotonic() - t0 < 10
-    assert server._proc.returncode == -signal.SIGKILL
+    assert server.exit_status == -signal.SIGKILL
     assert _gone([server.pid]) == []
 
 
 def test_crash_at_start_raises_with_status_and_tail(tmp_path):
     t0 = time.monotonic()
+    server = standin(tmp_path, "crash", startup_timeout_s=60)
+    assert server.port is None and server.exit_status is None  # before start()
     with pytest.raises(ServerError) as err:
-        with standin(tmp_path, "crash", startup_timeout_s=60):
-            pass
+        server.start()
+    # What the runner records: the status the process exited with, not parsed from the message.
+    assert server.exit_status == 3 and server.port is not None
+    server.stop()
     assert time.monotonic() - t0 < 30  # noticed at once, not at the timeout
     msg = str(err.value)
     assert "status 3" in msg and "fatal error, exiting 3" in msg and "standin line 39" in msg
@@ -96,14 +100,17 @@ def test_killed_during_start_raises_with_tail(tmp_path):
     with pytest.raises(ServerError, match=r"status -9") as err:
         server.start()
     assert "standin line 39" in str(err.value)
+    assert server.exit_status == -signal.SIGKILL
     server.stop()
 
 
 def test_startup_timeout_raises_with_tail_and_kills(tmp_path):
     server = standin(tmp_path, "hang", startup_timeout_s=2.0, grace_s=1.0)
     with pytest.raises(ServerError, match="not healthy after 2 s") as err:
-        with server:
-            pass
+        server.start()
+    assert server.exit_status is None  # still running: it did not exit on its own
+    server.stop()
+    assert server.exit_status == -signal.SIGTERM  # stopped by us, as stop() says
     assert "standin line 39" in str(err.value)
     assert _gone([server.pid]) == []
 
@@ -185,14 +192,16 @@ def _second_ctrl_c(tmp_path, monkeypatch):
     # Send the Ctrl-C on an event, not after a fixed sleep: once stop() has sent SIGTERM (and so
     # is in its grace-period wait), whatever the machine's load.
     sigterm_sent = threading.Event()
-    real_signal_group = server._signal_group
+    from specbench import procs
 
-    def spy(sig):
-        real_signal_group(sig)
-        if sig == signal.SIGTERM:
+    real_killpg = procs._killpg
+
+    def spy(pgid, sig):
+        real_killpg(pgid, sig)
+        if sig == signal.SIGTERM and pgid == server.pgid:
             sigterm_sent.set()
 
-    monkeypatch.setattr(server, "_signal_group", spy)
+    monkeypatch.setattr(procs, "_killpg", spy)
 
     def ctrl_c():
         if sigterm_sent.wait(timeout=30):

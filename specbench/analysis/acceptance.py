@@ -1,16 +1,16 @@
 """The analysis contract (docs/internals.md "Analysis contract") in one import.
 
-The pieces live in small modules: :mod:`.counts` (Counts, Acceptance, acceptance), :mod:`.windows`
+The pieces live in small modules: :mod:`.counts` (Counts, AcceptanceStats, acceptance), :mod:`.windows`
 (records -> per-window counts), :mod:`.bootstrap` (CIs) and :mod:`.frames` (DataFrames).
 """
 
 from __future__ import annotations
 
 from specbench.analysis.bootstrap import Intervals, bootstrap, bootstrap_delta, point_estimates, significant
-from specbench.analysis.counts import DEFINITION, Acceptance, Counts, acceptance, total
+from specbench.analysis.counts import DEFINITION, AcceptanceStats, Counts, acceptance, total
 from specbench.analysis.windows import RateOnlySummary, counts_from_records, rate_only_summary
 
 __all__ = [
-    "DEFINITION", "Acceptance", "Counts", "Intervals", "RateOnlySummary", "acceptance", "bootstrap",
+    "DEFINITION", "AcceptanceStats", "Counts", "Intervals", "RateOnlySummary", "acceptance", "bootstrap",
     "bootstrap_delta", "counts_from_records", "point_estimates", "rate_only_summary", "significant", "total",
 ]

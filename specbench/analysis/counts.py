@@ -59,12 +59,6 @@ class Counts:
             derived=derived,
         )
 
-    def __radd__(self, other: Any) -> "Counts":
-        # lets sum(list_of_counts) work with its default start of 0
-        if other == 0:
-            return self
-        return NotImplemented
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "num_drafts": self.num_drafts,
@@ -110,10 +104,10 @@ def invalid_reason(c: Counts) -> str | None:
     return None
 
 
-def total(units: list[Counts]) -> Counts:
-    """Sum of ``units`` (the pooled counts); raises ValueError when there are none."""
+def total(units: list[Counts]) -> Counts | None:
+    """Sum of ``units`` (the pooled counts), None when there are none: the one way Counts are summed."""
     if not units:
-        raise ValueError("no counts to sum")
+        return None
     out = units[0]
     for u in units[1:]:
         out = out + u
@@ -121,7 +115,7 @@ def total(units: list[Counts]) -> Counts:
 
 
 @dataclass
-class Acceptance:
+class AcceptanceStats:
     """Statistics derived from :class:`Counts`; all "derived" in the DESIGN sense."""
 
     counts: Counts
@@ -141,7 +135,7 @@ def conditional_from_unconditional(p: list[float]) -> list[float]:
     return [p[0]] + [_ratio(p[i], p[i - 1]) for i in range(1, len(p))] if p else []
 
 
-def acceptance(counts: Counts) -> Acceptance:
+def acceptance(counts: Counts) -> AcceptanceStats:
     """Derive AL, DAR, p_i and alpha_i from ``counts`` and check the DESIGN invariants (as warnings)."""
     c = counts
     where = f" ({c.origin})" if c.origin else ""
@@ -152,7 +146,7 @@ def acceptance(counts: Counts) -> Acceptance:
     alpha = conditional_from_unconditional(p)
     if c.num_drafts == 0:
         warnings.append(f"no drafts{where}: acceptance is undefined")
-        return Acceptance(c, al, dar, p, alpha, warnings)
+        return AcceptanceStats(c, al, dar, p, alpha, warnings)
 
     if c.accepted_per_position is not None:
         s = sum(c.accepted_per_position)
@@ -170,4 +164,4 @@ def acceptance(counts: Counts) -> Acceptance:
         warnings.append(f"invariant DAR = (AL - 1)/k broken{where}: DAR {dar:.4f}, (AL-1)/k {(al - 1) / k:.4f}")
     if c.accepted_tokens > c.draft_tokens:
         warnings.append(f"accepted_tokens {c.accepted_tokens} > draft_tokens {c.draft_tokens}{where}")
-    return Acceptance(c, al, dar, p, alpha, warnings)
+    return AcceptanceStats(c, al, dar, p, alpha, warnings)

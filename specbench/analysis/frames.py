@@ -46,7 +46,7 @@ def summary_frame(
     rows: list[dict[str, Any]] = []
     k_max = 0
     for label, units in groups.items():
-        pooled = totals.get(label) or (total(units) if units else None)
+        pooled = totals.get(label) or total(units)
         row: dict[str, Any] = {"label": label, "unit": unit.get(label, "window") if isinstance(unit, dict) else unit,
                                "n_units": len(units)}
         if pooled is None:

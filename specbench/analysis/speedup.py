@@ -49,22 +49,24 @@ _ONE, _OUT, _E2E, _TTFT, _D, _A = range(6)
 N_BASE_COLUMNS = 6
 
 
-def request_matrix(rows: list[dict[str, Any]], positions: int = 0) -> tuple[list[tuple], np.ndarray]:
+def request_matrix(rows: list[dict[str, Any]] | list, positions: int = 0) -> tuple[list[tuple], np.ndarray]:
     """Keys ``(repeat, id, prompt_id)`` and columns [1, out, e2e, ttft, drafts, accepted] of the
     requests that finished with >= 2 tokens (drafts/accepted NaN without per-request counts), then
     ``positions`` columns of accepted-per-position counts (NaN where a request lacks them)."""
+    from specbench.records import requests_of
+
     keys, cols = [], []
-    for r in rows:
-        if r.get("error") or r.get("error_code") or r.get("e2e_s") is None or r.get("ttft_s") is None:
+    for r in requests_of(rows):
+        if not r.ok or r.e2e_s is None or r.ttft_s is None:
             continue
-        out = r.get("output_tokens")
-        if not isinstance(out, (int, float)) or out < 2:
+        out = r.output_tokens
+        if out is None or out < 2:
             continue
-        sd = r.get("spec_decode") or {}
-        d, a = sd.get("num_drafts"), sd.get("accepted_tokens")
-        keys.append((r.get("_repeat"), r.get("id"), r.get("prompt_id")))
-        pos = sd.get("accepted_per_position") or []
-        cols.append([1.0, float(out), float(r["e2e_s"]), float(r["ttft_s"]),
+        sd = r.spec_decode
+        d, a = (sd.num_drafts, sd.accepted_tokens) if sd is not None else (None, None)
+        keys.append((r.repeat, r.id, r.prompt_id))
+        pos = (sd.accepted_per_position if sd is not None else None) or []
+        cols.append([1.0, float(out), float(r.e2e_s), float(r.ttft_s),
                      float("nan") if d is None else float(d), float("nan") if a is None else float(a)]
                     + [float(pos[i]) if i < len(pos) else float("nan") for i in range(positions)])
     return keys, np.asarray(cols, dtype=np.float64).reshape(-1, N_BASE_COLUMNS + positions)

@@ -28,9 +28,9 @@ def _config_or_default(config: Optional[Path]) -> Path:
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
     from specbench.config import load_config
     from specbench.run.cells import expand
-    from specbench.redact import redact_argv, redact_env
-
     from specbench.config_checks import check_prompts
+    from specbench.redact import redact_argv, redact_env
+    from specbench.server import server_argv
 
     study = load_config(config, overrides)
     check_prompts(study, str(config))
@@ -45,7 +45,7 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
           "in head variants of an eager EAGLE server, share one); each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
           "VLLM_CACHE_ROOT (its modelinfos/ shared across servers)", file=out)
     for c in cells:
-        argv = [sys.executable, "-m", "specbench.vllm_main", "serve", *c.args, "--host", serve.host, "--port", port]
+        argv = server_argv(c.args, serve.host, port)
         print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""),
               file=out)
         print("  argv: " + shlex.join(redact_argv(argv)), file=out)
@@ -61,7 +61,7 @@ def _print_llmperf(study, cell, out) -> None:
     from specbench.redact import redact_argv
 
     ld = study.load
-    model = study.served_model_name if study.serve.served_model_name else cell.args[0]
+    model = cell.model
     runs = ([("llmperf warmup", ld.warmup_requests, True)] if ld.warmup_requests else []) + [
         ("llmperf load", ld.num_requests, False)]
     for label, n, warm in runs:

@@ -148,12 +148,13 @@ def load_gate_file(path: Path) -> list[Gate]:
 
     from specbench.safe_yaml import load_yaml
 
+    from specbench.io import read_text
+
     path = Path(path)
+    text = read_text(path, "gate file", fix="pass a YAML list of gates", error=GateError)
     try:
-        data = load_yaml(path.read_text(encoding="utf-8"))  # duplicates, alias bombs, depth refused
-    except FileNotFoundError:
-        raise GateError(f"{path}: gate file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = load_yaml(text)  # duplicates, alias bombs, depth refused
+    except yaml.YAMLError as exc:
         raise GateError(f"{path}: not readable YAML ({str(exc).splitlines()[0]})") from None
     if isinstance(data, list):
         data = {"gates": data}

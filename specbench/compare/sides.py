@@ -17,6 +17,7 @@ from typing import Any
 from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
 from specbench.errors import InputError
+from specbench.records import Acceptance
 
 CellKey = tuple[tuple[str, str], ...]
 
@@ -26,13 +27,9 @@ _LATENCY_KEYS = {
     "itl_p50_ms": (("itl_ms", 1.0), ("inter_token_latency_s", 1000.0), ("itl_s", 1000.0)),
     "e2e_p50_ms": (("e2e_ms", 1.0), ("end_to_end_latency_s", 1000.0), ("e2e_s", 1000.0)),
 }
-# summary.json (llmperf key names) fallbacks when there are no per-request rows.
-_SUMMARY_KEYS = {
-    "ttft_p50_ms": ("results_ttft_s_quantiles_p50", 1000.0),
-    "itl_p50_ms": ("results_inter_token_latency_s_quantiles_p50", 1000.0),
-    "e2e_p50_ms": ("results_end_to_end_latency_s_quantiles_p50", 1000.0),
-    "output_tok_per_s": ("results_mean_output_throughput_token_per_s", 1.0),
-}
+# summary.json (llmperf key names, read through load.summary.summary_columns) fallbacks when
+# there are no per-request rows.
+_SUMMARY_METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s")
 
 
 @dataclass
@@ -180,22 +177,23 @@ def _load_run_dir(path: Path, run=None) -> Side:
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
     not_done: dict[CellKey, FailedCell] = {}
     for cell_id, data in run.cells.items():
-        axes = dict(data.cell.get("axes") or {})
+        rec = data.record
+        axes = dict(rec.axes)
         key = cell_key(axes)
         if data.status != "done":
-            why = f"{cell_id}: status {data.status} ({data.cell.get('reason') or 'no reason given'})"
+            why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
             side.skipped.append(why)
-            base = bool(data.cell.get("is_baseline"))
+            base = bool(rec.is_baseline)
             not_done.setdefault(key, FailedCell(key, cell_name(axes, cell_id), axes, why, base,
                                                 None if base else _planned_k(axes, run.manifest)))
             continue
         cell = side.cells.get(key)
         if cell is None:
             cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
-                                              is_baseline=bool(data.cell.get("is_baseline")))
+                                              is_baseline=bool(rec.is_baseline))
         cell.cell_ids.append(cell_id)
-        _add_acceptance(cell, data.acceptance, data.dir / "acceptance.json", side.warnings)
-        _add_latency(cell, data.dir / "requests.jsonl", data.summary, data.cell.get("repeat"), data.requests)
+        _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
+        _add_latency(cell, data.dir / "requests.jsonl", data.summary, rec.repeat, data.requests)
         if cell.num_spec_tokens is None and not cell.is_baseline:
             cell.num_spec_tokens = _planned_k(axes, run.manifest)
     for key, failed in not_done.items():
@@ -215,7 +213,7 @@ def _timing_warnings(run) -> list[str]:
     """Latency and speed-up compare client timings: say when this run's cells did not run alone on
     one machine (the Ray executor can run them side by side, or on different hosts)."""
     hosts = run.manifest.get("cell_hosts") or {}
-    spans = [(cid, hosts.get(cid) or "", c.cell.get("started_at"), c.cell.get("ended_at"))
+    spans = [(cid, hosts.get(cid) or "", c.record.started_at, c.record.ended_at)
              for cid, c in run.cells.items() if c.status == "done"]
     spans = [s for s in spans if isinstance(s[2], str) and isinstance(s[3], str) and s[2] and s[3]]  # damaged: no span
     together = sorted({f"{a[0]} + {b[0]}" for i, a in enumerate(spans) for b in spans[i + 1:]
@@ -241,16 +239,12 @@ def _valid(units: list[Counts], where: str, warnings: list[str]) -> list[Counts]
     return out
 
 
-def _units(acc: dict[str, Any], where: Path, warnings: list[str] | None = None) -> tuple[list[Counts], str | None]:
+def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> tuple[list[Counts], str | None]:
     """Per-request units when they carry positions, else log windows, else the exact total."""
     warnings = warnings if warnings is not None else []
-    try:
-        req = [Counts.from_dict(u) for u in ((acc.get("per_request") or {}).get("units") or [])]
-        win = [Counts.from_dict(u) for u in ((acc.get("logs") or {}).get("windows") or [])]
-        tot = (acc.get("prometheus") or {}).get("counts")
-        total = [Counts.from_dict(tot)] if tot else []
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{where}: malformed counts ({exc}); re-run the cell (specbench run --resume)") from None
+    req = [u.counts() for u in (acc.per_request.units if acc.per_request is not None else [])]
+    win = [u.counts() for u in acc.logs.windows]
+    total = [acc.total] if acc.total is not None else []
     req = _valid(req, f"{where}: per_request.units", warnings)
     win = _valid(win, f"{where}: logs.windows", warnings)
     total = _valid(total, f"{where}: prometheus.counts", warnings)
@@ -265,14 +259,14 @@ def _units(acc: dict[str, Any], where: Path, warnings: list[str] | None = None) 
     return [u for u in total if u.num_drafts], "total"
 
 
-def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, warnings: list[str]) -> None:
-    if not acc or acc.get("baseline"):
+def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warnings: list[str]) -> None:
+    if acc is None or acc.baseline:
         return
     units, kind = _units(acc, where, warnings)
     if not units:
         return
     prev = cell.unit_kind
-    exact = _exact(acc, where)
+    exact = _exact(acc)
     if exact is None or cell.exact_missing:
         cell.exact, cell.exact_missing = None, True
     else:
@@ -283,15 +277,11 @@ def _add_acceptance(cell: SideCell, acc: dict[str, Any] | None, where: Path, war
     if prev not in (None, "total", kind):
         warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
     cell.unit_kind = kind
-    cell.num_spec_tokens = acc.get("num_spec_tokens") or _k(cell.units)
+    cell.num_spec_tokens = acc.num_spec_tokens or _k(cell.units)
 
 
-def _exact(acc: dict[str, Any], where: Path) -> Counts | None:
-    tot = (acc.get("prometheus") or {}).get("counts")
-    try:
-        c = Counts.from_dict(tot) if tot else None
-    except (KeyError, TypeError, ValueError):
-        return None
+def _exact(acc: Acceptance) -> Counts | None:
+    c = acc.total
     if c is None or not c.num_drafts or invalid_reason(c):  # invalid: _units warned about it
         return None
     return c
@@ -328,17 +318,13 @@ def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | 
                 value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)
                 if value is not None:
                     cell.latency.setdefault(metric, []).append(float(value))
-    summary = dict(summary or {})
-    # Same name, same meaning across drivers: server-true throughput when the summary has it, and
-    # llmperf's per-chunk ITL never stands in for the per-token one.
-    if "specbench_output_tok_per_s" in summary:
-        summary["results_mean_output_throughput_token_per_s"] = summary["specbench_output_tok_per_s"]
-    if summary.get("specbench_itl_method") == "llmperf_per_chunk":
-        summary.pop("results_inter_token_latency_s_quantiles_p50", None)
-    for metric, (key, scale) in _SUMMARY_KEYS.items():
-        value = summary.get(key)
+    from specbench.load.summary import summary_columns
+
+    columns = summary_columns(summary)
+    for metric in _SUMMARY_METRICS:
+        value = columns.get(metric)
         if isinstance(value, (int, float)):
-            cell.summary.setdefault(metric, []).append(float(value) * scale)
+            cell.summary.setdefault(metric, []).append(float(value))
 
 
 def _per_request(value: Any) -> float | None:

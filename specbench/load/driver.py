@@ -29,7 +29,6 @@ import datetime as _dt
 import json
 import os
 import random
-import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -38,10 +37,6 @@ from typing import Any, Callable
 import httpx
 
 from specbench.load.prompts import Prompt
-
-PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
-# The first release we read the flag's source in; older releases may lack it.
-PER_REQUEST_MIN_VERSION = (0, 32)
 
 
 @dataclass
@@ -72,21 +67,6 @@ class LoadResult:
     model: str = ""
     base_url: str = ""
     spec: dict[str, Any] = field(default_factory=dict)
-
-
-def supports_per_request_metrics(vllm_version_or_help: str | None) -> bool:
-    """Whether a server accepts ``--per-request-spec-decode-metrics``.
-
-    Pass ``vllm serve --help`` text (decisive) or a version string such as ``0.32.0+cpu``.
-    """
-    if not vllm_version_or_help:
-        return False
-    if PER_REQUEST_FLAG in vllm_version_or_help:
-        return True
-    m = re.match(r"\s*v?(\d+)\.(\d+)", vllm_version_or_help)
-    if not m or "\n" in vllm_version_or_help.strip():
-        return False  # help text without the flag
-    return (int(m.group(1)), int(m.group(2))) >= PER_REQUEST_MIN_VERSION
 
 
 def request_order(prompts: list[Prompt], spec: LoadSpec) -> list[Prompt]:

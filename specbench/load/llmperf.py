@@ -275,11 +275,12 @@ def read_llmperf_results(results_dir: Path, name: str | None = None) -> LoadResu
 
 
 def _read_json(path: Path, kind: type) -> Any:
+    from specbench.io import read_text
+
+    text = read_text(path, "llmperf result file", missing="was llmperf run with --results-dir here?")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: llmperf result file not found; was llmperf run with --results-dir here?") from None
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise InputError(f"{path}: not a readable llmperf JSON file ({exc})") from None
     if not isinstance(data, kind):
         raise InputError(f"{path}: expected a JSON {kind.__name__}, got {type(data).__name__}")

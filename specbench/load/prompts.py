@@ -59,12 +59,9 @@ def load_prompts(categories: list[str] | None = None, path: Path | None = None) 
 
 
 def _read_file(path: Path) -> list[Prompt]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: prompt file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read prompt file ({exc}); it must be UTF-8 JSONL") from None
+    from specbench.io import read_text
+
+    text = read_text(path, "prompt file", fix="it must be UTF-8 JSONL")
     prompts = _parse_lines(text, str(path), path.stem)
     if not prompts:
         raise InputError(f"{path}: no prompts; expected one JSON object per line")

@@ -81,10 +81,9 @@ def looks_like_bench_file(path: Path | str) -> bool:
 def read_bench_file(path: Path | str) -> list[BenchResult]:
     """Every result object in ``path``; InputError naming the file when it is not such a file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc}); check the path") from None
+    from specbench.io import read_text
+
+    text = read_text(path, errors="replace")
     out = [BenchResult(obj, str(path), line) for obj, line in _objects(text, path) if is_bench_result(obj)]
     if not out:
         raise InputError(f"{path}: JSON without vllm bench serve result keys (duration, completed, "

@@ -21,6 +21,7 @@ from specbench.analysis.acceptance import (
 )
 from specbench.errors import ConfigError, InputError
 from specbench.metrics.record import SpecDecodeRecord
+from specbench.records import Acceptance
 
 
 @dataclass
@@ -145,9 +146,9 @@ def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list
         if any(_is_acceptance_json(p) for p in paths):
             if len(paths) > 1:
                 raise ConfigError(f"--label {name}: an acceptance.json cannot share a label with other files")
-            from specbench.io import load_json
+            from specbench.records import Acceptance, load
 
-            groups.append(group_from_acceptance(name, load_json(paths[0]), str(paths[0])))
+            groups.append(group_from_acceptance(name, load(Acceptance, paths[0]), str(paths[0])))
             continue
         for p in paths:
             r, w = read_records(p)
@@ -169,28 +170,19 @@ def _axis_label(axis: str) -> str:
     return axis_label(axis)
 
 
-def _counts(d: dict[str, Any] | None, where: str) -> Counts | None:
-    if d is None:
-        return None
-    try:
-        return Counts.from_dict(d, origin=where)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{where}: bad counts object ({exc}); re-run the cell or delete acceptance.json") from None
-
-
 def groups_from_run(path: Path, *, prefix: bool = False) -> list[Group]:
     """One group per cell of a run directory (baseline cells, which have no speculation, are skipped)."""
     run = _load_run(path)
     groups = []
     for cell_id, cell in run.cells.items():
         label = f"{run.run_id}/{cell_id}" if prefix else cell_id
-        axes = {_axis_label(str(k)): str(v) for k, v in (cell.cell.get("axes") or {}).items()}
-        common = {"axes": axes, "repeat": cell.cell.get("repeat")}
-        acc = cell.acceptance
-        if acc is not None and acc.get("baseline"):
+        axes = {_axis_label(str(k)): str(v) for k, v in cell.record.axes.items()}
+        common = {"axes": axes, "repeat": cell.record.repeat}
+        acc = cell.acc
+        if acc is not None and acc.baseline:
             continue
         if cell.status != "done" or acc is None:
-            why = cell.cell.get("reason") or ("no acceptance.json" if acc is None else cell.status)
+            why = cell.record.reason or ("no acceptance.json" if acc is None else cell.status)
             groups.append(Group(label, [], "window", warnings=[f"cell not usable ({cell.status}): {why}"], **common))
             continue
         groups.append(group_from_acceptance(label, acc, str(cell.dir / "acceptance.json"), **common))
@@ -199,24 +191,24 @@ def groups_from_run(path: Path, *, prefix: bool = False) -> list[Group]:
     return groups
 
 
-def group_from_acceptance(label: str, acc: dict[str, Any], where: str, axes: dict[str, str] | None = None,
+def group_from_acceptance(label: str, acc: Acceptance, where: str, axes: dict[str, str] | None = None,
                           repeat: int | None = None) -> Group:
     """A cell's ``acceptance.json``: Prometheus totals; per-request units or log windows for the CI."""
-    prom = _counts((acc.get("prometheus") or {}).get("counts"), where)
-    windows = [_counts(w, f"{where} logs.windows[{i}]") for i, w in enumerate((acc.get("logs") or {}).get("windows") or [])]
-    per_req = acc.get("per_request") or {}
-    requests = [_counts(u, f"{where} per_request.units[{i}]") for i, u in enumerate(per_req.get("units") or [])]
-    ci_unit = (acc.get("ci") or {}).get("unit")
+    prom = acc.prometheus.counts.counts(origin=where) if acc.prometheus.counts is not None else None
+    windows = [w.counts(origin=f"{where} logs.windows[{i}]") for i, w in enumerate(acc.logs.windows)]
+    units_of = acc.per_request.units if acc.per_request is not None else []
+    requests = [u.counts(origin=f"{where} per_request.units[{i}]") for i, u in enumerate(units_of)]
+    ci_unit = acc.ci.unit if acc.ci is not None else None
     if requests and (ci_unit == "request" or not windows):
         units, unit = requests, "request"
     elif windows:
         units, unit = windows, "window"
     else:
         units, unit = ([prom] if prom is not None else []), "scrape"
-    warnings = list(acc.get("warnings") or [])
-    agreement = acc.get("agreement") or {}
+    warnings = list(acc.warnings)
+    agreement = acc.agreement
     for key, what in (("logs_vs_prometheus", "log windows"), ("per_request_vs_prometheus", "per-request counts")):
-        if agreement.get(key) is False:
-            detail = (agreement.get("details") or {}).get(key.split("_vs_")[0], "")
+        if getattr(agreement, key) is False:
+            detail = agreement.details.get(key.split("_vs_")[0], "")
             warnings.append(f"{what} disagree with the Prometheus counts {detail}".rstrip())
     return Group(label, units, unit, total=prom, warnings=warnings, axes=axes, repeat=repeat)

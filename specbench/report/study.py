@@ -78,17 +78,16 @@ def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
         req = cell.dir / "requests.jsonl"
         if cell.status != "done" or not req.exists():
             continue
-        repeat = cell.cell.get("repeat")
-        rows = [{**r, "_repeat": repeat} for r in read_jsonl(req)]
+        rec = cell.record
+        rows = [{**r, "_repeat": rec.repeat} for r in read_jsonl(req)]
         tput = (cell.summary or {}).get("results_mean_output_throughput_token_per_s")
         out.append(CellRequests(
             label=f"{run.run_id}/{cell_id}" if prefix else cell_id,
-            axes={axis_label(str(k)): str(v) for k, v in (cell.cell.get("axes") or {}).items()},
-            repeat=repeat, is_baseline=bool(cell.cell.get("is_baseline")), rows=rows,
+            axes={axis_label(str(k)): str(v) for k, v in rec.axes.items()},
+            repeat=rec.repeat, is_baseline=bool(rec.is_baseline), rows=rows,
             load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
             host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
-            window=(cell.cell["started_at"], cell.cell["ended_at"])
-            if all(isinstance(cell.cell.get(k), str) and cell.cell[k] for k in ("started_at", "ended_at")) else None))
+            window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None))
     return out, draft_axes_of(run.manifest)
 
 

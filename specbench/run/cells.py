@@ -28,6 +28,10 @@ from specbench.config import FIXTURE_REFS, MTP_METHODS, SPEC_AXES, Study
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 
 NONE = "none"
+# vLLM's per-request spec-decode counts; the first release we read the flag's source in is 0.32,
+# older releases may lack it.
+PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
+PER_REQUEST_MIN_VERSION = (0, 32)
 T = TypeVar("T")
 
 
@@ -44,6 +48,8 @@ class Cell:
     # load settings from load: axes (concurrency, max_tokens, temperature, category): they change
     # the load, not the server, so cells differing only here share one server (run/groups.py)
     load: dict[str, Any] = field(default_factory=dict)
+    num_spec_tokens: int | None = None  # k of the speculative config; None for the baseline
+    model: str | None = None  # the name requests ask for: served_model_name, else the resolved model
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,10 +172,11 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
     parts = [f"{axis_label(a)}-{_slug(_id_value(a, v))}" for a, v in values.items()
              if id_axes is None or a in id_axes]
     cell_id = "__".join((["baseline"] if baseline else []) + parts + [f"r{repeat}"])
-    args: list[str] = [resolve(serve.model)]
+    model = resolve(serve.model)
+    args: list[str] = [model]
     if serve.served_model_name:
         args += ["--served-model-name", serve.served_model_name]
-    draft = output_norm = method = None
+    draft = output_norm = method = k = None
     spec = serve.speculative
     if spec is not None and not baseline:
         method = str(values.get("method", spec.method))
@@ -183,7 +190,7 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
         output_norm = values.get("output_norm")
         if _per_request_flag(serve.per_request_metrics):
             level = "summary" if serve.per_request_metrics == "summary" else "detailed"
-            args += ["--per-request-spec-decode-metrics", level]
+            args += [PER_REQUEST_FLAG, level]
     if serve.tensor_parallel_size != 1:
         args += ["--tensor-parallel-size", str(serve.tensor_parallel_size)]
     if serve.max_model_len is not None:
@@ -226,7 +233,8 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     load = {a[5:]: v for a, v in values.items() if a.startswith("load:")}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
-                output_norm=output_norm, draft=draft, load=load)
+                output_norm=output_norm, draft=draft, load=load, num_spec_tokens=k,
+                model=serve.served_model_name or model)
 
 
 @functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process
@@ -251,10 +259,24 @@ def _per_request_flag(mode: str) -> bool:
         return True
     if mode == "off":
         return False
-    from specbench.load.driver import supports_per_request_metrics
     from specbench.vllm_main import installed_vllm_version
 
     return supports_per_request_metrics(installed_vllm_version())
+
+
+def supports_per_request_metrics(vllm_version_or_help: str | None) -> bool:
+    """Whether a server accepts ``--per-request-spec-decode-metrics``.
+
+    Pass ``vllm serve --help`` text (decisive) or a version string such as ``0.32.0+cpu``.
+    """
+    if not vllm_version_or_help:
+        return False
+    if PER_REQUEST_FLAG in vllm_version_or_help:
+        return True
+    m = re.match(r"\s*v?(\d+)\.(\d+)", vllm_version_or_help)
+    if not m or "\n" in vllm_version_or_help.strip():
+        return False  # help text without the flag
+    return (int(m.group(1)), int(m.group(2))) >= PER_REQUEST_MIN_VERSION
 
 
 def _plugin_env(cell_env: dict[str, str], method: str) -> dict[str, str]:

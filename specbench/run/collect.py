@@ -16,7 +16,10 @@ import math
 from typing import Any
 
 from specbench.analysis.acceptance import DEFINITION, Counts, acceptance, bootstrap, counts_from_records
+from specbench.analysis.counts import invalid_reason, total
 from specbench.metrics.record import SpecDecodeRecord
+from specbench.records import CI, Acceptance, Agreement, CountsRecord, Derived, PerRequest, RequestRecord, Total, \
+    Windows, requests_of
 
 COUNT_FIELDS = ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
 
@@ -27,7 +30,7 @@ def prometheus_counts(text: str, file: str | None = None) -> Counts | None:
 
     recs = [r for r in parse_prometheus(text, file=file) if isinstance(r, SpecDecodeRecord)]
     units = [_record_to_counts(r) for r in recs if r.num_drafts is not None]
-    return sum_counts(units)
+    return total(units)
 
 
 def _record_to_counts(r: SpecDecodeRecord) -> Counts:
@@ -38,7 +41,10 @@ def _record_to_counts(r: SpecDecodeRecord) -> Counts:
 
 
 def diff_counts(after: Counts | None, before: Counts | None) -> Counts | None:
-    """after - before; a missing 'before' (no drafts yet, counters not exported) counts as zero."""
+    """after - before; a missing 'before' (no drafts yet, counters not exported) counts as zero.
+
+    A counter that went backwards (the server restarted between the scrapes) gives a negative
+    count: kept as measured, and :func:`build_acceptance` flags it (``reset_problem``)."""
     if after is None:
         return None
     if before is None:
@@ -61,30 +67,26 @@ def log_windows(log_text: str, after_line: int, file: str | None = None) -> tupl
     return counts_from_records(records)
 
 
-def sum_counts(units: list[Counts]) -> Counts | None:
-    if not units:
-        return None
-    out = units[0]
-    for u in units[1:]:
-        out = out + u
-    return out
-
-
-def request_units(requests: list[dict[str, Any]]) -> list[Counts] | None:
+def request_units(requests: list[RequestRecord] | list[dict[str, Any]]) -> list[Counts] | None:
     """One Counts per successful request with spec-decode data; None when any lacks it."""
     units = []
-    for req in requests:
-        if req.get("error"):
+    for req in requests_of(requests):
+        if req.error:
             continue
-        sd = req.get("spec_decode")
-        if not sd:
+        if req.spec_decode is None or not req.spec_decode.complete:
             return None
-        units.append(Counts(num_drafts=int(sd["num_drafts"]), draft_tokens=int(sd["draft_tokens"]),
-                            accepted_tokens=int(sd["accepted_tokens"]),
-                            accepted_per_position=sd.get("accepted_per_position"),
-                            num_spec_tokens=sd.get("num_spec_tokens"),
-                            origin=f"request {req.get('id')}"))
+        units.append(req.spec_decode.counts(origin=f"request {req.id}"))
     return units or None
+
+
+def reset_problem(prom: Counts | None) -> str | None:
+    """Why a /metrics diff cannot be a measurement (a counter reset gives negative counts), or None.
+
+    compare leaves such counts out as invalid (compare/sides.py, counts.invalid_reason); the
+    runner fails the cell with this reason instead of storing numbers nobody may use."""
+    why = invalid_reason(prom) if prom is not None else None
+    return None if why is None else (f"/metrics diff is not a measurement ({why}): a counter went back "
+                                     "(server restarted between the scrapes?); re-run the cell")
 
 
 def counts_equal(a: Counts | None, b: Counts | None) -> tuple[bool, dict[str, Any]]:
@@ -95,67 +97,68 @@ def counts_equal(a: Counts | None, b: Counts | None) -> tuple[bool, dict[str, An
     return not diffs, diffs
 
 
-def _counts_json(c: Counts | None) -> dict[str, Any] | None:
-    return None if c is None else c.to_dict()
-
-
 def _finite(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
 def build_acceptance(*, num_spec_tokens: int | None, prom: Counts | None, windows: list[Counts],
                      window_warnings: list[str], req_units: list[Counts] | None, per_request_mode: str,
-                     seed: int = 0) -> dict[str, Any]:
-    """The acceptance.json payload (docs/internals.md) of a speculative cell."""
-    log_total = sum_counts(windows)
+                     seed: int = 0) -> Acceptance:
+    """The acceptance.json record (docs/internals.md) of a speculative cell."""
+    log_total = total(windows)
     logs_ok, logs_details = counts_equal(log_total, prom)
     use_req = req_units if per_request_mode != "off" else None
-    req_total = sum_counts(use_req) if use_req else None
+    req_total = total(use_req) if use_req else None
     req_ok, req_details = counts_equal(req_total, prom) if use_req else (None, {})
-    derived: dict[str, Any] = {}
+    derived = Derived()
     warnings = list(window_warnings)
-    if prom is not None:
+    reset = reset_problem(prom)
+    if reset:
+        warnings.append(reset)  # the counts stay in the record as evidence; no figures from them
+    elif prom is not None:
         acc = acceptance(prom)
         warnings += acc.warnings
-        derived = {"mean_acceptance_length": _finite(acc.mean_acceptance_length),
-                   "draft_acceptance_rate": _finite(acc.draft_acceptance_rate),
-                   "per_position": [_finite(p) for p in acc.per_position],
-                   "conditional": [_finite(a) for a in acc.conditional]}
+        derived = Derived(mean_acceptance_length=_finite(acc.mean_acceptance_length),
+                          draft_acceptance_rate=_finite(acc.draft_acceptance_rate),
+                          per_position=[_finite(p) for p in acc.per_position],
+                          conditional=[_finite(a) for a in acc.conditional])
     ci = None
     ci_units = use_req if use_req else windows
-    if ci_units and prom is not None and prom.num_drafts:
+    if ci_units and prom is not None and prom.num_drafts and not reset:
         iv = bootstrap(ci_units, seed=seed)
-        ci = {"unit": "request" if ci_units is use_req else "window", "confidence": iv.confidence,
-              "n_units": iv.n_units, "degenerate": iv.degenerate,
-              "intervals": {k: [_finite(lo), _finite(hi)] for k, (lo, hi) in iv.items()}}
-    return {
-        "definition": DEFINITION,
-        "num_spec_tokens": num_spec_tokens,
-        "prometheus": {"counts": _counts_json(prom)},
-        "logs": {"counts": _counts_json(log_total), "windows": [w.to_dict() for w in windows]},
-        "per_request": None if not use_req else {"counts": _counts_json(req_total),
-                                                 "units": [u.to_dict() for u in use_req]},
-        "agreement": {"logs_vs_prometheus": logs_ok, "per_request_vs_prometheus": req_ok,
-                      "details": {k: v for k, v in (("logs", logs_details), ("per_request", req_details)) if v}},
-        "derived": derived,
-        "ci": ci,
-        "warnings": warnings,
-    }
+        ci = CI(unit="request" if ci_units is use_req else "window", confidence=iv.confidence,
+                n_units=iv.n_units, degenerate=iv.degenerate,
+                intervals={k: [_finite(lo), _finite(hi)] for k, (lo, hi) in iv.items()})
+    return Acceptance(
+        definition=DEFINITION,
+        num_spec_tokens=num_spec_tokens,
+        prometheus=Total(counts=CountsRecord.of(prom)),
+        logs=Windows(counts=CountsRecord.of(log_total), windows=[CountsRecord.of(w) for w in windows]),
+        per_request=None if not use_req else PerRequest(counts=CountsRecord.of(req_total),
+                                                        units=[CountsRecord.of(u) for u in use_req]),
+        agreement=Agreement(logs_vs_prometheus=logs_ok, per_request_vs_prometheus=req_ok,
+                            details={k: v for k, v in (("logs", logs_details), ("per_request", req_details)) if v}),
+        derived=derived,
+        ci=ci,
+        warnings=warnings,
+    )
 
 
-def baseline_acceptance(prom_before: Counts | None, prom_after: Counts | None, windows: list[Counts]) -> dict[str, Any]:
+def baseline_acceptance(prom_before: Counts | None, prom_after: Counts | None, windows: list[Counts]) -> Acceptance:
     """The baseline (no speculation) must show no spec-decode activity: counters absent or zero."""
     d = diff_counts(prom_after, prom_before)
     absent = prom_after is None
     zero = d is None or (d.num_drafts == 0 and d.draft_tokens == 0 and d.accepted_tokens == 0)
-    return {
-        "definition": DEFINITION, "num_spec_tokens": None, "baseline": True,
-        "spec_metrics": "absent" if absent else ("zero" if zero else "present"),
-        "baseline_ok": zero and not windows,
-        "prometheus": {"counts": _counts_json(d)},
-        "logs": {"counts": _counts_json(sum_counts(windows)), "windows": [w.to_dict() for w in windows]},
-        "per_request": None,
-        "agreement": {"logs_vs_prometheus": not windows and zero, "per_request_vs_prometheus": None, "details": {}},
-        "derived": {}, "ci": None, "warnings": [] if zero and not windows else
-        ["baseline cell (no speculation) shows spec-decode counts: check serve.extra_args"],
-    }
+    reset = reset_problem(d)
+    return Acceptance(
+        definition=DEFINITION, num_spec_tokens=None, baseline=True,
+        spec_metrics="absent" if absent else ("zero" if zero else "present"),
+        baseline_ok=zero and not windows,
+        prometheus=Total(counts=CountsRecord.of(d)),
+        logs=Windows(counts=CountsRecord.of(total(windows)), windows=[CountsRecord.of(w) for w in windows]),
+        per_request=None,
+        agreement=Agreement(logs_vs_prometheus=not windows and zero, per_request_vs_prometheus=None, details={}),
+        derived=Derived(), ci=None,
+        warnings=([reset] if reset else []) + ([] if zero and not windows else
+                                              ["baseline cell (no speculation) shows spec-decode counts: check serve.extra_args"]),
+    )

@@ -34,7 +34,7 @@ class QuietDisplay:
 
     def start(self, cells) -> None: ...
     def update(self, cell_id: str, state: str, **info: Any) -> None: ...
-    def finish(self, run_dir: Path, records: list[dict]) -> None: ...
+    def finish(self, run_dir: Path, records: list) -> None: ...
     def close(self) -> None: ...
 
 
@@ -58,7 +58,7 @@ class PlainDisplay:
             self._last[cell_id] = text
             print(f"  {cell_id}: {text}", file=self.stream, flush=True)
 
-    def finish(self, run_dir: Path, records: list[dict]) -> None:
+    def finish(self, run_dir: Path, records: list) -> None:
         Console(file=self.stream, force_terminal=False, no_color=True, width=160).print(final_table(run_dir))
 
     def close(self) -> None: ...
@@ -91,7 +91,7 @@ class LiveDisplay:
         if self.live is not None:
             self.live.update(self._table())
 
-    def finish(self, run_dir: Path, records: list[dict]) -> None:
+    def finish(self, run_dir: Path, records: list) -> None:
         self.close()
         self.console.print(final_table(run_dir))
 
@@ -111,18 +111,19 @@ def final_table(run_dir: Path) -> Table:
     t.add_column("status")
     t.add_column("AL [95% CI]")
     t.add_column("DAR")
-    k = max((len((c.acceptance or {}).get("derived", {}).get("per_position") or []) for c in run.cells.values()),
-            default=0)
+    k = max((len(c.acc.derived.per_position) for c in run.cells.values() if c.acc is not None), default=0)
     for i in range(k):
         t.add_column(f"p{i} [95% CI]")
     for cid, c in run.cells.items():
-        acc = c.acceptance or {}
-        derived = acc.get("derived") or {}
-        iv = (acc.get("ci") or {}).get("intervals") or {}
-        pos = derived.get("per_position") or []
-        cols = [_with_ci(derived.get("mean_acceptance_length"), iv.get("mean_acceptance_length"), 2),
-                _fmt(derived.get("draft_acceptance_rate"))]
-        cols += [_with_ci(pos[i] if i < len(pos) else None, iv.get(f"p{i}"), 3) for i in range(k)]
+        if c.acc is None:
+            t.add_row(cid, c.status, *(["-"] * (2 + k)))
+            continue
+        derived, ci = c.acc.derived, c.acc.ci
+        pos = derived.per_position
+        interval = (lambda name: ci.interval(name)) if ci is not None else (lambda name: None)
+        cols = [_with_ci(derived.mean_acceptance_length, interval("mean_acceptance_length"), 2),
+                _fmt(derived.draft_acceptance_rate)]
+        cols += [_with_ci(pos[i] if i < len(pos) else None, interval(f"p{i}"), 3) for i in range(k)]
         t.add_row(cid, c.status, *cols)
     return t
 

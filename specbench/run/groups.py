@@ -175,7 +175,7 @@ class GroupedExecutor(LocalExecutor):
 
     def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]:
         record, acc = super().run_cell(cell, cell_context(ctx, cell) if cell.load else ctx)
-        record["load"] = load_settings(cell_context(ctx, cell).study.load)
+        record.load = load_settings(cell_context(ctx, cell).study.load)
         return record, acc
 
     def run_group(self, group: list[Cell], ctx: RunContext) -> Iterator[tuple[dict, dict | None]]:
@@ -215,15 +215,15 @@ class GroupedExecutor(LocalExecutor):
                 info["startup_s"] = round(time.monotonic() - t0, 2)
             except ServerError as exc:
                 dead_reason = "the group's server did not start: " + str(exc).split("\n", 1)[0]
-            argv = redact_argv(server.argv) if server._port is not None else None  # noqa: SLF001
+            argv = redact_argv(server.argv) if server.port is not None else None
             version = server.vllm_version() if dead_reason is None else None
             for i, cell in enumerate(group):
                 record = new_record(cell, ctx.study)
                 cctx = cell_context(ctx, cell, warmup=(i == 0))
-                record.update(argv=argv, port=server._port, vllm_version=version,  # noqa: SLF001
-                              load=load_settings(cell_context(ctx, cell).study.load),
-                              server_group={**info, "index": i})
-                record["timings"]["startup_s"] = info["startup_s"] if i == 0 else 0.0
+                record.argv, record.port, record.vllm_version = argv, server.port, version
+                record.load = load_settings(cell_context(ctx, cell).study.load)
+                record.server_group = {**info, "index": i}
+                record.timings.startup_s = info["startup_s"] if i == 0 else 0.0
                 d = store.cell_dir(ctx.run_dir, cell.cell_id)
                 _remove_tree(d)  # a resumed cell starts clean, as in run_cell
                 d.mkdir(parents=True, exist_ok=True)
@@ -235,21 +235,21 @@ class GroupedExecutor(LocalExecutor):
                         raise CellFailed(dead_reason)
                     ctx.display.update(cell.cell_id, "starting")
                     if switching:
-                        record["head_variant"] = self._switch(server, cell)
-                    record["prefix_cache_reset"] = "first load" if i == 0 else reset_prefix_cache(server)
+                        record.head_variant = self._switch(server, cell)
+                    record.prefix_cache_reset = "first load" if i == 0 else reset_prefix_cache(server)
                     acc = self._measure(cell, cctx, server, d, log_path, wait_s, record)
-                    record["status"] = "done"
+                    record.status = "done"
                 except CellFailed as exc:
-                    record["reason"], record["exit_status"] = exc.reason, exc.exit_status
+                    record.reason, record.exit_status = exc.reason, exc.exit_status
                 except SpecbenchError as exc:
                     if isinstance(exc, (ConfigError, DependencyError)):
                         raise
-                    record["reason"] = str(exc).split("\n", 1)[0]
+                    record.reason = str(exc).split("\n", 1)[0]
                 except KeyboardInterrupt:
-                    record["reason"] = "interrupted (Ctrl-C)"
+                    record.reason = "interrupted (Ctrl-C)"
                     self._finish_group_cell(ctx, record, server, secrets, log_path, d, slice_start)
                     raise
-                if record["status"] != "done" and dead_reason is None and not server.is_alive():
+                if record.status != "done" and dead_reason is None and not server.is_alive():
                     dead_reason = f"the group's server died during cell {cell.cell_id}"
                 slice_start = self._finish_group_cell(ctx, record, server, secrets, log_path, d, slice_start)
                 yield record, acc
@@ -278,14 +278,14 @@ class GroupedExecutor(LocalExecutor):
         text, n = _log_lines(log_path)
         lines = text.splitlines(keepends=True)[slice_start:n]
         atomic_write_text(d / "server.log", redact.scrub_text("".join(lines), secrets))
-        record["server_group"]["log_lines"] = [slice_start + 1, n]
-        record["pid"] = server.pid
-        if record["status"] != "done":
-            record["log_tail"] = redact.scrub_text(server.log_tail(), secrets) or None
-            if record["exit_status"] is None and server._proc is not None:  # noqa: SLF001
-                record["exit_status"] = server._proc.returncode  # noqa: SLF001
-        record["ended_at"] = utc_now()
-        if record["status"] != "done":
+        record.server_group = {**record.server_group, "log_lines": [slice_start + 1, n]}
+        record.pid = server.pid
+        if record.status != "done":
+            record.log_tail = redact.scrub_text(server.log_tail(), secrets) or None
+            if record.exit_status is None:
+                record.exit_status = server.exit_status
+        record.ended_at = utc_now()
+        if record.status != "done":
             store.scrub_file(d / "server.log", secrets)
             store.write_cell(ctx.run_dir, record, None)
         return n

@@ -92,17 +92,10 @@ def _hub_cache_dir(repo_id: str) -> Path | None:
 
 
 def redacted_config(study: Study) -> dict:
-    """The resolved config with secret env values and credential flags replaced (it goes to disk)."""
-    from specbench.redact import redact_argv, redact_env, shown_axis_value
+    """The resolved config as the manifest stores it (secrets hidden: :func:`specbench.redact.redact_config`)."""
+    from specbench.redact import redact_config
 
-    data = study.model_dump(mode="json")
-    data["serve"]["env"] = redact_env(data["serve"]["env"])
-    data["serve"]["extra_args"] = redact_argv(data["serve"]["extra_args"])
-    # Secret axis values as the same short hashes as in the cell ids (resume refuses them).
-    data["matrix"] = {a: [shown_axis_value(a, x) for x in v] for a, v in data["matrix"].items()}
-    if data["load"].get("llmperf"):
-        data["load"]["llmperf"]["extra_args"] = redact_argv(data["load"]["llmperf"]["extra_args"])
-    return data
+    return redact_config(study.model_dump(mode="json"))
 
 
 def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: list[Cell]) -> dict:

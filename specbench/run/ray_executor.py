@@ -94,7 +94,7 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
     """The Ray task: run one cell here with the local executor and return its files and record."""
-    from specbench.io import load_json
+    from specbench.records import CellRecord, load
     from specbench.run.display import QuietDisplay
     from specbench.run.plan import fixture_resolver
     from specbench.run.groups import GroupedExecutor
@@ -109,7 +109,7 @@ def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
             # applies the cell's load axes.
             record, acc = GroupedExecutor().run_cell(cell, ctx)
         except KeyboardInterrupt:  # ray.cancel: the server is stopped and the cell saved as failed
-            record, acc = load_json(store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None
+            record, acc = load(CellRecord, store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None
         return {"record": record, "acceptance": acc, "files": read_cell_files(store.cell_dir(tmp, cell.cell_id)),
                 "node": socket.gethostname(), "tmp_dir": str(tmp)}
     finally:
@@ -210,7 +210,9 @@ class RayExecutor:
             write_cell_files(ctx.run_dir, cell.cell_id, {})  # no earlier attempt's files beside this record
             return failed_record(cell, ctx.study, reason), None
         write_cell_files(ctx.run_dir, cell.cell_id, out["files"])
-        return {**_relocated(out, ctx.run_dir), "node": out["node"]}, out["acceptance"]
+        record = _relocated(out, ctx.run_dir)
+        record.node = out["node"]
+        return record, out["acceptance"]
 
     def _cancel(self, ray, running: dict, ctx) -> None:
         """Ctrl-C (or an error): cancel gently so each task stops its server, then force."""
@@ -244,17 +246,20 @@ class RayExecutor:
 
 def _relocated(out: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """The task's record with paths into its node-local run dir pointing into the real one."""
-    record = dict(out["record"])
-    for key in ("reason", "log_tail"):
-        if isinstance(record.get(key), str):
-            record[key] = record[key].replace(out["tmp_dir"], str(run_dir))
+    from specbench.records import CellRecord, as_record
+
+    record = as_record(CellRecord, out["record"]).model_copy(deep=True)
+    if record.reason is not None:
+        record.reason = record.reason.replace(out["tmp_dir"], str(run_dir))
+    if record.log_tail is not None:
+        record.log_tail = record.log_tail.replace(out["tmp_dir"], str(run_dir))
     return record
 
 
-def failed_record(cell: Cell, study, reason: str) -> dict[str, Any]:
+def failed_record(cell: Cell, study, reason: str):
     """A cell record for a cell whose task never reported (same keys as the local executor's)."""
     from specbench.run.runner import new_record
 
     record = new_record(cell, study)
-    record.update(reason=reason, ended_at=record["started_at"])
+    record.reason, record.ended_at = reason, record.started_at
     return record

@@ -12,7 +12,6 @@ failed, 130 interrupted (Ctrl-C: the server is stopped and finished cells are ke
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +21,8 @@ from typing import Any, Callable, Protocol
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench import redact
+from specbench.analysis.counts import total
+from specbench.records import Acceptance, CellRecord, Timings, as_record, load, requests_of
 from specbench.run import collect, store
 from specbench.run.cells import Cell
 
@@ -42,7 +43,7 @@ class CellFailed(Exception):
 class Display(Protocol):
     def start(self, cells: list[Cell]) -> None: ...
     def update(self, cell_id: str, state: str, **info: Any) -> None: ...
-    def finish(self, run_dir: Path, records: list[dict]) -> None: ...
+    def finish(self, run_dir: Path, records: list[CellRecord]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -58,11 +59,11 @@ class RunContext:
 
 
 class Executor(Protocol):
-    """Runs one cell and returns (cell record, acceptance payload or None). An executor that runs
+    """Runs one cell and returns (cell record, acceptance record or None). An executor that runs
     cells concurrently (ray_executor.RayExecutor) also has ``run_cells(cells, ctx)``, yielding
     them as they finish; execute() closes that generator on Ctrl-C so it can cancel its tasks."""
 
-    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]: ...
+    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[CellRecord, Acceptance | None]: ...
 
 
 def _log_lines(path: Path) -> tuple[str, int]:
@@ -92,7 +93,7 @@ def wait_log_matches(server, log_path: Path, after_line: int, baseline_prom, tim
         prom = collect.diff_counts(collect.prometheus_counts(text), baseline_prom)
         log_text, _ = _log_lines(log_path)
         windows, warns = collect.log_windows(log_text, after_line, file=str(log_path))
-        if _same_totals(collect.sum_counts(windows), prom):
+        if _same_totals(total(windows), prom):
             return text, prom, windows, warns, True
         if time.monotonic() > deadline:
             return text, prom, windows, warns, False
@@ -101,23 +102,23 @@ def wait_log_matches(server, log_path: Path, after_line: int, baseline_prom, tim
         time.sleep(poll_s)
 
 
-def new_record(cell: Cell, study: Study) -> dict[str, Any]:
-    """cell.json's fields for a cell that has not finished (yet): status failed, no results."""
+def new_record(cell: Cell, study: Study) -> CellRecord:
+    """cell.json's record for a cell that has not finished (yet): status failed, no results."""
     from specbench.redact import redact_env
 
-    return {
-        "cell_id": cell.cell_id, "axes": cell.axes, "repeat": cell.repeat, "is_baseline": cell.is_baseline,
-        "status": "failed", "reason": None, "exit_status": None, "log_tail": None,
-        "argv": None, "env": redact_env(cell.env), "host": study.serve.host, "port": None,
-        "vllm_version": None, "started_at": utc_now(), "ended_at": None,
-        "timings": {"startup_s": None, "load_s": None, "collect_s": None}, "log_window_wait": None,
-    }
+    return CellRecord(
+        cell_id=cell.cell_id, axes=cell.axes, repeat=cell.repeat, is_baseline=cell.is_baseline,
+        status="failed", reason=None, exit_status=None, log_tail=None,
+        argv=None, env=redact_env(cell.env), host=study.serve.host, port=None,
+        vllm_version=None, started_at=utc_now(), ended_at=None,
+        timings=Timings(startup_s=None, load_s=None, collect_s=None), log_window_wait=None,
+    )
 
 
 class LocalExecutor:
     """Cells one after another on this machine."""
 
-    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]:
+    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[CellRecord, Acceptance | None]:
         from specbench.redact import redact_argv
         from specbench.server import VLLMServer
 
@@ -136,7 +137,7 @@ class LocalExecutor:
         server = VLLMServer(cell.args, cell.env, log_path, host=serve.host, port=serve.port,
                             startup_timeout_s=serve.startup_timeout_s,
                             state_dir=state_dir, **kwargs)
-        acc: dict | None = None
+        acc: Acceptance | None = None
         secrets = redact.secret_values(cell.env, cell.args, include_process_env=True)  # servers inherit os.environ
         try:
             ctx.display.update(cell.cell_id, "starting")
@@ -144,25 +145,24 @@ class LocalExecutor:
             try:
                 server.start()
             finally:
-                if server._port is not None:  # noqa: SLF001 - port is known once start() picked it
-                    record["port"] = server.port
-                    record["argv"] = redact_argv(server.argv)
-            record["timings"]["startup_s"] = round(time.monotonic() - t0, 2)
-            record["vllm_version"] = server.vllm_version()
+                if server.port is not None:  # known once start() picked it
+                    record.port = server.port
+                    record.argv = redact_argv(server.argv)
+            record.timings.startup_s = round(time.monotonic() - t0, 2)
+            record.vllm_version = server.vllm_version()
             acc = self._measure(cell, ctx, server, d, log_path, wait_s, record)
-            record["status"] = "done"
+            record.status = "done"
         except ServerError as exc:
-            status = re.search(r"exited with status (-?\d+)", str(exc))
-            record["reason"] = str(exc).split("\n", 1)[0]
-            record["exit_status"] = int(status.group(1)) if status else None
+            record.reason = str(exc).split("\n", 1)[0]
+            record.exit_status = server.exit_status  # set when it exited during start-up
         except CellFailed as exc:
-            record["reason"], record["exit_status"] = exc.reason, exc.exit_status
+            record.reason, record.exit_status = exc.reason, exc.exit_status
         except SpecbenchError as exc:
             if isinstance(exc, (ConfigError, DependencyError)):
                 raise  # would fail every cell alike: stop the run and say what to fix
-            record["reason"] = str(exc).split("\n", 1)[0]
+            record.reason = str(exc).split("\n", 1)[0]
         except KeyboardInterrupt:
-            record["reason"] = "interrupted (Ctrl-C)"
+            record.reason = "interrupted (Ctrl-C)"
             raise
         finally:
             try:
@@ -172,25 +172,25 @@ class LocalExecutor:
         return record, acc
 
     @staticmethod
-    def _finish(ctx: RunContext, record: dict, server, secrets, log_path: Path, state_dir: Path) -> None:
-        record["pid"] = server.pid
-        if record["status"] != "done":
-            record["log_tail"] = redact.scrub_text(server.log_tail(), secrets) or None
-            if record["exit_status"] is None and server._proc is not None:  # noqa: SLF001
-                record["exit_status"] = server._proc.returncode  # noqa: SLF001
-        record["ended_at"] = utc_now()
-        store.scrub_file(log_path, secrets)
+    def _finish(ctx: RunContext, record: CellRecord, server, secrets, log_path: Path, state_dir: Path) -> None:
+        record.pid = server.pid
+        if record.status != "done":
+            record.log_tail = redact.scrub_text(server.log_tail(), secrets) or None
+            if record.exit_status is None:
+                record.exit_status = server.exit_status
+        record.ended_at = utc_now()
+        redact.scrub_file(log_path, secrets)
         _remove_tree(state_dir)
-        if record["status"] != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
+        if record.status != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
             store.write_cell(ctx.run_dir, record, None)
 
     def _measure(self, cell: Cell, ctx: RunContext, server, d: Path, log_path: Path, wait_s: float,
-                 record: dict) -> dict:
+                 record: CellRecord) -> Acceptance:
         from specbench.io import atomic_write_text
 
         study = ctx.study
         ld = study.load
-        model = study.served_model_name if study.serve.served_model_name else cell.args[0]
+        model = cell.model
         from specbench.redact import server_api_key
 
         key = server_api_key(cell.args, cell.env)  # a server started with --api-key refuses keyless load
@@ -211,7 +211,7 @@ class LocalExecutor:
         if ld.until is not None and not cell.is_baseline:
             from specbench.load.precision import precision_load
 
-            result, record["precision"] = precision_load(ld, lambda start, k: _load(
+            result, record.precision = precision_load(ld, lambda start, k: _load(
                 ctx, server.url, model, k, out_dir=d / "llmperf", api_key=key, cell=cell, start=start,
                 progress=lambda j, *_: ctx.display.update(cell.cell_id, "load", done=start + j, total=n)),
                 scrape=lambda: collect.prometheus_counts(server.scrape_metrics()))
@@ -219,51 +219,43 @@ class LocalExecutor:
             result = _load(ctx, server.url, model, n,
                            progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
                            out_dir=d / "llmperf", api_key=key, cell=cell)
-        record["timings"]["load_s"] = round(time.monotonic() - t0, 2)
+        record.timings.load_s = round(time.monotonic() - t0, 2)
         if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
-            record["load_accounting"] = result.spec["accounting"]
+            record.load_accounting = result.spec["accounting"]
         from specbench.load.driver import write_outputs
 
         write_outputs(result, d)
-        errors = sum(1 for r in result.requests if r.get("error"))
+        requests = requests_of(result.requests, d / "requests.jsonl")
+        errors = [r.error for r in requests if r.error]
         if not server.is_alive():
             raise CellFailed("vLLM server died during the load")
-        if errors > ld.max_error_rate * len(result.requests):
-            first = next(r.get("error") for r in result.requests if r.get("error"))
-            raise CellFailed(f"{errors}/{len(result.requests)} requests failed (max_error_rate "
-                             f"{ld.max_error_rate}); first error: {str(first)[:200]}")
+        if len(errors) > ld.max_error_rate * len(requests):
+            raise CellFailed(f"{len(errors)}/{len(requests)} requests failed (max_error_rate "
+                             f"{ld.max_error_rate}); first error: {str(errors[0])[:200]}")
 
         ctx.display.update(cell.cell_id, "collecting")
         t0 = time.monotonic()
         after_text, prom, windows, warns, matched = wait_log_matches(server, log_path, before_line, before_prom,
                                                                      wait_s)
-        record["log_window_wait"] = {"matched": matched, "timeout_s": wait_s, "after_line": before_line}
+        record.log_window_wait = {"matched": matched, "timeout_s": wait_s, "after_line": before_line}
         atomic_write_text(d / "metrics_after.prom", after_text)
         if cell.is_baseline:
             acc = collect.baseline_acceptance(before_prom, collect.prometheus_counts(after_text), windows)
         else:
-            k = json_k(cell)
-            units = collect.request_units(result.requests)
-            acc = collect.build_acceptance(num_spec_tokens=k, prom=prom, windows=windows, window_warnings=warns,
+            units = collect.request_units(requests)
+            acc = collect.build_acceptance(num_spec_tokens=cell.num_spec_tokens, prom=prom, windows=windows, window_warnings=warns,
                                            req_units=units, per_request_mode=study.serve.per_request_metrics,
                                            seed=ld.seed)
             if not prom or not prom.num_drafts:
                 raise CellFailed("no spec-decode counts in /metrics after the load (is speculation on?)")
+            if collect.reset_problem(prom):
+                raise CellFailed(collect.reset_problem(prom))
         covers = (result.spec.get("accounting") or {})
         if covers.get("server_not_recorded") or covers.get("failed"):
             # llmperf: the /metrics counts cover requests that requests.jsonl does not time.
-            acc.setdefault("warnings", []).append(covers["acceptance_covers"])
-        record["timings"]["collect_s"] = round(time.monotonic() - t0, 2)
+            acc.warnings = [*acc.warnings, covers["acceptance_covers"]]
+        record.timings.collect_s = round(time.monotonic() - t0, 2)
         return acc
-
-
-def json_k(cell: Cell) -> int | None:
-    import json
-
-    args = cell.args
-    if "--speculative-config" in args:
-        return json.loads(args[args.index("--speculative-config") + 1]).get("num_speculative_tokens")
-    return None
 
 
 def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | None, out_dir: Path,
@@ -360,13 +352,13 @@ def _execute(plan: RunPlan, display: Display, executor: Executor | None = None) 
     results = _cell_results(executor, [c for c in plan.cells if c.cell_id not in plan.skip], ctx)
     try:
         for record, acc in results:
-            node = record.pop("node", None)  # Ray: the node that ran the cell
-            if node:
-                ctx.cell_hosts[record["cell_id"]] = node
+            record = as_record(CellRecord, record)  # an executor may hand back the plain dict
+            if record.node:  # Ray: the node that ran the cell (never written to cell.json)
+                ctx.cell_hosts[record.cell_id] = record.node
             store.write_cell(plan.run_dir, record, acc)
             _save_tables(plan)
-            info = _summary_info(plan.run_dir, record["cell_id"])
-            display.update(record["cell_id"], record["status"], reason=record.get("reason"), **info)
+            info = _summary_info(plan.run_dir, record.cell_id)
+            display.update(record.cell_id, record.status, reason=record.reason, **info)
     except KeyboardInterrupt:
         results.close()  # a concurrent executor cancels its running cells (and saves them) first
         _note_hosts(manifest, ctx)
@@ -378,7 +370,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor | None = None) 
     finally:
         results.close()
     records = [_cell_json(plan.run_dir, c.cell_id) for c in plan.cells]
-    failed = [r for r in records if not r or r.get("status") != "done"]
+    failed = [r for r in records if not r or r.status != "done"]
     _note_hosts(manifest, ctx)
     manifest.update(status="done" if not failed else "some_failed", ended_at=utc_now())
     store.write_manifest(plan.run_dir, manifest)
@@ -402,22 +394,22 @@ def _cell_results(executor: Executor, cells: list[Cell], ctx: RunContext):
         yield executor.run_cell(cell, ctx)
 
 
-def _cell_json(run_dir: Path, cell_id: str) -> dict | None:
-    from specbench.io import load_json
-
+def _cell_json(run_dir: Path, cell_id: str) -> CellRecord | None:
     p = store.cell_dir(run_dir, cell_id) / store.CELL_JSON
-    return load_json(p) if p.exists() else None
+    return load(CellRecord, p) if p.exists() else None
+
+
+def _acceptance_json(run_dir: Path, cell_id: str) -> Acceptance | None:
+    p = store.cell_dir(run_dir, cell_id) / store.ACCEPTANCE_JSON
+    return load(Acceptance, p) if p.exists() else None
 
 
 def _summary_info(run_dir: Path, cell_id: str) -> dict[str, Any]:
-    from specbench.io import load_json
-
-    p = store.cell_dir(run_dir, cell_id) / store.ACCEPTANCE_JSON
-    if not p.exists():
+    acc = _acceptance_json(run_dir, cell_id)
+    if acc is None:
         return {}
-    derived = load_json(p).get("derived") or {}
-    pos = derived.get("per_position") or []
-    return {"al": derived.get("mean_acceptance_length"), "p0": pos[0] if pos else None}
+    pos = acc.derived.per_position
+    return {"al": acc.derived.mean_acceptance_length, "p0": pos[0] if pos else None}
 
 
 def _save_tables(plan: RunPlan) -> None:
@@ -427,9 +419,6 @@ def _save_tables(plan: RunPlan) -> None:
         cell = _cell_json(plan.run_dir, c.cell_id)
         if cell is None:
             continue
-        from specbench.io import load_json
-
-        acc = load_json(d / store.ACCEPTANCE_JSON) if (d / store.ACCEPTANCE_JSON).exists() else None
-        triples.append((cell, acc, store.load_summary(d / store.SUMMARY_JSON)))
+        triples.append((cell, _acceptance_json(plan.run_dir, c.cell_id), store.load_summary(d / store.SUMMARY_JSON)))
     store.write_tables(plan.run_dir, plan.run_id, list(plan.study.matrix), triples)
 

@@ -9,6 +9,7 @@ which refuses corrupt, truncated and other-version files naming the file (InputE
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
@@ -17,9 +18,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench.errors import InputError
-from specbench.io import atomic_write_bytes, atomic_write_text, load_json, save_json
-from specbench.redact import scrub_text
-from specbench.run import shapes
+from specbench.load.summary import summary_columns
+from specbench.io import atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
+from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 
 MANIFEST = "manifest.json"
 CELL_JSON = "cell.json"
@@ -28,39 +29,33 @@ SUMMARY_JSON = "summary.json"
 
 BASE_COLUMNS = ["run_id", "cell_id", "repeat", "status", "is_baseline"]
 TAIL_COLUMNS = ["requests", "errors", "output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"]
-# llmperf summary key -> (column, scale to the column's unit)
-_SUMMARY_KEYS = {
-    "results_num_completed_requests": ("requests", 1),
-    "results_number_errors": ("errors", 1),
-    "results_mean_output_throughput_token_per_s": ("output_tok_per_s", 1),
-    "results_ttft_s_quantiles_p50": ("ttft_p50_ms", 1000),
-    "results_ttft_s_quantiles_p99": ("ttft_p99_ms", 1000),
-    "results_inter_token_latency_s_quantiles_p50": ("itl_p50_ms", 1000),
-    "results_end_to_end_latency_s_quantiles_p50": ("e2e_p50_ms", 1000),
-}
 
 
-def scrub_file(path: Path, secrets: list[str]) -> None:
-    if not path.is_file() or not [s for s in secrets if s and len(s) >= 4]:
-        return
-    text = path.read_text(encoding="utf-8", errors="replace")
-    scrubbed = scrub_text(text, secrets)
-    if scrubbed != text:
-        atomic_write_text(path, scrubbed)
-
-
-@dataclass
 class CellData:
-    cell_id: str
-    dir: Path
-    cell: dict[str, Any]
-    acceptance: dict[str, Any] | None
-    summary: dict[str, Any] | None
-    requests: list[dict[str, Any]] | None = None  # in memory (vllm bench sweeps); else requests.jsonl
+    """One cell of a loaded run: its typed records (``record``, ``acc``) and llmperf summary.
+
+    ``cell`` / ``acceptance`` are the same records as plain dicts, for readers not yet moved to
+    the typed records (report and compare modules)."""
+
+    def __init__(self, cell_id: str, dir: Path, cell: CellRecord | dict[str, Any],
+                 acceptance: Acceptance | dict[str, Any] | None, summary: dict[str, Any] | None,
+                 requests: list[dict[str, Any]] | None = None):
+        self.cell_id, self.dir, self.summary = cell_id, Path(dir), summary
+        self.record = as_record(CellRecord, cell, Path(dir) / CELL_JSON)
+        self.acc = None if acceptance is None else as_record(Acceptance, acceptance, Path(dir) / ACCEPTANCE_JSON)
+        self.requests = requests  # in memory (vllm bench sweeps); else requests.jsonl
+
+    @functools.cached_property
+    def cell(self) -> dict[str, Any]:
+        return self.record.dump()
+
+    @functools.cached_property
+    def acceptance(self) -> dict[str, Any] | None:
+        return None if self.acc is None else self.acc.dump()
 
     @property
     def status(self) -> str:
-        return self.cell.get("status", "missing")
+        return self.record.status
 
 
 @dataclass
@@ -77,7 +72,7 @@ class Run:
         """One row per cell (tidy), columns as in docs/internals.md; axes named after the axis."""
         import pandas as pd
 
-        rows = [cell_row(self.run_id, c.cell, c.acceptance, c.summary) for c in self.cells.values()]
+        rows = [cell_row(self.run_id, c.record, c.acc, c.summary) for c in self.cells.values()]
         return _frame(pd, rows, self.manifest.get("axes", []))
 
 
@@ -125,25 +120,31 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         fh.close()
 
 
-def write_cell(run_dir: Path, cell_record: dict[str, Any], acceptance: dict[str, Any] | None) -> None:
-    d = cell_dir(run_dir, cell_record["cell_id"])
+def write_cell(run_dir: Path, cell_record: CellRecord | dict[str, Any],
+               acceptance: Acceptance | dict[str, Any] | None) -> None:
+    """Save a cell's records (dicts are validated as records first, so a writer's bug is caught here)."""
+    cell_record = as_record(CellRecord, cell_record, CELL_JSON)
+    d = cell_dir(run_dir, cell_record.cell_id)
     if acceptance is not None:
-        save_json(d / ACCEPTANCE_JSON, acceptance)
+        save_json(d / ACCEPTANCE_JSON, as_record(Acceptance, acceptance, ACCEPTANCE_JSON).dump())
     else:  # an earlier attempt's acceptance must not stand beside this attempt's record
         (d / ACCEPTANCE_JSON).unlink(missing_ok=True)
     # cell.json last: its presence with status "done" marks the cell complete (used by --resume).
-    save_json(d / CELL_JSON, cell_record)
+    save_json(d / CELL_JSON, cell_record.dump())
 
 
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
-    save_json(Path(run_dir) / MANIFEST, manifest)
+def write_manifest(run_dir: Path, manifest: Manifest | dict[str, Any]) -> None:
+    save_json(Path(run_dir) / MANIFEST, as_record(Manifest, manifest, MANIFEST).dump())
 
 
-def write_tables(run_dir: Path, run_id: str, axes: list[str], cells: list[tuple[dict, dict | None, dict | None]]) -> None:
+def write_tables(run_dir: Path, run_id: str, axes: list[str],
+                 cells: list[tuple[CellRecord, Acceptance | None, dict | None]]) -> None:
     """cells.csv and cells.parquet from (cell.json, acceptance.json, summary.json) triples."""
     import pandas as pd
 
-    frame = _frame(pd, [cell_row(run_id, c, a, s) for c, a, s in cells], axes)
+    rows = [cell_row(run_id, as_record(CellRecord, c), None if a is None else as_record(Acceptance, a), s)
+            for c, a, s in cells]
+    frame = _frame(pd, rows, axes)
     buf = io.StringIO()
     frame.to_csv(buf, index=False)
     atomic_write_text(Path(run_dir) / "cells.csv", buf.getvalue())
@@ -152,48 +153,36 @@ def write_tables(run_dir: Path, run_id: str, axes: list[str], cells: list[tuple[
     atomic_write_bytes(Path(run_dir) / "cells.parquet", pbuf.getvalue())
 
 
-def cell_row(run_id: str, cell: dict, acceptance: dict | None, summary: dict | None) -> dict[str, Any]:
+def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summary: dict | None) -> dict[str, Any]:
     from specbench.run.cells import axis_label
 
     row: dict[str, Any] = {
-        "run_id": run_id, "cell_id": cell["cell_id"], "repeat": cell.get("repeat"),
-        "status": cell.get("status"), "is_baseline": cell.get("is_baseline"),
+        "run_id": run_id, "cell_id": cell.cell_id, "repeat": cell.repeat,
+        "status": cell.status, "is_baseline": cell.is_baseline,
     }
-    for axis, value in (cell.get("axes") or {}).items():
+    for axis, value in cell.axes.items():
         row[axis_label(axis)] = value
     if acceptance:
-        counts = (acceptance.get("prometheus") or {}).get("counts") or {}
-        derived = acceptance.get("derived") or {}
-        intervals = (acceptance.get("ci") or {}).get("intervals") or {}
-        row["num_spec_tokens"] = acceptance.get("num_spec_tokens")
+        counts = acceptance.prometheus.counts
+        derived = acceptance.derived
+        ci = acceptance.ci
+        row["num_spec_tokens"] = acceptance.num_spec_tokens
         for key in ("num_drafts", "draft_tokens", "accepted_tokens"):
-            row[key] = counts.get(key)
-        row["mean_acceptance_length"] = derived.get("mean_acceptance_length")
-        _ci(row, "mean_acceptance_length", intervals)
-        row["draft_acceptance_rate"] = derived.get("draft_acceptance_rate")
-        for i, p in enumerate(derived.get("per_position") or []):
+            row[key] = getattr(counts, key) if counts is not None else None
+        row["mean_acceptance_length"] = derived.mean_acceptance_length
+        _ci(row, "mean_acceptance_length", ci)
+        row["draft_acceptance_rate"] = derived.draft_acceptance_rate
+        for i, p in enumerate(derived.per_position):
             row[f"p{i}"] = p
-            _ci(row, f"p{i}", intervals)
-        for i, a in enumerate(derived.get("conditional") or []):
+            _ci(row, f"p{i}", ci)
+        for i, a in enumerate(derived.conditional):
             row[f"a{i}"] = a
-    for key, (col, scale) in _SUMMARY_KEYS.items():
-        value = (summary or {}).get(key)
-        row[col] = value * scale if isinstance(value, (int, float)) and value is not None else None
-    s = summary or {}
-    # One meaning per column across load drivers: server-true throughput where the summary has it
-    # (llmperf's own tokenizer-based figure stays in summary.json), and no per-chunk ITL under the
-    # per-token column.
-    if "specbench_output_tok_per_s" in s:
-        v = s["specbench_output_tok_per_s"]
-        row["output_tok_per_s"] = v if isinstance(v, (int, float)) else None
-    if s.get("specbench_itl_method") == "llmperf_per_chunk":
-        row["llmperf_itl_per_chunk_p50_ms"], row["itl_p50_ms"] = row["itl_p50_ms"], None
+    row.update(summary_columns(summary))
     return row
 
 
-def _ci(row: dict, name: str, intervals: dict) -> None:
-    low, high = intervals.get(name) or (None, None)
-    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = low, high
+def _ci(row: dict, name: str, ci) -> None:
+    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci.interval(name) if ci is not None else (None, None)
 
 
 def _frame(pd, rows: list[dict], axes: list[str]):
@@ -241,7 +230,7 @@ def load_run(path: Path, *, resuming: bool = False) -> Run:
     manifest = load_json(path / MANIFEST)
     if not isinstance(manifest.get("cells"), list) or "run_id" not in manifest:
         raise InputError(f"{path / MANIFEST}: not a specbench run manifest (no run_id / cells)")
-    _check_shape(path / MANIFEST, manifest, shapes.MANIFEST, "restore the file from a copy of the run")
+    Manifest.parse(manifest, path / MANIFEST, "restore the file from a copy of the run")
     run = Run(path=path, manifest=manifest)
     # A run that ended "done" wrote every cell; in other states a listed cell may never have run.
     finished = manifest.get("status") == "done" and not resuming
@@ -253,22 +242,13 @@ def load_run(path: Path, *, resuming: bool = False) -> Run:
                                  f"'specbench run --resume {path}' to re-run that cell")
             continue  # not run yet (an interrupted run): the manifest still lists it
         try:
-            cell = load_json(d / CELL_JSON)
-            _check_shape(d / CELL_JSON, cell, shapes.CELL)
-            acc = load_json(d / ACCEPTANCE_JSON) if _exists(d / ACCEPTANCE_JSON) else None
-            if acc is not None:
-                _check_shape(d / ACCEPTANCE_JSON, acc, shapes.ACCEPTANCE)
+            cell = load(CellRecord, d / CELL_JSON)
+            acc = load(Acceptance, d / ACCEPTANCE_JSON) if _exists(d / ACCEPTANCE_JSON) else None
             summary = load_summary(d / SUMMARY_JSON)
         except InputError as exc:
             raise InputError(_cell_fix(str(exc), d, path)) from None
         run.cells[cell_id] = CellData(cell_id=cell_id, dir=d, cell=cell, acceptance=acc, summary=summary)
     return run
-
-
-def _check_shape(file: Path, data: dict, spec: dict, fix: str = "re-run the cell") -> None:
-    problem = shapes.shape_problem(data, spec)
-    if problem:
-        raise InputError(f"{file}: {problem}; {fix}")
 
 
 def _confined_cell_dir(run_dir: Path, cell_id: str) -> Path:
@@ -310,9 +290,10 @@ def load_summary(path: Path) -> dict | None:
 
     if not path.exists():
         return None
+    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)")
     try:
-        data = loads_json(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = loads_json(text)
+    except ValueError:
         raise InputError(f"{path}: corrupt or truncated JSON; re-run the cell (specbench run --resume)") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a JSON object")

@@ -139,7 +139,7 @@ def _constant_provenance(results: list[BenchResult], axes: set[str]) -> dict[str
 
 
 def _manifest(run_id: str, source: str, results: list[BenchResult], cells: dict[str, CellData]) -> dict[str, Any]:
-    axes = list(dict.fromkeys(a for c in cells.values() for a in c.cell["axes"]))
+    axes = list(dict.fromkeys(a for c in cells.values() for a in c.record.axes))
     dates = sorted(str(r.data["date"]) for r in results if r.data.get("date"))
     return {"run_id": run_id, "source": source, "axes": axes, "cells": list(cells),
             "resolved_config": _constant_provenance(results, set(axes)),
@@ -227,5 +227,5 @@ def side_notes(run: Run) -> list[str]:
            "are not recorded in its files and were not checked; its inter-token latencies are per streamed chunk "
            "(specbench's driver measures per token): compare itl_p50_ms only between vllm bench results"]
     for cid, c in run.cells.items():
-        out += [f"{cid}: {w}" for w in (c.acceptance or {}).get("warnings") or []]
+        out += [f"{cid}: {w}" for w in (c.acc.warnings if c.acc is not None else [])]
     return out

@@ -27,7 +27,8 @@ def test_sum_is_fieldwise_and_keeps_positions():
     assert s.accepted_per_position == [38, 17, 10]
     assert s.num_spec_tokens == 3
     assert total([Counts(1, 3, 2, [1, 1, 0], 3)] * 3).accepted_tokens == 6
-    assert sum([Counts(1, 3, 2), Counts(2, 6, 1)]).num_drafts == 3
+    assert total([Counts(1, 3, 2), Counts(2, 6, 1)]).num_drafts == 3
+    assert total([]) is None  # the one way to sum Counts: nothing to sum is no counts, not zeros
 
 
 def test_sum_drops_positions_of_mixed_lengths():

@@ -8,6 +8,7 @@ from pathlib import Path
 from specbench.analysis.acceptance import point_estimates
 import numpy as np
 
+from specbench.analysis.counts import total
 from specbench.analysis.divergence import common_prefix_intervals, compare_outputs, first_divergence, step_counts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,12 +70,12 @@ def test_pairs_identical_diverging_and_mismatched_prompts():
     assert abs(p.identical_share - 2 / 3) < 1e-12
     # A's common prefix: request 0 whole (identical), request 1 (diverges at 2): its first step starts
     # at 1, inside [0, 2), and counts whole (3 accepted); request 3 has no speculation
-    common_a = sum(p.acc_a.common)
+    common_a = total(p.acc_a.common)
     assert (common_a.num_drafts, common_a.accepted_tokens) == (3, 6)
     # B's request 1: steps [0, 1, 0] start at 1, 2, 4 -> only the first starts inside [0, 2)
-    common_b = sum(p.acc_b.common)
+    common_b = total(p.acc_b.common)
     assert (common_b.num_drafts, common_b.accepted_tokens) == (3 + 1, 1)
-    plain_a = sum(p.acc_a.plain)
+    plain_a = total(p.acc_a.plain)
     assert point_estimates([plain_a])["mean_acceptance_length"] == 1 + 6 / 4
 
 

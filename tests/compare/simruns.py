@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from specbench.analysis.acceptance import DEFINITION, total
-from specbench.compare.simulate import simulate_units
+from simulate import simulate_units
 from specbench.io import save_json, write_jsonl
 
 MANIFEST = {

@@ -211,6 +211,9 @@ def test_impossible_counts_are_left_out_never_tabled(copy, tmp_path):
     assert any("per_request.units[3]: invalid counts (p_0 > 1" in w for w in warnings)
     rows = [m for c in json.loads(js.read_text())["cells"] for m in c["metrics"] if m["name"] == "per_position[0]"]
     assert all(0 <= m["cand"] <= 1 for m in rows)
+    # The invalid /metrics total is no point estimate either (AL would be 1 - 5/D < 1).
+    al = [m for c in json.loads(js.read_text())["cells"] for m in c["metrics"] if m["name"] == "mean_acceptance_length"]
+    assert al and all(m["cand"] is None or m["cand"] >= 1 for m in al)
 
 
 def test_bare_log_with_windows_at_different_k_is_refused(tmp_path):

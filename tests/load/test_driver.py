@@ -8,7 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from specbench.load.driver import LoadSpec, request_order, run_load, spec_counts, supports_per_request_metrics
+from specbench.run.cells import supports_per_request_metrics
+from specbench.load.driver import LoadSpec, request_order, run_load, spec_counts
 from specbench.load.prompts import Prompt
 
 PROMPTS = [Prompt(f"p{i}", "chat", [{"role": "user", "content": f"q{i}"}]) for i in range(5)]

@@ -17,7 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.errors import ServerError
 from specbench.io import load_json, read_jsonl
-from specbench.load.driver import LoadSpec, run_load, supports_per_request_metrics, write_outputs
+from specbench.run.cells import supports_per_request_metrics
+from specbench.load.driver import LoadSpec, run_load, write_outputs
 from specbench.load.prompts import load_prompts
 from specbench.server import VLLMServer, vllm_available
 from specbench.vllm_main import installed_vllm_version

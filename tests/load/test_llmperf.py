@@ -300,6 +300,7 @@ def test_server_counts_from_a_real_scrape():
 def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout):
     """cells.csv's output_tok_per_s is the server-true figure and its itl_p50_ms never llmperf's per-chunk ITL."""
     from specbench.compare.sides import SideCell, _add_latency
+    from specbench.records import CellRecord
     from specbench.run.store import cell_row
 
     scrape = _server(_prom(10, 0, 10, 500), _prom(13, 0, 13, 539))
@@ -307,7 +308,7 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
     result.spec["summary_extra"]["specbench_output_tok_per_s"] = 39 / 2.0  # span depends on the poll timing
     write_outputs(result, tmp_path / "cell")
     summary = json.loads((tmp_path / "cell" / "summary.json").read_text())
-    row = cell_row("r", {"cell_id": "c", "axes": {}}, None, summary)
+    row = cell_row("r", CellRecord(cell_id="c", status="done"), None, summary)
     assert row["output_tok_per_s"] == 19.5 and row["itl_p50_ms"] is None
     assert row["llmperf_itl_per_chunk_p50_ms"] == pytest.approx(summary["results_inter_token_latency_s_quantiles_p50"] * 1000)
     cell = SideCell(key=(), name="c", axes={})

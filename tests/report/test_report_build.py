@@ -187,3 +187,20 @@ def test_report_labels_real_log_and_prometheus_pair(tmp_path):
     # the scrape pair is one unit: exact counts of the load, but no CI
     assert s.loc["prom", "num_drafts"] == 541 - 52 and bool(s.loc["prom", "ci_degenerate"])
     assert s.loc["prom", "mean_acceptance_length"] == pytest.approx(1 + (865 - 74) / (541 - 52))
+
+
+def test_counts_that_disagree_between_sources_are_said(tmp_path):
+    """A cell whose log windows or per-request counts disagree with /metrics says so in the report."""
+    from pathlib import Path
+
+    from specbench.records import Acceptance, load
+    from specbench.report.inputs import group_from_acceptance
+
+    src = Path(__file__).resolve().parents[2] / "results/baselines/cpu-default/mla-on__output_norm-on__r0/acceptance.json"
+    acc = load(Acceptance, src)
+    assert not group_from_acceptance("c", acc, "c").warnings
+    acc.agreement.logs_vs_prometheus = False
+    acc.agreement.details = {"logs": {"num_drafts": [40, 100]}}
+    warnings = group_from_acceptance("c", acc, "c").warnings
+    assert warnings == ["log windows disagree with the Prometheus counts {'num_drafts': [40, 100]}"]
+

@@ -1,4 +1,4 @@
-"""specbench/report_study.timing_caveats: when client timings of two cells are not comparable."""
+"""specbench/report/study.timing_caveats: when client timings of two cells are not comparable."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -138,7 +139,7 @@ def test_per_request_level_is_passed_through(mode, level):
 
 
 def test_auto_asks_for_detailed_per_step_arrays_on_vllm_with_the_flag():
-    from specbench.load.driver import supports_per_request_metrics
+    from specbench.run.cells import supports_per_request_metrics
     from specbench.vllm_main import installed_vllm_version
 
     cells = expand(_study(serve={**_study().serve.model_dump(), "per_request_metrics": "auto"}), _ident)
@@ -166,6 +167,12 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
     assert "VLLM_MLA_DISABLE=1" in out and "SPECBENCH_OUTPUT_NORM=off" in out
     assert "hf_supersecretvalue" not in out and "sk-verysecret" not in out
     assert "HF_TOKEN=***" in out
+    # The argv printed is the one the server would run: built by the server's own builder.
+    from specbench.redact import redact_argv
+    from specbench.server import server_argv
+
+    for c in expand(load_config(cfg)):
+        assert "  argv: " + shlex.join(redact_argv(server_argv(c.args, "127.0.0.1", "<free port>"))) + "\n" in out
 
 
 def test_default_config_expands_to_eight_cells():

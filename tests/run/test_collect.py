@@ -44,27 +44,45 @@ def test_build_acceptance_agreement_and_ci_unit():
     reqs = [C(25, 30, [18, 9, 3]), C(25, 35, [20, 10, 5]), C(50, 65, [37, 21, 7])]
     acc = collect.build_acceptance(num_spec_tokens=3, prom=prom, windows=windows, window_warnings=[],
                                    req_units=reqs, per_request_mode="auto")
-    assert acc["agreement"] == {"logs_vs_prometheus": True, "per_request_vs_prometheus": True, "details": {}}
-    assert acc["derived"]["mean_acceptance_length"] == pytest.approx(1 + 130 / 100)
-    assert acc["derived"]["per_position"] == pytest.approx([0.75, 0.40, 0.15])
-    assert acc["derived"]["conditional"] == pytest.approx([0.75, 0.40 / 0.75, 0.15 / 0.40])
-    assert acc["ci"]["unit"] == "request" and acc["ci"]["n_units"] == 3
-    lo, hi = acc["ci"]["intervals"]["p0"]
+    assert acc.agreement.dump() == {"logs_vs_prometheus": True, "per_request_vs_prometheus": True, "details": {}}
+    assert acc.derived.mean_acceptance_length == pytest.approx(1 + 130 / 100)
+    assert acc.derived.per_position == pytest.approx([0.75, 0.40, 0.15])
+    assert acc.derived.conditional == pytest.approx([0.75, 0.40 / 0.75, 0.15 / 0.40])
+    assert acc.ci.unit == "request" and acc.ci.n_units == 3
+    lo, hi = acc.ci.intervals["p0"]
     assert lo <= 0.75 <= hi
-    assert len(acc["logs"]["windows"]) == 2 and acc["per_request"]["counts"]["num_drafts"] == 100
+    assert len(acc.logs.windows) == 2 and acc.per_request.counts.num_drafts == 100
 
     off = collect.build_acceptance(num_spec_tokens=3, prom=prom, windows=windows[:1], window_warnings=[],
                                    req_units=reqs, per_request_mode="off")
-    assert off["per_request"] is None and off["agreement"]["per_request_vs_prometheus"] is None
-    assert off["agreement"]["logs_vs_prometheus"] is False
-    assert off["agreement"]["details"]["logs"]["num_drafts"] == [40, 100]
-    assert off["ci"]["unit"] == "window"
+    assert off.per_request is None and off.agreement.per_request_vs_prometheus is None
+    assert off.agreement.logs_vs_prometheus is False
+    assert off.agreement.details["logs"]["num_drafts"] == [40, 100]
+    assert off.ci.unit == "window"
 
 
 def test_baseline_acceptance_flags_spec_activity():
     ok = collect.baseline_acceptance(None, None, [])
-    assert ok["baseline_ok"] and ok["spec_metrics"] == "absent"
+    assert ok.baseline_ok and ok.spec_metrics == "absent"
     zero = collect.baseline_acceptance(C(0, 0, [0, 0, 0]), C(0, 0, [0, 0, 0]), [])
-    assert zero["baseline_ok"] and zero["spec_metrics"] == "zero"
+    assert zero.baseline_ok and zero.spec_metrics == "zero"
     bad = collect.baseline_acceptance(C(0, 0, [0, 0, 0]), C(5, 6, [3, 2, 1]), [])
-    assert not bad["baseline_ok"] and bad["warnings"]
+    assert not bad.baseline_ok and bad.warnings
+
+
+def test_counter_reset_is_flagged_not_measured():
+    """A counter that went back between the scrapes (server restart) diffs to negative counts: the
+    record keeps them as evidence, says why, and derives no figures and no CI from them."""
+    before, after = C(150, 200, [110, 60, 30]), C(40, 50, [30, 15, 5])  # 'after' restarted from zero
+    prom = collect.diff_counts(after, before)
+    assert prom.num_drafts == -110
+    why = collect.reset_problem(prom)
+    assert why and "negative count" in why and "re-run the cell" in why
+    acc = collect.build_acceptance(num_spec_tokens=3, prom=prom, windows=[C(40, 50, [30, 15, 5])],
+                                   window_warnings=[], req_units=None, per_request_mode="auto")
+    assert why in acc.warnings
+    assert acc.derived.dump() == {} and acc.ci is None
+    assert acc.prometheus.counts.num_drafts == -110
+    assert collect.reset_problem(C(40, 50, [30, 15, 5])) is None
+    base = collect.baseline_acceptance(C(5, 6, [3, 2, 1]), C(0, 0, [0, 0, 0]), [])
+    assert not base.baseline_ok and any("counter went back" in w for w in base.warnings)

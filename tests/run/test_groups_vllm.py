@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.run.collect import diff_counts, prometheus_counts, request_units, sum_counts
+from specbench.analysis.counts import total as sum_counts
+from specbench.run.collect import diff_counts, prometheus_counts, request_units
 
 pytestmark = pytest.mark.vllm
 

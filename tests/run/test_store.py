@@ -141,7 +141,9 @@ def test_secret_values_and_scrub(tmp_path):
     assert set(secrets) == {"hf_abcdef123", "sk-123456", "sk-argvsecret", "hf_eqsecret"}
     log = tmp_path / "server.log"
     log.write_text("args: --api-key sk-argvsecret token=hf_abcdef123 seqs 4 disable 1\n")
-    store.scrub_file(log, secrets)
+    from specbench.redact import scrub_file
+
+    scrub_file(log, secrets)
     text = log.read_text()
     assert "sk-argvsecret" not in text and "hf_abcdef123" not in text and "seqs 4 disable 1" in text
 

@@ -1,4 +1,5 @@
-"""Simulated acceptance streams with known truth, for the gate's tests and its power study.
+"""Simulated acceptance streams with known truth, for the gate's tests and its power study
+(benchmarks/gate_power.py imports it from here: test support, not shipped in the package).
 
 Each draft is a Bernoulli chain: position i is accepted iff every earlier one was and a uniform
 draw falls below the conditional rate alpha_i = p_i / p_(i-1) (with ``spread`` 0,

@@ -1,0 +1,303 @@
+"""Typed records of a run directory: what ``manifest.json``, ``cell.json``, ``acceptance.json`` and
+each line of ``requests.jsonl`` hold (docs/internals.md "Results directory").
+
+Writers build these models and save ``record.dump()``; readers get them from :func:`load`, which
+validates the file once, so code past the loader reads attributes instead of guessing at dict
+shapes (``"cells": [1]``, ``"prometheus": [1, 2]``), and a damaged file is refused naming the file
+and the field (InputError, exit 2).
+
+On-disk format: ``dump()`` gives exactly the keys the writer set (``exclude_unset``), in the order
+the fields are declared here, which is the order specbench has always written them; unknown keys
+(a newer writer's) are kept and written back. Types are strict (a count is an integer, never
+``true`` or ``"3"``), fields are optional where older files (results/baselines/*) lack them.
+``schema_version`` is checked by :func:`specbench.io.load_json` and written by ``save_json``; the
+models only carry it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar, Union
+
+from annotated_types import Len
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+
+from specbench.analysis.counts import Counts
+from specbench.errors import InputError
+
+Num = Union[StrictInt, StrictFloat]
+Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]
+Interval = Annotated[list[Optional[Num]], Len(2, 2)]
+
+R = TypeVar("R", bound="Record")
+
+
+class Record(BaseModel):
+    """Base of every record: unknown keys kept, strict types, dump = what was set."""
+
+    model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True)
+
+    # Checked by specbench.io.load_json (refuses other versions) and written first by save_json.
+    schema_version: Optional[StrictInt] = None
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON object to write (keys set by the writer or read from the file, in field order)."""
+        return self.model_dump(exclude_unset=True, by_alias=True)
+
+    @classmethod
+    def parse(cls: type[R], data: Any, file: Path | str, fix: str = "re-run the cell") -> R:
+        """Validate ``data`` read from ``file``; InputError naming the file and the first bad field."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(f"{file}: {_first_problem(exc)}; {fix}") from None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    # Pydantic puts the union member it tried into the path ("int", "list[int]", "function-after[...]"):
+    # only the field path and the message mean something to a user.
+    parts = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p))]
+    where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
+    return f"{where or 'top level'}: {err['msg'].lower()}"
+
+
+_UNION_TAG = re.compile(r"^(int|float|str|bool|list|dict|none|[a-z-]+\[.*\])$")
+
+
+# -- counts --------------------------------------------------------------------------------------
+class CountsRecord(Record):
+    """A ``counts`` object: a :class:`~specbench.analysis.counts.Counts` as written."""
+
+    num_drafts: StrictInt
+    draft_tokens: StrictInt
+    accepted_tokens: StrictInt
+    accepted_per_position: Optional[list[StrictInt]] = None
+    num_spec_tokens: Optional[StrictInt] = None
+    derived: list[StrictStr] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, c: Counts | None) -> "CountsRecord | None":
+        return None if c is None else cls.model_validate(c.to_dict())
+
+    def counts(self, origin: str | None = None) -> Counts:
+        return Counts(num_drafts=self.num_drafts, draft_tokens=self.draft_tokens,
+                      accepted_tokens=self.accepted_tokens,
+                      accepted_per_position=None if self.accepted_per_position is None else list(self.accepted_per_position),
+                      num_spec_tokens=self.num_spec_tokens, derived=tuple(self.derived), origin=origin)
+
+
+class Total(Record):
+    counts: Optional[CountsRecord] = None
+
+
+class Windows(Record):
+    counts: Optional[CountsRecord] = None
+    windows: list[CountsRecord] = Field(default_factory=list)
+
+
+class PerRequest(Record):
+    counts: Optional[CountsRecord] = None
+    units: list[CountsRecord] = Field(default_factory=list)
+
+
+class Agreement(Record):
+    logs_vs_prometheus: Optional[StrictBool] = None
+    per_request_vs_prometheus: Optional[StrictBool] = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Derived(Record):
+    mean_acceptance_length: Optional[Num] = None
+    draft_acceptance_rate: Optional[Num] = None
+    per_position: list[Optional[Num]] = Field(default_factory=list)
+    conditional: list[Optional[Num]] = Field(default_factory=list)
+
+
+class CI(Record):
+    unit: Optional[StrictStr] = None
+    confidence: Optional[Num] = None
+    n_units: Optional[StrictInt] = None
+    degenerate: Optional[StrictBool] = None
+    intervals: dict[str, Interval] = Field(default_factory=dict)
+
+    def interval(self, name: str) -> tuple[float | None, float | None]:
+        lo_hi = self.intervals.get(name)
+        return (lo_hi[0], lo_hi[1]) if lo_hi else (None, None)
+
+
+class Acceptance(Record):
+    """``acceptance.json``: one cell's counts from three sources, their agreement, derived figures, CI."""
+
+    definition: Optional[StrictStr] = None
+    num_spec_tokens: Optional[StrictInt] = None
+    baseline: Optional[StrictBool] = None  # baseline cells only (no speculation)
+    spec_metrics: Optional[StrictStr] = None  # baseline: "absent" | "zero" | "present"
+    baseline_ok: Optional[StrictBool] = None
+    prometheus: Total = Field(default_factory=Total)
+    logs: Windows = Field(default_factory=Windows)
+    per_request: Optional[PerRequest] = None
+    agreement: Agreement = Field(default_factory=Agreement)
+    derived: Derived = Field(default_factory=Derived)
+    ci: Optional[CI] = None
+    warnings: list[StrictStr] = Field(default_factory=list)
+
+    @property
+    def total(self) -> Counts | None:
+        """The exact Prometheus counts (the point estimate's input), or None."""
+        return None if self.prometheus.counts is None else self.prometheus.counts.counts()
+
+    def intervals(self) -> dict[str, Interval]:
+        return self.ci.intervals if self.ci is not None else {}
+
+
+# -- cell and manifest ---------------------------------------------------------------------------
+class Timings(Record):
+    startup_s: Optional[Num] = None
+    load_s: Optional[Num] = None
+    collect_s: Optional[Num] = None
+
+
+class CellRecord(Record):
+    """``cell.json``: what ran, how it ended, and where. Field order is the file's key order."""
+
+    cell_id: StrictStr
+    axes: dict[str, Optional[Scalar]] = Field(default_factory=dict)
+    repeat: Optional[StrictInt] = None
+    is_baseline: Optional[StrictBool] = None
+    status: StrictStr
+    reason: Optional[StrictStr] = None
+    exit_status: Optional[StrictInt] = None
+    log_tail: Optional[StrictStr] = None
+    argv: Optional[list[StrictStr]] = None
+    env: dict[str, Optional[StrictStr]] = Field(default_factory=dict)
+    host: Optional[StrictStr] = None
+    port: Optional[StrictInt] = None
+    vllm_version: Optional[StrictStr] = None
+    started_at: Optional[StrictStr] = None
+    ended_at: Optional[StrictStr] = None
+    timings: Timings = Field(default_factory=Timings)
+    log_window_wait: Optional[dict[str, Any]] = None
+    load_accounting: Optional[dict[str, Any]] = None  # llmperf: requests asked / recorded / failed / seen
+    pid: Optional[StrictInt] = None
+    # Cells sharing a server (run/groups.py): the load this cell ran, which server and which slice of
+    # its log, whether the prefix cache was reset before it, and the head variant switched in place.
+    load: Optional[dict[str, Any]] = None
+    server_group: Optional[dict[str, Any]] = None
+    prefix_cache_reset: Optional[StrictStr] = None
+    head_variant: Optional[dict[str, Any]] = None
+    # Precision-driven load (load/precision.py): why the load stopped, the half-widths reached.
+    precision: Optional[dict[str, Any]] = None
+    # The node a remote executor (Ray) ran the cell on: the run's manifest records it in
+    # cell_hosts, the cell file never does.
+    node: Optional[StrictStr] = Field(default=None, exclude=True)
+
+
+class Manifest(Record):
+    """``manifest.json``: the run's identity, resolved config, machine and cell list.
+
+    The runner keeps the manifest as the dict plan.py built and updates it; store validates it
+    through this model on every write and on load."""
+
+    run_id: StrictStr
+    specbench_version: Optional[StrictStr] = None
+    vllm_version: Optional[StrictStr] = None
+    config_path: Optional[StrictStr] = None
+    config_sha256: Optional[StrictStr] = None
+    resolved_config: Optional[dict[str, Any]] = None
+    axes: list[StrictStr] = Field(default_factory=list)
+    machine: Optional[dict[str, Any]] = None
+    started_at: Optional[StrictStr] = None
+    ended_at: Optional[StrictStr] = None
+    status: Optional[StrictStr] = None
+    cells: list[StrictStr]
+    cell_hosts: dict[str, Optional[StrictStr]] = Field(default_factory=dict)
+    resumed_at: list[StrictStr] = Field(default_factory=list)
+    error: Optional[StrictStr] = None  # status "failed": the error that stopped the run
+
+
+# -- requests ------------------------------------------------------------------------------------
+class SpecDecode(Record):
+    """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver)."""
+
+    num_spec_tokens: Optional[StrictInt] = None
+    num_drafts: Optional[StrictInt] = None
+    draft_tokens: Optional[StrictInt] = None
+    accepted_tokens: Optional[StrictInt] = None
+    accepted_per_position: Optional[list[StrictInt]] = None
+    acceptance_histogram: Optional[list[StrictInt]] = None
+    per_step_accepted: Optional[list[StrictInt]] = None
+    per_step_drafted: Optional[list[StrictInt]] = None
+
+    @property
+    def complete(self) -> bool:
+        """All three counts present (a request's Counts can be built)."""
+        return None not in (self.num_drafts, self.draft_tokens, self.accepted_tokens)
+
+    def counts(self, origin: str | None = None) -> Counts:
+        if not self.complete:
+            raise ValueError(f"incomplete spec_decode counts{f' ({origin})' if origin else ''}")
+        return Counts(num_drafts=self.num_drafts, draft_tokens=self.draft_tokens, accepted_tokens=self.accepted_tokens,
+                      accepted_per_position=self.accepted_per_position, num_spec_tokens=self.num_spec_tokens,
+                      origin=origin)
+
+
+class RequestRecord(Record):
+    """One line of ``requests.jsonl`` (built-in driver, llmperf or ``vllm bench serve`` rows).
+
+    Readers tag rows with the cell's repeat under ``_repeat`` (never written)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True, populate_by_name=True)
+
+    id: Optional[Union[StrictInt, StrictStr]] = None
+    prompt_id: Optional[StrictStr] = None
+    category: Optional[StrictStr] = None
+    start_s: Optional[Num] = None
+    ttft_s: Optional[Num] = None
+    # Validated as floats (an int gap reads as x.0): half the cost of an int-or-float union per
+    # element, and requests.jsonl is only read through this model, never rewritten.
+    itl_s: Optional[list[float]] = None
+    e2e_s: Optional[Num] = None
+    output_tokens: Optional[Num] = None
+    input_tokens: Optional[Num] = None
+    chunks: Optional[StrictInt] = None
+    text: Optional[StrictStr] = None
+    token_ids: Optional[list[StrictInt]] = None
+    finish_reason: Optional[StrictStr] = None
+    itl_method: Optional[StrictStr] = None
+    error: Optional[StrictStr] = None
+    error_code: Optional[Union[StrictInt, StrictStr]] = None
+    spec_decode: Optional[SpecDecode] = None
+    repeat: Optional[StrictInt] = Field(default=None, alias="_repeat", exclude=True)
+
+    @property
+    def ok(self) -> bool:
+        """Finished without an error."""
+        return not self.error and not self.error_code
+
+
+def requests_of(rows: list[dict[str, Any]], file: Path | str = "requests") -> list[RequestRecord]:
+    """Rows as :class:`RequestRecord`; InputError naming the row and field of a damaged one."""
+    out = []
+    for n, row in enumerate(rows, 1):
+        if isinstance(row, RequestRecord):
+            out.append(row)
+            continue
+        try:
+            out.append(RequestRecord.model_validate(row))
+        except ValidationError as exc:
+            raise InputError(f"{file}:{n}: {_first_problem(exc)}; re-run the cell or delete the file") from None
+    return out
+
+
+def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "record") -> R:
+    """``value`` as a ``cls`` record (a dict is validated: writers get the loaders' checks too)."""
+    return value if isinstance(value, cls) else cls.parse(value, file, "this is a bug in the writer")
+
+
+def load(cls: type[R], path: Path, fix: str = "re-run the cell") -> R:
+    """Read ``path`` (versioned JSON, :func:`specbench.io.load_json`) as a ``cls`` record."""
+    from specbench.io import load_json
+
+    return cls.parse(load_json(path), path, fix)
