@@ -255,7 +255,7 @@ class GroupedExecutor(LocalExecutor):
                 yield record, acc
         finally:
             server.stop()
-            store.scrub_file(log_path, secrets)
+            redact.scrub_file(log_path, secrets)
             _remove_tree(state_dir)
 
     @staticmethod
@@ -286,6 +286,6 @@ class GroupedExecutor(LocalExecutor):
                 record.exit_status = server.exit_status
         record.ended_at = utc_now()
         if record.status != "done":
-            store.scrub_file(d / "server.log", secrets)
+            redact.scrub_file(d / "server.log", secrets)
             store.write_cell(ctx.run_dir, record, None)
         return n
