@@ -1,5 +1,7 @@
 """Plots render to real, non-empty PNG and SVG files that carry their axis labels and legend."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -89,3 +91,24 @@ def test_cumulative_al_sums_counts_and_ends_at_the_pooled_al():
     assert np.isnan(cum["low"].iloc[0])  # one unit: no interval
     widths = (cum["high"] - cum["low"]).iloc[1:]
     assert widths.iloc[-1] < widths.iloc[0] and (cum["low"] <= cum["al"]).iloc[1:].all()
+    # the interval from running sums equals the one computed from each prefix's residuals
+    n = 4
+    r = (9 + 20 + 15 + 40) / (10 + 100 + 30 + 60)
+    resid = np.array([9, 20, 15, 40]) - r * np.array([10, 100, 30, 60])
+    se = math.sqrt(n / (n - 1) * float(np.sum(resid ** 2))) / 200
+    from specbench.compare.intervals import t_quantile
+
+    assert cum["high"].iloc[3] == pytest.approx(1 + r + t_quantile(0.95, 3) * se)
+
+
+def test_cumulative_al_of_a_long_log_is_a_bounded_number_of_points_ending_at_the_pooled_al():
+    import pandas as pd
+
+    from specbench.render.plots.acceptance import cumulative_al
+
+    rng = np.random.default_rng(0)
+    d = rng.integers(1, 50, size=30_000)
+    a = rng.binomial(3 * d, 0.5)
+    cum = cumulative_al(pd.DataFrame({"num_drafts": d, "accepted_tokens": a}), max_points=200)
+    assert len(cum) == 200 and cum["n"].iloc[-1] == 30_000 and cum["n"].iloc[0] == 1
+    assert cum["al"].iloc[-1] == pytest.approx(1 + a.sum() / d.sum())

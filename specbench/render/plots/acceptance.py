@@ -65,18 +65,31 @@ def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Enc
     _note_if_empty(ax, "no per-position counts in the input")
 
 
-def cumulative_al(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """AL pooled over the first n units, n = 1..N (1 + ΣA/ΣD: counts summed, never rates averaged),
-    with a t interval from the ratio's linearized standard error over those n units."""
+# At most this many cumulative points per group: a day-long log has tens of thousands of windows,
+# and a point per window costs time and memory (and ink) without showing more.
+MAX_CUMULATIVE_POINTS = 200
+
+
+def cumulative_al(df: pd.DataFrame, confidence: float = 0.95, max_points: int = MAX_CUMULATIVE_POINTS) -> pd.DataFrame:
+    """AL pooled over the first n units (1 + ΣA/ΣD: counts summed, never rates averaged), with a t
+    interval from the ratio's linearized standard error over those n units, at up to ``max_points``
+    evenly spaced n (always the last). Linear in the number of units: running sums give each
+    prefix's Σ(a - r·d)² = Σa² - 2rΣad + r²Σd²."""
     import numpy as np
 
     from specbench.compare.intervals import t_quantile
 
     d = df["num_drafts"].to_numpy(dtype=float)
     a = df["accepted_tokens"].to_numpy(dtype=float)
+    total = len(df)
+    if total == 0:
+        return pd.DataFrame(columns=["n", "al", "low", "high"])
+    cd, ca = np.cumsum(d), np.cumsum(a)
+    caa, cad, cdd = np.cumsum(a * a), np.cumsum(a * d), np.cumsum(d * d)
+    ns = np.unique(np.linspace(1, total, num=min(total, max_points)).round().astype(int))
     rows = []
-    for n in range(1, len(df) + 1):
-        sd, sa = d[:n].sum(), a[:n].sum()
+    for n in ns:
+        sd, sa = cd[n - 1], ca[n - 1]
         if sd <= 0:
             rows.append((n, math.nan, math.nan, math.nan))
             continue
@@ -84,8 +97,8 @@ def cumulative_al(df: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
         if n < 2:
             rows.append((n, 1 + r, math.nan, math.nan))
             continue
-        resid = a[:n] - r * d[:n]
-        se = math.sqrt(n / (n - 1) * float(np.sum(resid ** 2))) / sd
+        ss = max(float(caa[n - 1] - 2 * r * cad[n - 1] + r * r * cdd[n - 1]), 0.0)
+        se = math.sqrt(n / (n - 1) * ss) / sd
         h = t_quantile(confidence, n - 1) * se
         rows.append((n, 1 + r, 1 + r - h, 1 + r + h))
     return pd.DataFrame(rows, columns=["n", "al", "low", "high"])
