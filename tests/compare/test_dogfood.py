@@ -33,6 +33,6 @@ def test_default_study_does_not_regress_against_committed_baseline(default_study
                           "--markdown", str(md)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     text = md.read_text()
-    for cell in ("mla=on", "output_norm=off"):
+    for cell in ("MLA on · norm off", "MLA off · norm logits-only"):  # cells by axis values (render/tables.py)
         assert cell in text
     assert "0 failed, 0 inconclusive" in text
