@@ -13,7 +13,7 @@ the API server, engine core and worker processes. The switches (environment vari
   ``pos0_mask on``; variants in :mod:`specbench.plugin.mtp_variants`.
 
 ``output_norm``: ``on`` = final norm for logits and carried state; ``logits-only`` = norm for the
-logits, the pre-norm residual sum carried (what ``deepseek_mtp.py`` carried before 2026);
+logits, the pre-norm residual sum carried (what earlier ``deepseek_mtp.py`` carried);
 ``off`` = no final norm at all. ``pos0_mask``: ``on`` = zero the input embedding at position 0.
 
 Inert unless a specbench variable is set. With every switch at the head's shipped value nothing

@@ -5,7 +5,7 @@ at position 0 (``torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)``),
 ``hnorm`` / ``eh_proj`` and the decoder block, and returns ``(sum, shared_head(sum))``: the pre-norm
 residual sum goes to ``compute_logits``, which applies ``shared_head``'s norm (the final norm) and
 head; the post-norm state is carried into the next draft step ("matches SGLang's deepseek_nextn").
-Before that 2026 change vLLM carried the pre-norm sum. Two switches, composable:
+Before that change vLLM carried the pre-norm sum. Two switches, composable:
 
 * output norm: ``on`` -> as shipped; ``logits-only`` -> ``(sum, sum)``: logits still normed, the
   pre-norm sum carried (older vLLM); ``off`` -> ``(sum, sum)`` and logits from the head applied to

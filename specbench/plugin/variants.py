@@ -6,8 +6,8 @@ an RMSNorm fused with the residual add, which returns ``(norm(sum), sum)``; it h
 position 0. Two switches, composable:
 
 * output norm: ``off`` -> ``(sum, sum)``: no final norm at all; ``logits-only`` -> ``(norm, sum)``:
-  norm for logits only, the un-normed sum carried (what vLLM's ``deepseek_mtp.py`` carried before
-  2026; vLLM 0.32's MTP layer carries the post-norm state, as ``on`` does here).
+  norm for logits only, the un-normed sum carried (what earlier vLLM's ``deepseek_mtp.py``
+  carried; vLLM 0.32's MTP layer carries the post-norm state, as ``on`` does here).
 * pos0 mask: ``on`` -> zero the input embedding at position 0 before ``enorm``, exactly as vLLM
   0.32's ``deepseek_mtp.py`` does (``torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)``).
 
