@@ -96,17 +96,34 @@ def test_log_windows_equal_metrics_diff_exactly(default_study):
 
 
 def test_raw_log_lines_cover_warmup_and_load_exactly(default_study):
-    # Independent of specbench's log parser: every SpecDecoding line of the whole log, summed,
-    # equals the counters at the end (warmup + load, since the server started).
-    for cid in SPEC_CELLS:
+    # Independent of specbench's log parser: every SpecDecoding line of a cell's log, summed, equals
+    # what the counters gained since the previous cell on that server (since the server started for
+    # a cell with its own server or the first of a shared one): warmup + load, nothing twice.
+    previous: dict[str, dict] = {}  # server group id -> counters after its last cell so far
+    cells = sorted(SPEC_CELLS, key=lambda c: ((_cell(default_study, c).get("server_group") or {}).get("id", c),
+                                            (_cell(default_study, c).get("server_group") or {}).get("index", 0)))
+    for cid in cells:
         d = default_study / cid
+        gid = (_cell(default_study, cid).get("server_group") or {}).get("id", cid)
         lines = LOG_LINE.findall((d / "server.log").read_text(errors="replace"))
         after = prom_totals(d / "metrics_after.prom")
-        assert sum(int(a) for a, _ in lines) == after["accepted"], cid
-        assert sum(int(t) for _, t in lines) == after["draft_tokens"], cid
+        since = previous.get(gid, {"accepted": 0, "draft_tokens": 0})
+        assert sum(int(a) for a, _ in lines) == after["accepted"] - since["accepted"], cid
+        assert sum(int(t) for _, t in lines) == after["draft_tokens"] - since["draft_tokens"], cid
+        previous[gid] = after
         # and the windows of the load alone are not the whole log: warmup was excluded
         before = prom_totals(d / "metrics_before.prom")
         assert before["draft_tokens"] > 0, "warmup requests should have drafted before 'before'"
+    # a shared server's whole log adds up to the counters after its last cell
+    for gid, after in previous.items():
+        full = default_study / "servers" / gid / "server.log"
+        if full.is_file():
+            lines = LOG_LINE.findall(full.read_text(errors="replace"))
+            assert sum(int(a) for a, _ in lines) == after["accepted"], gid
+
+
+def _cell(run_dir, cid: str) -> dict:
+    return json.loads((run_dir / cid / "cell.json").read_text())
 
 
 def test_per_request_totals_equal_metrics_diff(default_study):
