@@ -39,7 +39,7 @@ from specbench.errors import ConfigError, DependencyError, ServerError, Specbenc
 from specbench.run import store
 from specbench.run.cells import Cell
 from specbench.run.runner import (WAIT_EXTRA_S, CellFailed, LocalExecutor, RunContext, _log_lines, _remove_tree,
-                                  _short_state_dir, new_record, utc_now)
+                                  _short_state_dir, close_record, new_record)
 
 SERVERS_DIR = "servers"
 # vLLM (0.32) registers /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1; its own `vllm bench
@@ -279,12 +279,7 @@ class GroupedExecutor(LocalExecutor):
         lines = text.splitlines(keepends=True)[slice_start:n]
         atomic_write_text(d / "server.log", redact.scrub_text("".join(lines), secrets))
         record.server_group = {**record.server_group, "log_lines": [slice_start + 1, n]}
-        record.pid = server.pid
-        if record.status != "done":
-            record.log_tail = redact.scrub_text(server.log_tail(), secrets) or None
-            if record.exit_status is None:
-                record.exit_status = server.exit_status
-        record.ended_at = utc_now()
+        close_record(record, server, secrets)
         if record.status != "done":
             redact.scrub_file(d / "server.log", secrets)
             store.write_cell(ctx.run_dir, record, None)

@@ -115,6 +115,17 @@ def new_record(cell: Cell, study: Study) -> CellRecord:
     )
 
 
+def close_record(record: CellRecord, server, secrets) -> None:
+    """What every cell's record gets when its part on ``server`` ends: the pid, the end time and,
+    if it failed, the (scrubbed) log tail and the server's exit status."""
+    record.pid = server.pid
+    if record.status != "done":
+        record.log_tail = redact.scrub_text(server.log_tail(), secrets) or None
+        if record.exit_status is None:
+            record.exit_status = server.exit_status
+    record.ended_at = utc_now()
+
+
 class LocalExecutor:
     """Cells one after another on this machine."""
 
@@ -173,12 +184,7 @@ class LocalExecutor:
 
     @staticmethod
     def _finish(ctx: RunContext, record: CellRecord, server, secrets, log_path: Path, state_dir: Path) -> None:
-        record.pid = server.pid
-        if record.status != "done":
-            record.log_tail = redact.scrub_text(server.log_tail(), secrets) or None
-            if record.exit_status is None:
-                record.exit_status = server.exit_status
-        record.ended_at = utc_now()
+        close_record(record, server, secrets)
         redact.scrub_file(log_path, secrets)
         _remove_tree(state_dir)
         if record.status != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
