@@ -18,6 +18,20 @@ def strip_ansi(text: str) -> str:
     return ANSI_RE.sub("", text) if "\x1b" in text else text
 
 
+def pairs_per_comma(body: str) -> list[tuple[str, str]]:
+    """:func:`pairs` read segment by segment: Python work per comma (quadratic-free but linear in
+    the number of list items); the short-line path of :func:`pairs` and its reference in tests."""
+    out: list[tuple[str, list[str]]] = []
+    for seg in body.split(","):
+        name, sep, value = seg.partition(":")
+        name = name.strip()
+        if sep and name and (name[0].isalpha() or name[0] == "#"):
+            out.append((name.lower(), [value]))
+        elif out:
+            out[-1][1].append(seg)
+    return [(n, ",".join(v).strip()) for n, v in out]
+
+
 def pairs(body: str) -> list[tuple[str, str]]:
     """``[(lower-cased name, raw value), ...]`` in the order printed.
 
@@ -28,15 +42,7 @@ def pairs(body: str) -> list[tuple[str, str]]:
     the text since the previous colon (linear even in a line of colons, or of commas).
     """
     if body.count(",") < 32:  # a stats line: per comma is quicker than per colon (same result)
-        out: list[tuple[str, list[str]]] = []
-        for seg in body.split(","):
-            name, sep, value = seg.partition(":")
-            name = name.strip()
-            if sep and name and (name[0].isalpha() or name[0] == "#"):
-                out.append((name.lower(), [value]))
-            elif out:
-                out[-1][1].append(seg)
-        return [(n, ",".join(v).strip()) for n, v in out]
+        return pairs_per_comma(body)
     starts = []  # (name, where its value starts, the comma that ends the previous value)
     last = -1
     pos = body.find(":")

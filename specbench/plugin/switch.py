@@ -29,14 +29,14 @@ from specbench.errors import ServerError
 EXTENSION = "specbench.plugin.switch.HeadSwitch"
 RPC_METHOD = "specbench_set_head_variant"
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 logger = logging.getLogger("vllm.specbench_plugin")
 
 
-def switchable(method: str, enforce_eager: bool, host: str) -> bool:
-    """Whether cells of such a server may switch head variants in place (else: a server per cell)."""
-    return method == "eagle" and enforce_eager and host in LOOPBACK_HOSTS
+def switchable(method: str, enforce_eager: bool) -> bool:
+    """Whether cells of such a server may switch head variants in place (else: a server per cell);
+    the runner also requires a loopback host (run/groups.py), as for every dev-mode endpoint."""
+    return method == "eagle" and enforce_eager
 
 
 def server_additions() -> tuple[list[str], dict[str, str]]:
@@ -99,16 +99,3 @@ def switch_variant(url: str, output_norm: str, pos0_mask: bool, headers: Mapping
     if not results:
         raise ServerError("switching the head variant failed: no worker answered")
     return [str(x) for x in results]
-
-
-def reset_prefix_cache(url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> None:
-    """Drop cached KV blocks (target and draft) so a new variant never reads the previous one's."""
-    import httpx
-
-    try:
-        r = httpx.post(f"{url}/reset_prefix_cache", headers=dict(headers or {}), timeout=timeout_s)
-    except httpx.HTTPError as exc:
-        raise ServerError(f"resetting the prefix cache failed: {type(exc).__name__}: {exc}") from None
-    if r.status_code != 200 or not (r.json() or {}).get("success", False):
-        raise ServerError(f"resetting the prefix cache failed: /reset_prefix_cache answered {r.status_code} "
-                          f"{r.text[:200]} (requests still running?)")

@@ -36,15 +36,13 @@ from typing import Any, Iterator
 
 from specbench import redact
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
+from specbench.plugin.switch import DEV_MODE_ENV  # a light module: no vLLM import
 from specbench.run import store
 from specbench.run.cells import Cell
 from specbench.run.runner import (WAIT_EXTRA_S, CellFailed, LocalExecutor, RunContext, _log_lines, _remove_tree,
                                   _short_state_dir, close_record, new_record)
 
 SERVERS_DIR = "servers"
-# vLLM (0.32) registers /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1; its own `vllm bench
-# sweep serve` sets the same variable to reset caches between the runs it sends to one server.
-DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 
 
 def group_key(cell: Cell, host: str = "127.0.0.1") -> tuple:
@@ -102,7 +100,7 @@ def head_switchable(cell: Cell, host: str) -> bool:
     except ConfigError:
         return False  # an unknown switch value: plan.check_cells refuses it, naming the config file
 
-    return switchable(_spec_method(cell), "--enforce-eager" in cell.args, host) and _loopback(host)
+    return switchable(_spec_method(cell), "--enforce-eager" in cell.args) and _loopback(host)
 
 
 def load_settings(load: Any) -> dict[str, Any]:
@@ -189,7 +187,9 @@ class GroupedExecutor(LocalExecutor):
         gdir.mkdir(parents=True, exist_ok=True)
         log_path = gdir / "server.log"
         env, args = dict(first.env), list(first.args)
-        if _loopback(serve.host):  # dev endpoints only where nothing but this machine can reach them
+        # vLLM 0.32 serves /reset_prefix_cache and /collective_rpc only with VLLM_SERVER_DEV_MODE=1
+        # (its own `vllm bench sweep serve` sets it too): only where nothing but this machine can reach them
+        if _loopback(serve.host):
             env.setdefault(DEV_MODE_ENV, "1")
         # Cells asking for different head variants: start as shipped, switch before each cell.
         switching = len({head_variant(c) for c in group}) > 1

@@ -24,6 +24,7 @@ from specbench.fixtures import resolve_fixture_ref
 from specbench.plugin import ENV_VAR, plugin_env
 from specbench.plugin import switch
 from specbench.run.collect import diff_counts, prometheus_counts
+from specbench.run.groups import reset_prefix_cache
 
 pytestmark = pytest.mark.vllm
 
@@ -68,10 +69,10 @@ def runs(tmp_path_factory) -> dict:
     with VLLMServer(_args() + argv_extra, _env(env_extra), work / "switched.log") as server:
         out["A"] = _load(server)
         out["to_logits_only"] = switch.switch_variant(server.url, "logits-only", False)
-        switch.reset_prefix_cache(server.url)
+        assert reset_prefix_cache(server) == "done"
         out["B"] = _load(server)
         out["to_on"] = switch.switch_variant(server.url, "on", False)
-        switch.reset_prefix_cache(server.url)
+        assert reset_prefix_cache(server) == "done"
         out["C"] = _load(server)
     out["switched_log"] = (work / "switched.log").read_text(errors="replace")
     fresh = {ENV_VAR: "logits-only"}
