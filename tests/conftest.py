@@ -1,14 +1,22 @@
-"""Session-wide fixtures.
+"""Session-wide fixtures, and how the suite is spread over pytest-xdist workers.
 
 ``default_study`` runs the shipped default study (configs/default.yaml: 6 speculative cells, MLA
 on/off x output norm on/logits-only/off, + a baseline per MLA value on vLLM-CPU with the tiny
-"heads" fixture) ONCE per test session through the real CLI, and hands
-its run directory to every test that reads its results. Starting vLLM costs ~20 s per server, so
-tests that need real results share this one run instead of starting their own servers.
+"heads" fixture) ONCE per test session through the real CLI, and hands its run directory to every
+test that reads its results. Starting vLLM costs ~20 s per server, so tests that need real results
+share this one run instead of starting their own servers.
+
+The suite runs on ``-n auto`` workers (pyproject's addopts; ``-n 0`` runs it in
+one process). A vLLM server's start-up is single-threaded for most of its ~50 s, so a second
+worker starts the next server on the idle core. Tests that share an expensive fixture stay on one
+worker (``xdist_group``, set below): everything that reads the default study, and each module with
+a module-scoped fixture (its servers). The default study still runs once per session even if its
+readers land on two workers: the first runs it under a file lock, the others read its record.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,26 +27,76 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "default.yaml"
-STUDY_TIMEOUT_S = 1800  # 8 servers (~9 min on 2 cores); generous for a loaded 2-core machine
+STUDY_TIMEOUT_S = 1800  # 4 servers (~5 min on 2 cores); generous for a loaded 2-core machine
+# The suite's shared model-inspection cache when pytest's cache is off: made once by the
+# controller and handed to its xdist workers through the environment.
+_SESSION_MODELINFOS_ENV = "SPECBENCH_TEST_SESSION_MODELINFOS"
+MAX_WORKERS = 4
+GIB_PER_WORKER = 8  # a worker may hold two tiny-model vLLM servers (~3 GiB each) at once
 
 
 def pytest_configure(config) -> None:
     """Every vLLM server of the suite shares one model-inspection cache (specbench/server.py,
     shared_modelinfos_dir): the first server inspects the model classes (~45 s on 2 cores), later
-    ones, in this and later sessions, read the entries. It lives in pytest's own cache dir, never
-    in the user's ~/.cache, so the suite neither reads nor writes what a user's runs keep."""
+    ones, in this and later sessions, read the entries (vLLM writes them atomically, so workers
+    may share them). It lives in pytest's own cache dir, never in the user's ~/.cache, so the suite
+    neither reads nor writes what a user's runs keep."""
     from specbench.server import MODELINFOS_ENV
 
     cache = getattr(config, "cache", None)
     if cache is not None:
         shared = cache.mkdir("vllm-modelinfos")
+    elif os.environ.get(_SESSION_MODELINFOS_ENV):  # an xdist worker: the controller's
+        shared = Path(os.environ[_SESSION_MODELINFOS_ENV])
     else:  # -p no:cacheprovider: one per session
         import shutil
         import tempfile
 
         shared = Path(tempfile.mkdtemp(prefix="specbench-test-modelinfos-"))
+        os.environ[_SESSION_MODELINFOS_ENV] = str(shared)
         config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
     os.environ[MODELINFOS_ENV] = str(shared)
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one worker per core, at most MAX_WORKERS, and GIB_PER_WORKER of memory each."""
+    try:
+        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem_gib = GIB_PER_WORKER
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_WORKERS, int(mem_gib // GIB_PER_WORKER)))
+
+
+def _module_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _uses_module_fixture(item) -> bool:
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(d.scope in ("module", "package", "class") for fds in defs.values() for d in fds)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Keep tests that share an expensive fixture on one worker (see the module docstring):
+
+    - a test that reads the default study joins its group, and so does any test of its module
+      that uses a module-scoped fixture (it may be the same one);
+    - the other tests of a module that has module-scoped fixtures, or that starts vLLM (whose
+      tests may reach module fixtures through ``request.getfixturevalue``), stay together;
+    - any other test goes to whichever worker is free.
+    """
+    studied = {_module_of(i) for i in items if "default_study" in i.fixturenames}
+    shared = {_module_of(i) for i in items if _uses_module_fixture(i) or i.get_closest_marker("vllm")}
+    for item in items:
+        module = _module_of(item)
+        if "default_study" in item.fixturenames or (module in studied and _uses_module_fixture(item)):
+            group = "default_study"
+        elif module in shared:
+            group = module
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def vllm_env(tmp: Path) -> dict[str, str]:
@@ -77,29 +135,50 @@ def default_study_exit(default_study) -> int | None:
     return DEFAULT_STUDY_EXIT["code"]
 
 
-@pytest.fixture(scope="session")
-def default_study(tmp_path_factory) -> Path:
-    """The run directory of one real `specbench run configs/default.yaml --quiet`.
-
-    SPECBENCH_TEST_RUN_DIR=<run dir> reuses an existing run of the default study instead (to
-    iterate on the tests without paying for eight servers again).
-    """
-    reuse = os.environ.get("SPECBENCH_TEST_RUN_DIR")
-    if reuse:
-        return Path(reuse)
-    pytest.importorskip("vllm")
-    results = tmp_path_factory.mktemp("default-study")
-    tmp = tmp_path_factory.mktemp("default-study-tmp")
+def _run_default_study(results: Path, tmp: Path) -> dict:
+    """One real `specbench run configs/default.yaml --quiet`; its record: run dir, exit, or error."""
     proc = subprocess.run(
         [sys.executable, "-m", "specbench", "run", str(DEFAULT_CONFIG), "--results-dir", str(results), "--quiet"],
         capture_output=True, text=True, timeout=STUDY_TIMEOUT_S, env=vllm_env(tmp), cwd=ROOT,
     )
     runs = [p for p in results.iterdir() if p.is_dir()]
-    DEFAULT_STUDY_EXIT["code"] = proc.returncode
+    record = {"exit": proc.returncode, "run_dir": str(runs[0]) if len(runs) == 1 else None, "error": None}
     if proc.returncode not in (0, 3) or len(runs) != 1:
-        pytest.fail(f"specbench run exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
-                    f"stderr:\n{proc.stderr[-3000:]}")
-    run_dir = runs[0]
+        record["error"] = (f"specbench run exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+                           f"stderr:\n{proc.stderr[-3000:]}")
     # --quiet prints only the run directory: the contract scripts rely on.
-    assert proc.stdout.strip().splitlines()[-1] == str(run_dir)
-    return run_dir
+    elif proc.stdout.strip().splitlines()[-1] != record["run_dir"]:
+        record["error"] = f"--quiet printed {proc.stdout[-500:]!r}, not only the run directory {record['run_dir']}"
+    return record
+
+
+@pytest.fixture(scope="session")
+def default_study(tmp_path_factory) -> Path:
+    """The run directory of one real `specbench run configs/default.yaml --quiet`.
+
+    SPECBENCH_TEST_RUN_DIR=<run dir> reuses an existing run of the default study instead (to
+    iterate on the tests without paying for its servers again). Under xdist the first worker to
+    need it runs it, holding a file lock in the session's shared temp root; the others wait on the
+    lock and read the record it left (a failed run fails them too, without a second try).
+    """
+    reuse = os.environ.get("SPECBENCH_TEST_RUN_DIR")
+    if reuse:
+        return Path(reuse)
+    pytest.importorskip("vllm")
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by every worker of this session
+    record_file = root / "default-study.json"
+    with FileLock(str(root / "default-study.lock")):
+        if record_file.exists():
+            record = json.loads(record_file.read_text())
+        else:
+            results = Path(tmp_path_factory.mktemp("default-study"))
+            record = _run_default_study(results, Path(tmp_path_factory.mktemp("default-study-tmp")))
+            record_file.write_text(json.dumps(record))
+    DEFAULT_STUDY_EXIT["code"] = record["exit"]
+    if record["error"]:
+        pytest.fail(record["error"])
+    return Path(record["run_dir"])
