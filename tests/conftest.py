@@ -77,6 +77,7 @@ def _uses_module_fixture(item) -> bool:
     return any(d.scope in ("module", "package", "class") for fds in defs.values() for d in fds)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into node ids
 def pytest_collection_modifyitems(config, items) -> None:
     """Keep tests that share an expensive fixture on one worker (see the module docstring):
 
