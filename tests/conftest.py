@@ -56,6 +56,22 @@ def pytest_configure(config) -> None:
         os.environ[_SESSION_MODELINFOS_ENV] = str(shared)
         config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
     os.environ[MODELINFOS_ENV] = str(shared)
+    _bind_worker_cores()
+
+
+def _bind_worker_cores() -> None:
+    """Give each xdist worker's vLLM servers their own cores. vLLM-CPU's ``auto`` binding puts
+    every server's OpenMP threads on the same cores (on 2 cores: core 0, core 1 reserved), so two
+    workers' servers would share one core while the other idles. Worker i of W gets every W-th
+    allowed core; a user's own VLLM_CPU_OMP_THREADS_BIND is kept. The thread count per server
+    on 2 cores stays what ``auto`` gives (one), so the numbers the servers compute do not change."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker or count < 2 or "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
+        return
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    mine = cores[int(worker.removeprefix("gw")) % count::count] if len(cores) >= count else []
+    if mine:
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, mine))
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

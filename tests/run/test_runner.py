@@ -165,7 +165,7 @@ def test_interrupt_test_holds_when_the_suite_starts_with_sigint_ignored(tmp_path
     node = "tests/run/test_runner.py::test_ctrl_c_stops_server_and_keeps_run[SIGINT]"
     probe = "import signal; print('SIGINT ignored on entry:', signal.getsignal(signal.SIGINT) == signal.SIG_IGN)"
     script = ('"$0" -c "$1" & wait $!; '
-              '"$0" -m pytest -q -p no:cacheprovider --basetemp "$2" "$3" & wait $!')
+              '"$0" -m pytest -q -n 0 -p no:cacheprovider --basetemp "$2" "$3" & wait $!')
     root = Path(__file__).resolve().parents[2]
     r = subprocess.run(["bash", "-c", script, sys.executable, probe, str(tmp_path / "inner"), node],
                        capture_output=True, text=True, timeout=600, cwd=root, env=vllm_env(tmp_path))
