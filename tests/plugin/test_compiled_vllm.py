@@ -7,9 +7,9 @@ key does not include the variant (each server needs its own ``VLLM_CACHE_ROOT``;
 every server a private one). This test runs the default study's ``MLA on · norm logits-only`` cell
 (configs/default.yaml, same load) compiled, through the real CLI, and checks that the server ran
 its variant: the load line, a compile cache in the server's own private state dir, and the
-acceptance the carried state causes: p2 far below the eager ``on`` cell's (beyond both CIs) and
-within reach of the eager ``logits-only`` cell's (the CIs overlap). The eager cells are the
-session's default study: same config, same prompts, same load, only compilation differs. (Until
+acceptance the carried state causes: p2 on the ``logits-only`` side of the eager cells' p2. The
+eager cells are the session's default study: same config, same prompts, same load; only
+compilation differs. (Until
 2026-12-03 this test compiled ``on`` too: two compiled start-ups, 244 s; a compiled ``on`` adds
 nothing that eager ``on`` does not show, as the shipped ``on`` registers nothing.)
 
@@ -116,14 +116,17 @@ def test_server_compiled_into_its_own_private_cache(compiled_run):
 
 
 def test_counts_as_the_eager_variant_not_as_shipped(compiled_run, default_study):
-    """The carried state drops positions >= 1 compiled as in eager mode: p2 beyond the eager ``on``
-    cell's CI, and overlapping the eager ``logits-only`` cell's. A compiled graph that kept the
-    shipped forward would count as ``on``."""
+    """The carried state drops positions >= 1 compiled as in eager mode. Compiled kernels round
+    differently from eager ones (measured: compiled p2 0.03-0.09 vs eager 0.10-0.27 for
+    logits-only), so the CIs need not overlap; the check is which side it falls on: p2's whole CI
+    lies below the midpoint between the eager ``logits-only`` and ``on`` cells' p2 (about 0.18 and
+    0.50). A compiled graph that kept the shipped forward would count as ``on`` (measured with that
+    mutation: p2 [0.40, 0.47])."""
     lo = _acc(compiled_run / CELL)
     assert lo["agreement"]["logs_vs_prometheus"] is True
     assert lo["prometheus"]["counts"]["num_drafts"] > 30
     p2 = lo["ci"]["intervals"]["p2"]
-    eager_on = _acc(default_study / EAGER.format("on"))["ci"]["intervals"]["p2"]
-    eager_lo = _acc(default_study / EAGER.format(VARIANT))["ci"]["intervals"]["p2"]
-    assert p2[1] < eager_on[0], (p2, eager_on)
-    assert p2[0] <= eager_lo[1] and eager_lo[0] <= p2[1], (p2, eager_lo)
+    eager = {v: _acc(default_study / EAGER.format(v))["derived"]["per_position"][2]
+             for v in ("on", VARIANT)}
+    assert eager[VARIANT] < eager["on"], eager  # the eager split the check relies on
+    assert p2[1] < (eager[VARIANT] + eager["on"]) / 2, (p2, eager)
