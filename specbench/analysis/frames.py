@@ -79,14 +79,25 @@ def summary_frame(
 
 
 def window_frame(groups: dict[str, list[Counts]]) -> pd.DataFrame:
-    """One row per unit (window/request) per group, in order: the data behind "AL over time"."""
-    rows = []
+    """One row per unit (window/request) per group, in order: the data behind "AL over time".
+
+    Built column by column: a dict per row costs more than the Counts it describes."""
+    cols: dict[str, list[Any]] = {c: [] for c in _WINDOW_COLUMNS}
     for label, units in groups.items():
         for i, u in enumerate(units):
             acc = acceptance(u)
-            rows.append({"label": label, "window": i, "time": u.time, "origin": u.origin,
-                         "num_drafts": u.num_drafts, "accepted_tokens": u.accepted_tokens,
-                         "mean_acceptance_length": acc.mean_acceptance_length,
-                         "p0": acc.per_position[0] if acc.per_position else math.nan})
-    return pd.DataFrame(rows, columns=["label", "window", "time", "origin", "num_drafts", "accepted_tokens",
-                                       "mean_acceptance_length", "p0"])
+            for col, value in zip(_WINDOW_COLUMNS, (
+                    label, i, u.time, u.origin, u.num_drafts, u.accepted_tokens, acc.mean_acceptance_length,
+                    acc.per_position[0] if acc.per_position else math.nan)):
+                cols[col].append(value)
+    if not cols["label"]:
+        return pd.DataFrame([], columns=_WINDOW_COLUMNS)
+    # Text columns stay Python objects: pandas' default str dtype copies them into pyarrow buffers,
+    # measured at ~1 KB of RSS per window (+6 MB for 5,300 windows), several times the Counts.
+    for col in ("label", "time", "origin"):
+        cols[col] = pd.Series(cols[col], dtype=object)
+    return pd.DataFrame(cols, columns=_WINDOW_COLUMNS)
+
+
+_WINDOW_COLUMNS = ["label", "window", "time", "origin", "num_drafts", "accepted_tokens", "mean_acceptance_length",
+                   "p0"]

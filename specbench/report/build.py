@@ -8,7 +8,6 @@ pure apart from :func:`write_report`.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pandas as pd
 
 from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.analysis.frames import summary_frame, window_frame
-from specbench.io import atomic_write_text
+from specbench.io import atomic_write_bytes, atomic_write_text
 from specbench.render import format as fmt
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
@@ -282,14 +281,13 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
     from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
     from specbench.render.plots.style import encode
+    from specbench.report.csvfile import csv_chunks
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "summary.md", out_dir / "acceptance.csv"]
     atomic_write_text(paths[0], render_markdown(report))
-    buf = io.StringIO()
-    report.summary.to_csv(buf, index=False)
-    atomic_write_text(paths[1], buf.getvalue())
+    atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
     enc = encode([(g.label, g.axes) for g in report.groups])
     paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
     paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
