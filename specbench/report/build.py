@@ -101,7 +101,9 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     for g, pooled in zip(groups, summary["warnings"]):
         if isinstance(pooled, str) and pooled:
             g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
-    summary["warnings"] = ["; ".join(g.warnings) for g in groups]
+    # Python strings, not pandas' default pyarrow str: a long log's cell holds every window's
+    # warnings, and a pyarrow copy of it would be held beside the Python one being written.
+    summary["warnings"] = pd.Series(["; ".join(g.warnings) for g in groups], index=summary.index, dtype=object)
     return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
                   n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies, titles=names,
                   source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
