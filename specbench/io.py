@@ -13,7 +13,7 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from specbench.errors import InputError
 from specbench.safe_yaml import loads_json
@@ -91,8 +91,9 @@ def read_text(path: Path | str, what: str = "file", *, missing: str = "check the
         raise error(f"{path}: cannot read {what} (not UTF-8 text); {fix}") from None
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file and a rename, so a crash never leaves half a file.
+def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or chunks of them: a large file need not be held whole) to ``path``
+    via a temp file and a rename, so a crash never leaves half a file.
 
     A symlink keeps pointing where it did (its target is replaced); ``-``, FIFOs and devices
     (``/dev/stdout``) are written through; an input of the running command is refused. New
@@ -101,15 +102,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     owner = written_input(path)
     if owner is not None:
         raise InputError(f"{path}: is an input of this command ({owner}); write the output elsewhere")
+    chunks = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
     if _writes_through(path):
         stream = {"-": sys.stdout, "/dev/stdout": sys.stdout, "/dev/stderr": sys.stderr}.get(str(path))
         if stream is not None:  # the process's own stream: same offset, nothing truncated
             stream.flush()
-            stream.buffer.write(data)
+            for chunk in chunks:
+                stream.buffer.write(chunk)
             stream.buffer.flush()
             return
         with open(path, "ab") as fh:  # a FIFO or device; "a": a /proc link to a file is not truncated
-            fh.write(data)
+            for chunk in chunks:
+                fh.write(chunk)
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
@@ -124,7 +128,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise OSError(exc.errno, exc.strerror, str(path)) from None  # name the file asked for, not the temp
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())

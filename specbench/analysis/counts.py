@@ -21,7 +21,7 @@ DEFINITION = (
 _EXACT_TOL = 1e-9
 
 
-@dataclass
+@dataclass(slots=True)
 class Counts:
     """Exact counts over some set of verify steps ("drafts").
 

@@ -276,53 +276,78 @@ def counts_from_records(records: Iterable[Any]) -> tuple[list[Counts], list[str]
     """One :class:`Counts` per window (in input order), and warnings. See the module docstring.
 
     InputError when a Prometheus counter goes down between two scrapes (a counter reset)."""
-    spec = _spec_records(records)
-    warnings: list[str] = []
-    windows: list[Counts] = []
-    rate_only = [r for r in spec if not has_counts(r)]
-    if rate_only:
-        files = sorted({str(r.file) for r in rate_only})
-        warnings.append(
-            f"{len(rate_only)} record(s) in {', '.join(files)} print rates but no token counts "
-            f"(formats: {', '.join(sorted({r.format for r in rate_only}))}); they cannot be summed "
-            "and are reported separately as rate-only, not averaged"
-        )
-    last: dict[tuple[Any, ...], Counts] = {}
-    for rec in spec:
-        if not has_counts(rec) or rec.source == "prometheus":
-            continue
+    counter = WindowCounter()
+    for rec in records:
+        counter.add(rec)
+    return counter.finish()
+
+
+class WindowCounter:
+    """:func:`counts_from_records` fed one record at a time, so that a long log's records are
+    turned into windows as they are read and never held together (``report`` on a log)."""
+
+    def __init__(self) -> None:
+        self.windows: list[Counts] = []
+        self.rate_only: list[SpecDecodeRecord] = []  # lines with rates but no counts, in order
+        self._warnings: list[str] = []
+        self._prometheus: list[SpecDecodeRecord] = []  # scrapes: differenced at the end, in order
+        self._last: dict[tuple[Any, ...], Counts] = {}
+
+    def add(self, rec: Any) -> None:
+        if not isinstance(rec, SpecDecodeRecord):
+            return
+        if not has_counts(rec):
+            self.rate_only.append(rec)
+            return
+        if rec.source == "prometheus":
+            self._prometheus.append(rec)
+            return
+        warnings = self._warnings
         c = _record_counts(rec, warnings)
         if c is None:
-            continue
+            return
         bad = invalid_reason(c)
         if bad:
             warnings.append(f"{_where(rec)}: invalid counts ({bad}); line left out of the counts")
-            continue
+            return
         if not rec.cumulative:
             warnings.extend(check_printed(rec, c))
-            windows.append(c)
-            continue
+            self.windows.append(c)
+            return
         key = _stream_key(rec)
-        prev = last.get(key)
-        last[key] = c
+        prev = self._last.get(key)
+        self._last[key] = c
         warnings.extend(check_printed(rec, c))  # a cumulative line's printed rates cover since-start
         if prev is None:
-            windows.append(c)
-            continue
+            self.windows.append(c)
+            return
         diff = _minus(c, prev)
         if diff is None:
             warnings.append(f"{_where(rec)}: cumulative counters went down (server restart?); starting a new stream")
-            windows.append(c)
+            self.windows.append(c)
         elif diff.num_drafts or diff.draft_tokens:
-            windows.append(diff)
-    for c in _prometheus_windows(spec, warnings):
-        bad = invalid_reason(c)
-        if bad:
-            warnings.append(f"{c.origin}: invalid counts ({bad}); left out of the counts")
-        else:
-            windows.append(c)
-    warnings.extend(mixed_k(windows))
-    return windows, warnings
+            self.windows.append(diff)
+
+    def finish(self) -> tuple[list[Counts], list[str]]:
+        """The windows and warnings :func:`counts_from_records` gives for the records added."""
+        warnings: list[str] = []
+        if self.rate_only:
+            files = sorted({str(r.file) for r in self.rate_only})
+            warnings.append(
+                f"{len(self.rate_only)} record(s) in {', '.join(files)} print rates but no token counts "
+                f"(formats: {', '.join(sorted({r.format for r in self.rate_only}))}); they cannot be summed "
+                "and are reported separately as rate-only, not averaged"
+            )
+        warnings += self._warnings
+        windows = self.windows
+        for c in _prometheus_windows(self._prometheus, warnings):
+            bad = invalid_reason(c)
+            if bad:
+                warnings.append(f"{c.origin}: invalid counts ({bad}); left out of the counts")
+            else:
+                windows.append(c)
+        warnings.extend(mixed_k(windows))
+        return windows, warnings
 
 
 def window_k(c: Counts) -> int | None:

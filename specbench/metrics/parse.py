@@ -13,7 +13,7 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.metrics import vllm_bench
@@ -45,10 +45,27 @@ def parse_text(text: str, file: str | None = None) -> list[Record]:
     return list(parse_lines(text.splitlines(), file=file))
 
 
-def parse_file(path: Path | str) -> ParseResult:
+def parse_file(path: Path | str, each: Callable[[Record], None] | None = None) -> ParseResult:
     """Parse one file; unreadable → InputError naming it; no records → a warning naming it; lines
-    and records over the parser's caps → a warning naming file:line each (the first 20)."""
+    and records over the parser's caps → a warning naming file:line each (the first 20).
+
+    With ``each``, every record is handed to it as soon as it is read and none is kept (``records``
+    comes back empty): a consumer that keeps less than the records (``report``'s window counts)
+    then never holds a long log's records at once."""
     path = Path(path)
+    spec_seen = False
+
+    def keep(records: Iterable[Record]) -> list[Record]:
+        nonlocal spec_seen
+        if each is None:
+            out = list(records)
+            spec_seen = any(r.kind == "spec_decode" for r in out)
+            return out
+        for rec in records:
+            spec_seen = spec_seen or rec.kind == "spec_decode"
+            each(rec)
+        return []
+
     name = str(path)
     if path.is_dir():
         raise InputError(f"{name}: is a directory; give log or /metrics files (or a run directory to 'report')")
@@ -63,18 +80,18 @@ def parse_file(path: Path | str) -> ParseResult:
         fh.seek(0)
         if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
             records, warnings = vllm_bench.records_from_file(path)
-            return ParseResult(records=list(records), warnings=warnings)
+            return ParseResult(records=keep(records), warnings=warnings)
         counter = _ReplacementCounter()
         line_parser = LineParser(name)
         if looks_like_prometheus(head.decode("utf-8", "replace")):
             text = counter.decode(fh.read())
-            records: list[Record] = list(parse_prometheus(text, file=name))
+            records: list[Record] = keep(parse_prometheus(text, file=name))
         else:
-            records = without_gc(lambda: list(_scan_log(fh, counter, name, line_parser)))
+            records = without_gc(lambda: keep(_scan_log(fh, counter, name, line_parser)))
     warnings = line_parser.all_warnings()
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
-    if not any(r.kind == "spec_decode" for r in records):
+    if not spec_seen:
         warnings.append(f"{name}: no speculative-decoding metrics found")
     return ParseResult(records=records, warnings=warnings, replaced_chars=counter.replaced)
 

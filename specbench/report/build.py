@@ -8,7 +8,6 @@ pure apart from :func:`write_report`.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pandas as pd
 
 from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.analysis.frames import summary_frame, window_frame
-from specbench.io import atomic_write_text
+from specbench.io import atomic_write_bytes, atomic_write_text
 from specbench.render import format as fmt
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
@@ -102,7 +101,9 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     for g, pooled in zip(groups, summary["warnings"]):
         if isinstance(pooled, str) and pooled:
             g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
-    summary["warnings"] = ["; ".join(g.warnings) for g in groups]
+    # Python strings, not pandas' default pyarrow str: a long log's cell holds every window's
+    # warnings, and a pyarrow copy of it would be held beside the Python one being written.
+    summary["warnings"] = pd.Series(["; ".join(g.warnings) for g in groups], index=summary.index, dtype=object)
     return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
                   n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies, titles=names,
                   source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
@@ -282,14 +283,13 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
     from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
     from specbench.render.plots.style import encode
+    from specbench.report.csvfile import csv_chunks
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "summary.md", out_dir / "acceptance.csv"]
     atomic_write_text(paths[0], render_markdown(report))
-    buf = io.StringIO()
-    report.summary.to_csv(buf, index=False)
-    atomic_write_text(paths[1], buf.getvalue())
+    atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
     enc = encode([(g.label, g.axes) for g in report.groups])
     paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
     paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),

@@ -8,17 +8,13 @@ for the point estimate, per-request units or log windows for the CI.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specbench.analysis.acceptance import (
-    Counts,
-    RateOnlySummary,
-    counts_from_records,
-    point_estimates,
-    rate_only_summary,
-)
+from specbench.analysis.acceptance import Counts, RateOnlySummary, point_estimates, rate_only_summary
+from specbench.analysis.windows import WindowCounter
 from specbench.errors import ConfigError, InputError
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records import Acceptance
@@ -87,6 +83,14 @@ def _is_acceptance_json(path: Path) -> bool:
 
 def read_records(path: Path) -> tuple[list[Any], list[str]]:
     """Records and parse warnings of one input file (log, Prometheus scrape or canonical JSONL)."""
+    records: list[Any] = []
+    warnings = stream_records(path, records.append)
+    return records, warnings
+
+
+def stream_records(path: Path, each: Callable[[Any], None]) -> list[str]:
+    """Hand each record of one input file (log, Prometheus scrape or canonical JSONL) to ``each``,
+    in order, as it is read; returns the parse warnings. A log's records are never all held."""
     path = Path(path)
     # Only the head decides the kind: a multi-GB log is streamed by parse_file, never held as text.
     text = _read_text(path, limit=65536)
@@ -95,8 +99,10 @@ def read_records(path: Path) -> tuple[list[Any], list[str]]:
     if text.lstrip().startswith("{") and not sniff(text[:65536]):  # canonical JSONL, not a vllm bench result
         from specbench.io import read_jsonl
 
-        rows = read_jsonl(path)
-        return [SpecDecodeRecord.from_dict(r) for r in rows if r.get("kind") == "spec_decode"], []
+        for r in read_jsonl(path):
+            if r.get("kind") == "spec_decode":
+                each(SpecDecodeRecord.from_dict(r))
+        return []
     import importlib
 
     try:
@@ -106,15 +112,24 @@ def read_records(path: Path) -> tuple[list[Any], list[str]]:
             raise
         raise InputError(f"{path}: this build cannot parse logs; pass `specbench parse` JSONL or a run directory") from None
     if _looks_prometheus(text):
-        return list(parse.parse_prometheus(_read_text(path), file=str(path))), []
-    result = parse.parse_file(path)
-    return list(result.records), list(result.warnings)
+        for rec in parse.parse_prometheus(_read_text(path), file=str(path)):
+            each(rec)
+        return []
+    return list(parse.parse_file(path, each=each).warnings)
 
 
 def group_from_records(label: str, records: list[Any], warnings: list[str] | None = None) -> Group:
-    units, w = counts_from_records(records)
-    group = Group(label=label, units=units, unit="window", warnings=list(warnings or []) + w,
-                  rate_only=rate_only_summary(records))
+    counter = WindowCounter()
+    for rec in records:
+        counter.add(rec)
+    return _group(label, counter, list(warnings or []))
+
+
+def _group(label: str, counter: WindowCounter, warnings: list[str]) -> Group:
+    """The group of the records fed to ``counter``, after the files' parse ``warnings``."""
+    units, w = counter.finish()
+    group = Group(label=label, units=units, unit="window", warnings=warnings + w,
+                  rate_only=rate_only_summary(counter.rate_only))
     if not units and group.rate_only is None:
         group.warnings.append("no spec-decode metrics found (is speculative decoding on, and stats logging?)")
     return group
@@ -141,7 +156,7 @@ def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list
         members.setdefault(name, []).append(Path(f))
     groups = []
     for name, paths in members.items():
-        records: list[Any] = []
+        counter = WindowCounter()  # records become window counts as they are read, never all held
         warnings: list[str] = []
         if any(_is_acceptance_json(p) for p in paths):
             if len(paths) > 1:
@@ -151,10 +166,8 @@ def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list
             groups.append(group_from_acceptance(name, load(Acceptance, paths[0]), str(paths[0])))
             continue
         for p in paths:
-            r, w = read_records(p)
-            records += r
-            warnings += w
-        groups.append(group_from_records(name, records, warnings))
+            warnings += stream_records(p, counter.add)
+        groups.append(_group(name, counter, warnings))
     return groups
 
 
