@@ -1,0 +1,94 @@
+"""A chunk of a dense vLLM 0.32 log read whole by one compiled regex, not one hit at a time.
+
+Under a short stats interval a server writes a SpecDecoding window and an Engine line every few
+lines. Read hit by hit, each costs ~10 µs of Python (marker searches, a decode, the prefix and body
+regexes, keyword arguments). Here one ``finditer`` over the chunk finds every line of vLLM 0.32's
+exact shape (the per-line fast paths' shapes in ``logs``, behind vLLM's own prefix) and each record
+is built from the match's groups with positional arguments.
+
+All or nothing per chunk: the chunk's marker counts must show that these lines are its only
+candidate lines, and every match must carry vLLM's prefix; otherwise :func:`read_chunk` returns
+None and the caller reads the chunk hit by hit. So what a log gives never depends on which path
+read it (tests/metrics/test_fast_paths.py checks it chunk by chunk against the other paths).
+"""
+
+from __future__ import annotations
+
+import re
+
+from specbench.metrics.logs import _DEC, _INT, FAST_SPEC_RE, PREFILTER
+from specbench.metrics.record import EngineStatsRecord, SpecDecodeRecord
+
+# The Engine line's optional tail, limited to the names vLLM 0.32 prints there as percentages
+# (none holds a marker, "throughput", "running" or "waiting", as the per-line path requires).
+_TAIL = r"(?:[A-Z]{1,8} KV cache usage|Prefix cache hit rate|External prefix cache hit rate|MM cache hit rate)"
+# Anchored at "] " (vLLM's "[metrics.py:120] "): access-log lines hold no "]", so the regex engine's
+# literal-prefix scan skips them at C speed. The line must end at a newline followed by another
+# line of vLLM's ("(") or at the chunk's end: a line after it that does not start with "(" could
+# continue it as a hand-wrapped record, which only the per-hit path reads. re.ASCII: a match is
+# pure ASCII, so the chunk may be decoded as Latin-1 (byte offsets = character offsets) and the
+# matched text equals its UTF-8 decoding.
+BULK_RE = re.compile(
+    r"\] (?:SpecDecoding metrics:" + FAST_SPEC_RE.pattern
+    + rf"|Engine ({_INT}): Avg prompt throughput: ({_DEC}) tokens/s, Avg generation throughput: ({_DEC}) tokens/s, "
+    rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs(?:, {_TAIL}: {_DEC}%){{0,8}})(?=\n\(|\n?\Z)",
+    re.ASCII)
+# The line before the "] ": a subset of logs._VLLM_PREFIX_RE, which holds no prefilter marker
+# (the module ends in ".py", so "[metrics:120]" is not read here).
+PREFIX_RE = re.compile(r"\(\w+ pid=(\d{1,15})\) [A-Z]+ (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]*\.py:\d{1,9}", re.ASCII)
+# How often each prefilter marker occurs in one line of each shape (prefix, numbers and tail names
+# hold none): when a chunk's counts are these sums, no other line of it is a candidate.
+PER_SPEC_LINE = {"metrics:": 1, "Draft acceptance rate:": 1}
+PER_ENGINE_LINE = {"Avg prompt throughput": 1}
+_MARKERS = tuple((m.encode(), PER_SPEC_LINE.get(m, 0), PER_ENGINE_LINE.get(m, 0)) for m in PREFILTER)
+# vLLM prints the rate with one decimal: few distinct values, each converted once.
+_RATES: dict[str, float] = {}
+
+
+def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None,
+               engine_by_pid: dict[int | None, int]) -> tuple[list, int] | None:
+    """``(records, number of the chunk's last line)`` for ``buf[:cut]``, whose first line is
+    ``lineno + 1``; None when the chunk holds a candidate line this reader does not take (then
+    nothing was changed, ``engine_by_pid`` included)."""
+    text = buf[:cut].decode("latin-1")
+    records: list = []
+    append = records.append
+    engines = dict(engine_by_pid)
+    rates = _RATES
+    prefix_match = PREFIX_RE.fullmatch
+    find, count = text.rfind, text.count
+    line, prev, n_engine = lineno + 1, 0, 0
+    for m in BULK_RE.finditer(text):
+        end = m.start()
+        start = find("\n", 0, end) + 1
+        prefix = prefix_match(text, start, end)
+        if prefix is None:
+            return None
+        line += count("\n", prev, start)
+        prev = start
+        pid_s, time = prefix.groups()
+        pid = int(pid_s)
+        mal, acc_tp, dr_tp, acc, drafted, per_pos, dar, engine, prompt, gen, running, waiting = m.groups()
+        if engine is None:
+            rate = rates.get(dar)
+            if rate is None:
+                rate = round(float(dar) / 100.0, 12)
+                if len(rates) < 4096:
+                    rates[dar] = rate
+            # Positional, in SpecDecodeRecord's field order (keywords cost twice as much here).
+            append(SpecDecodeRecord(
+                "vllm", "vllm-v1-mean-first", file, line, time, pid, engines.get(pid), False, None, None,
+                int(drafted), int(acc), None, None, list(map(float, per_pos.split(", "))), float(mal), rate,
+                float(acc_tp), float(dr_tp)))
+        else:
+            n_engine += 1
+            engines[pid] = engine_id = int(engine)
+            append(EngineStatsRecord("vllm", "vllm-engine-stats", file, line, time, pid, engine_id,
+                                     float(prompt), float(gen), int(running), int(waiting)))
+    n_spec = len(records) - n_engine
+    for marker, per_spec, per_engine in _MARKERS:
+        if buf.count(marker, 0, cut) != n_spec * per_spec + n_engine * per_engine:
+            return None
+    engine_by_pid.update(engines)
+    newlines = line - 1 - lineno + count("\n", prev)
+    return records, lineno + newlines + (cut > 0 and buf[cut - 1] != 10)
