@@ -35,31 +35,31 @@ def register(app: typer.Typer) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
         from specbench.metrics.parse import parse_file, without_gc
 
-        results = [parse_file(f) for f in files]  # InputError (exit 2) for an unreadable path
+        # InputError (exit 2) for an unreadable path
+        results = [parse_file(f, engine_stats=include_engine_stats) for f in files]
         empty = False
         for res in results:
             for w in res.warnings:
                 warn(w)
             empty |= not any(r.kind == "spec_decode" for r in res.records)
-        shown = [[r for r in res.records if include_engine_stats or r.kind == "spec_decode"] for res in results]
         if fmt is OutputFormat.jsonl:
-            without_gc(lambda: _write_jsonl(shown))
+            without_gc(lambda: _write_jsonl([res.records for res in results]))
         else:
-            _write_rows(without_gc(lambda: [r.to_dict() for records in shown for r in records]), fmt)
+            _write_rows(without_gc(lambda: [r.to_dict() for res in results for r in res.records]), fmt)
         if strict and empty:
             # An input without metrics is an input error (2), not a regression verdict (1).
             raise typer.Exit(2)
 
 
-def _write_jsonl(shown: list[list]) -> None:
+def _write_jsonl(record_lists: list[list]) -> None:
     """One canonical JSON object per line, as json.dumps writes it (record_json is byte-identical
-    and ~4x quicker), in blocks of lines so each write call carries many."""
-    from specbench.metrics.record_json import json_line
+    and several times quicker), in blocks of lines so each write call carries many."""
+    from specbench.metrics.record_json import json_lines
 
     out = sys.stdout
-    for records in shown:
+    for records in record_lists:
         for i in range(0, len(records), 4096):
-            out.write("\n".join(map(json_line, records[i:i + 4096])) + "\n")
+            out.write(json_lines(records[i:i + 4096]))
 
 
 def _write_rows(rows: list[dict], fmt: OutputFormat) -> None:

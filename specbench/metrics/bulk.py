@@ -25,51 +25,50 @@ _TAIL = r"(?:[A-Z]{1,8} KV cache usage|Prefix cache hit rate|External prefix cac
 # Anchored at "] " (vLLM's "[metrics.py:120] "): access-log lines hold no "]", so the regex engine's
 # literal-prefix scan skips them at C speed. The line must end at a newline followed by another
 # line of vLLM's ("(") or at the chunk's end: a line after it that does not start with "(" could
-# continue it as a hand-wrapped record, which only the per-hit path reads. re.ASCII: a match is
-# pure ASCII, so the chunk may be decoded as Latin-1 (byte offsets = character offsets) and the
-# matched text equals its UTF-8 decoding.
-BULK_RE = re.compile(
+# continue it as a hand-wrapped record, which only the per-hit path reads. Run on the chunk's bytes
+# (no decoding pass): every byte a match takes is ASCII, so its text is its UTF-8 decoding.
+BULK_RE = re.compile((
     r"\] (?:SpecDecoding metrics:" + FAST_SPEC_RE.pattern
     + rf"|Engine ({_INT}): Avg prompt throughput: ({_DEC}) tokens/s, Avg generation throughput: ({_DEC}) tokens/s, "
-    rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs(?:, {_TAIL}: {_DEC}%){{0,8}})(?=\n\(|\n?\Z)",
-    re.ASCII)
+    rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs(?:, {_TAIL}: {_DEC}%){{0,8}})(?=\n\(|\n?\Z)").encode())
 # The line before the "] ": a subset of logs._VLLM_PREFIX_RE, which holds no prefilter marker
 # (the module ends in ".py", so "[metrics:120]" is not read here).
-PREFIX_RE = re.compile(r"\(\w+ pid=(\d{1,15})\) [A-Z]+ (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]*\.py:\d{1,9}", re.ASCII)
+PREFIX_RE = re.compile(rb"\(\w+ pid=(\d{1,15})\) [A-Z]+ (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]*\.py:\d{1,9}")
 # How often each prefilter marker occurs in one line of each shape (prefix, numbers and tail names
 # hold none): when a chunk's counts are these sums, no other line of it is a candidate.
 PER_SPEC_LINE = {"metrics:": 1, "Draft acceptance rate:": 1}
 PER_ENGINE_LINE = {"Avg prompt throughput": 1}
 _MARKERS = tuple((m.encode(), PER_SPEC_LINE.get(m, 0), PER_ENGINE_LINE.get(m, 0)) for m in PREFILTER)
 # vLLM prints the rate with one decimal: few distinct values, each converted once.
-_RATES: dict[str, float] = {}
+_RATES: dict[bytes, float] = {}
 
 
-def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None,
-               engine_by_pid: dict[int | None, int]) -> tuple[list, int] | None:
+def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pid: dict[int | None, int],
+               engine_stats: bool = True) -> tuple[list, int] | None:
     """``(records, number of the chunk's last line)`` for ``buf[:cut]``, whose first line is
     ``lineno + 1``; None when the chunk holds a candidate line this reader does not take (then
-    nothing was changed, ``engine_by_pid`` included)."""
-    text = buf[:cut].decode("latin-1")
+    nothing was changed, ``engine_by_pid`` included). ``engine_stats=False``: Engine lines only
+    give their engine ids, no records."""
     records: list = []
     append = records.append
     engines = dict(engine_by_pid)
     rates = _RATES
     prefix_match = PREFIX_RE.fullmatch
-    find, count = text.rfind, text.count
-    line, prev, n_engine = lineno + 1, 0, 0
-    for m in BULK_RE.finditer(text):
+    find, count = buf.rfind, buf.count
+    line, prev, n_engine, n_spec = lineno + 1, 0, 0, 0
+    for m in BULK_RE.finditer(buf, 0, cut):
         end = m.start()
-        start = find("\n", 0, end) + 1
-        prefix = prefix_match(text, start, end)
+        start = find(b"\n", 0, end) + 1
+        prefix = prefix_match(buf, start, end)
         if prefix is None:
             return None
-        line += count("\n", prev, start)
+        line += count(b"\n", prev, start)
         prev = start
         pid_s, time = prefix.groups()
         pid = int(pid_s)
         mal, acc_tp, dr_tp, acc, drafted, per_pos, dar, engine, prompt, gen, running, waiting = m.groups()
         if engine is None:
+            n_spec += 1
             rate = rates.get(dar)
             if rate is None:
                 rate = round(float(dar) / 100.0, 12)
@@ -77,18 +76,18 @@ def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None,
                     rates[dar] = rate
             # Positional, in SpecDecodeRecord's field order (keywords cost twice as much here).
             append(SpecDecodeRecord(
-                "vllm", "vllm-v1-mean-first", file, line, time, pid, engines.get(pid), False, None, None,
-                int(drafted), int(acc), None, None, list(map(float, per_pos.split(", "))), float(mal), rate,
+                "vllm", "vllm-v1-mean-first", file, line, time.decode(), pid, engines.get(pid), False, None, None,
+                int(drafted), int(acc), None, None, list(map(float, per_pos.split(b", "))), float(mal), rate,
                 float(acc_tp), float(dr_tp)))
         else:
             n_engine += 1
             engines[pid] = engine_id = int(engine)
-            append(EngineStatsRecord("vllm", "vllm-engine-stats", file, line, time, pid, engine_id,
-                                     float(prompt), float(gen), int(running), int(waiting)))
-    n_spec = len(records) - n_engine
+            if engine_stats:
+                append(EngineStatsRecord("vllm", "vllm-engine-stats", file, line, time.decode(), pid, engine_id,
+                                         float(prompt), float(gen), int(running), int(waiting)))
     for marker, per_spec, per_engine in _MARKERS:
-        if buf.count(marker, 0, cut) != n_spec * per_spec + n_engine * per_engine:
+        if count(marker, 0, cut) != n_spec * per_spec + n_engine * per_engine:
             return None
     engine_by_pid.update(engines)
-    newlines = line - 1 - lineno + count("\n", prev)
+    newlines = line - 1 - lineno + count(b"\n", prev, cut)
     return records, lineno + newlines + (cut > 0 and buf[cut - 1] != 10)

@@ -44,9 +44,11 @@ def parse_text(text: str, file: str | None = None) -> list[Record]:
     return list(parse_lines(text.splitlines(), file=file))
 
 
-def parse_file(path: Path | str) -> ParseResult:
+def parse_file(path: Path | str, engine_stats: bool = True) -> ParseResult:
     """Parse one file; unreadable → InputError naming it; no records → a warning naming it; lines
-    and records over the parser's caps → a warning naming file:line each (the first 20)."""
+    and records over the parser's caps → a warning naming file:line each (the first 20).
+    ``engine_stats=False``: leave out Engine throughput records (still read: they give their
+    engine ids to the spec records), which a dense log's reader then need not build."""
     path = Path(path)
     name = str(path)
     if path.is_dir():
@@ -69,7 +71,9 @@ def parse_file(path: Path | str) -> ParseResult:
             text = counter.decode(fh.read())
             records: list[Record] = list(parse_prometheus(text, file=name))
         else:
-            records = without_gc(lambda: list(_scan_log(fh, counter, name, line_parser)))
+            records = without_gc(lambda: list(_scan_log(fh, counter, name, line_parser, engine_stats)))
+    if not engine_stats:
+        records = [r for r in records if r.kind != "engine_stats"]
     warnings = line_parser.all_warnings()
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
@@ -100,7 +104,8 @@ def _has_summary_marker(buf: bytes) -> bool:
     return b"_" in buf and any(m in buf for m in _SUMMARY_UNDERSCORE)
 
 
-def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LineParser) -> Iterator[Record]:
+def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LineParser,
+              engine_stats: bool = True) -> Iterator[Record]:
     """Stream a log in chunks; only lines holding a marker reach Python-level parsing.
 
     Everything else is touched only by C-speed byte scans: one ``bytes.find`` pass per marker,
@@ -161,7 +166,7 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
             lineno += len(lines)
             continue
         if dense and logs.FAST_PATHS:
-            got = bulk.read_chunk(buf, cut, lineno, name, line_parser.engine_by_pid)
+            got = bulk.read_chunk(buf, cut, lineno, name, line_parser.engine_by_pid, engine_stats)
             if got is not None:
                 records, lineno = got
                 yield from records

@@ -30,6 +30,14 @@ def json_line(record) -> str:
     return fmt(record)
 
 
+def json_lines(records) -> str:
+    """The records as JSON lines, each ending with a newline."""
+    if not records:
+        return ""
+    get = _FORMATTERS.get
+    return "\n".join([(get(type(r)) or json_line)(r) for r in records]) + "\n"
+
+
 def _string(s) -> str:
     if type(s) is not str:
         return _dumps(s)
