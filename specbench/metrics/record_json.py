@@ -52,26 +52,47 @@ def _string(s) -> str:
     return text
 
 
+class _FloatTexts(dict):
+    """float → json's text for it (its repr), filled on first use: a log's rates and lengths are
+    printed with 1-3 decimals, so few values recur and a lookup is cheaper than a repr. Zeros are
+    never stored: -0.0 equals 0.0 as a key, but json writes it "-0.0"."""
+
+    def __missing__(self, v: float) -> str:
+        if v - v != 0.0:  # nan, inf: json's own spelling
+            return _dumps(v)
+        text = repr(v)
+        if v:
+            if len(self) >= 65536:
+                self.clear()
+            self[v] = text
+        return text
+
+
+_FLOATS = _FloatTexts()
 _NUMBER_TYPES = frozenset((int, float))
 
 
 def _list(v) -> str:
-    # A list's repr is json's text when its items are exact ints and finite floats ("inf" and
-    # "nan" are the only such reprs with an "n").
-    if type(v) is list and {*map(type, v)} <= _NUMBER_TYPES:
-        text = repr(v)
-        if "n" not in text:
-            return text
+    if type(v) is list:
+        types = {*map(type, v)}
+        if types == {float}:
+            return "[" + ", ".join(map(_FLOATS.__getitem__, v)) + "]"
+        # A list's repr is json's text when its items are exact ints and finite floats ("inf" and
+        # "nan" are the only such reprs with an "n").
+        if types <= _NUMBER_TYPES:
+            text = repr(v)
+            if "n" not in text:
+                return text
     return _dumps(v)
 
 
 # One expression per annotation; "{v}" is the field's value. repr of an exact int or a finite float is
-# json's text for it (x - x is nan for inf and nan).
+# json's text for it (_FLOATS checks finiteness).
 _BRANCHES = {
     "int": "('null' if {v} is None else repr({v}) if type({v}) is int else D({v}))",
-    "float": "('null' if {v} is None else repr({v}) if type({v}) is float and {v} - {v} == 0.0 else D({v}))",
+    "float": "('null' if {v} is None else F[{v}] if type({v}) is float else D({v}))",
     "bool": "('true' if {v} is True else 'false' if {v} is False else D({v}))",
-    "str": "('null' if {v} is None else S({v}))",
+    "str": "('null' if {v} is None else (C({v}) or S({v})) if type({v}) is str else D({v}))",
     "list": "('null' if {v} is None else L({v}))",
 }
 
@@ -88,7 +109,7 @@ def _generate(cls: type) -> Callable[[object], str]:
     values = [_branch("str").replace("{v}", "r.kind")]
     values += [_branch(ann).replace("{v}", f"v{i}") for i, (_, ann) in enumerate(names)]
     src = "def line(r):\n" + "\n".join(body) + "\n    return T % (\n        " + ",\n        ".join(values) + ")\n"
-    scope = {"D": _dumps, "S": _string, "L": _list, "T": template}
+    scope = {"D": _dumps, "S": _string, "L": _list, "T": template, "F": _FLOATS, "C": _STRINGS.get}
     exec(compile(src, f"<json_line {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own source
     return scope["line"]
 
