@@ -104,12 +104,12 @@ def _branch(annotation: str) -> str:
 
 def _generate(cls: type) -> Callable[[object], str]:
     names = [(f.name, str(f.type)) for f in fields(cls) if f.name != "kind"]
-    template = '{"kind": %s' + "".join(f', "{name}": %s' for name, _ in names) + "}"
-    body = [f"    v{i} = r.{name}" for i, (name, _) in enumerate(names)]
-    values = [_branch("str").replace("{v}", "r.kind")]
-    values += [_branch(ann).replace("{v}", f"v{i}") for i, (_, ann) in enumerate(names)]
-    src = "def line(r):\n" + "\n".join(body) + "\n    return T % (\n        " + ",\n        ".join(values) + ")\n"
-    scope = {"D": _dumps, "S": _string, "L": _list, "T": template, "F": _FLOATS, "C": _STRINGS.get}
+    body = ["    k = " + _branch("str").replace("{v}", "r.kind")]
+    body += [f"    v{i} = r.{name}\n    v{i} = " + _branch(ann).replace("{v}", f"v{i}") for i, (name, ann) in enumerate(names)]
+    # An f-string: its pieces are joined once (BUILD_STRING), quicker than "%" with a template.
+    text = '{{"kind": {k}' + "".join(f', "{name}": {{v{i}}}' for i, (name, _) in enumerate(names)) + "}}"
+    src = "def line(r):\n" + "\n".join(body) + f"\n    return f'{text}'\n"
+    scope = {"D": _dumps, "S": _string, "L": _list, "F": _FLOATS, "C": _STRINGS.get}
     exec(compile(src, f"<json_line {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own source
     return scope["line"]
 
