@@ -169,6 +169,8 @@ def _dense_log(rng: random.Random) -> str:
                 line = rng.choice(odd + [line + "\n  Number of drafts: 9", line + "\r", "caf\u00e9 " + line,
                                          line.replace("INFO", "INFO\u00e9"), line + "\n", "| " + line + " |"])
             out.append(line)
+            if block % 4 == 1 and rng.random() < 0.05:  # no marker: only the line shape tells it joins
+                out.append(rng.choice(["  Number of drafts: 9", ", 0.125", "Current speculative depth: 2"]))
             out += [ACCESS.format(port=rng.randint(30000, 60000)) for _ in range(rng.randint(0, 8))]
     return "\n".join(out) + "\n"
 
