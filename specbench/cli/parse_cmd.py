@@ -17,6 +17,9 @@ TABLE_COLUMNS = ("file", "line", "source", "format", "engine", "num_drafts", "dr
                  "mean_acceptance_length", "draft_acceptance_rate", "per_position_acceptance")
 
 
+SPEC_JSON_HEAD = '{"kind": "spec_decode"'
+
+
 class OutputFormat(str, Enum):
     table = "table"
     jsonl = "jsonl"
@@ -35,13 +38,14 @@ def register(app: typer.Typer) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
         from specbench.metrics.parse import parse_file, without_gc
 
+        as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
         # InputError (exit 2) for an unreadable path
-        results = [parse_file(f, engine_stats=include_engine_stats) for f in files]
+        results = [parse_file(f, engine_stats=include_engine_stats, as_json=as_json) for f in files]
         empty = False
         for res in results:
             for w in res.warnings:
                 warn(w)
-            empty |= not any(r.kind == "spec_decode" for r in res.records)
+            empty |= not any(r.startswith(SPEC_JSON_HEAD) if as_json else r.kind == "spec_decode" for r in res.records)
         if fmt is OutputFormat.jsonl:
             without_gc(lambda: _write_jsonl([res.records for res in results]))
         else:
@@ -51,15 +55,13 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
 
 
-def _write_jsonl(record_lists: list[list]) -> None:
-    """One canonical JSON object per line, as json.dumps writes it (record_json is byte-identical
-    and several times quicker), in blocks of lines so each write call carries many."""
-    from specbench.metrics.record_json import json_lines
-
+def _write_jsonl(line_lists: list[list[str]]) -> None:
+    """The records' JSON lines (byte for byte json.dumps of each record's to_dict), in blocks so
+    each write call carries many."""
     out = sys.stdout
-    for records in record_lists:
-        for i in range(0, len(records), 4096):
-            out.write(json_lines(records[i:i + 4096]))
+    for lines in line_lists:
+        for i in range(0, len(lines), 4096):
+            out.write("\n".join(lines[i:i + 4096]) + "\n")
 
 
 def _write_rows(rows: list[dict], fmt: OutputFormat) -> None:

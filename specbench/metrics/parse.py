@@ -28,7 +28,7 @@ __all__ = ["ParseResult", "parse_file", "parse_lines", "parse_prometheus", "pars
 
 @dataclass
 class ParseResult:
-    records: list[Record]
+    records: list[Record]  # or their JSON lines (str), from parse_file(as_json=True)
     warnings: list[str] = field(default_factory=list)
     replaced_chars: int = 0
 
@@ -44,11 +44,13 @@ def parse_text(text: str, file: str | None = None) -> list[Record]:
     return list(parse_lines(text.splitlines(), file=file))
 
 
-def parse_file(path: Path | str, engine_stats: bool = True) -> ParseResult:
+def parse_file(path: Path | str, engine_stats: bool = True, as_json: bool = False) -> ParseResult:
     """Parse one file; unreadable → InputError naming it; no records → a warning naming it; lines
     and records over the parser's caps → a warning naming file:line each (the first 20).
     ``engine_stats=False``: leave out Engine throughput records (still read: they give their
-    engine ids to the spec records), which a dense log's reader then need not build."""
+    engine ids to the spec records), which a dense log's reader then need not build. ``as_json``:
+    ``records`` holds each record's JSON line instead (record_json.json_line's text; a dense log's
+    reader writes them without building the records)."""
     path = Path(path)
     name = str(path)
     if path.is_dir():
@@ -64,6 +66,10 @@ def parse_file(path: Path | str, engine_stats: bool = True) -> ParseResult:
         fh.seek(0)
         if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
             records, warnings = vllm_bench.records_from_file(path)
+            if as_json:
+                from specbench.metrics.record_json import json_line
+
+                return ParseResult(records=[json_line(r) for r in records], warnings=warnings)
             return ParseResult(records=list(records), warnings=warnings)
         counter = _ReplacementCounter()
         line_parser = LineParser(name)
@@ -71,13 +77,18 @@ def parse_file(path: Path | str, engine_stats: bool = True) -> ParseResult:
             text = counter.decode(fh.read())
             records: list[Record] = list(parse_prometheus(text, file=name))
         else:
-            records = without_gc(lambda: list(_scan_log(fh, counter, name, line_parser, engine_stats)))
+            records = without_gc(lambda: list(_scan_log(fh, counter, name, line_parser, engine_stats, as_json)))
     if not engine_stats:
-        records = [r for r in records if r.kind != "engine_stats"]
+        records = [r for r in records if type(r) is str or r.kind != "engine_stats"]
+    has_spec = any(r.startswith(_SPEC_JSON_HEAD) if type(r) is str else r.kind == "spec_decode" for r in records)
+    if as_json:
+        from specbench.metrics.record_json import json_line
+
+        records = [r if type(r) is str else json_line(r) for r in records]
     warnings = line_parser.all_warnings()
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
-    if not any(r.kind == "spec_decode" for r in records):
+    if not has_spec:
         warnings.append(f"{name}: no speculative-decoding metrics found")
     return ParseResult(records=records, warnings=warnings, replaced_chars=counter.replaced)
 
@@ -96,6 +107,7 @@ _SUMMARY_UNDERSCORE = tuple(m.encode() for m in SUMMARY_PREFILTER if "_" in m)
 # quick, and the bulk reader's own passes (its regex and a count per marker) would add to a scan
 # that is otherwise grep's.
 BULK_MIN_HITS = 400
+_SPEC_JSON_HEAD = '{"kind": "spec_decode"'
 
 
 def _has_summary_marker(buf: bytes) -> bool:
@@ -105,7 +117,7 @@ def _has_summary_marker(buf: bytes) -> bool:
 
 
 def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LineParser,
-              engine_stats: bool = True) -> Iterator[Record]:
+              engine_stats: bool = True, as_json: bool = False) -> Iterator[Record | str]:
     """Stream a log in chunks; only lines holding a marker reach Python-level parsing.
 
     Everything else is touched only by C-speed byte scans: one ``bytes.find`` pass per marker,
@@ -166,7 +178,7 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
             lineno += len(lines)
             continue
         if dense and logs.FAST_PATHS:
-            got = bulk.read_chunk(buf, cut, lineno, name, line_parser.engine_by_pid, engine_stats)
+            got = bulk.read_chunk(buf, cut, lineno, name, line_parser.engine_by_pid, engine_stats, as_json)
             if got is not None:
                 records, lineno = got
                 yield from records

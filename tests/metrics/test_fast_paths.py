@@ -3,6 +3,7 @@ what the general field-by-field path gives, on every line, and real vLLM 0.32 li
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -182,7 +183,7 @@ def test_bulk_chunks_equal_the_per_hit_and_line_by_line_paths(tmp_path, monkeypa
     from specbench.metrics import bulk
     from specbench.metrics import parse as parse_mod
 
-    path = tmp_path / "dense.log"
+    path = tmp_path / 'd"ense\u00e9.log'  # a name json escapes
     text = _dense_log(random.Random(5))
     path.write_bytes(text.encode("utf-8"))
     taken = []
@@ -196,11 +197,11 @@ def test_bulk_chunks_equal_the_per_hit_and_line_by_line_paths(tmp_path, monkeypa
     monkeypatch.setattr(bulk, "read_chunk", counting)
     monkeypatch.setattr(parse_mod, "CHUNK_BYTES", 4096)
 
-    def run(fast: bool, min_hits: int, engine_stats: bool = True):
+    def run(fast: bool, min_hits: int, engine_stats: bool = True, as_json: bool = False):
         monkeypatch.setattr(logs, "FAST_PATHS", fast)
         monkeypatch.setattr(parse_mod, "BULK_MIN_HITS", min_hits)
-        res = parse_mod.parse_file(path, engine_stats=engine_stats)
-        return [r.to_dict() for r in res.records], res.warnings
+        res = parse_mod.parse_file(path, engine_stats=engine_stats, as_json=as_json)
+        return [r if as_json else r.to_dict() for r in res.records], res.warnings
 
     bulk_run = run(True, 0)
     assert sum(taken) > 30 and taken.count(False) > 10  # both outcomes, often
@@ -212,6 +213,13 @@ def test_bulk_chunks_equal_the_per_hit_and_line_by_line_paths(tmp_path, monkeypa
     assert bulk_run[0] == by_line
     no_engine = run(True, 0, engine_stats=False)
     assert no_engine[0] == [r for r in bulk_run[0] if r["kind"] != "engine_stats"]
+    # As JSON lines (what `parse --format jsonl` writes; the bulk reader writes them from its
+    # matches): json.dumps of the same records, byte for byte.
+    n = len(taken)
+    for engine_stats, want in ((True, bulk_run), (False, no_engine)):
+        lines, warnings = run(True, 0, engine_stats=engine_stats, as_json=True)
+        assert lines == [json.dumps(r) for r in want[0]] and warnings == want[1]
+    assert sum(taken[n:]) > 60
     assert len(bulk_run[0]) > 2000
 
 
