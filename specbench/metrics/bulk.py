@@ -14,6 +14,7 @@ read it (tests/metrics/test_fast_paths.py checks it chunk by chunk against the o
 
 from __future__ import annotations
 
+import json
 import re
 
 from specbench.metrics.logs import _DEC, _INT, FAST_SPEC_RE, PREFILTER
@@ -43,18 +44,49 @@ _MARKERS = tuple((m.encode(), PER_SPEC_LINE.get(m, 0), PER_ENGINE_LINE.get(m, 0)
 _RATES: dict[bytes, float] = {}
 
 
+class _Texts(dict):
+    """Printed number (bytes) → json's text for the float it reads as, filled on first use."""
+
+    def __init__(self, convert) -> None:
+        super().__init__()
+        self._convert = convert
+
+    def __missing__(self, raw: bytes) -> str:
+        text = repr(self._convert(raw))
+        if len(self) < 65536:
+            self[raw] = text
+        return text
+
+
+_FLOAT_TEXT = _Texts(float)
+_RATE_TEXT = _Texts(lambda raw: round(float(raw) / 100.0, 12))
+# The JSON lines of the records read here, as record_json.json_line writes them (byte for byte:
+# tests/metrics/test_fast_paths.py compares them on every line of its logs).
+SPEC_JSON = ('{"kind": "spec_decode", "source": "vllm", "format": "vllm-v1-mean-first", "file": %s, "line": %d, '
+             '"time": "%s", "pid": %d, "engine": %s, "cumulative": false, "num_spec_tokens": null, "num_drafts": null, '
+             '"draft_tokens": %d, "accepted_tokens": %d, "emitted_tokens": null, "accepted_per_position": null, '
+             '"per_position_acceptance": [%s], "mean_acceptance_length": %s, "draft_acceptance_rate": %s, '
+             '"accepted_throughput": %s, "drafted_throughput": %s, "system_efficiency": null, "current_depth": null}')
+ENGINE_JSON = ('{"kind": "engine_stats", "source": "vllm", "format": "vllm-engine-stats", "file": %s, "line": %d, '
+               '"time": "%s", "pid": %d, "engine": %d, "prompt_throughput": %s, "generation_throughput": %s, '
+               '"running_reqs": %d, "waiting_reqs": %d}')
+
+
 def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pid: dict[int | None, int],
-               engine_stats: bool = True) -> tuple[list, int] | None:
+               engine_stats: bool = True, as_json: bool = False) -> tuple[list, int] | None:
     """``(records, number of the chunk's last line)`` for ``buf[:cut]``, whose first line is
     ``lineno + 1``; None when the chunk holds a candidate line this reader does not take (then
     nothing was changed, ``engine_by_pid`` included). ``engine_stats=False``: Engine lines only
-    give their engine ids, no records."""
+    give their engine ids, no records. ``as_json``: each record as its JSON line (str) instead,
+    never built as an object (what `specbench parse --format jsonl` writes)."""
     records: list = []
     append = records.append
     engines = dict(engine_by_pid)
     rates = _RATES
     prefix_match = PREFIX_RE.fullmatch
     find, count = buf.rfind, buf.count
+    file_json = json.dumps(file) if as_json else None
+    floats, rate_texts = _FLOAT_TEXT, _RATE_TEXT
     line, prev, n_engine, n_spec = lineno + 1, 0, 0, 0
     for m in BULK_RE.finditer(buf, 0, cut):
         end = m.start()
@@ -69,6 +101,13 @@ def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pi
         mal, acc_tp, dr_tp, acc, drafted, per_pos, dar, engine, prompt, gen, running, waiting = m.groups()
         if engine is None:
             n_spec += 1
+            if as_json:
+                eng = engines.get(pid)
+                append(SPEC_JSON % (
+                    file_json, line, time.decode(), pid, "null" if eng is None else eng, int(drafted), int(acc),
+                    ", ".join(map(floats.__getitem__, per_pos.split(b", "))), floats[mal], rate_texts[dar],
+                    floats[acc_tp], floats[dr_tp]))
+                continue
             rate = rates.get(dar)
             if rate is None:
                 rate = round(float(dar) / 100.0, 12)
@@ -82,7 +121,10 @@ def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pi
         else:
             n_engine += 1
             engines[pid] = engine_id = int(engine)
-            if engine_stats:
+            if engine_stats and as_json:
+                append(ENGINE_JSON % (file_json, line, time.decode(), pid, engine_id, floats[prompt], floats[gen],
+                                      int(running), int(waiting)))
+            elif engine_stats:
                 append(EngineStatsRecord("vllm", "vllm-engine-stats", file, line, time.decode(), pid, engine_id,
                                          float(prompt), float(gen), int(running), int(waiting)))
     for marker, per_spec, per_engine in _MARKERS:
