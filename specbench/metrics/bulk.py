@@ -4,7 +4,9 @@ Under a short stats interval a server writes a SpecDecoding window and an Engine
 lines. Read hit by hit, each costs ~10 µs of Python (marker searches, a decode, the prefix and body
 regexes, keyword arguments). Here one ``finditer`` over the chunk finds every line of vLLM 0.32's
 exact shape (the per-line fast paths' shapes in ``logs``, behind vLLM's own prefix) and each record
-is built from the match's groups with positional arguments.
+is built from the match's groups with positional arguments -- or, for `specbench parse --format
+jsonl`, written straight as its JSON line from a template (numbers' texts cached by their printed
+bytes), never built as an object.
 
 All or nothing per chunk: the chunk's marker counts must show that these lines are its only
 candidate lines, and every match must carry vLLM's prefix; otherwise :func:`read_chunk` returns

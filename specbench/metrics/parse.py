@@ -127,7 +127,10 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
     parsed line by line instead, so block state stays exact; the summary parser lives across
     chunks, so a block cut by a chunk boundary is still whole. A chunk never ends inside a record
     wrapped by hand over several lines (:func:`_safe_cut`). A line longer than a chunk and the
-    line cap is read up to the cap and skipped to its end at C speed: memory stays bounded.
+    line cap is read up to the cap and skipped to its end at C speed: memory stays bounded. After a
+    chunk with BULK_MIN_HITS candidate lines, the next is first offered whole to
+    :func:`bulk.read_chunk` (one regex over the chunk), which takes it only when all its candidate
+    lines are vLLM 0.32 stats lines.
     """
     summary = SummaryParser(name, warn=line_parser.warn)
     lineno = 0  # lines before the current chunk
