@@ -17,6 +17,9 @@ TABLE_COLUMNS = ("file", "line", "source", "format", "engine", "num_drafts", "dr
                  "mean_acceptance_length", "draft_acceptance_rate", "per_position_acceptance")
 
 
+SPEC_JSON_HEAD = '{"kind": "spec_decode"'
+
+
 class OutputFormat(str, Enum):
     table = "table"
     jsonl = "jsonl"
@@ -35,30 +38,41 @@ def register(app: typer.Typer) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
         from specbench.metrics.parse import parse_file, without_gc
 
-        results = [parse_file(f) for f in files]  # InputError (exit 2) for an unreadable path
+        as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
+        # InputError (exit 2) for an unreadable path
+        results = [parse_file(f, engine_stats=include_engine_stats, as_json=as_json) for f in files]
         empty = False
-        rows = []
         for res in results:
             for w in res.warnings:
                 warn(w)
-            empty |= not any(r.kind == "spec_decode" for r in res.records)
-            rows.extend(without_gc(lambda: [r.to_dict() for r in res.records  # noqa: B023 - called at once
-                                            if include_engine_stats or r.kind == "spec_decode"]))
+            empty |= not any(r.startswith(SPEC_JSON_HEAD) if as_json else r.kind == "spec_decode" for r in res.records)
         if fmt is OutputFormat.jsonl:
-            out = sys.stdout
-            for row in rows:
-                out.write(json.dumps(row) + "\n")
-        elif fmt is OutputFormat.csv:
-            names = list(rows[0].keys()) if rows else list(TABLE_COLUMNS)
-            writer = csv.DictWriter(sys.stdout, fieldnames=names, extrasaction="ignore")
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: (json.dumps(v) if isinstance(v, list) else v) for k, v in row.items()})
+            without_gc(lambda: _write_jsonl([res.records for res in results]))
         else:
-            _render_table(rows)
+            _write_rows(without_gc(lambda: [r.to_dict() for res in results for r in res.records]), fmt)
         if strict and empty:
             # An input without metrics is an input error (2), not a regression verdict (1).
             raise typer.Exit(2)
+
+
+def _write_jsonl(line_lists: list[list[str]]) -> None:
+    """The records' JSON lines (byte for byte json.dumps of each record's to_dict), in blocks so
+    each write call carries many."""
+    out = sys.stdout
+    for lines in line_lists:
+        for i in range(0, len(lines), 4096):
+            out.write("\n".join(lines[i:i + 4096]) + "\n")
+
+
+def _write_rows(rows: list[dict], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.csv:
+        names = list(rows[0].keys()) if rows else list(TABLE_COLUMNS)
+        writer = csv.DictWriter(sys.stdout, fieldnames=names, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (json.dumps(v) if isinstance(v, list) else v) for k, v in row.items()})
+    else:
+        _render_table(rows)
 
 
 def _render_table(rows: list[dict]) -> None:

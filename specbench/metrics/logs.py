@@ -60,14 +60,15 @@ ENGINE_RE = re.compile(r"Engine\s+(\d+)\s*:\s*Avg prompt throughput")
 # regex instead of field by field (about 3x faster per line). They must give exactly what the
 # general path gives (tests/metrics/test_fast_paths.py checks it line by line), so they only take
 # what that path reads unambiguously: plain decimals (no sign, exponent or nan), integers short
-# enough to survive its float round trip, each field once. Anything else takes the general path.
+# enough to survive its float round trip, each field once, at most MAX_POSITIONS per-position values
+# (more take the general path, which drops them with a warning). Anything else takes the general path.
 FAST_PATHS = True
 _DEC = r"\d{1,15}(?:\.\d{1,15})?"
 _INT = r"\d{1,15}"
 FAST_SPEC_RE = re.compile(
     rf" Mean acceptance length: ({_DEC}), Accepted throughput: ({_DEC}) tokens/s, "
     rf"Drafted throughput: ({_DEC}) tokens/s, Accepted: ({_INT}) tokens, Drafted: ({_INT}) tokens, "
-    rf"Per-position acceptance rate: ({_DEC}(?:, {_DEC})*), Avg Draft acceptance rate: ({_DEC})%")
+    rf"Per-position acceptance rate: ({_DEC}(?:, {_DEC}){{0,{MAX_POSITIONS - 1}}}), Avg Draft acceptance rate: ({_DEC})%")
 FAST_ENGINE_RE = re.compile(
     rf" Avg prompt throughput: ({_DEC}) tokens/s, Avg generation throughput: ({_DEC}) tokens/s, "
     rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs((?:, [A-Za-z][A-Za-z ]*: {_DEC}%)*)")
@@ -164,7 +165,7 @@ class LineParser:
 
     def __init__(self, file: str | None = None) -> None:
         self.file = file
-        self._engine_by_pid: dict[int | None, int] = {}
+        self.engine_by_pid: dict[int | None, int] = {}  # pid → the engine id of its last Engine line
         self.warnings: list[str] = []
         self.more_warnings = 0
 
@@ -235,7 +236,7 @@ class LineParser:
         time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(
             source="vllm", format=fmt, file=self.file, line=lineno, time=time, pid=pid,
-            engine=self._engine_by_pid.get(pid), cumulative=cumulative, **values,  # type: ignore[arg-type]
+            engine=self.engine_by_pid.get(pid), cumulative=cumulative, **values,  # type: ignore[arg-type]
         )
 
     @staticmethod
@@ -273,7 +274,7 @@ class LineParser:
         time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(
             source="vllm", format="vllm-v1-mean-first", file=self.file, line=lineno, time=time, pid=pid,
-            engine=self._engine_by_pid.get(pid), cumulative=False, accepted_tokens=int(acc),
+            engine=self.engine_by_pid.get(pid), cumulative=False, accepted_tokens=int(acc),
             draft_tokens=int(drafted), per_position_acceptance=[float(x) for x in per_pos.split(", ")],
             mean_acceptance_length=float(mal), draft_acceptance_rate=round(float(dar) / 100.0, 12),
             accepted_throughput=float(acc_tp), drafted_throughput=float(dr_tp),
@@ -310,7 +311,7 @@ class LineParser:
             return None
         engine = int(m.group(1))
         time, pid = _prefix_meta(prefix)
-        self._engine_by_pid[pid] = engine
+        self.engine_by_pid[pid] = engine
         rest = located[0].split(":", 1)[1]
         fast = FAST_ENGINE_RE.fullmatch(rest) if FAST_PATHS else None
         if fast is not None:

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from specbench.errors import InputError
-from specbench.metrics import vllm_bench
-from specbench.metrics import paste
+from specbench.metrics import bulk, logs, paste, vllm_bench
 from specbench.metrics.logs import FIELD_NAMES, MAX_LINE_CHARS, PREFILTER, LineParser, is_candidate
 from specbench.metrics.prometheus import looks_like_prometheus, parse_prometheus
 from specbench.metrics.record import Record
@@ -29,7 +28,7 @@ __all__ = ["ParseResult", "parse_file", "parse_lines", "parse_prometheus", "pars
 
 @dataclass
 class ParseResult:
-    records: list[Record]
+    records: list[Record]  # or their JSON lines (str), from parse_file(as_json=True)
     warnings: list[str] = field(default_factory=list)
     replaced_chars: int = 0
 
@@ -45,26 +44,36 @@ def parse_text(text: str, file: str | None = None) -> list[Record]:
     return list(parse_lines(text.splitlines(), file=file))
 
 
-def parse_file(path: Path | str, each: Callable[[Record], None] | None = None) -> ParseResult:
+def parse_file(path: Path | str, each: Callable[[Record], None] | None = None, engine_stats: bool = True,
+               as_json: bool = False) -> ParseResult:
     """Parse one file; unreadable → InputError naming it; no records → a warning naming it; lines
     and records over the parser's caps → a warning naming file:line each (the first 20).
 
     With ``each``, every record is handed to it as soon as it is read and none is kept (``records``
     comes back empty): a consumer that keeps less than the records (``report``'s window counts)
-    then never holds a long log's records at once."""
+    then never holds a long log's records at once. ``engine_stats=False``: leave out Engine
+    throughput records (still read: they give their engine ids to the spec records), which a dense
+    log's reader then need not build. ``as_json``: ``records`` holds each record's JSON line instead
+    (record_json.json_line's text; a dense log's reader writes them without building the records)."""
     path = Path(path)
     spec_seen = False
 
-    def keep(records: Iterable[Record]) -> list[Record]:
+    def keep(records: Iterable) -> list:
         nonlocal spec_seen
-        if each is None:
-            out = list(records)
-            spec_seen = any(r.kind == "spec_decode" for r in out)
-            return out
+        if not engine_stats:
+            records = (r for r in records if type(r) is str or r.kind != "engine_stats")
+        if as_json:
+            from specbench.metrics.record_json import json_line
+        out = []
         for rec in records:
-            spec_seen = spec_seen or rec.kind == "spec_decode"
-            each(rec)
-        return []
+            spec_seen = spec_seen or (rec.startswith(_SPEC_JSON_HEAD) if type(rec) is str else rec.kind == "spec_decode")
+            if as_json and type(rec) is not str:
+                rec = json_line(rec)
+            if each is None:
+                out.append(rec)
+            else:
+                each(rec)
+        return out
 
     name = str(path)
     if path.is_dir():
@@ -87,7 +96,7 @@ def parse_file(path: Path | str, each: Callable[[Record], None] | None = None) -
             text = counter.decode(fh.read())
             records: list[Record] = keep(parse_prometheus(text, file=name))
         else:
-            records = without_gc(lambda: keep(_scan_log(fh, counter, name, line_parser)))
+            records = without_gc(lambda: keep(_scan_log(fh, counter, name, line_parser, engine_stats, as_json)))
     warnings = line_parser.all_warnings()
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
@@ -105,6 +114,12 @@ _HIT_MARKERS = tuple(m.encode() for m in PREFILTER)
 # memory speed, and a server's log under traffic (access lines, stats lines) has none.
 _SUMMARY_PLAIN = tuple(m.encode() for m in SUMMARY_PREFILTER if "_" not in m)
 _SUMMARY_UNDERSCORE = tuple(m.encode() for m in SUMMARY_PREFILTER if "_" in m)
+# Candidate lines in a chunk from which the next chunk is first offered to bulk.read_chunk. Below
+# this (a server's log with a 10 s stats interval holds ~150 per MiB) the hit-by-hit path is as
+# quick, and the bulk reader's own passes (its regex and a count per marker) would add to a scan
+# that is otherwise grep's.
+BULK_MIN_HITS = 400
+_SPEC_JSON_HEAD = '{"kind": "spec_decode"'
 
 
 def _has_summary_marker(buf: bytes) -> bool:
@@ -113,7 +128,8 @@ def _has_summary_marker(buf: bytes) -> bool:
     return b"_" in buf and any(m in buf for m in _SUMMARY_UNDERSCORE)
 
 
-def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LineParser) -> Iterator[Record]:
+def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LineParser,
+              engine_stats: bool = True, as_json: bool = False) -> Iterator[Record | str]:
     """Stream a log in chunks; only lines holding a marker reach Python-level parsing.
 
     Everything else is touched only by C-speed byte scans: one ``bytes.find`` pass per marker,
@@ -123,10 +139,14 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
     parsed line by line instead, so block state stays exact; the summary parser lives across
     chunks, so a block cut by a chunk boundary is still whole. A chunk never ends inside a record
     wrapped by hand over several lines (:func:`_safe_cut`). A line longer than a chunk and the
-    line cap is read up to the cap and skipped to its end at C speed: memory stays bounded.
+    line cap is read up to the cap and skipped to its end at C speed: memory stays bounded. After a
+    chunk with BULK_MIN_HITS candidate lines, the next is first offered whole to
+    :func:`bulk.read_chunk` (one regex over the chunk), which takes it only when all its candidate
+    lines are vLLM 0.32 stats lines.
     """
     summary = SummaryParser(name, warn=line_parser.warn)
     lineno = 0  # lines before the current chunk
+    dense = False  # the previous chunk had BULK_MIN_HITS candidate lines
     offset, size = 0, CHUNK_BYTES
     while True:
         fh.seek(offset)
@@ -172,6 +192,12 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
             yield from _parse_lines_from(lines, lineno, line_parser, name, summary)
             lineno += len(lines)
             continue
+        if dense and logs.FAST_PATHS:
+            got = bulk.read_chunk(buf, cut, lineno, name, line_parser.engine_by_pid, engine_stats, as_json)
+            if got is not None:
+                records, lineno = got
+                yield from records
+                continue
         starts = set()
         for marker in _HIT_MARKERS:
             pos = buf.find(marker, 0, cut)
@@ -182,6 +208,7 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
                 if nxt < 0:
                     break
                 pos = buf.find(marker, nxt + 1, cut)
+        dense = len(starts) >= BULK_MIN_HITS
         prev_start, prev_line, consumed = 0, lineno, 0
         for start in sorted(starts):
             if start < consumed:  # a line already read as part of a wrapped record

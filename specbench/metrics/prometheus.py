@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from specbench.metrics.record import SpecDecodeRecord
 
 V1_COUNTERS = {
@@ -56,6 +54,10 @@ def series_key(labels: dict[str, str], names: frozenset[str] | None = None) -> S
 def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecord]:
     """One record per series exporting spec-decode metrics (see the module docstring); malformed
     exposition text → []."""
+    # Imported here: prometheus_client costs ~0.1 s at import, which `specbench parse` of a log
+    # would pay for nothing.
+    from prometheus_client.parser import text_string_to_metric_families
+
     by_series: dict[SeriesKey, dict[str, object]] = defaultdict(dict)
     positions: dict[SeriesKey, dict[int, int]] = defaultdict(dict)
     try:

@@ -3,6 +3,7 @@ what the general field-by-field path gives, on every line, and real vLLM 0.32 li
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -133,3 +134,106 @@ def test_is_candidate_checks_every_prefilter_marker():
                               "Draft acceptance rate:")
     for marker in logs.PREFILTER:
         assert logs.is_candidate(f"x {marker} y") and not logs.is_candidate(f"x {marker[:-1]} y")
+
+
+def test_position_cap_is_the_same_on_the_fast_path(monkeypatch):
+    """A line of vLLM 0.32's shape with more than MAX_POSITIONS rates is dropped to its other fields
+    with a warning on either path (the fast regex once kept all of them, silently)."""
+    for n in (logs.MAX_POSITIONS - 1, logs.MAX_POSITIONS, logs.MAX_POSITIONS + 1):
+        line = (PREFIX.format(pid=7, s=0, mod="metrics.py:120") + "SpecDecoding metrics: Mean acceptance length: 2.70, "
+                "Accepted throughput: 12.30 tokens/s, Drafted throughput: 20.10 tokens/s, Accepted: 163 tokens, "
+                f"Drafted: 279 tokens, Per-position acceptance rate: {', '.join(['0.500'] * n)}, "
+                "Avg Draft acceptance rate: 58.4%")
+        got = []
+        for fast in (True, False):
+            monkeypatch.setattr(logs, "FAST_PATHS", fast)
+            parser = LineParser("f.log")
+            rec = parser.parse_line(line, 1)
+            got.append((rec.to_dict(), parser.warnings))
+        assert got[0] == got[1], n
+        assert (got[0][0]["per_position_acceptance"] is None) == (n > logs.MAX_POSITIONS), n
+
+
+ACCESS = '(APIServer pid=4242) INFO:     127.0.0.1:{port} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+
+
+def _dense_log(rng: random.Random) -> str:
+    """Blocks of a dense server log: most blocks only vLLM 0.32 stats lines (the bulk reader's),
+    some with other lines mixed in (mutated, other prefixes, pasted continuations, non-ASCII)."""
+    odd = _lines(600, seed=29)[-600:]
+    out = []
+    for block in range(120):
+        mixed = block % 4 == 3
+        for _ in range(rng.randint(5, 60)):
+            line = rng.choice([_spec_line, _engine_line])(rng)
+            if mixed and rng.random() < 0.2:
+                line = rng.choice(odd + [line + "\n  Number of drafts: 9", line + "\r", "caf\u00e9 " + line,
+                                         line.replace("INFO", "INFO\u00e9"), line + "\n", "| " + line + " |"])
+            out.append(line)
+            if block % 4 == 1 and rng.random() < 0.05:  # no marker: only the line shape tells it joins
+                out.append(rng.choice(["  Number of drafts: 9", ", 0.125", "Current speculative depth: 2"]))
+            out += [ACCESS.format(port=rng.randint(30000, 60000)) for _ in range(rng.randint(0, 8))]
+    return "\n".join(out) + "\n"
+
+
+def test_bulk_chunks_equal_the_per_hit_and_line_by_line_paths(tmp_path, monkeypatch):
+    """parse_file with the bulk reader offered every chunk (small chunks, so many all-stats chunks and
+    many mixed ones) gives exactly the records and warnings of the hit-by-hit path and of the general
+    line-by-line parser."""
+    from specbench.metrics import bulk
+    from specbench.metrics import parse as parse_mod
+
+    path = tmp_path / 'd"ense\u00e9.log'  # a name json escapes
+    text = _dense_log(random.Random(5))
+    path.write_bytes(text.encode("utf-8"))
+    taken = []
+    read_chunk = bulk.read_chunk
+
+    def counting(*args):
+        got = read_chunk(*args)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(bulk, "read_chunk", counting)
+    monkeypatch.setattr(parse_mod, "CHUNK_BYTES", 4096)
+
+    def run(fast: bool, min_hits: int, engine_stats: bool = True, as_json: bool = False):
+        monkeypatch.setattr(logs, "FAST_PATHS", fast)
+        monkeypatch.setattr(parse_mod, "BULK_MIN_HITS", min_hits)
+        res = parse_mod.parse_file(path, engine_stats=engine_stats, as_json=as_json)
+        return [r if as_json else r.to_dict() for r in res.records], res.warnings
+
+    bulk_run = run(True, 0)
+    assert sum(taken) > 30 and taken.count(False) > 10  # both outcomes, often
+    per_hit = run(True, 10**9)
+    general = run(False, 0)
+    assert bulk_run == per_hit == general
+    monkeypatch.setattr(logs, "FAST_PATHS", False)
+    by_line = [r.to_dict() for r in parse_mod.parse_lines(text.split("\n"), file=str(path))]
+    assert bulk_run[0] == by_line
+    no_engine = run(True, 0, engine_stats=False)
+    assert no_engine[0] == [r for r in bulk_run[0] if r["kind"] != "engine_stats"]
+    # As JSON lines (what `parse --format jsonl` writes; the bulk reader writes them from its
+    # matches): json.dumps of the same records, byte for byte.
+    n = len(taken)
+    for engine_stats, want in ((True, bulk_run), (False, no_engine)):
+        lines, warnings = run(True, 0, engine_stats=engine_stats, as_json=True)
+        assert lines == [json.dumps(r) for r in want[0]] and warnings == want[1]
+    assert sum(taken[n:]) > 60
+    assert len(bulk_run[0]) > 2000
+
+
+def test_bulk_marker_counts_are_those_of_its_lines():
+    """read_chunk rules out other candidate lines by counting the prefilter markers: each line it
+    takes must hold exactly the counts it assumes, whatever its numbers and tail."""
+    from specbench.metrics import bulk
+
+    rng = random.Random(3)
+    for _ in range(300):
+        line = rng.choice([_spec_line, _engine_line])(rng)
+        m = bulk.BULK_RE.search(line.encode())
+        if m is None:
+            continue
+        per = bulk.PER_SPEC_LINE if "SpecDecoding" in line else bulk.PER_ENGINE_LINE
+        for marker in logs.PREFILTER:
+            assert line.count(marker) == per.get(marker, 0), (marker, line)

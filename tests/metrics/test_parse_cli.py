@@ -42,3 +42,20 @@ def test_csv_and_table(tmp_path):
     res = run(log, "--format", "csv")
     assert res.returncode == 0 and res.stdout.splitlines()[0].startswith("kind,") and "0.584" in res.stdout
     assert "163" in run(log).stdout
+
+
+def test_jsonl_is_json_dumps_of_the_records_byte_for_byte(tmp_path):
+    """The CLI's own JSON formatter and parse_file(engine_stats=False) change nothing users see:
+    stdout is json.dumps of each record, with and without --engine-stats, across two files."""
+    from pathlib import Path
+
+    from specbench.metrics.parse import parse_file
+
+    data = Path(__file__).parents[1] / "analysis" / "data"
+    files = [data / "real_v1_server.log", data / "vllm_v1_windows.log"]
+    recs = [r for f in files for r in parse_file(f).records]
+    assert {r.kind for r in recs} == {"spec_decode", "engine_stats"}
+    for flags, kinds in (((), {"spec_decode"}), (("--engine-stats",), {"spec_decode", "engine_stats"})):
+        res = run(*files, "--format", "jsonl", *flags)
+        assert res.returncode == 0
+        assert res.stdout == "".join(json.dumps(r.to_dict()) + "\n" for r in recs if r.kind in kinds)
