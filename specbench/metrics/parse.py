@@ -66,7 +66,7 @@ def parse_file(path: Path | str, each: Callable[[Record], None] | None = None, e
             from specbench.metrics.record_json import json_line
         out = []
         for rec in records:
-            spec_seen = spec_seen or (rec.startswith(_SPEC_JSON_HEAD) if type(rec) is str else rec.kind == "spec_decode")
+            spec_seen = spec_seen or (rec.startswith(SPEC_JSON_HEAD) if type(rec) is str else rec.kind == "spec_decode")
             if as_json and type(rec) is not str:
                 rec = json_line(rec)
             if each is None:
@@ -119,7 +119,7 @@ _SUMMARY_UNDERSCORE = tuple(m.encode() for m in SUMMARY_PREFILTER if "_" in m)
 # quick, and the bulk reader's own passes (its regex and a count per marker) would add to a scan
 # that is otherwise grep's.
 BULK_MIN_HITS = 400
-_SPEC_JSON_HEAD = '{"kind": "spec_decode"'
+SPEC_JSON_HEAD = '{"kind": "spec_decode"'  # how a spec record's JSON line starts (record_json's key order)
 
 
 def _has_summary_marker(buf: bytes) -> bool:
