@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 
 import psutil
 
@@ -60,3 +61,20 @@ def _killpg(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def join_started(thread: threading.Thread | None, timeout: float) -> None:
+    """Join ``thread`` if it ever started.
+
+    A Ctrl-C that lands inside ``Thread.start()`` (between the OS thread's creation and its
+    "started" signal, or before it) leaves a thread that ``join()`` refuses with RuntimeError
+    ("cannot join thread before it is started"); the user's interrupt must end as an interrupt
+    (exit 130), not as that error. Such a thread is a daemon reading a pipe: it ends on its own
+    when the process it reads is killed."""
+    if thread is None:
+        return
+    try:
+        thread.join(timeout=timeout)
+    except RuntimeError:
+        if thread.is_alive():  # started after all (the signal came late): one more try
+            thread.join(timeout=timeout)

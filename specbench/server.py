@@ -29,7 +29,7 @@ from types import TracebackType
 import httpx
 
 from specbench.errors import DependencyError, ServerError
-from specbench.procs import kill_tree
+from specbench.procs import join_started, kill_tree
 from specbench.redact import redact_argv
 
 log = logging.getLogger(__name__)
@@ -315,8 +315,7 @@ class VLLMServer:
                 time.sleep(0.5)
 
     def _join_tee(self) -> None:
-        if self._tee is not None:
-            self._tee.join(timeout=5.0)
+        join_started(self._tee, timeout=5.0)
 
     def _failure(self, what: str) -> str:
         tail = self.log_tail(TAIL_LINES) or "(no output)"

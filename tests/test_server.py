@@ -170,6 +170,29 @@ def test_missing_vllm_is_a_dependency_error(tmp_path):
         server.start()
 
 
+def test_ctrl_c_inside_the_log_tee_start_still_stops_cleanly(tmp_path, monkeypatch):
+    """A Ctrl-C can land inside ``Thread.start()`` of the log tee (seen once in a full suite run:
+    the run ended "unexpected RuntimeError: cannot join thread before it is started", exit 2
+    instead of 130). The interrupt must come out as KeyboardInterrupt and stop() must still kill
+    the server and raise nothing. The signal's timing cannot be chosen, so the tee's start()
+    raises it here."""
+    real_thread = threading.Thread
+
+    class InterruptedStart(real_thread):
+        def start(self):
+            if getattr(self._target, "__name__", "") == "_copy_output":
+                raise KeyboardInterrupt  # before the OS thread exists: join() refuses such a thread
+            super().start()
+
+    monkeypatch.setattr(threading, "Thread", InterruptedStart)
+    server = standin(tmp_path, "healthy", grace_s=2.0)
+    with pytest.raises(KeyboardInterrupt):
+        server.start()
+    pid = server.pid
+    server.stop()
+    assert _gone([pid]) == []
+
+
 def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path, monkeypatch):
     # The stand-in ignores SIGTERM, so stop() would wait out its 60 s grace period; a Ctrl-C
     # (a real SIGINT to this process) during that wait must SIGKILL the group and re-raise.

@@ -33,7 +33,7 @@ from specbench.load import llmperf_account as account
 from specbench.load.driver import LoadResult
 from specbench.load.llmperf_checks import (KILL_GRACE_S, SCRIPT, check_llmperf, check_tokenizer,  # noqa: F401
                                            default_input_tokens)
-from specbench.procs import kill_tree
+from specbench.procs import join_started, kill_tree
 REQUEST_TIMEOUT_S = 180   # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
 # sitecustomize that prints the server's message of an HTTP error llmperf drops (observation only).
 OBSERVER = Path(__file__).resolve().parent / "llmperf_observe"
@@ -145,8 +145,8 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         reader = threading.Thread(target=_pump, args=(proc, log, n, progress), daemon=True)
-        reader.start()
         try:
+            reader.start()  # inside the try: a Ctrl-C here must still kill llmperf's process group
             while True:
                 try:
                     code = proc.wait(timeout=poll_s)
@@ -161,7 +161,7 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
         finally:
             # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
             kill_tree(proc, grace_s=KILL_GRACE_S)
-            reader.join(timeout=10)
+            join_started(reader, timeout=10)
             shutil.rmtree(ray_tmp, ignore_errors=True)
     after = account.server_counts(_safe(scrape))
     span.observe(time.monotonic(), after)
