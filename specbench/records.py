@@ -117,6 +117,7 @@ class Derived(Record):
 
 class CI(Record):
     unit: Optional[StrictStr] = None
+    method: Optional[StrictStr] = None  # "jackknife-t"; records written before it have none: percentile bootstrap
     confidence: Optional[Num] = None
     n_units: Optional[StrictInt] = None
     degenerate: Optional[StrictBool] = None

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specbench.analysis.bootstrap import bootstrap
+from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts, acceptance, total
 from specbench.metrics.record import SpecDecodeRecord
 
@@ -32,15 +32,13 @@ def summary_frame(
     *,
     totals: dict[str, Counts] | None = None,
     unit: str | dict[str, str] = "window",
-    n_resamples: int = 2000,
-    seed: int = 0,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """One row per group: pooled counts, AL, DAR, p_i, alpha_i and their bootstrap CIs.
+    """One row per group: pooled counts, AL, DAR, p_i, alpha_i and their jackknife-t CIs.
 
     Point estimates come from ``totals[label]`` when given (e.g. exact Prometheus counts) and from
-    the sum of the group's units otherwise; the CIs always resample the units. ``unit`` names what
-    a unit is ("window" or "request"), per group when a dict. ``ci_degenerate`` marks groups
+    the sum of the group's units otherwise; the CIs always run over the units (t with a jackknife SE,
+    :func:`~specbench.analysis.bootstrap.jackknife_t`). ``unit`` names what a unit is ("window" or "request"), per group when a dict. ``ci_degenerate`` marks groups
     with a single unit, whose interval is (x, x).
     """
     totals = totals or {}
@@ -54,7 +52,7 @@ def summary_frame(
             rows.append(row)
             continue
         acc = acceptance(pooled)
-        ci = bootstrap(units, n_resamples=n_resamples, seed=seed, confidence=confidence) if units else None
+        ci = jackknife_t(units, confidence=confidence) if units else None
         row["ci_degenerate"] = bool(ci is None or ci.degenerate)
         row["num_spec_tokens"] = pooled.num_spec_tokens
         row["num_drafts"] = pooled.num_drafts

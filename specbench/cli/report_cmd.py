@@ -28,10 +28,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
             "report"),
-        resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples.")] = 2000,
+        resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (speed-up CIs; acceptance CIs are jackknife-t).")] = 2000,
         seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
     ) -> None:
-        """Acceptance length, draft acceptance rate and per-position acceptance with bootstrap CIs."""
+        """Acceptance length, draft acceptance rate and per-position acceptance with jackknife-t CIs."""
         from specbench.errors import ConfigError
         from specbench.report.build import build_report, table_rows, write_report
         from specbench.report.inputs import parse_label
@@ -86,7 +86,7 @@ def _print_table(rep, table_rows) -> None:
     cells = flat
     if len(column_chunks(widths(flat), first, console.width)) > 1:  # too wide: each interval under its value
         cells = [[c.replace(" [", "\n[", 1) for c in col] for col in flat]
-    title = f"Acceptance ({rep.confidence:.0%} bootstrap CI; AL = 1 + accepted/drafts)"
+    title = f"Acceptance ({rep.confidence:.0%} CI, t with jackknife SE; AL = 1 + accepted/drafts)"
     for chunk in column_chunks(widths(cells), first, console.width):
         table = Table(title=title, title_justify="left")
         title = None

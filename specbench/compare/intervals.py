@@ -19,7 +19,6 @@ bootstrap over requests (scipy.stats.bootstrap) and no p-value.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings as _warnings
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from specbench.analysis.bootstrap import count_stats
+from specbench.analysis.bootstrap import common_k, count_matrix, count_stats, t_quantile  # noqa: F401 (re-exported)
 from specbench.analysis.counts import Counts
 
 
@@ -47,32 +46,9 @@ class Delta:
     why: str = ""
 
 
-@functools.lru_cache(maxsize=256)
-def t_quantile(confidence: float, df: float) -> float:
-    """Two-sided ``confidence`` quantile of Student's t (cached: df is an integer here)."""
-    # scipy.special's stdtrit is what scipy.stats.t.ppf computes (t's _ppf), bit for bit; importing
-    # scipy.stats instead loads ~500 modules (~58 MB RSS) that `report` needs for nothing else.
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, 1 - (1 - confidence) / 2))
-
-
 def _t_ci(point: float, se: float, df: float, confidence: float) -> tuple[float, float]:
     h = t_quantile(confidence, df) * se
     return point - h, point + h
-
-
-def count_matrix(units: list[Counts], k: int) -> np.ndarray:
-    """Rows [D, draft_tokens, A, acc_pos_0..k-1] (positions truncated to k; k = 0 drops them)."""
-    return np.asarray([[u.num_drafts, u.draft_tokens, u.accepted_tokens] + list((u.accepted_per_position or [0] * k)[:k])
-                       for u in units], dtype=np.float64).reshape(len(units), 3 + k)
-
-
-def common_k(*sides: list[Counts]) -> int:
-    """Positions known for every unit of every side (0 when any unit lacks them)."""
-    lens = [len(u.accepted_per_position) if u.accepted_per_position is not None else 0 for s in sides for u in s
-            if u.num_drafts]
-    return min(lens) if lens else 0
 
 
 def _jackknife_var(loo: np.ndarray) -> float:

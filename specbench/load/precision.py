@@ -11,14 +11,12 @@ the requests sent go to cell.json under ``precision``.
 estimate "looked good" would pick the samples that happen to look good and shift the estimate
 (tests/load/test_precision_coverage.py simulates both and measures the final CI's coverage).
 
-**The interval is specbench's small-sample interval**, the one the gate uses (compare/intervals.py,
-issue 11) in its one-sample form: point = the statistic of the summed counts (AL = 1 + accepted /
-drafts, p_i = accepted_per_position[i] / drafts, DAR = accepted / draft tokens; DESIGN.md
-"Acceptance, defined"), SE = jackknife over units, half-width = t(0.95, units - 1) * SE. Not the
-percentile bootstrap that acceptance.json's ``ci`` and ``specbench report`` print per cell: with a
-stop rule on top it covered 90.5-91% where 95% is meant (simulated, 1000 studies, ~40-50
-requests), the jackknife-t 95% (tests/load/test_precision_coverage.py); at a fixed 20-100 requests
-the bootstrap alone covers 92-94%. The two half-widths differ by a few percent at these sizes.
+**The interval is the per-cell CI everywhere** (acceptance.json, ``report``, the gate's one-sample
+form; :func:`specbench.analysis.bootstrap.jackknife_t`): point = the statistic of the summed counts
+(AL = 1 + accepted / drafts, p_i = accepted_per_position[i] / drafts, DAR = accepted / draft
+tokens; DESIGN.md "Acceptance, defined"), SE = jackknife over units, half-width = t(0.95, units - 1)
+* SE. Not the percentile bootstrap: with a stop rule on top it covered 90.5-91% where 95% is meant
+(simulated, 1000 studies, ~40-50 requests), the jackknife-t 95% (tests/load/test_precision_coverage.py).
 
 **Units**: per-request counts (vLLM ``--per-request-spec-decode-metrics``), with the requests of one
 prompt summed into one unit: at temperature 0 a repeated prompt repeats its counts, so counting
@@ -35,11 +33,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-import numpy as np
-
-from specbench.analysis.bootstrap import count_stats
+from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts
-from specbench.compare.intervals import common_k, count_matrix, t_quantile
 
 REACHED, MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
 INTERVAL = "t with jackknife SE over units (df = units - 1; counts summed, statistics recomputed)"
@@ -82,26 +77,17 @@ def precise_enough(look: Look, targets: dict[str, float]) -> bool:
 
 def half_widths(units: list[Counts], keys: list[str], *, confidence: float = 0.95
                 ) -> tuple[dict[str, float | None], dict[str, float]]:
-    """({key: half-width or None}, point estimates) of the jackknife-t interval over ``units``.
-
-    Point = the statistic of the summed counts; SE = jackknife (leave one unit out, recompute from
-    the remaining sums); half-width = t(confidence, units - 1) * SE. None below 2 units or where a
-    leave-one-out statistic is undefined."""
-    k = common_k(units)
-    m = count_matrix(units, k)
-    total = m.sum(axis=0)
-    point = {name: float(v) for name, v in count_stats(total, k).items()} if units else {}
-    n = len(units)
-    if n < 2:
-        return {key: None for key in keys}, point
-    with np.errstate(invalid="ignore", divide="ignore"):
-        loo = count_stats(total - m, k)
+    """({key: half-width or None}, point estimates) of the jackknife-t interval over ``units``
+    (:func:`specbench.analysis.bootstrap.jackknife_t`, the per-cell CI everywhere). None below
+    2 units or where a leave-one-out statistic is undefined."""
+    if not units:
+        return {key: None for key in keys}, {}
+    iv = jackknife_t(units, confidence)
     out: dict[str, float | None] = {}
     for key in keys:
-        v = loo.get(key)
-        var = float((n - 1) / n * np.sum((v - v.mean()) ** 2)) if v is not None else math.nan
-        out[key] = t_quantile(confidence, n - 1) * math.sqrt(var) if math.isfinite(var) else None
-    return out, point
+        h = iv.half_width.get(key, math.nan)  # unclipped: a clip at 0 or 1 is not precision
+        out[key] = None if iv.degenerate or not math.isfinite(h) else h
+    return out, iv.point
 
 
 def clustered(batches: list[Batch]) -> tuple[list[Counts], str]:

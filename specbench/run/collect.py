@@ -6,8 +6,8 @@
 - Per request: the driver's per-request spec-decode counts, summed (when the server exposes them).
 
 Counts must agree EXACTLY; a mismatch is recorded with its details, not hidden. Derived statistics
-(AL, DAR, p_i, alpha_i) come from the Prometheus counts; the bootstrap CI is over requests when
-per-request data exists, else over log windows. Pure functions: text and dicts in, dicts out.
+(AL, DAR, p_i, alpha_i) come from the Prometheus counts; the CI (jackknife-t, analysis/bootstrap.py)
+is over requests when per-request data exists, else over log windows. Pure functions: text and dicts in, dicts out.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from specbench.analysis.acceptance import DEFINITION, Counts, acceptance, bootstrap, counts_from_records
+from specbench.analysis.acceptance import DEFINITION, Counts, acceptance, counts_from_records
+from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import invalid_reason, total
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records import CI, Acceptance, Agreement, CountsRecord, Derived, PerRequest, RequestRecord, Total, \
@@ -102,8 +103,7 @@ def _finite(x: float) -> float | None:
 
 
 def build_acceptance(*, num_spec_tokens: int | None, prom: Counts | None, windows: list[Counts],
-                     window_warnings: list[str], req_units: list[Counts] | None, per_request_mode: str,
-                     seed: int = 0) -> Acceptance:
+                     window_warnings: list[str], req_units: list[Counts] | None, per_request_mode: str) -> Acceptance:
     """The acceptance.json record (docs/internals.md) of a speculative cell."""
     log_total = total(windows)
     logs_ok, logs_details = counts_equal(log_total, prom)
@@ -125,8 +125,8 @@ def build_acceptance(*, num_spec_tokens: int | None, prom: Counts | None, window
     ci = None
     ci_units = use_req if use_req else windows
     if ci_units and prom is not None and prom.num_drafts and not reset:
-        iv = bootstrap(ci_units, seed=seed)
-        ci = CI(unit="request" if ci_units is use_req else "window", confidence=iv.confidence,
+        iv = jackknife_t(ci_units)
+        ci = CI(unit="request" if ci_units is use_req else "window", method=iv.method, confidence=iv.confidence,
                 n_units=iv.n_units, degenerate=iv.degenerate,
                 intervals={k: [_finite(lo), _finite(hi)] for k, (lo, hi) in iv.items()})
     return Acceptance(

@@ -250,8 +250,7 @@ class LocalExecutor:
         else:
             units = collect.request_units(requests)
             acc = collect.build_acceptance(num_spec_tokens=cell.num_spec_tokens, prom=prom, windows=windows, window_warnings=warns,
-                                           req_units=units, per_request_mode=study.serve.per_request_metrics,
-                                           seed=ld.seed)
+                                           req_units=units, per_request_mode=study.serve.per_request_metrics)
             if not prom or not prom.num_drafts:
                 raise CellFailed("no spec-decode counts in /metrics after the load (is speculation on?)")
             if collect.reset_problem(prom):

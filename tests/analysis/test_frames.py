@@ -24,7 +24,7 @@ def test_summary_frame_values_and_columns():
         "on": [Counts(10, 30, 20, [8, 7, 5], 3), Counts(90, 270, 45, [30, 10, 5], 3)],
         "single": [Counts(93, 279, 163, [72, 54, 37], 3)],
     }
-    df = summary_frame(groups, n_resamples=300)
+    df = summary_frame(groups)
     on = df.set_index("label").loc["on"]
     assert on["num_drafts"] == 100 and on["accepted_tokens"] == 65
     assert on["mean_acceptance_length"] == pytest.approx(1.65)  # summed, not the averaged 2.25
@@ -39,7 +39,7 @@ def test_summary_frame_values_and_columns():
 
 def test_summary_frame_totals_override_point_but_not_ci():
     units = [Counts(10, 30, 20), Counts(10, 30, 10)]
-    df = summary_frame({"g": units}, totals={"g": Counts(21, 63, 30)}, n_resamples=200)
+    df = summary_frame({"g": units}, totals={"g": Counts(21, 63, 30)})
     assert df.loc[0, "num_drafts"] == 21
     assert df.loc[0, "mean_acceptance_length"] == pytest.approx(1 + 30 / 21)
 

@@ -25,7 +25,7 @@ def groups():
 
 def test_per_position_and_al_over_time_files(tmp_path):
     g = groups()
-    summary = summary_frame(g, n_resamples=200)
+    summary = summary_frame(g)
     paths = save_figure(per_position_figure(summary), tmp_path / "per_position")
     paths += save_figure(al_over_time_figure(window_frame(g), summary), tmp_path / "al_over_time")
     assert [p.name for p in paths] == ["per_position.png", "per_position.svg", "al_over_time.png", "al_over_time.svg"]
@@ -42,7 +42,7 @@ def test_per_position_and_al_over_time_files(tmp_path):
 def test_plot_per_position_draws_one_line_per_group_with_ci():
     from matplotlib.figure import Figure
 
-    summary = summary_frame(groups(), n_resamples=200)
+    summary = summary_frame(groups())
     ax = Figure().subplots()
     plot_per_position(ax, summary, "p")
     assert ax.get_legend_handles_labels()[1] == ["output_norm=on", "output_norm=off"]  # the figure has the legend
@@ -71,7 +71,7 @@ def test_each_axis_is_encoded_once_with_one_shared_legend():
     assert st["mla-on__output_norm-on__r0"].color != st["mla-on__output_norm-off__r0"].color
     assert st["mla-on__output_norm-on__r0"].linestyle == st["mla-on__output_norm-off__r0"].linestyle
     assert st["mla-on__output_norm-on__r0"].linestyle != st["mla-off__output_norm-on__r0"].linestyle
-    summary = summary_frame({lab: u for lab, (_, u) in cells.items()}, n_resamples=100)
+    summary = summary_frame({lab: u for lab, (_, u) in cells.items()})
     fig = per_position_figure(summary, enc=enc)
     assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["norm on", "norm off", "MLA on", "MLA off"]

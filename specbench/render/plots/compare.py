@@ -1,4 +1,4 @@
-"""``compare --plot``: per cell, p_i of baseline and candidate (each side's bootstrap CI), and under
+"""``compare --plot``: per cell, p_i of baseline and candidate (each side's jackknife-t CI), and under
 it the difference Δp_i = cand − base with the CI the gate decides on and the gate's tolerance.
 
 Two sides' intervals overlapping does not mean "no regression" (the gate judges the interval of
@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from specbench.analysis.acceptance import Counts, bootstrap
+from specbench.analysis.acceptance import Counts
+from specbench.analysis.bootstrap import jackknife_t
 from specbench.io import atomic_write_bytes
 
 SIDES = (("baseline", "tab:blue", "o"), ("candidate", "tab:orange", "s"))
@@ -37,11 +38,11 @@ class DeltaRow:
     status: list[str]  # gate status per position ("" when none)
 
 
-def bands(units: list[Counts], *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Band | None:
-    """p_i and its per-side bootstrap CI (degenerate with one unit: no interval)."""
+def bands(units: list[Counts], *, confidence: float = 0.95) -> Band | None:
+    """p_i and its per-side jackknife-t CI (degenerate with one unit: no interval)."""
     if not units:
         return None
-    iv = bootstrap(units, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    iv = jackknife_t(units, confidence=confidence)
     k = sum(1 for key in iv.point if key.startswith("p") and key[1:].isdigit())
     if not k:
         return None
@@ -145,8 +146,8 @@ def overlay_figure(panels: list[tuple[str, Band | None, Band | None, DeltaRow | 
             top.set_ylabel("")
             bottom.set_ylabel("")
     level = f"{int(round(confidence * 100))}%"
-    handles = [Line2D([], [], color=SIDES[0][1], marker=SIDES[0][2], label="baseline (its bootstrap CI)"),
-               Line2D([], [], color=SIDES[1][1], marker=SIDES[1][2], label="candidate (its bootstrap CI)"),
+    handles = [Line2D([], [], color=SIDES[0][1], marker=SIDES[0][2], label="baseline (its CI)"),
+               Line2D([], [], color=SIDES[1][1], marker=SIDES[1][2], label="candidate (its CI)"),
                Line2D([], [], color="black", marker="D", linestyle="None",
                       label=f"Δ = cand − base, {level} CI the gate uses (red: failed)"),
                Line2D([], [], color="tab:red", linestyle="--", label="gate tolerance (a fail: whole CI below)")]
