@@ -28,7 +28,7 @@ ACCEPTANCE_JSON = "acceptance.json"
 SUMMARY_JSON = "summary.json"
 
 BASE_COLUMNS = ["run_id", "cell_id", "repeat", "status", "is_baseline"]
-TAIL_COLUMNS = ["requests", "errors", "output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"]
+TAIL_COLUMNS = ["requests", "errors", "load_stop", "ci_method", "output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"]
 
 
 class CellData:
@@ -159,6 +159,8 @@ def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summa
     row: dict[str, Any] = {
         "run_id": run_id, "cell_id": cell.cell_id, "repeat": cell.repeat,
         "status": cell.status, "is_baseline": cell.is_baseline,
+        # why a precision-driven load stopped (precision_reached | max_requests | errors); none for a fixed N
+        "load_stop": (cell.precision or {}).get("reason"),
     }
     for axis, value in cell.axes.items():
         row[axis_label(axis)] = value
@@ -167,6 +169,8 @@ def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summa
         derived = acceptance.derived
         ci = acceptance.ci
         row["num_spec_tokens"] = acceptance.num_spec_tokens
+        if ci is not None:  # records written before `method` was recorded hold a percentile bootstrap
+            row["ci_method"] = ci.method or "percentile bootstrap"
         for key in ("num_drafts", "draft_tokens", "accepted_tokens"):
             row[key] = getattr(counts, key) if counts is not None else None
         row["mean_acceptance_length"] = derived.mean_acceptance_length

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -73,6 +74,9 @@ def test_recorded_half_width_matches_the_cell_files_and_the_report(precision_run
     assert prec["half_widths"]["acceptance_length"] == pytest.approx(hw, rel=1e-12)
     assert acc["agreement"]["per_request_vs_prometheus"] is True  # the units are the exact counts
     row = build_report([precision_run]).summary.iloc[0]
-    boot = (row["mean_acceptance_length_ci_high"] - row["mean_acceptance_length_ci_low"]) / 2
-    # report prints the percentile bootstrap: same units, a different (narrower at small n) interval
-    assert 0.6 * hw < boot < 1.2 * hw, (boot, hw)
+    # the report and acceptance.json print the interval the load stopped on (same units, same method)
+    lo, hi = acc["ci"]["intervals"]["mean_acceptance_length"]
+    assert (row["mean_acceptance_length_ci_low"], row["mean_acceptance_length_ci_high"]) == pytest.approx((lo, hi))
+    assert (hi - lo) / 2 == pytest.approx(hw, rel=1e-9) and acc["ci"]["method"] == "jackknife-t"
+    csv = pd.read_csv(precision_run / "cells.csv")
+    assert list(csv.load_stop) == [prec["reason"]] and list(csv.requests) == [prec["requests_sent"]]

@@ -214,6 +214,8 @@ def test_cells_table_and_manifest(default_study, run):
                 "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"):
         assert col in csv.columns, col
     assert len(csv) == len(SPEC_CELLS) + len(_baselines(run)) and set(csv.status) == {"done"}
+    spec = csv[~csv.is_baseline.astype(bool)]
+    assert set(spec.ci_method) == {"jackknife-t"} and csv.load_stop.isna().all()  # a fixed num_requests
     frame = run.cells_frame()
     assert list(frame.cell_id) == list(csv.cell_id)
     m = run.manifest
