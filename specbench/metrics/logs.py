@@ -51,10 +51,12 @@ MAX_LINE_CHARS = 65536
 MAX_POSITIONS = 256
 MAX_WARNINGS = 20
 
-PID_RE = re.compile(r"\bpid=(\d+)\)")
+# Integers a log field can hold have at most 15 digits (as in the fast paths): Python refuses to
+# convert a string of more than 4300 digits (ValueError), which a damaged or hostile line can carry.
+PID_RE = re.compile(r"\bpid=(\d{1,15})\)")
 TIME_RE = re.compile(r"\b(\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\b|\b(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
 # No "0*" before the digits: overlapping repeats backtrack quadratically on a line of zeros.
-ENGINE_RE = re.compile(r"Engine\s+(\d+)\s*:\s*Avg prompt throughput")
+ENGINE_RE = re.compile(r"Engine\s+(\d{1,15})\s*:\s*Avg prompt throughput")
 
 # Fast paths for the lines a vLLM 0.32 server prints every stats interval, read by one compiled
 # regex instead of field by field (about 3x faster per line). They must give exactly what the
@@ -136,7 +138,7 @@ def _bare_prefix_ok(prefix: str) -> bool:
 
 # vLLM's own prefix, "(APIServer pid=1) INFO 12-02 13:26:42 [metrics.py:120] ": TIME_RE and PID_RE
 # find exactly these two groups in it, in about twice the time.
-_VLLM_PREFIX_RE = re.compile(r"\(\w+ pid=(\d+)\) [A-Z]+ (\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[[\w.]+:\d+\] ")
+_VLLM_PREFIX_RE = re.compile(r"\(\w+ pid=(\d{1,15})\) [A-Z]+ (\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[[\w.]+:\d+\] ")
 
 
 def _prefix_meta(prefix: str) -> tuple[str | None, int | None]:

@@ -113,3 +113,32 @@ def test_pairs_read_per_colon_equal_the_per_comma_reference():
     for _ in range(20_000):  # up to 200 characters: both of pairs' branches (under / over 32 commas)
         body = "".join(rng.choice("ab #:,. 1\u00e9\t%-x,,,:") for _ in range(rng.randint(0, 200)))  # commas often enough for both branches
         assert pairs(body) == pairs_per_comma(body), body
+
+
+def test_numbers_longer_than_python_converts_never_raise(tmp_path):
+    """Python refuses int() of a string over sys.get_int_max_str_digits() (4300) digits. Such a
+    number in a pid, an engine index or a count once ended `specbench parse` in "unexpected
+    ValueError ... report it" (exit 2); now the field is not read and the rest of the record is."""
+    import subprocess
+    import sys
+
+    huge = "9" * (sys.get_int_max_str_digits() + 1)
+    head = "INFO 12-02 13:26:42 [metrics.py:120] SpecDecoding metrics: "
+    rec = "Mean acceptance length: 2.75, Accepted: 163 tokens, Drafted: 279 tokens, Per-position acceptance rate: 0.882, 0.559, 0.312"
+    lines = [
+        f"(EngineCore_DP0 pid={huge}) {head}{rec}",
+        f"(APIServer pid=7) INFO 12-02 13:26:43 [loggers.py:1] Engine {huge}: Avg prompt throughput: 1.0 tokens/s, "
+        "Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs",
+        f"(APIServer pid=7) {head}{rec.replace('163', huge)}",
+        f"(EngineCore_DP0 pid=8) {head}{rec}",
+    ]
+    path = tmp_path / "huge.log"
+    path.write_text("\n".join(lines) + "\n")
+    res = parse_file(path)
+    spec = [r for r in res.records if r.kind == "spec_decode"]
+    assert [(r.line, r.pid, r.accepted_tokens, r.draft_tokens) for r in spec] == [
+        (1, None, 163, 279), (3, 7, None, 279), (4, 8, 163, 279)]
+    proc = subprocess.run([sys.executable, "-m", "specbench", "parse", str(path), "--format", "jsonl"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "unexpected" not in proc.stderr, proc.stderr
+    assert len(proc.stdout.splitlines()) == 3
