@@ -3,7 +3,8 @@
 ``yaml.safe_load`` builds no objects, but it still (1) accepts duplicate keys (the last one wins,
 silently), (2) expands aliases without limit (a "billion laughs" file of a few hundred bytes
 becomes gigabytes once anything walks it), and (3) recurses once per nesting level (5,000 ``[``
-end in RecursionError). :func:`load_yaml` refuses all three with a YAML error naming the line;
+end in RecursionError); and (4) an integer of more than 4300 digits ends in Python's ValueError.
+:func:`load_yaml` refuses all four with a YAML error naming the line;
 :func:`loads_json` bounds nesting the same way. Limits are far above any real config.
 """
 
@@ -16,6 +17,8 @@ import yaml
 
 MAX_DEPTH = 100  # nesting levels; a study config uses about 5
 MAX_NODES = 200_000  # nodes after alias expansion; a study config has a few hundred
+# Digits in one integer: far above any count or size; Python's int() refuses more than 4300 (ValueError).
+MAX_INT_DIGITS = 100
 
 
 class LimitError(yaml.YAMLError):
@@ -43,6 +46,13 @@ class StrictLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_yaml_int(self, node):  # noqa: ANN001
+        digits = sum(ch.isdigit() for ch in str(node.value))
+        if digits > MAX_INT_DIGITS:
+            raise LimitError(f"an integer of {digits} digits (more than {MAX_INT_DIGITS}); write the intended number",
+                             node.start_mark)
+        return super().construct_yaml_int(node)
+
     def construct_document(self, node):  # noqa: ANN001
         _check_expanded_size(node)
         return super().construct_document(node)
@@ -63,6 +73,8 @@ class StrictLoader(yaml.SafeLoader):
                                      "keep one", key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
+
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
 
 def _check_expanded_size(root: yaml.Node) -> None:
     # Sizes with aliases expanded, memoised per node: linear in the file, not in the expansion.

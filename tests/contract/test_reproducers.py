@@ -43,6 +43,8 @@ BAD_CONFIGS = [
     ("million-cell-matrix", "matrix: {" + ", ".join(f'"env:A{i}": [{", ".join(map(str, range(10)))}]'
                                                       for i in range(6)) + "}\n", "matrix"),
     ("deep-yaml", "load: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper"),
+    # over Python's 4300-digit int() limit: was "unexpected ValueError ... report it"
+    ("5000-digit-int", "load: {num_requests: " + "9" * 5000 + "}\n", "an integer of 5000 digits"),
     ("alias-bomb", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
                    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
                    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
