@@ -76,8 +76,9 @@ def _parse_lines(text: str, name: str, default_category: str) -> list[Prompt]:
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}:{n}: not valid JSON ({exc.msg}); one JSON object per line") from None
+        except ValueError as exc:  # JSONDecodeError, or a number over Python's 4300-digit int() limit
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(";")[0]
+            raise InputError(f"{name}:{n}: not valid JSON ({why}); one JSON object per line") from None
         prompt = _prompt_from(obj, name, n, default_category)
         if prompt.id in seen:
             raise InputError(f"{name}:{n}: duplicate prompt id {prompt.id!r}; ids must be unique")

@@ -69,6 +69,16 @@ def test_prompt_file_is_checked_before_the_run_directory_exists(tmp_path):
     assert not (tmp_path / "res").exists()
 
 
+def test_prompt_file_with_a_5000_digit_number_is_a_one_line_error(tmp_path):
+    # over Python's 4300-digit int() limit: json.loads raises a bare ValueError, not JSONDecodeError
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "hi"}\n{"id": "b", "prompt": "x", "n": ' + "9" * 5000 + "}\n")
+    p = cfg(tmp_path, "load: {prompts: {path: %s}}\nresults_dir: %s\n" % (prompts, tmp_path / "res"))
+    code, out, err = invoke(["run", "--dry-run", p])
+    check("run", code, out, err, allowed={2}, names=[prompts])
+    assert f"{prompts}:2: not valid JSON" in err and not (tmp_path / "res").exists()
+
+
 def test_a_million_cell_matrix_is_refused_fast(tmp_path):
     import time
 
