@@ -102,29 +102,35 @@ class LiveDisplay:
 
 
 def final_table(run_dir: Path) -> Table:
-    """AL, DAR and p_i with 95% CIs per cell, read back from the run directory itself."""
+    """AL, DAR and p_i with 95% CIs per cell, read back from the run directory itself; cells
+    titled as `report` and `compare` title them (``MLA on · norm off``, ``no spec · MLA on``)."""
+    from specbench.report.build import run_titles
     from specbench.run.store import load_run
 
     run = load_run(run_dir)
+    names = run_titles(run_dir)
     t = Table(title=f"{run.run_id}: acceptance (AL includes the bonus token; p_i unconditional)")
     t.add_column("cell")
     t.add_column("status")
+    t.add_column("units")
     t.add_column("AL [95% CI]")
     t.add_column("DAR")
     k = max((len(c.acc.derived.per_position) for c in run.cells.values() if c.acc is not None), default=0)
     for i in range(k):
         t.add_column(f"p{i} [95% CI]")
     for cid, c in run.cells.items():
-        if c.acc is None:
-            t.add_row(cid, c.status, *(["-"] * (2 + k)))
+        name = names.get(cid, cid)
+        if c.acc is None or c.acc.baseline:
+            t.add_row(name, c.status, *(["-"] * (3 + k)))
             continue
         derived, ci = c.acc.derived, c.acc.ci
+        units = f"{ci.n_units} {ci.unit}s" if ci is not None and ci.n_units is not None else "-"
         pos = derived.per_position
         interval = (lambda name: ci.interval(name)) if ci is not None else (lambda name: None)
         cols = [_with_ci(derived.mean_acceptance_length, interval("mean_acceptance_length"), 2),
                 _fmt(derived.draft_acceptance_rate)]
         cols += [_with_ci(pos[i] if i < len(pos) else None, interval(f"p{i}"), 3) for i in range(k)]
-        t.add_row(cid, c.status, *cols)
+        t.add_row(name, c.status, units, *cols)
     return t
 
 

@@ -13,12 +13,15 @@ from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, final
 
 def _run(tmp_path):
     run_dir = tmp_path / "run"
-    store.write_manifest(run_dir, {"run_id": "r1", "axes": ["mla"], "cells": ["mla-on__r0", "baseline__r0"]})
+    store.write_manifest(run_dir, {"run_id": "r1", "axes": ["mla"],
+                                   "cells": ["mla-on__r0", "mla-off__r0", "baseline__mla-on__r0"]})
     acc = {"prometheus": {"counts": {"num_drafts": 100, "draft_tokens": 300, "accepted_tokens": 150}},
            "derived": {"mean_acceptance_length": 2.5, "draft_acceptance_rate": 0.5, "per_position": [0.75, 0.5, 0.25]},
-           "ci": {"intervals": {"mean_acceptance_length": [2.25, 2.75], "p0": [0.7, 0.8]}}}
+           "ci": {"unit": "request", "n_units": 20, "intervals": {"mean_acceptance_length": [2.25, 2.75], "p0": [0.7, 0.8]}}}
     store.write_cell(run_dir, {"cell_id": "mla-on__r0", "axes": {"mla": "on"}, "status": "done"}, acc)
-    store.write_cell(run_dir, {"cell_id": "baseline__r0", "axes": {"mla": "on"}, "status": "failed"}, None)
+    store.write_cell(run_dir, {"cell_id": "mla-off__r0", "axes": {"mla": "off"}, "status": "failed"}, None)
+    store.write_cell(run_dir, {"cell_id": "baseline__mla-on__r0", "axes": {"mla": "on"}, "is_baseline": True,
+                               "status": "done"}, None)
     return run_dir
 
 
@@ -30,8 +33,12 @@ def _render(table) -> str:
 
 def test_final_table_shows_al_and_p_with_cis(tmp_path):
     text = _render(final_table(_run(tmp_path)))
-    assert "2.50 [2.25, 2.75]" in text and "0.750 [0.700, 0.800]" in text and "0.250" in text
-    assert "failed" in text
+    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if line.count("│") > 3}
+    # titled as report/compare title cells, not by directory name
+    assert set(rows) == {"MLA on", "MLA off", "no spec · MLA on"}, rows
+    assert "20 requests" in rows["MLA on"] and "2.50 [2.25, 2.75]" in rows["MLA on"]
+    assert "0.750 [0.700, 0.800]" in rows["MLA on"] and "0.250" in rows["MLA on"]
+    assert "failed" in rows["MLA off"]
 
 
 def test_plain_display_prints_state_changes_once(tmp_path):
