@@ -1,9 +1,9 @@
 """Mismatch guard: what differs between the two runs besides the change under test.
 
 Compared from each run's manifest.json: vLLM version, model, draft, method and k, prompt set,
-sampling (temperature, max_tokens, seed, number of requests) and the machine fingerprint (CPU
-model and count, memory, GPUs; the hostname is left out: CI runners are renamed every run). Per
-matched cell also k as measured. ``specbench compare --strict`` turns any of these into exit 2.
+sampling (temperature, max_tokens, seed, number of requests, a precision-driven load's target and
+cap) and the machine fingerprint (CPU model and count, memory, GPUs; the hostname is left out: CI
+runners are renamed every run). Per matched cell also k as measured. ``specbench compare --strict`` turns any of these into exit 2.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ _FIELDS = [
     ("max_tokens", ("resolved_config", "load", "max_tokens")),
     ("sampling seed", ("resolved_config", "load", "seed")),
     ("number of requests", ("resolved_config", "load", "num_requests")),
+    # A precision-driven load records num_requests at its default: without these two, a fixed
+    # 20-request baseline and a candidate that sent up to max_requests (more prompts) looked alike.
+    ("precision-driven load (load.until)", ("resolved_config", "load", "until")),
+    ("max_requests", ("resolved_config", "load", "max_requests")),
     ("concurrency", ("resolved_config", "load", "concurrency")),
     ("load driver", ("resolved_config", "load", "driver")),
     # recorded by `vllm bench serve` result files (specbench.run.sweep puts them here)
@@ -39,6 +43,8 @@ _FIELDS = [
 ]
 
 _MISSING = object()
+# Fields newer than some manifests (results/baselines/*): absent means what None means, a fixed load.
+_ABSENT_IS_NONE = {"until", "max_requests"}
 
 
 def _get(d: Any, path: tuple[str, ...]) -> Any:
@@ -56,6 +62,8 @@ def mismatches(base: Side, cand: Side) -> list[str]:
         return out  # see unchecked()
     for label, path in _FIELDS:
         b, c = _get(base.manifest, path), _get(cand.manifest, path)
+        if path[-1] in _ABSENT_IS_NONE:
+            b, c = (None if v is _MISSING else v for v in (b, c))
         if b is _MISSING and c is _MISSING:
             continue
         if b != c:

@@ -51,3 +51,19 @@ def test_single_files_are_said_to_be_unchecked(tmp_path, make_run):
     base = load_side(make_run("base", CELL, seed=1))
     assert unchecked(base, base) is None
     assert mismatches(base, base) == []
+
+
+def test_a_precision_driven_candidate_against_a_fixed_baseline_is_not_like_for_like(make_run):
+    """A precision-driven run records num_requests at its default: the guard must see until and
+    max_requests. A manifest written before they existed (results/baselines/*) lacks both keys:
+    that is a fixed load, the same as ``until: null``."""
+    load = copy.deepcopy(MANIFEST["resolved_config"])
+    assert "until" not in load["load"]  # as in the committed baselines
+    base = load_side(make_run("base", CELL, seed=1))
+    fixed = copy.deepcopy(load)
+    fixed["load"].update(until=None, max_requests=None)
+    assert mismatches(base, load_side(make_run("fixed", CELL, seed=1, manifest={"resolved_config": fixed}))) == []
+    steered = copy.deepcopy(load)
+    steered["load"].update(until={"ci_half_width": {"acceptance_length": 0.05}}, max_requests=400)
+    lines = mismatches(base, load_side(make_run("steered", CELL, seed=1, manifest={"resolved_config": steered})))
+    assert [line.split(":")[0] for line in lines] == ["precision-driven load (load.until)", "max_requests"], lines
