@@ -70,11 +70,10 @@ def join_started(thread: threading.Thread | None, timeout: float) -> None:
     "started" signal, or before it) leaves a thread that ``join()`` refuses with RuntimeError
     ("cannot join thread before it is started"); the user's interrupt must end as an interrupt
     (exit 130), not as that error. Such a thread is a daemon reading a pipe: it ends on its own
-    when the process it reads is killed."""
+    when the process it reads is killed, so it is left to do so."""
     if thread is None:
         return
     try:
         thread.join(timeout=timeout)
     except RuntimeError:
-        if thread.is_alive():  # started after all (the signal came late): one more try
-            thread.join(timeout=timeout)
+        pass

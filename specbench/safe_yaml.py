@@ -76,6 +76,7 @@ class StrictLoader(yaml.SafeLoader):
 
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
 
+
 def _check_expanded_size(root: yaml.Node) -> None:
     # Sizes with aliases expanded, memoised per node: linear in the file, not in the expansion.
     sizes: dict[int, int] = {}

@@ -34,10 +34,11 @@ class Intervals(dict):
     """
 
     def __init__(self, *args, n_units: int = 0, n_resamples: int = 0, confidence: float = 0.95,
-                 point: dict[str, float] | None = None, degenerate: bool = False, method: str = "percentile bootstrap"):
+                 point: dict[str, float] | None = None, degenerate: bool = False, method: str = "percentile bootstrap",
+                 half_width: dict[str, float] | None = None):
         super().__init__(*args)
         self.method = method
-        self.half_width: dict[str, float] = {}  # jackknife_t only: t * SE before any clip
+        self.half_width = half_width or {}  # jackknife_t only: t * SE before any clip
         self.n_units = n_units
         self.n_resamples = n_resamples
         self.confidence = confidence
@@ -119,6 +120,11 @@ def t_quantile(confidence: float, df: float) -> float:
     return float(stdtrit(df, 1 - (1 - confidence) / 2))
 
 
+def jackknife_var(loo: np.ndarray) -> float:
+    """Jackknife variance from the ``n`` leave-one-out values of a statistic."""
+    n = len(loo)
+    return float((n - 1) / n * np.sum((loo - loo.mean()) ** 2))
+
 
 def count_matrix(units: list[Counts], k: int) -> np.ndarray:
     """Rows [D, draft_tokens, A, acc_pos_0..k-1] (positions truncated to k; k = 0 drops them)."""
@@ -152,10 +158,8 @@ def jackknife_t(units: list[Counts], confidence: float = 0.95) -> Intervals:
     point = {name: float(v) for name, v in count_stats(sums, k).items()}
     n = len(units)
     if n == 1:
-        iv = Intervals({key: (v, v) for key, v in point.items()}, n_units=1, confidence=confidence, point=point,
-                       degenerate=True, method=JACKKNIFE_T)
-        iv.half_width = {key: math.nan for key in point}
-        return iv
+        return Intervals({key: (v, v) for key, v in point.items()}, n_units=1, confidence=confidence, point=point,
+                         degenerate=True, method=JACKKNIFE_T, half_width={key: math.nan for key in point})
     with np.errstate(invalid="ignore", divide="ignore"):
         loo = count_stats(sums - m, k)
         al_max = 1 + sums[1] / sums[0] if sums[0] else math.inf
@@ -163,13 +167,10 @@ def jackknife_t(units: list[Counts], confidence: float = 0.95) -> Intervals:
     out: dict[str, tuple[float, float]] = {}
     half: dict[str, float] = {}
     for key, x in point.items():
-        v = loo[key]
-        h = half[key] = t * math.sqrt((n - 1) / n * float(np.sum((v - v.mean()) ** 2)))
+        h = half[key] = t * math.sqrt(jackknife_var(loo[key]))
         lo, hi = (1.0, al_max) if key == "mean_acceptance_length" else (0.0, 1.0)
         out[key] = (max(x - h, lo), min(x + h, hi)) if math.isfinite(h) and math.isfinite(x) else (math.nan, math.nan)
-    iv = Intervals(out, n_units=n, confidence=confidence, point=point, method=JACKKNIFE_T)
-    iv.half_width = half
-    return iv
+    return Intervals(out, n_units=n, confidence=confidence, point=point, method=JACKKNIFE_T, half_width=half)
 
 
 def bootstrap(units: list[Counts], n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Intervals:
@@ -212,5 +213,5 @@ def significant(interval: tuple[float, float]) -> bool:
 
 
 __all__ = ["JACKKNIFE_T", "Intervals", "bootstrap", "bootstrap_delta", "common_k", "count_matrix", "jackknife_t",
-           "percentile_interval", "point_estimates", "resample_weights", "resampled_sums", "significant",
-           "t_quantile"]
+           "jackknife_var", "percentile_interval", "point_estimates", "resample_weights", "resampled_sums",
+           "significant", "t_quantile"]

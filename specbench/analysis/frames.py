@@ -37,9 +37,10 @@ def summary_frame(
     """One row per group: pooled counts, AL, DAR, p_i, alpha_i and their jackknife-t CIs.
 
     Point estimates come from ``totals[label]`` when given (e.g. exact Prometheus counts) and from
-    the sum of the group's units otherwise; the CIs always run over the units (t with a jackknife SE,
-    :func:`~specbench.analysis.bootstrap.jackknife_t`). ``unit`` names what a unit is ("window" or "request"), per group when a dict. ``ci_degenerate`` marks groups
-    with a single unit, whose interval is (x, x).
+    the sum of the group's units otherwise; the CIs always run over the units (t with a jackknife
+    SE, :func:`~specbench.analysis.bootstrap.jackknife_t`). ``unit`` names what a unit is ("window"
+    or "request"), per group when a dict. ``ci_degenerate`` marks groups with a single unit, whose
+    interval is (x, x).
     """
     totals = totals or {}
     rows: list[dict[str, Any]] = []

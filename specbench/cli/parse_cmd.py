@@ -17,7 +17,6 @@ TABLE_COLUMNS = ("file", "line", "source", "format", "engine", "num_drafts", "dr
                  "mean_acceptance_length", "draft_acceptance_rate", "per_position_acceptance")
 
 
-
 class OutputFormat(str, Enum):
     table = "table"
     jsonl = "jsonl"

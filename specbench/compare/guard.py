@@ -3,7 +3,8 @@
 Compared from each run's manifest.json: vLLM version, model, draft, method and k, prompt set,
 sampling (temperature, max_tokens, seed, number of requests, a precision-driven load's target and
 cap) and the machine fingerprint (CPU model and count, memory, GPUs; the hostname is left out: CI
-runners are renamed every run). Per matched cell also k as measured. ``specbench compare --strict`` turns any of these into exit 2.
+runners are renamed every run). Per matched cell also k as measured. ``specbench compare --strict``
+turns any of these into exit 2.
 """
 
 from __future__ import annotations

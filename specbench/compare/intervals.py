@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from specbench.analysis.bootstrap import common_k, count_matrix, count_stats, t_quantile  # noqa: F401 (re-exported)
+from specbench.analysis.bootstrap import common_k, count_matrix, count_stats, jackknife_var, t_quantile
 from specbench.analysis.counts import Counts
 
 
@@ -51,11 +51,6 @@ def _t_ci(point: float, se: float, df: float, confidence: float) -> tuple[float,
     return point - h, point + h
 
 
-def _jackknife_var(loo: np.ndarray) -> float:
-    n = len(loo)
-    return float((n - 1) / n * np.sum((loo - loo.mean()) ** 2))
-
-
 def _finite(*xs: float) -> bool:
     return all(x is not None and math.isfinite(x) for x in xs)
 
@@ -77,7 +72,7 @@ def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float 
             out[key] = Delta(point, why=f"too few units for an interval ({len(base)} vs {len(cand)}; needs >= 2 "
                                         "per side)")
             continue
-        vb, vc = _jackknife_var(jb[key]), _jackknife_var(jc[key])
+        vb, vc = jackknife_var(jb[key]), jackknife_var(jc[key])
         if not _finite(vb, vc):
             out[key] = Delta(point, why="not defined in every leave-one-out subset")
             continue
@@ -123,7 +118,7 @@ def paired_acceptance_deltas(base: dict[str, Counts], cand: dict[str, Counts],
             out[key] = Delta(point, why=f"too few prompts for an interval ({n}; needs >= 2)")
             continue
         with np.errstate(invalid="ignore"):
-            var = _jackknife_var(lc[key] - lb[key])
+            var = jackknife_var(lc[key] - lb[key])
         if not _finite(var):
             out[key] = Delta(point, why="not defined in every leave-one-prompt-out subset")
             continue
@@ -167,7 +162,7 @@ def ratio_rel_se(num: list[float], den: list[float]) -> float | None:
         return None
     with np.errstate(divide="ignore", invalid="ignore"):
         loo = np.log((x.sum() - x) / (y.sum() - y))
-    var = _jackknife_var(loo)
+    var = jackknife_var(loo)
     return math.sqrt(var) if _finite(var) else None
 
 

@@ -111,11 +111,16 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
 def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
     """``{label: title}`` for every cell of a run, baselines included (``MLA on · norm off``;
     ``<run id>/<title>`` when several runs are reported together)."""
-    from specbench.render.tables import titles
-    from specbench.run.cells import axis_label
     from specbench.run.store import load_run
 
-    run = load_run(run_dir)
+    return titles_of(load_run(run_dir), prefix=prefix)
+
+
+def titles_of(run, *, prefix: bool = False) -> dict[str, str]:
+    """:func:`run_titles` of a run already loaded (:class:`specbench.run.store.Run`)."""
+    from specbench.render.tables import titles
+    from specbench.run.cells import axis_label
+
     cells = [(cid, {axis_label(str(k)): str(v) for k, v in (c.cell.get("axes") or {}).items()},
               bool(c.cell.get("is_baseline")), c.cell.get("repeat")) for cid, c in run.cells.items()]
     head = f"{run.run_id}/" if prefix else ""

@@ -7,7 +7,8 @@
 
 Counts must agree EXACTLY; a mismatch is recorded with its details, not hidden. Derived statistics
 (AL, DAR, p_i, alpha_i) come from the Prometheus counts; the CI (jackknife-t, analysis/bootstrap.py)
-is over requests when per-request data exists, else over log windows. Pure functions: text and dicts in, dicts out.
+is over requests when per-request data exists, else over log windows. Pure functions: text and
+dicts in, dicts out.
 """
 
 from __future__ import annotations

@@ -104,11 +104,11 @@ class LiveDisplay:
 def final_table(run_dir: Path) -> Table:
     """AL, DAR and p_i with 95% CIs per cell, read back from the run directory itself; cells
     titled as `report` and `compare` title them (``MLA on · norm off``, ``no spec · MLA on``)."""
-    from specbench.report.build import run_titles
+    from specbench.report.build import titles_of
     from specbench.run.store import load_run
 
     run = load_run(run_dir)
-    names = run_titles(run_dir)
+    names = titles_of(run)
     t = Table(title=f"{run.run_id}: acceptance (AL includes the bonus token; p_i unconditional)")
     t.add_column("cell")
     t.add_column("status")

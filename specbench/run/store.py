@@ -28,7 +28,8 @@ ACCEPTANCE_JSON = "acceptance.json"
 SUMMARY_JSON = "summary.json"
 
 BASE_COLUMNS = ["run_id", "cell_id", "repeat", "status", "is_baseline"]
-TAIL_COLUMNS = ["requests", "errors", "load_stop", "ci_method", "output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"]
+TAIL_COLUMNS = ["requests", "errors", "load_stop", "ci_method", "output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms",
+                "itl_p50_ms", "e2e_p50_ms"]
 
 
 class CellData:
