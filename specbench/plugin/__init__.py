@@ -37,6 +37,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from specbench.attest import ATTEST_VAR
 from specbench.errors import ConfigError
 from specbench.plugin.switches import (
     CONTROL_VAR, ENV_VAR, HEAD_VAR, HEADS, MTP_METHODS, POS0_MASK_VALUES, POS0_MASK_VAR, SWITCH_VARS, VARIANTS,
@@ -60,6 +61,10 @@ logger = logging.getLogger("vllm.specbench_plugin")
 def register() -> None:
     """vLLM general-plugin hook. Inert unless a specbench variable asks for a non-shipped head."""
     env = os.environ
+    if env.get(ATTEST_VAR, "").strip() == "1":
+        from specbench.plugin.attest import install
+
+        install()  # every worker prints what it runs (specbench.attest reads it)
     if not any_switch_set(env):
         return  # a server specbench did not configure: touch nothing, say nothing
     try:
@@ -159,11 +164,12 @@ def plugin_env(cell_env: Mapping[str, str], method: str, base_env: Mapping[str, 
     ``VLLM_PLUGINS`` lists an allowlist; when the server's environment has one, ours is appended to
     it so the switches are not silently ignored.
     """
-    if not any(str(cell_env.get(v, "")).strip() for v in SWITCH_VARS):
+    if not any(str(cell_env.get(v, "")).strip() for v in (*SWITCH_VARS, ATTEST_VAR)):
         return {}
     env: dict[str, str] = {}
     head = head_of_method(method)
-    if head is not None:  # another method: check_variant_supported refuses the switches before launch
+    switching = any(str(cell_env.get(v, "")).strip() for v in SWITCH_VARS)
+    if head is not None and switching:  # another method: check_variant_supported refuses the switches before launch
         env[HEAD_VAR] = head
     base = {**(os.environ if base_env is None else base_env), **cell_env}
     if "VLLM_PLUGINS" in base:

@@ -29,6 +29,8 @@ import torch
 from vllm.distributed import tensor_model_parallel_all_gather
 from vllm.model_executor.models import deepseek_mtp
 
+from specbench.plugin.attest import stamp
+
 logger = logging.getLogger("vllm.specbench_plugin")
 
 LAYER_ATTRS = ("enorm", "hnorm", "eh_proj", "shared_head", "mtp_block")
@@ -63,7 +65,7 @@ def _forward_for(variant: str, pos0_mask: bool):
             hidden_states = hidden_states[: positions.shape[0]]
         return hidden_states, (self.shared_head(hidden_states) if carry_normed else hidden_states)
 
-    return forward
+    return stamp(forward, variant, pos0_mask)
 
 
 def class_suffix(variant: str, pos0_mask: bool) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from specbench.errors import ServerError
 
@@ -45,12 +46,15 @@ def server_additions() -> tuple[list[str], dict[str, str]]:
 
 
 def _inner_draft_module(worker):
-    """The drafter's inner model: the module whose forward the EAGLE variants replace."""
-    drafter = getattr(getattr(worker, "model_runner", None), "drafter", None)
-    model = getattr(drafter, "model", None)
-    inner = getattr(model, "model", None)
+    """The draft's inner model, the module whose forward the EAGLE variants replace: found on the
+    CPU and V1 GPU runners (``drafter``) and the V2 GPU runner (``speculator``)."""
+    from specbench.plugin.attest import draft_model
+
+    runner = getattr(worker, "model_runner", None)
+    inner = getattr(draft_model(runner), "model", None)
     if inner is None:
-        raise RuntimeError("specbench head switch: this worker has no EAGLE drafter (model_runner.drafter.model.model)")
+        raise RuntimeError(f"specbench head switch: the model runner {type(runner).__name__} has no EAGLE draft "
+                           "model (drafter.model.model / speculator.model.model); nothing was switched")
     return inner
 
 
@@ -75,15 +79,18 @@ class HeadSwitch:
         inner.__dict__.pop("forward", None)
         if (output_norm, pos0_mask) != ("on", False):
             inner.forward = variants._forward_for(output_norm, pos0_mask).__get__(inner)  # noqa: SLF001
-        now = "shipped" if "forward" not in inner.__dict__ else variants.class_suffix(output_norm, pos0_mask)
-        logger.info("specbench head variant switched: output_norm %r, pos0_mask %s (%s)",
-                    output_norm, "on" if pos0_mask else "off", now)
-        return now
+        from specbench.plugin.attest import draft_model, read_head_variant
+
+        now = read_head_variant(draft_model(self.model_runner))  # read back from the module, not from the request
+        logger.info("specbench head variant switched: output_norm %r, pos0_mask %s (now %s)",
+                    output_norm, "on" if pos0_mask else "off", json.dumps(now, sort_keys=True))
+        return json.dumps(now, sort_keys=True)
 
 
 def switch_variant(url: str, output_norm: str, pos0_mask: bool, headers: Mapping[str, str] | None = None,
-                   timeout_s: float = 60.0) -> list[str]:
-    """Switch every worker of the server at ``url``; returns what each worker now runs."""
+                   timeout_s: float = 60.0) -> list[Any]:
+    """Switch every worker of the server at ``url``; returns what each worker now runs, as it read
+    it back from its draft module (a dict per worker; the raw answer where it is not JSON)."""
     import httpx
 
     body = {"method": RPC_METHOD, "args": [json.dumps({"output_norm": output_norm, "pos0_mask": pos0_mask})],
@@ -98,4 +105,11 @@ def switch_variant(url: str, output_norm: str, pos0_mask: bool, headers: Mapping
     results = r.json().get("results") or []
     if not results:
         raise ServerError("switching the head variant failed: no worker answered")
-    return [str(x) for x in results]
+    return [_answer(x) for x in results]
+
+
+def _answer(x: Any) -> Any:
+    try:
+        return json.loads(x) if isinstance(x, str) else x
+    except ValueError:
+        return x

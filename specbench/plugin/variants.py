@@ -29,6 +29,8 @@ import torch
 
 from vllm.model_executor.models import deepseek_eagle
 
+from specbench.plugin.attest import stamp
+
 # A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
 logger = logging.getLogger("vllm.specbench_plugin")
 
@@ -57,7 +59,7 @@ def _forward_for(variant: str, pos0_mask: bool):
         picked = {"norm": normed, "sum": summed}
         return picked[for_logits], picked[carried]
 
-    return forward
+    return stamp(forward, variant, pos0_mask)
 
 
 def class_suffix(variant: str, pos0_mask: bool) -> str:

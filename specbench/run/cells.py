@@ -24,7 +24,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
+from specbench.attest import ATTEST_VAR, canonical_method, head_variant_of
 from specbench.config import FIXTURE_REFS, MTP_METHODS, SPEC_AXES, Study
+from specbench.errors import ConfigError
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 
 NONE = "none"
@@ -50,6 +52,8 @@ class Cell:
     load: dict[str, Any] = field(default_factory=dict)
     num_spec_tokens: int | None = None  # k of the speculative config; None for the baseline
     model: str | None = None  # the name requests ask for: served_model_name, else the resolved model
+    # What the cell claims to run (cell.json ``spec``; checked against what vLLM ran: specbench/attest.py)
+    spec: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,7 +189,7 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
         else:
             draft = resolve(str(values.get("draft", spec.draft)))
         k = int(values.get("num_speculative_tokens", spec.num_speculative_tokens))
-        spec_json = {"method": method, "model": draft, "num_speculative_tokens": k}
+        spec_json = {"method": vllm_method(method), "model": draft, "num_speculative_tokens": k}
         args += ["--speculative-config", json.dumps(spec_json, separators=(",", ":"))]
         output_norm = values.get("output_norm")
         if _per_request_flag(serve.per_request_metrics):
@@ -230,11 +234,51 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
         if "pos0_mask" in values:
             env["SPECBENCH_POS0_MASK"] = str(values["pos0_mask"])
         env.update(_plugin_env(env, method))
+    env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/attest.py)
+    env.update(_plugin_env(env, method or ""))
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     load = {a[5:]: v for a, v in values.items() if a.startswith("load:")}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
                 output_norm=output_norm, draft=draft, load=load, num_spec_tokens=k,
-                model=serve.served_model_name or model)
+                model=serve.served_model_name or model,
+                spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k))
+
+
+def cell_spec(study: Study, values: dict[str, Any], env: dict[str, str], args: list[str], *,
+              method: str | None, draft: str | None, k: int | None) -> dict[str, Any]:
+    """What a cell claims to run, from its name's axes first (the claim), then from the config.
+
+    ``mla``: the ``mla`` axis when there is one, else ``VLLM_MLA_DISABLE`` as the cell's env sets
+    it, else None (not asked: vLLM's default). ``head_variant``: the plugin switches the cell asks
+    for (a DeepSeek head's shipped values when none); None for another method or a baseline."""
+    from specbench.plugin import switches_from_env
+    from specbench.plugin.switches import head_of_method
+
+    if "mla" in values:
+        mla = values["mla"] == "on"
+    elif "VLLM_MLA_DISABLE" in env:
+        mla = env["VLLM_MLA_DISABLE"].strip() not in ("1", "true", "True")
+    else:
+        mla = None
+    head = head_of_method(method) if method else None
+    variant = None
+    if head is not None:
+        claimed = {**env, **({"SPECBENCH_OUTPUT_NORM": str(values["output_norm"])} if "output_norm" in values else {})}
+        try:
+            sw = switches_from_env(claimed)
+            variant = head_variant_of(sw.output_norm, sw.mask_for(head), sw.control)
+        except ConfigError:
+            pass  # an unknown switch value: plan.check_cells refuses it, naming the config file
+    dp = next((int(v) for f, v in zip(args, args[1:]) if f in ("--data-parallel-size", "-dp") and v.isdigit()), 1)
+    return {"method": method, "vllm_method": vllm_method(method), "draft_model": draft,
+            "num_speculative_tokens": k, "head_variant": variant, "mla": mla,
+            "tp": study.serve.tensor_parallel_size, "dp": dp, "compiled": "--enforce-eager" not in args}
+
+
+def vllm_method(method: str | None) -> str | None:
+    """The method name passed to vLLM: ``mtp`` for the deprecated ``deepseek_mtp`` (vLLM runs it
+    as ``mtp`` either way and warns), any other as written."""
+    return canonical_method(method)
 
 
 @functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process

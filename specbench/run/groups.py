@@ -40,7 +40,7 @@ from specbench.plugin.switch import DEV_MODE_ENV  # a light module: no vLLM impo
 from specbench.run import store
 from specbench.run.cells import Cell
 from specbench.run.runner import (WAIT_EXTRA_S, CellFailed, LocalExecutor, RunContext, _log_lines, _remove_tree,
-                                  _short_state_dir, close_record, new_record)
+                                  _short_state_dir, attest_cell, close_record, new_record)
 
 SERVERS_DIR = "servers"
 
@@ -234,8 +234,11 @@ class GroupedExecutor(LocalExecutor):
                     if dead_reason is not None:
                         raise CellFailed(dead_reason)
                     ctx.display.update(cell.cell_id, "starting")
+                    switched = None
                     if switching:
                         record.head_variant = self._switch(server, cell)
+                        switched = record.head_variant["workers"]
+                    attest_cell(cell, record, log_path, switched)
                     record.prefix_cache_reset = "first load" if i == 0 else reset_prefix_cache(server)
                     acc = self._measure(cell, cctx, server, d, log_path, wait_s, record)
                     record.status = "done"

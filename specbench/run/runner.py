@@ -112,7 +112,20 @@ def new_record(cell: Cell, study: Study) -> CellRecord:
         argv=None, env=redact_env(cell.env), host=study.serve.host, port=None,
         vllm_version=None, started_at=utc_now(), ended_at=None,
         timings=Timings(startup_s=None, load_s=None, collect_s=None), log_window_wait=None,
+        spec=cell.spec,
     )
+
+
+def attest_cell(cell: Cell, record: CellRecord, log_path: Path, switched: list | None = None) -> None:
+    """Record what vLLM says it runs for ``cell`` (its server log so far, and the workers' answers to
+    an in-place head switch) and fail the cell where that contradicts what the cell asks for."""
+    from specbench.attest import attest, mismatches
+
+    text, _ = _log_lines(log_path)
+    record.attested = attest(text, switched)
+    wrong = mismatches(cell.spec, record.attested)
+    if wrong:
+        raise CellFailed("attestation: " + "; ".join(wrong))
 
 
 def close_record(record: CellRecord, server, secrets) -> None:
@@ -161,6 +174,7 @@ class LocalExecutor:
                     record.argv = redact_argv(server.argv)
             record.timings.startup_s = round(time.monotonic() - t0, 2)
             record.vllm_version = server.vllm_version()
+            attest_cell(cell, record, log_path)
             acc = self._measure(cell, ctx, server, d, log_path, wait_s, record)
             record.status = "done"
         except ServerError as exc:

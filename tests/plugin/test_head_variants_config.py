@@ -28,7 +28,9 @@ def test_mtp_study_drafts_with_the_targets_own_layer():
     (cell,) = expand(load_config(ROOT / "configs" / "head_variants_mtp.yaml"))
     spec = json.loads(cell.args[cell.args.index("--speculative-config") + 1])
     target = resolve_fixture_ref("fixture:heads-target")
-    assert spec == {"method": "deepseek_mtp", "model": target, "num_speculative_tokens": 3}
+    # the config says deepseek_mtp; vLLM is passed the name it runs it as (0.32 renames it, warning)
+    assert spec == {"method": "mtp", "model": target, "num_speculative_tokens": 3}
+    assert (cell.spec["method"], cell.spec["vllm_method"]) == ("deepseek_mtp", "mtp")
     assert cell.args[0] == target and "SPECBENCH_OUTPUT_NORM" not in cell.env
 
 
@@ -52,13 +54,16 @@ def test_seed_questions_cross_method_output_norm_and_pos0_mask():
         assert c.cell_id == f"method-{method}__output_norm-{norm}__pos0_mask-{mask}__r0"
         conf = json.loads(c.args[c.args.index("--speculative-config") + 1])
         # the MTP cells draft with the served model's own layer, the EAGLE cells with the head
-        assert conf["method"] == method and conf["model"] == (target if method == "deepseek_mtp" else head)
+        assert conf["method"] == {"eagle": "eagle", "deepseek_mtp": "mtp"}[method] and conf["model"] == (target if method == "deepseek_mtp" else head)
         assert (c.env["SPECBENCH_HEAD"], c.env["SPECBENCH_OUTPUT_NORM"], c.env["SPECBENCH_POS0_MASK"]) == \
             ({"eagle": "eagle", "deepseek_mtp": "mtp"}[method], norm, mask)
+        assert c.spec["head_variant"] == {"output_norm": norm, "pos0_mask": mask, "control": False}
         seen.add((method, norm, mask))
     assert len(seen) == len(spec) == 12
     (base,) = [c for c in cells if c.is_baseline]
-    assert "--speculative-config" not in base.args and not any(k.startswith("SPECBENCH_") for k in base.env)
+    # a baseline sets no head switch; only the attestation line is asked for
+    assert "--speculative-config" not in base.args
+    assert [k for k in base.env if k.startswith("SPECBENCH_")] == ["SPECBENCH_ATTEST"]
     check_cells(cells)
 
 

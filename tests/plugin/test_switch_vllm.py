@@ -20,6 +20,7 @@ import os
 import httpx
 import pytest
 
+from specbench.attest import ATTEST_VAR, attest
 from specbench.fixtures import resolve_fixture_ref
 from specbench.plugin import ENV_VAR, plugin_env
 from specbench.plugin import switch
@@ -42,7 +43,7 @@ def _args() -> list[str]:
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0", **extra}
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0", ATTEST_VAR: "1", **extra}
     env["VLLM_TARGET_DEVICE"] = os.environ.get("VLLM_TARGET_DEVICE", "cpu")
     return env
 
@@ -78,6 +79,7 @@ def runs(tmp_path_factory) -> dict:
     fresh = {ENV_VAR: "logits-only"}
     with VLLMServer(_args(), _env({**fresh, **plugin_env(fresh, "eagle")}), work / "fresh.log") as server:
         out["F"] = _load(server)
+    out["fresh_log"] = (work / "fresh.log").read_text(errors="replace")
     return out
 
 
@@ -95,8 +97,23 @@ def test_the_switch_changes_the_head(runs):
 
 
 def test_workers_report_what_they_run_and_the_log_says_so(runs):
-    assert runs["to_logits_only"] and all(r == "OutputNormLogitsOnly" for r in runs["to_logits_only"])
-    assert runs["to_on"] and all(r == "shipped" for r in runs["to_on"])
+    # read back from the draft module in each worker, not echoed from the request
+    assert runs["to_logits_only"] == [{"output_norm": "logits-only", "pos0_mask": "off", "control": False}]
+    assert runs["to_on"] == [{"output_norm": "on", "pos0_mask": "off", "control": False}]
     log = runs["switched_log"]
     assert "registered for" not in log  # the plugin never touched the model registry
     assert "specbench head variant switched: output_norm 'logits-only', pos0_mask off" in log
+
+
+def test_every_server_attests_its_head_variant_read_back_from_the_draft_module(runs):
+    """The switchable server started as shipped (no variant class: vLLM's own forward); the fresh
+    server was built with the plugin's registered logits-only class. Each worker's attestation
+    line says so, with MLA on (VLLM_MLA_DISABLE=0) and k as asked."""
+    started = attest(runs["switched_log"])
+    fresh = attest(runs["fresh_log"])
+    assert started["head_variant"] == {"output_norm": "on", "pos0_mask": "off", "control": False}
+    assert fresh["head_variant"] == {"output_norm": "logits-only", "pos0_mask": "off", "control": False}
+    for a in (started, fresh):
+        assert a["workers"] == 1 and a["mla"] is True and a["num_speculative_tokens"] == K
+        assert a["spec_method"] == "eagle" and a["speculation"] is True
+        assert "MLA" in a["attention_backend"] and a["compilation"]["enforce_eager"] is True

@@ -1,0 +1,272 @@
+"""What a cell asks for (``spec``), what vLLM says it ran (``attested``), and where the two differ.
+
+A cell's name is a claim ("MLA off, output norm logits-only, k 3"). ``spec`` is that claim, written
+once when the matrix is expanded; ``attested`` is read from what the server itself printed:
+
+* specbench's plugin, loaded by vLLM in every worker (every TP/DP rank), prints one line per worker
+  after the model and the draft are loaded (:data:`ATTEST_PREFIX`, a JSON object): the model
+  runner's class, ``model_config.use_mla``, the attention backends of the target's and the draft's
+  layers, the draft model's class, the head variant read back from the draft module itself, the
+  speculative method and k, compilation and cudagraph modes, chunked prefill, prefix caching, TP and
+  DP, all read from vLLM's own objects in that worker;
+* vLLM's own lines, read independently: the engine's ``Initializing a V1 LLM engine (vX) with
+  config: ... speculative_config=SpeculativeConfig(method='eagle', model='...', num_spec_tokens=3)
+  ... enable_prefix_caching=..., enable_chunked_prefill=...`` and the attention backend line
+  (``Using CPU_MLA backend.`` on CPU with MLA on; vLLM-CPU prints no backend line with MLA off, so
+  that line alone cannot prove MLA off).
+
+A field vLLM did not print is ``None`` and named in ``unattested`` with the reason; it is not a
+failure by itself. A field whose attested value contradicts ``spec`` is: :func:`mismatches` names
+it, and the runner fails the cell (``attestation: asked for ..., vLLM ran ...``). Pure functions:
+text and dicts in, dicts out; nothing here imports vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable
+
+ATTEST_VAR = "SPECBENCH_ATTEST"  # "1": the plugin prints its attestation line in every worker
+ATTEST_PREFIX = "specbench attest: "
+HEAD_FIELDS = ("output_norm", "pos0_mask", "control")
+# vLLM renamed the DeepSeek MTP method: 0.32 accepts "deepseek_mtp" with a deprecation warning
+# ("method `deepseek_mtp` is deprecated and replaced with mtp.", config/speculative.py) and runs "mtp".
+METHOD_ALIASES = {"deepseek_mtp": "mtp"}
+
+_ENGINE = re.compile(r"Initializing a V1 LLM engine \(v(?P<version>[^)\s]+)\) with config: (?P<config>.*)$")
+_SPEC_CFG = re.compile(r"speculative_config=(?:None|SpeculativeConfig\(method='(?P<method>[^']*)', "
+                       r"model=(?:'(?P<model>[^']*)'|None), num_spec_tokens=(?P<k>\d+|None)\))")
+_BOOL_KEYS = {"enforce_eager": "enforce_eager", "enable_prefix_caching": "prefix_caching",
+              "enable_chunked_prefill": "chunked_prefill"}
+_INT_KEYS = {"tensor_parallel_size": "tp", "data_parallel_size": "dp"}
+_MODE = re.compile(r"'mode': <CompilationMode\.(?P<mode>\w+): \d+>")
+_CUDAGRAPH = re.compile(r"'cudagraph_mode': <CUDAGraphMode\.(?P<mode>\w+): \d+>")
+# The attention backend a worker selected, as vLLM's platforms print it ("Using %s backend.", with
+# the backend enum's name).
+_BACKEND = re.compile(r"\] Using (?P<name>[A-Z][A-Z0-9_]*) backend\.\s*$")
+
+
+def canonical_method(method: str | None) -> str | None:
+    """The method name vLLM runs for ``method`` (``deepseek_mtp`` -> ``mtp``)."""
+    return None if method is None else METHOD_ALIASES.get(method, method)
+
+
+def backend_is_mla(name: str | None) -> bool | None:
+    """Whether an attention backend name is an MLA backend (None: no name)."""
+    if not name:
+        return None
+    return "MLA" in name.upper()
+
+
+def worker_lines(text: str) -> list[dict[str, Any]]:
+    """The plugin's attestation objects in ``text`` (one per worker and load), in log order."""
+    out = []
+    for line in text.splitlines():
+        i = line.find(ATTEST_PREFIX)
+        if i < 0:
+            continue
+        try:
+            obj = json.loads(line[i + len(ATTEST_PREFIX):])
+        except ValueError:
+            continue  # a truncated line (server killed mid-write): not evidence
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def engine_config(text: str) -> dict[str, Any] | None:
+    """What the last ``Initializing a V1 LLM engine`` line of ``text`` says (None: no such line)."""
+    found = None
+    for line in text.splitlines():
+        m = _ENGINE.search(line)
+        if m:
+            found = m
+    if found is None:
+        return None
+    cfg = found.group("config")
+    out: dict[str, Any] = {"vllm_version": found.group("version")}
+    m = _SPEC_CFG.search(cfg)
+    if m:
+        k = m.group("k")
+        out.update(speculation=m.group("method") is not None, spec_method=m.group("method"),
+                   draft_model=m.group("model"), num_speculative_tokens=int(k) if k and k.isdigit() else None)
+    for key, name in _BOOL_KEYS.items():
+        b = re.search(rf"\b{key}=(True|False)\b", cfg)
+        if b:
+            out[name] = b.group(1) == "True"
+    for key, name in _INT_KEYS.items():
+        n = re.search(rf"\b{key}=(\d+)\b", cfg)
+        if n:
+            out[name] = int(n.group(1))
+    mode, graphs = _MODE.search(cfg), _CUDAGRAPH.search(cfg)
+    out["compilation"] = {"mode": mode.group("mode") if mode else None,
+                          "cudagraph_mode": graphs.group("mode") if graphs else None,
+                          "enforce_eager": out.pop("enforce_eager", None)}
+    return out
+
+
+def backend_lines(text: str) -> list[str]:
+    """Attention backend names the workers printed ("Using CPU_MLA backend."), in order, unique."""
+    names: list[str] = []
+    for line in text.splitlines():
+        m = _BACKEND.search(line)
+        if m and m.group("name") not in names:
+            names.append(m.group("name"))
+    return names
+
+
+def attest(text: str, switched: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``attested`` record of a server from its log ``text`` (start-up included).
+
+    ``switched``: what each worker answered when the head variant was switched in place (their
+    read-back of the draft module), which supersedes the variant the workers printed at load."""
+    workers = worker_lines(text)
+    engine = engine_config(text) or {}
+    backends = backend_lines(text)
+    why: dict[str, str] = {}
+    out: dict[str, Any] = {
+        "vllm_version": engine.get("vllm_version"), "model_runner": None, "attention_backend": None,
+        "mla": None, "spec_method": None, "draft_model": None, "num_speculative_tokens": None,
+        "head_variant": None, "compilation": None, "chunked_prefill": None, "prefix_caching": None,
+        "tp": None, "dp": None, "workers": len(workers) or None, "speculation": engine.get("speculation"),
+    }
+    if workers:
+        last = _latest_per_rank(workers)
+        out["model_runner"] = _agreed(last, "runner", why)
+        out["mla"] = _agreed(last, "use_mla", why)
+        target = _agreed(last, "target_attention", why)
+        out["attention_backend"] = ",".join(target) if isinstance(target, list) and target else None
+        out["spec_method"] = _agreed(last, "method", why)
+        out["speculation"] = out["spec_method"] is not None if "method" not in why else None
+        out["num_speculative_tokens"] = _agreed(last, "num_speculative_tokens", why)
+        out["draft_model"] = _agreed(last, "draft_model", why)
+        out["head_variant"] = _agreed(last, "head_variant", why)
+        out["compilation"] = _agreed(last, "compilation", why)
+        for name in ("chunked_prefill", "prefix_caching", "tp", "dp"):
+            out[name] = _agreed(last, name, why)
+        out["draft_class"] = _agreed(last, "draft_class", why)
+        out["draft_attention"] = _agreed(last, "draft_attention", why)
+    else:
+        why["workers"] = ("no worker printed a specbench attestation line (plugin not loaded: "
+                          "another vLLM environment, or a VLLM_PLUGINS list without specbench_output_norm)")
+        out.update({k: engine.get(k) for k in ("spec_method", "num_speculative_tokens", "compilation",
+                                               "chunked_prefill", "prefix_caching", "tp", "dp")})
+        if engine.get("spec_method") is not None:
+            out["draft_model"] = engine.get("draft_model")
+        if backends:
+            out["attention_backend"] = ",".join(backends)
+            out["mla"] = backend_is_mla(backends[0]) if len(backends) == 1 else None
+        else:
+            why["mla"] = "no attention backend line (vLLM-CPU prints none with MLA off)"
+    if switched:
+        variants = [w for w in switched if isinstance(w, dict)]
+        if variants and all(v == variants[0] for v in variants) and len(variants) == len(switched):
+            out["head_variant"] = {**variants[0], "switched_in_place": True}
+        else:
+            out["head_variant"] = None
+            why["head_variant"] = f"workers answered the switch differently: {switched}"
+    if not engine:
+        why["engine"] = "no 'Initializing a V1 LLM engine' line in the server log"
+    _cross_check(out, engine, why)
+    for key in ("mla", "spec_method", "num_speculative_tokens", "head_variant"):
+        if key != "mla" and out.get("speculation") is False:
+            continue  # a server without speculation: nothing to attest there
+        if out.get(key) is None and key not in why:
+            why[key] = "not printed by vLLM or the plugin"
+    out["unattested"] = why or None
+    return out
+
+
+def _latest_per_rank(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last line of each worker (a rank prints again if its engine restarts)."""
+    by_rank: dict[Any, dict[str, Any]] = {}
+    for w in workers:
+        by_rank[(w.get("dp_rank"), w.get("rank"))] = w
+    return list(by_rank.values())
+
+
+def _agreed(workers: list[dict[str, Any]], key: str, why: dict[str, str]) -> Any:
+    values = [w.get(key) for w in workers]
+    if all(v == values[0] for v in values):
+        return values[0]
+    why[key] = f"workers disagree: {values}"
+    return None
+
+
+def _cross_check(out: dict[str, Any], engine: dict[str, Any], why: dict[str, str]) -> None:
+    """The plugin's values against vLLM's own engine line: two sources that disagree attest nothing."""
+    for key in ("spec_method", "num_speculative_tokens"):
+        if key in engine and out.get(key) is not None and canonical_method(engine[key]) != canonical_method(out[key]):
+            why[key] = f"the plugin read {out[key]!r}, vLLM's engine line says {engine[key]!r}"
+            out[key] = None
+
+
+def head_variant_of(output_norm: str | None, pos0_mask: bool | None, control: bool) -> dict[str, Any]:
+    return {"output_norm": output_norm, "pos0_mask": None if pos0_mask is None else ("on" if pos0_mask else "off"),
+            "control": control}
+
+
+def mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> list[str]:
+    """Every field where vLLM ran something other than the cell asked for, as
+    ``"<field>: asked for X, vLLM ran Y"``; fields not attested are not mismatches."""
+    if not spec or not attested:
+        return []
+    out: list[str] = []
+
+    def differ(field: str, asked: Any, ran: Any) -> None:
+        if asked is not None and ran is not None and asked != ran:
+            out.append(f"{field}: asked for {_shown(asked)}, vLLM ran {_shown(ran)}")
+
+    asked_spec = spec.get("method") is not None
+    if attested.get("speculation") is not None and attested["speculation"] != asked_spec:
+        asked = repr(spec["method"]) if asked_spec else "no speculation"
+        ran = repr(attested["spec_method"]) if attested.get("spec_method") else "no speculation"
+        out.append(f"spec_method: asked for {asked}, vLLM ran {ran}")
+    if asked_spec:
+        differ("spec_method", canonical_method(spec.get("vllm_method")), canonical_method(attested.get("spec_method")))
+        differ("num_speculative_tokens", spec.get("num_speculative_tokens"), attested.get("num_speculative_tokens"))
+        asked, ran = spec.get("head_variant") or {}, attested.get("head_variant") or {}
+        for f in HEAD_FIELDS:
+            differ(f"head_variant.{f}", asked.get(f), ran.get(f))
+    differ("mla", spec.get("mla"), attested.get("mla"))
+    differ("tp", spec.get("tp"), attested.get("tp"))
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return {True: "on", False: "off"}[value]
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def not_attested(attested: dict[str, Any] | None, fields: Iterable[str] = ("mla", "num_speculative_tokens",
+                                                                               "head_variant")) -> list[str]:
+    """Which of ``fields`` a cell's ``attested`` record lacks (all of them for a run from before
+    attestation existed)."""
+    if not attested:
+        return list(fields)
+    return [f for f in fields if attested.get(f) is None]
+
+
+def confounds(a: dict[str, Any] | None, b: dict[str, Any] | None, axis_fields: Iterable[str] = ()) -> list[str]:
+    """Attested fields in which two cells differ beyond the ones their comparison is about
+    (``axis_fields``), e.g. chunked prefill and prefix caching beside an MLA contrast on CPU."""
+    if not a or not b:
+        return []
+    skip = set(axis_fields) | {"unattested", "workers", "draft_model", "draft_class", "draft_attention"}
+    out = []
+    for key in ("attention_backend", "mla", "model_runner", "compilation", "chunked_prefill", "prefix_caching",
+                "tp", "dp", "vllm_version", "spec_method", "num_speculative_tokens", "head_variant"):
+        if key in skip:
+            continue
+        va, vb = a.get(key), b.get(key)
+        if va is not None and vb is not None and va != vb:
+            out.append(f"{key} {_brief(va)} vs {_brief(vb)}")
+    return out
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={_brief(v)}" for k, v in value.items() if v is not None) + "}"
+    return _shown(value)
