@@ -13,7 +13,7 @@ Formats (each a ``format`` id in the record):
   ..., Avg Draft acceptance rate: 58.4%`` (current).
 - ``sglang-decode-batch``: ``Decode batch. #running-req: 1, ..., accept len: 3.02, [accept rate: 0.67,] ...``.
 - ``vllm-engine-stats``: ``Engine 000: Avg prompt throughput: ...`` → an EngineStatsRecord that gives its
-  engine id to the next spec line of the same process.
+  engine id to the next spec line of the same process (``N Engines Aggregated: ...``: engine None).
 Any prefix before the marker is accepted (timestamps, levels, ``[metrics.py:87]``, ``(APIServer pid=1)``,
 collector prefixes, ANSI colours, Markdown bullets, quote marks, table pipes, inline code), and so is a
 line pasted without its marker when it starts at ``Draft acceptance rate:`` or ``Mean acceptance length:``.
@@ -56,7 +56,9 @@ MAX_WARNINGS = 20
 PID_RE = re.compile(r"\bpid=(\d{1,15})\)")
 TIME_RE = re.compile(r"\b(\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\b|\b(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
 # No "0*" before the digits: overlapping repeats backtrack quadratically on a line of zeros.
-ENGINE_RE = re.compile(r"Engine\s+(\d{1,15})\s*:\s*Avg prompt throughput")
+# "Engine 000: " per engine, or "2 Engines Aggregated: " with --aggregate-engine-logging (vLLM
+# 0.31-0.34 loggers.py): an aggregated line is no single engine's, so its spec line gets engine None.
+ENGINE_RE = re.compile(r"(?:Engine\s+(\d{1,15})|\b\d{1,15} Engines Aggregated)\s*:\s*Avg prompt throughput")
 
 # Fast paths for the lines a vLLM 0.32 server prints every stats interval, read by one compiled
 # regex instead of field by field (about 3x faster per line). They must give exactly what the
@@ -311,7 +313,7 @@ class LineParser:
         located = paste.locate(prefix, line[m.start():])
         if located is None:
             return None
-        engine = int(m.group(1))
+        engine = int(m.group(1)) if m.group(1) is not None else None
         time, pid = _prefix_meta(prefix)
         self.engine_by_pid[pid] = engine
         rest = located[0].split(":", 1)[1]

@@ -30,6 +30,7 @@ from vllm.distributed import tensor_model_parallel_all_gather
 from vllm.model_executor.models import deepseek_mtp
 
 from specbench.plugin.attest import stamp
+from specbench.plugin.switches import unchecked_source
 
 logger = logging.getLogger("vllm.specbench_plugin")
 
@@ -118,6 +119,10 @@ def _make_outer(variant: str, pos0_mask: bool, layer: type) -> type:
 
 def verify_wrapped_classes(vllm_version: str) -> None:
     """Raise RuntimeError naming the vLLM version and what is missing if the MTP layer is not as expected."""
+    other = unchecked_source("mtp", deepseek_mtp.__file__, vllm_version)
+    if other:
+        raise RuntimeError(f"specbench head-variant plugin refuses: {other}; use the shipped values "
+                           "(output_norm on, pos0_mask on) or one of those vLLM releases")
     problems = []
     for name in ("DeepSeekMTP", "DeepSeekMultiTokenPredictor", "DeepSeekMultiTokenPredictorLayer"):
         if not isinstance(getattr(deepseek_mtp, name, None), type):

@@ -35,6 +35,33 @@ HEADS = {
     "eagle": ("EagleDeepSeekMTPModel", ("on", False)),
     "mtp": ("DeepSeekMTPModel", ("on", True)),
 }
+# The head files the variants re-implement, by sha256, and the vLLM releases that ship exactly that
+# file (read in the released wheels). A head file with another hash is refused, naming the version:
+# the variants would re-implement a forward this vLLM no longer has.
+CHECKED_SOURCES = {
+    "eagle": ("deepseek_eagle.py",
+              {"203d8fedaec7e31f7d9ef959884214bef024ef0ad29924aec484c89398466a86": "0.29.0-0.34.0"}),
+    "mtp": ("deepseek_mtp.py",
+            {"aae80e30b2dbfd1df41b83f51aaba4722e9f2dc3b4479d2a38ce1e32926fac11": "0.31.0-0.32.0"}),
+}
+
+
+def unchecked_source(head: str, path: str, vllm_version: str) -> str | None:
+    """Why the installed head file at ``path`` is not one the plugin was checked against (None: it is)."""
+    import hashlib
+
+    name, known = CHECKED_SOURCES[head]
+    try:
+        with open(path, "rb") as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+    except OSError as exc:
+        return f"{name} unreadable ({exc})"
+    if digest in known:
+        return None
+    return (f"vLLM {vllm_version}'s {name} (sha256 {digest[:12]}) is not the file of the releases the plugin was "
+            f"checked against ({', '.join(known.values())})")
+
+
 # vLLM's speculative methods that build one of these heads (0.32 calls deepseek_mtp "mtp" too).
 METHOD_HEADS = {"eagle": "eagle", "deepseek_mtp": "mtp", "mtp": "mtp"}
 MTP_METHODS = tuple(m for m, h in METHOD_HEADS.items() if h == "mtp")

@@ -30,6 +30,7 @@ import torch
 from vllm.model_executor.models import deepseek_eagle
 
 from specbench.plugin.attest import stamp
+from specbench.plugin.switches import unchecked_source
 
 # A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
 logger = logging.getLogger("vllm.specbench_plugin")
@@ -108,6 +109,10 @@ def _make_outer(variant: str, pos0_mask: bool, inner: type) -> type:
 
 def verify_wrapped_classes(vllm_version: str) -> None:
     """Raise RuntimeError naming the vLLM version and what is missing if the head is not as expected."""
+    other = unchecked_source("eagle", deepseek_eagle.__file__, vllm_version)
+    if other:
+        raise RuntimeError(f"specbench head-variant plugin refuses: {other}; use the shipped values "
+                           "(output_norm on, pos0_mask off) or one of those vLLM releases")
     problems = []
     outer = getattr(deepseek_eagle, "EagleDeepseekV3ForCausalLM", None)
     if outer is None:

@@ -263,6 +263,25 @@ def test_mismatched_mtp_layer_names_version_and_what_is_missing(monkeypatch):
         mtp_variants.verify_wrapped_classes("0.9.0")
 
 
+@pytest.mark.parametrize("head, module", [("eagle", "variants"), ("mtp", "mtp_variants")])
+def test_a_head_file_of_an_unchecked_vllm_release_is_refused_naming_the_version(tmp_path, monkeypatch, head, module):
+    """vLLM 0.33 changed deepseek_mtp.py (its sha256 differs from 0.31/0.32's, read in the wheels):
+    the variants re-implement 0.32's forward, so any other file is refused, not wrapped."""
+    import importlib
+
+    from specbench.plugin.switches import CHECKED_SOURCES
+
+    mod = importlib.import_module(f"specbench.plugin.{module}")
+    vllm_module = mod.deepseek_eagle if head == "eagle" else mod.deepseek_mtp
+    mod.verify_wrapped_classes("0.32.0")  # the installed file is one of the checked releases
+    changed = tmp_path / CHECKED_SOURCES[head][0]
+    changed.write_bytes(open(vllm_module.__file__, "rb").read() + b"\n# patched\n")
+    monkeypatch.setattr(vllm_module, "__file__", str(changed))
+    with pytest.raises(RuntimeError, match=rf"refuses: vLLM 0\.33\.0's {CHECKED_SOURCES[head][0]} \(sha256 \w{{12}}\) "
+                                           r"is not the file of the releases the plugin was checked against"):
+        mod.verify_wrapped_classes("0.33.0")
+
+
 def _draft(tmp_path, **config):
     (tmp_path / "config.json").write_text(json.dumps(config))
     return tmp_path
