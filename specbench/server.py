@@ -258,10 +258,15 @@ class VLLMServer:
             sub.mkdir(parents=True, exist_ok=True)
         env["TMPDIR"] = str(tmp)
         env["VLLM_RPC_BASE_PATH"] = str(self._rpc_dir())
-        # A cell may name its own cache (one per output-norm variant); otherwise a private one,
-        # whose modelinfos/ alone is shared. A cache the cell names is the user's: left as it is.
+        # A cell may name its own cache; otherwise a private one, whose modelinfos/ alone is shared.
+        # A cache the cell names is the user's; a head variant gets its own sub-directory of it, as
+        # vLLM's compile-cache key ignores the variant (a compiled graph of one would run for another).
         if "VLLM_CACHE_ROOT" in self.cell_env:
-            env["VLLM_CACHE_ROOT"] = self.cell_env["VLLM_CACHE_ROOT"]
+            from specbench.plugin.switches import variant_cache_key
+
+            key = variant_cache_key(self.cell_env)
+            root = self.cell_env["VLLM_CACHE_ROOT"]
+            env["VLLM_CACHE_ROOT"] = os.path.join(root, key) if key else root
         else:
             cache = self.state_dir / "cache"
             env["VLLM_CACHE_ROOT"] = str(cache)

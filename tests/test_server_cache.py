@@ -53,6 +53,20 @@ def test_cache_root_named_by_the_cell_is_left_alone(tmp_path, monkeypatch):
     assert not (own / "modelinfos").exists() and server.modelinfos_dir is None
 
 
+def test_a_users_cache_root_is_keyed_per_head_variant(tmp_path, monkeypatch):
+    """vLLM's compile-cache key ignores the plugin's variant: two variants sharing a user's
+    VLLM_CACHE_ROOT would run each other's compiled graph. Each gets its own sub-directory; vLLM as
+    shipped keeps the user's root."""
+    own = str(tmp_path / "user-cache")
+    roots = {}
+    for name, switches in {"shipped": {}, "off": {"SPECBENCH_OUTPUT_NORM": "off", "SPECBENCH_HEAD": "eagle"},
+                           "logits-only": {"SPECBENCH_OUTPUT_NORM": "logits-only", "SPECBENCH_HEAD": "eagle"},
+                           "control": {"SPECBENCH_HEAD_CONTROL": "1", "SPECBENCH_HEAD": "eagle"}}.items():
+        roots[name] = _env(tmp_path, {"VLLM_CACHE_ROOT": own, **switches})[1]["VLLM_CACHE_ROOT"]
+    assert roots["shipped"] == own
+    assert len(set(roots.values())) == 4 and all(r.startswith(own + os.sep) for n, r in roots.items() if n != "shipped")
+
+
 def test_sharing_off_gives_an_empty_private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(MODELINFOS_ENV, str(tmp_path / "shared"))
     server, env = _env(tmp_path, share_modelinfos=False)

@@ -120,3 +120,17 @@ def head_of_method(method: str) -> str | None:
 
 def mask_label(mask: bool) -> str:
     return "on" if mask else "off"
+
+
+def variant_cache_key(env: Mapping[str, str]) -> str | None:
+    """A sub-directory name for a compile cache that only this head variant may use (None: ``env``
+    asks for no variant, so the server runs vLLM as shipped). vLLM's compile-cache key ignores the
+    plugin's variant: servers sharing a VLLM_CACHE_ROOT could load another variant's compiled graph."""
+    if not any(env.get(v, "").strip() for v in SWITCH_VARS):
+        return None
+    try:
+        sw = switches_from_env(env)
+    except ConfigError:
+        return None  # refused before launch (plan.check_cells) or by the plugin at start-up
+    parts = [sw.head or "any", sw.output_norm, "pos0-" + ("default" if sw.pos0_mask is None else mask_label(sw.pos0_mask))]
+    return "specbench-variant-" + "-".join(parts) + ("-control" if sw.control else "")

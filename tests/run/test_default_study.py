@@ -77,6 +77,26 @@ def test_every_spec_cell_done_with_counts(run):
         assert counts["num_drafts"] > 50 and counts["draft_tokens"] == K * counts["num_drafts"]
 
 
+def test_every_cell_is_attested_as_its_name_claims(run):
+    """cell.json: ``spec`` is the claim (from the axes), ``attested`` what vLLM's worker said it ran
+    (the plugin's line, read back from vLLM's own objects); on CPU the MLA-off cells print no backend
+    line, so their ``mla`` comes from the worker's ``model_config.use_mla`` alone."""
+    for cid in run.manifest["cells"]:
+        c = run.cells[cid].record
+        spec, a = c.spec, c.attested
+        assert spec is not None and a is not None, cid
+        assert a["workers"] == 1 and a["mla"] is (c.axes["mla"] == "on") and spec["mla"] is a["mla"], cid
+        assert a["vllm_version"] == c.vllm_version
+        if c.is_baseline:
+            assert a["speculation"] is False and a["spec_method"] is None and spec["method"] is None, cid
+            continue
+        assert a["spec_method"] == spec["vllm_method"] == "eagle" and a["num_speculative_tokens"] == spec[
+            "num_speculative_tokens"] == K, cid
+        assert a["head_variant"]["output_norm"] == c.axes["output_norm"] == spec["head_variant"]["output_norm"], cid
+        # CPU: MLA on forces chunked prefill and prefix caching off (cpu.py), a confound of the MLA contrast
+        assert (a["chunked_prefill"], a["prefix_caching"]) == ((False, False) if spec["mla"] else (True, True)), cid
+
+
 def test_prometheus_counts_are_the_scrape_diff(default_study):
     for cid in SPEC_CELLS:
         d = default_study / cid
