@@ -29,7 +29,7 @@ from types import TracebackType
 import httpx
 
 from specbench.errors import DependencyError, ServerError
-from specbench.procs import join_started, kill_tree
+from specbench.procs import join_started, kill_tree, wait_released
 from specbench.redact import redact_argv
 
 log = logging.getLogger(__name__)
@@ -148,6 +148,7 @@ class VLLMServer:
         grace_s: float = 10.0,
         state_dir: Path | None = None,
         share_modelinfos: bool = True,
+        release_timeout_s: float = 120.0,
     ) -> None:
         self.args = list(args)
         self.cell_env = dict(env or {})
@@ -159,6 +160,7 @@ class VLLMServer:
         self.grace_s = grace_s
         self.state_dir = Path(state_dir) if state_dir is not None else self.log_path.parent / "server-state"
         self.share_modelinfos = share_modelinfos
+        self.release_timeout_s = release_timeout_s  # stop(): wait until its processes and GPU memory are gone
         self.modelinfos_dir: Path | None = None  # set by start() when shared
         self.port_note: str | None = None
         self.startup_s: float | None = None
@@ -338,7 +340,12 @@ class VLLMServer:
             return
         self._stopped = True
         try:
-            kill_tree(self._proc, self.grace_s)
+            pids = kill_tree(self._proc, self.grace_s)
+            held = wait_released(pids, self.release_timeout_s)
+            if held:
+                raise ServerError(f"the stopped vLLM server (pid {self._proc.pid}) is not released after "
+                                  f"{self.release_timeout_s:.0f} s: {held}; free them before the next server "
+                                  "starts on the same devices, then resume with specbench run --resume RUN_DIR")
         finally:
             if self._proc.returncode is None:
                 log.warning("vLLM server pid %s did not exit after SIGKILL", self._proc.pid)
