@@ -262,6 +262,21 @@ def not_attested(attested: dict[str, Any] | None, fields: Iterable[str] = ("mla"
     return [f for f in fields if attested.get(f) is None]
 
 
+# The attested fields an axis is meant to change (everything else differing is a confound).
+AXIS_FIELDS = {
+    "mla": ("mla", "attention_backend"),
+    "output_norm": ("head_variant",), "pos0_mask": ("head_variant",), "SPECBENCH_POS0_MASK": ("head_variant",),
+    "num_speculative_tokens": ("num_speculative_tokens",),
+    "method": ("spec_method", "head_variant", "draft_model"),
+    "draft": ("draft_model", "head_variant"),
+}
+
+
+def axis_fields(axis: str) -> tuple[str, ...]:
+    """The attested fields an axis (label, e.g. ``mla``, ``output_norm``) is meant to change."""
+    return AXIS_FIELDS.get(axis, ())
+
+
 def confounds(a: dict[str, Any] | None, b: dict[str, Any] | None, axis_fields: Iterable[str] = ()) -> list[str]:
     """Attested fields in which two cells differ beyond the ones their comparison is about
     (``axis_fields``), e.g. chunked prefill and prefix caching beside an MLA contrast on CPU."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.analysis.acceptance import DEFINITION, significant
+from specbench.attest import axis_fields, confounds, not_attested
 from specbench.analysis.frames import summary_frame, window_frame
 from specbench.io import atomic_write_bytes, atomic_write_text
 from specbench.render import format as fmt
@@ -38,6 +39,10 @@ class CellDifference:
     delta: dict[str, float]
     intervals: dict[str, tuple[float, float] | None]  # None: too few units on a side for an interval
     degenerate: bool
+    # attested fields the two cells differ in beyond the axis (e.g. CPU MLA on forces chunked prefill and
+    # prefix caching off), and the axis' own fields that vLLM did not attest on either side
+    confounds: list[str] = field(default_factory=list)
+    unattested: list[str] = field(default_factory=list)
 
     def sentence(self) -> str:
         from specbench.render.tables import axis_name, cell_title
@@ -52,7 +57,12 @@ class CellDifference:
                          f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}")
         ctx = cell_title(self.others)
         head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
-        return f"{head}: " + "; ".join(parts)
+        tail = ""
+        if self.confounds:
+            tail += f"; also differs in (attested): {', '.join(self.confounds)}"
+        if self.unattested:
+            tail += f"; not attested: {', '.join(self.unattested)}"
+        return f"{head}: " + "; ".join(parts) + tail
 
 
 @dataclass
@@ -174,13 +184,20 @@ def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]
             deltas = acceptance_deltas(base.units, cand.units, confidence)
             pb, pc = base.point(), cand.point()
             stats = [s for s in ("mean_acceptance_length", "p0") if s in deltas and s in pb and s in pc]
+            fields = axis_fields(axis)
             out.append(CellDifference(
                 axis=axis, base=base.label, cand=cand.label, base_value=base.axes[axis],
                 cand_value=cand.axes[axis], others={k: v for k, v in base.axes.items() if k != axis},
                 values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
                 intervals={s: deltas[s].ci for s in stats},
-                degenerate=any(deltas[s].ci is None for s in stats)))
+                degenerate=any(deltas[s].ci is None for s in stats),
+                confounds=confounds(base.attested, cand.attested, fields),
+                unattested=sorted({f for g in (base, cand) for f in not_attested(g.attested, _checked(fields))})))
     return out
+
+
+def _checked(fields: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f for f in fields if f in ("mla", "num_speculative_tokens", "head_variant", "spec_method"))
 
 
 def _with_ci(row: pd.Series, stat: str, digits: int = 3) -> str:

@@ -31,6 +31,7 @@ class Group:
     axes: dict[str, str] | None = None  # run-dir cells only
     repeat: int | None = None
     title: str = ""  # what tables show (axis values for run-dir cells); label when empty
+    attested: dict | None = None  # run-dir cells: what vLLM said it ran (cell.json, specbench/attest.py)
 
     def point(self) -> dict[str, float]:
         return point_estimates([self.total] if self.total is not None else self.units)
@@ -192,13 +193,17 @@ def groups_from_run(path: Path, *, prefix: bool = False) -> list[Group]:
         axes = {_axis_label(str(k)): str(v) for k, v in cell.record.axes.items()}
         common = {"axes": axes, "repeat": cell.record.repeat}
         acc = cell.acc
+        attested = cell.record.attested
         if acc is not None and acc.baseline:
             continue
         if cell.status != "done" or acc is None:
             why = cell.record.reason or ("no acceptance.json" if acc is None else cell.status)
-            groups.append(Group(label, [], "window", warnings=[f"cell not usable ({cell.status}): {why}"], **common))
+            groups.append(Group(label, [], "window", warnings=[f"cell not usable ({cell.status}): {why}"],
+                                attested=attested, **common))
             continue
-        groups.append(group_from_acceptance(label, acc, str(cell.dir / "acceptance.json"), **common))
+        group = group_from_acceptance(label, acc, str(cell.dir / "acceptance.json"), **common)
+        group.attested = attested
+        groups.append(group)
     if not groups:
         raise InputError(f"{path}: no finished speculative cells to report; run `specbench run` first")
     return groups

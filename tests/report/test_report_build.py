@@ -204,3 +204,16 @@ def test_counts_that_disagree_between_sources_are_said(tmp_path):
     warnings = group_from_acceptance("c", acc, "c").warnings
     assert warnings == ["log windows disagree with the Prometheus counts {'num_drafts': [40, 100]}"]
 
+
+
+def test_cells_from_before_attestation_are_said_to_be_not_attested():
+    """The committed default study predates attestation: its contrasts carry no confounds (nothing
+    to compare) and say, per axis, which claim vLLM never confirmed."""
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+    report = build_report([run], n_resamples=100)
+    by_axis = {c.axis: c for c in report.comparisons}
+    assert by_axis["mla"].unattested == ["mla"] and by_axis["output_norm"].unattested == ["head_variant"]
+    assert by_axis["mla"].confounds == []
+    assert "not attested: mla" in by_axis["mla"].sentence()

@@ -256,3 +256,19 @@ def test_resume_of_complete_run_runs_nothing(default_study, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert {p: p.stat().st_mtime_ns for p in copy.rglob("cell.json")} == before
+
+
+def test_report_shows_the_attested_confounds_beside_every_mla_contrast(default_study):
+    """On CPU, MLA on forces chunked prefill and prefix caching off (vLLM's cpu.py): every MLA
+    contrast of the report says so, from the cells' attested records; the output-norm contrasts,
+    served alike, show none; nothing is "not attested" in a run made today."""
+    from specbench.report.build import build_report
+
+    report = build_report([default_study], n_resamples=200)
+    mla = [c for c in report.comparisons if c.axis == "mla"]
+    norm = [c for c in report.comparisons if c.axis == "output_norm"]
+    assert len(mla) == 3 and len(norm) == 6
+    for c in mla:
+        assert c.confounds == ["chunked_prefill off vs on", "prefix_caching off vs on"], c.sentence()
+        assert "also differs in (attested): chunked_prefill off vs on" in c.sentence()
+    assert all(c.confounds == [] and c.unattested == [] for c in norm + mla)
