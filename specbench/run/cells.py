@@ -30,10 +30,10 @@ from specbench.errors import ConfigError
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 
 NONE = "none"
-# vLLM's per-request spec-decode counts; the first release we read the flag's source in is 0.32,
-# older releases may lack it.
+# vLLM's per-request spec-decode counts. Asked of the installed vLLM's parser; where that cannot be
+# built, the oldest release whose source has the flag (read in the wheels: 0.29-0.34 have it).
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
-PER_REQUEST_MIN_VERSION = (0, 32)
+PER_REQUEST_MIN_VERSION = (0, 29)
 T = TypeVar("T")
 
 
@@ -298,11 +298,17 @@ def _is_vllm_cpu_build() -> bool:
 
 
 def _per_request_flag(mode: str) -> bool:
-    """auto: ask for per-request spec-decode counts when the installed vLLM has the flag (0.32+)."""
+    """auto: ask for per-request spec-decode counts when the installed ``vllm serve`` has the flag
+    (asked of its own parser, :mod:`specbench.serve_flags`; the version only when that cannot run)."""
     if mode in ("summary", "detailed"):
         return True
     if mode == "off":
         return False
+    from specbench.serve_flags import serve_flags
+
+    flags = serve_flags()
+    if flags is not None:
+        return PER_REQUEST_FLAG in flags
     from specbench.vllm_main import installed_vllm_version
 
     return supports_per_request_metrics(installed_vllm_version())

@@ -50,7 +50,8 @@ def test_unreadable_per_request_metrics_lose_only_that_requests_acceptance():
 def test_supports_per_request_metrics():
     assert supports_per_request_metrics("0.32.0")
     assert supports_per_request_metrics("0.32.0+cpu")
-    assert not supports_per_request_metrics("0.10.1")
+    assert not supports_per_request_metrics("0.10.1") and not supports_per_request_metrics("0.28.2")
+    assert supports_per_request_metrics("0.29.0")  # the oldest wheel whose arg_utils.py has the flag
     assert not supports_per_request_metrics(None)
     assert supports_per_request_metrics("usage: vllm serve\n  --per-request-spec-decode-metrics {none,summary}\n")
     assert not supports_per_request_metrics("usage: vllm serve\n  --max-model-len\n")
