@@ -182,8 +182,21 @@ def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summa
             _ci(row, f"p{i}", ci)
         for i, a in enumerate(derived.conditional):
             row[f"a{i}"] = a
+    row.update(attested_columns(cell.attested))
     row.update(summary_columns(summary))
     return row
+
+
+def attested_columns(attested: dict[str, Any] | None) -> dict[str, Any]:
+    """What vLLM said the cell ran (cell.json ``attested``) as table columns; none for a run from
+    before attestation. ``not_attested`` lists the fields vLLM did not print."""
+    if attested is None:
+        return {}
+    variant = attested.get("head_variant") or {}
+    return {"attested_mla": attested.get("mla"), "attention_backend": attested.get("attention_backend"),
+            "attested_k": attested.get("num_speculative_tokens"), "attested_output_norm": variant.get("output_norm"),
+            "attested_pos0_mask": variant.get("pos0_mask"),
+            "not_attested": ";".join(sorted(attested.get("unattested") or {})) or None}
 
 
 def _ci(row: dict, name: str, ci) -> None:

@@ -88,3 +88,15 @@ def test_a_contradicted_claim_fails_the_cell_naming_the_field(run, name):
     assert cell.reason == WRONG[name][1]
     assert cell.attested is not None  # what vLLM ran is kept beside the claim
     assert not (store.cell_dir(loaded.path, cell.cell_id) / store.ACCEPTANCE_JSON).exists()
+
+
+def test_cells_table_shows_what_vllm_ran_beside_the_claim(run):
+    import pandas as pd
+
+    _, loaded = run
+    frame = pd.read_csv(loaded.path / "cells.csv").set_index("cell_id")
+    for cid in ("mla-on__r0", *(f"claims-{n}__r0" for n in WRONG)):
+        row = frame.loc[cid]
+        assert bool(row["attested_mla"]) is True and int(row["attested_k"]) == 3, cid
+        assert row["attested_output_norm"] == "on" and row["attention_backend"].endswith("MLA"), cid
+    assert frame.loc["claims-k__r0", "status"] == "failed"
