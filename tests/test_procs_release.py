@@ -10,6 +10,7 @@ holds memory) — the only way to make a GPU process linger on demand here.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from specbench import procs
 from specbench.procs import gpu_pids, kill_tree, wait_released
@@ -71,3 +73,27 @@ def test_memory_never_released_is_a_clear_error_after_the_bound(tmp_path, monkey
     t0 = time.monotonic()
     assert wait_released([4242], timeout_s=0.3, poll_s=0.01) == "GPU memory still held by pids [4242] (nvidia-smi)"
     assert time.monotonic() - t0 < 5
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - any failure to load CUDA means: no GPU to test on
+        return False
+
+
+@pytest.mark.skipif(not _cuda() or not shutil.which("nvidia-smi"), reason="needs a CUDA GPU and nvidia-smi")
+def test_a_real_gpu_process_is_listed_then_released():
+    """On a GPU machine (run on an H200: the holder is listed, and released 0.02 s after its kill)."""
+    code = ("import time, torch; x = torch.empty(2 * 1024**3, dtype=torch.uint8, device='cuda'); "
+            "print('holding', flush=True); time.sleep(600)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "holding"
+    deadline = time.monotonic() + 60
+    while proc.pid not in (gpu_pids() or set()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.pid in gpu_pids()
+    assert wait_released(kill_tree(proc, grace_s=5), timeout_s=60) is None
+    assert proc.pid not in gpu_pids()
