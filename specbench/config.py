@@ -504,9 +504,10 @@ def load_config(path: Path, overrides: Sequence[str] = ()) -> Study:
         kind = "" if isinstance(exc, LimitError) else "YAML syntax error: "
         raise ConfigError(f"{where}: {kind}{problem}") from None
     if overrides:
-        from specbench.config_overrides import apply_overrides
+        from specbench.config_overrides import apply_overrides, shown_override
 
-        return parse_study(apply_overrides(data, overrides), f"{path} with --set {' '.join(overrides)}")
+        shown = " ".join(shown_override(o) for o in overrides)
+        return parse_study(apply_overrides(data, overrides), f"{path} with --set {shown}")
     return parse_study(data, str(path))
 
 

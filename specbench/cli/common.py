@@ -32,7 +32,15 @@ EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED = 0, 1
 
 def describe_failure(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for any exception that ends a command: the one place where
-    a failure becomes the contract. Messages name the file or what to do."""
+    a failure becomes the contract. Messages name the file or what to do; a password in a URL that
+    a message quotes (a model or endpoint from the config) is hidden."""
+    from specbench.redact import redact_urls
+
+    code, message = _describe(exc)
+    return code, redact_urls(message)
+
+
+def _describe(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, SpecbenchError):
         code = exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED) else EXIT_USAGE
         return code, str(exc)

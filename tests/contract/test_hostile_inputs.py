@@ -59,3 +59,50 @@ def test_an_oversized_yaml_text_is_refused_before_parsing(tmp_path):
     code, out, err = timed(["validate", p])
     check("validate", code, out, err, allowed={2}, names=[p])
     assert "more than" in err
+
+
+# -- secrets in every entry point ----------------------------------------------------------------
+TOKEN = "hf_hostile_set_secret_5150"
+PASSWORD = "Url-Passw0rd-77"
+
+
+def test_a_set_secret_is_in_no_error_and_not_in_the_manifest(tmp_path, monkeypatch):
+    from specbench.io import load_json
+    from specbench.run.plan import new_plan, resume_plan
+
+    p = cfg(tmp_path, f'  per_request_metrics: "off"\nresults_dir: {tmp_path / "res"}\n')
+    secret = [f"serve.env.HF_TOKEN={TOKEN}"]
+    code, out, err = invoke(["validate", p, "--set", secret[0], "--set", "serve.port=x"])  # fails after --set
+    check("validate --set", code, out, err, allowed={2}, secrets=[TOKEN], names=["serve.port"])
+    code, out, err = invoke(["validate", p, "--set", f"serve.env.HF_TOKEN=[{TOKEN}"])  # not YAML
+    check("validate --set", code, out, err, allowed={2}, secrets=[TOKEN], names=["serve.env.HF_TOKEN"])
+    plan = new_plan(p, overrides=tuple(secret))
+    manifest = (plan.run_dir / "manifest.json").read_text()
+    assert TOKEN not in manifest and load_json(plan.run_dir / "manifest.json")["overrides"] == [
+        'serve.env.HF_TOKEN="***"']
+    # --resume takes the hidden value from the environment, never the manifest's "***".
+    monkeypatch.setenv("HF_TOKEN", "hf_from_the_environment")
+    resumed = resume_plan(plan.run_dir)
+    assert resumed.study.serve.env.get("HF_TOKEN", "hf_from_the_environment") == "hf_from_the_environment"
+    assert any("--set" in n and "HF_TOKEN" in n for n in resumed.notes)
+    monkeypatch.delenv("HF_TOKEN")
+    code, out, err = invoke(["run", "--resume", plan.run_dir, "--quiet"])
+    check("resume", code, out, err, allowed={2}, secrets=[TOKEN], names=["HF_TOKEN is not set"])
+
+
+def test_passwords_in_urls_are_not_printed_stored_or_echoed(tmp_path):
+    from specbench.run.plan import new_plan
+
+    url = f"http://user:{PASSWORD}@collector:4317"
+    body = (f'  per_request_metrics: "off"\n  extra_args: [--otlp-traces-endpoint, "{url}", --api-key, -dashkey1]\n'
+            f'matrix: {{"flag:--collect-detailed-traces": ["{url}"]}}\nresults_dir: {tmp_path / "res"}\n')
+    p = cfg(tmp_path, body)
+    code, out, err = invoke(["run", "--dry-run", p])
+    check("dry-run", code, out, err, allowed={0}, secrets=[PASSWORD, "-dashkey1"])
+    assert "user:***@collector" in out
+    plan = new_plan(p)
+    text = "\n".join(f.read_text() for f in plan.run_dir.rglob("*") if f.is_file()) + str(list(plan.run_dir.rglob("*")))
+    assert PASSWORD not in text and "-dashkey1" not in text
+    code, out, err = invoke(["validate", p, "--set", f"serve.model=https://u:{PASSWORD}@h/m"])
+    check("validate", code, out, err, allowed={2}, secrets=[PASSWORD], names=["serve.model"])
+    assert "u:***@h/m" in err
