@@ -15,15 +15,18 @@ What counts as a secret
 - **Environment names** containing (case-insensitive) ``KEY``, ``TOKEN`` (not ``TOKENS`` /
   ``TOKENIZER``: ``TOKENIZERS_PARALLELISM`` is not a secret), ``SECRET``, ``PASSWORD``,
   ``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL(S)``, ``AUTH``, ``COOKIE``, ``SESSION``, ``PRIVATE``,
-  ``DSN``, ``DATABASE_URL``; and any variable whose *value* is a URL with user info
-  (``postgres://user:pw@host``), whatever its name (``*_URL``, ``*_URI``).
+  ``DSN``, ``DATABASE_URL``, unless the name ends in a setting word (``_MODE``, ``_TYPE``,
+  ``_ENABLED``, ...: ``RAY_AUTH_MODE=token`` is a mode); and any variable whose *value* is a URL
+  with user info (``postgres://user:pw@host``), whatever its name (``*_URL``, ``*_URI``).
 
 How it is hidden
 - In argv and env: the value becomes ``***``.
 - As a matrix axis value (``env:OPENAI_API_KEY: [sk-a, sk-b]``, ``flag:--api-key: [...]``): a
   stable short hash, ``sha256:<8 hex>``, in ``axes``; the cell id carries ``OPENAI_API_KEY-<8 hex>``.
   The cells stay distinguishable and two runs with the same keys still pair up in ``compare``.
-- In free text (server.log, log tails): every secret value of length >= 4 is replaced by ``***``.
+- In free text (server.log, log tails): every secret value of length >= 4 is replaced by ``***``,
+  except a secret-named variable's value that is a plain word (``SOME_AUTH=kerberos``): the word
+  stays, so the logs stay readable and parseable.
 - A URL with user info anywhere (an ``extra_args`` endpoint, a ``flag:`` axis value, ``serve.model``,
   an error message): ``http://user:***@host`` (``https://***@host`` for a bare token); as an axis
   value, the short hash.
@@ -47,6 +50,13 @@ _OTHER_SECRET_FLAG = re.compile(
 _SECRET_ENV = re.compile(
     r"KEY|TOKEN(?!S|IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN"
     r"|DATABASE_URL", re.IGNORECASE)
+# A name ending in one of these names a setting about a secret, not the secret (RAY_AUTH_MODE=token,
+# XDG_SESSION_TYPE=tty, API_KEY_ENABLED=1).
+_SETTING_ENV = re.compile(r"_(MODE|TYPE|KIND|CLASS|METHOD|ENABLED?|DISABLED?|LEVEL|PROVIDER|BACKEND)$", re.IGNORECASE)
+# A value of letters only and this short is a word (a mode, a boolean, "token", "user"), not a
+# credential: hidden in env and argv, but not replaced in free text, where it would hit the same
+# word everywhere in a log ("Accepted: 28 ***s", "num_speculative_***").
+_WORD = re.compile(r"^[A-Za-z]{1,11}$")
 _URL_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*@")
 _URL_USERINFO_ANY = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s]+)@")
 
@@ -68,7 +78,7 @@ def secret_flag(arg: str) -> str | None:
 
 
 def secret_env_name(name: str) -> bool:
-    return bool(_SECRET_ENV.search(name))
+    return bool(_SECRET_ENV.search(name)) and not _SETTING_ENV.search(name)
 
 
 def secret_env(name: str, value: Any) -> bool:
@@ -171,11 +181,12 @@ def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:
 
 def secret_values(env: dict[str, str], argv: list[str], *, include_process_env: bool = False) -> list[str]:
     """Every secret value in ``env``/``argv`` (and specbench's own environment, which the servers
-    inherit): what must not appear in any file."""
+    inherit): what must not appear in any file. A secret-named variable whose value is a plain word
+    (letters only, under 12) is left out: replacing that word everywhere would destroy the logs."""
     envs: list[dict[str, str]] = [env]
     if include_process_env:
         envs.append(dict(os.environ))
-    out = [v for e in envs for k, v in e.items() if v and secret_env(k, v)]
+    out = [v for e in envs for k, v in e.items() if v and secret_env_name(k) and not _WORD.match(v)]
     out += [u for e in envs for v in e.values() for u in url_secrets(v)]
     return out + [v for v in argv_secret_values(argv) if v]
 

@@ -237,3 +237,20 @@ def test_resume_plan_of_a_real_run_says_where_secrets_came_from(tmp_path, monkey
     monkeypatch.delenv("HF_TOKEN")
     with pytest.raises(ConfigError, match="HF_TOKEN is not set"):
         resume_plan(run_dir)
+
+
+def test_a_mode_like_variable_leaves_stored_logs_readable_and_parseable(tmp_path):
+    # A Ray run's environment holds RAY_AUTH_MODE=token (a mode): "token" must survive in the logs.
+    from specbench.metrics.parse import parse_text
+    from specbench.redact import scrub_file
+
+    real = (Path(__file__).parent / "analysis" / "data" / "real_v1_server.log").read_text()
+    log = tmp_path / "server.log"
+    log.write_text(real + "hub login with hf_Ray0Secret99\n")
+    env = {"RAY_AUTH_MODE": "token", "XDG_SESSION_CLASS": "user", "SOME_AUTH": "kerberos", "HF_TOKEN": "hf_Ray0Secret99"}
+    assert redact_env(env)["RAY_AUTH_MODE"] == "token" and redact_env(env)["SOME_AUTH"] == REDACTED
+    scrub_file(log, secret_values(env, ["m"], include_process_env=True))
+    text = log.read_text()
+    assert text == real + "hub login with ***\n"
+    records = parse_text(text)
+    assert records and records == parse_text(real)
