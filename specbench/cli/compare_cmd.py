@@ -70,7 +70,8 @@ def compare(
     from specbench.cli.outputs import guard_outputs
 
     guard_outputs([baseline, candidate, gate_file], {"--markdown": markdown, "--junit": junit, "--json": json_out,
-                                                     "--plot": plot})  # before any work; inputs never written
+                                                     "--plot": plot},  # before any work; inputs never written
+                  env_files=["GITHUB_STEP_SUMMARY"])
     gates = list(gate or [])
     if gate_file is not None:
         gates += load_gate_file(gate_file)

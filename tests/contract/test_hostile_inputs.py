@@ -106,3 +106,20 @@ def test_passwords_in_urls_are_not_printed_stored_or_echoed(tmp_path):
     code, out, err = invoke(["validate", p, "--set", f"serve.model=https://u:{PASSWORD}@h/m"])
     check("validate", code, out, err, allowed={2}, secrets=[PASSWORD], names=["serve.model"])
     assert "u:***@h/m" in err
+
+
+# -- output paths from the environment -----------------------------------------------------------
+@pytest.mark.parametrize("target", ["manifest.json", "new.md", "."])
+def test_github_step_summary_inside_an_input_is_refused(tmp_path, monkeypatch, target):
+    from test_contract import _small_run, tree_hash
+
+    run = _small_run(tmp_path / "cand")
+    before = tree_hash(run)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(run / target))
+    code, out, err = invoke(["compare", BASELINE_RUN, run, "--resamples", "100"])
+    check("GITHUB_STEP_SUMMARY", code, out, err, allowed={2}, names=["GITHUB_STEP_SUMMARY"])
+    assert "input of this command" in err and tree_hash(run) == before
+    summary = tmp_path / "summary.md"  # elsewhere it is appended to, as GitHub expects
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, out, err = invoke(["compare", BASELINE_RUN, run, "--resamples", "100"])
+    assert code != 2 and summary.read_text().strip(), err
