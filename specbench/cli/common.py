@@ -97,16 +97,28 @@ def handle_errors(fn: F) -> F:
         except (typer.Exit, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - this is the one place that maps all of them
-            if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
-                raise
-            code, message = describe_failure(exc)
-            if code == EXIT_INTERRUPTED:
-                err_console.print("[yellow]interrupted[/]")
-            else:
-                print_error(message)
-            raise typer.Exit(code) from None
+            raise typer.Exit(report_failure(exc)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def report_failure(exc: BaseException) -> int:
+    """Say ``exc`` on stderr as the contract says (its traceback first under ``--debug``) and return
+    its exit code: ``--debug`` shows more, it never changes the code (an input error stays 2, not
+    the 1 of an uncaught exception, which CI reads as a regression)."""
+    if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
+        import traceback
+
+        from specbench.redact import redact_urls
+
+        sys.stderr.write(redact_urls("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
+        sys.stderr.flush()
+    code, message = describe_failure(exc)
+    if code == EXIT_INTERRUPTED:
+        err_console.print("[yellow]interrupted[/]")
+    else:
+        print_error(message)
+    return code
 
 
 @contextlib.contextmanager

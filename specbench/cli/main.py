@@ -100,7 +100,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     one line on stderr and a code from the contract (0, 1 regression, 2, 3, 130)."""
     import sys
 
-    from specbench.cli.common import EXIT_USAGE, debug_enabled, describe_failure, err_console, print_error
+    from specbench.cli.common import EXIT_USAGE, report_failure
     from specbench.io import clear_protected
 
     clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
@@ -114,13 +114,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except BaseException as exc:  # noqa: BLE001 - the contract's last line of defence
-        if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
-            raise
-        code, message = describe_failure(exc)
-        if code == 130:
-            err_console.print("[yellow]interrupted[/]")
-        else:
-            print_error(message)
+        code = report_failure(exc)
     return code if isinstance(code, int) else 0
 
 

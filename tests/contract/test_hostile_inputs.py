@@ -123,3 +123,16 @@ def test_github_step_summary_inside_an_input_is_refused(tmp_path, monkeypatch, t
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     code, out, err = invoke(["compare", BASELINE_RUN, run, "--resamples", "100"])
     assert code != 2 and summary.read_text().strip(), err
+
+
+# -- exit codes ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["parse", "validate", "dry-run", "report", "compare", "usage"])
+def test_debug_shows_the_traceback_but_keeps_exit_2(tmp_path, monkeypatch, command):
+    monkeypatch.setenv("SPECBENCH_DEBUG", "0")  # run_cli sets it for --debug; restored after the test
+    bad = cfg(tmp_path, "matrix: {1: [a]}\n")
+    missing = tmp_path / "missing"
+    argv = {"parse": ["parse", missing], "validate": ["validate", bad], "dry-run": ["run", "--dry-run", bad],
+            "report": ["report", missing, "--out", tmp_path / "rep"], "usage": ["report", "--no-such-flag"],
+            "compare": ["compare", BASELINE_RUN, BASELINE_RUN, "--resamples", "1000000000000"]}[command]
+    code, out, err = invoke(["--debug", *argv])
+    assert code == 2 and "Traceback" in err and err.rstrip().splitlines()[-1].startswith("error: "), err[-2000:]
