@@ -7,6 +7,7 @@ import functools
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 import typer
@@ -143,6 +144,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def nonempty_path(text: str) -> Path:
+    """A path option's parser: ``--out ""`` is a usage error, not the current directory (which
+    ``Path("")`` would silently be)."""
+    if not str(text).strip():
+        raise typer.BadParameter("is empty; give a directory")
+    return Path(text)
 
 
 def warn(message: str) -> None:

@@ -136,3 +136,47 @@ def test_debug_shows_the_traceback_but_keeps_exit_2(tmp_path, monkeypatch, comma
             "compare": ["compare", BASELINE_RUN, BASELINE_RUN, "--resamples", "1000000000000"]}[command]
     code, out, err = invoke(["--debug", *argv])
     assert code == 2 and "Traceback" in err and err.rstrip().splitlines()[-1].startswith("error: "), err[-2000:]
+
+
+# Values that lax pydantic turned into something else (serve.port: true became --port 1), empty
+# model references (Path("") is the current directory) and a NUL where validate did not look.
+STRICT = [
+    ("port-true", "  port: true\n", "serve.port"),
+    ("port-string", '  port: "80"\n', "serve.port"),
+    ("tp-true", "  tensor_parallel_size: true\n", "serve.tensor_parallel_size"),
+    ("eager-yes", '  enforce_eager: "yes"\n', "serve.enforce_eager"),
+    ("k-string", '  speculative: {draft: %s, num_speculative_tokens: "3"}\n' % BASELINE_RUN,
+     "serve.speculative.num_speculative_tokens"),
+    ("requests-float", "load: {num_requests: 4.0}\n", "load.num_requests"),
+    ("empty-draft", '  speculative: {draft: ""}\n', "serve.speculative.draft"),
+    ("blank-model", 'name: x\nserve: {model: " "}\n', "serve.model"),
+    ("nul-results-dir", 'results_dir: "res\\0x"\n', "results_dir"),
+]
+
+
+@pytest.mark.parametrize("body, field", [(b, f) for _, b, f in STRICT], ids=[i for i, _, _ in STRICT])
+@pytest.mark.parametrize("command", ["validate", "dry-run"])
+def test_wrong_types_empty_models_and_nul_are_config_errors(tmp_path, body, field, command):
+    p = cfg(tmp_path, body)
+    code, out, err = timed(["validate", p] if command == "validate" else ["run", "--dry-run", p])
+    check(command, code, out, err, allowed={2}, names=[p])
+    assert field in err
+
+
+def test_right_types_still_pass(tmp_path):
+    p = cfg(tmp_path, "  port: 8000\n  enforce_eager: true\n  startup_timeout_s: 5\n"
+                      'load: {temperature: 0, num_requests: 4}\nmatrix: {mla: [on, off], "flag:--x": [1, 2.5, a]}\n')
+    assert invoke(["validate", p])[0] == 0
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["report", BASELINE_RUN, "--out", ""], "--out"),
+    (["run", "--dry-run", "--out", ""], "--out"),
+    (["report", BASELINE_RUN, "--out", "OUT", "--seed", "-1"], "--seed"),
+    (["compare", BASELINE_RUN, BASELINE_RUN, "--seed", "-1"], "--seed"),
+])
+def test_empty_out_and_negative_seed_are_usage_errors(tmp_path, monkeypatch, argv, flag):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = timed([tmp_path / "rep" if a == "OUT" else a for a in argv])
+    check(argv[0], code, out, err, allowed={2}, names=[flag])
+    assert list(tmp_path.iterdir()) == []  # nothing written into the current directory
