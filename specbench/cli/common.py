@@ -17,8 +17,8 @@ from specbench.errors import SpecbenchError
 
 F = TypeVar("F", bound=Callable[..., object])
 
-console = Console(stderr=False)
-err_console = Console(stderr=True)
+console = Console(stderr=False, emoji=False)  # "env:X: ..." is an axis, not the :x: emoji
+err_console = Console(stderr=True, emoji=False)
 
 
 def debug_enabled() -> bool:

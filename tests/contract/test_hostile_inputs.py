@@ -180,3 +180,10 @@ def test_empty_out_and_negative_seed_are_usage_errors(tmp_path, monkeypatch, arg
     code, out, err = timed([tmp_path / "rep" if a == "OUT" else a for a in argv])
     check(argv[0], code, out, err, allowed={2}, names=[flag])
     assert list(tmp_path.iterdir()) == []  # nothing written into the current directory
+
+
+def test_an_axis_named_like_an_emoji_code_is_printed_as_written(tmp_path):
+    p = cfg(tmp_path, 'matrix: {"env:X": [1, 1]}\n')
+    code, out, err = invoke(["validate", p])
+    check("validate", code, out, err, allowed={2}, names=[p])
+    assert "matrix.env:X: " in err  # rich turned ":X:" into an emoji
