@@ -187,3 +187,29 @@ def test_an_axis_named_like_an_emoji_code_is_printed_as_written(tmp_path):
     code, out, err = invoke(["validate", p])
     check("validate", code, out, err, allowed={2}, names=[p])
     assert "matrix.env:X: " in err  # rich turned ":X:" into an emoji
+
+
+# -- special files inside run directories --------------------------------------------------------
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("rel", ["manifest.json", "CELL/acceptance.json", "CELL/cell.json", "CELL/summary.json",
+                                 "CELL/requests.jsonl"])
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_a_fifo_inside_a_run_directory_is_refused_not_waited_on(tmp_path, rel, command):
+    import json
+    import os
+
+    from test_contract import _small_run
+
+    run = _small_run(tmp_path / "run")
+    cell = json.loads((run / "manifest.json").read_text())["cells"][0]
+    target = run / rel.replace("CELL", cell)
+    target.unlink()
+    os.mkfifo(target)
+    argv = (["compare", BASELINE_RUN, run, "--resamples", "100"] if command == "compare"
+            else ["report", run, "--out", tmp_path / "rep", "--resamples", "100"])
+    code, out, err = timed(argv, bound_s=10)
+    if rel == "manifest.json" and command == "report":  # report does not take it for a run directory
+        check(command, code, out, err, allowed={2}, names=[run])
+    else:
+        check(command, code, out, err, allowed={2}, names=[target])
+        assert "not a regular file" in err
