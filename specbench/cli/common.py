@@ -17,8 +17,16 @@ from specbench.errors import SpecbenchError
 
 F = TypeVar("F", bound=Callable[..., object])
 
-console = Console(stderr=False, emoji=False)  # "env:X: ..." is an axis, not the :x: emoji
-err_console = Console(stderr=True, emoji=False)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own exits 1, the regression code; the contract decides instead (describe_failure).
+        self.quiet = True
+        raise BrokenPipeError
+
+
+console = _Console(stderr=False, emoji=False)  # "env:X: ..." is an axis, not the :x: emoji
+err_console = _Console(stderr=True, emoji=False)
 
 
 def debug_enabled() -> bool:
@@ -52,8 +60,10 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         more = f"; see '{hint} --help'" if hint else ""
         return EXIT_USAGE, f"{exc.format_message().rstrip('.')}{more}"
     if isinstance(exc, BrokenPipeError) and exc.filename is None:
-        _silence_stdout()
-        return EXIT_USAGE, "standard output closed before everything was written (broken pipe)"
+        # The reader of standard output went away (``| head``): it had what it wanted; the output
+        # ends there and that is no input error (compare keeps its verdict: compare_cmd).
+        silence_stdout()
+        return EXIT_OK, ""
     if isinstance(exc, OSError):
         name = exc.filename if exc.filename is not None else ""
         what = exc.strerror or type(exc).__name__
@@ -70,8 +80,9 @@ def _describe(exc: BaseException) -> tuple[int, str]:
                         "and report it")
 
 
-def _silence_stdout() -> None:
-    # Python flushes stdout at exit; into a closed pipe that is a second error. Point it at devnull.
+def silence_stdout() -> None:
+    """After a broken pipe: standard output to /dev/null (Python flushes stdout at exit, and into
+    the closed pipe that would be a second error)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -117,9 +128,15 @@ def report_failure(exc: BaseException) -> int:
     code, message = describe_failure(exc)
     if code == EXIT_INTERRUPTED:
         err_console.print("[yellow]interrupted[/]")
-    else:
+    elif message:
         print_error(message)
     return code
+
+
+def stdout_closed() -> bool:
+    """Whether the process started with standard output closed (``>&-``): Python then has no
+    ``sys.stdout`` and every command's output would vanish (or fail half-way)."""
+    return sys.stdout is None
 
 
 @contextlib.contextmanager

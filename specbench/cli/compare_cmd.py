@@ -101,7 +101,12 @@ def compare(
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
     from specbench.compare.render import print_table
 
-    print_table(comp, console, verbose=verbose)
+    try:
+        print_table(comp, console, verbose=verbose)
+    except BrokenPipeError:  # `| head`: the table ends there, the verdict (exit code) stands
+        from specbench.cli.common import silence_stdout
+
+        silence_stdout()
     code = comp.exit_code
     if code == 3 and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")

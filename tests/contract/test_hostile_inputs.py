@@ -213,3 +213,54 @@ def test_a_fifo_inside_a_run_directory_is_refused_not_waited_on(tmp_path, rel, c
     else:
         check(command, code, out, err, allowed={2}, names=[target])
         assert "not a regular file" in err
+
+
+# -- closed standard output (real processes) -----------------------------------------------------
+def _spawn(args: list, **kw):
+    import os
+    import subprocess
+    import sys
+
+    from test_contract import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env.pop("SPECBENCH_DEBUG", None)
+    return subprocess.Popen([sys.executable, "-m", "specbench", *map(str, args)], env=env, cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl"])
+def test_closed_stdout_is_a_usage_error_not_silence(fmt):
+    import os
+
+    log = BASELINE_RUN / "mla-on__output_norm-on__r0" / "server.log"
+    proc = _spawn(["parse", log, "--format", fmt], preexec_fn=lambda: os.close(1))  # `>&-`
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 2 and err.count("\n") == 1 and "standard output is closed" in err, err
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl", "csv"])
+def test_a_reader_that_stops_early_is_no_error(tmp_path, fmt):
+    import subprocess
+
+    log = tmp_path / "big.log"  # output far beyond a pipe's buffer, so the writer meets the closed pipe
+    log.write_text((BASELINE_RUN / "mla-on__output_norm-on__r0" / "server.log").read_text() * 200)
+    proc = _spawn(["parse", log, "--format", fmt], stdout=subprocess.PIPE)
+    proc.stdout.read(100)  # `| head -c 100`
+    proc.stdout.close()
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 0 and "Traceback" not in err and "error" not in err, err
+
+
+def test_compare_keeps_its_verdict_when_the_reader_stops_early():
+    # rich's console ended a broken pipe with exit 1, the regression code
+    import subprocess
+
+    argv = ["compare", BASELINE_RUN, BASELINE_RUN, "--resamples", "100", "--verbose"]
+    whole = _spawn(argv, stdout=subprocess.DEVNULL)
+    whole.communicate(timeout=120)
+    proc = _spawn(argv, stdout=subprocess.PIPE)
+    proc.stdout.read(10)
+    proc.stdout.close()
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == whole.returncode == 0 and "error" not in err, err
