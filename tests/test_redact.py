@@ -254,3 +254,13 @@ def test_a_mode_like_variable_leaves_stored_logs_readable_and_parseable(tmp_path
     assert text == real + "hub login with ***\n"
     records = parse_text(text)
     assert records and records == parse_text(real)
+
+
+def test_resume_refuses_a_url_whose_password_was_hidden():
+    from specbench.run.plan import restore_secrets
+
+    saved = {"serve": {"model": "m", "env": {}, "extra_args": ["--otlp-traces-endpoint", "http://u:***@h:4317"]}}
+    with pytest.raises(ConfigError, match=r"serve\.extra_args: a password in a URL was redacted"):
+        restore_secrets(saved, {}, "m.json", Path("gone.yaml"))
+    plain = {"serve": {"model": "m", "env": {}, "extra_args": ["--otlp-traces-endpoint", "http://h:4317"]}}
+    assert restore_secrets(plain, {}, "m.json", Path("gone.yaml"))[0] == plain
