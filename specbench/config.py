@@ -39,7 +39,7 @@ _METHOD = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    model_config = ConfigDict(extra="forbid", frozen=False, strict=True)
 
 
 def _on_off(value: Any, allowed: tuple[str, ...]) -> str:
@@ -62,6 +62,8 @@ def _path_is(value: str, test: str) -> bool:
 
 def check_model_ref(value: str) -> str:
     """A model is a fixture ref, an existing local directory, or a hub id ``owner/name``."""
+    if not value.strip():
+        raise ValueError("is empty; give a local model directory, a hub id like 'owner/name' or a fixture ref")
     if value in FIXTURE_REFS:
         return value
     if value.startswith("fixture:"):
@@ -504,9 +506,10 @@ def load_config(path: Path, overrides: Sequence[str] = ()) -> Study:
         kind = "" if isinstance(exc, LimitError) else "YAML syntax error: "
         raise ConfigError(f"{where}: {kind}{problem}") from None
     if overrides:
-        from specbench.config_overrides import apply_overrides
+        from specbench.config_overrides import apply_overrides, shown_override
 
-        return parse_study(apply_overrides(data, overrides), f"{path} with --set {' '.join(overrides)}")
+        shown = " ".join(shown_override(o) for o in overrides)
+        return parse_study(apply_overrides(data, overrides), f"{path} with --set {shown}")
     return parse_study(data, str(path))
 
 

@@ -40,23 +40,12 @@ def _problems(study: Any):
     serve, load = study.serve, study.load
     yield from _size(study.matrix, study.repeats)
     yield from _collisions(study)
-    for name, value in serve.env.items():
-        if "\0" in value or "\0" in name:
-            yield f"serve.env.{name}", "contains a NUL character (a process environment cannot hold it)"
-    for i, arg in enumerate(serve.extra_args):
-        if "\0" in arg:
-            yield f"serve.extra_args[{i}]", "contains a NUL character (a command line cannot hold it)"
+    for where in _nul_fields(study.model_dump(), ""):
+        yield where, "contains a NUL character (no path, command line or environment can hold it)"
     for axis, values in study.matrix.items():
-        if "\0" in axis:
-            yield f"matrix.{axis!r}", "contains a NUL character"
         for i, v in enumerate(values):
-            if isinstance(v, str) and "\0" in v:
-                yield f"matrix.{axis}[{i}]", "contains a NUL character (a process cannot receive it)"
             if isinstance(v, float) and not math.isfinite(v):
                 yield f"matrix.{axis}[{i}]", "must be a finite number"
-    for text, where in ((serve.model, "serve.model"), (serve.served_model_name or "", "serve.served_model_name")):
-        if "\0" in text:
-            yield where, "contains a NUL character"
     if not _host_ok(serve.host):
         yield "serve.host", f"{serve.host!r} is not a host name or IP address (e.g. 127.0.0.1)"
     for where, value, top in (("serve.startup_timeout_s", serve.startup_timeout_s, MAX_TIMEOUT_S),
@@ -71,6 +60,22 @@ def _problems(study: Any):
             yield where, f"{value} is more than {MAX_REQUESTS}; is it a typo?"
     if abs(load.seed) >= 2 ** 63:
         yield "load.seed", "must fit in 64 bits"
+
+
+def _nul_fields(value: Any, path: str):
+    # Every text of the config is a path, an argument or an environment entry somewhere: a NUL in
+    # any of them (results_dir too) ends in Python's "embedded null byte" ValueError at run time.
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = f"{path}.{k}".lstrip(".")
+            if "\0" in str(k):
+                yield f"{path}.{k!r}".lstrip(".")
+            yield from _nul_fields(v, key)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _nul_fields(v, f"{path}[{i}]")
+    elif isinstance(value, str) and "\0" in value:
+        yield path
 
 
 def _size(matrix: dict, repeats: int):

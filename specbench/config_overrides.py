@@ -3,12 +3,14 @@
 Applied to the loaded YAML mapping before validation, so an override is checked exactly like the
 same key written in the file (unknown key, wrong type, bounds); the value is read as YAML
 (``--set load.num_requests=40``, ``--set serve.extra_args=[--seed,1]``,
-``--set matrix.mla=[on]``). Pure functions.
+``--set matrix.mla=[on]``). An override is shown and stored only through :func:`shown_override`
+(secrets hidden). Pure functions.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any, Sequence
 
@@ -28,8 +30,25 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     try:
         value = load_yaml(raw) if raw.strip() else ""
     except Exception as exc:  # noqa: BLE001 - any YAML problem is the user's value
-        raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML ({str(exc).splitlines()[0]})") from None
+        # The value is not echoed: it may be a token (--set serve.env.HF_TOKEN=...).
+        raise ConfigError(f"--set {key}: the value is not valid YAML ({str(exc).splitlines()[0]}); "
+                          "quote a text value") from None
     return key.split("."), value
+
+
+def shown_override(text: str) -> str:
+    """``key.path=value`` as it may be printed or stored (manifest.json's ``overrides``): a secret
+    in the value hidden as the manifest's ``resolved_config`` hides it (``serve.env.HF_TOKEN="***"``)."""
+    from specbench.redact import redact_urls, redact_value
+
+    try:
+        path, value = parse_override(text)
+    except ConfigError:  # shown only in its own error, which does not echo the value
+        return redact_urls(text)
+    shown = redact_value(tuple(path), value)
+    if shown == value:
+        return text
+    return f"{'.'.join(path)}={json.dumps(shown, default=str)}"
 
 
 def apply_overrides(data: Any, overrides: Sequence[str]) -> Any:

@@ -68,11 +68,21 @@ def _new_file_mode() -> int:
 
 
 def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check the path",
-               fix: str = "check the path and its permissions", error: type[Exception] = InputError) -> bytes:
+               fix: str = "check the path and its permissions", error: type[Exception] = InputError,
+               regular_only: bool = False) -> bytes:
     """The bytes of ``path``; for anything unreadable one line naming the file, raised as ``error``:
-    ``<path>: <what> not found; <missing>`` or ``<path>: cannot read <what> (<why>); <fix>``."""
+    ``<path>: <what> not found; <missing>`` or ``<path>: cannot read <what> (<why>); <fix>``.
+
+    ``regular_only``: refuse anything but a regular file (a file of a run directory): a FIFO there
+    would block the read for ever, a device never end. Opened without blocking, then checked."""
     try:
-        return Path(path).read_bytes()
+        if not regular_only:
+            return Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise error(f"{path}: cannot read {what} (not a regular file: a FIFO, device or socket); {fix}")
+            return fh.read()
     except FileNotFoundError:
         raise error(f"{path}: {what} not found; {missing}") from None
     except OSError as exc:
@@ -81,10 +91,10 @@ def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check th
 
 def read_text(path: Path | str, what: str = "file", *, missing: str = "check the path",
               fix: str = "check the path and its permissions", error: type[Exception] = InputError,
-              errors: str = "strict") -> str:
+              errors: str = "strict", regular_only: bool = False) -> str:
     """:func:`read_bytes` decoded as UTF-8 (``errors`` as for ``bytes.decode``); text that is not
     UTF-8 is refused like an unreadable file."""
-    data = read_bytes(path, what, missing=missing, fix=fix, error=error)
+    data = read_bytes(path, what, missing=missing, fix=fix, error=error, regular_only=regular_only)
     try:
         return data.decode("utf-8", errors)
     except UnicodeDecodeError:
@@ -157,7 +167,8 @@ def save_json(path: Path, payload: dict[str, Any], *, schema_version: int = SCHE
 def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, Any]:
     """Read a file written by :func:`save_json`, refusing truncated, corrupt or other-version files."""
     path = Path(path)
-    text = read_text(path, missing="is this a specbench run directory?", fix="re-run the cell or restore the file")
+    text = read_text(path, missing="is this a specbench run directory?", fix="re-run the cell or restore the file",
+                     regular_only=True)
     try:
         data = loads_json(text)
     except json.JSONDecodeError as exc:
@@ -186,7 +197,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     rows = []
-    lines = read_text(path, fix="re-run the cell or delete the file").splitlines()
+    lines = read_text(path, fix="re-run the cell or delete the file", regular_only=True).splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

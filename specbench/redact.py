@@ -11,19 +11,27 @@ What counts as a secret
   ``--api-k`` and ``--hf-t`` are the shortest ones (``--api-`` also matches
   ``--api-server-count``; ``--hf-`` matches ``--hf-overrides``), so every prefix from those up is
   a secret flag. Other tools' flags (llmperf extra args) are matched by name: ``*api-key*``,
-  ``*-token``, ``*secret*``, ``*password*``, ``*credential*``.
+  ``--token``, ``*-token``, ``*secret*``, ``*password*``, ``*credential*``.
 - **Environment names** containing (case-insensitive) ``KEY``, ``TOKEN`` (not ``TOKENS`` /
   ``TOKENIZER``: ``TOKENIZERS_PARALLELISM`` is not a secret), ``SECRET``, ``PASSWORD``,
   ``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL(S)``, ``AUTH``, ``COOKIE``, ``SESSION``, ``PRIVATE``,
-  ``DSN``, ``DATABASE_URL``; and any variable whose *value* is a URL with user info
-  (``postgres://user:pw@host``), whatever its name (``*_URL``, ``*_URI``).
+  ``DSN``, ``DATABASE_URL``, unless the name ends in a setting word (``_MODE``, ``_TYPE``,
+  ``_ENABLED``, ...: ``RAY_AUTH_MODE=token`` is a mode); and any variable whose *value* is a URL
+  with user info (``postgres://user:pw@host``), whatever its name (``*_URL``, ``*_URI``).
 
 How it is hidden
 - In argv and env: the value becomes ``***``.
 - As a matrix axis value (``env:OPENAI_API_KEY: [sk-a, sk-b]``, ``flag:--api-key: [...]``): a
   stable short hash, ``sha256:<8 hex>``, in ``axes``; the cell id carries ``OPENAI_API_KEY-<8 hex>``.
   The cells stay distinguishable and two runs with the same keys still pair up in ``compare``.
-- In free text (server.log, log tails): every secret value of length >= 4 is replaced by ``***``.
+- In free text (server.log, log tails): every secret value of length >= 4 is replaced by ``***``,
+  except a secret-named variable's value that is a plain word (``SOME_AUTH=kerberos``): the word
+  stays, so the logs stay readable and parseable.
+- A URL with user info anywhere (an ``extra_args`` endpoint, a ``flag:`` axis value, ``serve.model``,
+  an error message): ``http://user:***@host`` (``https://***@host`` for a bare token); as an axis
+  value, the short hash.
+- A ``--set`` override is shown and stored (manifest ``overrides``) with the same rules applied to
+  the value at its path (``serve.env.HF_TOKEN="***"``); ``--resume`` takes it from the environment.
 """
 
 from __future__ import annotations
@@ -38,18 +46,29 @@ REDACTED = "***"
 # Full vLLM flag name -> (shortest unambiguous abbreviation vLLM accepts, nargs).
 VLLM_SECRET_FLAGS = {"--api-key": ("--api-k", "+"), "--hf-token": ("--hf-t", "?")}
 _OTHER_SECRET_FLAG = re.compile(
-    r"^--(.*api[-_]?key.*|.*[-_]token|.*secret.*|.*password.*|.*passwd.*|.*credentials?)$", re.IGNORECASE)
+    r"^--(.*api[-_]?key.*|(.*[-_])?token|.*secret.*|.*password.*|.*passwd.*|.*credentials?)$", re.IGNORECASE)
 _SECRET_ENV = re.compile(
     r"KEY|TOKEN(?!S|IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN"
     r"|DATABASE_URL", re.IGNORECASE)
+# A name ending in one of these names a setting about a secret, not the secret (RAY_AUTH_MODE=token,
+# XDG_SESSION_TYPE=tty, API_KEY_ENABLED=1).
+_SETTING_ENV = re.compile(r"_(MODE|TYPE|KIND|CLASS|METHOD|ENABLED?|DISABLED?|LEVEL|PROVIDER|BACKEND)$", re.IGNORECASE)
+# A value of letters only and this short is a word (a mode, a boolean, "token", "user"), not a
+# credential: hidden in env and argv, but not replaced in free text, where it would hit the same
+# word everywhere in a log ("Accepted: 28 ***s", "num_speculative_***").
+_WORD = re.compile(r"^[A-Za-z]{1,11}$")
 _URL_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*@")
+_URL_USERINFO_ANY = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s]+)@")
 
 
 def secret_flag(arg: str) -> str | None:
     """The nargs ('+', '?' or '1') of ``arg``'s option when it carries a secret, else None.
 
-    ``arg`` may be ``--flag`` or ``--flag=value``."""
+    ``arg`` may be ``--flag`` or ``--flag=value``; ``-api-key`` (one dash, as Go-style tools spell
+    long options) counts as ``--api-key`` with one value."""
     flag = arg.split("=", 1)[0]
+    if re.match(r"^-[^-].", flag):
+        return "1" if _OTHER_SECRET_FLAG.match("-" + flag) else None
     if not flag.startswith("--"):
         return None
     for full, (shortest, nargs) in VLLM_SECRET_FLAGS.items():
@@ -59,7 +78,7 @@ def secret_flag(arg: str) -> str | None:
 
 
 def secret_env_name(name: str) -> bool:
-    return bool(_SECRET_ENV.search(name))
+    return bool(_SECRET_ENV.search(name)) and not _SETTING_ENV.search(name)
 
 
 def secret_env(name: str, value: Any) -> bool:
@@ -68,8 +87,29 @@ def secret_env(name: str, value: Any) -> bool:
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """Copy of ``env`` with secret values replaced by ``***``."""
-    return {k: (REDACTED if secret_env(k, v) else v) for k, v in env.items()}
+    """Copy of ``env`` with secret values replaced by ``***`` (and passwords in URLs inside others)."""
+    return {k: (REDACTED if secret_env(k, v) else redact_urls(v)) for k, v in env.items()}
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the user info of every URL in it hidden: ``http://u:pw@h`` becomes
+    ``http://u:***@h``, ``https://TOKEN@h`` becomes ``https://***@h``."""
+    def hide(m: re.Match) -> str:
+        user, colon, _ = m.group(2).partition(":")
+        return m.group(1) + (f"{user}:{REDACTED}" if colon else REDACTED) + "@"
+
+    return _URL_USERINFO_ANY.sub(hide, text) if "@" in text else text
+
+
+def url_secrets(text: str) -> list[str]:
+    """The passwords (or bare tokens) in the user info of the URLs in ``text``."""
+    out = []
+    for m in _URL_USERINFO_ANY.finditer(text):
+        user, colon, password = m.group(2).partition(":")
+        secret = password if colon else user
+        if secret and secret != REDACTED:
+            out.append(secret)
+    return out
 
 
 def _is_option(arg: str) -> bool:
@@ -78,7 +118,11 @@ def _is_option(arg: str) -> bool:
 
 
 def secret_spans(argv: list[str]) -> list[tuple[int, int]]:
-    """(flag index, end index exclusive) of every secret option and the values it takes."""
+    """(flag index, end index exclusive) of every secret option and the values it takes.
+
+    A secret option that must take a value (``--api-key``: one or more; other tools' ``--token``:
+    one) takes the next argument even when it looks like an option (``--api-key -X``): the tool
+    would read it so or fail, and a key must never show because it starts with a dash."""
     spans = []
     i = 0
     while i < len(argv):
@@ -89,10 +133,12 @@ def secret_spans(argv: list[str]) -> list[tuple[int, int]]:
                 spans.append((i - 1, i))
             continue
         j = i + 1
+        if nargs in ("+", "1") and j < len(argv):
+            j += 1
         if nargs == "+":
             while j < len(argv) and not _is_option(argv[j]):
                 j += 1
-        elif j < len(argv) and not _is_option(argv[j]):
+        elif nargs == "?" and j < len(argv) and not _is_option(argv[j]):
             j += 1
         spans.append((i, j))
         i = j
@@ -100,8 +146,9 @@ def secret_spans(argv: list[str]) -> list[tuple[int, int]]:
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """Copy of ``argv`` with every value of a secret option replaced (all values of ``--api-key``)."""
-    out = list(argv)
+    """Copy of ``argv`` with every value of a secret option replaced (all values of ``--api-key``)
+    and the user info of every URL hidden."""
+    out = [redact_urls(a) for a in argv]
     for start, end in secret_spans(argv):
         if "=" in argv[start]:
             out[start] = argv[start].split("=", 1)[0] + "=" + REDACTED
@@ -111,7 +158,7 @@ def redact_argv(argv: list[str]) -> list[str]:
 
 
 def argv_secret_values(argv: list[str]) -> list[str]:
-    out = []
+    out = [u for a in argv for u in url_secrets(a)]
     for start, end in secret_spans(argv):
         if "=" in argv[start]:
             out.append(argv[start].split("=", 1)[1])
@@ -134,11 +181,13 @@ def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:
 
 def secret_values(env: dict[str, str], argv: list[str], *, include_process_env: bool = False) -> list[str]:
     """Every secret value in ``env``/``argv`` (and specbench's own environment, which the servers
-    inherit): what must not appear in any file."""
+    inherit): what must not appear in any file. A secret-named variable whose value is a plain word
+    (letters only, under 12) is left out: replacing that word everywhere would destroy the logs."""
     envs: list[dict[str, str]] = [env]
     if include_process_env:
         envs.append(dict(os.environ))
-    out = [v for e in envs for k, v in e.items() if v and secret_env(k, v)]
+    out = [v for e in envs for k, v in e.items() if v and secret_env_name(k) and not _WORD.match(v)]
+    out += [u for e in envs for v in e.values() for u in url_secrets(v)]
     return out + [v for v in argv_secret_values(argv) if v]
 
 
@@ -165,8 +214,8 @@ def short_hash(value: Any) -> str:
 
 def shown_axis_value(axis: str, value: Any) -> Any:
     """What an axis value looks like on disk and on screen: secrets as ``sha256:<8 hex>``."""
-    if isinstance(value, bool) or not secret_axis(axis) and not (
-            axis.startswith("env:") and _URL_USERINFO.match(str(value))):
+    if isinstance(value, bool) or is_hidden_axis_value(value) or (
+            not secret_axis(axis) and not _URL_USERINFO_ANY.search(str(value))):
         return value
     return f"sha256:{short_hash(value)}"
 
@@ -176,16 +225,31 @@ def is_hidden_axis_value(value: Any) -> bool:
 
 
 def redact_config(data: dict) -> dict:
-    """A study's resolved config (``Study.model_dump(mode="json")``, changed in place and returned)
-    with secret env values and credential flags replaced and secret axis values hashed (it goes to
+    """A study's resolved config (``Study.model_dump(mode="json")``) with secret env values and
+    credential flags replaced, secret axis values hashed and passwords in URLs hidden (it goes to
     disk as the manifest's ``resolved_config``)."""
-    data["serve"]["env"] = redact_env(data["serve"]["env"])
-    data["serve"]["extra_args"] = redact_argv(data["serve"]["extra_args"])
-    # Secret axis values as the same short hashes as in the cell ids (resume refuses them).
-    data["matrix"] = {a: [shown_axis_value(a, x) for x in v] for a, v in data["matrix"].items()}
-    if data["load"].get("llmperf"):
-        data["load"]["llmperf"]["extra_args"] = redact_argv(data["load"]["llmperf"]["extra_args"])
-    return data
+    return redact_value((), data)
+
+
+def redact_value(path: tuple[str, ...], value: Any) -> Any:
+    """``value``, found at ``path`` in a study config (``("serve", "env")``, ``()`` for the whole
+    config), with what is secret there hidden: ``serve.env`` entries by name or URL, every
+    ``extra_args`` as argv, ``matrix`` axis values as their short hashes, any other text's URL
+    passwords. Any shape is taken (an unvalidated ``--set`` value, too)."""
+    if path[-1:] == ("extra_args",) and isinstance(value, list) and not any(isinstance(a, (dict, list))
+                                                                             for a in value):
+        shown = redact_argv([str(a) for a in value])
+        return [a if s == str(a) else s for a, s in zip(value, shown)]
+    scalar = not isinstance(value, (dict, list))
+    if scalar and len(path) >= 3 and path[:2] == ("serve", "env") and secret_env(path[2], value):
+        return REDACTED
+    if scalar and len(path) >= 2 and path[0] == "matrix":
+        return shown_axis_value(path[1], value)
+    if isinstance(value, dict):
+        return {k: redact_value((*path, str(k)), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(path, v) for v in value]
+    return redact_urls(value) if isinstance(value, str) else value
 
 
 def scrub_file(path, secrets: list[str]) -> None:

@@ -2,9 +2,11 @@
 
 ``yaml.safe_load`` builds no objects, but it still (1) accepts duplicate keys (the last one wins,
 silently), (2) expands aliases without limit (a "billion laughs" file of a few hundred bytes
-becomes gigabytes once anything walks it), and (3) recurses once per nesting level (5,000 ``[``
-end in RecursionError); and (4) an integer of more than 4300 digits ends in Python's ValueError.
-:func:`load_yaml` refuses all four with a YAML error naming the line;
+becomes gigabytes once anything walks it; so does one long string aliased many times, and an
+alias inside its own anchor, ``a: &a [*a]``, never ends), (3) recurses once per nesting level
+(5,000 ``[`` end in RecursionError) and (4) takes seconds per megabyte (pure Python); and (5)
+an integer of more than 4300 digits ends in Python's ValueError. :func:`load_yaml` refuses all
+five with a YAML error naming the line (text over :data:`MAX_TEXT_CHARS` before parsing it);
 :func:`loads_json` bounds nesting the same way. Limits are far above any real config.
 """
 
@@ -15,8 +17,10 @@ from typing import Any
 
 import yaml
 
+MAX_TEXT_CHARS = 256_000  # a whole YAML text; a study config is 1-2 KB, a gate file less
 MAX_DEPTH = 100  # nesting levels; a study config uses about 5
 MAX_NODES = 200_000  # nodes after alias expansion; a study config has a few hundred
+MAX_CHARS = 1_000_000  # characters of text after alias expansion; a study config has a few thousand
 # Digits in one integer: far above any count or size; Python's int() refuses more than 4300 (ValueError).
 MAX_INT_DIGITS = 100
 
@@ -79,7 +83,10 @@ StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yam
 
 def _check_expanded_size(root: yaml.Node) -> None:
     # Sizes with aliases expanded, memoised per node: linear in the file, not in the expansion.
-    sizes: dict[int, int] = {}
+    # A node met again while its own children are being sized is an alias of an ancestor
+    # ("a: &a [*a]"): it expands without end, so it is refused rather than sized.
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (values, characters of scalars)
+    open_: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
@@ -87,14 +94,24 @@ def _check_expanded_size(root: yaml.Node) -> None:
             continue
         children = _children(node)
         if not done:
+            if id(node) in open_:
+                raise LimitError("an alias refers to a node that contains it (recursive alias); "
+                                 "write the value out", node.start_mark)
+            open_.add(id(node))
             stack.append((node, True))
             stack.extend((c, False) for c in children if id(c) not in sizes)
             continue
-        total = 1 + sum(sizes.get(id(c), 0) for c in children)
-        if total > MAX_NODES:
+        open_.discard(id(node))
+        values = 1 + sum(sizes[id(c)][0] for c in children)
+        own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+        chars = own + sum(sizes[id(c)][1] for c in children)
+        if values > MAX_NODES:
             raise LimitError(f"expands to more than {MAX_NODES} values (aliases nested in aliases?)",
                              node.start_mark)
-        sizes[id(node)] = total
+        if chars > MAX_CHARS:
+            raise LimitError(f"expands to more than {MAX_CHARS} characters of text (a long value "
+                             "aliased many times?)", node.start_mark)
+        sizes[id(node)] = (values, chars)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -107,6 +124,8 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 def load_yaml(text: str) -> Any:
     """Parse one YAML document with :class:`StrictLoader` (raises yaml.YAMLError subclasses)."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise LimitError(f"{len(text)} characters, more than {MAX_TEXT_CHARS}; is this the intended file?")
     line = _flow_too_deep(text)
     if line is not None:
         raise LimitError(f"brackets nested deeper than {MAX_DEPTH} levels",

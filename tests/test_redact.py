@@ -34,6 +34,15 @@ SECRETS = ["sk-AAAA1111", "sk-BBBB2222", "flagkey-1111", "hf_secretvalue1", "pw-
     (["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"],
      ["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"]),
     (["m", "--client-secret", "s", "--db-password=p"], ["m", "--client-secret", REDACTED, "--db-password=***"]),
+    # A key that looks like an option is still the key: vLLM would read it as one or fail.
+    (["m", "--api-key", "-X", "--enforce-eager"], ["m", "--api-key", REDACTED, "--enforce-eager"]),
+    (["m", "--api-key", "--X"], ["m", "--api-key", REDACTED]),
+    (["m", "--client-token", "-t0k"], ["m", "--client-token", REDACTED]),
+    # Go-style tools spell long options with one dash.
+    (["m", "-api-key", "X", "-tp", "2"], ["m", "-api-key", REDACTED, "-tp", "2"]),
+    # User info in any URL, whatever the flag.
+    (["m", "--otlp-traces-endpoint", "http://u:PW@h:4317"], ["m", "--otlp-traces-endpoint", "http://u:***@h:4317"]),
+    (["m", "--x=https://tok123@h/p"], ["m", "--x=https://***@h/p"]),
 ])
 def test_redact_argv_follows_vllms_parser(argv, shown):
     assert redact_argv(argv) == shown
@@ -55,6 +64,37 @@ def test_secret_env_names_and_urls_with_user_info():
     hidden = {k for k, v in out.items() if v == REDACTED}
     assert hidden == {"HF_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "DATABASE_URL", "GCP_CREDENTIALS", "HF_AUTH",
                       "MY_SECRET_X", "REDIS_URL", "SESSION_COOKIE"}
+
+
+def test_urls_with_user_info_are_hidden_wherever_they_are():
+    from specbench.redact import redact_urls, redact_value, url_secrets
+
+    assert redact_urls("see http://u:PW@h:1/x and https://tok@h, not a@b") == "see http://u:***@h:1/x and https://***@h, not a@b"
+    assert url_secrets("http://u:PW@h https://tok@h http://u:***@h") == ["PW", "tok"]
+    assert secret_values({"OTEL": "x http://u:pw-env@h"}, ["m", "--e", "http://u:pw-arg@h"]) == ["pw-env", "pw-arg"]
+    assert shown_axis_value("flag:--otlp-traces-endpoint", "http://u:PW@h").startswith("sha256:")
+    data = {"serve": {"model": "https://u:PW@h/m", "env": {"A": "ok"}, "extra_args": ["--api-key", "k"]},
+            "load": {"llmperf": {"extra_args": ["--token", "t"]}}, "matrix": {"flag:--e": ["http://u:PW@h", 3]}}
+    assert redact_value((), data) == {
+        "serve": {"model": "https://u:***@h/m", "env": {"A": "ok"}, "extra_args": ["--api-key", REDACTED]},
+        "load": {"llmperf": {"extra_args": ["--token", REDACTED]}},
+        "matrix": {"flag:--e": [shown_axis_value("flag:--e", "http://u:PW@h"), 3]}}
+
+
+@pytest.mark.parametrize("override, shown", [
+    ("serve.env.HF_TOKEN=hf_abcdef", 'serve.env.HF_TOKEN="***"'),
+    ("serve.env={HF_TOKEN: hf_abcdef, A: b}", 'serve.env={"HF_TOKEN": "***", "A": "b"}'),
+    ("serve.extra_args=[--api-key, sk-1, --seed, 1]", 'serve.extra_args=["--api-key", "***", "--seed", 1]'),
+    ("matrix.env:OPENAI_API_KEY=[sk-1]", f'matrix.env:OPENAI_API_KEY=["{shown_axis_value("env:X_KEY", "sk-1")}"]'),
+    ("serve.model=https://u:PW@h/m", 'serve.model="https://u:***@h/m"'),
+    ("serve.env.HF_TOKEN=[hf_abcdef", "serve.env.HF_TOKEN=[hf_abcdef"),  # not YAML: shown nowhere
+    ("load.num_requests=40", "load.num_requests=40"),
+])
+def test_set_overrides_are_shown_and_stored_with_secrets_hidden(override, shown):
+    from specbench.config_overrides import shown_override
+
+    assert shown_override(override) == shown
+    assert shown_override(shown) == shown  # what the manifest stores, shown again, stays as it is
 
 
 def test_secret_values_cover_all_keys_and_scrub_them():
@@ -197,3 +237,30 @@ def test_resume_plan_of_a_real_run_says_where_secrets_came_from(tmp_path, monkey
     monkeypatch.delenv("HF_TOKEN")
     with pytest.raises(ConfigError, match="HF_TOKEN is not set"):
         resume_plan(run_dir)
+
+
+def test_a_mode_like_variable_leaves_stored_logs_readable_and_parseable(tmp_path):
+    # A Ray run's environment holds RAY_AUTH_MODE=token (a mode): "token" must survive in the logs.
+    from specbench.metrics.parse import parse_text
+    from specbench.redact import scrub_file
+
+    real = (Path(__file__).parent / "analysis" / "data" / "real_v1_server.log").read_text()
+    log = tmp_path / "server.log"
+    log.write_text(real + "hub login with hf_Ray0Secret99\n")
+    env = {"RAY_AUTH_MODE": "token", "XDG_SESSION_CLASS": "user", "SOME_AUTH": "kerberos", "HF_TOKEN": "hf_Ray0Secret99"}
+    assert redact_env(env)["RAY_AUTH_MODE"] == "token" and redact_env(env)["SOME_AUTH"] == REDACTED
+    scrub_file(log, secret_values(env, ["m"], include_process_env=True))
+    text = log.read_text()
+    assert text == real + "hub login with ***\n"
+    records = parse_text(text)
+    assert records and records == parse_text(real)
+
+
+def test_resume_refuses_a_url_whose_password_was_hidden():
+    from specbench.run.plan import restore_secrets
+
+    saved = {"serve": {"model": "m", "env": {}, "extra_args": ["--otlp-traces-endpoint", "http://u:***@h:4317"]}}
+    with pytest.raises(ConfigError, match=r"serve\.extra_args: a password in a URL was redacted"):
+        restore_secrets(saved, {}, "m.json", Path("gone.yaml"))
+    plain = {"serve": {"model": "m", "env": {}, "extra_args": ["--otlp-traces-endpoint", "http://h:4317"]}}
+    assert restore_secrets(plain, {}, "m.json", Path("gone.yaml"))[0] == plain

@@ -7,6 +7,7 @@ import functools
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 import typer
@@ -16,8 +17,16 @@ from specbench.errors import SpecbenchError
 
 F = TypeVar("F", bound=Callable[..., object])
 
-console = Console(stderr=False)
-err_console = Console(stderr=True)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own exits 1, the regression code; the contract decides instead (describe_failure).
+        self.quiet = True
+        raise BrokenPipeError
+
+
+console = _Console(stderr=False, emoji=False)  # "env:X: ..." is an axis, not the :x: emoji
+err_console = _Console(stderr=True, emoji=False)
 
 
 def debug_enabled() -> bool:
@@ -32,7 +41,15 @@ EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED = 0, 1
 
 def describe_failure(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for any exception that ends a command: the one place where
-    a failure becomes the contract. Messages name the file or what to do."""
+    a failure becomes the contract. Messages name the file or what to do; a password in a URL that
+    a message quotes (a model or endpoint from the config) is hidden."""
+    from specbench.redact import redact_urls
+
+    code, message = _describe(exc)
+    return code, redact_urls(message)
+
+
+def _describe(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, SpecbenchError):
         code = exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED) else EXIT_USAGE
         return code, str(exc)
@@ -43,8 +60,10 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
         more = f"; see '{hint} --help'" if hint else ""
         return EXIT_USAGE, f"{exc.format_message().rstrip('.')}{more}"
     if isinstance(exc, BrokenPipeError) and exc.filename is None:
-        _silence_stdout()
-        return EXIT_USAGE, "standard output closed before everything was written (broken pipe)"
+        # The reader of standard output went away (``| head``): it had what it wanted; the output
+        # ends there and that is no input error (compare keeps its verdict: compare_cmd).
+        silence_stdout()
+        return EXIT_OK, ""
     if isinstance(exc, OSError):
         name = exc.filename if exc.filename is not None else ""
         what = exc.strerror or type(exc).__name__
@@ -61,8 +80,9 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
                         "and report it")
 
 
-def _silence_stdout() -> None:
-    # Python flushes stdout at exit; into a closed pipe that is a second error. Point it at devnull.
+def silence_stdout() -> None:
+    """After a broken pipe: standard output to /dev/null (Python flushes stdout at exit, and into
+    the closed pipe that would be a second error)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -89,16 +109,34 @@ def handle_errors(fn: F) -> F:
         except (typer.Exit, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - this is the one place that maps all of them
-            if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
-                raise
-            code, message = describe_failure(exc)
-            if code == EXIT_INTERRUPTED:
-                err_console.print("[yellow]interrupted[/]")
-            else:
-                print_error(message)
-            raise typer.Exit(code) from None
+            raise typer.Exit(report_failure(exc)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def report_failure(exc: BaseException) -> int:
+    """Say ``exc`` on stderr as the contract says (its traceback first under ``--debug``) and return
+    its exit code: ``--debug`` shows more, it never changes the code (an input error stays 2, not
+    the 1 of an uncaught exception, which CI reads as a regression)."""
+    if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
+        import traceback
+
+        from specbench.redact import redact_urls
+
+        sys.stderr.write(redact_urls("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
+        sys.stderr.flush()
+    code, message = describe_failure(exc)
+    if code == EXIT_INTERRUPTED:
+        err_console.print("[yellow]interrupted[/]")
+    elif message:
+        print_error(message)
+    return code
+
+
+def stdout_closed() -> bool:
+    """Whether the process started with standard output closed (``>&-``): Python then has no
+    ``sys.stdout`` and every command's output would vanish (or fail half-way)."""
+    return sys.stdout is None
 
 
 @contextlib.contextmanager
@@ -123,6 +161,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def nonempty_path(text: str) -> Path:
+    """A path option's parser: ``--out ""`` is a usage error, not the current directory (which
+    ``Path("")`` would silently be)."""
+    if not str(text).strip():
+        raise typer.BadParameter("is empty; give a directory")
+    return Path(text)
 
 
 def warn(message: str) -> None:

@@ -52,7 +52,7 @@ def compare(
                                                  "sides, over the change Δp_i with the gate's CI and tolerance.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
     resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (latency and speed-up CIs; acceptance CIs are jackknife-t).")] = 2000,
-    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
     allow_inconclusive: Annotated[bool, typer.Option(
         "--allow-inconclusive", help="Exit 0 instead of 3 when no check failed but some could not be decided "
                                      "(a warning says which).")] = False,
@@ -70,7 +70,8 @@ def compare(
     from specbench.cli.outputs import guard_outputs
 
     guard_outputs([baseline, candidate, gate_file], {"--markdown": markdown, "--junit": junit, "--json": json_out,
-                                                     "--plot": plot})  # before any work; inputs never written
+                                                     "--plot": plot},  # before any work; inputs never written
+                  env_files=["GITHUB_STEP_SUMMARY"])
     gates = list(gate or [])
     if gate_file is not None:
         gates += load_gate_file(gate_file)
@@ -100,7 +101,12 @@ def compare(
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
     from specbench.compare.render import print_table
 
-    print_table(comp, console, verbose=verbose)
+    try:
+        print_table(comp, console, verbose=verbose)
+    except BrokenPipeError:  # `| head`: the table ends there, the verdict (exit code) stands
+        from specbench.cli.common import silence_stdout
+
+        silence_stdout()
     code = comp.exit_code
     if code == 3 and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")

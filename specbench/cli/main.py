@@ -100,13 +100,16 @@ def run_cli(argv: list[str] | None = None) -> int:
     one line on stderr and a code from the contract (0, 1 regression, 2, 3, 130)."""
     import sys
 
-    from specbench.cli.common import EXIT_USAGE, debug_enabled, describe_failure, err_console, print_error
+    from specbench.cli.common import EXIT_USAGE, print_error, report_failure, stdout_closed
     from specbench.io import clear_protected
 
     clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
     argv, debug = split_debug(list(sys.argv[1:] if argv is None else argv))
     if debug:
         os.environ["SPECBENCH_DEBUG"] = "1"  # before parsing: a usage error under --debug shows its traceback
+    if stdout_closed():
+        print_error("standard output is closed (>&-); redirect it to a file or to /dev/null")
+        return EXIT_USAGE
     try:
         code = _command().main(args=argv, standalone_mode=False, prog_name="specbench")
     except typer.Exit as exc:
@@ -114,13 +117,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except BaseException as exc:  # noqa: BLE001 - the contract's last line of defence
-        if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
-            raise
-        code, message = describe_failure(exc)
-        if code == 130:
-            err_console.print("[yellow]interrupted[/]")
-        else:
-            print_error(message)
+        code = report_failure(exc)
     return code if isinstance(code, int) else 0
 
 

@@ -15,10 +15,18 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def guard_outputs(inputs: Iterable[Path | None], files: dict[str, Path | None] | None = None,
-                  dirs: dict[str, Path | None] | None = None) -> None:
+                  dirs: dict[str, Path | None] | None = None, env_files: Iterable[str] = ()) -> None:
     """Protect ``inputs`` from every later write, then check output ``files`` (flag -> path) and
-    output ``dirs`` (flag -> directory) can be written; ConfigError naming the flag otherwise."""
+    output ``dirs`` (flag -> directory) can be written; ConfigError naming the flag otherwise.
+    ``env_files``: environment variables naming output files (``GITHUB_STEP_SUMMARY``), refused
+    when they point at or into an input (other problems with them are the writer's warning)."""
     protect_inputs([p for p in inputs if p is not None])
+    for name in env_files:
+        path = os.environ.get(name)
+        owner = written_input(Path(path)) if path else None
+        if owner is not None:
+            raise ConfigError(f"{name}={path}: is (inside) an input of this command ({owner}); "
+                              f"point {name} elsewhere or unset it")
     for flag, path in (files or {}).items():
         if path is None or str(path) == "-":
             continue

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from specbench.cli.common import console, handle_errors
+from specbench.cli.common import console, handle_errors, nonempty_path
 
 
 def register(app: typer.Typer) -> None:
@@ -26,10 +26,10 @@ def register(app: typer.Typer) -> None:
             typer.Option("--label", metavar="NAME=FILE",
                          help="Put FILE into group NAME (repeatable; several files may share a name)."),
         ] = None,
-        out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory for summary.md, acceptance.csv and plots.")] = Path(
+        out: Annotated[Path, typer.Option("--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots.")] = Path(
             "report"),
         resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (speed-up CIs; acceptance CIs are jackknife-t).")] = 2000,
-        seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are deterministic in it).")] = 0,
+        seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with jackknife-t CIs."""
         from specbench.errors import ConfigError

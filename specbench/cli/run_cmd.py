@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from specbench.cli.common import console, handle_errors, sigterm_as_interrupt
+from specbench.cli.common import console, handle_errors, nonempty_path, sigterm_as_interrupt
 
 
 def _config_or_default(config: Optional[Path]) -> Path:
@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every cell's argv and env, run nothing.")] = False,
         overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
         resume: Annotated[Optional[Path], typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR.")] = None,
-        results_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Where the run directory <run-id>/ goes (default: the config's results_dir).")] = None,
+        results_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", parser=nonempty_path, help="Where the run directory <run-id>/ goes (default: the config's results_dir).")] = None,
         results_dir_alias: Annotated[Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
         executor: Annotated[Optional[str], typer.Option("--executor", metavar="local|ray", help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.")] = None,

@@ -14,6 +14,7 @@ from pathlib import Path
 from specbench.config_checks import check_prompts
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
 from specbench.errors import ConfigError, InputError
+from specbench.redact import REDACTED
 from specbench.run import store
 from specbench.run.cells import Cell, expand
 from specbench.run.runner import RunPlan, utc_now
@@ -125,8 +126,10 @@ def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tupl
         raise ConfigError(f"{run_dir}: already exists; wait a second or pass another --out")
     run_dir.mkdir(parents=True)
     manifest = _manifest(study, run_id, Path(os.path.abspath(config_path)), sha, cells)
-    if overrides:  # --resume applies them again to the same file
-        manifest["overrides"] = list(overrides)
+    if overrides:  # --resume applies them again to the same file (secrets from the environment)
+        from specbench.config_overrides import shown_override
+
+        manifest["overrides"] = [shown_override(o) for o in overrides]
     store.write_manifest(run_dir, manifest)
     return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=run_id, manifest=manifest)
 
@@ -149,9 +152,15 @@ def resume_plan(run_dir: Path) -> RunPlan:
                 "--resume reruns the same study: restore the file, or start a new run"
             )
         # The same bytes as the run's config; it, not the redacted copy, carries the secrets.
-        study = load_config(config_path, tuple(manifest.get("overrides") or ()))
+        overrides = tuple(manifest.get("overrides") or ())
+        study = load_config(config_path, overrides)
         if redacted_config(study) != study.model_dump(mode="json"):
             notes.append(f"secrets: from the config file {config_path}")
+        if any(REDACTED in str(o) or "sha256:" in str(o) for o in overrides):  # a --set secret, hidden
+            source = f"{run_dir / store.MANIFEST}: overrides"
+            data, used = restore_secrets(study.model_dump(mode="json"), dict(os.environ), source, config_path)
+            study = parse_study(data, source)
+            notes.append(f"secrets of --set: from the environment ({', '.join(used) or 'none'})")
     elif isinstance(manifest.get("resolved_config"), dict):
         source = f"{run_dir / store.MANIFEST}: resolved_config"
         data, used = restore_secrets(manifest["resolved_config"], dict(os.environ), source, config_path)
@@ -226,4 +235,21 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
     if isinstance(llmperf, dict) and REDACTED in " ".join(map(str, llmperf.get("extra_args") or [])):
         raise ConfigError(f"{source}: load.llmperf.extra_args: a secret was redacted when the run was saved; "
                           f"restore {config_path} and resume again")
+    hidden = _redacted_url(data)
+    if hidden:
+        raise ConfigError(f"{source}: {hidden}: a password in a URL was redacted when the run was saved; "
+                          f"restore {config_path} and resume again")
     return data, used
+
+
+def _redacted_url(value, path: str = "") -> str | None:
+    # The field path of the first URL whose user info redact_urls hid, if any.
+    from specbench.redact import redact_urls
+
+    if isinstance(value, dict):
+        return next((p for k, v in value.items() if (p := _redacted_url(v, f"{path}.{k}".lstrip(".")))), None)
+    if isinstance(value, list):
+        return next((p for v in value if (p := _redacted_url(v, path))), None)
+    if isinstance(value, str) and "***@" in value and redact_urls(value) == value:
+        return path or "value"
+    return None

@@ -308,7 +308,7 @@ def load_summary(path: Path) -> dict | None:
 
     if not path.exists():
         return None
-    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)")
+    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)", regular_only=True)
     try:
         data = loads_json(text)
     except ValueError:
