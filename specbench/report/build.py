@@ -15,6 +15,7 @@ import pandas as pd
 
 from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.attest import axis_fields, confounds, not_attested
+from specbench.errors import SpecbenchError
 from specbench.analysis.frames import summary_frame, window_frame
 from specbench.io import atomic_write_bytes, atomic_write_text
 from specbench.render import format as fmt
@@ -63,6 +64,24 @@ class CellDifference:
         if self.unattested:
             tail += f"; not attested: {', '.join(self.unattested)}"
         return f"{head}: " + "; ".join(parts) + tail
+
+    def line(self) -> str:
+        """One line: the AL change with its CI and verdict, then the attested confounds."""
+        from specbench.render.tables import axis_name, cell_title
+
+        ctx = cell_title(self.others)
+        head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
+        stat = "mean_acceptance_length"
+        if stat not in self.delta:
+            return f"{head}: no AL on a side"
+        iv = self.intervals.get(stat)
+        verdict = ("significant" if significant(iv) else "not significant") if iv else "no CI (too few units)"
+        text = f"{head}: AL {fmt.with_ci(self.delta[stat], iv, 2, sign=True)}, {verdict}"
+        if self.confounds:
+            text += f"; also differs in {', '.join(self.confounds)}"
+        if self.unattested:
+            text += f"; not attested: {', '.join(self.unattested)}"
+        return text
 
 
 @dataclass
@@ -198,6 +217,24 @@ def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]
 
 def _checked(fields: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f for f in fields if f in ("mla", "num_speculative_tokens", "head_variant", "spec_method"))
+
+
+def contrasts(run_dir: Path, confidence: float = 0.95) -> list[CellDifference]:
+    """The contrasts of one run (cells differing in one axis), significant ones first, each group by
+    the size of its AL change: what the run's final screen lists."""
+    from specbench.report.inputs import groups_from_run
+
+    try:
+        found = _comparisons(groups_from_run(run_dir), confidence)
+    except SpecbenchError:
+        return []
+
+    def key(c: CellDifference):
+        iv = c.intervals.get("mean_acceptance_length")
+        delta = c.delta.get("mean_acceptance_length", 0.0)
+        return (not (iv is not None and significant(iv)), -abs(delta))
+
+    return sorted(found, key=key)
 
 
 def _with_ci(row: pd.Series, stat: str, digits: int = 3) -> str:

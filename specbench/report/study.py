@@ -116,7 +116,7 @@ def _overlap(a: CellRequests, b: CellRequests) -> bool:
 def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0,
                 confidence: float = 0.95) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
-    from specbench.run.cells import pick_baseline, target_mismatch
+    from specbench.run.cells import target_mismatch
 
     cells, draft_axes = _read_run(path, prefix)
     study = StudyAnalysis(source=str(path), cell_axes={c.label: c.axes for c in cells})
@@ -144,6 +144,24 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             f"{DIVERGENCE_FLAG_SHARE:.0%} of prompts (worst: {max(p.divergence_share for p in flagged):.0%}); "
             "acceptance differences between them mix the draft with a changed workload: read the "
             "common-prefix AL in the divergence table")
+    _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    study.kpredictions = _k_predictions(cells, study, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    return study
+
+
+def run_speedups(path: Path, *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> StudyAnalysis:
+    """Only each speculative cell's speed-up over its own baseline (no divergence pairs): what the
+    run's final screen shows."""
+    cells, draft_axes = _read_run(path, False)
+    study = StudyAnalysis(source=str(path), cell_axes={c.label: c.axes for c in cells})
+    _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    return study
+
+
+def _add_speedups(study: StudyAnalysis, cells: list[CellRequests], draft_axes: list[str], *, n_resamples: int,
+                  seed: int, confidence: float) -> None:
+    from specbench.run.cells import pick_baseline
+
     baselines = [(c.axes, c.repeat, c) for c in cells if c.is_baseline]
     for spec in (c for c in cells if not c.is_baseline):
         base = pick_baseline(spec.axes, spec.repeat, baselines, draft_axes)
@@ -161,8 +179,6 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             continue
         s.notes += timing_caveats(spec, base, cells)
         study.speedups.append(s)
-    study.kpredictions = _k_predictions(cells, study, n_resamples=n_resamples, seed=seed, confidence=confidence)
-    return study
 
 
 def cell_k(c: CellRequests) -> int | None:

@@ -1,7 +1,8 @@
 """Progress of a run: a Rich Live table on a terminal, plain lines otherwise, nothing with --quiet.
 
 One row per cell (pending / starting / warmup / load n/N / collecting / done / failed) with AL and
-p0 as they arrive; at the end a table of AL and p_i with their CIs per cell.
+p0 as they arrive; at the end what the study found: per cell AL [CI], p_i, tok/s and speed-up over
+its own baseline [CI], then one line per contrast the matrix asks.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class PlainDisplay:
             print(f"  {cell_id}: {text}", file=self.stream, flush=True)
 
     def finish(self, run_dir: Path, records: list) -> None:
-        Console(file=self.stream, force_terminal=False, no_color=True, width=160).print(final_table(run_dir))
+        Console(file=self.stream, force_terminal=False, no_color=True, width=120).print(final_screen(run_dir))
 
     def close(self) -> None: ...
 
@@ -93,7 +94,7 @@ class LiveDisplay:
 
     def finish(self, run_dir: Path, records: list) -> None:
         self.close()
-        self.console.print(final_table(run_dir))
+        self.console.print(final_screen(run_dir))
 
     def close(self) -> None:
         if self.live is not None:
@@ -102,36 +103,78 @@ class LiveDisplay:
 
 
 def final_table(run_dir: Path) -> Table:
-    """AL, DAR and p_i with 95% CIs per cell, read back from the run directory itself; cells
-    titled as `report` and `compare` title them (``MLA on · norm off``, ``no spec · MLA on``)."""
+    """Per cell: AL [95% CI], p_i, output tok/s and the speed-up over its own baseline [95% CI], read
+    back from the run directory itself; cells titled as `report` and `compare` title them
+    (``MLA on · norm off``, ``no spec · MLA on``)."""
     from specbench.report.build import titles_of
     from specbench.run.store import load_run
 
     run = load_run(run_dir)
     names = titles_of(run)
-    t = Table(title=f"{run.run_id}: acceptance (AL includes the bonus token; p_i unconditional)")
-    t.add_column("cell")
-    t.add_column("status")
-    t.add_column("units")
-    t.add_column("AL [95% CI]")
-    t.add_column("DAR")
+    speed = _speedups(run_dir)
+    from rich import box
+
+    t = Table(title=run.run_id, caption="AL includes the bonus token; p_i unconditional; 95% CIs; "
+              "tok/s per request; speed-up over the cell's own no-spec baseline", box=box.SIMPLE_HEAD,
+              padding=(0, 1), pad_edge=False, collapse_padding=True)
+    # numbers never wrap; a long cell name wraps at its spaces, inside its own row
+    t.add_column("cell", min_width=11)
+    failed = any(c.status != "done" for c in run.cells.values())
+    if failed:
+        t.add_column("status", min_width=6)
+    t.add_column("AL [CI]", no_wrap=True)
     k = max((len(c.acc.derived.per_position) for c in run.cells.values() if c.acc is not None), default=0)
     for i in range(k):
-        t.add_column(f"p{i} [95% CI]")
+        t.add_column(f"p{i}", no_wrap=True)
+    t.add_column("tok/s", no_wrap=True)
+    t.add_column("speed-up [CI]", no_wrap=True)
+    base_tps = {s.baseline: s.base.get("output_tok_per_s") for s in speed.values()}
     for cid, c in run.cells.items():
         name = names.get(cid, cid)
+        status = [c.status if c.status == "done" else f"{c.status}: {(c.record.reason or '')[:60]}".rstrip(": ")]
+        status = status if failed else []
         if c.acc is None or c.acc.baseline:
-            t.add_row(name, c.status, *(["-"] * (3 + k)))
+            t.add_row(name, *status, *(["-"] * (1 + k)), _fmt(base_tps.get(cid), 1), "-")
             continue
         derived, ci = c.acc.derived, c.acc.ci
-        units = f"{ci.n_units} {ci.unit}s" if ci is not None and ci.n_units is not None else "-"
         pos = derived.per_position
-        interval = (lambda name: ci.interval(name)) if ci is not None else (lambda name: None)
-        cols = [_with_ci(derived.mean_acceptance_length, interval("mean_acceptance_length"), 2),
-                _fmt(derived.draft_acceptance_rate)]
-        cols += [_with_ci(pos[i] if i < len(pos) else None, interval(f"p{i}"), 3) for i in range(k)]
-        t.add_row(name, c.status, units, *cols)
+        s = speed.get(cid)
+        up = "-" if s is None else f"{fmt.num(s.point['output_tok_per_s'], 2)}× [{fmt.num(s.intervals['output_tok_per_s'][0], 2)}, " \
+                                   f"{fmt.num(s.intervals['output_tok_per_s'][1], 2)}]"
+        interval = ci.interval("mean_acceptance_length") if ci is not None else None
+        t.add_row(name, *status, _with_ci(derived.mean_acceptance_length, interval, 2),
+                  *[_fmt(pos[i] if i < len(pos) else None) for i in range(k)],
+                  _fmt(None if s is None else s.spec.get("output_tok_per_s"), 1), up)
     return t
+
+
+def _speedups(run_dir: Path) -> dict:
+    """cell id -> its speed-up over its own baseline (none without requests or a baseline)."""
+    from specbench.errors import SpecbenchError
+    from specbench.report.study import run_speedups
+
+    try:
+        return {s.cell: s for s in run_speedups(run_dir, n_resamples=1000).speedups}
+    except (SpecbenchError, OSError, ValueError):
+        return {}
+
+
+def final_screen(run_dir: Path):
+    """What a finished run prints: the table, then one line per question the matrix asks (each
+    contrast of two cells that differ in one axis, largest significant AL change first, with the
+    attested confounds), then where the report is."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from specbench.report.build import contrasts
+
+    lines = [final_table(run_dir)]
+    found = contrasts(run_dir)
+    if found:
+        lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI as compare computes it):"))
+        lines += [Text(f"- {c.line()}") for c in found]
+    lines.append(Text(f"Report, plots and divergence: specbench report {run_dir} --out {run_dir}/report"))
+    return Group(*lines)
 
 
 def _with_ci(x, ci, digits: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 
@@ -33,12 +34,38 @@ def _render(table) -> str:
 
 def test_final_table_shows_al_and_p_with_cis(tmp_path):
     text = _render(final_table(_run(tmp_path)))
-    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if line.count("│") > 3}
+    rows = {line.split("  ")[0].strip(): line for line in text.splitlines()
+            if line.strip().startswith(("MLA", "no spec"))}
     # titled as report/compare title cells, not by directory name
     assert set(rows) == {"MLA on", "MLA off", "no spec · MLA on"}, rows
-    assert "20 requests" in rows["MLA on"] and "2.50 [2.25, 2.75]" in rows["MLA on"]
-    assert "0.750 [0.700, 0.800]" in rows["MLA on"] and "0.250" in rows["MLA on"]
-    assert "failed" in rows["MLA off"]
+    assert "2.50 [2.25, 2.75]" in rows["MLA on"] and "0.750" in rows["MLA on"] and "0.250" in rows["MLA on"]
+    assert "failed" in rows["MLA off"]  # a status column only when a cell did not finish
+
+
+def test_final_screen_answers_the_study_in_40_lines_and_fits_80_columns():
+    """The committed default study: per cell AL [CI], p_i, tok/s, speed-up [CI] over its own
+    baseline; one line per contrast, significant ones first; where the report is."""
+    from pathlib import Path
+
+    from specbench.run.display import final_screen
+
+    run = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+    wide, narrow = _render_at(final_screen(run), 120), _render_at(final_screen(run), 80)
+    lines = wide.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 120
+    assert max(map(len, narrow.splitlines())) <= 80
+    on = next(ln for ln in lines if ln.strip().startswith("MLA on · norm on "))
+    assert re.search(r"2\.72 \[\d\.\d\d, \d\.\d\d\]", on) and re.search(r"\d\.\d\d× \[\d\.\d\d, \d\.\d\d\]", on)
+    questions = [ln for ln in lines if ln.startswith("- ")]
+    assert len(questions) == 9 and questions[0].startswith("- norm off vs on")
+    assert all(", significant" in q for q in questions[:6]) and "not attested: mla" in wide
+    assert "specbench report" in lines[-1] or "specbench report" in lines[-2]
+
+
+def _render_at(renderable, width: int) -> str:
+    buf = io.StringIO()
+    Console(file=buf, width=width, no_color=True).print(renderable)
+    return buf.getvalue()
 
 
 def test_plain_display_prints_state_changes_once(tmp_path):
