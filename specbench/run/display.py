@@ -8,6 +8,7 @@ its own baseline [CI], then one line per contrast the matrix asks.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,31 +67,52 @@ class PlainDisplay:
 
 
 class LiveDisplay:
-    """Rich Live table on a terminal."""
+    """Rich Live table on a terminal: each cell's state with how long it has been in it, and the
+    run's elapsed time with an estimate of what is left (mean time of the finished cells)."""
 
-    def __init__(self, console: Console | None = None):
+    def __init__(self, console: Console | None = None, clock=time.monotonic):
         self.console = console or Console(stderr=True)
         self.rows: dict[str, dict[str, Any]] = {}
         self.live: Live | None = None
+        self.clock = clock
+        self.started = clock()
 
     def _table(self) -> Table:
-        t = Table(title="specbench run", expand=False)
+        now = self.clock()
+        done = [r for r in self.rows.values() if r["state"] in ("done", "failed") and r.get("took") is not None]
+        left = sum(1 for r in self.rows.values() if r["state"] not in ("done", "failed"))
+        eta = f", ~{_clock(left * sum(r['took'] for r in done) / len(done))} left" if done and left else ""
+        t = Table(title=f"specbench run  {_clock(now - self.started)}{eta}", expand=False)
         for col in ("cell", "state", "AL", "p0"):
             t.add_column(col)
         for cid, row in self.rows.items():
-            t.add_row(cid, _state_text(row["state"], row), _fmt(row.get("al"), 2), _fmt(row.get("p0")))
+            state = _state_text(row["state"], row)
+            if row["state"] not in ("pending", "done", "failed") and row.get("since") is not None:
+                state += f" {_clock(now - row['since'])}"
+            t.add_row(cid, state, _fmt(row.get("al"), 2), _fmt(row.get("p0")))
         return t
 
+    def __rich__(self) -> Table:  # Live re-renders this every refresh: the clocks tick between updates
+        return self._table()
+
     def start(self, cells) -> None:
+        self.started = self.clock()
         self.rows = {c.cell_id: {"state": "pending"} for c in cells}
-        self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
 
     def update(self, cell_id: str, state: str, **info: Any) -> None:
-        row = self.rows.setdefault(cell_id, {})
+        row = self.rows.setdefault(cell_id, {"state": "pending"})
+        now = self.clock()
+        if state != row.get("state") and not (state == "load" and row.get("state") == "load"):
+            row["since"] = now
+        if state != "pending":
+            row.setdefault("first", now)
+        if state in ("done", "failed") and row.get("first") is not None and row.get("took") is None:
+            row["took"] = now - row["first"]
         row.update({k: v for k, v in info.items() if v is not None}, state=state)
         if self.live is not None:
-            self.live.update(self._table())
+            self.live.refresh()
 
     def finish(self, run_dir: Path, records: list) -> None:
         self.close()
@@ -100,6 +122,11 @@ class LiveDisplay:
         if self.live is not None:
             self.live.stop()
             self.live = None
+
+
+def _clock(seconds: float) -> str:
+    s = max(0, int(round(seconds)))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 def final_table(run_dir: Path) -> Table:

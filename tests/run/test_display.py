@@ -97,3 +97,19 @@ def test_live_display_and_choice():
     assert isinstance(make_display(quiet=True), QuietDisplay)
     assert isinstance(make_display(quiet=False, tty=False), PlainDisplay)
     assert isinstance(make_display(quiet=False, tty=True), LiveDisplay)
+
+
+def test_live_display_shows_time_in_state_and_an_estimate_of_the_rest():
+    now = [100.0]
+    buf = io.StringIO()
+    d = LiveDisplay(Console(file=buf, width=120, force_terminal=True), clock=lambda: now[0])
+    d.start([Cell("a__r0", {}, 0, False), Cell("b__r0", {}, 0, False)])
+    d.update("a__r0", "starting")
+    now[0] += 42
+    assert "starting 0:42" in _render(d._table())
+    d.update("a__r0", "done", al=2.0, p0=0.6)
+    now[0] += 18
+    d.update("b__r0", "starting")
+    text = _render(d._table())
+    assert "specbench run  1:00, ~0:42 left" in text and "starting 0:00" in text
+    d.close()
