@@ -38,6 +38,7 @@ class MetricRow:
     df: float | None = None
     method: str = ""  # how the CI was obtained
     why: str = ""  # why there is no CI
+    replicates: Any = field(default=None, repr=False)  # bootstrap intervals: replicates of cand - base (p-value)
 
     @property
     def rel(self) -> float | None:
@@ -114,16 +115,31 @@ class Comparison:
         return 1 if self.failures else (3 if self.inconclusive else 0)
 
     @property
+    def decided(self) -> int:
+        """Checks that were decided (pass or fail): the family the run-level correction covers."""
+        return sum(1 for g in self.checks if g.status in ("pass", "fail"))
+
+    @property
+    def error_control(self) -> dict[str, Any]:
+        """Which false-alarm rate the verdict holds: method, scope, level and the number of checks."""
+        alpha = (1 - self.confidence) / 2
+        return {"method": "holm" if self.holm else "none", "scope": "run" if self.holm else "check",
+                "alpha_one_sided": round(alpha, 6), "checks": self.decided, "inconclusive_not_tested": len(self.inconclusive)}
+
+    @property
     def error_rate(self) -> str:
         """Which false-alarm rate the gates control, in words."""
         alpha = (1 - self.confidence) / 2 * 100
-        fam = ("[*] gates: family-wise over positions x cells (Holm)" if self.holm
-               else "[*] gates: per check (Holm off)")
-        return f"false-alarm rate <= {alpha:.3g}% one-sided per check; {fam}"
+        m = self.decided
+        if self.holm:
+            return (f"false alarms: <= {alpha:.3g}% one-sided for the whole compare, Holm over all {m} decided "
+                    "checks (every cell x every gate line)")
+        return (f"false alarms: <= {alpha:.3g}% one-sided per check, no correction (--no-holm): over {m} checks "
+                f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely")
 
     def to_dict(self) -> dict[str, Any]:
         def row(r: MetricRow) -> dict[str, Any]:
-            d = {k: v for k, v in asdict(r).items() if k != "metric"}
+            d = {k: v for k, v in asdict(r).items() if k not in ("metric", "replicates")}
             d.update(unit=r.metric.unit, higher_is_better=r.metric.higher_is_better, rel=r.rel,
                      ci=None if r.ci is None else list(r.ci))
             return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
@@ -132,7 +148,7 @@ class Comparison:
             "baseline": self.base_label, "candidate": self.cand_label, "exit_code": self.exit_code,
             "confidence": self.confidence, "n_resamples": self.n_resamples,
             "gates": self.gates, "default_gates": self.default_gates, "checks": self.counts,
-            "error_rate": self.error_rate, "holm": self.holm,
+            "error_rate": self.error_rate, "error_control": self.error_control, "holm": self.holm,
             "regressions": [asdict(g) for g in self.failures],
             "inconclusive": [asdict(g) for g in self.inconclusive],
             "unmatched_gates": [asdict(g) for g in self.unmatched],
@@ -284,7 +300,7 @@ def _latency_rows(bc: SideCell, cc: SideCell, n: int, seed: int, conf: float) ->
         else:
             continue
         rows.append(MetricRow(name, METRICS[name], None, b, c, c - b, d.ci, se=d.se, df=d.df, method=d.method,
-                              why=d.why))
+                              why=d.why, replicates=d.replicates))
     row = _throughput_row(bc, cc, conf)
     return rows + ([row] if row else [])
 
@@ -316,8 +332,8 @@ def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCel
         return []
     figures = study_figures(bc.requests, rb.requests, cc.requests, rc.requests, n_resamples=n, seed=seed,
                             confidence=conf)
-    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests")
-            for name, (b, c, ci) in figures.items()]
+    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests",
+                      replicates=reps) for name, (b, c, ci, reps) in figures.items()]
 
 
 def _finite(x: float | None) -> float | None:

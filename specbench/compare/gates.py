@@ -22,8 +22,10 @@ test of "true harm <= tol" at level (1 - confidence) / 2 (2.5% at 95%): that is 
 rate each check controls. It PASSES when the CI reaches back inside the tolerance. It is
 INCONCLUSIVE when the metric is missing on a side, the cell failed or is on one side only, the
 selector or position matches nothing, or there is no CI (too few units): a point estimate alone
-never decides. ``[*]`` gates control the family-wise rate over positions x cells (Holm) unless
-turned off (``--no-holm``).
+never decides. Each decided check carries a one-sided p-value (t intervals: from SE and df;
+bootstrap intervals: the share of replicates inside the tolerance); the compare then holds the
+family-wise rate over every check it made, all cells x all gate lines, with Holm
+(:mod:`specbench.compare.checks`) unless turned off (``--no-holm``).
 """
 
 from __future__ import annotations
@@ -187,7 +189,7 @@ class Decision:
     tolerance: float | None = None
     message: str = ""
     notes: list[str] = field(default_factory=list)
-    p_value: float | None = None  # one-sided, of "true harm <= tolerance"; t intervals only
+    p_value: float | None = None  # one-sided, of "true harm <= tolerance"
     mdc: float | None = None  # minimum detectable change: tolerance + CI half-width (harm units)
 
 
@@ -210,10 +212,12 @@ def harm_of(metric: Metric, delta: float, ci: tuple[float, float] | None) -> tup
 
 
 def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, float] | None,
-           name: str | None = None, *, se: float | None = None, df: float | None = None, why: str = "") -> Decision:
+           name: str | None = None, *, se: float | None = None, df: float | None = None, why: str = "",
+           replicates=None) -> Decision:
     """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``;
-    ``se``/``df`` when it is a t interval, for the p-value; ``why`` says why there is no CI)."""
-    from specbench.compare.intervals import one_sided_p
+    ``se``/``df`` when it is a t interval, ``replicates`` of ``cand - base`` when it is a bootstrap
+    one, for the p-value; ``why`` says why there is no CI)."""
+    from specbench.compare.intervals import bootstrap_p, one_sided_p
 
     name = name or row_name(gate.metric, gate.index)
     if base is None or cand is None or _nan(base) or _nan(cand):
@@ -227,7 +231,12 @@ def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, 
                         f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
                         f"({why or 'too few units'}); {HINTS[gate.metric.source]}")
     mdc = tol + (harm_ci[1] - harm_ci[0]) / 2
-    p = one_sided_p(harm, tol, se, df) if se is not None and df is not None else None
+    if se is not None and df is not None:
+        p = one_sided_p(harm, tol, se, df)
+    elif replicates is not None:
+        p = bootstrap_p(-replicates if gate.metric.higher_is_better else replicates, tol)
+    else:
+        p = None
     msg = (f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr}; "
            f"smallest detectable {mdc:.4g})")
     notes = []

@@ -177,7 +177,7 @@ def test_each_check_prints_its_smallest_detectable_change(tmp_path):
     assert "ttft_p50_ms: this check cannot see a change of" in out and "x the units per side" in out
     text = md.read_text()
     assert "| detects |" in text and "### Weak gates" in text
-    assert "false-alarm rate <= 2.5% one-sided per check" in text
+    assert "false alarms: <= 2.5% one-sided for the whole compare, Holm over all 8 decided checks" in text
 
 
 def test_point_from_exact_metrics_with_a_warning_when_units_disagree(copy, tmp_path):
