@@ -130,7 +130,14 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
         if not applies(gate, bc.axes, bc.is_baseline, k):
             continue
         for name, decision in _decisions(gate, by_name, bc, cc):
-            if decision.status == "pass" and failed:
+            block = next((b for b in cell.blocks if b.holds(gate.metric)), None)
+            if block is not None:
+                if decision.status != "inconclusive":
+                    decision.message = f"{name}: not decided: {block.reason} ({decision.message})"
+                    decision.status = "inconclusive"
+                else:
+                    decision.notes.append(f"also: {block.reason}")
+            elif decision.status == "pass" and failed:
                 decision.status = "inconclusive"
                 decision.message += f"; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})"
             cell.gates.append(GateResult(cell.name, gate.describe(), name, decision.status, decision.message,
@@ -212,4 +219,5 @@ def finish_rows(cell: CellComparison) -> None:
             failed.add(g.metric)
     for row in cell.rows:
         row.tolerance = min(tol.get(row.name, [0.0]))
-        row.verdict = "worse" if row.name in failed else verdict(row)
+        blocked = any(b.holds(row.metric) for b in cell.blocks)
+        row.verdict = "worse" if row.name in failed else ("~" if blocked else verdict(row))

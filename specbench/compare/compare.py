@@ -2,9 +2,11 @@
 
 Pure: :class:`~specbench.compare.sides.Side` objects in, a :class:`Comparison` out; rendering
 and exit-code choice live elsewhere. Intervals come from :mod:`specbench.compare.intervals`
-(acceptance: jackknife t, paired by prompt when both sides carry prompt ids; latency medians:
-BCa). Acceptance point estimates come from the exact /metrics diff when both sides have one
-(units then only give the interval). Gate checks are applied by :mod:`specbench.compare.checks`.
+(acceptance: jackknife t, paired by prompt over the prompts both sides have, see
+:mod:`specbench.compare.pairing`; latency medians: BCa). Acceptance point estimates come from the
+exact /metrics diff when both sides have one and every prompt was paired (units then only give the
+interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
+Gate checks are applied by :mod:`specbench.compare.checks`.
 A row's verdict is ``worse``/``better`` only when the CI of the delta excludes 0 *and* the change
 is past the row's tolerance (its gate's, else 0); else ``~``.
 """
@@ -20,6 +22,7 @@ import numpy as np
 from specbench.compare import intervals as iv
 from specbench.compare.gates import Gate, harm_of
 from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
+from specbench.compare.pairing import Pairing, pair
 from specbench.compare.sides import Side, SideCell
 
 
@@ -62,6 +65,18 @@ class GateResult:
 
 
 @dataclass
+class Block:
+    """A reason that keeps checks of a cell from being decided: they are inconclusive (exit 3)
+    whatever their interval says, never a pass. New reasons are one more Block."""
+
+    reason: str
+    sources: tuple[str, ...] = ()  # metric sources it holds ("acceptance", ...); () = every check of the cell
+
+    def holds(self, metric: Metric) -> bool:
+        return not self.sources or metric.source in self.sources
+
+
+@dataclass
 class CellComparison:
     name: str
     axes: dict[str, Any]
@@ -75,6 +90,8 @@ class CellComparison:
     missing: str | None = None  # why this cell has no rows (one side only, failed)
     key: tuple = ()  # the cell key (axis, value) pairs, to find the sides' cells again
     is_baseline: bool = False  # a no-speculation cell (its speculative axes read "none")
+    blocks: list[Block] = field(default_factory=list)  # why some checks cannot be decided
+    pairing: dict[str, Any] | None = None  # over which prompts acceptance was compared (pairing.Pairing.summary)
 
 
 @dataclass
@@ -153,7 +170,8 @@ class Comparison:
             "inconclusive": [asdict(g) for g in self.inconclusive],
             "unmatched_gates": [asdict(g) for g in self.unmatched],
             "cells": [{**{k: v for k, v in asdict(c).items()
-                          if k not in ("rows", "gates", "key", "is_baseline")},
+                          if k not in ("rows", "gates", "key", "is_baseline", "blocks")},
+                       "blocked": [b.reason for b in c.blocks],
                        "metrics": [row(r) for r in c.rows], "gates": [asdict(g) for g in c.gates]}
                       for c in self.cells],
             "only_in_baseline": self.only_base, "only_in_candidate": self.only_cand,
@@ -210,13 +228,19 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     """Rows of one matched cell. ``refs``: each side's baseline (no-speculation) cell, for speedup and
     divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide)."""
     warnings = warnings if warnings is not None else []
-    rows = _acceptance_rows(bc, cc, confidence, warnings)
+    blocks: list[Block] = []
+    rows, pairing = _acceptance_rows(bc, cc, confidence, warnings)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
     rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
+    if pairing is not None and pairing.blocked:
+        blocks.append(Block(pairing.blocked, ("acceptance",)))
+    if pairing is not None and (pairing.only_base or pairing.only_cand):
+        warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,
                          base_units=len(bc.units), cand_units=len(cc.units),
                          unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else
-                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key, is_baseline=bc.is_baseline)
+                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key, is_baseline=bc.is_baseline,
+                         blocks=blocks, pairing=None if pairing is None else pairing.summary())
     from specbench.compare import checks
 
     if gates:
@@ -238,19 +262,24 @@ def verdict(row: MetricRow) -> str:
     return "~"
 
 
-def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float, warnings: list[str]) -> list[MetricRow]:
+def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
+                     warnings: list[str]) -> tuple[list[MetricRow], Pairing | None]:
     if not bc.units or not cc.units:
-        return []
-    kb, kc = bc.prompt_clusters(), cc.prompt_clusters()
-    if bc.unit_kind == cc.unit_kind == "request" and len(kb) >= 2 and len(kc) >= 2:
-        deltas = iv.paired_acceptance_deltas(kb, kc, conf)
-        ub, uc = list(kb.values()), list(kc.values())
+        return [], None
+    pr = pair(bc.prompt_clusters(), cc.prompt_clusters(), bc.units, cc.units)
+    if pr.kind == "paired":
+        deltas = iv.paired_acceptance_deltas(pr.base, pr.cand, conf)
+        ub, uc = list(pr.base.values()), list(pr.cand.values())
     else:
-        deltas = iv.acceptance_deltas(bc.units, cc.units, conf)
-        ub, uc = bc.units, cc.units
+        ub, uc = list(pr.base), list(pr.cand)
+        deltas = iv.acceptance_deltas(ub, uc, conf)
+        if pr.kind == "unpaired":
+            for d in deltas.values():
+                d.method = f"unpaired (no prompt in common), {d.method}" if d.method else d.method
     k = iv.common_k(ub, uc)
     pb, pc = (iv.count_stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
-    exact = bc.exact is not None and cc.exact is not None and not bc.exact_missing and not cc.exact_missing
+    exact = (pr.complete and bc.exact is not None and cc.exact is not None and not bc.exact_missing
+             and not cc.exact_missing)
     if exact:  # exact /metrics counts for the point; the units only for the interval's width
         for side, cell, units in (("baseline", bc, ub), ("candidate", cc, uc)):
             _agree(cell, units, side, warnings)
@@ -272,7 +301,7 @@ def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float, warnings: list[str
             ci = (ci[0] + shift, ci[1] + shift)
         rows.append(MetricRow(row_name(metric, i), metric, i, b, c, delta, ci, se=d.se, df=d.df, method=d.method,
                               why=d.why))
-    return rows
+    return rows, pr
 
 
 def _agree(cell: SideCell, units, side: str, warnings: list[str]) -> None:

@@ -51,7 +51,8 @@ class SideCell:
 
     def prompt_clusters(self) -> dict[str, Counts]:
         """Per-request spec-decode counts summed by prompt id (repeats and repeated prompts pooled);
-        empty when any finished request lacks a prompt id or counts."""
+        empty when any finished request lacks a prompt id or counts. A prompt whose finished
+        requests made no drafts is present with zero counts (it ran: not unmatched)."""
         out: dict[str, Counts] = {}
         for row in self.requests:
             if _errored(row):
@@ -65,8 +66,7 @@ class SideCell:
                 return {}
             if invalid_reason(c):  # named in a warning where acceptance.json's units are read
                 continue
-            if c.num_drafts:
-                out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
+            out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
         return out
 
     def throughput_units(self) -> tuple[list[float], list[float]]:
