@@ -276,6 +276,9 @@ def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
         if pr.kind == "unpaired":
             for d in deltas.values():
                 d.method = f"unpaired (no prompt in common), {d.method}" if d.method else d.method
+    few = pr.too_few()
+    if few:  # points stay for the table; no interval, so no verdict
+        deltas = {key: iv.Delta(d.point, why=few) for key, d in deltas.items()}
     k = iv.common_k(ub, uc)
     pb, pc = (iv.count_stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
     exact = (pr.complete and bc.exact is not None and cc.exact is not None and not bc.exact_missing

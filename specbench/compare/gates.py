@@ -22,7 +22,9 @@ test of "true harm <= tol" at level (1 - confidence) / 2 (2.5% at 95%): that is 
 rate each check controls. It PASSES when the CI reaches back inside the tolerance. It is
 INCONCLUSIVE when the metric is missing on a side, the cell failed or is on one side only, the
 selector or position matches nothing, or there is no CI (too few units): a point estimate alone
-never decides. Each decided check carries a one-sided p-value (t intervals: from SE and df;
+never decides. Nor does a CI of zero width around a change (every unit or resample shows the
+same change: too few distinct units to measure spread); zero width around no change at all (every
+unit identical on both sides) passes. Each decided check carries a one-sided p-value (t intervals: from SE and df;
 bootstrap intervals: the share of replicates inside the tolerance); the compare then holds the
 family-wise rate over every check it made, all cells x all gate lines, with Holm
 (:mod:`specbench.compare.checks`) unless turned off (``--no-holm``).
@@ -230,6 +232,11 @@ def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, 
         return Decision("inconclusive", harm, None, tol,
                         f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
                         f"({why or 'too few units'}); {HINTS[gate.metric.source]}")
+    if harm_ci[1] - harm_ci[0] <= _ZERO_WIDTH * max(1.0, abs(harm)) and abs(harm) > _ZERO_WIDTH:
+        return Decision("inconclusive", harm, harm_ci, tol,
+                        f"{head}, CI of zero width; allowed {tol:.4g} from {gate.expr}): a zero-width interval never "
+                        "decides: every unit or resample shows the same change, so there are too few distinct units "
+                        f"to measure its spread; {HINTS[gate.metric.source]}")
     mdc = tol + (harm_ci[1] - harm_ci[0]) / 2
     if se is not None and df is not None:
         p = one_sided_p(harm, tol, se, df)
@@ -244,6 +251,10 @@ def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, 
         notes.append(f"this check cannot see a change of {tol:.4g}: the smallest it could catch is {mdc:.4g}; "
                      f"it needs ~{((mdc - tol) / tol) ** 2:.1f}x the units per side")
     return Decision("fail" if harm_ci[0] > tol else "pass", harm, harm_ci, tol, msg, notes, p, mdc)
+
+
+# A CI narrower than this (relative to the change, at least absolutely) has zero width: float noise only.
+_ZERO_WIDTH = 1e-12
 
 
 def _nan(x: float) -> bool:
