@@ -232,6 +232,10 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     rows, pairing = _acceptance_rows(bc, cc, confidence, warnings)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
     rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
+    clashes = [f"{side}: {d}" for side, c in (("baseline", bc), ("candidate", cc)) for d in c.disagreements]
+    if clashes:  # every check: traffic outside the load, or lost requests, touch latency too
+        blocks.append(Block("acceptance sources disagree beyond rounding (recorded in acceptance.json): "
+                            + "; ".join(clashes) + "; which one measured the load is unknown"))
     if pairing is not None and pairing.blocked:
         blocks.append(Block(pairing.blocked, ("acceptance",)))
     if pairing is not None and (pairing.only_base or pairing.only_cand):

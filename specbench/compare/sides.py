@@ -48,6 +48,7 @@ class SideCell:
     exact: Counts | None = None  # /metrics diff summed over repeats; None unless every repeat has one
     exact_missing: bool = False  # some repeat had no /metrics diff: ``exact`` is not the cell's total
     failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
+    disagreements: list[str] = field(default_factory=list)  # repeats whose acceptance sources disagree (both figures)
 
     def prompt_clusters(self) -> dict[str, Counts]:
         """Per-request spec-decode counts summed by prompt id (repeats and repeated prompts pooled);
@@ -262,6 +263,9 @@ def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> t
 def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warnings: list[str]) -> None:
     if acc is None or acc.baseline:
         return
+    clash = _disagreement(acc)
+    if clash:
+        cell.disagreements.append(f"{where.parent.name}: {clash}")
     units, kind = _units(acc, where, warnings)
     if not units:
         return
@@ -278,6 +282,23 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
         warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
     cell.unit_kind = kind
     cell.num_spec_tokens = acc.num_spec_tokens or _k(cell.units)
+
+
+def _disagreement(acc: Acceptance) -> str:
+    """Both figures when acceptance.json records that the per-request counts and the /metrics diff
+    disagree (counts_equal: exact integers, so any difference is beyond rounding), else ""."""
+    if acc.agreement.per_request_vs_prometheus is not False:
+        return ""
+    req = acc.per_request.counts if acc.per_request is not None else None
+    prom = acc.prometheus.counts
+
+    def show(c) -> str:
+        if c is None:
+            return "none"
+        al = f"AL {1 + c.accepted_tokens / c.num_drafts:.4g}, " if c.num_drafts else ""
+        return f"{al}{c.num_drafts} drafts, {c.accepted_tokens} accepted tokens, per position {c.accepted_per_position}"
+
+    return f"per-request counts {show(req)}; /metrics {show(prom)}"
 
 
 def _exact(acc: Acceptance) -> Counts | None:
