@@ -49,6 +49,7 @@ class SideCell:
     exact_missing: bool = False  # some repeat had no /metrics diff: ``exact`` is not the cell's total
     failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
     disagreements: list[str] = field(default_factory=list)  # repeats whose acceptance sources disagree (both figures)
+    ks_seen: dict[int, str] = field(default_factory=dict)  # k of per-position counts -> where first seen
 
     def prompt_clusters(self) -> dict[str, Counts]:
         """Per-request spec-decode counts summed by prompt id (repeats and repeated prompts pooled);
@@ -276,6 +277,12 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
     else:
         cell.exact = exact if cell.exact is None else cell.exact + exact
     cell.units.extend(units)
+    from specbench.compare.values import check_k
+
+    for i, u in enumerate(units):
+        if u.accepted_per_position is not None:
+            cell.ks_seen.setdefault(len(u.accepted_per_position), f"{where} ({kind} unit {i})")
+    check_k(cell.ks_seen, cell.name)
     if kind == "total" and len(cell.units) > 1:
         kind = "repeat"  # one exact total per repeat: the repeats are the units
     if prev not in (None, "total", kind):
@@ -326,10 +333,18 @@ def _errored(row: dict[str, Any]) -> bool:
 
 def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None,
                  rows: list[dict[str, Any]] | None = None) -> None:
-    if rows is None and requests_path.exists():
-        from specbench.io import read_jsonl
+    from specbench.compare.values import check_k, check_rows
 
-        rows = read_jsonl(requests_path)
+    if rows is None and requests_path.exists():
+        from specbench.io import read_jsonl_lines
+
+        numbered, where = read_jsonl_lines(requests_path), str(requests_path)
+    else:  # in memory (a `vllm bench` result): rows numbered from 1
+        numbered, where = list(enumerate(rows or [], 1)), f"{requests_path.parent} (requests of the benchmark result)"
+    for k, line in check_rows(numbered, where, _errored).items():
+        cell.ks_seen.setdefault(k, f"{where}:{line}")
+    check_k(cell.ks_seen, cell.name)
+    rows = [row for _, row in numbered]
     if rows:
         for row in rows:
             cell.requests.append({**row, "_repeat": repeat})
