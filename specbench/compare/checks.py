@@ -84,6 +84,16 @@ def missing_cells(base: Side, cand: Side) -> list[CellComparison]:
     return out
 
 
+def _spec_off_failure(key, base: Side, cand: Side) -> str:
+    """Why a candidate cell that failed for lack of drafts (the runner's NO_SPEC_COUNTS, after its
+    load finished) is a regression: the baseline's cell drafted. "" otherwise."""
+    failed, done = cand.failed.get(key), base.cells.get(key)
+    if failed is None or not failed.spec_off or done is None or not done.units:
+        return ""
+    return (f"speculation off in the candidate: the cell's load finished but /metrics showed no drafts "
+            f"({failed.reason}), where the baseline made {sum(u.num_drafts for u in done.units)} drafts")
+
+
 def _any_cell(key, base: Side, cand: Side):
     for side in (base, cand):
         for d in (side.cells, side.failed):
@@ -99,9 +109,14 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
     for cell in comp.cells:
         info = _any_cell(cell.key, base, cand)
         if cell.missing:
+            off = _spec_off_failure(cell.key, base, cand)
             for g in gates:
                 if applies(g, cell.axes, info.is_baseline, info.num_spec_tokens):
                     name = row_name(g.metric, "*" if g.all_positions else g.index)
+                    if off and g.metric.source == "acceptance":
+                        cell.gates.append(GateResult(cell.name, g.describe(), name, "fail", f"{name}: {off}",
+                                                     p_value=0.0, control="per check"))
+                        continue
                     cell.gates.append(GateResult(cell.name, g.describe(), name, "inconclusive",
                                                  f"{name}: no data: the cell {cell.missing}", control="per check"))
         else:
@@ -130,8 +145,12 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
         if not applies(gate, bc.axes, bc.is_baseline, k):
             continue
         for name, decision in _decisions(gate, by_name, bc, cc):
-            block = next((b for b in cell.blocks if b.holds(gate.metric)), None)
-            if block is not None:
+            holding = sorted((b for b in cell.blocks if b.holds(gate.metric)), key=lambda b: b.status != "inconclusive")
+            block = holding[0] if holding else None
+            if block is not None and block.status == "fail":
+                decision.status, decision.p_value = "fail", 0.0  # no sampling error in "no drafts at all"
+                decision.message = f"{name}: {block.reason}"
+            elif block is not None:
                 if decision.status != "inconclusive":
                     decision.message = f"{name}: not decided: {block.reason} ({decision.message})"
                     decision.status = "inconclusive"

@@ -66,11 +66,14 @@ class GateResult:
 
 @dataclass
 class Block:
-    """A reason that keeps checks of a cell from being decided: they are inconclusive (exit 3)
-    whatever their interval says, never a pass. New reasons are one more Block."""
+    """A reason that decides checks of a cell whatever their interval says: inconclusive (exit 3,
+    never a pass: prompts unmatched, sources that disagree, ...) or, with ``status="fail"``, a
+    failure the interval cannot express (speculation off). New reasons are one more Block; an
+    inconclusive one outranks a fail."""
 
     reason: str
     sources: tuple[str, ...] = ()  # metric sources it holds ("acceptance", ...); () = every check of the cell
+    status: str = "inconclusive"  # "inconclusive" | "fail"
 
     def holds(self, metric: Metric) -> bool:
         return not self.sources or metric.source in self.sources
@@ -238,6 +241,9 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
                             + "; ".join(clashes) + "; which one measured the load is unknown"))
     if pairing is not None and pairing.blocked:
         blocks.append(Block(pairing.blocked, ("acceptance",)))
+    if bc.units and cc.spec_off:
+        blocks.append(Block(f"speculation off in the candidate: {cc.spec_off}, where the baseline made "
+                            f"{sum(u.num_drafts for u in bc.units)} drafts", ("acceptance",), "fail"))
     if pairing is not None and (pairing.only_base or pairing.only_cand):
         warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,
@@ -268,6 +274,8 @@ def verdict(row: MetricRow) -> str:
 
 def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
                      warnings: list[str]) -> tuple[list[MetricRow], Pairing | None]:
+    if bc.units and cc.spec_off:
+        return _spec_off_rows(bc), None
     if not bc.units or not cc.units:
         return [], None
     pr = pair(bc.prompt_clusters(), cc.prompt_clusters(), bc.units, cc.units)
@@ -309,6 +317,22 @@ def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
         rows.append(MetricRow(row_name(metric, i), metric, i, b, c, delta, ci, se=d.se, df=d.df, method=d.method,
                               why=d.why))
     return rows, pr
+
+
+def _spec_off_rows(bc: SideCell) -> list[MetricRow]:
+    """A candidate that made no drafts accepted nothing: AL 1 (each step its own token), DAR, p_i
+    and alpha_i 0; the baseline's figures from its counts. No interval: a Block decides."""
+    k = iv.common_k(bc.units, bc.units)
+    counts = [bc.exact] if bc.exact is not None and not bc.exact_missing else bc.units
+    pb = iv.count_stats(iv.count_matrix(counts, k).sum(axis=0), k)
+    specs = [(METRICS["mean_acceptance_length"], None), (METRICS["draft_acceptance_rate"], None)]
+    specs += [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
+    rows = []
+    for metric, i in specs:
+        b, c = _finite(pb.get(stat_key(metric, i))), 1.0 if metric.name == "mean_acceptance_length" else 0.0
+        rows.append(MetricRow(row_name(metric, i), metric, i, b, c, None if b is None else c - b, None,
+                              why="speculation off in the candidate"))
+    return rows
 
 
 def _agree(cell: SideCell, units, side: str, warnings: list[str]) -> None:

@@ -50,6 +50,19 @@ class SideCell:
     failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
     disagreements: list[str] = field(default_factory=list)  # repeats whose acceptance sources disagree (both figures)
     ks_seen: dict[int, str] = field(default_factory=dict)  # k of per-position counts -> where first seen
+    zero_drafts: bool = False  # acceptance.json measured 0 drafts (no source showed any)
+
+    @property
+    def spec_off(self) -> str:
+        """Why this speculative cell ran without speculating (its load finished, every acceptance
+        source it has counted 0 drafts), or ""."""
+        if self.is_baseline or self.units or not self.zero_drafts:
+            return ""
+        done = [r for r in self.requests if not _errored(r)]
+        if not done:
+            return ""
+        tokens = sum(r.get("output_tokens") or 0 for r in done)
+        return f"0 drafts over {len(done)} finished requests ({tokens:g} output tokens)"
 
     def prompt_clusters(self) -> dict[str, Counts]:
         """Per-request spec-decode counts summed by prompt id (repeats and repeated prompts pooled);
@@ -93,6 +106,7 @@ class FailedCell:
     reason: str
     is_baseline: bool = False
     num_spec_tokens: int | None = None
+    spec_off: bool = False  # it failed because /metrics showed no drafts after a finished load
 
 
 @dataclass
@@ -186,8 +200,11 @@ def _load_run_dir(path: Path, run=None) -> Side:
             why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
             side.skipped.append(why)
             base = bool(rec.is_baseline)
+            from specbench.run.collect import NO_SPEC_COUNTS
+
             not_done.setdefault(key, FailedCell(key, cell_name(axes, cell_id), axes, why, base,
-                                                None if base else _planned_k(axes, run.manifest)))
+                                                None if base else _planned_k(axes, run.manifest),
+                                                spec_off=not base and rec.reason == NO_SPEC_COUNTS))
             continue
         cell = side.cells.get(key)
         if cell is None:
@@ -269,6 +286,7 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
         cell.disagreements.append(f"{where.parent.name}: {clash}")
     units, kind = _units(acc, where, warnings)
     if not units:
+        cell.zero_drafts = cell.zero_drafts or _measured_zero(acc)
         return
     prev = cell.unit_kind
     exact = _exact(acc)
@@ -289,6 +307,14 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
         warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
     cell.unit_kind = kind
     cell.num_spec_tokens = acc.num_spec_tokens or _k(cell.units)
+
+
+def _measured_zero(acc: Acceptance) -> bool:
+    """A source of acceptance.json counted drafts and found none (not: nothing was recorded)."""
+    prom = acc.total
+    req = [u.counts() for u in acc.per_request.units] if acc.per_request is not None else []
+    return ((prom is not None and prom.num_drafts == 0 and not invalid_reason(prom))
+            or (bool(req) and all(u.num_drafts == 0 for u in req)))
 
 
 def _disagreement(acc: Acceptance) -> str:
