@@ -120,7 +120,7 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
                     cell.gates.append(GateResult(cell.name, g.describe(), name, "inconclusive",
                                                  f"{name}: no data: the cell {cell.missing}", control="per check"))
         else:
-            apply_cell(cell, gates, base.cells[cell.key], cand.cells[cell.key])
+            apply_cell(cell, gates, base.cells[cell.key], cand.cells[cell.key], comp.confidence)
     hit = {r.gate for c in comp.cells for r in c.gates}
     for g in gates:
         if g.describe() not in hit:
@@ -130,11 +130,12 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
                                              "no-speculation cell only): nothing was checked", control="per check"))
     if comp.holm:
         holm(comp, (1 - comp.confidence) / 2)
+    detectable(comp)
     for cell in comp.cells:
         finish_rows(cell)
 
 
-def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCell) -> None:
+def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCell, confidence: float = 0.95) -> None:
     """The checks of every gate that applies to this matched cell (Holm needs every cell: not here)."""
     from specbench.compare.compare import GateResult
 
@@ -144,7 +145,7 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
     for gate in gates:
         if not applies(gate, bc.axes, bc.is_baseline, k):
             continue
-        for name, decision in _decisions(gate, by_name, bc, cc):
+        for name, decision in _decisions(gate, by_name, bc, cc, confidence):
             holding = sorted((b for b in cell.blocks if b.holds(gate.metric)), key=lambda b: b.status != "inconclusive")
             block = holding[0] if holding else None
             if block is not None and block.status == "fail":
@@ -161,10 +162,10 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
                 decision.message += f"; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})"
             cell.gates.append(GateResult(cell.name, gate.describe(), name, decision.status, decision.message,
                                          decision.notes, decision.p_value, decision.mdc, decision.tolerance,
-                                         "per check"))
+                                         "per check", decision.se, decision.df))
 
 
-def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell):
+def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell, confidence: float):
     names = ([n for n, r in rows.items() if r.metric is gate.metric] if gate.all_positions
              else [n for n in [row_name(gate.metric, gate.index)] if n in rows])
     if not names:
@@ -172,7 +173,8 @@ def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCel
         yield name, Decision("inconclusive", message=f"{name}: {_missing(gate, bc, cc)}")
     for n in names:
         r = rows[n]
-        yield n, decide(gate, r.base, r.cand, r.ci, n, se=r.se, df=r.df, why=r.why, replicates=r.replicates)
+        yield n, decide(gate, r.base, r.cand, r.ci, n, se=r.se, df=r.df, why=r.why, replicates=r.replicates,
+                        confidence=confidence)
 
 
 def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:
@@ -218,6 +220,23 @@ def holm(comp: Comparison, alpha: float) -> None:
         r.status = "pass"
         r.notes.append(f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
                        f"over all {m} checks of this compare")
+
+
+def detectable(comp: Comparison) -> None:
+    """Each decided check's minimum detectable change at the level it was held to: alpha / m under
+    Holm over m checks (what a lone true harm must reach), alpha per check without it."""
+    from specbench.compare.gates import minimum_detectable, weak_note
+
+    alpha = (1 - comp.confidence) / 2
+    m = max(comp.decided, 1) if comp.holm else 1
+    for g in comp.checks:
+        if g.status not in ("pass", "fail") or g.se is None or g.tolerance is None:
+            continue
+        g.mdc = minimum_detectable(g.tolerance, g.se, g.df, alpha, m)
+        g.notes = [n for n in g.notes if not n.startswith("this check cannot see")]
+        note = weak_note(g.tolerance, g.mdc)
+        if note:
+            g.notes.insert(0, note)
 
 
 def run_control(alpha: float, m: int) -> str:

@@ -59,9 +59,11 @@ class GateResult:
     message: str
     notes: list[str] = field(default_factory=list)
     p_value: float | None = None
-    mdc: float | None = None  # smallest harm this check could have caught (tolerance + CI half-width)
+    mdc: float | None = None  # the harm detected with 80% probability under the compare's correction
     tolerance: float | None = None
     control: str = ""  # which error rate the check controls
+    se: float | None = None  # standard error of the harm (for the minimum detectable change)
+    df: float | None = None
 
 
 @dataclass
@@ -254,7 +256,7 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     from specbench.compare import checks
 
     if gates:
-        checks.apply_cell(out, gates, bc, cc)
+        checks.apply_cell(out, gates, bc, cc, confidence)
     checks.finish_rows(out)
     return out
 
