@@ -195,6 +195,11 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [row for _, row in read_jsonl_lines(path)]
+
+
+def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every non-blank line, for errors that name the line."""
     path = Path(path)
     rows = []
     lines = read_text(path, fix="re-run the cell or delete the file", regular_only=True).splitlines()
@@ -207,7 +212,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             raise InputError(f"{path}:{n}: corrupt JSON line; re-run the cell or delete the file") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{n}: expected a JSON object per line; re-run the cell or delete the file")
-        rows.append(row)
+        rows.append((n, row))
     return rows
 
 

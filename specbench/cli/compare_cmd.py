@@ -57,8 +57,8 @@ def compare(
         "--allow-inconclusive", help="Exit 0 instead of 3 when no check failed but some could not be decided "
                                      "(a warning says which).")] = False,
     holm: Annotated[bool, typer.Option(
-        "--holm/--no-holm", help="Family-wise control (Holm) over positions x cells for [*] gates; --no-holm "
-                                 "controls the false-alarm rate per check only.")] = True,
+        "--holm/--no-holm", help="Family-wise control (Holm) over every check of the compare (all cells x all "
+                                 "gate lines); --no-holm controls the false-alarm rate per check only.")] = True,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict).")] = False,
 ) -> None:

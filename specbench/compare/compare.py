@@ -2,9 +2,11 @@
 
 Pure: :class:`~specbench.compare.sides.Side` objects in, a :class:`Comparison` out; rendering
 and exit-code choice live elsewhere. Intervals come from :mod:`specbench.compare.intervals`
-(acceptance: jackknife t, paired by prompt when both sides carry prompt ids; latency medians:
-BCa). Acceptance point estimates come from the exact /metrics diff when both sides have one
-(units then only give the interval). Gate checks are applied by :mod:`specbench.compare.checks`.
+(acceptance: jackknife t, paired by prompt over the prompts both sides have, see
+:mod:`specbench.compare.pairing`; latency medians: BCa). Acceptance point estimates come from the
+exact /metrics diff when both sides have one and every prompt was paired (units then only give the
+interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
+Gate checks are applied by :mod:`specbench.compare.checks`.
 A row's verdict is ``worse``/``better`` only when the CI of the delta excludes 0 *and* the change
 is past the row's tolerance (its gate's, else 0); else ``~``.
 """
@@ -20,6 +22,7 @@ import numpy as np
 from specbench.compare import intervals as iv
 from specbench.compare.gates import Gate, harm_of
 from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
+from specbench.compare.pairing import Pairing, pair
 from specbench.compare.sides import Side, SideCell
 
 
@@ -38,6 +41,7 @@ class MetricRow:
     df: float | None = None
     method: str = ""  # how the CI was obtained
     why: str = ""  # why there is no CI
+    replicates: Any = field(default=None, repr=False)  # bootstrap intervals: replicates of cand - base (p-value)
 
     @property
     def rel(self) -> float | None:
@@ -55,9 +59,26 @@ class GateResult:
     message: str
     notes: list[str] = field(default_factory=list)
     p_value: float | None = None
-    mdc: float | None = None  # smallest harm this check could have caught (tolerance + CI half-width)
+    mdc: float | None = None  # the harm detected with 80% probability under the compare's correction
     tolerance: float | None = None
     control: str = ""  # which error rate the check controls
+    se: float | None = None  # standard error of the harm (for the minimum detectable change)
+    df: float | None = None
+
+
+@dataclass
+class Block:
+    """A reason that decides checks of a cell whatever their interval says: inconclusive (exit 3,
+    never a pass: prompts unmatched, sources that disagree, ...) or, with ``status="fail"``, a
+    failure the interval cannot express (speculation off). New reasons are one more Block; an
+    inconclusive one outranks a fail."""
+
+    reason: str
+    sources: tuple[str, ...] = ()  # metric sources it holds ("acceptance", ...); () = every check of the cell
+    status: str = "inconclusive"  # "inconclusive" | "fail"
+
+    def holds(self, metric: Metric) -> bool:
+        return not self.sources or metric.source in self.sources
 
 
 @dataclass
@@ -74,6 +95,8 @@ class CellComparison:
     missing: str | None = None  # why this cell has no rows (one side only, failed)
     key: tuple = ()  # the cell key (axis, value) pairs, to find the sides' cells again
     is_baseline: bool = False  # a no-speculation cell (its speculative axes read "none")
+    blocks: list[Block] = field(default_factory=list)  # why some checks cannot be decided
+    pairing: dict[str, Any] | None = None  # over which prompts acceptance was compared (pairing.Pairing.summary)
 
 
 @dataclass
@@ -114,16 +137,31 @@ class Comparison:
         return 1 if self.failures else (3 if self.inconclusive else 0)
 
     @property
+    def decided(self) -> int:
+        """Checks that were decided (pass or fail): the family the run-level correction covers."""
+        return sum(1 for g in self.checks if g.status in ("pass", "fail"))
+
+    @property
+    def error_control(self) -> dict[str, Any]:
+        """Which false-alarm rate the verdict holds: method, scope, level and the number of checks."""
+        alpha = (1 - self.confidence) / 2
+        return {"method": "holm" if self.holm else "none", "scope": "run" if self.holm else "check",
+                "alpha_one_sided": round(alpha, 6), "checks": self.decided, "inconclusive_not_tested": len(self.inconclusive)}
+
+    @property
     def error_rate(self) -> str:
         """Which false-alarm rate the gates control, in words."""
         alpha = (1 - self.confidence) / 2 * 100
-        fam = ("[*] gates: family-wise over positions x cells (Holm)" if self.holm
-               else "[*] gates: per check (Holm off)")
-        return f"false-alarm rate <= {alpha:.3g}% one-sided per check; {fam}"
+        m = self.decided
+        if self.holm:
+            return (f"false alarms: <= {alpha:.3g}% one-sided for the whole compare, Holm over all {m} decided "
+                    "checks (every cell x every gate line)")
+        return (f"false alarms: <= {alpha:.3g}% one-sided per check, no correction (--no-holm): over {m} checks "
+                f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely")
 
     def to_dict(self) -> dict[str, Any]:
         def row(r: MetricRow) -> dict[str, Any]:
-            d = {k: v for k, v in asdict(r).items() if k != "metric"}
+            d = {k: v for k, v in asdict(r).items() if k not in ("metric", "replicates")}
             d.update(unit=r.metric.unit, higher_is_better=r.metric.higher_is_better, rel=r.rel,
                      ci=None if r.ci is None else list(r.ci))
             return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
@@ -132,12 +170,13 @@ class Comparison:
             "baseline": self.base_label, "candidate": self.cand_label, "exit_code": self.exit_code,
             "confidence": self.confidence, "n_resamples": self.n_resamples,
             "gates": self.gates, "default_gates": self.default_gates, "checks": self.counts,
-            "error_rate": self.error_rate, "holm": self.holm,
+            "error_rate": self.error_rate, "error_control": self.error_control, "holm": self.holm,
             "regressions": [asdict(g) for g in self.failures],
             "inconclusive": [asdict(g) for g in self.inconclusive],
             "unmatched_gates": [asdict(g) for g in self.unmatched],
             "cells": [{**{k: v for k, v in asdict(c).items()
-                          if k not in ("rows", "gates", "key", "is_baseline")},
+                          if k not in ("rows", "gates", "key", "is_baseline", "blocks")},
+                       "blocked": [b.reason for b in c.blocks],
                        "metrics": [row(r) for r in c.rows], "gates": [asdict(g) for g in c.gates]}
                       for c in self.cells],
             "only_in_baseline": self.only_base, "only_in_candidate": self.only_cand,
@@ -194,17 +233,30 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     """Rows of one matched cell. ``refs``: each side's baseline (no-speculation) cell, for speedup and
     divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide)."""
     warnings = warnings if warnings is not None else []
-    rows = _acceptance_rows(bc, cc, confidence, warnings)
+    blocks: list[Block] = []
+    rows, pairing = _acceptance_rows(bc, cc, confidence, warnings)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
     rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
+    clashes = [f"{side}: {d}" for side, c in (("baseline", bc), ("candidate", cc)) for d in c.disagreements]
+    if clashes:  # every check: traffic outside the load, or lost requests, touch latency too
+        blocks.append(Block("acceptance sources disagree beyond rounding (recorded in acceptance.json): "
+                            + "; ".join(clashes) + "; which one measured the load is unknown"))
+    if pairing is not None and pairing.blocked:
+        blocks.append(Block(pairing.blocked, ("acceptance",)))
+    if bc.units and cc.spec_off:
+        blocks.append(Block(f"speculation off in the candidate: {cc.spec_off}, where the baseline made "
+                            f"{sum(u.num_drafts for u in bc.units)} drafts", ("acceptance",), "fail"))
+    if pairing is not None and (pairing.only_base or pairing.only_cand):
+        warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,
                          base_units=len(bc.units), cand_units=len(cc.units),
                          unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else
-                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key, is_baseline=bc.is_baseline)
+                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key, is_baseline=bc.is_baseline,
+                         blocks=blocks, pairing=None if pairing is None else pairing.summary())
     from specbench.compare import checks
 
     if gates:
-        checks.apply_cell(out, gates, bc, cc)
+        checks.apply_cell(out, gates, bc, cc, confidence)
     checks.finish_rows(out)
     return out
 
@@ -222,19 +274,29 @@ def verdict(row: MetricRow) -> str:
     return "~"
 
 
-def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float, warnings: list[str]) -> list[MetricRow]:
+def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
+                     warnings: list[str]) -> tuple[list[MetricRow], Pairing | None]:
+    if bc.units and cc.spec_off:
+        return _spec_off_rows(bc), None
     if not bc.units or not cc.units:
-        return []
-    kb, kc = bc.prompt_clusters(), cc.prompt_clusters()
-    if bc.unit_kind == cc.unit_kind == "request" and len(kb) >= 2 and len(kc) >= 2:
-        deltas = iv.paired_acceptance_deltas(kb, kc, conf)
-        ub, uc = list(kb.values()), list(kc.values())
+        return [], None
+    pr = pair(bc.prompt_clusters(), cc.prompt_clusters(), bc.units, cc.units)
+    if pr.kind == "paired":
+        deltas = iv.paired_acceptance_deltas(pr.base, pr.cand, conf)
+        ub, uc = list(pr.base.values()), list(pr.cand.values())
     else:
-        deltas = iv.acceptance_deltas(bc.units, cc.units, conf)
-        ub, uc = bc.units, cc.units
+        ub, uc = list(pr.base), list(pr.cand)
+        deltas = iv.acceptance_deltas(ub, uc, conf)
+        if pr.kind == "unpaired":
+            for d in deltas.values():
+                d.method = f"unpaired (no prompt in common), {d.method}" if d.method else d.method
+    few = pr.too_few()
+    if few:  # points stay for the table; no interval, so no verdict
+        deltas = {key: iv.Delta(d.point, why=few) for key, d in deltas.items()}
     k = iv.common_k(ub, uc)
     pb, pc = (iv.count_stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
-    exact = bc.exact is not None and cc.exact is not None and not bc.exact_missing and not cc.exact_missing
+    exact = (pr.complete and bc.exact is not None and cc.exact is not None and not bc.exact_missing
+             and not cc.exact_missing)
     if exact:  # exact /metrics counts for the point; the units only for the interval's width
         for side, cell, units in (("baseline", bc, ub), ("candidate", cc, uc)):
             _agree(cell, units, side, warnings)
@@ -256,6 +318,22 @@ def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float, warnings: list[str
             ci = (ci[0] + shift, ci[1] + shift)
         rows.append(MetricRow(row_name(metric, i), metric, i, b, c, delta, ci, se=d.se, df=d.df, method=d.method,
                               why=d.why))
+    return rows, pr
+
+
+def _spec_off_rows(bc: SideCell) -> list[MetricRow]:
+    """A candidate that made no drafts accepted nothing: AL 1 (each step its own token), DAR, p_i
+    and alpha_i 0; the baseline's figures from its counts. No interval: a Block decides."""
+    k = iv.common_k(bc.units, bc.units)
+    counts = [bc.exact] if bc.exact is not None and not bc.exact_missing else bc.units
+    pb = iv.count_stats(iv.count_matrix(counts, k).sum(axis=0), k)
+    specs = [(METRICS["mean_acceptance_length"], None), (METRICS["draft_acceptance_rate"], None)]
+    specs += [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
+    rows = []
+    for metric, i in specs:
+        b, c = _finite(pb.get(stat_key(metric, i))), 1.0 if metric.name == "mean_acceptance_length" else 0.0
+        rows.append(MetricRow(row_name(metric, i), metric, i, b, c, None if b is None else c - b, None,
+                              why="speculation off in the candidate"))
     return rows
 
 
@@ -284,7 +362,7 @@ def _latency_rows(bc: SideCell, cc: SideCell, n: int, seed: int, conf: float) ->
         else:
             continue
         rows.append(MetricRow(name, METRICS[name], None, b, c, c - b, d.ci, se=d.se, df=d.df, method=d.method,
-                              why=d.why))
+                              why=d.why, replicates=d.replicates))
     row = _throughput_row(bc, cc, conf)
     return rows + ([row] if row else [])
 
@@ -316,8 +394,8 @@ def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCel
         return []
     figures = study_figures(bc.requests, rb.requests, cc.requests, rc.requests, n_resamples=n, seed=seed,
                             confidence=conf)
-    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests")
-            for name, (b, c, ci) in figures.items()]
+    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests",
+                      replicates=reps) for name, (b, c, ci, reps) in figures.items()]
 
 
 def _finite(x: float | None) -> float | None:

@@ -22,8 +22,12 @@ test of "true harm <= tol" at level (1 - confidence) / 2 (2.5% at 95%): that is 
 rate each check controls. It PASSES when the CI reaches back inside the tolerance. It is
 INCONCLUSIVE when the metric is missing on a side, the cell failed or is on one side only, the
 selector or position matches nothing, or there is no CI (too few units): a point estimate alone
-never decides. ``[*]`` gates control the family-wise rate over positions x cells (Holm) unless
-turned off (``--no-holm``).
+never decides. Nor does a CI of zero width around a change (every unit or resample shows the
+same change: too few distinct units to measure spread); zero width around no change at all (every
+unit identical on both sides) passes. Each decided check carries a one-sided p-value (t intervals: from SE and df;
+bootstrap intervals: the share of replicates inside the tolerance); the compare then holds the
+family-wise rate over every check it made, all cells x all gate lines, with Holm
+(:mod:`specbench.compare.checks`) unless turned off (``--no-holm``).
 """
 
 from __future__ import annotations
@@ -187,8 +191,10 @@ class Decision:
     tolerance: float | None = None
     message: str = ""
     notes: list[str] = field(default_factory=list)
-    p_value: float | None = None  # one-sided, of "true harm <= tolerance"; t intervals only
-    mdc: float | None = None  # minimum detectable change: tolerance + CI half-width (harm units)
+    p_value: float | None = None  # one-sided, of "true harm <= tolerance"
+    mdc: float | None = None  # the harm detected with POWER probability (see minimum_detectable)
+    se: float | None = None  # standard error of the harm (t: jackknife/Welch; bootstrap: SD of replicates)
+    df: float | None = None  # t intervals; None = normal
 
 
 # How to get units, per metric source, for an inconclusive "no CI" check.
@@ -209,11 +215,44 @@ def harm_of(metric: Metric, delta: float, ci: tuple[float, float] | None) -> tup
     return delta, ci
 
 
+# The detection probability the printed minimum detectable change promises.
+POWER = 0.8
+
+
+def minimum_detectable(tol: float, se: float, df: float | None, alpha: float, m: int = 1) -> float:
+    """The true harm a check detects with probability :data:`POWER` when the harm leaves the SE as
+    measured: ``tol + (z_(1-alpha/m) + z_POWER) * SE`` (normal), or with ``df`` the exact t-test
+    version (the noncentrality at which a t with ``df`` passes its 1 - alpha/m quantile with
+    probability POWER; a little above t_(1-alpha/m) + t_POWER at few df). ``alpha / m`` is the
+    level Holm asks of a lone true harm among ``m`` checks. Tolerance + CI half-width, printed
+    before, is the harm detected about half of the time."""
+    from scipy.optimize import brentq
+    from scipy.stats import nct, norm, t
+
+    if not df:
+        return tol + float(norm.ppf(1 - alpha / m) + norm.ppf(POWER)) * se
+    crit = float(t.ppf(1 - alpha / m, df))
+    start = crit + float(t.ppf(POWER, df))
+    ncp = brentq(lambda x: nct.sf(crit, df, x) - POWER, start / 2, start * 4 + 10)
+    return tol + ncp * se
+
+
+def weak_note(tol: float, mdc: float) -> str | None:
+    """A note when a check cannot see a change of its own tolerance (it detects only past 2x it)."""
+    if tol > 0 and mdc > 2 * tol:
+        return (f"this check cannot see a change of {tol:.4g}: it detects {mdc:.4g} with {POWER:.0%} probability; "
+                f"it needs ~{((mdc - tol) / tol) ** 2:.1f}x the units per side")
+    return None
+
+
 def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, float] | None,
-           name: str | None = None, *, se: float | None = None, df: float | None = None, why: str = "") -> Decision:
-    """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``;
-    ``se``/``df`` when it is a t interval, for the p-value; ``why`` says why there is no CI)."""
-    from specbench.compare.intervals import one_sided_p
+           name: str | None = None, *, se: float | None = None, df: float | None = None, why: str = "",
+           replicates=None, confidence: float = 0.95) -> Decision:
+    """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``
+    at ``confidence``; ``se``/``df`` when it is a t interval, ``replicates`` of ``cand - base`` when
+    it is a bootstrap one, for the p-value and the SE; ``why`` says why there is no CI). The minimum
+    detectable change is for this check alone; a compare re-states it for its correction."""
+    from specbench.compare.intervals import bootstrap_p, one_sided_p
 
     name = name or row_name(gate.metric, gate.index)
     if base is None or cand is None or _nan(base) or _nan(cand):
@@ -226,15 +265,40 @@ def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, 
         return Decision("inconclusive", harm, None, tol,
                         f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
                         f"({why or 'too few units'}); {HINTS[gate.metric.source]}")
-    mdc = tol + (harm_ci[1] - harm_ci[0]) / 2
-    p = one_sided_p(harm, tol, se, df) if se is not None and df is not None else None
-    msg = (f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr}; "
-           f"smallest detectable {mdc:.4g})")
-    notes = []
-    if tol > 0 and mdc > 2 * tol:
-        notes.append(f"this check cannot see a change of {tol:.4g}: the smallest it could catch is {mdc:.4g}; "
-                     f"it needs ~{((mdc - tol) / tol) ** 2:.1f}x the units per side")
-    return Decision("fail" if harm_ci[0] > tol else "pass", harm, harm_ci, tol, msg, notes, p, mdc)
+    if harm_ci[1] - harm_ci[0] <= _ZERO_WIDTH * max(1.0, abs(harm)) and abs(harm) > _ZERO_WIDTH:
+        return Decision("inconclusive", harm, harm_ci, tol,
+                        f"{head}, CI of zero width; allowed {tol:.4g} from {gate.expr}): a zero-width interval never "
+                        "decides: every unit or resample shows the same change, so there are too few distinct units "
+                        f"to measure its spread; {HINTS[gate.metric.source]}")
+    if se is not None and df is not None:
+        p = one_sided_p(harm, tol, se, df)
+    elif replicates is not None:
+        p = bootstrap_p(-replicates if gate.metric.higher_is_better else replicates, tol)
+    else:
+        p = None
+    t_df = df if se is not None else None
+    spread = _spread(se, t_df, replicates, harm_ci, confidence)
+    mdc = minimum_detectable(tol, spread, t_df, (1 - confidence) / 2)
+    msg = f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr})"
+    notes = [n for n in [weak_note(tol, mdc)] if n]
+    return Decision("fail" if harm_ci[0] > tol else "pass", harm, harm_ci, tol, msg, notes, p, mdc, spread, t_df)
+
+
+def _spread(se: float | None, df: float | None, replicates, harm_ci: tuple[float, float], confidence: float) -> float:
+    """The harm's standard error: the t interval's, the bootstrap replicates' SD, else from the width."""
+    import numpy as np
+    from scipy.stats import norm
+
+    if se is not None and df is not None:
+        return float(se)
+    reps = None if replicates is None else np.asarray(replicates, dtype=float)
+    if reps is not None and np.isfinite(reps).sum() > 1:
+        return float(np.std(reps[np.isfinite(reps)], ddof=1))
+    return (harm_ci[1] - harm_ci[0]) / 2 / float(norm.ppf((1 + confidence) / 2))
+
+
+# A CI narrower than this (relative to the change, at least absolutely) has zero width: float noise only.
+_ZERO_WIDTH = 1e-12
 
 
 def _nan(x: float) -> bool:

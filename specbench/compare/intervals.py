@@ -14,7 +14,8 @@ prompts and repeats are then never counted as independent. The A/A simulation te
 (tests/compare/test_false_alarms.py) measures the one-sided false-alarm rate at 3-20 units.
 
 Latency medians are not smooth (the jackknife is inconsistent for a median): they get a BCa
-bootstrap over requests (scipy.stats.bootstrap) and no p-value.
+bootstrap over requests (scipy.stats.bootstrap); their replicates give the percentile p-value the
+run-level (Holm) correction needs.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class Delta:
     """The change ``cand - base`` of one statistic and how sure we are of it.
 
     ``ci`` is None when there are too few units (``why`` says so). ``se``/``df`` are set for
-    t intervals (they give p-values, and so Holm adjustment); a bootstrap interval has neither.
+    t intervals, ``replicates`` (bootstrap replicates of the change) for bootstrap intervals:
+    either gives the check its p-value, and so the run-level Holm correction.
     """
 
     point: float | None
@@ -44,6 +46,7 @@ class Delta:
     df: float | None = None
     method: str = ""
     why: str = ""
+    replicates: np.ndarray | None = None
 
 
 def _t_ci(point: float, se: float, df: float, confidence: float) -> tuple[float, float]:
@@ -136,15 +139,16 @@ def median_delta(base: list[float], cand: list[float], confidence: float = 0.95,
     if len(b) < min_units or len(c) < min_units:
         return Delta(point, why=f"too few requests for an interval ({len(b)} vs {len(c)}; needs >= {min_units} "
                                 "per side)")
-    ci = _bca((c, b), lambda c, b, axis: np.median(c, axis=axis) - np.median(b, axis=axis), confidence,
-              n_resamples, seed)
+    ci, replicates = _bca((c, b), lambda c, b, axis: np.median(c, axis=axis) - np.median(b, axis=axis), confidence,
+                          n_resamples, seed)
     if ci is None:
         return Delta(point, why="the bootstrap distribution is degenerate (ties)")
-    return Delta(point, ci, method=f"BCa bootstrap of the median, {len(b)} vs {len(c)} requests")
+    return Delta(point, ci, method=f"BCa bootstrap of the median, {len(b)} vs {len(c)} requests",
+                 replicates=replicates)
 
 
 def _bca(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], confidence: float, n_resamples: int,
-         seed: int) -> tuple[float, float] | None:
+         seed: int) -> tuple[tuple[float, float] | None, np.ndarray]:
     from scipy.stats import bootstrap
 
     with _warnings.catch_warnings():
@@ -152,7 +156,7 @@ def _bca(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], confidence
         res = bootstrap(data, statistic, vectorized=True, paired=False, confidence_level=confidence,
                         n_resamples=n_resamples, method="BCa", rng=np.random.default_rng(seed))
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return (lo, hi) if _finite(lo, hi) else None
+    return ((lo, hi) if _finite(lo, hi) else None), np.asarray(res.bootstrap_distribution, dtype=float)
 
 
 def ratio_rel_se(num: list[float], den: list[float]) -> float | None:
@@ -188,6 +192,14 @@ def mean_delta(base: list[float], cand: list[float], confidence: float = 0.95) -
     se = math.sqrt(vb + vc)
     df = _conservative_df(len(b), len(c))
     return Delta(point, _t_ci(point, se, df, confidence), se, df, f"Welch t over repeats, {len(b)} vs {len(c)}")
+
+
+def bootstrap_p(harm_replicates: np.ndarray, tol: float) -> float:
+    """Percentile-bootstrap p-value of H0 "true harm <= tol": the share of replicates at or inside
+    the tolerance (+1 in numerator and denominator, so it is never 0 from finitely many)."""
+    h = np.asarray(harm_replicates, dtype=float)
+    h = h[np.isfinite(h)]
+    return float((1 + np.count_nonzero(h <= tol)) / (1 + len(h)))
 
 
 def one_sided_p(harm: float, tol: float, se: float, df: float) -> float:

@@ -79,7 +79,7 @@ def _gate_cell(statuses: list[str], md: bool = False) -> str:
 
 
 def _mdc(cell) -> dict[str, str]:
-    """Smallest detectable harm per metric row, from its gate checks (tolerance + CI half-width)."""
+    """Minimum detectable harm per metric row, from its gate checks (detected with 80% probability)."""
     out: dict[str, str] = {}
     for g in cell.gates:
         if g.mdc is not None:
@@ -89,6 +89,9 @@ def _mdc(cell) -> dict[str, str]:
 
 
 SHORT = {"mean_acceptance_length": "AL", "draft_acceptance_rate": "DAR"}
+DETECTS = ("the harm each gate check detects with 80% probability at the level the run-level correction holds "
+           "it to (one-sided alpha/m, m decided checks): tolerance + (z_(1-alpha/m) + z_0.8) x SE, t-exact for t "
+           "intervals, if the harm leaves the SE as measured")
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
 
 
@@ -236,8 +239,7 @@ def _print_notes(comp: Comparison, console) -> None:
                       soft_wrap=True)
     gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
     console.print(f"gates: {gates}; {comp.error_rate}", highlight=False, soft_wrap=True)
-    console.print("detects: the smallest harm each gate check could have caught (tolerance + CI half-width)",
-                  highlight=False, style="dim")
+    console.print(f"detects: {DETECTS}", highlight=False, style="dim")
     style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
     console.print(f"[{style}]{headline(comp)}[/]", highlight=False, soft_wrap=True)
 
@@ -249,8 +251,7 @@ def markdown(comp: Comparison) -> str:
     out = [f"## {icon} specbench compare: {headline(comp)}", "",
            f"Baseline `{comp.base_label}` vs candidate `{comp.cand_label}`; gates: "
            + ", ".join(f"`{g}`" for g in comp.gates) + (" (default)" if comp.default_gates else "")
-           + f"; {level}% CIs; {comp.error_rate}. *detects*: the smallest harm a gate check could have caught "
-           "(tolerance + CI half-width).", ""]
+           + f"; {level}% CIs; {comp.error_rate}. *detects*: {DETECTS}.", ""]
     metrics, rows, ungated = verdict_grid(comp)
     if rows:
         out += [f"Gate checks per cell: change, verdict ({units_note(comp)}).", "",

@@ -48,10 +48,26 @@ class SideCell:
     exact: Counts | None = None  # /metrics diff summed over repeats; None unless every repeat has one
     exact_missing: bool = False  # some repeat had no /metrics diff: ``exact`` is not the cell's total
     failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
+    disagreements: list[str] = field(default_factory=list)  # repeats whose acceptance sources disagree (both figures)
+    ks_seen: dict[int, str] = field(default_factory=dict)  # k of per-position counts -> where first seen
+    zero_drafts: bool = False  # acceptance.json measured 0 drafts (no source showed any)
+
+    @property
+    def spec_off(self) -> str:
+        """Why this speculative cell ran without speculating (its load finished, every acceptance
+        source it has counted 0 drafts), or ""."""
+        if self.is_baseline or self.units or not self.zero_drafts:
+            return ""
+        done = [r for r in self.requests if not _errored(r)]
+        if not done:
+            return ""
+        tokens = sum(r.get("output_tokens") or 0 for r in done)
+        return f"0 drafts over {len(done)} finished requests ({tokens:g} output tokens)"
 
     def prompt_clusters(self) -> dict[str, Counts]:
         """Per-request spec-decode counts summed by prompt id (repeats and repeated prompts pooled);
-        empty when any finished request lacks a prompt id or counts."""
+        empty when any finished request lacks a prompt id or counts. A prompt whose finished
+        requests made no drafts is present with zero counts (it ran: not unmatched)."""
         out: dict[str, Counts] = {}
         for row in self.requests:
             if _errored(row):
@@ -65,8 +81,7 @@ class SideCell:
                 return {}
             if invalid_reason(c):  # named in a warning where acceptance.json's units are read
                 continue
-            if c.num_drafts:
-                out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
+            out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
         return out
 
     def throughput_units(self) -> tuple[list[float], list[float]]:
@@ -91,6 +106,7 @@ class FailedCell:
     reason: str
     is_baseline: bool = False
     num_spec_tokens: int | None = None
+    spec_off: bool = False  # it failed because /metrics showed no drafts after a finished load
 
 
 @dataclass
@@ -184,8 +200,11 @@ def _load_run_dir(path: Path, run=None) -> Side:
             why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
             side.skipped.append(why)
             base = bool(rec.is_baseline)
+            from specbench.run.collect import NO_SPEC_COUNTS
+
             not_done.setdefault(key, FailedCell(key, cell_name(axes, cell_id), axes, why, base,
-                                                None if base else _planned_k(axes, run.manifest)))
+                                                None if base else _planned_k(axes, run.manifest),
+                                                spec_off=not base and rec.reason == NO_SPEC_COUNTS))
             continue
         cell = side.cells.get(key)
         if cell is None:
@@ -262,8 +281,12 @@ def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> t
 def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warnings: list[str]) -> None:
     if acc is None or acc.baseline:
         return
+    clash = _disagreement(acc)
+    if clash:
+        cell.disagreements.append(f"{where.parent.name}: {clash}")
     units, kind = _units(acc, where, warnings)
     if not units:
+        cell.zero_drafts = cell.zero_drafts or _measured_zero(acc)
         return
     prev = cell.unit_kind
     exact = _exact(acc)
@@ -272,12 +295,43 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
     else:
         cell.exact = exact if cell.exact is None else cell.exact + exact
     cell.units.extend(units)
+    from specbench.compare.values import check_k
+
+    for i, u in enumerate(units):
+        if u.accepted_per_position is not None:
+            cell.ks_seen.setdefault(len(u.accepted_per_position), f"{where} ({kind} unit {i})")
+    check_k(cell.ks_seen, cell.name)
     if kind == "total" and len(cell.units) > 1:
         kind = "repeat"  # one exact total per repeat: the repeats are the units
     if prev not in (None, "total", kind):
         warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
     cell.unit_kind = kind
     cell.num_spec_tokens = acc.num_spec_tokens or _k(cell.units)
+
+
+def _measured_zero(acc: Acceptance) -> bool:
+    """A source of acceptance.json counted drafts and found none (not: nothing was recorded)."""
+    prom = acc.total
+    req = [u.counts() for u in acc.per_request.units] if acc.per_request is not None else []
+    return ((prom is not None and prom.num_drafts == 0 and not invalid_reason(prom))
+            or (bool(req) and all(u.num_drafts == 0 for u in req)))
+
+
+def _disagreement(acc: Acceptance) -> str:
+    """Both figures when acceptance.json records that the per-request counts and the /metrics diff
+    disagree (counts_equal: exact integers, so any difference is beyond rounding), else ""."""
+    if acc.agreement.per_request_vs_prometheus is not False:
+        return ""
+    req = acc.per_request.counts if acc.per_request is not None else None
+    prom = acc.prometheus.counts
+
+    def show(c) -> str:
+        if c is None:
+            return "none"
+        al = f"AL {1 + c.accepted_tokens / c.num_drafts:.4g}, " if c.num_drafts else ""
+        return f"{al}{c.num_drafts} drafts, {c.accepted_tokens} accepted tokens, per position {c.accepted_per_position}"
+
+    return f"per-request counts {show(req)}; /metrics {show(prom)}"
 
 
 def _exact(acc: Acceptance) -> Counts | None:
@@ -305,10 +359,18 @@ def _errored(row: dict[str, Any]) -> bool:
 
 def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None,
                  rows: list[dict[str, Any]] | None = None) -> None:
-    if rows is None and requests_path.exists():
-        from specbench.io import read_jsonl
+    from specbench.compare.values import check_k, check_rows
 
-        rows = read_jsonl(requests_path)
+    if rows is None and requests_path.exists():
+        from specbench.io import read_jsonl_lines
+
+        numbered, where = read_jsonl_lines(requests_path), str(requests_path)
+    else:  # in memory (a `vllm bench` result): rows numbered from 1
+        numbered, where = list(enumerate(rows or [], 1)), f"{requests_path.parent} (requests of the benchmark result)"
+    for k, line in check_rows(numbered, where, _errored).items():
+        cell.ks_seen.setdefault(k, f"{where}:{line}")
+    check_k(cell.ks_seen, cell.name)
+    rows = [row for _, row in numbered]
     if rows:
         for row in rows:
             cell.requests.append({**row, "_repeat": repeat})

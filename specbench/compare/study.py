@@ -10,7 +10,7 @@ figure is taken against the baseline of its own run, then the two runs' figures 
 
 CI of the change: each side's figure is bootstrapped over its requests (paired with its own
 baseline's by prompt), the two sides independently, and the percentile interval of the difference
-of the replicates is taken.
+of the replicates is taken; the replicates also give the check's p-value (run-level Holm).
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ def _divergence(rows: list[dict[str, Any]], base: list[dict[str, Any]], n: int, 
 
 def study_figures(base_rows: list[dict[str, Any]], base_ref: list[dict[str, Any]], cand_rows: list[dict[str, Any]],
                   cand_ref: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0,
-                  confidence: float = 0.95) -> dict[str, tuple[float, float, tuple[float, float]]]:
-    """``{metric: (base value, cand value, CI of cand - base)}`` for speedup and divergence_share.
+                  confidence: float = 0.95) -> dict[str, tuple[float, float, tuple[float, float], np.ndarray]]:
+    """``{metric: (base value, cand value, CI of cand - base, its replicates)}`` for speedup and
+    divergence_share.
 
     ``*_rows`` are a cell's request rows on each side, ``*_ref`` the rows of that side's baseline
     cell; a metric that cannot be computed on both sides is left out.
@@ -54,5 +55,5 @@ def study_figures(base_rows: list[dict[str, Any]], base_ref: list[dict[str, Any]
         b, c = fn(base_rows, base_ref, n_resamples, rng), fn(cand_rows, cand_ref, n_resamples, rng)
         if b is None or c is None:
             continue
-        out[name] = (b[0], c[0], percentile_interval(c[1] - b[1], confidence))
+        out[name] = (b[0], c[0], percentile_interval(c[1] - b[1], confidence), c[1] - b[1])
     return out

@@ -266,7 +266,7 @@ class LocalExecutor:
             acc = collect.build_acceptance(num_spec_tokens=cell.num_spec_tokens, prom=prom, windows=windows, window_warnings=warns,
                                            req_units=units, per_request_mode=study.serve.per_request_metrics)
             if not prom or not prom.num_drafts:
-                raise CellFailed("no spec-decode counts in /metrics after the load (is speculation on?)")
+                raise CellFailed(collect.NO_SPEC_COUNTS)
             if collect.reset_problem(prom):
                 raise CellFailed(collect.reset_problem(prom))
         covers = (result.spec.get("accounting") or {})

@@ -147,6 +147,6 @@ def test_runs_with_no_cell_in_common_exit_2(make_run):
 
 def test_error_rate_is_stated_and_holm_can_be_turned_off(pair):
     code, out = run(*pair)
-    assert "false-alarm rate <= 2.5% one-sided per check; [*] gates: family-wise over positions x cells (Holm)" in out
+    assert "false alarms: <= 2.5% one-sided for the whole compare, Holm over all 8 decided checks" in out
     code, out = run(*pair, "--no-holm")
-    assert code == 1 and "[*] gates: per check (Holm off)" in out
+    assert code == 1 and "<= 2.5% one-sided per check, no correction (--no-holm): over 8 checks" in out

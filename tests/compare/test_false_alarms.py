@@ -116,8 +116,9 @@ def test_holm_turns_a_lone_marginal_failure_into_a_pass_and_says_so():
                                           0.02 if (i, j) == (0, 0) else 0.5) for j in range(3)])
              for i in range(4)]
     comp = Comparison("b", "c", cells, [], [], [], [], ["per_position[*]:0"], False, 0.95, 0)
-    holm(comp, "per_position[*]:0", 0.025)
+    holm(comp, 0.025)
     (g,) = [g for g in comp.checks if g.metric == "per_position[0]" and g.cell == "c0"]
-    assert g.status == "pass" and "not after Holm over 12 checks" in g.notes[0]
-    assert all(x.control == "family-wise <= 2.5% over 12 checks of per_position[*]:0 (Holm)" for x in comp.checks)
+    assert g.status == "pass" and "not after Holm over all 12 checks" in g.notes[0]
+    assert all(x.control == "run-level: family-wise <= 2.5% one-sided over all 12 decided checks (Holm)"
+               for x in comp.checks)
     assert comp.exit_code == 0

@@ -177,12 +177,14 @@ def test_each_check_prints_its_smallest_detectable_change(tmp_path):
     assert "ttft_p50_ms: this check cannot see a change of" in out and "x the units per side" in out
     text = md.read_text()
     assert "| detects |" in text and "### Weak gates" in text
-    assert "false-alarm rate <= 2.5% one-sided per check" in text
+    assert "false alarms: <= 2.5% one-sided for the whole compare, Holm over all 8 decided checks" in text
 
 
-def test_point_from_exact_metrics_with_a_warning_when_units_disagree(copy, tmp_path):
-    """An errored request drops out of the per-request units but not out of /metrics: the point
-    estimate is the exact /metrics diff (as `report` uses), and the disagreement is said."""
+def test_an_errored_request_leaves_its_prompt_out_of_both_sides(copy, tmp_path):
+    """An errored request drops out of the candidate's per-request counts: its prompt is left out
+    of both sides (never a row of zeros on one side), counted and reported; with 1 of 20 prompts
+    unmatched the other 19 are paired and decide, and the /metrics totals (which describe all 20)
+    give no point estimate."""
     cid = SPEC_CELLS[0]
     f = copy / cid / "requests.jsonl"
     rows = [json.loads(line) for line in f.read_text().splitlines()]
@@ -190,11 +192,15 @@ def test_point_from_exact_metrics_with_a_warning_when_units_disagree(copy, tmp_p
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     js = tmp_path / "r.json"
     code, out = run(BASELINE, copy, "--json", js)
+    assert code == 0, out
     data = json.loads(js.read_text())
-    assert any("point estimates from /metrics, CIs from the units" in w and "candidate" in w for w in data["warnings"])
-    al = next(m for c in data["cells"] if c["base_ids"] == [cid] for m in c["metrics"]
-              if m["name"] == "mean_acceptance_length")
-    assert al["delta"] == 0.0  # the same /metrics counts on both sides
+    assert any(w.startswith("mla=on, output_norm=on: acceptance paired by prompt: 19 prompts on both sides; "
+                            "unmatched, left out: 1 of 20 baseline prompts, 0 of 19 candidate prompts")
+               for w in data["warnings"]), data["warnings"]
+    cell = next(c for c in data["cells"] if c["base_ids"] == [cid])
+    assert cell["pairing"]["only_in_baseline"] == [rows[0]["prompt_id"]] and cell["pairing"]["shared"] == 19
+    al = next(m for m in cell["metrics"] if m["name"] == "mean_acceptance_length")
+    assert al["delta"] == 0.0 and al["method"] == "paired by prompt, t with jackknife SE, 19 prompts"
 
 
 def test_impossible_counts_are_left_out_never_tabled(copy, tmp_path):

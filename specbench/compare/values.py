@@ -1,0 +1,81 @@
+"""Bad values in a side's inputs: input errors (exit 2) naming file, line and field.
+
+A count or a time in a finished request's row must be a finite number >= 0, a count a whole one.
+Before, Infinity in a spec-decode count crashed compare (OverflowError), Infinity in ``e2e_s`` made
+a speed-up of 0 that failed, one NaN TTFT made a row inconclusive, and a negative count was left
+out silently. Rows of errored requests give no figures and are not checked. Type errors (a string
+where a number belongs) are :mod:`specbench.records`' to report.
+
+Per-position counts of different lengths in one cell (mixed k: repeats or requests served at
+different ``num_speculative_tokens``) are refused: pooled, the shorter k silently dropped a
+position's check. A cell is one k; a study that varies k has it as an axis.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+from specbench.errors import InputError
+
+_COUNTS = ("output_tokens", "input_tokens", "chunks")
+_TIMES = ("start_s", "ttft_s", "ttft_ms", "e2e_s", "e2e_ms", "end_to_end_latency_s", "itl_s", "itl_ms",
+          "inter_token_latency_s")
+_SPEC = ("num_spec_tokens", "num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position",
+         "acceptance_histogram", "per_step_accepted", "per_step_drafted")
+FIX = "a count or time must be a finite number >= 0 (a count a whole one); re-run the cell or correct the file"
+
+
+def check_rows(rows: list[tuple[int, dict[str, Any]]], where: str, errored) -> dict[int, int]:
+    """InputError ``where:line: field ...`` for the first bad value of a finished request's row;
+    returns ``{k: first line}`` of the rows' per-position counts (k = their length)."""
+    ks: dict[int, int] = {}
+    for line, row in rows:
+        if errored(row):
+            continue
+        for name, value, whole in _fields(row):
+            problem = _problem(value, whole)
+            if problem:
+                raise InputError(f"{where}:{line}: {name} is {problem}; {FIX}")
+        sd = row.get("spec_decode")
+        pos = sd.get("accepted_per_position") if isinstance(sd, dict) else None
+        if isinstance(pos, list):
+            ks.setdefault(len(pos), line)
+    return ks
+
+
+def check_k(ks: dict[int, str], cell: str) -> None:
+    """InputError when one cell's per-position counts come at more than one k (``{k: where}``)."""
+    if len(ks) > 1:
+        seen = "; ".join(f"k={k} at {w}" for k, w in sorted(ks.items()))
+        raise InputError(f"cell {cell}: per-position acceptance counts at different k ({seen}): they cannot be "
+                         "pooled, and pooling them silently dropped a position's check; split the cell (one k per "
+                         "cell: make num_speculative_tokens an axis) or re-run it")
+
+
+def _fields(row: dict[str, Any]) -> Iterator[tuple[str, Any, bool]]:
+    """``(field, value, must be whole)`` of every count and time of a row, list items one by one."""
+    for names, whole, prefix, d in ((_COUNTS, False, "", row), (_TIMES, False, "", row),
+                                    (_SPEC, True, "spec_decode.", row.get("spec_decode"))):
+        if not isinstance(d, dict):
+            continue
+        for name in names:
+            value = d.get(name)
+            if isinstance(value, list):
+                yield from ((f"{prefix}{name}[{i}]", v, whole) for i, v in enumerate(value))
+            else:
+                yield f"{prefix}{name}", value, whole
+
+
+def _problem(value: Any, whole: bool) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value < 0:
+        return f"negative ({value!r})"
+    if whole and value != int(value):
+        return f"not a whole number ({value!r})"
+    return None

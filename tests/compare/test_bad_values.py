@@ -1,0 +1,82 @@
+"""Bad values in requests.jsonl and mixed k (issue 29): input errors (exit 2) naming file, line and
+field, never a crash, a silent drop or a verdict. Copies of the committed CPU baseline, edited."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from specbench.cli.main import app
+
+BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+CELL = "mla-on__output_norm-on__r0"
+
+
+def run(*args):
+    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def copy(tmp_path):
+    dst = tmp_path / "cand"
+    shutil.copytree(BASELINE, dst, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    return dst
+
+
+def _edit_row(run_dir: Path, index: int, edit) -> Path:
+    f = run_dir / CELL / "requests.jsonl"
+    rows = [json.loads(line) for line in f.read_text().splitlines()]
+    edit(rows[index])
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))  # json writes Infinity / NaN as such
+    return f
+
+
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("field, edit, shown", [
+    # was: OverflowError, "report it"
+    ("spec_decode.num_drafts", lambda r: r["spec_decode"].update(num_drafts=INF), "Infinity"),
+    # was: the request left out silently
+    ("spec_decode.accepted_per_position[1]", lambda r: r["spec_decode"]["accepted_per_position"].__setitem__(1, -3),
+     "negative (-3)"),
+    ("e2e_s", lambda r: r.update(e2e_s=INF), "Infinity"),  # was: a speed-up of 0, FAIL
+    ("ttft_s", lambda r: r.update(ttft_s=NAN), "NaN"),  # was: an inconclusive row
+    ("itl_s[2]", lambda r: r["itl_s"].__setitem__(2, -0.5), "negative (-0.5)"),
+    ("output_tokens", lambda r: r.update(output_tokens=-INF), "-Infinity"),
+])
+def test_a_bad_count_or_time_is_an_input_error_naming_file_line_and_field(copy, field, edit, shown):
+    f = _edit_row(copy, 4, edit)
+    code, out = run(BASELINE, copy, "--gate", "acceptance_length:-3%", "--gate", "speedup:-5%",
+                    "--gate", "ttft_p50_ms:+50%")
+    assert code == 2, out
+    assert f"{f}:5: {field} is {shown}; a count or time must be a finite number >= 0" in out.replace("\n", "")
+    assert "Traceback" not in out and "report it" not in out
+
+
+def test_an_errored_requests_row_is_not_checked(copy):
+    _edit_row(copy, 4, lambda r: r.update(error="HTTP 500", ttft_s=float("nan"), spec_decode=None))
+    code, out = run(BASELINE, copy)
+    assert code != 2, out
+
+
+def test_mixed_k_inside_a_cell_is_refused(copy):
+    """One request at k=2 among k=3 ones: pooling silently dropped per_position[2] (23 checks of 24)."""
+    def to_k2(sd):
+        sd.update(num_spec_tokens=2, draft_tokens=2 * sd["num_drafts"], accepted_per_position=sd["accepted_per_position"][:2])
+        sd["accepted_tokens"] = sum(sd["accepted_per_position"])
+
+    _edit_row(copy, 7, lambda r: to_k2(r["spec_decode"]))
+    acc = json.loads((copy / CELL / "acceptance.json").read_text())
+    to_k2(acc["per_request"]["units"][7])
+    (copy / CELL / "acceptance.json").write_text(json.dumps(acc))
+    code, out = run(BASELINE, copy)
+    assert code == 2, out
+    text = out.replace("\n", "")
+    assert "cell mla=on, output_norm=on: per-position acceptance counts at different k (k=2 at " in text
+    assert "split the cell" in text

@@ -1,0 +1,83 @@
+"""A candidate whose speculation is off (issue 29): no drafts where the baseline drafted is a
+failure (exit 1) with that reason, not inconclusive. Copies of the committed CPU baseline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from specbench.cli.main import app
+from specbench.run.collect import NO_SPEC_COUNTS
+
+BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+SPEC_CELLS = [f"mla-{mla}__output_norm-{norm}__r0" for mla in ("on", "off") for norm in ("on", "logits-only", "off")]
+
+
+def run(*args):
+    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def copy(tmp_path):
+    dst = tmp_path / "cand"
+    shutil.copytree(BASELINE, dst, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    return dst
+
+
+ZERO = {"num_drafts": 0, "draft_tokens": 0, "accepted_tokens": 0, "accepted_per_position": [0, 0, 0]}
+
+
+def _no_drafts(cell_dir: Path) -> None:
+    """The load ran, every request finished, no source counted a draft."""
+    f = cell_dir / "requests.jsonl"
+    rows = [json.loads(line) for line in f.read_text().splitlines()]
+    f.write_text("".join(json.dumps({**r, "spec_decode": {**r["spec_decode"], **ZERO, "acceptance_histogram": None,
+                                                          "per_step_accepted": [], "per_step_drafted": []}}) + "\n"
+                         for r in rows))
+    acc = json.loads((cell_dir / "acceptance.json").read_text())
+    acc["prometheus"]["counts"].update(ZERO)
+    acc["logs"] = {"counts": None, "windows": []}
+    acc["per_request"]["counts"].update(ZERO)
+    for u in acc["per_request"]["units"]:
+        u.update(ZERO)
+    acc["derived"], acc["ci"] = {}, None
+    (cell_dir / "acceptance.json").write_text(json.dumps(acc))
+
+
+def test_a_candidate_that_made_no_drafts_fails(copy, tmp_path):
+    """Was exit 3 (exit 0 with --allow-inconclusive): "acceptance measured only on the baseline"."""
+    for cid in SPEC_CELLS:
+        _no_drafts(copy / cid)
+    js = tmp_path / "r.json"
+    code, out = run(BASELINE, copy, "--json", js, "--allow-inconclusive")
+    assert code == 1, out
+    data = json.loads(js.read_text())
+    assert data["checks"] == {"pass": 0, "fail": 24, "inconclusive": 0}  # AL + 3 positions in 6 cells
+    assert "speculation off in the candidate: 0 drafts over 20 finished requests" in out
+    assert "where the baseline made 471 drafts" in out
+    al = next(m for c in data["cells"] if c["base_ids"] == [SPEC_CELLS[0]] for m in c["metrics"]
+              if m["name"] == "mean_acceptance_length")
+    assert al["cand"] == 1.0 and al["verdict"] == "worse"
+
+
+def test_a_cell_that_failed_for_lack_of_drafts_fails(copy):
+    """The runner fails a cell whose /metrics shows no drafts after its load: against a baseline
+    that drafted, that is a regression, not a cell that could not be measured."""
+    for cid in SPEC_CELLS:
+        f = copy / cid / "cell.json"
+        f.write_text(json.dumps({**json.loads(f.read_text()), "status": "failed", "reason": NO_SPEC_COUNTS}))
+    code, out = run(BASELINE, copy)
+    assert code == 1, out
+    assert "speculation off in the candidate: the cell's load finished but /metrics showed no drafts" in out
+
+
+def test_a_cell_that_failed_otherwise_stays_inconclusive(copy):
+    for cid in SPEC_CELLS:
+        f = copy / cid / "cell.json"
+        f.write_text(json.dumps({**json.loads(f.read_text()), "status": "failed", "reason": "server died"}))
+    assert run(BASELINE, copy)[0] == 3
