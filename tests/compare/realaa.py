@@ -26,7 +26,7 @@ BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-
 def population(run: Path = BASELINE) -> dict[str, dict]:
     """``{cell id: {axes, k, prompts: [(prompt id, drafts, length probabilities)]}}`` of the speculative cells."""
     out = {}
-    for cell_dir in sorted(p for p in run.iterdir() if p.is_dir() and not p.name.startswith("baseline")):
+    for cell_dir in sorted(p for p in run.iterdir() if (p / "cell.json").is_file() and not p.name.startswith("baseline")):
         cell = json.loads((cell_dir / "cell.json").read_text())
         prompts = []
         for line in (cell_dir / "requests.jsonl").read_text().splitlines():

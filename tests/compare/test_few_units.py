@@ -85,7 +85,7 @@ def test_speedup_over_one_request_never_decides(tmp_path):
     base, cand = tmp_path / "b", tmp_path / "c"
     for run_dir, factor in ((base, 1.0), (cand, 1.06)):
         shutil.copytree(BASELINE, run_dir, ignore=shutil.ignore_patterns("server.log", "*.prom"))
-        for cell in (p for p in run_dir.iterdir() if p.is_dir()):
+        for cell in (p for p in run_dir.iterdir() if (p / "cell.json").is_file()):
             f = cell / "requests.jsonl"
             row = json.loads(f.read_text().splitlines()[0])
             if not cell.name.startswith("baseline"):
