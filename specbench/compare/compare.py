@@ -246,6 +246,15 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     if bc.units and cc.spec_off:
         blocks.append(Block(f"speculation off in the candidate: {cc.spec_off}, where the baseline made "
                             f"{sum(u.num_drafts for u in bc.units)} drafts", ("acceptance",), "fail"))
+    unchecked = [f"{side}: {u}" for side, c in (("baseline", bc), ("candidate", cc)) for u in c.unattested]
+    if unchecked:  # the cells' names are claims vLLM never confirmed: what is compared is unknown
+        blocks.append(Block("not attested (cell.json has no vLLM confirmation of it): " + "; ".join(unchecked)
+                            + "; re-run the side with this specbench, whose servers report what they run"))
+    from specbench.attest import confounds
+
+    differ = confounds(bc.attested, cc.attested)
+    if differ:
+        warnings.append(f"{bc.name}: the runs' servers differ in (attested): {', '.join(differ)}")
     if pairing is not None and (pairing.only_base or pairing.only_cand):
         warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,

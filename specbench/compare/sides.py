@@ -51,6 +51,10 @@ class SideCell:
     disagreements: list[str] = field(default_factory=list)  # repeats whose acceptance sources disagree (both figures)
     ks_seen: dict[int, str] = field(default_factory=dict)  # k of per-position counts -> where first seen
     zero_drafts: bool = False  # acceptance.json measured 0 drafts (no source showed any)
+    # run directories: repeats whose cell.json lacks vLLM's confirmation of MLA, k or head variant
+    # ("cell_id: mla, head_variant"), and the first repeat's attested record (confounds between runs)
+    unattested: list[str] = field(default_factory=list)
+    attested: dict[str, Any] | None = None
 
     @property
     def spec_off(self) -> str:
@@ -211,6 +215,7 @@ def _load_run_dir(path: Path, run=None) -> Side:
             cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
                                               is_baseline=bool(rec.is_baseline))
         cell.cell_ids.append(cell_id)
+        _add_attestation(cell, cell_id, rec)
         _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
         _add_latency(cell, data.dir / "requests.jsonl", data.summary, rec.repeat, data.requests)
         if cell.num_spec_tokens is None and not cell.is_baseline:
@@ -276,6 +281,24 @@ def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> t
         if len(units) > 1:
             return units, kind
     return [u for u in total if u.num_drafts], "total"
+
+
+def _add_attestation(cell: SideCell, cell_id: str, rec) -> None:
+    """What vLLM confirmed of this repeat's claim: MLA for every cell; k and the head variant for a
+    speculative one (a run from before attestation confirms nothing)."""
+    from specbench.attest import not_attested
+
+    fields = ("mla",) if rec.is_baseline else ("mla", "num_speculative_tokens", "head_variant")
+    attested = rec.attested
+    if attested is not None and not rec.is_baseline and (rec.spec or {}).get("head_variant") is None:
+        fields = ("mla", "num_speculative_tokens")  # a method without a DeepSeek head: no variant to confirm
+    if attested is not None and (rec.spec or {}).get("mla") is None and attested.get("mla") is None:
+        fields = tuple(f for f in fields if f != "mla")  # MLA neither asked nor reported (a model without MLA)
+    missing = not_attested(attested, fields)
+    if missing:
+        cell.unattested.append(f"{cell_id}: {', '.join(missing)}")
+    if cell.attested is None:
+        cell.attested = attested
 
 
 def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warnings: list[str]) -> None:
