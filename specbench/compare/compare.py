@@ -146,7 +146,8 @@ class Comparison:
         """Which false-alarm rate the verdict holds: method, scope, level and the number of checks."""
         alpha = (1 - self.confidence) / 2
         return {"method": "holm" if self.holm else "none", "scope": "run" if self.holm else "check",
-                "alpha_one_sided": round(alpha, 6), "checks": self.decided, "inconclusive_not_tested": len(self.inconclusive)}
+                "alpha_one_sided": round(alpha, 6), "checks": self.decided,
+                "inconclusive_not_tested": len(self.inconclusive)}
 
     @property
     def error_rate(self) -> str:

@@ -68,7 +68,8 @@ def test_an_errored_requests_row_is_not_checked(copy):
 def test_mixed_k_inside_a_cell_is_refused(copy):
     """One request at k=2 among k=3 ones: pooling silently dropped per_position[2] (23 checks of 24)."""
     def to_k2(sd):
-        sd.update(num_spec_tokens=2, draft_tokens=2 * sd["num_drafts"], accepted_per_position=sd["accepted_per_position"][:2])
+        sd.update(num_spec_tokens=2, draft_tokens=2 * sd["num_drafts"],
+                  accepted_per_position=sd["accepted_per_position"][:2])
         sd["accepted_tokens"] = sum(sd["accepted_per_position"])
 
     _edit_row(copy, 7, lambda r: to_k2(r["spec_decode"]))

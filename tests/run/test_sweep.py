@@ -95,13 +95,14 @@ def test_compare_pairs_sweep_points_and_gates_them(tmp_path):
     # cells named by the axis that varies (max_num_seqs is 4 everywhere)
     assert "max_concurrency 1" in out and "max_concurrency 4" in out
     assert "2 vs 2 repeat units" in out
-    # a candidate whose max_concurrency=4 point accepted half the tokens (2 repeats per side: a t interval with 1 df needs a large drop) at every position
+    # a candidate whose max_concurrency=4 point accepted 30% of the tokens at every position (2 repeats per side: a
+    # t interval with 1 df, held to 2.5% / 2 by Holm over the compare's 2 checks, needs a large drop)
     cand = tmp_path / "cand"
     shutil.copytree(SWEEP, cand)
     for f in (cand / "SERVE--max_num_seqs=4-BENCH--max_concurrency=4").glob("run=*.json"):
         d = json.loads(f.read_text())
         n = d["spec_decode_num_drafts"]
-        counts = [round(r * n * 0.5) for r in d["spec_decode_per_position_acceptance_rates"]]
+        counts = [round(r * n * 0.3) for r in d["spec_decode_per_position_acceptance_rates"]]
         d["spec_decode_per_position_acceptance_rates"] = [c / n for c in counts]
         d["spec_decode_accepted_tokens"] = sum(counts)
         d["spec_decode_acceptance_length"] = 1 + sum(counts) / n
