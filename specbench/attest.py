@@ -297,4 +297,4 @@ def confounds(a: dict[str, Any] | None, b: dict[str, Any] | None, axis_fields: I
 def _brief(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}={_brief(v)}" for k, v in value.items() if v is not None) + "}"
-    return _shown(value)
+    return value if isinstance(value, str) else _shown(value)

@@ -53,12 +53,26 @@ def write_run(root: Path, cells: list[dict[str, Any]], *, run_id: str = "sim", s
         save_json(root / cid / "cell.json", {
             "cell_id": cid, "axes": c["axes"], "repeat": c.get("repeat", 0), "is_baseline": False,
             "status": c.get("status", "done"), "reason": c.get("reason"), "exit_status": None, "log_tail": None,
-            "argv": [], "env": {}, "host": "127.0.0.1", "port": 0, "vllm_version": "0.32.0"})
+            "argv": [], "env": {}, "host": "127.0.0.1", "port": 0, "vllm_version": "0.32.0",
+            **(claims(c["axes"], len(c["p"])) if c.get("attested", True) else {})})
     m = copy.deepcopy(MANIFEST)
     for key, value in (manifest or {}).items():
         m[key] = value
     save_json(root / "manifest.json", {**m, "run_id": run_id, "cells": ids})
     return root
+
+
+def claims(axes: dict[str, Any], k: int) -> dict[str, Any]:
+    """cell.json ``spec`` and ``attested`` as a run of today's specbench writes them when vLLM ran
+    what the cell asked for (an EAGLE head as shipped, MLA per the axis, k)."""
+    mla = None if "mla" not in axes else axes["mla"] == "on"
+    variant = {"output_norm": axes.get("output_norm", "on"), "pos0_mask": "off", "control": False}
+    spec = {"method": "eagle", "vllm_method": "eagle", "draft_model": "draft", "num_speculative_tokens": k,
+            "head_variant": variant, "mla": mla, "tp": 1, "dp": 1, "compiled": False}
+    attested = {"vllm_version": "0.32.0", "mla": True if mla is None else mla, "spec_method": "eagle",
+                "num_speculative_tokens": k, "head_variant": variant, "speculation": True, "tp": 1, "dp": 1,
+                "workers": 1, "unattested": None}
+    return {"spec": spec, "attested": attested}
 
 
 P = [0.77, 0.55, 0.35]

@@ -1,0 +1,78 @@
+"""A gate between cells refuses to pass when vLLM did not confirm what the cells claim (cell.json
+``attested``): a cell whose MLA, k or head variant is unattested on either side is inconclusive
+(exit 3), never a pass; attested differences between the two runs' servers are named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from specbench.cli.main import app
+
+BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+CELL = "mla-on__output_norm-on__r0"
+
+
+def run(*args):
+    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    dest = tmp_path / name
+    shutil.copytree(BASELINE, dest, ignore=shutil.ignore_patterns("*.log", "*.prom", "servers"))
+    return dest
+
+
+def _edit_cell(run_dir: Path, cid: str, edit) -> None:
+    f = run_dir / cid / "cell.json"
+    data = json.loads(f.read_text())
+    edit(data)
+    f.write_text(json.dumps(data))
+
+
+def test_the_committed_attested_baseline_passes_against_itself(tmp_path):
+    code, out = run(BASELINE, _copy(tmp_path, "cand"), "--gate", "acceptance_length:0")
+    assert code == 0, out
+    assert "not attested" not in out
+
+
+def test_a_run_from_before_attestation_is_inconclusive_not_a_pass(tmp_path):
+    cand = _copy(tmp_path, "cand")
+    _edit_cell(cand, CELL, lambda d: (d.pop("attested"), d.pop("spec")))
+    js = tmp_path / "r.json"
+    code, out = run(BASELINE, cand, "--gate", "acceptance_length:0", "--json", js)
+    assert code == 3, out
+    cell = next(c for c in json.loads(js.read_text())["cells"] if c["base_ids"] == [CELL])
+    (why,) = cell["blocked"]
+    assert why.startswith("not attested") and f"candidate: {CELL}: mla, num_speculative_tokens, head_variant" in why
+    assert {g["status"] for g in cell["gates"]} == {"inconclusive"}
+    others = {g["status"] for c in json.loads(js.read_text())["cells"] if c["base_ids"] != [CELL] for g in c["gates"]}
+    assert others == {"pass"}
+
+
+def test_a_head_variant_vllm_did_not_confirm_blocks_the_baseline_side_too(tmp_path):
+    base = _copy(tmp_path, "base")
+
+    def unconfirmed(d):
+        d["attested"]["head_variant"] = None
+        d["attested"]["unattested"] = {"head_variant": "workers disagree: [...]"}
+
+    _edit_cell(base, CELL, unconfirmed)
+    code, out = run(base, _copy(tmp_path, "cand"), "--gate", "acceptance_length:0")
+    assert code == 3, out
+    assert f"baseline: {CELL}: head_variant" in " ".join(out.split())
+
+
+def test_attested_differences_between_the_runs_are_named(tmp_path):
+    cand = _copy(tmp_path, "cand")
+    _edit_cell(cand, CELL, lambda d: d["attested"].update(attention_backend="AMX_MLA"))
+    js = tmp_path / "r.json"
+    code, out = run(BASELINE, cand, "--gate", "acceptance_length:0", "--json", js)
+    assert code == 0, out  # a different MLA kernel is a confound to show, not a verdict
+    warnings = json.loads(js.read_text())["warnings"]
+    assert "mla=on, output_norm=on: the runs' servers differ in (attested): attention_backend CPU_MLA vs AMX_MLA" \
+        in warnings
