@@ -206,8 +206,9 @@ def _load_run_dir(path: Path, run=None) -> Side:
             base = bool(rec.is_baseline)
             from specbench.run.collect import NO_SPEC_COUNTS
 
+            planned = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
             not_done.setdefault(key, FailedCell(key, cell_name(axes, cell_id), axes, why, base,
-                                                None if base else _planned_k(axes, run.manifest),
+                                                None if base else planned,
                                                 spec_off=not base and rec.reason == NO_SPEC_COUNTS))
             continue
         cell = side.cells.get(key)
@@ -219,7 +220,7 @@ def _load_run_dir(path: Path, run=None) -> Side:
         _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
         _add_latency(cell, data.dir / "requests.jsonl", data.summary, rec.repeat, data.requests)
         if cell.num_spec_tokens is None and not cell.is_baseline:
-            cell.num_spec_tokens = _planned_k(axes, run.manifest)
+            cell.num_spec_tokens = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
     for key, failed in not_done.items():
         if key in side.cells:
             side.cells[key].failed_repeats.append(failed.reason)
@@ -365,7 +366,8 @@ def _exact(acc: Acceptance) -> Counts | None:
 
 
 def _planned_k(axes: dict[str, Any], manifest: dict[str, Any]) -> int | None:
-    """k a cell was to run with: its num_speculative_tokens axis, else the study's setting."""
+    """k a cell was to run with, for a run from before cell.json had ``spec``: its
+    num_speculative_tokens axis, else the study's setting."""
     k = axes.get("num_speculative_tokens")
     if k is None:
         spec = ((manifest.get("resolved_config") or {}).get("serve") or {}).get("speculative") or {}

@@ -72,11 +72,8 @@ def _check_variants(cells: list[Cell], check_variant_supported) -> None:
 
 
 def _spec_method(cell: Cell) -> str:
-    import json
-
-    if "--speculative-config" not in cell.args:
-        return "eagle"
-    return json.loads(cell.args[cell.args.index("--speculative-config") + 1]).get("method", "eagle")
+    """The cell's speculative method as its config names it (``spec.method``; "eagle" for none)."""
+    return (cell.spec or {}).get("method") or "eagle"
 
 
 def _hub_cache_dir(repo_id: str) -> Path | None:
