@@ -50,14 +50,8 @@ def _root(
         typer.echo(ctx.get_help())
 
 
-for _module, _attr in _COMMANDS:
-    try:
-        _mod = importlib.import_module(_module)
-    except ModuleNotFoundError as _exc:  # a command module not written yet
-        if _exc.name != _module:
-            raise
-        continue
-    getattr(_mod, _attr)(app)
+for _module, _attr in _COMMANDS:  # a missing or broken command module is an error, never a dropped command
+    getattr(importlib.import_module(_module), _attr)(app)
 
 
 @functools.lru_cache(maxsize=None)

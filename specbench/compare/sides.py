@@ -163,11 +163,7 @@ def load_side(path: Path) -> Side:
 
 
 def _load_file(path: Path) -> Side:
-    try:
-        from specbench.metrics.parse import parse_file
-    except ImportError:
-        raise InputError(f"{path}: reading log files needs specbench.metrics.parse, missing in this install; "
-                         "compare run directories instead") from None
+    from specbench.metrics.parse import parse_file
     from specbench.analysis.acceptance import counts_from_records
     from specbench.analysis.windows import window_k
 

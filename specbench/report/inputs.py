@@ -104,14 +104,7 @@ def stream_records(path: Path, each: Callable[[Any], None]) -> list[str]:
             if r.get("kind") == "spec_decode":
                 each(SpecDecodeRecord.from_dict(r))
         return []
-    import importlib
-
-    try:
-        parse = importlib.import_module("specbench.metrics.parse")
-    except ModuleNotFoundError as exc:  # only while the parser module is absent from a build
-        if exc.name != "specbench.metrics.parse":
-            raise
-        raise InputError(f"{path}: this build cannot parse logs; pass `specbench parse` JSONL or a run directory") from None
+    from specbench.metrics import parse
     if _looks_prometheus(text):
         for rec in parse.parse_prometheus(_read_text(path), file=str(path)):
             each(rec)

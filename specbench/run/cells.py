@@ -125,12 +125,9 @@ def _id_value(axis: str, value: Any) -> Any:
 def default_resolver(ref: str) -> str:
     """Leaves fixture refs as placeholders (validate / dry-run without building the fixtures)."""
     if ref in FIXTURE_REFS:
-        try:
-            from specbench.fixtures import resolve_fixture_ref
+        from specbench.fixtures import resolve_fixture_ref  # light: torch is imported only to build
 
-            return resolve_fixture_ref(ref)
-        except ImportError:
-            return f"<{ref}>"
+        return resolve_fixture_ref(ref)
     return ref
 
 
