@@ -104,8 +104,12 @@ def run_cli(argv: list[str] | None = None) -> int:
     if stdout_closed():
         print_error("standard output is closed (>&-); redirect it to a file or to /dev/null")
         return EXIT_USAGE
+    from specbench.cli.common import sigterm_as_interrupt
+
     try:
-        code = _command().main(args=argv, standalone_mode=False, prog_name="specbench")
+        # SIGTERM/SIGHUP end every command as Ctrl-C does: partial outputs removed, exit 130
+        with sigterm_as_interrupt():
+            code = _command().main(args=argv, standalone_mode=False, prog_name="specbench")
     except typer.Exit as exc:
         code = exc.exit_code
     except SystemExit as exc:

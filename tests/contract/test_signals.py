@@ -1,0 +1,64 @@
+"""SIGTERM and SIGHUP end report, compare and parse as Ctrl-C does: exit 130, no temp file left in
+the output directory. Real processes, real signals, sent while the command is working on a large
+log (a real committed server log repeated, so the command is busy for seconds)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc to see the command at work")
+
+ROOT = Path(__file__).resolve().parents[2]
+LOG = ROOT / "results" / "baselines" / "cpu-default" / "mla-on__output_norm-on__r0" / "server.log"
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory) -> Path:
+    lines = [ln for ln in LOG.read_text().splitlines(keepends=True) if "SpecDecoding metrics:" in ln
+             or "Avg prompt throughput" in ln]
+    path = tmp_path_factory.mktemp("signals") / "big.log"
+    with open(path, "w") as fh:
+        for _ in range(max(1, 400_000 // len(lines))):
+            fh.writelines(lines)
+    return path
+
+
+def _reading(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open: past its start-up, into its work."""
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def _busy_then(sig: int, argv: list[str], out_dir: Path, reading: Path) -> tuple[int, list[str]]:
+    proc = subprocess.Popen([sys.executable, "-m", "specbench", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not _reading(proc.pid, reading):
+        time.sleep(0.01)
+    assert proc.poll() is None, "the command finished before the signal: make the input larger"
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    left = [p.name for p in out_dir.rglob("*") if p.name.endswith(".tmp")] if out_dir.exists() else []
+    return proc.returncode, left
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_report_interrupted_by_a_signal_exits_130_and_leaves_no_temp_files(tmp_path, big_log, sig):
+    out = tmp_path / "report"
+    out.mkdir()
+    code, left = _busy_then(sig, ["report", str(big_log), "--out", str(out)], out, big_log)
+    assert code == 130 and left == []
+
+
+def test_parse_interrupted_by_sigterm_exits_130(tmp_path, big_log):
+    code, _ = _busy_then(signal.SIGTERM, ["parse", str(big_log), "--format", "jsonl"], tmp_path, big_log)
+    assert code == 130
