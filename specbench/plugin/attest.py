@@ -86,8 +86,8 @@ def read_head_variant(model) -> dict[str, Any] | None:
     if stamps:
         norm, mask = stamps.pop()
         return head_variant_of(norm, mask, control=head is not None and (norm, mask) == HEADS[head][1])
-    if head is None:
-        return None  # not a DeepSeek head: the variants do not apply
+    if head is None:  # not a DeepSeek head: no variant applies, and that is what is attested
+        return {"output_norm": None, "pos0_mask": None, "control": None}
     norm, mask = HEADS[head][1]
     return head_variant_of(norm, mask, control=False)
 

@@ -85,21 +85,16 @@ def head_variant(cell: Cell) -> tuple[str, bool]:
 
 
 def head_switchable(cell: Cell, host: str) -> bool:
-    """Whether this cell's head variant may be switched inside a shared server (plugin/switch.py)."""
+    """Whether this cell's head variant may be switched inside a shared server (plugin/switch.py),
+    from what the cell asks for (its ``spec``)."""
     from specbench.plugin.switch import switchable
-    from specbench.run.plan import _spec_method
 
-    from specbench.plugin import switches_from_env
-
-    if cell.is_baseline or cell.draft is None:
-        return False
-    try:
-        if switches_from_env(cell.env).control:
-            return False  # the control variant is registered at start-up by design: it keeps its own server
-    except ConfigError:
-        return False  # an unknown switch value: plan.check_cells refuses it, naming the config file
-
-    return switchable(_spec_method(cell), "--enforce-eager" in cell.args) and _loopback(host)
+    spec = cell.spec or {}
+    if cell.is_baseline or cell.draft is None or spec.get("head_variant") is None:
+        return False  # no DeepSeek head, or an unknown switch value (plan.check_cells refuses it)
+    if spec["head_variant"].get("control"):
+        return False  # the control variant is registered at start-up by design: it keeps its own server
+    return switchable(spec.get("method") or "eagle", not spec.get("compiled", True)) and _loopback(host)
 
 
 def load_settings(load: Any) -> dict[str, Any]:
