@@ -32,7 +32,7 @@ from specbench.compare.sides import SideCell
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
 from simulate import simulate_units  # noqa: E402
 
-P = [0.77, 0.55, 0.35]  # the tiny fixture's measured p_0 is ~0.77 (../shared/DESIGN.md)
+P = [0.77, 0.55, 0.35]  # the tiny fixture's measured p_0 is ~0.77
 
 
 def side(units) -> SideCell:

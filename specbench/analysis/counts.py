@@ -1,4 +1,4 @@
-"""Exact acceptance counts and the statistics derived from them (../shared/DESIGN.md "Acceptance").
+"""Exact acceptance counts and the statistics derived from them (docs/methods.md "Counts and definitions").
 
 :class:`Counts` is what gets summed: windows, requests and scrape differences all become Counts, and
 every statistic is recomputed from the sums (a ratio estimator), never averaged across windows.
@@ -116,7 +116,7 @@ def total(units: list[Counts]) -> Counts | None:
 
 @dataclass
 class AcceptanceStats:
-    """Statistics derived from :class:`Counts`; all "derived" in the DESIGN sense."""
+    """Statistics derived from :class:`Counts` (computed, never taken from printed rates)."""
 
     counts: Counts
     mean_acceptance_length: float  # 1 + A/D (includes the bonus token)
@@ -136,7 +136,7 @@ def conditional_from_unconditional(p: list[float]) -> list[float]:
 
 
 def acceptance(counts: Counts) -> AcceptanceStats:
-    """Derive AL, DAR, p_i and alpha_i from ``counts`` and check the DESIGN invariants (as warnings)."""
+    """Derive AL, DAR, p_i and alpha_i from ``counts`` and check the count invariants (as warnings)."""
     c = counts
     where = f" ({c.origin})" if c.origin else ""
     warnings: list[str] = []

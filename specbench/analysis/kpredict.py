@@ -3,7 +3,7 @@
 What the source cell (k speculative tokens) did not measure, predicted from what it did:
 
 - **AL at k' <= k**: ``AL(k') = 1 + Σ_{i<k'} p_i`` with ``p_i`` the source cell's per-position
-  acceptance. An approximation, not an identity (../shared/DESIGN.md): at a smaller k the verify
+  acceptance. An approximation, not an identity (docs/studies/k-sweep.md): at a smaller k the verify
   steps start at other positions, the head's carried state differs, and greedy text can change
   with the batch shape. At ``k' = k`` it is the invariant ``AL = 1 + Σ p_i``.
 - **Step cost at k'**, in plain decode steps: ``c(k') = 1 + (c(k) - 1) · k' / k``, with
@@ -11,7 +11,7 @@ What the source cell (k speculative tokens) did not measure, predicted from what
   step with no draft tokens costs a plain decode step, and the cost grows linearly in k (k draft
   forward passes and one target pass over k + 1 tokens). Where a cell at k' exists (a
   ``num_speculative_tokens`` axis), its measured cost is used instead, and the model's is shown
-  beside it (on vLLM-CPU the model misses: a verify step has a large fixed cost, see README).
+  beside it (on vLLM-CPU the model misses: a verify step has a large fixed cost, see docs/studies/k-sweep.md).
 - **Speed-up at k'**: ``AL(k') / c(k')`` with the measured cost where there is one, else the
   model's: decode-only, so the measured figure to hold it against is the TPOT speed-up of a cell at
   k'. The recommended k is the k' with the highest predicted speed-up when its CI lies above 1;

@@ -14,7 +14,7 @@ estimate "looked good" would pick the samples that happen to look good and shift
 **The interval is the per-cell CI everywhere** (acceptance.json, ``report``, the gate's one-sample
 form; :func:`specbench.analysis.bootstrap.jackknife_t`): point = the statistic of the summed counts
 (AL = 1 + accepted / drafts, p_i = accepted_per_position[i] / drafts, DAR = accepted / draft
-tokens; DESIGN.md "Acceptance, defined"), SE = jackknife over units, half-width = t(0.95, units - 1)
+tokens; docs/methods.md "Counts and definitions"), SE = jackknife over units, half-width = t(0.95, units - 1)
 * SE. Not the percentile bootstrap: with a stop rule on top it covered 90.5-91% where 95% is meant
 (simulated, 1000 studies, ~40-50 requests), the jackknife-t 95% (tests/load/test_precision_coverage.py).
 

@@ -1,4 +1,4 @@
-"""Counts/Acceptance: statistics checked against hand calculation (../shared/DESIGN.md definitions)."""
+"""Counts/Acceptance: statistics checked against hand calculation (docs/methods.md definitions)."""
 
 import math
 

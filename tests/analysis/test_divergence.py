@@ -110,7 +110,7 @@ def test_committed_baseline_mla_on_vs_off_diverges_on_measured_prompts():
 # --- common-prefix estimator against known truth (simulation) ---------------------------------
 # Per-step accepted counts i.i.d. from a known distribution (k = 3), identical in law before and
 # after the divergence, so the truth on the common prefix is the distribution's own AL. Prefix
-# lengths geometric with median ~6-7 tokens (the README's MLA on/off run: median 7, range 0-32).
+# lengths geometric with median ~6-7 tokens (as between the MLA on/off cells of a measured default-study run: median 7, range 0-32).
 TRUE_A, P_A = 2.70, [0.25, 0.20, 0.15, 0.40]  # P(accepted = 0..3): AL = 1 + 0.2 + 0.3 + 1.2
 TRUE_B, P_B = 2.90, [0.20, 0.15, 0.20, 0.45]
 N_TOKENS = 64

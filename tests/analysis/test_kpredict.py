@@ -71,7 +71,7 @@ def test_committed_k_sweep_predictions_recomputed_by_hand():
     from specbench.report.kpredict import kprediction_records
     from specbench.report.study import analyse_run
 
-    study = analyse_run(KSWEEP)  # the report's defaults (2000 resamples, seed 0), as in the README
+    study = analyse_run(KSWEEP)  # the report's defaults (2000 resamples, seed 0), as in docs/studies/k-sweep.md
     csv = pd.DataFrame(kprediction_records(study.kpredictions, str(KSWEEP)))
     src = _rows("num_speculative_tokens-3__r0")
     d = sum(r["spec_decode"]["num_drafts"] for r in src)
@@ -91,7 +91,7 @@ def test_committed_k_sweep_predictions_recomputed_by_hand():
         assert row.loc[kk, "speedup_pred_meas_cost"] == pytest.approx(row.loc[kk, "al_pred"] / cost)
         assert row.loc[kk, "al_meas_ci_low"] < row.loc[kk, "al_meas"] < row.loc[kk, "al_meas_ci_high"]
     assert pd.isna(row.loc[3, "measured_cell"])
-    # what the README ("Choosing k") says about this run: AL at k' = 2 inside the measured CI, at
+    # what docs/studies/k-sweep.md says about this run: AL at k' = 2 inside the measured CI, at
     # k' = 1 just outside; speed-up with the measured step cost inside at both, the cost model's
     # not at k' = 1; every predicted speed-up below 1, so no k is recommended
     assert list(row.loc[[1, 2], "al_inside_ci"]) == [False, True]

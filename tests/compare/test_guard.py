@@ -34,7 +34,7 @@ def test_each_field_difference_is_reported(make_run, label, path):
 
 
 def test_the_promised_fields_are_all_there():
-    """model, draft, k, prompts, sampling and machine (README, docs): none may be dropped silently."""
+    """model, draft, k, prompts, sampling and machine (docs/gate.md): none may be dropped silently."""
     labels = {f[0] for f in _FIELDS}
     assert {"vLLM version", "model", "draft", "k (num_speculative_tokens)", "prompt set", "temperature",
             "max_tokens", "sampling seed", "number of requests", "machine CPU", "machine CPU count",

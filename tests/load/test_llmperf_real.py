@@ -2,7 +2,7 @@
 
 Runs only where a checkout is configured (it is not on PyPI and needs its own venv):
 ``SPECBENCH_LLMPERF_PATH`` (the clone) and ``SPECBENCH_LLMPERF_PYTHON`` (its venv's python), with
-llmperf's tokenizer loadable offline (see README "Load drivers"). Elsewhere the stand-in tests in
+llmperf's tokenizer loadable offline (see docs/load.md). Elsewhere the stand-in tests in
 test_llmperf.py cover the same defects.
 
 The load asks for prompts of 300 +- 150 llmperf tokens on a server with max_model_len 512, so some

