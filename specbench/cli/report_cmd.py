@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
             for kp in st.kpredictions:
                 from specbench.report.kpredict import recommendation
 
-                console.print(f"recommended k from {recommendation(kp, rep.title(kp.source))}", highlight=False)
+                console.print(f"k advice from {recommendation(kp, rep.title(kp.source))}", highlight=False)
             for w in st.warnings:
                 console.print(f"[yellow]{w}[/]", highlight=False)
         console.print(f"wrote {', '.join(str(p) for p in paths)}", highlight=False)

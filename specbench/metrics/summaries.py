@@ -11,6 +11,13 @@ Blocks pasted into Markdown read too: each line may stand behind a bullet, a quo
 pipe or backticks; a line "..." (or a value "...") elided by the author leaves what it hides
 unknown (an elided per-position line drops the per-position list, never shortens it). Lines are
 split at their first colon, never by a backtracking regex: a hostile line stays linear.
+
+The offline block as pasted: its ``---`` separators, up to :data:`MAX_GAP` blank or code-fence
+lines in a row (a paste that puts the counts and the "acceptance at token i" lines in two fences,
+or blank lines between them) stay inside the block, and the "acceptance at token i" lines alone
+(pasted without the counts above them) are a block of their own. A field or position the open block
+already holds, or a count after its per-position lines, starts the next block: two runs printed one
+after the other are two records.
 """
 
 from __future__ import annotations
@@ -28,9 +35,16 @@ ELIDED = ("...", "\u2026")
 OFFLINE_KEYS = {"total_num_output_tokens", "num_drafts", "num_draft_tokens", "num_accepted_tokens",
                 "mean acceptance length"}
 OFFLINE_POS_RE = re.compile(r"acceptance at token (\d{1,9})\s*:\s*(\S+)")
-# What starts a block (the "acceptance at token i" lines are read inside an open block only: one
-# more marker would cost the chunked scan a pass over every byte of every log).
-PREFILTER = ("Speculative Decoding", "num_drafts", "mean acceptance length", "total_num_output_tokens")
+OFFLINE_SEPARATOR_RE = re.compile(r"-{3,}")
+# A Markdown code fence (after the quote marks and indent of a paste), with its info string.
+FENCE_RE = re.compile(r"[ \t>]*(?:`{3,}|~{3,})[^`]*")
+# Blank or fence lines in a row an offline block keeps open across (separators do not count).
+MAX_GAP = 3
+# What starts a block. "acceptance at token" costs the chunked scan one more pass over every byte
+# (benchmarks/parse_throughput.py, sparse log: 8.1x grep's CPU time before, 8.9x after; the target
+# is <= 10x), so that the per-position lines pasted alone are read too.
+PREFILTER = ("Speculative Decoding", "num_drafts", "mean acceptance length", "total_num_output_tokens",
+             "acceptance at token")
 MAX_POSITIONS = 256  # as logs.MAX_POSITIONS
 
 
@@ -59,6 +73,7 @@ class SummaryParser:
         self._values: dict[str, object] = {}
         self._positions: dict[int, float] = {}
         self._positions_unknown = False  # elided or over the cap
+        self._gap = 0  # blank or fence lines since the offline block's last line
 
     @property
     def open(self) -> bool:
@@ -67,24 +82,46 @@ class SummaryParser:
     def feed(self, raw: str, lineno: int) -> SpecDecodeRecord | None:
         if self._kind is None and not any(p in raw for p in PREFILTER):
             return None
-        line = _clean(strip_ansi(raw).rstrip("\r\n"))
+        plain = strip_ansi(raw).rstrip("\r\n")
+        line = _clean(plain)
         if self._kind == "bench":
             if self._bench_line(line, lineno):
                 return None
             return self.close()
         if self._kind == "offline":
+            if not line or FENCE_RE.fullmatch(plain):
+                self._gap += 1
+                return self.close() if self._gap > MAX_GAP else None
+            if self._next_run(line):
+                rec = self.close()
+                self._start_offline(line, lineno)
+                return rec
             if self._offline_line(line, lineno):
+                self._gap = 0
                 return None
             return self.close()
         if BENCH_HEADER_RE.search(line):
             self._begin("bench", lineno)
             return None
+        self._start_offline(line, lineno)
+        return None
+
+    def _start_offline(self, line: str, lineno: int) -> None:
         parts = _label(line)
         # A single value: "Mean acceptance length: 2.70, Accepted ..." is a vLLM line, not this block.
-        if parts and parts[0] in OFFLINE_KEYS and "," not in parts[1]:
+        if (parts and parts[0] in OFFLINE_KEYS and "," not in parts[1]) or OFFLINE_POS_RE.match(line):
             self._begin("offline", lineno)
             self._offline_line(line, lineno)
-        return None
+
+    def _next_run(self, line: str) -> bool:
+        """Whether ``line`` starts the next run's block: a field or a position the open offline block
+        already has, or a count after its per-position lines (the script prints the counts first)."""
+        pos = OFFLINE_POS_RE.match(line)
+        if pos:
+            return int(pos.group(1)) in self._positions
+        parts = _label(line)
+        field = _OFFLINE_FIELDS.get(parts[0]) if parts else None
+        return field is not None and (field[0] in self._values or bool(self._positions))
 
     def close(self) -> SpecDecodeRecord | None:
         kind, values, positions = self._kind, self._values, self._positions
@@ -93,6 +130,8 @@ class SummaryParser:
             return None
         if positions and not self._positions_unknown and sorted(positions) == list(range(len(positions))):
             values["per_position_acceptance"] = [positions[i] for i in range(len(positions))]
+        if not values:  # per-position lines only, and not the whole list: nothing known
+            return None
         source = "vllm-bench-serve" if kind == "bench" else "vllm-offline"
         return SpecDecodeRecord(source=source, format=source, file=self.file, line=self._start,
                                 cumulative=True, **values)  # type: ignore[arg-type]
@@ -110,7 +149,7 @@ class SummaryParser:
 
     def _begin(self, kind: str, lineno: int) -> None:
         self._kind, self._start, self._values, self._positions = kind, lineno, {}, {}
-        self._positions_unknown = False
+        self._positions_unknown, self._gap = False, 0
 
     def _bench_line(self, line: str, lineno: int) -> bool:
         if line.startswith("=") or not line:
@@ -144,7 +183,7 @@ class SummaryParser:
         return True
 
     def _offline_line(self, line: str, lineno: int) -> bool:
-        if re.fullmatch(r"-{3,}", line):
+        if OFFLINE_SEPARATOR_RE.fullmatch(line):
             return True
         if line in ELIDED:
             self._positions_unknown = True
@@ -157,16 +196,19 @@ class SummaryParser:
         if parts is None:
             return False
         label, raw = parts
-        field = {
-            "total_num_output_tokens": ("emitted_tokens", integer),
-            "num_drafts": ("num_drafts", integer),
-            "num_draft_tokens": ("draft_tokens", integer),
-            "num_accepted_tokens": ("accepted_tokens", integer),
-            "mean acceptance length": ("mean_acceptance_length", number),
-        }.get(label)
+        field = _OFFLINE_FIELDS.get(label)
         if field is None:
             return False
         value = field[1](raw)
         if value is not None:
             self._values[field[0]] = value
         return True
+
+
+_OFFLINE_FIELDS = {
+    "total_num_output_tokens": ("emitted_tokens", integer),
+    "num_drafts": ("num_drafts", integer),
+    "num_draft_tokens": ("draft_tokens", integer),
+    "num_accepted_tokens": ("accepted_tokens", integer),
+    "mean acceptance length": ("mean_acceptance_length", number),
+}

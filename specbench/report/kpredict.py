@@ -1,15 +1,16 @@
 """The "choosing k" section of ``specbench report``: predictions at k' <= k beside measured cells.
 
 Pure rendering of :class:`specbench.analysis.kpredict.KPrediction` objects (computed by
-:func:`specbench.report.study.analyse_run`): a Markdown table, CSV records, and one sentence per
-source cell recommending a k.
+:func:`specbench.report.study.analyse_run`): a Markdown table, CSV records, and one sentence of k
+advice per source cell: a recommended k only from a prediction the run's cells checked and did not
+reject; otherwise the failed check with its miss, or that nothing checked it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from specbench.analysis.kpredict import KPoint, KPrediction
+from specbench.analysis.kpredict import AL_ASSUMPTION, COST_ASSUMPTION, KPoint, KPrediction
 from specbench.render import format as fmt
 
 
@@ -26,43 +27,94 @@ def _yes(flag: bool | None) -> str:
 
 
 def recommendation(kp: KPrediction, title: str | None = None) -> str:
+    """The k advice from one source cell: a recommended k only from a prediction that passed its checks
+    against the run's own cells; otherwise what failed (with the miss and its CI), or that nothing
+    checked it, and what was measured."""
     source = title or kp.source
+    if kp.failed_checks:
+        return (f"{source}: no k recommended — the prediction from k = {kp.k} fails its checks against this "
+                f"run's cells: {'; '.join(_miss(kp, k, what) for k, what in kp.failed_checks)}. "
+                f"{_measured(kp)}")
+    if not kp.checked:
+        best = kp.best
+        others = ", ".join(str(p.k) for p in kp.points if p.k != kp.k)
+        return (f"{source}: no k recommended — the prediction from k = {kp.k} is unchecked: the run measured "
+                f"no other k to hold it against. It assumes that {AL_ASSUMPTION}, and that {COST_ASSUMPTION}; on those "
+                f"assumptions the best is {_figure(best)} at k = {best.k}. Add num_speculative_tokens values "
+                f"({others}) to check it. {_measured(kp)}")
     best = kp.best
-    lo, hi = best.speedup_ci
-    measured = best.cell is not None or best.k == kp.k  # k' = k: the source cell's own step cost
-    cost = "measured step cost" if measured else "linear cost model, an assumption: measure a k axis to confirm"
-    figure = f"{_f(best.speedup)}× [{_f(lo)}, {_f(hi)}] at k = {best.k} with the {cost}"
+    checked = f"checked at k' = {', '.join(map(str, kp.checked))}: AL and step cost within their CIs"
+    figure = f"{_figure(best)} at k = {best.k} with the {_cost_source(kp, best)}"
     if kp.best_k is not None:
-        return f"{source}: k = {kp.best_k} (predicted speed-up {figure})"
-    if hi < 1:
-        return f"{source}: no k — speculation is predicted slower at every k (best {figure})"
+        return f"{source}: k = {kp.best_k} (predicted speed-up {figure}; {checked})"
+    if best.speedup_ci[1] < 1:
+        return f"{source}: no k — speculation is predicted slower at every k (best {figure}; {checked})"
     return (f"{source}: no k clearly faster than no speculation (best {figure}: the interval "
-            "includes 1)")
+            f"includes 1; {checked})")
+
+
+def _figure(p: KPoint) -> str:
+    lo, hi = p.speedup_ci
+    return f"{_f(p.speedup)}× [{_f(lo)}, {_f(hi)}]"
+
+
+def _cost_source(kp: KPrediction, p: KPoint) -> str:
+    if p.cell is not None or p.k == kp.k:  # k' = k: the source cell's own step cost
+        return "measured step cost"
+    return "linear cost model (checked)"
+
+
+def _miss(kp: KPrediction, k: int, what: str) -> str:
+    p = next(x for x in kp.points if x.k == k)
+    if what == "al":
+        return (f"AL at k' = {k} predicted {_ci(p.al_pred, p.al_pred_ci, 3)}, measured "
+                f"{_ci(p.al_meas, p.al_meas_ci, 3)}, miss {_ci(p.al_pred - p.al_meas, p.al_diff_ci, 3, signed=True)} "
+                f"(the rule 1 + Σ p_i assumes that {AL_ASSUMPTION})")
+    return (f"step cost at k' = {k} from the linear model {_ci(p.cost_model, p.cost_model_ci)} plain steps, "
+            f"measured {_ci(p.cost_meas, p.cost_meas_ci)}, miss "
+            f"{_ci(p.cost_model - p.cost_meas, p.cost_diff_ci, signed=True)} (the model assumes that "
+            f"{COST_ASSUMPTION})")
+
+
+def _measured(kp: KPrediction) -> str:
+    """The TPOT speed-ups the run measured (the source's own at k' = k): facts, not a prediction."""
+    got = [f"k = {p.k}: {fmt.times(p.tpot_speedup_meas)} {fmt.interval(p.tpot_speedup_meas_ci, 2)}"
+           for p in kp.points if not fmt.is_missing(p.tpot_speedup_meas)]
+    return f"Measured TPOT speed-up over the baseline: {'; '.join(got)}." if got else ""
 
 
 def _same(label: str) -> str:
     return label
 
 
+def _check(p: KPoint, own: bool) -> str:
+    if own:
+        return "source"
+    if p.cell is None:
+        return fmt.MISSING
+    word = {True: "pass", False: "**fail**", None: fmt.MISSING}
+    return f"{word[p.al_holds]} / {word[p.cost_holds]}"
+
+
 def kprediction_rows(kps: list[KPrediction], title=_same) -> tuple[list[str], list[list[str]]]:
-    header = ["source cell (k)", "k'", "AL predicted 1+Σp_i [CI]", "AL measured [CI]", "predicted − measured [CI]",
-              "step cost: model / measured", "speed-up predicted [CI]", "TPOT speed-up measured [CI]",
-              "inside measured CI: AL / speed-up (model cost)"]
+    header = ["source cell (k)", "k'", "AL predicted 1+Σp_i [CI]", "AL measured [CI]",
+              "AL miss: predicted − measured [CI]", "step cost: linear model [CI]", "step cost measured [CI]",
+              "cost miss: model − measured [CI]", "speed-up predicted [CI]", "TPOT speed-up measured [CI]",
+              "checks: AL / cost"]
     rows = []
     for kp in kps:
         for p in kp.points:
             own = p.k == kp.k
-            cost = f"{_f(p.cost_model)} / {_f(p.cost_meas)}"
             sp = (_ci(p.speedup_pred_meas_cost, p.speedup_pred_meas_cost_ci) + " (measured cost); "
                   + _ci(p.speedup_pred, p.speedup_pred_ci) + " (model)") if p.cell else _ci(p.speedup_pred,
                                                                                           p.speedup_pred_ci)
-            inside = fmt.MISSING if p.cell is None else (f"{_yes(p.al_inside)} / {_yes(p.speedup_inside)} "
-                                                         f"({_yes(p.model_speedup_inside)})")
-            measured = _ci(p.al_meas, p.al_meas_ci) + (f" {title(p.cell)}" if p.cell else "")
+            measured = _ci(p.al_meas, p.al_meas_ci, 3) + (f" {title(p.cell)}" if p.cell else "")
             rows.append([f"{title(kp.source)} ({kp.k})", f"{p.k}{' (source: identity)' if own else ''}",
-                         _ci(p.al_pred, p.al_pred_ci), measured,
-                         _ci(p.al_pred - p.al_meas, p.al_diff_ci, signed=True), cost, sp,
-                         _ci(p.tpot_speedup_meas, p.tpot_speedup_meas_ci), inside])
+                         _ci(p.al_pred, p.al_pred_ci, 3), measured,
+                         _ci(p.al_pred - p.al_meas, p.al_diff_ci, 3, signed=True),
+                         _ci(p.cost_model, p.cost_model_ci), _ci(p.cost_meas, p.cost_meas_ci),
+                         _ci(p.cost_model - p.cost_meas, p.cost_diff_ci, signed=True), sp,
+                         _ci(p.tpot_speedup_meas, p.tpot_speedup_meas_ci), _check(p, own)])
     return header, rows
 
 
@@ -71,19 +123,23 @@ def render_kpredictions(kps: list[KPrediction], source: str, md_table, title=_sa
         return []
     pct = f"{kps[0].confidence:.0%}"
     return [f"Run {source}:", "", md_table(*kprediction_rows(kps, title)), ""] + [
-        f"- recommended: {recommendation(kp, title(kp.source))}" for kp in kps] + [""] + [
+        f"- k advice: {recommendation(kp, title(kp.source))}" for kp in kps] + [""] + [
         f"- {title(kp.source)}: {n}" for kp in kps for n in kp.notes] + [
         f"Brackets: {pct} bootstrap CI over requests, all cells resampled together when they sent the same "
         "requests.", ""]
 
 
 KPREDICTION_INTRO = (
-    "A prediction, unlike the decomposition above: from one cell at k, AL at each k' ≤ k is 1 + Σ_{i<k'} p_i "
-    "(its per-position acceptance; an approximation: steps start elsewhere at another k), and a verify step's "
-    "cost in plain decode steps is the cell at k' where the run measured one (a num_speculative_tokens axis), "
-    "else the model c(k') = 1 + (c(k) − 1)·k'/k (no draft = a plain step, cost linear in k; shown beside the "
-    "measured cost, it is an assumption). Speed-up = AL / cost, decode only, so it is held against the "
-    "measured TPOT speed-up. \"identity\": at k' = k nothing is predicted.")
+    "A prediction, unlike the decomposition above, and checked before it advises. From one cell at k, AL at each "
+    "k' ≤ k is 1 + Σ_{i<k'} p_i (its per-position acceptance), which assumes that " + AL_ASSUMPTION + "; a verify "
+    "step's cost in plain decode steps at k' is the line through the baseline's plain step and the cell's measured "
+    "cost, c(k') = 1 + (c(k) − 1)·k'/k, which assumes that " + COST_ASSUMPTION + ". At every k' < k the run "
+    "measured (a num_speculative_tokens axis) both are checked: a check passes when the CI of the miss "
+    "(predicted − measured) includes 0. Speed-up = AL / cost (the measured cost where there is a cell at k'), "
+    "decode only, so it is held against the measured TPOT speed-up. A k is recommended only from a prediction "
+    "that was checked at one k' at least and passed every check, and whose best speed-up's CI lies above 1; "
+    "otherwise the advice says which check failed, or that nothing checked it. \"identity\": at k' = k nothing "
+    "is predicted.")
 
 
 def kprediction_records(kps: list[KPrediction], run: str) -> list[dict[str, Any]]:
@@ -102,6 +158,10 @@ def kprediction_records(kps: list[KPrediction], run: str) -> list[dict[str, Any]
             row["al_diff_ci_low"], row["al_diff_ci_high"] = p.al_diff_ci
             row["al_inside_ci"], row["speedup_inside_ci"] = p.al_inside, p.speedup_inside
             row["model_speedup_inside_ci"] = p.model_speedup_inside
+            row["cost_diff"] = p.cost_model - p.cost_meas
+            row["cost_diff_ci_low"], row["cost_diff_ci_high"] = p.cost_diff_ci
+            row["al_check"], row["cost_check"] = p.al_holds, p.cost_holds
+            row["prediction_validated"] = kp.validated
             out.append(row)
     return out
 
