@@ -255,7 +255,8 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
 
     differ = confounds(bc.attested, cc.attested)
     if differ:
-        warnings.append(f"{bc.name}: the runs' servers differ in (attested): {', '.join(differ)}")
+        warnings.append(f"{bc.name}: the runs' servers differ in (attested, baseline vs candidate): "
+                        f"{', '.join(differ)}")
     if pairing is not None and (pairing.only_base or pairing.only_cand):
         warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
     out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,

@@ -191,6 +191,12 @@ def _load_run_dir(path: Path, run=None) -> Side:
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
+    # A `vllm bench sweep` directory read as a run: no specbench server ran it, so nothing could
+    # attest its cells. They are shown unchecked (a warning), not refused: their numbers are vLLM's own.
+    foreign = str(run.manifest.get("source") or "").startswith("vllm bench")
+    if foreign:
+        side.warnings.append(f"{path.name}: not attested (a vllm bench sweep: no specbench server reported "
+                             "what it ran); MLA, k and head variant are as its parameters say, unchecked")
     not_done: dict[CellKey, FailedCell] = {}
     for cell_id, data in run.cells.items():
         rec = data.record
@@ -212,7 +218,8 @@ def _load_run_dir(path: Path, run=None) -> Side:
             cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
                                               is_baseline=bool(rec.is_baseline))
         cell.cell_ids.append(cell_id)
-        _add_attestation(cell, cell_id, rec)
+        if not foreign:
+            _add_attestation(cell, cell_id, rec)
         _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
         _add_latency(cell, data.dir / "requests.jsonl", data.summary, rec.repeat, data.requests)
         if cell.num_spec_tokens is None and not cell.is_baseline:

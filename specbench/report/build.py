@@ -210,7 +210,7 @@ def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]
                 values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
                 intervals={s: deltas[s].ci for s in stats},
                 degenerate=any(deltas[s].ci is None for s in stats),
-                confounds=confounds(base.attested, cand.attested, fields),
+                confounds=confounds(cand.attested, base.attested, fields),  # read as the head: cand vs base
                 unattested=sorted({f for g in (base, cand) for f in not_attested(g.attested, _checked(fields))})))
     return out
 

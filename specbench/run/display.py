@@ -198,7 +198,7 @@ def final_screen(run_dir: Path):
     lines = [final_table(run_dir)]
     found = contrasts(run_dir)
     if found:
-        lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI as compare computes it):"))
+        lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, jackknife SE, unpaired):"))
         lines += [Text(f"- {c.line()}") for c in found]
     lines.append(Text(f"Report, plots and divergence: specbench report {run_dir} --out {run_dir}/report"))
     return Group(*lines)

@@ -268,7 +268,8 @@ def test_report_shows_the_attested_confounds_beside_every_mla_contrast(default_s
     mla = [c for c in report.comparisons if c.axis == "mla"]
     norm = [c for c in report.comparisons if c.axis == "output_norm"]
     assert len(mla) == 3 and len(norm) == 6
-    for c in mla:
-        assert c.confounds == ["chunked_prefill off vs on", "prefix_caching off vs on"], c.sentence()
-        assert "also differs in (attested): chunked_prefill off vs on" in c.sentence()
-    assert all(c.confounds == [] and c.unattested == [] for c in norm + mla)
+    for c in mla:  # "MLA off vs on": the MLA-off cell runs with chunked prefill and prefix caching on
+        assert (c.cand_value, c.base_value) == ("off", "on")
+        assert c.confounds == ["chunked_prefill on vs off", "prefix_caching on vs off"], c.sentence()
+        assert "also differs in (attested): chunked_prefill on vs off" in c.sentence()
+    assert all(c.confounds == [] for c in norm) and all(c.unattested == [] for c in norm + mla)

@@ -59,7 +59,7 @@ def test_final_screen_answers_the_study_in_40_lines_and_fits_80_columns():
     questions = [ln for ln in lines if ln.startswith("- ")]
     assert len(questions) == 9 and questions[0].startswith("- norm off vs on")
     assert all(", significant" in q for q in questions[:6]) and "not attested" not in wide
-    assert all("also differs in chunked_prefill off vs on" in " ".join(wide.split()) for q in questions if "MLA" in q)
+    assert all("also differs in chunked_prefill on vs off" in " ".join(wide.split()) for q in questions if "MLA" in q)
     assert "specbench report" in lines[-1] or "specbench report" in lines[-2]
 
 
