@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
+from realruns import copy_run
 from simruns import write_run
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A copy of the committed default-study run, to alter as a candidate."""
+    return copy_run(tmp_path / "cand")
 
 
 @pytest.fixture

@@ -5,26 +5,15 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from typer.testing import CliRunner
+from realruns import BASELINE, copy_run, run
 
-from specbench.cli.main import app
-
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 CELL = "mla-on__output_norm-on__r0"
 
 
-def run(*args):
-    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
-    return result.exit_code, result.output
-
-
 def _copy(tmp_path: Path, name: str) -> Path:
-    dest = tmp_path / name
-    shutil.copytree(BASELINE, dest, ignore=shutil.ignore_patterns("*.log", "*.prom", "servers"))
-    return dest
+    return copy_run(tmp_path / name)
 
 
 def _edit_cell(run_dir: Path, cid: str, edit) -> None:

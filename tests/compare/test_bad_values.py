@@ -4,28 +4,13 @@ field, never a crash, a silent drop or a verdict. Copies of the committed CPU ba
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from specbench.cli.main import app
+from realruns import BASELINE, run
 
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 CELL = "mla-on__output_norm-on__r0"
-
-
-def run(*args):
-    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
-    return result.exit_code, result.output
-
-
-@pytest.fixture
-def copy(tmp_path):
-    dst = tmp_path / "cand"
-    shutil.copytree(BASELINE, dst, ignore=shutil.ignore_patterns("server.log", "*.prom"))
-    return dst
 
 
 def _edit_row(run_dir: Path, index: int, edit) -> Path:

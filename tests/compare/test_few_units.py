@@ -8,18 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from specbench.cli.main import app
 from specbench.compare.gates import decide, parse_gate
-
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
-SPEC_CELLS = [f"mla-{mla}__output_norm-{norm}__r0" for mla in ("on", "off") for norm in ("on", "logits-only", "off")]
-
-
-def run(*args):
-    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
-    return result.exit_code, result.output
+from realruns import BASELINE, SPEC_CELLS, run
 
 
 def _few_prompt_load(dst: Path, n_prompts: int, lose_token: bool, prompt_ids: bool = True) -> Path:

@@ -7,28 +7,9 @@ prompts plus 8 errored ones read as a regression, and disjoint prompt sets were 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
-
-from specbench.cli.main import app
-
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
-SPEC_CELLS = [f"mla-{mla}__output_norm-{norm}__r0" for mla in ("on", "off") for norm in ("on", "logits-only", "off")]
-
-
-def run(*args):
-    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
-    return result.exit_code, result.output
-
-
-@pytest.fixture
-def copy(tmp_path):
-    dst = tmp_path / "cand"
-    shutil.copytree(BASELINE, dst, ignore=shutil.ignore_patterns("server.log", "*.prom"))
-    return dst
+from realruns import BASELINE, SPEC_CELLS, run
 
 
 def _rows(path: Path) -> list[dict]:

@@ -7,17 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
-from typer.testing import CliRunner
+from realruns import BASELINE, run
 
-from specbench.cli.main import app
-
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 CELL = "mla-on__output_norm-on__r0"
-
-
-def run(*args):
-    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
-    return result.exit_code, result.output
 
 
 def _per_request_regressed(cell_dir: Path, scale: float) -> None:

@@ -4,29 +4,10 @@ failure (exit 1) with that reason, not inconclusive. Copies of the committed CPU
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
-
-from specbench.cli.main import app
 from specbench.run.collect import NO_SPEC_COUNTS
-
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
-SPEC_CELLS = [f"mla-{mla}__output_norm-{norm}__r0" for mla in ("on", "off") for norm in ("on", "logits-only", "off")]
-
-
-def run(*args):
-    result = CliRunner().invoke(app, ["compare", *map(str, args)], env={"COLUMNS": "200"})
-    return result.exit_code, result.output
-
-
-@pytest.fixture
-def copy(tmp_path):
-    dst = tmp_path / "cand"
-    shutil.copytree(BASELINE, dst, ignore=shutil.ignore_patterns("server.log", "*.prom"))
-    return dst
+from realruns import BASELINE, SPEC_CELLS, run
 
 
 ZERO = {"num_drafts": 0, "draft_tokens": 0, "accepted_tokens": 0, "accepted_per_position": [0, 0, 0]}
