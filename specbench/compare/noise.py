@@ -194,7 +194,7 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     """A decided check of a within-run-only row: a failure stands only past the noise floor, else
     it is inconclusive; a pass is labelled. The p-value is the floor's test (Holm), and ``floor``
     the harm the check can fail past (its minimum detectable change)."""
-    from specbench.compare.gates import decide
+    from specbench.compare.gates import decide, minimum_detectable
 
     if decision.status not in ("pass", "fail") or row.floor is None or row.base is None:
         return decision
@@ -202,6 +202,10 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     past = decide(gate, row.base, row.cand, row.ci, row.name, se=row.se, df=row.df, why=row.why,
                   replicates=row.replicates, confidence=confidence, tolerance=limit)
     decision.p_value, decision.floor, decision.scope = past.p_value, limit, WITHIN
+    if decision.se is not None:  # it can fail only past the limit: that is what it detects from
+        decision.mdc = minimum_detectable(limit, decision.se, decision.df, (1 - confidence) / 2)
+        decision.notes = [n for n in decision.notes if not n.startswith("this check cannot see")]
+        decision.notes.insert(0, floor_note(decision.tolerance or 0.0, limit, decision.mdc))
     floor = f"the noise floor of {row.name}, {row.floor.describe()}"
     if decision.status == "fail" and past.status == "fail":
         decision.message += (f"; beyond {floor}: the CI of harm is past {limit:.4g}, more than a whole-run "
