@@ -88,7 +88,8 @@ def test_a_whole_run_slowdown_with_one_repeat_is_inconclusive_within_run_only(tm
     1. Each e2e check says it was past the tolerance inside the run (the old verdict: FAIL) but not
     past the noise floor, and is inconclusive (exit 3)."""
     base, cand = make_run(tmp_path / "base", [1.0]), make_run(tmp_path / "busy", [2.4])
-    code, data, out = cli(base, cand, tmp_path, "acceptance_length:-3%", "per_position[*]:-2pp", GATE)
+    code, data, out = cli(base, cand, tmp_path, "acceptance_length:-3%", "per_position[*]:-2pp", GATE,
+                          resamples=2000)  # as in CI: with fewer, Holm over 32 checks could pass it anyway
     assert code == 3, out
     assert not data["regressions"]
     e2e = checks(data, "e2e_p50_ms")
@@ -174,9 +175,15 @@ import noise_floor  # noqa: E402
 
 
 def _rerun_pairs(runs: list[Path]):
+    """Ordered pairs of cells that ran the same server under the same load on the same machine.
+    These runs predate attestation, which alone would make every check inconclusive: what they
+    ran is known from cell.json's argv and env (benchmarks/noise_floor.py), so it is set aside."""
     groups: dict[tuple, list] = {}
     for run in runs:
         for entry in noise_floor.cells_of(run):
+            for cell in (entry[1], entry[2]):
+                if cell is not None:
+                    cell.unattested = []
             groups.setdefault(entry[0], []).append(entry)
     return [(a, b) for members in groups.values() for i, a in enumerate(members) for j, b in enumerate(members)
             if i != j]
@@ -186,7 +193,7 @@ def test_committed_same_vm_reruns_do_not_fail_each_other(tmp_path):
     """The head-variants and seed-questions studies ran the same cells (same server, load and VM;
     2026-12-03, 3 hours apart): e2e_p50_ms moved up to +210% between them. Under the default gates
     and every latency / throughput gate, no check of any ordered pair fails; the within-run
-    intervals alone failed most of them."""
+    intervals alone failed e2e_p50_ms:+10% in 7 of 26 ordered pairs (with the third run)."""
     from specbench.compare.compare import compare_cell
     from specbench.compare.gates import DEFAULT_GATES
 
@@ -198,12 +205,14 @@ def test_committed_same_vm_reruns_do_not_fail_each_other(tmp_path):
     pairs = _rerun_pairs(runs)
     assert len(pairs) >= 12
     gates = [parse_gate(g) for g in (*DEFAULT_GATES, *RUN_LEVEL_GATES)]
-    within_run_failures = 0
+    before: dict[str, int] = {}  # checks the within-run interval alone failed
     for (_, bc, br, _), (_, cc, cr, _) in pairs:
         cell = compare_cell(bc, cc, gates, refs=(br, cr), n_resamples=500)
         assert not [g.message for g in cell.gates if g.status == "fail"], (bc.name, cc.name)
-        within_run_failures += sum("past the tolerance inside this run" in g.message for g in cell.gates)
-    assert within_run_failures >= len(pairs)  # what failed before
+        for g in cell.gates:
+            if "past the tolerance inside this run" in g.message:
+                before[g.metric] = before.get(g.metric, 0) + 1
+    assert before.get("e2e_p50_ms", 0) >= 3 and before.get("output_tok_per_s", 0) >= 3, before
 
 
 def test_the_default_floors_cover_the_worst_committed_rerun():
