@@ -14,13 +14,18 @@ too: identical counts say the two servers computed the same thing (the shift is 
 A run is a directory or ``REV:PATH`` (a run committed earlier, read with ``git archive``)::
 
     .venv/bin/python benchmarks/noise_floor.py                 # the committed runs (~20 s)
-    .venv/bin/python benchmarks/noise_floor.py results/baselines/cpu-default /tmp/rerun
+    .venv/bin/python benchmarks/noise_floor.py results/baselines/cpu-default /tmp/rerun --write floors.yaml
+    specbench compare BASE CAND --gate e2e_p50_ms:+10% --noise-floor floors.yaml
+
+``--write`` turns the worst harm per metric of the runs given into a ``--noise-floor`` file: run the
+baseline's study two or three times on the CI machine, at different times of day, and pass them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import math
 import json
 import re
 import subprocess
@@ -95,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", default=DEFAULT_RUNS)
+    ap.add_argument("--write", type=Path, metavar="FILE",
+                    help="write the worst harm per metric, rounded up to 10 points, as a --noise-floor file")
     args = ap.parse_args(argv)
     worst: dict[str, tuple[float, str]] = {}
     seen: dict[str, list[float]] = {m: [] for m in METRICS}
@@ -132,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
         up = not REGISTRY[m].higher_is_better
         change = (harm - 1) if up else (1 / harm - 1)
         print(f"  {m}: {change * 100:+.0f}% ({len(seen[m])} ordered pairs; {where})")
+    if args.write is not None:
+        lines = ["# specbench compare --noise-floor: worst same-config rerun on one machine, rounded up to 10 points",
+                 f"# (benchmarks/noise_floor.py {' '.join(args.runs)})"]
+        for m, (harm, _) in worst.items():
+            change = (harm - 1) if not REGISTRY[m].higher_is_better else (1 / harm - 1)
+            step = math.ceil(abs(change) * 10 + 1e-9) * 10  # percentage points, rounded up
+            lines.append(f"{m}: {'+' if change > 0 else '-'}{min(step, 99) if change < 0 else step}%")
+        args.write.write_text("\n".join(lines) + "\n")
+        print(f"wrote {args.write}")
     return 0
 
 

@@ -248,3 +248,20 @@ def test_a_noise_floor_file(tmp_path):
         f.write_text(bad + "\n")
         with pytest.raises(ConfigError, match=why):
             load_floors(f)
+
+
+def test_the_noise_floor_flag_replaces_the_default(tmp_path):
+    """A floor measured on a quieter machine (+50% for e2e): the same 2.4x slow-down is past
+    (1 + 10%) x 1.5 and fails, naming the file; without the flag it is inconclusive."""
+    base, cand = make_run(tmp_path / "base", [1.0]), make_run(tmp_path / "busy", [2.4])
+    floors = tmp_path / "floors.yaml"
+    floors.write_text("e2e_p50_ms: +50%\n")
+    code, data, out = cli(base, cand, tmp_path, GATE)
+    assert code == 3, out
+    compare = [sys.executable, "-m", "specbench", "compare", str(base), str(cand), "--noise-floor", str(floors)]
+    r = subprocess.run([*compare, "--gate", GATE, "--resamples", "500"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"beyond the noise floor of e2e_p50_ms, +50% (from {floors})" in r.stdout.replace("\n", "")
+    floors.write_text("e2e_p50_ms: -50%\n")
+    r = subprocess.run(compare, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "is not a floor" in r.stdout + r.stderr
