@@ -6,6 +6,8 @@
   no acceptance; a position >= that cell's k does not exist there). A cell on one side only or
   failed gives an inconclusive check for every gate that selects it; a gate that selects no cell at
   all gives one inconclusive check; a pass in a cell some of whose repeats failed is inconclusive.
+  A latency / throughput check with one repeat a side is within-run only: it fails only past its
+  metric's noise floor (:mod:`specbench.compare.noise`), else it is inconclusive.
 - Holm over the whole compare: every decided check of every cell and every gate line is one
   family. Per check, a no-change compare of the default study (6 cells) under the default gates
   plus ``acceptance_length:0`` (30 checks at 2.5% each) exited 1 in 10-18% of A/A studies drawn

@@ -3,9 +3,10 @@
 Pure: :class:`~specbench.compare.sides.Side` objects in, a :class:`Comparison` out; rendering
 and exit-code choice live elsewhere. Intervals come from :mod:`specbench.compare.intervals`
 (acceptance: jackknife t, paired by prompt over the prompts both sides have, see
-:mod:`specbench.compare.pairing`; latency medians: BCa). Acceptance point estimates come from the
-exact /metrics diff when both sides have one and every prompt was paired (units then only give the
-interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
+:mod:`specbench.compare.pairing`; latency medians: BCa; latency and throughput over repeats when
+both sides have 2+, else within-run only and held to a noise floor: :mod:`specbench.compare.noise`).
+Acceptance point estimates come from the exact /metrics diff when both sides have one and every
+prompt was paired (units then only give the interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
 Gate checks are applied by :mod:`specbench.compare.checks`.
 A row's verdict is ``worse``/``better`` only when the CI of the delta excludes 0 *and* the change
 is past the row's tolerance (its gate's, else 0); else ``~``.

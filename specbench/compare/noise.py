@@ -221,8 +221,7 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     return decision
 
 
-HINT = ("repeats: 2+ a side in the study give a between-run interval, or measure the floor from reruns of the "
-        "baseline (--noise-floor)")
+HINT = "repeats: 2+ a side give a between-run interval; --noise-floor FILE: a floor measured on this machine"
 
 
 def not_after_holm(result, m: int) -> None:
