@@ -111,7 +111,7 @@ def test_a_slowdown_beyond_the_noise_floor_fails(tmp_path):
     code, data, out = cli(base, cand, tmp_path, "acceptance_length:-3%", "per_position[*]:-2pp", GATE,
                           resamples=2000)
     assert code == 1, out
-    failed = [g for g in data["regressions"]]
+    failed = data["regressions"]
     assert {g["metric"] for g in failed} == {"e2e_p50_ms"} and len(failed) == 8
     assert all("beyond the noise floor of e2e_p50_ms, +250%" in g["message"] for g in failed)
 
