@@ -2,8 +2,9 @@
 
 Exit codes: 0 every gate check passed, 1 a check failed (a regression; the output names cell and
 metric), 3 none failed but some could not be decided (inconclusive: a cell missing or failed, a
-metric absent, too few units for an interval; ``--allow-inconclusive`` turns 3 into 0 with a
-warning), 2 usage or input error (malformed gate, a gate no run can satisfy, missing /
+metric absent, too few units for an interval, a latency / throughput change past its tolerance
+inside one run but within the noise floor of a whole rerun; ``--allow-inconclusive`` turns 3 into 0
+with a warning), 2 usage or input error (malformed gate, a gate no run can satisfy, missing /
 other-version result files, --strict mismatch).
 """
 
@@ -59,6 +60,11 @@ def compare(
     holm: Annotated[bool, typer.Option(
         "--holm/--no-holm", help="Family-wise control (Holm) over every check of the compare (all cells x all "
                                  "gate lines); --no-holm controls the false-alarm rate per check only.")] = True,
+    noise_floor: Annotated[Optional[Path], typer.Option(
+        "--noise-floor", metavar="FILE",
+        help="YAML {metric: SIGNED_CHANGE} (e2e_p50_ms: +80%, output_tok_per_s: -45%): how far a whole rerun of the "
+             "baseline moves latency / throughput on your machine. With one repeat a side those checks fail only "
+             "past it (default floors: docs/methods.md; benchmarks/noise_floor.py --write measures one).")] = None,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict).")] = False,
 ) -> None:
@@ -69,7 +75,7 @@ def compare(
 
     from specbench.cli.outputs import guard_outputs
 
-    guard_outputs([baseline, candidate, gate_file], {"--markdown": markdown, "--junit": junit, "--json": json_out,
+    guard_outputs([baseline, candidate, gate_file, noise_floor], {"--markdown": markdown, "--junit": junit, "--json": json_out,
                                                      "--plot": plot},  # before any work; inputs never written
                   env_files=["GITHUB_STEP_SUMMARY"])
     gates = list(gate or [])
@@ -78,10 +84,15 @@ def compare(
     default = not gates
     if default:
         gates = [parse_gate(g) for g in DEFAULT_GATES]
+    floors = None
+    if noise_floor is not None:
+        from specbench.compare.noise import load_floors
+
+        floors = load_floors(noise_floor)
     base, cand = load_side(baseline), load_side(candidate)
     diffs = mismatches(base, cand)
     comp = compare_sides(base, cand, gates, default_gates=default, mismatches=diffs, n_resamples=resamples,
-                         seed=seed, confidence=confidence, holm=holm)
+                         seed=seed, confidence=confidence, holm=holm, noise_floors=floors)
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)

@@ -6,6 +6,8 @@
   no acceptance; a position >= that cell's k does not exist there). A cell on one side only or
   failed gives an inconclusive check for every gate that selects it; a gate that selects no cell at
   all gives one inconclusive check; a pass in a cell some of whose repeats failed is inconclusive.
+  A latency / throughput check with one repeat a side is within-run only: it fails only past its
+  metric's noise floor (:mod:`specbench.compare.noise`), else it is inconclusive.
 - Holm over the whole compare: every decided check of every cell and every gate line is one
   family. Per check, a no-change compare of the default study (6 cells) under the default gates
   plus ``acceptance_length:0`` (30 checks at 2.5% each) exited 1 in 10-18% of A/A studies drawn
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from specbench.compare.gates import Decision, Gate, GateError, decide
 from specbench.compare.metrics import row_name
+from specbench.compare.noise import WITHIN, floor_note, not_after_holm, within_run
 
 if TYPE_CHECKING:
     from specbench.compare.compare import CellComparison, Comparison, MetricRow
@@ -146,6 +149,11 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
         if not applies(gate, bc.axes, bc.is_baseline, k):
             continue
         for name, decision in _decisions(gate, by_name, bc, cc, confidence):
+            row = by_name.get(name)
+            if row is not None and row.scope == WITHIN:  # one repeat a side: a whole-run shift is not inside
+                decision = within_run(gate, row, decision, confidence)
+            elif row is not None:
+                decision.scope = row.scope
             holding = sorted((b for b in cell.blocks if b.holds(gate.metric)), key=lambda b: b.status != "inconclusive")
             block = holding[0] if holding else None
             if block is not None and block.status == "fail":
@@ -162,7 +170,7 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
                 decision.message += f"; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})"
             cell.gates.append(GateResult(cell.name, gate.describe(), name, decision.status, decision.message,
                                          decision.notes, decision.p_value, decision.mdc, decision.tolerance,
-                                         "per check", decision.se, decision.df))
+                                         "per check", decision.se, decision.df, decision.scope, decision.floor))
 
 
 def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell, confidence: float):
@@ -217,6 +225,9 @@ def holm(comp: Comparison, alpha: float) -> None:
             r.status = "inconclusive"
             r.message += f"; not decided: its interval gives no p-value for the run-level correction over {m} checks"
             continue
+        if r.scope == WITHIN:
+            not_after_holm(r, m)
+            continue
         r.status = "pass"
         r.notes.append(f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
                        f"over all {m} checks of this compare")
@@ -232,9 +243,10 @@ def detectable(comp: Comparison) -> None:
     for g in comp.checks:
         if g.status not in ("pass", "fail") or g.se is None or g.tolerance is None:
             continue
-        g.mdc = minimum_detectable(g.tolerance, g.se, g.df, alpha, m)
+        # within-run only: it can fail only past the noise floor, so that is what it detects from
+        g.mdc = minimum_detectable(g.tolerance if g.floor is None else g.floor, g.se, g.df, alpha, m)
         g.notes = [n for n in g.notes if not n.startswith("this check cannot see")]
-        note = weak_note(g.tolerance, g.mdc)
+        note = weak_note(g.tolerance, g.mdc) if g.floor is None else floor_note(g.tolerance, g.floor, g.mdc)
         if note:
             g.notes.insert(0, note)
 

@@ -3,9 +3,10 @@
 Pure: :class:`~specbench.compare.sides.Side` objects in, a :class:`Comparison` out; rendering
 and exit-code choice live elsewhere. Intervals come from :mod:`specbench.compare.intervals`
 (acceptance: jackknife t, paired by prompt over the prompts both sides have, see
-:mod:`specbench.compare.pairing`; latency medians: BCa). Acceptance point estimates come from the
-exact /metrics diff when both sides have one and every prompt was paired (units then only give the
-interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
+:mod:`specbench.compare.pairing`; latency medians: BCa; latency and throughput over repeats when
+both sides have 2+, else within-run only and held to a noise floor: :mod:`specbench.compare.noise`).
+Acceptance point estimates come from the exact /metrics diff when both sides have one and every
+prompt was paired (units then only give the interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
 Gate checks are applied by :mod:`specbench.compare.checks`.
 A row's verdict is ``worse``/``better`` only when the CI of the delta excludes 0 *and* the change
 is past the row's tolerance (its gate's, else 0); else ``~``.
@@ -42,6 +43,8 @@ class MetricRow:
     method: str = ""  # how the CI was obtained
     why: str = ""  # why there is no CI
     replicates: Any = field(default=None, repr=False)  # bootstrap intervals: replicates of cand - base (p-value)
+    scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (noise.py)
+    floor: Any = None  # within-run only: the noise.Floor its checks are held to
 
     @property
     def rel(self) -> float | None:
@@ -64,6 +67,8 @@ class GateResult:
     control: str = ""  # which error rate the check controls
     se: float | None = None  # standard error of the harm (for the minimum detectable change)
     df: float | None = None
+    scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (noise.py)
+    floor: float | None = None  # within-run only: the harm it fails past (noise floor with the tolerance)
 
 
 @dataclass
@@ -187,10 +192,12 @@ class Comparison:
 
 def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: bool = False,
                   mismatches: list[str] | None = None, n_resamples: int = 2000, seed: int = 0,
-                  confidence: float = 0.95, holm: bool = True) -> Comparison:
+                  confidence: float = 0.95, holm: bool = True, noise_floors: dict | None = None) -> Comparison:
     """Match cells by axis values, compute every metric row, apply every gate that selects a cell.
 
-    GateError (exit 2) for a gate no run can satisfy (unknown axis or value, position >= k).
+    ``noise_floors``: ``{metric: noise.Floor}`` for latency and throughput checks with one repeat a
+    side (default :func:`specbench.compare.noise.default_floors`). GateError (exit 2) for a gate no
+    run can satisfy (unknown axis or value, position >= k).
     """
     from specbench.compare import checks
 
@@ -202,7 +209,7 @@ def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: b
         if cc is not None:
             cells.append(compare_cell(bc, cc, n_resamples=n_resamples, seed=seed, confidence=confidence,
                                       refs=(_matching_baseline(base, bc), _matching_baseline(cand, cc)),
-                                      warnings=warnings))
+                                      warnings=warnings, floors=noise_floors))
     cells += checks.missing_cells(base, cand)
     warnings = [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings] + warnings
     warnings += [f"baseline cell skipped: {s}" for s in base.skipped] + [f"candidate cell skipped: {s}"
@@ -215,6 +222,9 @@ def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: b
         default_gates=default_gates, confidence=confidence, n_resamples=n_resamples, holm=holm,
     )
     checks.apply_gates(comp, gates, base, cand)
+    from specbench.compare.noise import scope_warning
+
+    comp.warnings += scope_warning(comp)
     return comp
 
 
@@ -230,14 +240,19 @@ def _matching_baseline(side: Side, cell: SideCell) -> SideCell | None:
 def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *, n_resamples: int = 2000,
                  seed: int = 0, confidence: float = 0.95,
                  refs: tuple[SideCell | None, SideCell | None] = (None, None),
-                 warnings: list[str] | None = None) -> CellComparison:
+                 warnings: list[str] | None = None, floors: dict | None = None) -> CellComparison:
     """Rows of one matched cell. ``refs``: each side's baseline (no-speculation) cell, for speedup and
-    divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide)."""
+    divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide).
+    Latency and throughput rows get their scope (:mod:`specbench.compare.noise`): between repeats,
+    or within-run only and held to ``floors`` (default floors when None)."""
     warnings = warnings if warnings is not None else []
     blocks: list[Block] = []
     rows, pairing = _acceptance_rows(bc, cc, confidence, warnings)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
     rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
+    from specbench.compare.noise import scope_rows
+
+    scope_rows(rows, bc, cc, refs, confidence, floors)
     clashes = [f"{side}: {d}" for side, c in (("baseline", bc), ("candidate", cc)) for d in c.disagreements]
     if clashes:  # every check: traffic outside the load, or lost requests, touch latency too
         blocks.append(Block("acceptance sources disagree beyond rounding (recorded in acceptance.json): "
@@ -273,14 +288,19 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
 
 
 def verdict(row: MetricRow) -> str:
-    """``worse``/``better`` when the CI excludes 0 and the change is past the tolerance, else ``~``."""
+    """``worse``/``better`` when the CI excludes 0 and the change is past the tolerance (within-run
+    only rows: and past the noise floor), else ``~``."""
     if row.delta is None or row.ci is None or any(math.isnan(x) for x in (row.delta, *row.ci)):
         return "~"
     harm, (lo, hi) = harm_of(row.metric, row.delta, row.ci)
-    tol = row.tolerance or 0.0
-    if lo > 0 and harm > tol:
+    worse = better = row.tolerance or 0.0
+    if row.floor is not None and row.base is not None:  # within-run only: a whole-run shift is no change
+        from specbench.compare.noise import allowed
+
+        worse, better = (allowed(row.metric, row.base, worse, row.floor, w) for w in (True, False))
+    if lo > 0 and harm > worse:
         return "worse"
-    if hi < 0 and -harm > tol:
+    if hi < 0 and -harm > better:
         return "better"
     return "~"
 

@@ -195,6 +195,8 @@ class Decision:
     mdc: float | None = None  # the harm detected with POWER probability (see minimum_detectable)
     se: float | None = None  # standard error of the harm (t: jackknife/Welch; bootstrap: SD of replicates)
     df: float | None = None  # t intervals; None = normal
+    floor: float | None = None  # within-run only: the harm past which it can fail (the noise floor with the tolerance)
+    scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (specbench/compare/noise.py)
 
 
 # How to get units, per metric source, for an inconclusive "no CI" check.
@@ -247,17 +249,18 @@ def weak_note(tol: float, mdc: float) -> str | None:
 
 def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, float] | None,
            name: str | None = None, *, se: float | None = None, df: float | None = None, why: str = "",
-           replicates=None, confidence: float = 0.95) -> Decision:
+           replicates=None, confidence: float = 0.95, tolerance: float | None = None) -> Decision:
     """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``
     at ``confidence``; ``se``/``df`` when it is a t interval, ``replicates`` of ``cand - base`` when
     it is a bootstrap one, for the p-value and the SE; ``why`` says why there is no CI). The minimum
-    detectable change is for this check alone; a compare re-states it for its correction."""
+    detectable change is for this check alone; a compare re-states it for its correction.
+    ``tolerance`` replaces the gate's allowed harm (the noise floor's, specbench/compare/noise.py)."""
     from specbench.compare.intervals import bootstrap_p, one_sided_p
 
     name = name or row_name(gate.metric, gate.index)
     if base is None or cand is None or _nan(base) or _nan(cand):
         return Decision("inconclusive", message=f"{name}: not measured on both sides")
-    tol = gate.tolerance(base)
+    tol = gate.tolerance(base) if tolerance is None else tolerance
     harm, harm_ci = harm_of(gate.metric, cand - base, None if ci is None or any(map(_nan, ci)) else ci)
     word = f"worse by {harm:.4g}" if harm > 0 else (f"better by {-harm:.4g}" if harm < 0 else "unchanged")
     head = f"{name}: base {base:.4g} -> cand {cand:.4g} ({word}"

@@ -31,10 +31,15 @@ def fmt_change(row: MetricRow) -> str:
     return d
 
 
+SCOPE_MARK = {"within-run only": " within-run", "between repeats": " over repeats"}
+
+
 def fmt_ci(row: MetricRow) -> str:
+    """The CI of the change; latency / throughput rows say what it covers (noise.py)."""
+    mark = SCOPE_MARK.get(row.scope, "")
     if row.ci is None:
-        return "no CI (too few units)" if "too few" in row.why else "no CI"
-    return f"[{fmt_delta(row, row.ci[0])}, {fmt_delta(row, row.ci[1])}]"
+        return ("no CI (too few units)" if "too few" in row.why else "no CI") + mark
+    return f"[{fmt_delta(row, row.ci[0])}, {fmt_delta(row, row.ci[1])}]{mark}"
 
 
 def tally(comp: Comparison) -> str:

@@ -41,7 +41,9 @@ class SideCell:
     units: list[Counts] = field(default_factory=list)
     unit_kind: str | None = None  # "request" | "window" | "total" (one unit: no CI)
     latency: dict[str, list[float]] = field(default_factory=dict)  # metric -> per-request values (ms)
+    latency_repeat: dict[str, list[Any]] = field(default_factory=dict)  # metric -> each value's repeat
     summary: dict[str, list[float]] = field(default_factory=dict)  # metric -> one value per repeat
+    repeats: list[Any] = field(default_factory=list)  # the repeat of each finished cell pooled here
     num_spec_tokens: int | None = None
     is_baseline: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)  # requests.jsonl rows, tagged with _repeat
@@ -218,6 +220,7 @@ def _load_run_dir(path: Path, run=None) -> Side:
             cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
                                               is_baseline=bool(rec.is_baseline))
         cell.cell_ids.append(cell_id)
+        cell.repeats.append(rec.repeat)
         if not foreign:
             _add_attestation(cell, cell_id, rec)
         _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
@@ -408,6 +411,7 @@ def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | 
                 value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)
                 if value is not None:
                     cell.latency.setdefault(metric, []).append(float(value))
+                    cell.latency_repeat.setdefault(metric, []).append(repeat)
     from specbench.load.summary import summary_columns
 
     columns = summary_columns(summary)

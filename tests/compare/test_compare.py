@@ -119,11 +119,16 @@ def test_failed_cell_is_reported_not_compared(make_run):
 
 
 def test_latency_gate_direction(make_run):
+    """One repeat a side: a latency check is within-run only; +40% is inside the TTFT noise floor
+    (+250%) and inconclusive, 5x is past (1 + 10%) x 3.5 and fails; the reverse is better."""
     base = make_run("base", [{"axes": ON, "p": P, "units": 60, "drafts": 10, "ttft_ms": (50, 2)}], seed=1)
-    cand = make_run("cand", [{"axes": ON, "p": P, "units": 60, "drafts": 10, "ttft_ms": (70, 2)}], seed=2)
+    cand = make_run("cand", [{"axes": ON, "p": P, "units": 60, "drafts": 10, "ttft_ms": (250, 2)}], seed=2)
+    bit = make_run("bit", [{"axes": ON, "p": P, "units": 60, "drafts": 10, "ttft_ms": (70, 2)}], seed=2)
     gate = [parse_gate("ttft_p50_ms:+10%")]
     slower = compare_sides(load_side(base), load_side(cand), gate)
-    assert [(g.metric, g.status) for g in slower.failures] == [("ttft_p50_ms", "fail")]
+    assert [(g.metric, g.status, g.scope) for g in slower.failures] == [("ttft_p50_ms", "fail", "within-run only")]
+    a_bit = compare_sides(load_side(base), load_side(bit), gate)
+    assert a_bit.exit_code == 3 and "within-run only" in a_bit.inconclusive[0].message
     faster = compare_sides(load_side(cand), load_side(base), gate)
     assert faster.exit_code == 0 and _rows(faster, "mla=on, output_norm=on")["ttft_p50_ms"].verdict == "better"
 

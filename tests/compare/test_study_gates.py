@@ -55,10 +55,17 @@ def test_gate_grammar_for_study_metrics():
 
 
 def test_speedup_gate_fails_when_the_cell_gets_slower(tmp_path):
+    """One repeat a side: the speed-up check is within-run only. Decode twice as slow (speed-up
+    -47%) is inside the speed-up's noise floor (-70%: same-config reruns on one VM moved it -63%):
+    inconclusive. Ten times as slow is well past (1 - 5%) x 0.3 of the baseline's (Holm over the 6
+    checks asks p <= 0.4%): a failure."""
     base = _copy(tmp_path, "base")
-    # decode twice as slow: Holm over the 6 cells' checks needs p <= 0.4%; a 1.5x slowdown of 20
-    # requests reaches p = 1.4% (past the tolerance per check, not after the run-level correction)
-    slow = _copy(tmp_path, "slow", lambda r, b: {**r, "e2e_s": r["ttft_s"] + 2.0 * (r["e2e_s"] - r["ttft_s"])})
+    twice = _copy(tmp_path, "twice", lambda r, b: {**r, "e2e_s": r["ttft_s"] + 2.0 * (r["e2e_s"] - r["ttft_s"])})
+    rc, data, out = _compare(base, twice, tmp_path, "speedup:-5%")
+    assert rc == 3, out
+    (check,) = data["inconclusive"]
+    assert check["scope"] == "within-run only" and "not past the noise floor of speedup, -70%" in check["message"]
+    slow = _copy(tmp_path, "slow", lambda r, b: {**r, "e2e_s": r["ttft_s"] + 10.0 * (r["e2e_s"] - r["ttft_s"])})
     rc, data, out = _compare(base, slow, tmp_path, "speedup:-5%")
     assert rc == 1, out
     row = _row(data, "mla=on, output_norm=on", "speedup")
