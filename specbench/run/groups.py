@@ -78,10 +78,13 @@ def shipped_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def head_variant(cell: Cell) -> tuple[str, bool]:
-    """(output_norm, pos0_mask) the cell asks for of its EAGLE head (its ``spec``; the shipped
-    variant for a cell without a DeepSeek head)."""
-    variant = (cell.spec or {}).get("head_variant") or {}
-    return variant.get("output_norm") or "on", variant.get("pos0_mask") == "on"
+    """(output_norm, pos0_mask) the cell's server is configured to run on its EAGLE head (the
+    switches in its environment, what the plugin reads; pos0 mask: the shipped value when unset).
+    What the cell claims is its ``spec``; attestation holds the two against each other."""
+    from specbench.plugin import switches_from_env
+
+    sw = switches_from_env(cell.env)
+    return sw.output_norm, sw.mask_for("eagle")
 
 
 def head_switchable(cell: Cell, host: str) -> bool:
