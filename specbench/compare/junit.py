@@ -1,6 +1,7 @@
 """JUnit XML for CI systems: one testcase per gate check (xml.etree, so the XML is well formed).
 
-A failed check is a ``<failure>``; an inconclusive one an ``<error type="inconclusive">`` with the
+Cells and metrics are named as the terminal and Markdown name them (``MLA on · norm off``,
+``AL``, ``p_0``). A failed check is a ``<failure>``; an inconclusive one an ``<error type="inconclusive">`` with the
 reason (never a pass: a check that could not be decided must not turn a CI dashboard green).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from specbench.compare.compare import Comparison
+from specbench.compare.render import cell_titles, short_metric
 
 
 def junit_xml(comp: Comparison) -> str:
@@ -18,8 +20,10 @@ def junit_xml(comp: Comparison) -> str:
     suites = ET.Element("testsuites", name="specbench compare", **attrs)
     suite = ET.SubElement(suites, "testsuite", name=f"specbench compare {comp.base_label} vs {comp.cand_label}",
                           **attrs)
+    titles = cell_titles(comp)  # what the terminal and Markdown call the cells and metrics
     for g in checks:
-        case = ET.SubElement(suite, "testcase", classname=g.cell, name=f"{g.metric} [{g.gate}]")
+        case = ET.SubElement(suite, "testcase", classname=titles.get(g.cell, g.cell),
+                             name=f"{short_metric(g.metric)} [{g.gate}]")
         text = "\n".join([g.message, *g.notes, f"error rate: {g.control}" if g.control else ""]).strip()
         if g.status == "fail":
             ET.SubElement(case, "failure", message=g.message, type="regression").text = text

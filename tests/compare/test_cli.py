@@ -59,8 +59,10 @@ def test_outputs(pair, tmp_path):
     # default gates: AL + 3 positions, in each of 2 cells
     assert len(cases) == 8 and root.get("failures") == str(len(root.findall(".//failure")))
     failed = {(c.get("classname"), c.get("name").split(" ")[0]) for c in cases if c.find("failure") is not None}
-    assert ("mla=on, output_norm=off", "per_position[0]") in failed
-    assert not any(c.get("classname") == "mla=on, output_norm=on" for c in cases if c.find("failure") is not None)
+    # named as the terminal and the Markdown name them: cell titles and metric symbols, not keys
+    assert ("norm off", "p_0") in failed, failed
+    assert not any(c.get("classname") == "norm on" for c in cases if c.find("failure") is not None)
+    assert not any("=" in c.get("classname") or "per_position" in c.get("name").split(" [")[0] for c in cases)
     data = json.loads(js.read_text())
     assert data["exit_code"] == 1 and data["schema_version"] == 1
     assert {r["metric"] for r in data["regressions"]} >= {"per_position[0]", "mean_acceptance_length"}
