@@ -202,7 +202,7 @@ def attest(text: str, switched: list[dict[str, Any]] | None = None) -> dict[str,
             why["head_variant"] = f"workers answered the switch differently: {switched}"
     if not engine:
         why["engine"] = "no 'Initializing a V1 LLM engine' line in the server log"
-    _cross_check(out, engine, why)
+    _cross_check(out, engine, backends, why)
     for key in ("mla", "spec_method", "num_speculative_tokens", "head_variant"):
         if key != "mla" and out.get("speculation") is False:
             continue  # a server without speculation: nothing to attest there
@@ -228,8 +228,13 @@ def _agreed(workers: list[dict[str, Any]], key: str, why: dict[str, str]) -> Any
     return None
 
 
-def _cross_check(out: dict[str, Any], engine: dict[str, Any], why: dict[str, str]) -> None:
-    """The plugin's values against vLLM's own engine line: two sources that disagree attest nothing."""
+def _cross_check(out: dict[str, Any], engine: dict[str, Any], backends: list[str], why: dict[str, str]) -> None:
+    """The plugin's values against vLLM's own lines (the engine line, the backend line): two sources
+    that disagree attest nothing."""
+    printed = {backend_is_mla(b) for b in backends} - {None}
+    if out.get("workers") and out.get("mla") is not None and len(printed) == 1 and printed != {out["mla"]}:
+        why["mla"] = f"the workers report use_mla {out['mla']}, vLLM printed the backend {', '.join(backends)}"
+        out["mla"] = None
     for key in ("spec_method", "num_speculative_tokens"):
         if key in engine and out.get(key) is not None and canonical_method(engine[key]) != canonical_method(out[key]):
             why[key] = f"the plugin read {out[key]!r}, vLLM's engine line says {engine[key]!r}"

@@ -197,3 +197,11 @@ def test_the_model_runner_vllm_says_it_uses(line, runner):
 def test_the_committed_cpu_log_says_v1_and_the_worker_names_the_cpu_runner():
     a = attest(_log("mla-on__output_norm-on__r0", plugin=True))
     assert a["runner_line"] == "V1" and a["model_runner"].endswith("cpu_model_runner.CPUModelRunner")
+
+
+def test_a_backend_line_contradicting_the_workers_mla_attests_nothing():
+    text = f"{PREFIX}[cuda.py:506] " + GPU_AUTO % ("FLASH_ATTN", "['FLASH_ATTN']") + "\n" + _lines(_worker(0))
+    a = attest(text)
+    assert a["mla"] is None and "vLLM printed the backend FLASH_ATTN" in a["unattested"]["mla"]
+    agreeing = attest(f"{PREFIX}[cuda.py:506] " + GPU_AUTO % ("FLASHMLA", "['FLASHMLA']") + "\n" + _lines(_worker(0)))
+    assert agreeing["mla"] is True
