@@ -219,7 +219,7 @@ def _print_details(comp: Comparison, console) -> None:
             table.add_column(col, justify="left" if col in ("metric", "verdict", "gate") else "right", no_wrap=True)
         mdc = _mdc(cell)
         for row in cell.rows:
-            table.add_row(row.name, fmt_value(row, row.base), fmt_value(row, row.cand), fmt_change(row),
+            table.add_row(short_metric(row.name), fmt_value(row, row.base), fmt_value(row, row.cand), fmt_change(row),
                           fmt_ci(row), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
                           _gate_cell(gate_by_metric.get(row.name, [])), mdc.get(row.name, ""))
         console.print(table)
@@ -280,7 +280,7 @@ def markdown(comp: Comparison) -> str:
                 "|---|---:|---:|---:|---:|---|---|---:|"]
         mdc = _mdc(cell)
         for row in cell.rows:
-            out.append(f"| `{row.name}` | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
+            out.append(f"| {short_metric(row.name)} | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
                        f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | "
                        f"{_gate_cell(gate_by_metric.get(row.name, []), md=True)} | {mdc.get(row.name, '')} |")
         out.append("")

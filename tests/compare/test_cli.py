@@ -51,7 +51,7 @@ def test_outputs(pair, tmp_path):
                     env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert code == 1, out
     text = md.read_text()
-    assert "❌" in text and "| `per_position[0]` |" in text and "🔴 worse" in text and "**FAIL**" in text
+    assert "❌" in text and "| p_0 |" in text and "🔴 worse" in text and "**FAIL**" in text
     assert "| ~ |" in text  # the unchanged cell's rows
     assert summary.read_text() == "earlier step\n" + text + "\n"  # appended, never rewritten
     root = ET.parse(xml).getroot()

@@ -43,8 +43,9 @@ def test_verbose_adds_every_metric(make_run):
     cand = make_run("cand", _cells(P), seed=2)
     _, short = run(base, cand)
     _, long = run(base, cand, "--verbose")
-    assert "95% CI of delta" in long and "draft_acceptance_rate" in long
-    assert "draft_acceptance_rate" not in short and len(long.splitlines()) > 2 * len(short.splitlines())
+    # every metric, named as the verdict table names them (DAR, p_0), not by key
+    assert "95% CI of delta" in long and "│ DAR " in long and "draft_acceptance_rate" not in long
+    assert "│ DAR " not in short and len(long.splitlines()) > 2 * len(short.splitlines())
 
 
 def test_a_run_compared_with_itself_is_flagged(make_run, tmp_path):
