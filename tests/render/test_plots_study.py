@@ -47,3 +47,16 @@ def test_speedup_forest_is_log_and_centred_at_one(study):
     assert [t.get_text() for t in ax.get_yticklabels()] == [s.cell for s in study.speedups]
     for s in study.speedups:
         assert lo < s.intervals["output_tok_per_s"][0] and s.intervals["output_tok_per_s"][1] < hi
+
+
+def test_speedup_ticks_never_crowd_at_any_axis_width():
+    import math
+
+    from specbench.render.plots.study import spaced_ticks
+
+    for span in (math.log(1.25) * 1.08, 0.5, 1.0, math.log(4) * 1.08, 2.0):
+        ticks = spaced_ticks(span)
+        assert 1.0 in ticks and all(math.exp(-span) <= t <= math.exp(span) for t in ticks)
+        gaps = [math.log(b) - math.log(a) for a, b in zip(ticks, ticks[1:])]
+        assert all(g >= 0.1 * 2 * span - 1e-9 for g in gaps), (span, ticks)
+    assert len(spaced_ticks(math.log(4) * 1.08)) >= 5  # a wide axis still has ticks on both sides

@@ -115,15 +115,32 @@ def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str]
     ax.set_xscale("log")
     span = max(abs(math.log(min(values))), abs(math.log(max(values))), math.log(1.25)) * 1.08
     ax.set_xlim(math.exp(-span), math.exp(span))  # centred at 1x: x and 1/x equally far from it
-    ticks = [t for t in (0.25, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
-             if math.exp(-span) <= t <= math.exp(span)]
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_locator(FixedLocator(spaced_ticks(span)))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
     ax.set_yticks(range(len(speedups)), [title(s.cell) for s in speedups])
     ax.set_ylim(len(speedups) - 0.5, -0.5)
     ax.set_xlabel("speed-up over the no-speculation baseline (log scale; < 1× slower, > 1× faster)")
     ax.grid(True, axis="x", alpha=0.3)
+
+
+SPEEDUP_TICKS = (0.25, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
+
+
+def spaced_ticks(span: float, min_gap: float = 0.1) -> list[float]:
+    """Speed-up ticks inside ``[e^-span, e^span]`` (log axis), 1× always, outward from it keeping a
+    tick only ``min_gap`` of the axis width (in log units) or more from the last one kept, so no two
+    labels ("0.67×0.8×") run into each other however wide the axis is."""
+    inside = [t for t in SPEEDUP_TICKS if math.exp(-span) <= t <= math.exp(span)]
+    gap = min_gap * 2 * span
+    kept = [1.0]
+    for side in (sorted(t for t in inside if t > 1), sorted((t for t in inside if t < 1), reverse=True)):
+        last = 1.0
+        for t in side:
+            if abs(math.log(t) - math.log(last)) >= gap:
+                kept.append(t)
+                last = t
+    return sorted(kept)
 
 
 def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same) -> Figure:
