@@ -148,6 +148,11 @@ def cell_name(axes: dict[str, Any], fallback: str) -> str:
     return ", ".join(f"{k}={v}" for k, v in axes.items()) if axes else fallback
 
 
+# Inputs no specbench server produced cannot carry attestation: shown unchecked, not refused.
+UNCHECKED = ("not attested ({what}: no specbench server reported what vLLM ran); its MLA, k and head "
+             "variant are unchecked")
+
+
 def load_side(path: Path) -> Side:
     """Read a run directory or one log / /metrics file; InputError (exit 2) naming what is wrong."""
     path = Path(path)
@@ -183,7 +188,8 @@ def _load_file(path: Path) -> Side:
                     unit_kind="window" if len(windows) > 1 else "total",
                     num_spec_tokens=_k(windows))
     return Side(path=path, label=path.name, manifest=None, cells={(): cell},
-                warnings=[f"{path.name}: {w}" for w in list(result.warnings) + list(warnings)])
+                warnings=[f"{path.name}: {w}" for w in [*result.warnings, *warnings,
+                                                         UNCHECKED.format(what="a log or /metrics file")]])
 
 
 def _load_run_dir(path: Path, run=None) -> Side:
@@ -195,10 +201,10 @@ def _load_run_dir(path: Path, run=None) -> Side:
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
     # A `vllm bench sweep` directory read as a run: no specbench server ran it, so nothing could
     # attest its cells. They are shown unchecked (a warning), not refused: their numbers are vLLM's own.
-    foreign = str(run.manifest.get("source") or "").startswith("vllm bench")
+    source = str(run.manifest.get("source") or "")
+    foreign = source.startswith("vllm bench")
     if foreign:
-        side.warnings.append(f"{path.name}: not attested (a vllm bench sweep: no specbench server reported "
-                             "what it ran); MLA, k and head variant are as its parameters say, unchecked")
+        side.warnings.append(f"{path.name}: {UNCHECKED.format(what=source + ' results')}")
     not_done: dict[CellKey, FailedCell] = {}
     for cell_id, data in run.cells.items():
         rec = data.record

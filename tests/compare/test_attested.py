@@ -65,3 +65,11 @@ def test_attested_differences_between_the_runs_are_named(tmp_path):
     warnings = json.loads(js.read_text())["warnings"]
     assert "mla=on, output_norm=on: the runs' servers differ in (attested, baseline vs candidate): attention_backend CPU_MLA vs AMX_MLA" \
         in warnings
+
+
+def test_inputs_no_specbench_server_produced_are_shown_unchecked_not_refused(tmp_path):
+    log = BASELINE / CELL / "server.log"
+    js = tmp_path / "r.json"
+    code, out = run(log, log, "--json", js)
+    assert code == 0, out
+    assert any("not attested (a log or /metrics file" in w for w in json.loads(js.read_text())["warnings"])
