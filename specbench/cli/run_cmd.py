@@ -77,7 +77,9 @@ def _executor(kind: str, address: Optional[str], max_concurrent: Optional[int], 
     if kind == "local":
         if address is not None or max_concurrent is not None:
             raise ConfigError("--address and --max-concurrent-cells need --executor ray")
-        return None  # execute()'s default: the local executor
+        from specbench.run.groups import GroupedExecutor
+
+        return GroupedExecutor()  # cells on this machine; cells differing only in load axes share a server
     if kind != "ray":
         raise ConfigError(f"--executor {kind!r}: use local or ray")
     from specbench.run.ray_executor import RayExecutor, RayOptions, import_ray

@@ -19,14 +19,16 @@
 
 from __future__ import annotations
 
+import math
+
 from typing import TYPE_CHECKING
 
-from specbench.compare.gates import Decision, Gate, GateError, decide
+from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of
 from specbench.compare.metrics import row_name
-from specbench.compare.noise import WITHIN, floor_note, not_after_holm, within_run
+from specbench.compare.noise import WITHIN, allowed, floor_note, not_after_holm, within_run
 
 if TYPE_CHECKING:
-    from specbench.compare.compare import CellComparison, Comparison, MetricRow
+    from specbench.compare.results import CellComparison, Comparison, MetricRow
     from specbench.compare.sides import Side, SideCell
 
 
@@ -67,7 +69,7 @@ def applies(gate: Gate, axes: dict, is_baseline: bool, k: int | None) -> bool:
 
 def missing_cells(base: Side, cand: Side) -> list[CellComparison]:
     """A row-less CellComparison for every cell that is not finished on both sides, saying why."""
-    from specbench.compare.compare import CellComparison
+    from specbench.compare.results import CellComparison
 
     out = []
     keys = dict.fromkeys(list(base.cells) + list(cand.cells) + list(base.failed) + list(cand.failed))
@@ -107,7 +109,7 @@ def _any_cell(key, base: Side, cand: Side):
 
 def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> None:
     """Fill every cell's gate results, list gates that matched nothing, adjust for the number of checks (Holm)."""
-    from specbench.compare.compare import GateResult
+    from specbench.compare.results import GateResult
 
     for cell in comp.cells:
         info = _any_cell(cell.key, base, cand)
@@ -140,7 +142,7 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
 
 def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCell, confidence: float = 0.95) -> None:
     """The checks of every gate that applies to this matched cell (Holm needs every cell: not here)."""
-    from specbench.compare.compare import GateResult
+    from specbench.compare.results import GateResult
 
     by_name = {r.name: r for r in cell.rows}
     k = min([x for x in (bc.num_spec_tokens, cc.num_spec_tokens) if x] or [0]) or None
@@ -258,7 +260,6 @@ def run_control(alpha: float, m: int) -> str:
 
 def finish_rows(cell: CellComparison) -> None:
     """Row tolerances from the gates that checked them; verdicts (``worse`` where a check failed)."""
-    from specbench.compare.compare import verdict
 
     tol: dict[str, list[float]] = {}
     failed = set()
@@ -271,3 +272,19 @@ def finish_rows(cell: CellComparison) -> None:
         row.tolerance = min(tol.get(row.name, [0.0]))
         blocked = any(b.holds(row.metric) for b in cell.blocks)
         row.verdict = "worse" if row.name in failed else ("~" if blocked else verdict(row))
+
+
+def verdict(row: MetricRow) -> str:
+    """``worse``/``better`` when the CI excludes 0 and the change is past the tolerance (within-run
+    only rows: and past the noise floor), else ``~``."""
+    if row.delta is None or row.ci is None or any(math.isnan(x) for x in (row.delta, *row.ci)):
+        return "~"
+    harm, (lo, hi) = harm_of(row.metric, row.delta, row.ci)
+    worse = better = row.tolerance or 0.0
+    if row.floor is not None and row.base is not None:  # within-run only: a whole-run shift is no change
+        worse, better = (allowed(row.metric, row.base, worse, row.floor, w) for w in (True, False))
+    if lo > 0 and harm > worse:
+        return "worse"
+    if hi < 0 and -harm > better:
+        return "better"
+    return "~"

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from specbench.compare.compare import MetricRow
+    from specbench.compare.results import MetricRow
     from specbench.compare.gates import Decision, Gate
     from specbench.compare.metrics import Metric
     from specbench.compare.sides import SideCell

@@ -159,7 +159,7 @@ def load_side(path: Path) -> Side:
     if not path.exists():
         raise InputError(f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file")
     if path.is_dir():
-        return _load_run_dir(path)  # a specbench run, or a `vllm bench sweep serve` directory (store.load_run)
+        return _load_run_dir(path)  # a specbench run, or a `vllm bench sweep serve` directory (run/read.py)
     from specbench.metrics.vllm_bench import looks_like_bench_file
 
     if looks_like_bench_file(path):
@@ -193,9 +193,9 @@ def _load_file(path: Path) -> Side:
 
 
 def _load_run_dir(path: Path, run=None) -> Side:
-    from specbench.run.store import load_run
+    from specbench.run.read import read_run
 
-    run = run if run is not None else load_run(path)
+    run = run if run is not None else read_run(path)
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})

@@ -140,9 +140,9 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
 def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
     """``{label: title}`` for every cell of a run, baselines included (``MLA on · norm off``;
     ``<run id>/<title>`` when several runs are reported together)."""
-    from specbench.run.store import load_run
+    from specbench.run.read import read_run
 
-    return titles_of(load_run(run_dir), prefix=prefix)
+    return titles_of(read_run(run_dir), prefix=prefix)
 
 
 def titles_of(run, *, prefix: bool = False) -> dict[str, str]:
@@ -162,7 +162,7 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
     import os
 
     from specbench.errors import ConfigError
-    from specbench.run.store import load_run
+    from specbench.run.read import read_run
 
     seen: dict[str, Path] = {}
     for run_dir in run_dirs:
@@ -172,7 +172,7 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
         seen[real] = run_dir
     ids: dict[str, Path] = {}
     for run_dir in run_dirs:
-        run_id = str(load_run(run_dir).run_id)
+        run_id = str(read_run(run_dir).run_id)
         if run_id in ids:
             raise ConfigError(f"report: {ids[run_id]} and {run_dir} are copies of one run ({run_id}); report one, "
                               "or compare them with 'specbench compare'")

@@ -166,9 +166,9 @@ def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list
 
 
 def _load_run(path: Path):
-    from specbench.run.store import load_run
+    from specbench.run.read import read_run
 
-    return load_run(path)
+    return read_run(path)
 
 
 def _axis_label(axis: str) -> str:

@@ -69,9 +69,9 @@ def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
     """Finished cells and the run's draft-only axes."""
     from specbench.io import read_jsonl
     from specbench.run.cells import axis_label, draft_axes_of
-    from specbench.run.store import load_run
+    from specbench.run.read import read_run
 
-    run = load_run(path)
+    run = read_run(path)
     out = []
 
     for cell_id, cell in run.cells.items():

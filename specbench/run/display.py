@@ -134,9 +134,9 @@ def final_table(run_dir: Path) -> Table:
     back from the run directory itself; cells titled as `report` and `compare` title them
     (``MLA on · norm off``, ``no spec · MLA on``)."""
     from specbench.report.build import titles_of
-    from specbench.run.store import load_run
+    from specbench.run.read import read_run
 
-    run = load_run(run_dir)
+    run = read_run(run_dir)
     names = titles_of(run)
     speed = _speedups(run_dir)
     from rich import box

@@ -134,7 +134,9 @@ def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tupl
 def resume_plan(run_dir: Path) -> RunPlan:
     """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
     run_dir = Path(run_dir)
-    run = store.load_run(run_dir, resuming=True)
+    from specbench.run.read import read_run
+
+    run = read_run(run_dir, resuming=True)
     manifest = run.manifest
     if str(manifest.get("source", "")).startswith("vllm bench"):
         raise InputError(f"{run_dir}: a vllm bench sweep directory, not a specbench run; continue it with "

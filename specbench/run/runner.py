@@ -323,7 +323,7 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)  # said before the run starts (where secrets came from)
 
 
-def execute(plan: RunPlan, display: Display, executor: Executor | None = None) -> int:
+def execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     """Run the plan's cells, rewriting manifest and tables after each; returns the exit code.
 
     The run directory is locked meanwhile (a second run of it is refused), and the manifest never
@@ -351,12 +351,9 @@ def _mark_failed(plan: RunPlan, exc: BaseException) -> None:
         pass  # the original error says more than this one (a full disk, say)
 
 
-def _execute(plan: RunPlan, display: Display, executor: Executor | None = None) -> int:
+def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     from specbench.load.prompts import load_prompts
 
-    from specbench.run.groups import GroupedExecutor
-
-    executor = executor or GroupedExecutor()  # cells differing only in load axes share a server
     study = plan.study
     prompts = load_prompts(categories=study.load.prompts.categories, path=study.load.prompts.path)
     manifest = plan.manifest

@@ -234,17 +234,13 @@ def _pos_key(name: str) -> tuple:
 
 
 def load_run(path: Path, *, resuming: bool = False) -> Run:
-    """Read a run directory; InputError naming the file for anything missing, corrupt or foreign.
+    """Read a specbench run directory; InputError naming the file for anything missing, corrupt or
+    foreign (readers that also take `vllm bench sweep` directories use :func:`specbench.run.read.read_run`).
 
     ``resuming``: a deleted cell directory is the documented way to have --resume re-run a cell."""
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: not a directory; pass a run directory (results/<run-id>)")
-    if not (path / MANIFEST).exists():
-        from specbench.run.sweep import is_sweep_dir, load_sweep
-
-        if is_sweep_dir(path):  # a `vllm bench sweep serve` experiment directory
-            return load_sweep(path)
     manifest = load_json(path / MANIFEST)
     if not isinstance(manifest.get("cells"), list) or "run_id" not in manifest:
         raise InputError(f"{path / MANIFEST}: not a specbench run manifest (no run_id / cells)")

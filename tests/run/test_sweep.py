@@ -20,7 +20,7 @@ from specbench.cli.main import app  # noqa: E402
 from specbench.compare.guard import mismatches  # noqa: E402
 from specbench.compare.sides import load_side  # noqa: E402
 from specbench.errors import InputError  # noqa: E402
-from specbench.run.store import load_run  # noqa: E402
+from specbench.run.read import read_run  # noqa: E402
 from specbench.run.sweep import is_sweep_dir, point_axes, sections  # noqa: E402
 
 SWEEP = DATA / "sweep"
@@ -35,7 +35,7 @@ def invoke(*args):
 
 
 def test_sweep_cells_axes_and_counts_equal_the_metrics_diff():
-    run = load_run(SWEEP)
+    run = read_run(SWEEP)
     assert sorted(run.cells) == sorted(SCRAPES)
     for cid, (before, after) in SCRAPES.items():
         cell = run.cells[cid]
@@ -66,7 +66,7 @@ def test_runs_in_the_experiment_directory_itself(tmp_path):
         point = SWEEP / "SERVE--max_num_seqs=4-BENCH--max_concurrency=1"
         shutil.copy(point / f"run={i}.json", tmp_path / f"run={i}.json")
     assert is_sweep_dir(tmp_path)
-    run = load_run(tmp_path)
+    run = read_run(tmp_path)
     assert sorted(run.cells) == ["point__r0", "point__r1"]
     assert not is_sweep_dir(tmp_path / "run=0.json") and not is_sweep_dir(DATA)
 
@@ -138,7 +138,7 @@ def test_a_sweep_with_a_bad_run_file_is_one_line_exit_2(tmp_path):
     shutil.copytree(SWEEP, bad)
     (bad / "SERVE--max_num_seqs=4-BENCH--max_concurrency=1" / "run=0.json").write_text("{\"duration\": 1,")
     with pytest.raises(InputError, match="run=0.json"):
-        load_run(bad)
+        read_run(bad)
     code, out = invoke("report", bad, "--out", tmp_path / "r")
     assert code == 2 and "Traceback" not in out
 

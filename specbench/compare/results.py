@@ -1,0 +1,175 @@
+"""The records of a comparison: a metric row, a gate check's result, a block, a cell and the whole
+compare (exit code, error control, JSON form). Plain data below every compare module
+(:mod:`~specbench.compare.checks` and :mod:`~specbench.compare.noise` fill them,
+:mod:`~specbench.compare.compare` builds them, render/junit read them)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from specbench.compare.metrics import Metric
+
+
+@dataclass
+class MetricRow:
+    name: str
+    metric: Metric
+    index: int | None
+    base: float | None
+    cand: float | None
+    delta: float | None
+    ci: tuple[float, float] | None  # CI of cand - base; None when it cannot be estimated
+    verdict: str = "~"
+    tolerance: float | None = None
+    se: float | None = None  # t intervals only (then df too): gives the gate's p-value
+    df: float | None = None
+    method: str = ""  # how the CI was obtained
+    why: str = ""  # why there is no CI
+    replicates: Any = field(default=None, repr=False)  # bootstrap intervals: replicates of cand - base (p-value)
+    scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (noise.py)
+    floor: Any = None  # within-run only: the noise.Floor its checks are held to
+
+    @property
+    def rel(self) -> float | None:
+        if self.delta is None or not self.base:
+            return None
+        return self.delta / abs(self.base)
+
+
+@dataclass
+class GateResult:
+    cell: str
+    gate: str
+    metric: str
+    status: str  # "pass" | "fail" | "inconclusive"
+    message: str
+    notes: list[str] = field(default_factory=list)
+    p_value: float | None = None
+    mdc: float | None = None  # the harm detected with 80% probability under the compare's correction
+    tolerance: float | None = None
+    control: str = ""  # which error rate the check controls
+    se: float | None = None  # standard error of the harm (for the minimum detectable change)
+    df: float | None = None
+    scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (noise.py)
+    floor: float | None = None  # within-run only: the harm it fails past (noise floor with the tolerance)
+
+
+@dataclass
+class Block:
+    """A reason that decides checks of a cell whatever their interval says: inconclusive (exit 3,
+    never a pass: prompts unmatched, sources that disagree, ...) or, with ``status="fail"``, a
+    failure the interval cannot express (speculation off). New reasons are one more Block; an
+    inconclusive one outranks a fail."""
+
+    reason: str
+    sources: tuple[str, ...] = ()  # metric sources it holds ("acceptance", ...); () = every check of the cell
+    status: str = "inconclusive"  # "inconclusive" | "fail"
+
+    def holds(self, metric: Metric) -> bool:
+        return not self.sources or metric.source in self.sources
+
+
+@dataclass
+class CellComparison:
+    name: str
+    axes: dict[str, Any]
+    base_ids: list[str]
+    cand_ids: list[str]
+    base_units: int
+    cand_units: int
+    unit_kind: str | None
+    rows: list[MetricRow] = field(default_factory=list)
+    gates: list[GateResult] = field(default_factory=list)
+    missing: str | None = None  # why this cell has no rows (one side only, failed)
+    key: tuple = ()  # the cell key (axis, value) pairs, to find the sides' cells again
+    is_baseline: bool = False  # a no-speculation cell (its speculative axes read "none")
+    blocks: list[Block] = field(default_factory=list)  # why some checks cannot be decided
+    pairing: dict[str, Any] | None = None  # over which prompts acceptance was compared (pairing.Pairing.summary)
+
+
+@dataclass
+class Comparison:
+    base_label: str
+    cand_label: str
+    cells: list[CellComparison]
+    only_base: list[str]
+    only_cand: list[str]
+    mismatches: list[str]
+    warnings: list[str]
+    gates: list[str]
+    default_gates: bool
+    confidence: float
+    n_resamples: int
+    unmatched: list[GateResult] = field(default_factory=list)  # gates that selected no cell
+    holm: bool = True
+
+    @property
+    def checks(self) -> list[GateResult]:
+        return [g for c in self.cells for g in c.gates] + self.unmatched
+
+    @property
+    def failures(self) -> list[GateResult]:
+        return [g for g in self.checks if g.status == "fail"]
+
+    @property
+    def inconclusive(self) -> list[GateResult]:
+        return [g for g in self.checks if g.status == "inconclusive"]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for g in self.checks if g.status == s) for s in ("pass", "fail", "inconclusive")}
+
+    @property
+    def exit_code(self) -> int:
+        """0 every check passed, 1 a check failed, 3 none failed but some could not be decided."""
+        return 1 if self.failures else (3 if self.inconclusive else 0)
+
+    @property
+    def decided(self) -> int:
+        """Checks that were decided (pass or fail): the family the run-level correction covers."""
+        return sum(1 for g in self.checks if g.status in ("pass", "fail"))
+
+    @property
+    def error_control(self) -> dict[str, Any]:
+        """Which false-alarm rate the verdict holds: method, scope, level and the number of checks."""
+        alpha = (1 - self.confidence) / 2
+        return {"method": "holm" if self.holm else "none", "scope": "run" if self.holm else "check",
+                "alpha_one_sided": round(alpha, 6), "checks": self.decided,
+                "inconclusive_not_tested": len(self.inconclusive)}
+
+    @property
+    def error_rate(self) -> str:
+        """Which false-alarm rate the gates control, in words."""
+        alpha = (1 - self.confidence) / 2 * 100
+        m = self.decided
+        if self.holm:
+            return (f"false alarms: <= {alpha:.3g}% one-sided for the whole compare, Holm over all {m} decided "
+                    "checks (every cell x every gate line)")
+        return (f"false alarms: <= {alpha:.3g}% one-sided per check, no correction (--no-holm): over {m} checks "
+                f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely")
+
+    def to_dict(self) -> dict[str, Any]:
+        def row(r: MetricRow) -> dict[str, Any]:
+            d = {k: v for k, v in asdict(r).items() if k not in ("metric", "replicates")}
+            d.update(unit=r.metric.unit, higher_is_better=r.metric.higher_is_better, rel=r.rel,
+                     ci=None if r.ci is None else list(r.ci))
+            return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+        return {
+            "baseline": self.base_label, "candidate": self.cand_label, "exit_code": self.exit_code,
+            "confidence": self.confidence, "n_resamples": self.n_resamples,
+            "gates": self.gates, "default_gates": self.default_gates, "checks": self.counts,
+            "error_rate": self.error_rate, "error_control": self.error_control, "holm": self.holm,
+            "regressions": [asdict(g) for g in self.failures],
+            "inconclusive": [asdict(g) for g in self.inconclusive],
+            "unmatched_gates": [asdict(g) for g in self.unmatched],
+            "cells": [{**{k: v for k, v in asdict(c).items()
+                          if k not in ("rows", "gates", "key", "is_baseline", "blocks")},
+                       "blocked": [b.reason for b in c.blocks],
+                       "metrics": [row(r) for r in c.rows], "gates": [asdict(g) for g in c.gates]}
+                      for c in self.cells],
+            "only_in_baseline": self.only_base, "only_in_candidate": self.only_cand,
+            "mismatches": self.mismatches, "warnings": self.warnings,
+        }
