@@ -230,9 +230,8 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
             env["SPECBENCH_OUTPUT_NORM"] = str(output_norm)
         if "pos0_mask" in values:
             env["SPECBENCH_POS0_MASK"] = str(values["pos0_mask"])
-        env.update(_plugin_env(env, method))
     env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/attest.py)
-    env.update(_plugin_env(env, method or ""))
+    env.update(_plugin_env(env, method or ""))  # SPECBENCH_HEAD for the switches; our name in a VLLM_PLUGINS list
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     load = {a[5:]: v for a, v in values.items() if a.startswith("load:")}
     return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
