@@ -16,25 +16,35 @@ the other (one stopped early, e.g. at EOS), they diverge at the shorter length. 
 identical even when both were cut at ``max_tokens``: what either would have generated after the cut
 is unknown, so it is not a divergence.
 
-Common-prefix acceptance (needs ``--per-request-spec-decode-metrics detailed``, whose
-``per_step_accepted`` / ``per_step_drafted`` arrays list every verify step in order): token 0
-comes from prefill; verify step s starts at token ``pos_s`` (``pos_0 = 1``) and emits
-``accepted_s + 1`` tokens (the bonus/correction token included), the last step clipped at the
-output's end. **A step counts when it starts inside the common prefix** (``pos_s < prefix``: its
-first verified token is one both cells' targets produced); all steps count for an identical pair.
+Prefix AL (needs ``--per-request-spec-decode-metrics detailed``, whose ``per_step_accepted`` /
+``per_step_drafted`` arrays list every verify step in order): token 0 comes from prefill; verify
+step s starts at token ``pos_s`` (``pos_0 = 1``) and emits ``accepted_s + 1`` tokens (the
+bonus/correction token included), the last step clipped at the output's end. **A step counts when
+it starts inside the common prefix** (``pos_s < prefix``: its first verified token is one both
+cells' targets produced); all steps count for an identical pair.
 
-Why the start, not the end: whether a step starts inside the prefix depends only on the steps
-before it (a stopping rule), so including it cannot favour any outcome of the step itself, and
-``Σ accepted / Σ steps`` over the included steps estimates the per-step acceptance without bias
-(Wald's identity; the ratio estimator is consistent over requests). Keeping only steps that *end*
-inside the prefix drops the steps that straddle the divergence, and a step that accepted more
-tokens is longer, so more likely to straddle: it reads low (in simulation, with prefixes of median
-~7 tokens, true AL 2.70 reads 2.53; tests/analysis/test_divergence.py pins both).
+Prefix AL is its own quantity, not an estimate of a cell's AL: shown in a table of its own, never
+beside plain AL. Two reasons (both measured in tests/analysis/test_divergence.py):
+
+* It covers the **early output** only: with prefixes of a few tokens it is the acceptance of the
+  first verify steps, which can differ from the whole output's (committed default study, MLA on,
+  norm on: a request's first verify step accepts 1.05 tokens on average, all steps 1.72).
+* It estimates the per-step acceptance without bias only when **verify steps are independent**:
+  then the rule above is a stopping rule (whether a step counts depends only on the steps before
+  it) and Wald's identity makes ``Σ accepted / Σ steps`` unbiased. When acceptance is "sticky"
+  (a long step makes the next long step likelier), the steps that start inside a short prefix
+  over-represent the request's first runs and the figure departs from the long-run AL.
+
+What it is for: comparing two cells **on the same positions** — both sides count the steps that
+start inside the same prefix of the same prompts, so the difference B - A measures the drafts on
+text both targets produced. (Keeping only steps that *end* inside the prefix would be worse: a
+step that accepted more is longer, so more likely to straddle the divergence; with i.i.d. steps
+and prefixes of median ~7 tokens it reads a true 2.70 as 2.53.)
 
 A request whose steps do not account for its tokens (``1 + Σ(accepted+1) - len`` outside
 ``[0, k]``) is left out of the common-prefix figure and counted in ``unaligned``.
 
-CIs (:func:`common_prefix_intervals`): each side's common-prefix AL and the difference B - A, by
+CIs (:func:`common_prefix_intervals`): each side's prefix AL and the difference B - A, by
 a percentile bootstrap that resamples prompts (clusters: all requests of one prompt id, across
 repeats, move together) and keeps each prompt's two sides together (paired), summing counts
 before dividing.
@@ -51,9 +61,10 @@ from specbench.analysis.bootstrap import percentile_interval, resample_weights
 from specbench.analysis.counts import Counts
 
 COMMON_PREFIX_DEFINITION = (
-    "common-prefix acceptance: the same statistics (AL = 1 + A/D, p_i = accepted at i / D) over only the "
-    "verify steps that start inside the prefix both cells' outputs share (a rule that depends only on earlier "
-    "steps, so it does not favour short steps as dropping the steps that straddle the divergence would)"
+    "prefix AL: 1 + A/D over only the verify steps that start inside the prefix both cells' outputs share, "
+    "the same steps' positions on both sides. It is not a cell's AL: it covers the early output only, and "
+    "equals the per-step acceptance only when verify steps are independent; compare a prefix AL only with "
+    "the other cell's prefix AL"
 )
 
 

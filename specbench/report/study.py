@@ -2,8 +2,9 @@
 
 Reads each finished cell's ``requests.jsonl`` and computes, with :mod:`specbench.analysis.divergence`
 and :mod:`specbench.analysis.speedup`: for every pair of cells of a repeat, how often their greedy
-outputs are identical and where they first diverge, with acceptance over the common prefix beside
-the plain figure; and for every speculative cell, its speed-up over the baseline cell that serves
+outputs are identical and where they first diverge, with each cell's plain AL; in a table of its own,
+the prefix AL of both cells (acceptance over the verify steps that start inside the prefix they
+share: the early output only, so never shown beside plain AL as the same quantity); and for every speculative cell, its speed-up over the baseline cell that serves
 the same target (same repeat, same value on every target axis: mla, env:, flag:; see
 :func:`specbench.run.cells.pick_baseline`). A cell without such a baseline gets no speed-up, only a
 "no matching baseline" row: measuring an mla=off cell against an mla=on baseline would mix two
@@ -143,7 +144,7 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             f"{len(flagged)} of {len(study.pairs)} cell pairs have greedy outputs that differ on more than "
             f"{DIVERGENCE_FLAG_SHARE:.0%} of prompts (worst: {max(p.divergence_share for p in flagged):.0%}); "
             "acceptance differences between them mix the draft with a changed workload: read the "
-            "common-prefix AL in the divergence table")
+            "prefix AL table (both cells on the text they share)")
     _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
     study.kpredictions = _k_predictions(cells, study, n_resamples=n_resamples, seed=seed, confidence=confidence)
     return study
@@ -245,20 +246,34 @@ def _same(label: str) -> str:
 def divergence_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the divergence table (Markdown and CSV share them)."""
     header = ["cell A", "cell B", "differs in", "prompts", "identical", "first divergence (median [min, max])",
-              "AL A plain", "AL B plain", "AL A common prefix [CI] (drafts)", "AL B common prefix [CI] (drafts)",
-              "Δ common prefix B − A [CI]"]
+              "AL A", "AL B"]
     rows = []
-    for (p, differs), cp in zip(study.pairs, _common(study)):
+    for p, differs in study.pairs:
         pos = sorted(p.positions)
         where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else fmt.MISSING
-        if cp is None:
-            common = [fmt.MISSING, fmt.MISSING, fmt.MISSING]
-        else:
-            common = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
-                      _with(cp.delta, cp.ci_delta, "", signed=True)]
         rows.append([title(p.a), title(p.b), ", ".join(differs) or "nothing", str(p.n),
                      f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
-                     _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))] + common)
+                     _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))])
+    return header, rows
+
+
+def prefix_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the prefix-AL table: both cells over the same verify steps' positions.
+
+    Kept apart from the divergence table's plain AL on purpose: prefix AL covers the early output
+    only (and is the per-step acceptance only for independent steps), so it is compared with the
+    other cell's prefix AL, never with an AL.
+    """
+    header = ["cell A", "cell B", "prompts", "prefix AL A [CI] (drafts)", "prefix AL B [CI] (drafts)",
+              "Δ prefix AL B − A [CI]"]
+    rows = []
+    for (p, _), cp in zip(study.pairs, _common(study)):
+        if cp is None:
+            cells = [fmt.MISSING] * 3
+        else:
+            cells = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
+                     _with(cp.delta, cp.ci_delta, "", signed=True)]
+        rows.append([title(p.a), title(p.b), str(p.n)] + cells)
     return header, rows
 
 
@@ -298,11 +313,15 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
                 "Greedy outputs of the same prompt (request ids paired, prompt ids checked) compared token by "
                 "token: identical share, and where outputs first differ (0-based position). Outputs cut at "
                 "max_tokens with equal prefixes count as identical. AL = 1 + A/D from per-request counts "
-                "(plain: whole outputs); " + COMMON_PREFIX_DEFINITION + ". Common prefix needs "
+                "over whole outputs.", ""]
+        for s in pairs:
+            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s, title)), ""]
+        out += ["## Acceptance on the shared prefix (prefix AL; not an AL)", "",
+                COMMON_PREFIX_DEFINITION[0].upper() + COMMON_PREFIX_DEFINITION[1:] + ". Needs "
                 "`--per-request-spec-decode-metrics detailed`; \"–\" where the cell has no per-step arrays "
                 "or no speculation.", ""]
         for s in pairs:
-            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s, title)), ""]
+            out += [f"Run {s.source}:", "", md_table(*prefix_rows(s, title)), ""]
     speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
         pct = f"{speed[0].speedups[0].confidence:.0%}" if speed[0].speedups else "95%"
@@ -342,8 +361,8 @@ def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
                     "first_divergence_median": _median(pos) if pos else None,
                     "first_divergence_min": pos[0] if pos else None, "first_divergence_max": pos[-1] if pos else None,
                     "unit": p.unit, "mismatched": p.mismatched, "unpaired": p.unpaired,
-                    "al_a_plain": _al(p.acc_a.plain), "al_a_common_prefix": _al(p.acc_a.common),
-                    "al_b_plain": _al(p.acc_b.plain), "al_b_common_prefix": _al(p.acc_b.common),
+                    "al_a": _al(p.acc_a.plain), "prefix_al_a": _al(p.acc_a.common),
+                    "al_b": _al(p.acc_b.plain), "prefix_al_b": _al(p.acc_b.common),
                     **_common_record(cp)})
     return out
 
@@ -351,12 +370,12 @@ def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
 def _common_record(cp: CommonPrefixIntervals | None) -> dict[str, Any]:
     if cp is None:
         return {}
-    return {"common_prefix_prompts": cp.prompts, "common_prefix_clusters": cp.clusters,
-            "common_prefix_drafts_a": cp.drafts_a, "common_prefix_drafts_b": cp.drafts_b,
-            "al_a_common_prefix_ci_low": cp.ci_a[0], "al_a_common_prefix_ci_high": cp.ci_a[1],
-            "al_b_common_prefix_ci_low": cp.ci_b[0], "al_b_common_prefix_ci_high": cp.ci_b[1],
-            "common_prefix_delta": cp.delta, "common_prefix_delta_ci_low": cp.ci_delta[0],
-            "common_prefix_delta_ci_high": cp.ci_delta[1]}
+    return {"prefix_al_prompts": cp.prompts, "prefix_al_clusters": cp.clusters,
+            "prefix_al_drafts_a": cp.drafts_a, "prefix_al_drafts_b": cp.drafts_b,
+            "prefix_al_a_ci_low": cp.ci_a[0], "prefix_al_a_ci_high": cp.ci_a[1],
+            "prefix_al_b_ci_low": cp.ci_b[0], "prefix_al_b_ci_high": cp.ci_b[1],
+            "prefix_al_delta": cp.delta, "prefix_al_delta_ci_low": cp.ci_delta[0],
+            "prefix_al_delta_ci_high": cp.ci_delta[1]}
 
 
 def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:

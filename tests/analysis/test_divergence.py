@@ -7,6 +7,7 @@ from pathlib import Path
 
 from specbench.analysis.acceptance import point_estimates
 import numpy as np
+import pytest
 
 from specbench.analysis.counts import total
 from specbench.analysis.divergence import common_prefix_intervals, compare_outputs, first_divergence, step_counts
@@ -116,12 +117,22 @@ TRUE_B, P_B = 2.90, [0.20, 0.15, 0.20, 0.45]
 N_TOKENS = 64
 
 
-def _simulated_rows(n_req: int, seed: int) -> tuple[list[dict], list[dict]]:
+def _sticky(rng, probs, n_req: int, stay: float) -> np.ndarray:
+    """Dependent steps: each repeats the previous step's count with probability ``stay``, else draws
+    afresh from ``probs``; started from ``probs``, every step's marginal law is ``probs`` (same AL)."""
+    steps = rng.choice(4, size=(n_req, N_TOKENS), p=probs)
+    keep = rng.random((n_req, N_TOKENS)) < stay
+    for j in range(1, N_TOKENS):
+        steps[:, j] = np.where(keep[:, j], steps[:, j - 1], steps[:, j])
+    return steps
+
+
+def _simulated_rows(n_req: int, seed: int, stay: float = 0.0) -> tuple[list[dict], list[dict]]:
     rng = np.random.default_rng(seed)
     prefix = np.minimum(rng.geometric(0.1, size=n_req) - 1, N_TOKENS - 1)
     sides = []
     for probs in (P_A, P_B):
-        steps = rng.choice(4, size=(n_req, N_TOKENS), p=probs)
+        steps = _sticky(rng, probs, n_req, stay)
         rows = []
         for i in range(n_req):
             ends = 1 + np.cumsum(steps[i] + 1)  # token index after each step
@@ -145,7 +156,7 @@ def _old_end_inside_rule(spec: dict, n_tokens: int, prefix: int | None) -> tuple
     return d, acc
 
 
-def test_common_prefix_al_is_unbiased_against_known_truth():
+def test_prefix_al_is_unbiased_with_independent_steps():
     a, b = _simulated_rows(3000, seed=7)
     pair = compare_outputs("A", a, "B", b)
     assert 5 <= float(np.median(pair.positions)) <= 8
@@ -160,6 +171,23 @@ def test_common_prefix_al_is_unbiased_against_known_truth():
     old = [_old_end_inside_rule(r["spec_decode"], N_TOKENS, p.position) for r, p in zip(a, pair.prompts)]
     old_al = 1 + sum(x for _, x in old) / sum(d for d, _ in old)
     assert old_al < TRUE_A - 0.1, old_al
+
+
+def test_prefix_al_is_not_an_al_with_dependent_steps():
+    """Sticky steps (each step's marginal law P_A / P_B, so AL 2.70 / 2.90): prefix AL departs from the
+    same requests' plain AL by far more than its error, so it must not sit beside AL as the same
+    quantity (the report keeps it in a table of its own). On identical outputs it is the plain AL."""
+    a, b = _simulated_rows(3000, seed=11, stay=0.6)
+    pair = compare_outputs("A", a, "B", b)
+    plain = point_estimates([total(pair.acc_a.plain)])["mean_acceptance_length"]
+    assert abs(plain - TRUE_A) < 0.05  # whole outputs: the chain's AL, up to the 64-token cut
+    ci = common_prefix_intervals(pair, n_resamples=400, seed=0)
+    se = (ci.ci_a[1] - ci.ci_a[0]) / (2 * 1.96)
+    assert 0 < se < 0.03
+    assert ci.al_a < plain - 3 * se, (ci.al_a, plain, se)  # measured: 2.60 against 2.68
+    same = compare_outputs("A", a, "A2", a)
+    assert same.identical == 3000
+    assert point_estimates([total(same.acc_a.common)])["mean_acceptance_length"] == pytest.approx(plain)
 
 
 def test_common_prefix_intervals_pair_and_cluster_by_prompt():

@@ -64,7 +64,7 @@ def test_default_study_mla_divergence_and_speedup(default_study, tmp_path):
         assert len(sd["per_step_accepted"]) == sd["num_drafts"] and sum(sd["per_step_accepted"]) == sd["accepted_tokens"]
         hist = [sd["per_step_accepted"].count(j) for j in range(sd["num_spec_tokens"] + 1)]
         assert hist == sd["acceptance_histogram"]
-    assert not math.isnan(row.al_a_common_prefix) and not math.isnan(row.al_b_common_prefix)
+    assert not math.isnan(row.prefix_al_a) and not math.isnan(row.prefix_al_b)
     # speed-up from the matching (mla=on) baseline cell's measured timings, recomputed here
     s = speed.set_index("cell").loc[on]
     assert s.baseline == "baseline__mla-on__r0"
@@ -107,6 +107,6 @@ def test_two_identical_cells_give_identical_outputs(tmp_path):
     row = div.iloc[0]
     assert row.prompts == 6 and row.identical == 6 and row.identical_share == 1.0
     # identical outputs: the common prefix is the whole output, so both AL figures agree exactly
-    assert row.al_a_common_prefix == pytest.approx(row.al_a_plain)
-    assert row.al_b_common_prefix == pytest.approx(row.al_b_plain)
+    assert row.prefix_al_a == pytest.approx(row.al_a)
+    assert row.prefix_al_b == pytest.approx(row.al_b)
     assert "6/6 (100%)" in md
