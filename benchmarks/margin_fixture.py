@@ -2,8 +2,8 @@
 
 For each built-in prompt (its chat template applied), the target (transformers'
 DeepseekV3ForCausalLM, float32 copy of the bf16 checkpoint) generates ``--tokens`` greedy tokens;
-at every step it records the float32 margin (top-1 minus top-2 logit) and the same step's logits
-from the bf16 model on the same tokens. A step's rounding error is the bf16 change of the
+then one forward pass of each dtype over that text scores every generated position (teacher
+forcing): the float32 margin (top-1 minus top-2 logit) and the bf16 logits on the same tokens. A step's rounding error is the bf16 change of the
 top-1 minus top-2 difference; a flip is a step where bf16 picks another token. Prints one JSON
 line per fixture kind. Usage: python benchmarks/margin_fixture.py [--kinds margin,heads] [--tokens 64]
 """
@@ -32,19 +32,22 @@ def measure(kind: str, tokens: int, n_prompts: int | None) -> dict:
         for p in prompts:
             text = tok.apply_chat_template(p.messages, add_generation_prompt=True, tokenize=False)
             ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
-            flip_at = None
-            for step in range(tokens):
-                lf = f32(ids).logits[0, -1].float()
-                lb = b16(ids).logits[0, -1].float()
-                top2 = torch.topk(lf, 2)
-                i1, i2 = top2.indices.tolist()
-                margins.append(float(top2.values[0] - top2.values[1]))
-                errors.append(abs(float((lb[i1] - lb[i2]) - (lf[i1] - lf[i2]))))
-                if int(lb.argmax()) != i1:
-                    flips += 1
-                    flip_at = step if flip_at is None else flip_at
-                ids = torch.cat([ids, torch.tensor([[i1]])], dim=1)
-            first_flip.append(flip_at)
+            n = ids.shape[1]
+            seq = f32.generate(ids, max_new_tokens=tokens, do_sample=False, eos_token_id=None,
+                               pad_token_id=tok.eos_token_id)
+            # teacher forcing: both dtypes score the float32 greedy text at every generated position
+            lf = f32(seq).logits[0, n - 1:-1].float()
+            lb = b16(seq).logits[0, n - 1:-1].float()
+            top = lf.topk(2, dim=-1)
+            i1, i2 = top.indices[:, 0], top.indices[:, 1]
+            assert torch.equal(i1, seq[0, n:])
+            m = top.values[:, 0] - top.values[:, 1]
+            e = ((lb.gather(1, i1[:, None]) - lb.gather(1, i2[:, None]))[:, 0] - m).abs()
+            margins += m.tolist()
+            errors += e.tolist()
+            flipped = (lb.argmax(-1) != i1).nonzero()
+            flips += len(flipped)
+            first_flip.append(int(flipped[0]) if len(flipped) else None)
     m, e = torch.tensor(margins), torch.tensor(errors)
     return {
         "kind": kind, "prompts": len(prompts), "steps": len(margins),

@@ -221,6 +221,12 @@ class Load(_Strict):
                              "precision, capped by load.max_requests")
         if self.driver != "builtin":
             raise ValueError("until: needs driver 'builtin' (llmperf cannot be sent in batches)")
+        from specbench.load.precision import MIN_REQUESTS_FLOOR
+
+        if self.min_requests < MIN_REQUESTS_FLOOR:
+            raise ValueError(f"min_requests: {self.min_requests} is below {MIN_REQUESTS_FLOOR}; stopping on the CI's "
+                             "width after fewer requests leaves the final 95% CI covering the truth as little as 77% "
+                             f"of the time (docs/methods.md, Precision-driven load): use {MIN_REQUESTS_FLOOR} or more")
         if self.min_requests > self.max_requests:
             raise ValueError(f"min_requests: {self.min_requests} is above max_requests {self.max_requests}")
         return self

@@ -137,6 +137,8 @@ BASE = {"name": "x", "serve": {"model": "fixture:target", "speculative": {"draft
     ({"max_requests": 200}, "load.max_requests: only with load.until"),
     ({"until": {"ci_half_width": {"p3": 0.05}}, "max_requests": 200}, "load.until.ci_half_width.p3: no such position"),
     ({"until": {"ci_half_width": {"p0": 0.05}}, "max_requests": 10}, "load.min_requests: 20 is above max_requests 10"),
+    ({"until": {"ci_half_width": {"p0": 0.05}}, "max_requests": 100, "min_requests": 5},
+     "load.min_requests: 5 is below 20; stopping on the CI's width after fewer requests"),
 ])
 def test_config_errors_name_the_field(load, message):
     with pytest.raises(ConfigError) as exc:
