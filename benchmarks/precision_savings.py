@@ -3,7 +3,8 @@
 Each speculative cell of a committed default-study run (tests/load/data/default_study_request_units.json:
 20 requests per cell, per-request counts) is taken as the population of requests; a study draws
 requests from it with replacement and runs the real stop rule (specbench.load.precision.run_until:
-jackknife-t half-width of AL, batches of 10 after 20). Printed per target: each cell's median
+jackknife-t half-width of AL, batches of 10 after 20: the config's floor, MIN_REQUESTS_FLOOR, at which
+benchmarks/precision_coverage.py measures the final CI's coverage). Printed per target: each cell's median
 (10th-90th percentile) requests to stop, and the total against a fixed-N study that gives every
 cell the same N, chosen so the hardest cell reaches the target 9 times in 10 (its 90th percentile).
 
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from specbench.analysis.counts import Counts
-from specbench.load.precision import Batch, run_until
+from specbench.load.precision import MIN_REQUESTS_FLOOR, Batch, run_until
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "load" / "data" / "default_study_request_units.json"
 
@@ -35,7 +36,8 @@ def stops(rows: list[list[int]], target: float, studies: int, seed: int = 0, cap
         def send(start: int, n: int) -> Batch:
             return Batch([{}] * n, [(f"r{start + i}", pool[j]) for i, j in enumerate(rng.integers(0, len(pool), n))])
 
-        _, o = run_until(send, {"acceptance_length": target}, max_requests=cap, batch=10, min_requests=20)
+        _, o = run_until(send, {"acceptance_length": target}, max_requests=cap, batch=10,
+                         min_requests=MIN_REQUESTS_FLOOR)
         out.append(o.requests_sent)
     return np.asarray(out)
 
