@@ -24,7 +24,7 @@ it starts inside the common prefix** (``pos_s < prefix``: its first verified tok
 cells' targets produced); all steps count for an identical pair.
 
 Prefix AL is its own quantity, not an estimate of a cell's AL: shown in a table of its own, never
-beside plain AL. Two reasons (both measured in tests/analysis/test_divergence.py):
+beside plain AL. Two reasons:
 
 * It covers the **early output** only: with prefixes of a few tokens it is the acceptance of the
   first verify steps, which can differ from the whole output's (committed default study, MLA on,
@@ -33,7 +33,8 @@ beside plain AL. Two reasons (both measured in tests/analysis/test_divergence.py
   then the rule above is a stopping rule (whether a step counts depends only on the steps before
   it) and Wald's identity makes ``Σ accepted / Σ steps`` unbiased. When acceptance is "sticky"
   (a long step makes the next long step likelier), the steps that start inside a short prefix
-  over-represent the request's first runs and the figure departs from the long-run AL.
+  over-represent the request's first runs and the figure departs from the long-run AL
+  (tests/analysis/test_divergence.py: 2.60 against the same requests' plain 2.68).
 
 What it is for: comparing two cells **on the same positions** — both sides count the steps that
 start inside the same prefix of the same prompts, so the difference B - A measures the drafts on
@@ -42,7 +43,7 @@ step that accepted more is longer, so more likely to straddle the divergence; wi
 and prefixes of median ~7 tokens it reads a true 2.70 as 2.53.)
 
 A request whose steps do not account for its tokens (``1 + Σ(accepted+1) - len`` outside
-``[0, k]``) is left out of the common-prefix figure and counted in ``unaligned``.
+``[0, k]``) is left out of the prefix AL and counted in ``unaligned``.
 
 CIs (:func:`common_prefix_intervals`): each side's prefix AL and the difference B - A, by
 a percentile bootstrap that resamples prompts (clusters: all requests of one prompt id, across
