@@ -153,6 +153,27 @@ class Acceptance(Record):
         return self.ci.intervals if self.ci is not None else {}
 
 
+def ci_units(requests: list[Counts] | None, windows: list[Counts], total: Counts | None) -> tuple[list[Counts], str]:
+    """The units a cell's confidence interval runs over, and their kind: the one choice, made for
+    acceptance.json (run/collect.py), ``report`` (report/inputs.py), ``compare`` (compare/sides.py)
+    and the precision stop rule (load/precision.py), so all four print the same interval.
+
+    Per-request units, else log windows: two or more that drafted, preferring a kind whose units
+    all carry per-position counts (else no p_i interval); a unit that drafted nothing adds nothing
+    to the sums but would count as a draw (n, df), so it is left out. Fewer than two of either:
+    the exact total, one unit, kind "total" (no interval). Invalid units are the callers' to drop
+    (each names them in its own warnings)."""
+    req = [u for u in requests or [] if u.num_drafts]
+    win = [u for u in windows if u.num_drafts]
+    for units, kind in ((req, "request"), (win, "window")):
+        if len(units) > 1 and all(u.accepted_per_position is not None for u in units):
+            return units, kind
+    for units, kind in ((req, "request"), (win, "window")):
+        if len(units) > 1:
+            return units, kind
+    return ([total] if total is not None and total.num_drafts else []), "total"
+
+
 # -- cell and manifest ---------------------------------------------------------------------------
 class Timings(Record):
     startup_s: Optional[Num] = None

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, TypeVar
 import typer
 from rich.console import Console
 
-from specbench.errors import SpecbenchError
+from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, SpecbenchError
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -36,7 +36,8 @@ def debug_enabled() -> bool:
 # The exit-code contract (README "Exit codes"): CI reads 1 as "regression", so nothing else may
 # ever end in 1. Every failure that is not a verdict is a usage/input error (2), failed cells (3)
 # or an interruption (130).
-EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# defined once in errors.py; re-exported here for the command modules
+__all__ = ["EXIT_FAILED_CELLS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSION", "EXIT_USAGE"]
 
 
 def describe_failure(exc: BaseException) -> tuple[int, str]:

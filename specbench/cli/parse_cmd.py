@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
             _write_rows(without_gc(lambda: [r.to_dict() for res in results for r in res.records]), fmt)
         if strict and empty:
             # An input without metrics is an input error (2), not a regression verdict (1).
-            raise typer.Exit(2)
+            raise typer.Exit(EXIT_USAGE)
 
 
 def _write_jsonl(line_lists: list[list[str]]) -> None:

@@ -17,14 +17,14 @@ from specbench.analysis.acceptance import Counts, RateOnlySummary, point_estimat
 from specbench.analysis.windows import WindowCounter
 from specbench.errors import ConfigError, InputError
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.records import Acceptance
+from specbench.records import Acceptance, ci_units
 
 
 @dataclass
 class Group:
     label: str
     units: list[Counts]
-    unit: str  # what one unit is: "window", "request" or "scrape"
+    unit: str  # what one unit is: "window", "request", "scrape" or "total" (records.ci_units)
     total: Counts | None = None  # exact totals when known (Prometheus); else the units' sum is used
     warnings: list[str] = field(default_factory=list)
     rate_only: RateOnlySummary | None = None
@@ -209,13 +209,7 @@ def group_from_acceptance(label: str, acc: Acceptance, where: str, axes: dict[st
     windows = [w.counts(origin=f"{where} logs.windows[{i}]") for i, w in enumerate(acc.logs.windows)]
     units_of = acc.per_request.units if acc.per_request is not None else []
     requests = [u.counts(origin=f"{where} per_request.units[{i}]") for i, u in enumerate(units_of)]
-    ci_unit = acc.ci.unit if acc.ci is not None else None
-    if requests and (ci_unit == "request" or not windows):
-        units, unit = requests, "request"
-    elif windows:
-        units, unit = windows, "window"
-    else:
-        units, unit = ([prom] if prom is not None else []), "scrape"
+    units, unit = ci_units(requests, windows, prom)
     warnings = list(acc.warnings)
     agreement = acc.agreement
     for key, what in (("logs_vs_prometheus", "log windows"), ("per_request_vs_prometheus", "per-request counts")):

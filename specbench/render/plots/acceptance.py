@@ -77,7 +77,7 @@ def cumulative_al(df: pd.DataFrame, confidence: float = 0.95, max_points: int = 
     prefix's Σ(a - r·d)² = Σa² - 2rΣad + r²Σd²."""
     import numpy as np
 
-    from specbench.compare.intervals import t_quantile
+    from specbench.analysis.bootstrap import t_quantile
 
     d = df["num_drafts"].to_numpy(dtype=float)
     a = df["accepted_tokens"].to_numpy(dtype=float)
