@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from specbench.analysis.counts import Counts
 from specbench.errors import InputError
+from specbench.io import load_json
 
 Num = Union[StrictInt, StrictFloat]
 Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]
@@ -35,7 +36,6 @@ R = TypeVar("R", bound="Record")
 
 class Record(BaseModel):
     """Base of every record: unknown keys kept, strict types, dump = what was set."""
-
     model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True)
 
     # Checked by specbench.io.load_json (refuses other versions) and written first by save_json.
@@ -69,7 +69,6 @@ _UNION_TAG = re.compile(r"^(int|float|str|bool|list|dict|none|[a-z-]+\[.*\])$")
 # -- counts --------------------------------------------------------------------------------------
 class CountsRecord(Record):
     """A ``counts`` object: a :class:`~specbench.analysis.counts.Counts` as written."""
-
     num_drafts: StrictInt
     draft_tokens: StrictInt
     accepted_tokens: StrictInt
@@ -130,7 +129,6 @@ class CI(Record):
 
 class Acceptance(Record):
     """``acceptance.json``: one cell's counts from three sources, their agreement, derived figures, CI."""
-
     definition: Optional[StrictStr] = None
     num_spec_tokens: Optional[StrictInt] = None
     baseline: Optional[StrictBool] = None  # baseline cells only (no speculation)
@@ -183,7 +181,6 @@ class Timings(Record):
 
 class CellRecord(Record):
     """``cell.json``: what ran, how it ended, and where. Field order is the file's key order."""
-
     cell_id: StrictStr
     axes: dict[str, Optional[Scalar]] = Field(default_factory=dict)
     repeat: Optional[StrictInt] = None
@@ -224,7 +221,6 @@ class Manifest(Record):
 
     The runner keeps the manifest as the dict plan.py built and updates it; store validates it
     through this model on every write and on load."""
-
     run_id: StrictStr
     specbench_version: Optional[StrictStr] = None
     vllm_version: Optional[StrictStr] = None
@@ -245,7 +241,6 @@ class Manifest(Record):
 # -- requests ------------------------------------------------------------------------------------
 class SpecDecode(Record):
     """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver)."""
-
     num_spec_tokens: Optional[StrictInt] = None
     num_drafts: Optional[StrictInt] = None
     draft_tokens: Optional[StrictInt] = None
@@ -272,7 +267,6 @@ class RequestRecord(Record):
     """One line of ``requests.jsonl`` (built-in driver, llmperf or ``vllm bench serve`` rows).
 
     Readers tag rows with the cell's repeat under ``_repeat`` (never written)."""
-
     model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True, populate_by_name=True)
 
     id: Optional[Union[StrictInt, StrictStr]] = None
@@ -323,6 +317,4 @@ def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "rec
 
 def load(cls: type[R], path: Path, fix: str = "re-run the cell") -> R:
     """Read ``path`` (versioned JSON, :func:`specbench.io.load_json`) as a ``cls`` record."""
-    from specbench.io import load_json
-
     return cls.parse(load_json(path), path, fix)

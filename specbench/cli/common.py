@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, SpecbenchError
+from specbench.redact import redact_urls
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -44,8 +45,6 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for any exception that ends a command: the one place where
     a failure becomes the contract. Messages name the file or what to do; a password in a URL that
     a message quotes (a model or endpoint from the config) is hidden."""
-    from specbench.redact import redact_urls
-
     code, message = _describe(exc)
     return code, redact_urls(message)
 
@@ -121,8 +120,6 @@ def report_failure(exc: BaseException) -> int:
     the 1 of an uncaught exception, which CI reads as a regression)."""
     if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
         import traceback
-
-        from specbench.redact import redact_urls
 
         sys.stderr.write(redact_urls("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
         sys.stderr.flush()

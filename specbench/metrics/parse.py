@@ -20,6 +20,7 @@ from specbench.metrics import bulk, logs, paste, vllm_bench
 from specbench.metrics.logs import FIELD_NAMES, MAX_LINE_CHARS, PREFILTER, LineParser, is_candidate
 from specbench.metrics.prometheus import looks_like_prometheus, parse_prometheus
 from specbench.metrics.record import Record
+from specbench.metrics.record_json import json_line
 from specbench.metrics.summaries import PREFILTER as SUMMARY_PREFILTER
 from specbench.metrics.summaries import SummaryParser
 
@@ -62,8 +63,6 @@ def parse_file(path: Path | str, each: Callable[[Record], None] | None = None, e
         nonlocal spec_seen
         if not engine_stats:
             records = (r for r in records if type(r) is str or r.kind != "engine_stats")
-        if as_json:
-            from specbench.metrics.record_json import json_line
         out = []
         for rec in records:
             spec_seen = spec_seen or (rec.startswith(SPEC_JSON_HEAD) if type(rec) is str else rec.kind == "spec_decode")

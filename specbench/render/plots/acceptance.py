@@ -7,11 +7,13 @@ import io
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from specbench.analysis.bootstrap import t_quantile
 from specbench.io import atomic_write_bytes
 from specbench.render.plots.style import Encoding, draw_ci, encode, shared_legend
 
@@ -75,10 +77,6 @@ def cumulative_al(df: pd.DataFrame, confidence: float = 0.95, max_points: int = 
     interval from the ratio's linearized standard error over those n units, at up to ``max_points``
     evenly spaced n (always the last). Linear in the number of units: running sums give each
     prefix's Σ(a - r·d)² = Σa² - 2rΣad + r²Σd²."""
-    import numpy as np
-
-    from specbench.analysis.bootstrap import t_quantile
-
     d = df["num_drafts"].to_numpy(dtype=float)
     a = df["accepted_tokens"].to_numpy(dtype=float)
     total = len(df)
