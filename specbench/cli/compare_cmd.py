@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -83,7 +83,7 @@ def compare(
     guard_outputs([baseline, candidate, gate_file, noise_floor], {"--markdown": markdown, "--junit": junit, "--json": json_out,
                                                      "--plot": plot},  # before any work; inputs never written
                   env_files=["GITHUB_STEP_SUMMARY"])
-    gates = list(gate or [])
+    gates: list[Any] = list(gate or [])  # Gate objects: _parse_gates ran as the option's callback
     if gate_file is not None:
         gates += load_gate_file(gate_file)
     default = not gates

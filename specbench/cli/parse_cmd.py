@@ -43,7 +43,8 @@ def register(app: typer.Typer) -> None:
         for res in results:
             for w in res.warnings:
                 warn(w)
-            empty |= not any(r.startswith(SPEC_JSON_HEAD) if as_json else r.kind == "spec_decode" for r in res.records)
+            empty |= not any(r.startswith(SPEC_JSON_HEAD) if isinstance(r, str) else r.kind == "spec_decode"
+                             for r in res.records)
         if fmt is OutputFormat.jsonl:
             without_gc(lambda: _write_jsonl([res.records for res in results]))
         else:

@@ -169,7 +169,7 @@ class LineParser:
 
     def __init__(self, file: str | None = None) -> None:
         self.file = file
-        self.engine_by_pid: dict[int | None, int] = {}  # pid → the engine id of its last Engine line
+        self.engine_by_pid: dict[int | None, int | None] = {}  # pid → the engine id of its last Engine line
         self.warnings: list[str] = []
         self.more_warnings = 0
 

@@ -62,6 +62,12 @@ def _clean(line: str) -> str:
     return line.rstrip().rstrip("|`").rstrip()
 
 
+
+def _fraction(raw: str) -> float | None:
+    """A printed percentage as a fraction (58.4 -> 0.584), rounded as the log parser does."""
+    value = number(raw)
+    return None if value is None else round(value / 100.0, 12)
+
 class SummaryParser:
     """Feed every line; complete blocks come back as records."""
 
@@ -167,7 +173,7 @@ class SummaryParser:
             self._position(int(pos.group(1)), None if value is None else round(value / 100.0, 12), lineno)
             return True
         field = {
-            "acceptance rate (%)": ("draft_acceptance_rate", lambda r: None if number(r) is None else round(number(r) / 100.0, 12)),
+            "acceptance rate (%)": ("draft_acceptance_rate", _fraction),
             "acceptance length": ("mean_acceptance_length", number),
             "drafts": ("num_drafts", integer),
             "draft tokens": ("draft_tokens", integer),
@@ -176,7 +182,7 @@ class SummaryParser:
         }.get(label)
         if field is None:
             return False
-        if field[0] is not None:
+        if field[0] is not None and field[1] is not None:
             value = field[1](raw)
             if value is not None:
                 self._values[field[0]] = value

@@ -142,7 +142,8 @@ def per_position_counts(rates: list[float], drafts: int) -> tuple[list[int] | No
 
 def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
     """The canonical record of one result (None without ``spec_decode_*`` keys) and its warnings."""
-    d, where, warnings = res.data, f"{res.file}:{res.line}", []
+    d, where = res.data, f"{res.file}:{res.line}"
+    warnings: list[str] = []
     if not res.has_spec_decode:
         return None, []
     drafts = _int(d, "spec_decode_num_drafts", where, warnings)

@@ -178,25 +178,28 @@ def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]
     cells = [g for g in groups if g.axes is not None and g.units]
     # the first value an axis takes in run order is the reference side ("base")
     first_value: dict[str, str] = {}
+    axes_of: dict[int, dict[str, str]] = {id(g): g.axes for g in cells if g.axes is not None}
     for g in cells:
-        for k, v in g.axes.items():
+        for k, v in axes_of[id(g)].items():
             first_value.setdefault(k, v)
     for i, a in enumerate(cells):
         for b in cells[i + 1:]:
-            if a.repeat != b.repeat or set(a.axes) != set(b.axes):
+            ax, bx = axes_of[id(a)], axes_of[id(b)]
+            if a.repeat != b.repeat or set(ax) != set(bx):
                 continue
-            diff = [k for k in a.axes if a.axes[k] != b.axes[k]]
+            diff = [k for k in ax if ax[k] != bx[k]]
             if len(diff) != 1:
                 continue
             axis = diff[0]
-            base, cand = (a, b) if a.axes[axis] == first_value[axis] or b.axes[axis] != first_value[axis] else (b, a)
+            base, cand = (a, b) if ax[axis] == first_value[axis] or bx[axis] != first_value[axis] else (b, a)
+            base_axes, cand_axes = axes_of[id(base)], axes_of[id(cand)]
             deltas = acceptance_deltas(base.units, cand.units, confidence)
             pb, pc = base.point(), cand.point()
             stats = [s for s in ("mean_acceptance_length", "p0") if s in deltas and s in pb and s in pc]
             fields = axis_fields(axis)
             out.append(CellDifference(
-                axis=axis, base=base.label, cand=cand.label, base_value=base.axes[axis],
-                cand_value=cand.axes[axis], others={k: v for k, v in base.axes.items() if k != axis},
+                axis=axis, base=base.label, cand=cand.label, base_value=base_axes[axis],
+                cand_value=cand_axes[axis], others={k: v for k, v in base_axes.items() if k != axis},
                 values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
                 intervals={s: deltas[s].ci for s in stats},
                 degenerate=any(deltas[s].ci is None for s in stats),
@@ -297,6 +300,7 @@ def render_markdown(report: Report) -> str:
         out += ["## Rate-only lines (no counts, not summed)", ""]
         for g in rate_only:
             ro = g.rate_only
+            assert ro is not None  # rate_only holds only such groups
             als = [r["mean_acceptance_length"] for r in ro.per_record if r["mean_acceptance_length"] is not None]
             span = f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
             combined = f"; draft-weighted AL {ro.mean_acceptance_length:.3f}" if ro.weighted else ""

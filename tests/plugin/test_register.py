@@ -65,6 +65,7 @@ def _registered(registry, before) -> dict[str, type]:
     (h, n, m) for h, shipped in (("eagle", ("on", "off")), ("mtp", ("on", "on")))
     for n in ("on", "logits-only", "off") for m in ("off", "on") if (n, m) != shipped
 ])
+@pytest.mark.slow
 def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm, mask):
     from vllm.model_executor.models import deepseek_eagle, deepseek_mtp
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ _STATS = {
 
 
 def _positions(summary: pd.DataFrame, prefix: str) -> list[int]:
-    out = []
+    out: list[int] = []
     while f"{prefix}{len(out)}" in summary.columns:
         out.append(len(out))
     return out
@@ -167,7 +168,8 @@ def al_over_time_figure(windows: pd.DataFrame, summary: pd.DataFrame | None = No
 def save_figure(fig: Figure, stem: Path) -> list[Path]:
     """Write ``stem``.png and ``stem``.svg atomically; returns the paths."""
     out = []
-    for ext, kw in (("png", {"dpi": 120}), ("svg", {})):
+    options: tuple[tuple[str, dict[str, Any]], ...] = (("png", {"dpi": 120}), ("svg", {}))
+    for ext, kw in options:
         buf = io.BytesIO()
         fig.savefig(buf, format=ext, **kw)
         path = Path(f"{stem}.{ext}")

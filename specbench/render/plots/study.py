@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.image import AxesImage
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -42,7 +43,7 @@ def divergence_matrix(pairs: list[PairDivergence]) -> tuple[list[str], np.ndarra
 
 
 def _heatmap(ax: Axes, matrix: np.ndarray, labels: list[str], cmap: str, vmin: float, vmax: float,
-             text: list[list[str]]) -> object:
+             text: list[list[str]]) -> AxesImage:
     import matplotlib
 
     colours = matplotlib.colormaps[cmap].with_extremes(bad="#eeeeee")
