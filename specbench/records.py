@@ -256,9 +256,10 @@ class SpecDecode(Record):
         return None not in (self.num_drafts, self.draft_tokens, self.accepted_tokens)
 
     def counts(self, origin: str | None = None) -> Counts:
-        if not self.complete:
+        drafts, drafted, accepted = self.num_drafts, self.draft_tokens, self.accepted_tokens
+        if drafts is None or drafted is None or accepted is None:  # not self.complete
             raise ValueError(f"incomplete spec_decode counts{f' ({origin})' if origin else ''}")
-        return Counts(num_drafts=self.num_drafts, draft_tokens=self.draft_tokens, accepted_tokens=self.accepted_tokens,
+        return Counts(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
                       accepted_per_position=self.accepted_per_position, num_spec_tokens=self.num_spec_tokens,
                       origin=origin)
 
