@@ -12,8 +12,8 @@ from typing import Callable
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.image import AxesImage
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from specbench.analysis.divergence import PairDivergence
