@@ -57,6 +57,7 @@ def test_every_baseline_has_speculative_cells():
         assert any((c / "acceptance.json").exists() for c in run.iterdir() if c.is_dir()), run
 
 
+@pytest.mark.slow  # report (with its figures) and compare over every committed run
 @pytest.mark.parametrize("run", BASELINES, ids=[p.name for p in BASELINES])
 def test_acceptance_report_and_compare_print_one_interval(run: Path, tmp_path: Path):
     _check_one_interval(run, tmp_path)

@@ -14,6 +14,8 @@ from specbench.plugin import (
     check_variant_supported, plugin_env, register, switches_from_env,
 )
 
+pytestmark = pytest.mark.slow  # imports vLLM (~20 s of CPU per worker); no server
+
 ALL_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR, HEAD_VAR)
 
 
@@ -65,7 +67,6 @@ def _registered(registry, before) -> dict[str, type]:
     (h, n, m) for h, shipped in (("eagle", ("on", "off")), ("mtp", ("on", "on")))
     for n in ("on", "logits-only", "off") for m in ("off", "on") if (n, m) != shipped
 ])
-@pytest.mark.slow
 def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm, mask):
     from vllm.model_executor.models import deepseek_eagle, deepseek_mtp
 
