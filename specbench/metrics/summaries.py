@@ -23,6 +23,7 @@ after the other are two records.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from specbench.metrics.fields import fraction, integer, number, strip_ansi
 from specbench.metrics.record import SpecDecodeRecord
@@ -76,7 +77,7 @@ class SummaryParser:
         self._warn = warn
         self._kind: str | None = None
         self._start = 0
-        self._values: dict[str, object] = {}
+        self._values: dict[str, Any] = {}  # field -> parsed value, splatted into the record
         self._positions: dict[int, float] = {}
         self._positions_unknown = False  # elided or over the cap
         self._gap = 0  # blank or fence lines since the offline block's last line
@@ -140,7 +141,7 @@ class SummaryParser:
             return None
         source = "vllm-bench-serve" if kind == "bench" else "vllm-offline"
         return SpecDecodeRecord(source=source, format=source, file=self.file, line=self._start,
-                                cumulative=True, **values)  # type: ignore[arg-type]
+                                cumulative=True, **values)
 
     def _position(self, index: int, value: float | None, lineno: int) -> None:
         if index >= MAX_POSITIONS:
