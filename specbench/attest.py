@@ -265,9 +265,9 @@ def mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> 
     if asked_spec:
         differ("spec_method", canonical_method(spec.get("vllm_method")), canonical_method(attested.get("spec_method")))
         differ("num_speculative_tokens", spec.get("num_speculative_tokens"), attested.get("num_speculative_tokens"))
-        asked, ran = spec.get("head_variant") or {}, attested.get("head_variant") or {}
+        asked_hv, ran_hv = spec.get("head_variant") or {}, attested.get("head_variant") or {}
         for f in HEAD_FIELDS:
-            differ(f"head_variant.{f}", asked.get(f), ran.get(f))
+            differ(f"head_variant.{f}", asked_hv.get(f), ran_hv.get(f))
     differ("mla", spec.get("mla"), attested.get("mla"))
     differ("tp", spec.get("tp"), attested.get("tp"))
     return out

@@ -16,10 +16,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from specbench.errors import ConfigError, SpecbenchError
+from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
 from specbench.safe_yaml import LimitError, load_yaml
 
-FIXTURE_REFS = ("fixture:target", "fixture:draft", "fixture:heads-target", "fixture:heads-draft",
-                "fixture:heads-draft-h128", "fixture:margin-target", "fixture:margin-draft")
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+# Exit codes, the one definition (README "Exit codes"; the CLI and the executors use these names).
+EXIT_OK = 0
+EXIT_REGRESSION = 1      # compare: a gate failed
+EXIT_USAGE = 2           # bad input, config or flag: a SpecbenchError, one line naming what to fix
+EXIT_FAILED_CELLS = 3    # run: some cells failed (the others are saved)
+EXIT_INCONCLUSIVE = 3    # compare: no gate failed but some checks are inconclusive
+EXIT_INTERRUPTED = 130   # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention)
+
 
 class SpecbenchError(Exception):
     """Base class for every error specbench reports to a user (exit code 2 by default).
@@ -9,7 +17,7 @@ class SpecbenchError(Exception):
     The message must say what went wrong *and* what to do next, in one line.
     """
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class ConfigError(SpecbenchError):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from specbench.analysis.counts import Counts
 from specbench.errors import InputError
+from specbench.io import load_json
 
 Num = Union[StrictInt, StrictFloat]
 Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]
@@ -35,7 +36,6 @@ R = TypeVar("R", bound="Record")
 
 class Record(BaseModel):
     """Base of every record: unknown keys kept, strict types, dump = what was set."""
-
     model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True)
 
     # Checked by specbench.io.load_json (refuses other versions) and written first by save_json.
@@ -69,7 +69,6 @@ _UNION_TAG = re.compile(r"^(int|float|str|bool|list|dict|none|[a-z-]+\[.*\])$")
 # -- counts --------------------------------------------------------------------------------------
 class CountsRecord(Record):
     """A ``counts`` object: a :class:`~specbench.analysis.counts.Counts` as written."""
-
     num_drafts: StrictInt
     draft_tokens: StrictInt
     accepted_tokens: StrictInt
@@ -130,7 +129,6 @@ class CI(Record):
 
 class Acceptance(Record):
     """``acceptance.json``: one cell's counts from three sources, their agreement, derived figures, CI."""
-
     definition: Optional[StrictStr] = None
     num_spec_tokens: Optional[StrictInt] = None
     baseline: Optional[StrictBool] = None  # baseline cells only (no speculation)
@@ -153,6 +151,27 @@ class Acceptance(Record):
         return self.ci.intervals if self.ci is not None else {}
 
 
+def ci_units(requests: list[Counts] | None, windows: list[Counts], total: Counts | None) -> tuple[list[Counts], str]:
+    """The units a cell's confidence interval runs over, and their kind: the one choice, made for
+    acceptance.json (run/collect.py), ``report`` (report/inputs.py), ``compare`` (compare/sides.py)
+    and the precision stop rule (load/precision.py), so all four print the same interval.
+
+    Per-request units, else log windows: two or more that drafted, preferring a kind whose units
+    all carry per-position counts (else no p_i interval); a unit that drafted nothing adds nothing
+    to the sums but would count as a draw (n, df), so it is left out. Fewer than two of either:
+    the exact total, one unit, kind "total" (no interval). Invalid units are the callers' to drop
+    (each names them in its own warnings)."""
+    req = [u for u in requests or [] if u.num_drafts]
+    win = [u for u in windows if u.num_drafts]
+    for units, kind in ((req, "request"), (win, "window")):
+        if len(units) > 1 and all(u.accepted_per_position is not None for u in units):
+            return units, kind
+    for units, kind in ((req, "request"), (win, "window")):
+        if len(units) > 1:
+            return units, kind
+    return ([total] if total is not None and total.num_drafts else []), "total"
+
+
 # -- cell and manifest ---------------------------------------------------------------------------
 class Timings(Record):
     startup_s: Optional[Num] = None
@@ -162,7 +181,6 @@ class Timings(Record):
 
 class CellRecord(Record):
     """``cell.json``: what ran, how it ended, and where. Field order is the file's key order."""
-
     cell_id: StrictStr
     axes: dict[str, Optional[Scalar]] = Field(default_factory=dict)
     repeat: Optional[StrictInt] = None
@@ -203,7 +221,6 @@ class Manifest(Record):
 
     The runner keeps the manifest as the dict plan.py built and updates it; store validates it
     through this model on every write and on load."""
-
     run_id: StrictStr
     specbench_version: Optional[StrictStr] = None
     vllm_version: Optional[StrictStr] = None
@@ -224,7 +241,6 @@ class Manifest(Record):
 # -- requests ------------------------------------------------------------------------------------
 class SpecDecode(Record):
     """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver)."""
-
     num_spec_tokens: Optional[StrictInt] = None
     num_drafts: Optional[StrictInt] = None
     draft_tokens: Optional[StrictInt] = None
@@ -240,9 +256,10 @@ class SpecDecode(Record):
         return None not in (self.num_drafts, self.draft_tokens, self.accepted_tokens)
 
     def counts(self, origin: str | None = None) -> Counts:
-        if not self.complete:
+        drafts, drafted, accepted = self.num_drafts, self.draft_tokens, self.accepted_tokens
+        if drafts is None or drafted is None or accepted is None:  # not self.complete
             raise ValueError(f"incomplete spec_decode counts{f' ({origin})' if origin else ''}")
-        return Counts(num_drafts=self.num_drafts, draft_tokens=self.draft_tokens, accepted_tokens=self.accepted_tokens,
+        return Counts(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
                       accepted_per_position=self.accepted_per_position, num_spec_tokens=self.num_spec_tokens,
                       origin=origin)
 
@@ -251,7 +268,6 @@ class RequestRecord(Record):
     """One line of ``requests.jsonl`` (built-in driver, llmperf or ``vllm bench serve`` rows).
 
     Readers tag rows with the cell's repeat under ``_repeat`` (never written)."""
-
     model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True, populate_by_name=True)
 
     id: Optional[Union[StrictInt, StrictStr]] = None
@@ -302,6 +318,4 @@ def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "rec
 
 def load(cls: type[R], path: Path, fix: str = "re-run the cell") -> R:
     """Read ``path`` (versioned JSON, :func:`specbench.io.load_json`) as a ``cls`` record."""
-    from specbench.io import load_json
-
     return cls.parse(load_json(path), path, fix)

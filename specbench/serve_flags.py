@@ -15,6 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from specbench.io import atomic_write_text
+from specbench.vllm_main import installed_vllm_version
+
 # Prints every option string of `vllm serve`, from the parser vLLM's CLI builds (ServeSubcommand).
 _PROBE = (
     "import json\n"
@@ -42,7 +45,6 @@ def _install_key(python: str) -> str | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     root = Path(list(spec.submodule_search_locations)[0])
-    from specbench.vllm_main import installed_vllm_version
 
     stamp = [str(root), str(installed_vllm_version())]
     for rel in ("engine/arg_utils.py", "entrypoints/cli/serve.py"):
@@ -76,7 +78,6 @@ def serve_flags(python: str = sys.executable) -> frozenset[str] | None:
     flags = frozenset(json.loads(line.split(" ", 1)[1]))
     if key is not None:
         try:
-            from specbench.io import atomic_write_text
 
             try:
                 data = json.loads(cache.read_text(encoding="utf-8"))

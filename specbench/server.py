@@ -29,8 +29,10 @@ from types import TracebackType
 import httpx
 
 from specbench.errors import DependencyError, ServerError
+from specbench.plugin.switches import variant_cache_key
 from specbench.procs import join_started, kill_tree, wait_released
 from specbench.redact import redact_argv
+from specbench.vllm_main import installed_vllm_version
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +134,6 @@ class VLLMServer:
     and cache (default: ``<log dir>/server-state``). ``share_modelinfos`` links that private cache's
     ``modelinfos/`` to :func:`shared_modelinfos_dir` (False: a cold start, as with an empty cache).
     """
-
     # The module run with ``python -m``; tests point it at a stand-in to exercise failure paths.
     entry_module = "specbench.vllm_main"
 
@@ -264,8 +265,6 @@ class VLLMServer:
         # A cache the cell names is the user's; a head variant gets its own sub-directory of it, as
         # vLLM's compile-cache key ignores the variant (a compiled graph of one would run for another).
         if "VLLM_CACHE_ROOT" in self.cell_env:
-            from specbench.plugin.switches import variant_cache_key
-
             key = variant_cache_key(self.cell_env)
             root = self.cell_env["VLLM_CACHE_ROOT"]
             env["VLLM_CACHE_ROOT"] = os.path.join(root, key) if key else root
@@ -369,7 +368,6 @@ class VLLMServer:
                 return str(version)
         except (ServerError, ValueError):
             pass
-        from specbench.vllm_main import installed_vllm_version
 
         return installed_vllm_version()
 

@@ -9,6 +9,7 @@ import pytest
 from specbench import serve_flags as sf
 
 
+@pytest.mark.slow
 def test_probe_reads_the_installed_parser_and_caches_it(tmp_path, monkeypatch):
     pytest.importorskip("vllm")
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path))

@@ -13,7 +13,8 @@ from typing import Callable, Iterator, TypeVar
 import typer
 from rich.console import Console
 
-from specbench.errors import SpecbenchError
+from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, SpecbenchError
+from specbench.redact import redact_urls
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -36,15 +37,14 @@ def debug_enabled() -> bool:
 # The exit-code contract (README "Exit codes"): CI reads 1 as "regression", so nothing else may
 # ever end in 1. Every failure that is not a verdict is a usage/input error (2), failed cells (3)
 # or an interruption (130).
-EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# defined once in errors.py; re-exported here for the command modules
+__all__ = ["EXIT_FAILED_CELLS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSION", "EXIT_USAGE"]
 
 
 def describe_failure(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for any exception that ends a command: the one place where
     a failure becomes the contract. Messages name the file or what to do; a password in a URL that
     a message quotes (a model or endpoint from the config) is hidden."""
-    from specbench.redact import redact_urls
-
     code, message = _describe(exc)
     return code, redact_urls(message)
 
@@ -120,8 +120,6 @@ def report_failure(exc: BaseException) -> int:
     the 1 of an uncaught exception, which CI reads as a regression)."""
     if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
         import traceback
-
-        from specbench.redact import redact_urls
 
         sys.stderr.write(redact_urls("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
         sys.stderr.flush()

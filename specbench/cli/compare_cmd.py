@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from specbench.cli.common import console, handle_errors, warn
+from specbench.cli.common import console, handle_errors, silence_stdout, warn
+from specbench.cli.outputs import guard_outputs
+from specbench.errors import EXIT_INCONCLUSIVE, EXIT_OK, InputError
+from specbench.io import atomic_write_text, save_json
+
+# The compare core (numpy, pydantic, scipy; matplotlib for --plot) is imported inside the functions
+# that use it, so `specbench --help` and the other commands never load it.
 
 
 def _parse_gates(values: Optional[list[str]]):
     # Runs while click parses arguments: a malformed gate is a usage error (exit 2) before any work.
-    from specbench.compare.gates import GateError, parse_gate
+    from specbench.compare.gates import GateError, parse_gate  # the compare core: see the top
 
     try:
         return [parse_gate(v) for v in values or []]
@@ -69,16 +75,15 @@ def compare(
         "--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict).")] = False,
 ) -> None:
     """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
-    from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate
+    from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate  # the core
     from specbench.compare.guard import mismatches, unchecked
-    from specbench.errors import InputError
-
-    from specbench.cli.outputs import guard_outputs
+    from specbench.compare.noise import load_floors
+    from specbench.compare.render import print_table
 
     guard_outputs([baseline, candidate, gate_file, noise_floor], {"--markdown": markdown, "--junit": junit, "--json": json_out,
                                                      "--plot": plot},  # before any work; inputs never written
                   env_files=["GITHUB_STEP_SUMMARY"])
-    gates = list(gate or [])
+    gates: list[Any] = list(gate or [])  # Gate objects: _parse_gates ran as the option's callback
     if gate_file is not None:
         gates += load_gate_file(gate_file)
     default = not gates
@@ -86,8 +91,6 @@ def compare(
         gates = [parse_gate(g) for g in DEFAULT_GATES]
     floors = None
     if noise_floor is not None:
-        from specbench.compare.noise import load_floors
-
         floors = load_floors(noise_floor)
     base, cand = load_side(baseline), load_side(candidate)
     diffs = mismatches(base, cand)
@@ -110,18 +113,14 @@ def compare(
                          f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
                          f"{', '.join(c.name for c in cand.cells.values())})")
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
-    from specbench.compare.render import print_table
-
     try:
         print_table(comp, console, verbose=verbose)
     except BrokenPipeError:  # `| head`: the table ends there, the verdict (exit code) stands
-        from specbench.cli.common import silence_stdout
-
         silence_stdout()
     code = comp.exit_code
-    if code == 3 and allow_inconclusive:
+    if code == EXIT_INCONCLUSIVE and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")
-        code = 0
+        code = EXIT_OK
     raise typer.Exit(code)
 
 
@@ -138,11 +137,11 @@ def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
 
 
 def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
-    from specbench.io import atomic_write_text, save_json
+    from specbench.compare.junit import junit_xml  # the compare core: see the top
+    from specbench.compare.render import cell_titles
+    from specbench.compare.render import markdown as render_markdown
 
     if markdown is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
-        from specbench.compare.render import markdown as render_markdown
-
         text = render_markdown(comp)
         if markdown is not None:
             atomic_write_text(markdown, text)
@@ -154,14 +153,11 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
             except OSError as exc:
                 warn(f"GITHUB_STEP_SUMMARY={summary}: cannot append ({exc})")
     if junit is not None:
-        from specbench.compare.junit import junit_xml
-
         atomic_write_text(junit, junit_xml(comp))
     if json_out is not None:
         save_json(json_out, comp.to_dict())
     if plot is not None:
-        from specbench.compare.render import cell_titles
-        from specbench.render.plots.compare import bands, delta_rows, save_overlay
+        from specbench.render.plots.compare import bands, delta_rows, save_overlay  # matplotlib: --plot only
 
         kw = dict(confidence=comp.confidence)
         names = cell_titles(comp)

@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from specbench.cli.common import handle_errors
+from specbench.fixtures import build_fixtures, fixture_paths
+from specbench.fixtures.build import is_complete
 
 fixtures_app = typer.Typer(help="Build or locate the tiny local DeepSeek-V3 target and its EAGLE head.", no_args_is_help=True)
 
@@ -30,8 +32,6 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the cache entry exists.")] = False,
 ) -> None:
     """Build the models into the cache (a no-op when already built) and print their paths."""
-    from specbench.fixtures import build_fixtures
-
     _print(build_fixtures(cache_dir=cache_dir, force=force))
 
 
@@ -39,9 +39,6 @@ def build(
 @handle_errors
 def path(cache_dir: CacheDir = None) -> None:
     """Print where the models are (or would be) cached; builds nothing."""
-    from specbench.fixtures import fixture_paths
-    from specbench.fixtures.build import is_complete
-
     paths = fixture_paths(cache_dir)
     _print(paths)
     if not is_complete(paths):

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import functools
-import importlib
 import os
+import sys
 from typing import Annotated, Optional
 
 import typer
 
 from specbench import __version__
+from specbench.cli import compare_cmd, fixtures_cmd, parse_cmd, report_cmd, run_cmd
+from specbench.cli.common import print_error, report_failure, sigterm_as_interrupt, stdout_closed
+from specbench.errors import EXIT_OK, EXIT_USAGE
+from specbench.io import clear_protected
 
 app = typer.Typer(
     name="specbench",
@@ -19,21 +23,16 @@ app = typer.Typer(
     add_completion=False,
 )
 
-# (module, attribute) pairs; each module defines a function registered as a command. Listed (and
-# shown in --help) in workflow order: run, validate, report, compare, parse, fixtures.
-_COMMANDS = [
-    ("specbench.cli.run_cmd", "register"),
-    ("specbench.cli.report_cmd", "register"),
-    ("specbench.cli.compare_cmd", "register"),
-    ("specbench.cli.parse_cmd", "register"),
-    ("specbench.cli.fixtures_cmd", "register"),
-]
+# Each module's register(app) adds its command(s). Listed (and shown in --help) in workflow order:
+# run, validate, report, compare, parse, fixtures. Plain imports: a missing or broken command module
+# is an ImportError at start, never a dropped command.
+_COMMANDS = [run_cmd, report_cmd, compare_cmd, parse_cmd, fixtures_cmd]
 
 
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"specbench {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit(EXIT_OK)
 
 
 @app.callback(invoke_without_command=True)
@@ -50,8 +49,8 @@ def _root(
         typer.echo(ctx.get_help())
 
 
-for _module, _attr in _COMMANDS:  # a missing or broken command module is an error, never a dropped command
-    getattr(importlib.import_module(_module), _attr)(app)
+for _module in _COMMANDS:
+    _module.register(app)
 
 
 @functools.lru_cache(maxsize=None)
@@ -92,11 +91,6 @@ def run_cli(argv: list[str] | None = None) -> int:
     """Run specbench with ``argv`` and return its exit code, never raising: click's usage errors,
     failures outside a command (argument callbacks) and anything a command let through all become
     one line on stderr and a code from the contract (0, 1 regression, 2, 3, 130)."""
-    import sys
-
-    from specbench.cli.common import EXIT_USAGE, print_error, report_failure, stdout_closed
-    from specbench.io import clear_protected
-
     clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
     argv, debug = split_debug(list(sys.argv[1:] if argv is None else argv))
     if debug:
@@ -104,8 +98,6 @@ def run_cli(argv: list[str] | None = None) -> int:
     if stdout_closed():
         print_error("standard output is closed (>&-); redirect it to a file or to /dev/null")
         return EXIT_USAGE
-    from specbench.cli.common import sigterm_as_interrupt
-
     try:
         # SIGTERM/SIGHUP end every command as Ctrl-C does: partial outputs removed, exit 130
         with sigterm_as_interrupt():
@@ -116,12 +108,10 @@ def run_cli(argv: list[str] | None = None) -> int:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except BaseException as exc:  # noqa: BLE001 - the contract's last line of defence
         code = report_failure(exc)
-    return code if isinstance(code, int) else 0
+    return code if isinstance(code, int) else EXIT_OK
 
 
 def main() -> None:
-    import sys
-
     sys.exit(run_cli())
 
 

@@ -22,10 +22,10 @@ def guard_outputs(inputs: Iterable[Path | None], files: dict[str, Path | None] |
     when they point at or into an input (other problems with them are the writer's warning)."""
     protect_inputs([p for p in inputs if p is not None])
     for name in env_files:
-        path = os.environ.get(name)
-        owner = written_input(Path(path)) if path else None
+        env_path = os.environ.get(name)
+        owner = written_input(Path(env_path)) if env_path else None
         if owner is not None:
-            raise ConfigError(f"{name}={path}: is (inside) an input of this command ({owner}); "
+            raise ConfigError(f"{name}={env_path}: is (inside) an input of this command ({owner}); "
                               f"point {name} elsewhere or unset it")
     for flag, path in (files or {}).items():
         if path is None or str(path) == "-":

@@ -12,6 +12,9 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import console, handle_errors, warn
+from specbench.errors import EXIT_USAGE
+from specbench.metrics.parse import SPEC_JSON_HEAD, parse_file, without_gc
+from specbench.render import format as render_format
 
 TABLE_COLUMNS = ("file", "line", "source", "format", "engine", "num_drafts", "draft_tokens", "accepted_tokens",
                  "mean_acceptance_length", "draft_acceptance_rate", "per_position_acceptance")
@@ -33,8 +36,6 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")] = False,
     ) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
-        from specbench.metrics.parse import SPEC_JSON_HEAD, parse_file, without_gc
-
         as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
         # InputError (exit 2) for an unreadable path
         results = [parse_file(f, engine_stats=include_engine_stats, as_json=as_json) for f in files]
@@ -42,14 +43,15 @@ def register(app: typer.Typer) -> None:
         for res in results:
             for w in res.warnings:
                 warn(w)
-            empty |= not any(r.startswith(SPEC_JSON_HEAD) if as_json else r.kind == "spec_decode" for r in res.records)
+            empty |= not any(r.startswith(SPEC_JSON_HEAD) if isinstance(r, str) else r.kind == "spec_decode"
+                             for r in res.records)
         if fmt is OutputFormat.jsonl:
             without_gc(lambda: _write_jsonl([res.records for res in results]))
         else:
             _write_rows(without_gc(lambda: [r.to_dict() for res in results for r in res.records]), fmt)
         if strict and empty:
             # An input without metrics is an input error (2), not a regression verdict (1).
-            raise typer.Exit(2)
+            raise typer.Exit(EXIT_USAGE)
 
 
 def _write_jsonl(line_lists: list[list[str]]) -> None:
@@ -77,8 +79,6 @@ def _render_table(rows: list[dict]) -> None:
     engine, counts, AL, DAR and p_i each in its own column."""
     from rich.table import Table
 
-    from specbench.render import format as fmt
-
     by_file: dict[str, list[dict]] = {}
     for row in rows:
         by_file.setdefault(str(row.get("file") or "-"), []).append(row)
@@ -90,18 +90,18 @@ def _render_table(rows: list[dict]) -> None:
         engines = {r.get("engine") for r in recs}
         one = len({r.get("kind") for r in recs}) == 1
         table = Table(title=f"{_shown(file)}: {len(recs)} record(s), {', '.join(formats)}", title_justify="left")
-        columns: list[tuple[str, list[str]]] = [("line", [fmt.short(r.get("line")) for r in recs])]
+        columns: list[tuple[str, list[str]]] = [("line", [render_format.short(r.get("line")) for r in recs])]
         if not one:
             columns.append(("kind", [str(r.get("kind")).split("_")[0] for r in recs]))
         if len(engines) > 1:
-            columns.append(("engine", [fmt.short(r.get("engine")) for r in recs]))
+            columns.append(("engine", [render_format.short(r.get("engine")) for r in recs]))
         for name, key in (("drafts", "num_drafts"), ("drafted", "draft_tokens"), ("accepted", "accepted_tokens")):
-            columns.append((name, [fmt.short(r.get(key)) for r in recs]))
-        columns.append(("AL", [fmt.num(r.get("mean_acceptance_length"), 2) for r in recs]))
-        columns.append(("DAR", [fmt.num(r.get("draft_acceptance_rate"), 3) for r in recs]))
+            columns.append((name, [render_format.short(r.get(key)) for r in recs]))
+        columns.append(("AL", [render_format.num(r.get("mean_acceptance_length"), 2) for r in recs]))
+        columns.append(("DAR", [render_format.num(r.get("draft_acceptance_rate"), 3) for r in recs]))
         pos = [list(r.get("per_position_acceptance") or []) for r in recs]
-        columns += [(f"p_{i}", [fmt.num(p[i], 3) if i < len(p) else fmt.MISSING for p in pos]) for i in range(k)]
-        columns = [(n, v) for n, v in columns if any(x != fmt.MISSING for x in v)]  # nothing to show: no column
+        columns += [(f"p_{i}", [render_format.num(p[i], 3) if i < len(p) else render_format.MISSING for p in pos]) for i in range(k)]
+        columns = [(n, v) for n, v in columns if any(x != render_format.MISSING for x in v)]  # nothing to show: no column
         for name, _ in columns:
             table.add_column(name, justify="right", no_wrap=True)
         for i in range(len(recs)):

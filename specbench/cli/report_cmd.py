@@ -8,6 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from specbench.cli.common import console, handle_errors, nonempty_path
+from specbench.cli.outputs import guard_outputs
+from specbench.errors import ConfigError
+from specbench.render.tables import column_chunks
 
 
 def register(app: typer.Typer) -> None:
@@ -32,11 +35,11 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with jackknife-t CIs."""
-        from specbench.errors import ConfigError
+        # the report core (pandas, numpy; matplotlib when writing figures) loads only when the command
+        # runs, so `specbench --help` and the other commands never pay for it
         from specbench.report.build import build_report, table_rows, write_report
         from specbench.report.inputs import parse_label
-
-        from specbench.cli.outputs import guard_outputs
+        from specbench.report.kpredict import recommendation
 
         labels = [parse_label(x) for x in (label or [])]
         guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
@@ -57,8 +60,6 @@ def register(app: typer.Typer) -> None:
                               f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
                               highlight=False)
             for kp in st.kpredictions:
-                from specbench.report.kpredict import recommendation
-
                 console.print(f"k advice from {recommendation(kp, rep.title(kp.source))}", highlight=False)
             for w in st.warnings:
                 console.print(f"[yellow]{w}[/]", highlight=False)
@@ -69,8 +70,6 @@ def _print_table(rep, table_rows) -> None:
     """Statistics as rows and cells as columns, headed by their axis values; as many cells per
     table as fit the terminal (an interval goes under its value), so nothing breaks mid-number."""
     from rich.table import Table
-
-    from specbench.render.tables import column_chunks
 
     header, rows = table_rows(rep, "p")
     a_header, a_rows = table_rows(rep, "a")
@@ -86,7 +85,7 @@ def _print_table(rep, table_rows) -> None:
     cells = flat
     if len(column_chunks(widths(flat), first, console.width)) > 1:  # too wide: each interval under its value
         cells = [[c.replace(" [", "\n[", 1) for c in col] for col in flat]
-    title = f"Acceptance ({rep.confidence:.0%} CI, t with jackknife SE; AL = 1 + accepted/drafts)"
+    title: str | None = f"Acceptance ({rep.confidence:.0%} CI, t with jackknife SE; AL = 1 + accepted/drafts)"
     for chunk in column_chunks(widths(cells), first, console.width):
         table = Table(title=title, title_justify="left")
         title = None

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from specbench.compare.metrics import Metric
+from specbench.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
 
 
 @dataclass
@@ -124,7 +125,7 @@ class Comparison:
     @property
     def exit_code(self) -> int:
         """0 every check passed, 1 a check failed, 3 none failed but some could not be decided."""
-        return 1 if self.failures else (3 if self.inconclusive else 0)
+        return EXIT_REGRESSION if self.failures else (EXIT_INCONCLUSIVE if self.inconclusive else EXIT_OK)
 
     @property
     def decided(self) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
 from specbench.errors import InputError
-from specbench.records import Acceptance
+from specbench.records import Acceptance, ci_units
 
 CellKey = tuple[tuple[str, str], ...]
 
@@ -285,15 +285,7 @@ def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> t
     req = _valid(req, f"{where}: per_request.units", warnings)
     win = _valid(win, f"{where}: logs.windows", warnings)
     total = _valid(total, f"{where}: prometheus.counts", warnings)
-    req, win = [u for u in req if u.num_drafts], [u for u in win if u.num_drafts]
-    has_pos = lambda units: units and all(u.accepted_per_position is not None for u in units)  # noqa: E731
-    for units, kind in ((req, "request"), (win, "window")):
-        if len(units) > 1 and has_pos(units):
-            return units, kind
-    for units, kind in ((req, "request"), (win, "window")):
-        if len(units) > 1:
-            return units, kind
-    return [u for u in total if u.num_drafts], "total"
+    return ci_units(req, win, total[0] if total else None)
 
 
 def _add_attestation(cell: SideCell, cell_id: str, rec) -> None:

@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts
+from specbench.records import ci_units
 
 REACHED, MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
 MIN_REQUESTS_FLOOR = 20  # fewer requests before the first look break the final CI's coverage (above)
@@ -102,14 +103,17 @@ def half_widths(units: list[Counts], keys: list[str], *, confidence: float = 0.9
 def clustered(batches: list[Batch]) -> tuple[list[Counts], str]:
     """The units the CI runs over: prompts (or requests) when every batch has per-request counts,
     else one unit per batch from its /metrics diff."""
+    per_prompt, repeated = None, False
     if batches and all(b.request_units is not None for b in batches):
         sums: dict[str, Counts] = {}
         for b in batches:
             for key, c in b.request_units or []:
                 sums[key] = sums[key] + c if key in sums else c
         repeated = sum(len(b.request_units or []) for b in batches) > len(sums)
-        return list(sums.values()), "prompt" if repeated else "request"
-    return [b.scrape_diff for b in batches if b.scrape_diff is not None and b.scrape_diff.num_drafts], "batch"
+        per_prompt = list(sums.values())
+    # the batches' /metrics diffs stand where a cell has log windows: ci_units chooses, as for every CI
+    units, kind = ci_units(per_prompt, [b.scrape_diff for b in batches if b.scrape_diff is not None], None)
+    return units, {"request": "prompt" if repeated else "request", "window": "batch"}.get(kind, "batch")
 
 
 @dataclass

@@ -74,7 +74,7 @@ ENGINE_JSON = ('{"kind": "engine_stats", "source": "vllm", "format": "vllm-engin
                '"running_reqs": %d, "waiting_reqs": %d}')
 
 
-def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pid: dict[int | None, int],
+def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pid: dict[int | None, int | None],
                engine_stats: bool = True, as_json: bool = False) -> tuple[list, int] | None:
     """``(records, number of the chunk's last line)`` for ``buf[:cut]``, whose first line is
     ``lineno + 1``; None when the chunk holds a candidate line this reader does not take (then

@@ -29,6 +29,7 @@ both leave a warning naming file:line.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from specbench.metrics import paste
 from specbench.metrics.fields import fraction, integer, number, number_list, pairs, strip_ansi
@@ -169,7 +170,7 @@ class LineParser:
 
     def __init__(self, file: str | None = None) -> None:
         self.file = file
-        self.engine_by_pid: dict[int | None, int] = {}  # pid → the engine id of its last Engine line
+        self.engine_by_pid: dict[int | None, int | None] = {}  # pid → the engine id of its last Engine line
         self.warnings: list[str] = []
         self.more_warnings = 0
 
@@ -219,7 +220,7 @@ class LineParser:
         names = [name for name, _ in all_pairs]
         if not names or names[0] not in SPEC_FIELDS:
             return None
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}  # field -> parsed value, splatted into the record
         for name, raw in self._trusted(all_pairs, body, cut, SPEC_FIELDS, PRECISION):
             spec = SPEC_FIELDS.get(name)
             if spec is None or spec[0] in values:
@@ -240,7 +241,7 @@ class LineParser:
         time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(
             source="vllm", format=fmt, file=self.file, line=lineno, time=time, pid=pid,
-            engine=self.engine_by_pid.get(pid), cumulative=cumulative, **values,  # type: ignore[arg-type]
+            engine=self.engine_by_pid.get(pid), cumulative=cumulative, **values,
         )
 
     @staticmethod
@@ -292,7 +293,7 @@ class LineParser:
         body = located[0].lstrip(". ")
         if "..." in body or "\u2026" in body:
             body = paste.elide(body)
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}  # field -> parsed value, splatted into the record
         seen = False
         for name, raw in self._trusted(pairs(body), body, cut, SGLANG_FIELDS, SGLANG_PRECISION):
             spec = SGLANG_FIELDS.get(name)
@@ -306,7 +307,7 @@ class LineParser:
             return None
         time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(source="sglang", format="sglang-decode-batch", file=self.file, line=lineno,
-                                time=time, pid=pid, cumulative=False, **values)  # type: ignore[arg-type]
+                                time=time, pid=pid, cumulative=False, **values)
 
     def _engine(self, line: str, m: re.Match[str], lineno: int) -> EngineStatsRecord | None:
         prefix = line[: m.start()]

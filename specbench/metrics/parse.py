@@ -13,13 +13,14 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.metrics import bulk, logs, paste, vllm_bench
 from specbench.metrics.logs import FIELD_NAMES, MAX_LINE_CHARS, PREFILTER, LineParser, is_candidate
 from specbench.metrics.prometheus import looks_like_prometheus, parse_prometheus
 from specbench.metrics.record import Record
+from specbench.metrics.record_json import json_line
 from specbench.metrics.summaries import PREFILTER as SUMMARY_PREFILTER
 from specbench.metrics.summaries import SummaryParser
 
@@ -28,7 +29,7 @@ __all__ = ["ParseResult", "parse_file", "parse_lines", "parse_prometheus", "pars
 
 @dataclass
 class ParseResult:
-    records: list[Record]  # or their JSON lines (str), from parse_file(as_json=True)
+    records: list[Any]  # Record, or its JSON line (str) from parse_file(as_json=True)
     warnings: list[str] = field(default_factory=list)
     replaced_chars: int = 0
 
@@ -62,8 +63,6 @@ def parse_file(path: Path | str, each: Callable[[Record], None] | None = None, e
         nonlocal spec_seen
         if not engine_stats:
             records = (r for r in records if type(r) is str or r.kind != "engine_stats")
-        if as_json:
-            from specbench.metrics.record_json import json_line
         out = []
         for rec in records:
             spec_seen = spec_seen or (rec.startswith(SPEC_JSON_HEAD) if type(rec) is str else rec.kind == "spec_decode")
@@ -79,7 +78,7 @@ def parse_file(path: Path | str, each: Callable[[Record], None] | None = None, e
     if path.is_dir():
         raise InputError(f"{name}: is a directory; give log or /metrics files (or a run directory to 'report')")
     try:
-        fh = os.fdopen(os.dup(0), "rb") if name == "-" else open(path, "rb")  # "-": standard input
+        fh: IO[bytes] = os.fdopen(os.dup(0), "rb") if name == "-" else open(path, "rb")  # "-": standard input
     except OSError as exc:
         raise InputError(f"{name}: cannot read ({exc.strerror or exc}); check the path") from None
     with fh:
@@ -88,13 +87,13 @@ def parse_file(path: Path | str, each: Callable[[Record], None] | None = None, e
         head = fh.read(4096)
         fh.seek(0)
         if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
-            records, warnings = vllm_bench.records_from_file(path)
-            return ParseResult(records=keep(records), warnings=warnings)
+            bench_records, bench_warnings = vllm_bench.records_from_file(path)
+            return ParseResult(records=keep(bench_records), warnings=bench_warnings)
         counter = _ReplacementCounter()
         line_parser = LineParser(name)
         if looks_like_prometheus(head.decode("utf-8", "replace")):
             text = counter.decode(fh.read())
-            records: list[Record] = keep(parse_prometheus(text, file=name))
+            records: list[Any] = keep(parse_prometheus(text, file=name))
         else:
             records = without_gc(lambda: keep(_scan_log(fh, counter, name, line_parser, engine_stats, as_json)))
     warnings = line_parser.all_warnings()
@@ -151,6 +150,7 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
     while True:
         fh.seek(offset)
         buf = fh.read(size)
+        rec: Record | None
         if not buf:
             rec = summary.close()
             if rec is not None:
@@ -316,13 +316,15 @@ def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser
     it = iter(lines)
     ahead: str | None = None  # a line read to see whether it continued a record, to be read again
     i = offset
+    rec: Record | None
     while True:
         if ahead is not None:
             line, ahead = ahead, None
         else:
-            line = next(it, None)  # type: ignore[arg-type]
-            if line is None:
+            got = next(it, None)
+            if got is None:
                 break
+            line = got
         i += 1
         cut = i in cut_lines or len(line) > MAX_LINE_CHARS
         if cut:

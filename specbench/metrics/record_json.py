@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-from typing import Callable
+from typing import Any, Callable
 
 from specbench.metrics.record import EngineStatsRecord, SpecDecodeRecord
 
@@ -109,7 +109,7 @@ def _generate(cls: type) -> Callable[[object], str]:
     # An f-string: its pieces are joined once (BUILD_STRING), quicker than "%" with a template.
     text = '{{"kind": {k}' + "".join(f', "{name}": {{v{i}}}' for i, (name, _) in enumerate(names)) + "}}"
     src = "def line(r):\n" + "\n".join(body) + f"\n    return f'{text}'\n"
-    scope = {"D": _dumps, "S": _string, "L": _list, "F": _FLOATS, "C": _STRINGS.get}
+    scope: dict[str, Any] = {"D": _dumps, "S": _string, "L": _list, "F": _FLOATS, "C": _STRINGS.get}
     exec(compile(src, f"<json_line {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own source
     return scope["line"]
 

@@ -23,6 +23,7 @@ after the other are two records.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from specbench.metrics.fields import fraction, integer, number, strip_ansi
 from specbench.metrics.record import SpecDecodeRecord
@@ -62,6 +63,12 @@ def _clean(line: str) -> str:
     return line.rstrip().rstrip("|`").rstrip()
 
 
+
+def _fraction(raw: str) -> float | None:
+    """A printed percentage as a fraction (58.4 -> 0.584), rounded as the log parser does."""
+    value = number(raw)
+    return None if value is None else round(value / 100.0, 12)
+
 class SummaryParser:
     """Feed every line; complete blocks come back as records."""
 
@@ -70,7 +77,7 @@ class SummaryParser:
         self._warn = warn
         self._kind: str | None = None
         self._start = 0
-        self._values: dict[str, object] = {}
+        self._values: dict[str, Any] = {}  # field -> parsed value, splatted into the record
         self._positions: dict[int, float] = {}
         self._positions_unknown = False  # elided or over the cap
         self._gap = 0  # blank or fence lines since the offline block's last line
@@ -134,7 +141,7 @@ class SummaryParser:
             return None
         source = "vllm-bench-serve" if kind == "bench" else "vllm-offline"
         return SpecDecodeRecord(source=source, format=source, file=self.file, line=self._start,
-                                cumulative=True, **values)  # type: ignore[arg-type]
+                                cumulative=True, **values)
 
     def _position(self, index: int, value: float | None, lineno: int) -> None:
         if index >= MAX_POSITIONS:
@@ -167,7 +174,7 @@ class SummaryParser:
             self._position(int(pos.group(1)), None if value is None else round(value / 100.0, 12), lineno)
             return True
         field = {
-            "acceptance rate (%)": ("draft_acceptance_rate", lambda r: None if number(r) is None else round(number(r) / 100.0, 12)),
+            "acceptance rate (%)": ("draft_acceptance_rate", _fraction),
             "acceptance length": ("mean_acceptance_length", number),
             "drafts": ("num_drafts", integer),
             "draft tokens": ("draft_tokens", integer),
@@ -176,7 +183,7 @@ class SummaryParser:
         }.get(label)
         if field is None:
             return False
-        if field[0] is not None:
+        if field[0] is not None and field[1] is not None:
             value = field[1](raw)
             if value is not None:
                 self._values[field[0]] = value

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench.errors import InputError
+from specbench.io import read_text
 from specbench.metrics.record import SpecDecodeRecord
 
 FORMAT = "vllm-bench-serve-json"
@@ -48,7 +49,6 @@ _ANY_OF = ("request_throughput", "total_input_tokens", "output_throughput")
 @dataclass
 class BenchResult:
     """One saved benchmark: the JSON object as written, and where it was read."""
-
     data: dict[str, Any]
     file: str
     line: int  # 1-based line where the object starts
@@ -81,7 +81,6 @@ def looks_like_bench_file(path: Path | str) -> bool:
 def read_bench_file(path: Path | str) -> list[BenchResult]:
     """Every result object in ``path``; InputError naming the file when it is not such a file."""
     path = Path(path)
-    from specbench.io import read_text
 
     text = read_text(path, errors="replace")
     out = [BenchResult(obj, str(path), line) for obj, line in _objects(text, path) if is_bench_result(obj)]
@@ -143,7 +142,8 @@ def per_position_counts(rates: list[float], drafts: int) -> tuple[list[int] | No
 
 def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
     """The canonical record of one result (None without ``spec_decode_*`` keys) and its warnings."""
-    d, where, warnings = res.data, f"{res.file}:{res.line}", []
+    d, where = res.data, f"{res.file}:{res.line}"
+    warnings: list[str] = []
     if not res.has_spec_decode:
         return None, []
     drafts = _int(d, "spec_decode_num_drafts", where, warnings)

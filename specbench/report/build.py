@@ -14,13 +14,18 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.analysis.acceptance import DEFINITION, significant
-from specbench.attest import axis_fields, confounds, not_attested
-from specbench.errors import SpecbenchError
 from specbench.analysis.frames import summary_frame, window_frame
+from specbench.attest import axis_fields, confounds, not_attested
+from specbench.compare.intervals import acceptance_deltas
+from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text
 from specbench.render import format as fmt
+from specbench.render.tables import axis_name, cell_title, titles
+from specbench.report.csvfile import csv_chunks
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
+from specbench.run.cells import axis_label
+from specbench.run.read import read_run
 
 MAX_WARNINGS_SHOWN = 20
 
@@ -29,7 +34,6 @@ MAX_WARNINGS_SHOWN = 20
 class CellDifference:
     """Two run-dir cells that differ in exactly one axis; delta = cand - base. (Not
     :class:`specbench.compare.compare.Comparison`, which compares two runs.)"""
-
     axis: str
     base: str  # group labels
     cand: str
@@ -46,8 +50,6 @@ class CellDifference:
     unattested: list[str] = field(default_factory=list)
 
     def sentence(self) -> str:
-        from specbench.render.tables import axis_name, cell_title
-
         parts = []
         for stat, name, n in (("mean_acceptance_length", "AL", 2), ("p0", "p_0", 3)):
             if stat not in self.values:
@@ -67,8 +69,6 @@ class CellDifference:
 
     def line(self) -> str:
         """One line: the AL change with its CI and verdict, then the attested confounds."""
-        from specbench.render.tables import axis_name, cell_title
-
         ctx = cell_title(self.others)
         head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
         stat = "mean_acceptance_length"
@@ -140,16 +140,11 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
 def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
     """``{label: title}`` for every cell of a run, baselines included (``MLA on · norm off``;
     ``<run id>/<title>`` when several runs are reported together)."""
-    from specbench.run.read import read_run
-
     return titles_of(read_run(run_dir), prefix=prefix)
 
 
 def titles_of(run, *, prefix: bool = False) -> dict[str, str]:
     """:func:`run_titles` of a run already loaded (:class:`specbench.run.store.Run`)."""
-    from specbench.render.tables import titles
-    from specbench.run.cells import axis_label
-
     cells = [(cid, {axis_label(str(k)): str(v) for k, v in (c.cell.get("axes") or {}).items()},
               bool(c.cell.get("is_baseline")), c.cell.get("repeat")) for cid, c in run.cells.items()]
     head = f"{run.run_id}/" if prefix else ""
@@ -160,9 +155,6 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
     """Cell labels of several runs carry the run id: the same run twice (or a copy of it) would give
     two groups one label. Refused, naming both."""
     import os
-
-    from specbench.errors import ConfigError
-    from specbench.run.read import read_run
 
     seen: dict[str, Path] = {}
     for run_dir in run_dirs:
@@ -182,31 +174,32 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
 def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]:
     """Cells of one run that differ in one axis, with compare's interval of the difference (the
     jackknife t of :func:`specbench.compare.intervals.acceptance_deltas`, unpaired)."""
-    from specbench.compare.intervals import acceptance_deltas
-
     out = []
     cells = [g for g in groups if g.axes is not None and g.units]
     # the first value an axis takes in run order is the reference side ("base")
     first_value: dict[str, str] = {}
+    axes_of: dict[int, dict[str, str]] = {id(g): g.axes for g in cells if g.axes is not None}
     for g in cells:
-        for k, v in g.axes.items():
+        for k, v in axes_of[id(g)].items():
             first_value.setdefault(k, v)
     for i, a in enumerate(cells):
         for b in cells[i + 1:]:
-            if a.repeat != b.repeat or set(a.axes) != set(b.axes):
+            ax, bx = axes_of[id(a)], axes_of[id(b)]
+            if a.repeat != b.repeat or set(ax) != set(bx):
                 continue
-            diff = [k for k in a.axes if a.axes[k] != b.axes[k]]
+            diff = [k for k in ax if ax[k] != bx[k]]
             if len(diff) != 1:
                 continue
             axis = diff[0]
-            base, cand = (a, b) if a.axes[axis] == first_value[axis] or b.axes[axis] != first_value[axis] else (b, a)
+            base, cand = (a, b) if ax[axis] == first_value[axis] or bx[axis] != first_value[axis] else (b, a)
+            base_axes, cand_axes = axes_of[id(base)], axes_of[id(cand)]
             deltas = acceptance_deltas(base.units, cand.units, confidence)
             pb, pc = base.point(), cand.point()
             stats = [s for s in ("mean_acceptance_length", "p0") if s in deltas and s in pb and s in pc]
             fields = axis_fields(axis)
             out.append(CellDifference(
-                axis=axis, base=base.label, cand=cand.label, base_value=base.axes[axis],
-                cand_value=cand.axes[axis], others={k: v for k, v in base.axes.items() if k != axis},
+                axis=axis, base=base.label, cand=cand.label, base_value=base_axes[axis],
+                cand_value=cand_axes[axis], others={k: v for k, v in base_axes.items() if k != axis},
                 values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
                 intervals={s: deltas[s].ci for s in stats},
                 degenerate=any(deltas[s].ci is None for s in stats),
@@ -222,8 +215,6 @@ def _checked(fields: tuple[str, ...]) -> tuple[str, ...]:
 def contrasts(run_dir: Path, confidence: float = 0.95) -> list[CellDifference]:
     """The contrasts of one run (cells differing in one axis), significant ones first, each group by
     the size of its AL change: what the run's final screen lists."""
-    from specbench.report.inputs import groups_from_run
-
     try:
         found = _comparisons(groups_from_run(run_dir), confidence)
     except SpecbenchError:
@@ -309,6 +300,7 @@ def render_markdown(report: Report) -> str:
         out += ["## Rate-only lines (no counts, not summed)", ""]
         for g in rate_only:
             ro = g.rate_only
+            assert ro is not None  # rate_only holds only such groups
             als = [r["mean_acceptance_length"] for r in ro.per_record if r["mean_acceptance_length"] is not None]
             span = f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
             combined = f"; draft-weighted AL {ro.mean_acceptance_length:.3f}" if ro.weighted else ""
@@ -340,9 +332,9 @@ def render_markdown(report: Report) -> str:
 
 def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
+    # matplotlib only when figures are written (run's end-of-run screen imports this module)
     from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
     from specbench.render.plots.style import encode
-    from specbench.report.csvfile import csv_chunks
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

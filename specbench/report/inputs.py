@@ -16,15 +16,22 @@ from typing import Any
 from specbench.analysis.acceptance import Counts, RateOnlySummary, point_estimates, rate_only_summary
 from specbench.analysis.windows import WindowCounter
 from specbench.errors import ConfigError, InputError
+from specbench.io import read_jsonl
+from specbench.metrics import parse
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.records import Acceptance
+from specbench.metrics.vllm_bench import sniff
+from specbench.records import Acceptance, ci_units, load
+from specbench.run.cells import axis_label
+from specbench.run.read import read_run
+from specbench.run.sweep import is_sweep_dir
+from specbench.safe_yaml import loads_json
 
 
 @dataclass
 class Group:
     label: str
     units: list[Counts]
-    unit: str  # what one unit is: "window", "request" or "scrape"
+    unit: str  # what one unit is: "window", "request", "scrape" or "total" (records.ci_units)
     total: Counts | None = None  # exact totals when known (Prometheus); else the units' sum is used
     warnings: list[str] = field(default_factory=list)
     rate_only: RateOnlySummary | None = None
@@ -47,8 +54,6 @@ def parse_label(text: str) -> tuple[str, Path]:
 
 def is_run_dir(path: Path) -> bool:
     """A ``specbench run`` directory, or a ``vllm bench sweep serve`` one (read as a run)."""
-    from specbench.run.sweep import is_sweep_dir
-
     return Path(path).is_dir() and ((Path(path) / "manifest.json").is_file() or is_sweep_dir(path))
 
 
@@ -71,8 +76,6 @@ def _looks_prometheus(text: str) -> bool:
 
 def _is_acceptance_json(path: Path) -> bool:
     """A cell's acceptance.json (read as counts, not as records)."""
-    from specbench.safe_yaml import loads_json
-
     if not Path(path).is_file() or not _read_text(Path(path), limit=4096).lstrip().startswith("{"):
         return False  # a log: never read whole just to learn it is not JSON
     try:
@@ -95,16 +98,13 @@ def stream_records(path: Path, each: Callable[[Any], None]) -> list[str]:
     path = Path(path)
     # Only the head decides the kind: a multi-GB log is streamed by parse_file, never held as text.
     text = _read_text(path, limit=65536)
-    from specbench.metrics.vllm_bench import sniff
 
     if text.lstrip().startswith("{") and not sniff(text[:65536]):  # canonical JSONL, not a vllm bench result
-        from specbench.io import read_jsonl
 
         for r in read_jsonl(path):
             if r.get("kind") == "spec_decode":
                 each(SpecDecodeRecord.from_dict(r))
         return []
-    from specbench.metrics import parse
     if _looks_prometheus(text):
         for rec in parse.parse_prometheus(_read_text(path), file=str(path)):
             each(rec)
@@ -155,7 +155,6 @@ def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list
         if any(_is_acceptance_json(p) for p in paths):
             if len(paths) > 1:
                 raise ConfigError(f"--label {name}: an acceptance.json cannot share a label with other files")
-            from specbench.records import Acceptance, load
 
             groups.append(group_from_acceptance(name, load(Acceptance, paths[0]), str(paths[0])))
             continue
@@ -166,14 +165,10 @@ def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list
 
 
 def _load_run(path: Path):
-    from specbench.run.read import read_run
-
     return read_run(path)
 
 
 def _axis_label(axis: str) -> str:
-    from specbench.run.cells import axis_label
-
     return axis_label(axis)
 
 
@@ -209,13 +204,7 @@ def group_from_acceptance(label: str, acc: Acceptance, where: str, axes: dict[st
     windows = [w.counts(origin=f"{where} logs.windows[{i}]") for i, w in enumerate(acc.logs.windows)]
     units_of = acc.per_request.units if acc.per_request is not None else []
     requests = [u.counts(origin=f"{where} per_request.units[{i}]") for i, u in enumerate(units_of)]
-    ci_unit = acc.ci.unit if acc.ci is not None else None
-    if requests and (ci_unit == "request" or not windows):
-        units, unit = requests, "request"
-    elif windows:
-        units, unit = windows, "window"
-    else:
-        units, unit = ([prom] if prom is not None else []), "scrape"
+    units, unit = ci_units(requests, windows, prom)
     warnings = list(acc.warnings)
     agreement = acc.agreement
     for key, what in (("logs_vs_prometheus", "log windows"), ("per_request_vs_prometheus", "per-request counts")):

@@ -29,8 +29,11 @@ from specbench.analysis.divergence import (
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
+from specbench.io import atomic_write_text, read_jsonl
 from specbench.render import format as fmt
 from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
+from specbench.run.cells import axis_label, draft_axes_of, pick_baseline, target_mismatch
+from specbench.run.read import read_run
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.
@@ -68,10 +71,6 @@ def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
 
 def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
     """Finished cells and the run's draft-only axes."""
-    from specbench.io import read_jsonl
-    from specbench.run.cells import axis_label, draft_axes_of
-    from specbench.run.read import read_run
-
     run = read_run(path)
     out = []
 
@@ -117,8 +116,6 @@ def _overlap(a: CellRequests, b: CellRequests) -> bool:
 def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0,
                 confidence: float = 0.95) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
-    from specbench.run.cells import target_mismatch
-
     cells, draft_axes = _read_run(path, prefix)
     study = StudyAnalysis(source=str(path), cell_axes={c.label: c.axes for c in cells})
     for a, b in combinations(cells, 2):
@@ -161,8 +158,6 @@ def run_speedups(path: Path, *, n_resamples: int = 1000, seed: int = 0, confiden
 
 def _add_speedups(study: StudyAnalysis, cells: list[CellRequests], draft_axes: list[str], *, n_resamples: int,
                   seed: int, confidence: float) -> None:
-    from specbench.run.cells import pick_baseline
-
     baselines = [(c.axes, c.repeat, c) for c in cells if c.is_baseline]
     for spec in (c for c in cells if not c.is_baseline):
         base = pick_baseline(spec.axes, spec.repeat, baselines, draft_axes)
@@ -213,8 +208,6 @@ def _k_predictions(cells: list[CellRequests], study: StudyAnalysis, **kw: Any) -
 
 
 def _no_baseline(spec: CellRequests, baselines: list[CellRequests], draft_axes: list[str]) -> str:
-    from specbench.run.cells import target_mismatch
-
     def values(c: CellRequests, b: CellRequests) -> list[str]:
         return [f"{a}={c.axes.get(a)}" for a in target_mismatch(spec.axes, b.axes, draft_axes)]
 
@@ -403,10 +396,11 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same
     ``title(label)`` names a cell in the figures."""
     import io
 
+    # pandas and matplotlib only when files are written (run's end-of-run screen imports this module)
     import pandas as pd
 
-    from specbench.io import atomic_write_text
     from specbench.render.plots.acceptance import save_figure
+    from specbench.render.plots.concurrency import write_concurrency_plot
     from specbench.render.plots.study import divergence_figure, speedup_figure
 
     paths: list[Path] = []
@@ -424,7 +418,5 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same
         paths += save_figure(divergence_figure(pairs, title), Path(out_dir) / "divergence")
     if speeds:
         paths += save_figure(speedup_figure(speeds, title), Path(out_dir) / "speedup")
-        from specbench.render.plots.concurrency import write_concurrency_plot
-
         paths += write_concurrency_plot(speeds, {k: v for s in studies for k, v in s.cell_axes.items()}, out_dir)
     return paths

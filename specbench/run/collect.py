@@ -21,7 +21,7 @@ from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import invalid_reason, total
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records import CI, Acceptance, Agreement, CountsRecord, Derived, PerRequest, RequestRecord, Total, \
-    Windows, requests_of
+    Windows, ci_units, requests_of
 
 COUNT_FIELDS = ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
 # A speculative cell's load finished but /metrics shows no drafts: its failure reason, which
@@ -127,10 +127,10 @@ def build_acceptance(*, num_spec_tokens: int | None, prom: Counts | None, window
                           per_position=[_finite(p) for p in acc.per_position],
                           conditional=[_finite(a) for a in acc.conditional])
     ci = None
-    ci_units = use_req if use_req else windows
-    if ci_units and prom is not None and prom.num_drafts and not reset:
-        iv = jackknife_t(ci_units)
-        ci = CI(unit="request" if ci_units is use_req else "window", method=iv.method, confidence=iv.confidence,
+    units, unit = ci_units(use_req, windows, prom)
+    if units and prom is not None and prom.num_drafts and not reset:
+        iv = jackknife_t(units)
+        ci = CI(unit=unit, method=iv.method, confidence=iv.confidence,
                 n_units=iv.n_units, degenerate=iv.degenerate,
                 intervals={k: [_finite(lo), _finite(hi)] for k, (lo, hi) in iv.items()})
     return Acceptance(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from specbench.config import Study
+from specbench.errors import EXIT_FAILED_CELLS as EXIT_SOME_FAILED, EXIT_OK
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench import redact
 from specbench.analysis.counts import total
@@ -26,7 +27,6 @@ from specbench.records import Acceptance, CellRecord, Timings, as_record, load, 
 from specbench.run import collect, store
 from specbench.run.cells import Cell
 
-EXIT_OK, EXIT_SOME_FAILED, EXIT_INTERRUPTED = 0, 3, 130
 WAIT_EXTRA_S = 15.0  # beyond three stats intervals, for a slow machine
 
 

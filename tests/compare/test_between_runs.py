@@ -250,6 +250,7 @@ def test_a_noise_floor_file(tmp_path):
             load_floors(f)
 
 
+@pytest.mark.slow
 def test_the_noise_floor_flag_replaces_the_default(tmp_path):
     """A floor measured on a quieter machine (+50% for e2e): the same 2.4x slow-down is past
     (1 + 10%) x 1.5 and fails, naming the file; without the flag it is inconclusive."""

@@ -16,11 +16,12 @@ what the MDC assumes; a drop from 0.77 (toward 0.5: 5% more spread) was detected
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.optimize import brentq
 from scipy.special import expit, logit
 from scipy.stats import t
-
 from simulate import simulate_units
+
 from specbench.analysis.counts import total
 from specbench.compare import compare_sides, parse_gate
 from specbench.compare.sides import Side, SideCell
@@ -48,6 +49,7 @@ def _true_p0(p0: float) -> float:
     return float(expit(logit(p0) + SHIFTS).mean())
 
 
+@pytest.mark.slow
 def test_a_drop_equal_to_the_printed_mdc_is_detected_80_percent_of_the_time():
     rng = np.random.default_rng(11)
     pilot = [_p0_check(compare_sides(_side("b", P, rng), _side("c", P, rng), GATES)) for _ in range(150)]

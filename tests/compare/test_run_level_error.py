@@ -37,6 +37,7 @@ def _aa_exit_rates(n: int, holm: bool) -> dict[int, float]:
     return {code: codes.count(code) / TRIALS for code in (0, 1, 3)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [3, 5, 10, 20])
 def test_whole_run_aa_exit_1_rate_at_most_5_percent(n):
     rates = _aa_exit_rates(n, holm=True)
@@ -44,6 +45,7 @@ def test_whole_run_aa_exit_1_rate_at_most_5_percent(n):
                               f"x {len(GATES)} gate lines (allowed exit 1 <= {LIMIT})"
 
 
+@pytest.mark.slow
 def test_without_the_correction_the_same_studies_fail_often():
     """The simulation is sharp enough to see the problem the correction solves."""
     assert _aa_exit_rates(10, holm=False)[1] > 0.07

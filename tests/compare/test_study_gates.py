@@ -54,6 +54,7 @@ def test_gate_grammar_for_study_metrics():
         parse_gate("divergence_share:-10pp")
 
 
+@pytest.mark.slow
 def test_speedup_gate_fails_when_the_cell_gets_slower(tmp_path):
     """One repeat a side: the speed-up check is within-run only. Decode twice as slow (speed-up
     -47%) is inside the speed-up's noise floor (-70%: same-config reruns on one VM moved it -63%):
@@ -80,6 +81,7 @@ def test_speedup_gate_fails_when_the_cell_gets_slower(tmp_path):
                for g in c["gates"])
 
 
+@pytest.mark.slow
 def test_divergence_share_gate(tmp_path):
     base = _copy(tmp_path, "orig")
     same = _copy(tmp_path, "same", lambda r, b: {**r, "token_ids": b["token_ids"]})  # output = baseline's

@@ -109,6 +109,7 @@ def _configs_with_secrets() -> list[tuple[str, dict]]:
 SECRET_PATHS = (("serve", "env"), ("serve", "extra_args"), ("matrix", "env:OPENAI_API_KEY"))
 
 
+@pytest.mark.slow
 def test_generated_damaged_configs_keep_the_contract(tmp_path):
     bases = _configs_with_secrets()
     for name, data in bases:  # the undamaged inputs are valid, so the damage is what is tested
@@ -196,6 +197,7 @@ def _damage_run(run: Path, rng: random.Random) -> str:
     return f"{rel if op != 'cells_entry' else 'manifest.json'}: {op}"
 
 
+@pytest.mark.slow
 def test_generated_damaged_run_directories_keep_the_contract(tmp_path):
     pristine = _small_run(tmp_path / "pristine")
     base = _small_run(tmp_path / "base")
@@ -226,6 +228,7 @@ GATES = {"gates": ["acceptance_length:-3%", {"gate": "per_position[*]:-2pp", "ce
                    "ttft_p50_ms:+10%"]}
 
 
+@pytest.mark.slow
 def test_generated_damaged_gate_files_keep_the_contract(tmp_path):
     base = _small_run(tmp_path / "base")
     cand = _small_run(tmp_path / "cand")

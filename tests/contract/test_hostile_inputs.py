@@ -252,6 +252,7 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path, fmt):
     assert proc.returncode == 0 and "Traceback" not in err and "error" not in err, err
 
 
+@pytest.mark.slow
 def test_compare_keeps_its_verdict_when_the_reader_stops_early():
     # rich's console ended a broken pipe with exit 1, the regression code
     import subprocess

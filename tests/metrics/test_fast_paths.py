@@ -8,11 +8,10 @@ import random
 from pathlib import Path
 
 import pytest
+from test_fuzz_100k import NUMBERS, SEPARATORS, _mutate
 
 from specbench.metrics import logs
 from specbench.metrics.logs import LineParser
-
-from test_fuzz_100k import NUMBERS, SEPARATORS, _mutate
 
 BASELINES = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 PREFIX = "(APIServer pid={pid}) INFO 12-02 20:57:{s:02d} [{mod}] "

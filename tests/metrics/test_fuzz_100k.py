@@ -151,6 +151,7 @@ def inputs() -> list[str]:
     return _inputs()
 
 
+@pytest.mark.slow
 def test_100k_mutated_inputs_never_raise(inputs):
     assert len(inputs) == N_INPUTS
     n_records = 0
@@ -164,6 +165,7 @@ def test_100k_mutated_inputs_never_raise(inputs):
     assert n_records > N_INPUTS // 4, n_records
 
 
+@pytest.mark.slow
 def test_100k_inputs_as_one_file_match_line_by_line(inputs, tmp_path, monkeypatch):
     # Plain log lines first: the head (4 KiB) decides the file is a log, not a /metrics scrape.
     head = "INFO plain log line, no metrics here\n" * 120

@@ -67,7 +67,7 @@ def test_sglang_roundtrip(a, b, alen, arate, thr):
 def test_prometheus_roundtrip(engines):
     lines = ["# HELP vllm:spec_decode_num_drafts Number of spec decoding drafts.",
              "# TYPE vllm:spec_decode_num_drafts counter"]
-    for e, (d, t, a) in engines.items():
+    for e, (d, _t, _a) in engines.items():
         lines.append(f'vllm:spec_decode_num_drafts_total{{engine="{e}",model_name="m"}} {d}.0')
         lines.append(f'vllm:spec_decode_num_drafts_created{{engine="{e}",model_name="m"}} 1.7e9')
     lines += ["# TYPE vllm:spec_decode_num_draft_tokens counter"]

@@ -67,6 +67,7 @@ def test_seed_questions_cross_method_output_norm_and_pos0_mask():
     check_cells(cells)
 
 
+@pytest.mark.slow
 def test_bad_switch_in_a_config_exits_2_before_anything_runs(tmp_path):
     """``specbench run`` on a config whose serve.env holds an unknown value: exit 2, one line, no run dir."""
     import subprocess

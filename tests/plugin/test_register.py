@@ -14,6 +14,8 @@ from specbench.plugin import (
     check_variant_supported, plugin_env, register, switches_from_env,
 )
 
+pytestmark = pytest.mark.slow  # imports vLLM (~20 s of CPU per worker); no server
+
 ALL_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR, HEAD_VAR)
 
 

@@ -6,6 +6,7 @@ is imported that the report does not use."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from specbench.analysis import bootstrap
 from specbench.analysis.counts import Counts
@@ -62,6 +63,7 @@ def _server_log(path: Path, windows: int) -> None:
             fh.write('(APIServer pid=7) INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' * 8)
 
 
+@pytest.mark.slow
 def test_report_holds_less_than_its_records(tmp_path, monkeypatch):
     """Issue 13's target (report in memory <= 2x its parsed records; benchmarks/parse_hostile.py
     measures RSS), kept cheaply with tracemalloc on a 3,000-window log:
@@ -135,6 +137,7 @@ def test_t_quantile_is_scipy_stats_t_ppf_to_the_bit():
             assert t_quantile(confidence, df) == float(t.ppf(1 - (1 - confidence) / 2, df)), (confidence, df)
 
 
+@pytest.mark.slow
 def test_report_does_not_import_scipy_stats(tmp_path):
     """A fresh process builds a report whose cumulative-AL curve needs t quantiles (rendering the
     figures, which imports nothing from scipy, is left out to keep the test fast)."""

@@ -47,6 +47,7 @@ def _rate(cell_dir: Path) -> float:
     return sum(r["output_tokens"] for r in rows) / sum(r["e2e_s"] for r in rows)
 
 
+@pytest.mark.slow
 def test_old_single_baseline_run_leaves_mla_off_cells_unpaired(tmp_path):
     run = _single_baseline_copy(tmp_path / "old")
     study = analyse_run(run, n_resamples=200)

@@ -150,6 +150,7 @@ def test_auto_asks_for_detailed_per_step_arrays_on_vllm_with_the_flag():
         assert all(c.args[c.args.index("--per-request-spec-decode-metrics") + 1] == "detailed" for c in spec)
 
 
+@pytest.mark.slow
 def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
     data = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
     data["serve"]["env"]["HF_TOKEN"] = "hf_supersecretvalue"

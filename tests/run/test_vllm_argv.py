@@ -47,6 +47,7 @@ def test_every_bundled_config_is_covered():
     assert {"deepseek-r1-eagle.yaml", "default.yaml", "seed-questions.yaml", "k_sweep.yaml"} <= names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_planned_argv_parses_as_the_cell_claims(serve, config):
     study = load_config(config)

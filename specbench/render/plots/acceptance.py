@@ -6,12 +6,15 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from specbench.analysis.bootstrap import t_quantile
 from specbench.io import atomic_write_bytes
 from specbench.render.plots.style import Encoding, draw_ci, encode, shared_legend
 
@@ -22,7 +25,7 @@ _STATS = {
 
 
 def _positions(summary: pd.DataFrame, prefix: str) -> list[int]:
-    out = []
+    out: list[int] = []
     while f"{prefix}{len(out)}" in summary.columns:
         out.append(len(out))
     return out
@@ -75,10 +78,6 @@ def cumulative_al(df: pd.DataFrame, confidence: float = 0.95, max_points: int = 
     interval from the ratio's linearized standard error over those n units, at up to ``max_points``
     evenly spaced n (always the last). Linear in the number of units: running sums give each
     prefix's Σ(a - r·d)² = Σa² - 2rΣad + r²Σd²."""
-    import numpy as np
-
-    from specbench.compare.intervals import t_quantile
-
     d = df["num_drafts"].to_numpy(dtype=float)
     a = df["accepted_tokens"].to_numpy(dtype=float)
     total = len(df)
@@ -169,7 +168,8 @@ def al_over_time_figure(windows: pd.DataFrame, summary: pd.DataFrame | None = No
 def save_figure(fig: Figure, stem: Path) -> list[Path]:
     """Write ``stem``.png and ``stem``.svg atomically; returns the paths."""
     out = []
-    for ext, kw in (("png", {"dpi": 120}), ("svg", {})):
+    options: tuple[tuple[str, dict[str, Any]], ...] = (("png", {"dpi": 120}), ("svg", {}))
+    for ext, kw in options:
         buf = io.BytesIO()
         fig.savefig(buf, format=ext, **kw)
         path = Path(f"{stem}.{ext}")

@@ -31,7 +31,6 @@ class Band:
 @dataclass
 class DeltaRow:
     """Δp_i of one cell as the comparison computed it (the gate's interval) and the allowed harm."""
-
     delta: list[float | None]
     ci: list[tuple[float, float] | None]
     tolerance: list[float | None]  # allowed drop (>= 0); None where no gate checked the position
@@ -69,6 +68,7 @@ def delta_rows(cell) -> DeltaRow | None:
 
 
 def draw_levels(ax, base: Band | None, cand: Band | None) -> None:
+    # style imports matplotlib: only when a plot is drawn (compare imports this module for its data rows)
     from specbench.render.plots.style import draw_ci
 
     for band, (label, colour, marker), dx in ((base, SIDES[0], -0.06), (cand, SIDES[1], 0.06)):
@@ -83,6 +83,7 @@ def draw_levels(ax, base: Band | None, cand: Band | None) -> None:
 
 
 def draw_delta(ax, d: DeltaRow | None) -> None:
+    # style imports matplotlib: only when a plot is drawn (compare imports this module for its data rows)
     from specbench.render.plots.style import draw_ci
 
     ax.axhline(0.0, color="black", linewidth=0.8)

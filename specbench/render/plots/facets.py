@@ -35,7 +35,7 @@ def read_cells(run_dir: Path) -> list[dict[str, str]]:
 
 
 def positions(rows: list[dict[str, str]]) -> list[int]:
-    out = []
+    out: list[int] = []
     while rows and all(r.get(f"p{len(out)}") not in (None, "") for r in rows):
         out.append(len(out))
     return out

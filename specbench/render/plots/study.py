@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from specbench.analysis.divergence import PairDivergence
@@ -42,7 +43,7 @@ def divergence_matrix(pairs: list[PairDivergence]) -> tuple[list[str], np.ndarra
 
 
 def _heatmap(ax: Axes, matrix: np.ndarray, labels: list[str], cmap: str, vmin: float, vmax: float,
-             text: list[list[str]]) -> object:
+             text: list[list[str]]) -> AxesImage:
     import matplotlib
 
     colours = matplotlib.colormaps[cmap].with_extremes(bad="#eeeeee")
