@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
+from specbench.load.precision import PRECISION_METRICS  # defined with the rule that uses it
 from specbench.safe_yaml import LimitError, load_yaml
 
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
@@ -164,7 +165,6 @@ class Llmperf(_Strict):
 
 
 # Statistics a precision-driven load can steer on (names as users write them -> the CI's key).
-PRECISION_METRICS = {"acceptance_length": "mean_acceptance_length", "draft_acceptance_rate": "draft_acceptance_rate"}
 _POSITION_METRIC = re.compile(r"^p(\d+)$")  # p0, p1, ...: per-position acceptance (unconditional)
 
 

@@ -319,3 +319,34 @@ def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "rec
 def load(cls: type[R], path: Path, fix: str = "re-run the cell") -> R:
     """Read ``path`` (versioned JSON, :func:`specbench.io.load_json`) as a ``cls`` record."""
     return cls.parse(load_json(path), path, fix)
+
+
+def diff_counts(after: Counts | None, before: Counts | None) -> Counts | None:
+    """after - before; a missing 'before' (no drafts yet, counters not exported) counts as zero.
+
+    A counter that went backwards (the server restarted between the scrapes) gives a negative
+    count: kept as measured, and :func:`build_acceptance` flags it (``reset_problem``)."""
+    if after is None:
+        return None
+    if before is None:
+        return after
+    pos = None
+    if after.accepted_per_position is not None:
+        b = before.accepted_per_position or [0] * len(after.accepted_per_position)
+        pos = [x - y for x, y in zip(after.accepted_per_position, b)]
+    return Counts(num_drafts=after.num_drafts - before.num_drafts,
+                  draft_tokens=after.draft_tokens - before.draft_tokens,
+                  accepted_tokens=after.accepted_tokens - before.accepted_tokens,
+                  accepted_per_position=pos, num_spec_tokens=after.num_spec_tokens or before.num_spec_tokens)
+
+
+def request_units(requests: list[RequestRecord] | list[dict[str, Any]]) -> list[Counts] | None:
+    """One Counts per successful request with spec-decode data; None when any lacks it."""
+    units = []
+    for req in requests_of(requests):
+        if req.error:
+            continue
+        if req.spec_decode is None or not req.spec_decode.complete:
+            return None
+        units.append(req.spec_decode.counts(origin=f"request {req.id}"))
+    return units or None

@@ -43,8 +43,10 @@ from typing import Any, Callable
 
 from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts
-from specbench.records import ci_units
+from specbench.records import ci_units, diff_counts, request_units
 
+# The config's statistic names -> keys of :func:`count_stats` (config.py validates `until` against it).
+PRECISION_METRICS = {"acceptance_length": "mean_acceptance_length", "draft_acceptance_rate": "draft_acceptance_rate"}
 REACHED, MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
 MIN_REQUESTS_FLOOR = 20  # fewer requests before the first look break the final CI's coverage (above)
 INTERVAL = "t with jackknife SE over units (df = units - 1; counts summed, statistics recomputed)"
@@ -52,8 +54,6 @@ INTERVAL = "t with jackknife SE over units (df = units - 1; counts summed, stati
 
 def ci_key(metric: str) -> str:
     """The config's statistic name -> the key of :func:`count_stats`."""
-    from specbench.config import PRECISION_METRICS
-
     return PRECISION_METRICS.get(metric, metric)
 
 
@@ -177,8 +177,6 @@ def _round(x: float | None) -> float | None:
 
 def request_clusters(requests: list[dict[str, Any]]) -> list[tuple[str, Counts]] | None:
     """(prompt id, counts) per successful request; None when any lacks per-request counts."""
-    from specbench.run.collect import request_units
-
     ok = [r for r in requests if not r.get("error")]
     units = request_units(requests)
     if units is None:
@@ -195,8 +193,6 @@ def precision_load(ld: Any, load_batch: Callable[[int, int], Any], scrape: Calla
     when the server gives no per-request counts. Between batches the load drains (a closed loop
     waits for its last request), so throughput of such a cell includes one drain per batch."""
     import time
-
-    from specbench.run.collect import diff_counts
 
     parts: list[tuple[float, Any]] = []
     t_first: list[float] = []

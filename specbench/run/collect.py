@@ -21,7 +21,7 @@ from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import invalid_reason, total
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records import CI, Acceptance, Agreement, CountsRecord, Derived, PerRequest, RequestRecord, Total, \
-    Windows, ci_units, requests_of
+    Windows, ci_units, diff_counts, request_units, requests_of  # diff_counts, request_units: re-exported
 
 COUNT_FIELDS = ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
 # A speculative cell's load finished but /metrics shows no drafts: its failure reason, which
@@ -45,43 +45,12 @@ def _record_to_counts(r: SpecDecodeRecord) -> Counts:
                   num_spec_tokens=r.num_spec_tokens, origin=r.file)
 
 
-def diff_counts(after: Counts | None, before: Counts | None) -> Counts | None:
-    """after - before; a missing 'before' (no drafts yet, counters not exported) counts as zero.
-
-    A counter that went backwards (the server restarted between the scrapes) gives a negative
-    count: kept as measured, and :func:`build_acceptance` flags it (``reset_problem``)."""
-    if after is None:
-        return None
-    if before is None:
-        return after
-    pos = None
-    if after.accepted_per_position is not None:
-        b = before.accepted_per_position or [0] * len(after.accepted_per_position)
-        pos = [x - y for x, y in zip(after.accepted_per_position, b)]
-    return Counts(num_drafts=after.num_drafts - before.num_drafts,
-                  draft_tokens=after.draft_tokens - before.draft_tokens,
-                  accepted_tokens=after.accepted_tokens - before.accepted_tokens,
-                  accepted_per_position=pos, num_spec_tokens=after.num_spec_tokens or before.num_spec_tokens)
-
-
 def log_windows(log_text: str, after_line: int, file: str | None = None) -> tuple[list[Counts], list[str]]:
     """SpecDecoding windows printed on lines > ``after_line`` (1-based line numbers of the log)."""
     from specbench.metrics.parse import parse_text
 
     records = [r for r in parse_text(log_text, file=file) if (r.line or 0) > after_line]
     return counts_from_records(records)
-
-
-def request_units(requests: list[RequestRecord] | list[dict[str, Any]]) -> list[Counts] | None:
-    """One Counts per successful request with spec-decode data; None when any lacks it."""
-    units = []
-    for req in requests_of(requests):
-        if req.error:
-            continue
-        if req.spec_decode is None or not req.spec_decode.complete:
-            return None
-        units.append(req.spec_decode.counts(origin=f"request {req.id}"))
-    return units or None
 
 
 def reset_problem(prom: Counts | None) -> str | None:
