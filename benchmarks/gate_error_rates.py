@@ -17,7 +17,7 @@ runs' real requests (or, for power, a simulation with known truth):
 
 Each rate is printed with its Monte Carlo standard error.
 
-    .venv/bin/python benchmarks/gate_error_rates.py              # ~6 minutes on 2 cores
+    .venv/bin/python benchmarks/gate_error_rates.py              # ~4 minutes on 2 cores
     .venv/bin/python benchmarks/gate_error_rates.py --trials 100 # quicker, noisier
 """
 
