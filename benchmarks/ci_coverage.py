@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-# The population loader is test support (tests/analysis/realcells.py); benchmarks run from a
+# The population loader is test support (tests/realcells.py); benchmarks run from a
 # checkout, which has it.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "analysis"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from realcells import coverage, populations  # noqa: E402
 
 TARGET = 0.93

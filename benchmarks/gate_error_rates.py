@@ -10,10 +10,12 @@ runs' real requests (or, for power, a simulation with known truth):
 2. Power at the printed MDC: detection rate when the true drop equals the median MDC the gate
    prints (``mdc_power`` in tests/compare/simulate.py). Target >= 80%.
 3. Coverage of the per-cell 95% interval for AL, DAR, every p_i and alpha_i over 3, 5, 10
-   requests drawn from every committed cell (tests/analysis/realcells.py). Target >= 93%.
+   requests drawn from every committed cell (tests/realcells.py). Target >= 93%.
 4. Speed-up gate A/A: one-sided false alarms of its 95% interval at 2-20 requests per cell drawn
    from the default study's cells and their baseline cells (tests/compare/realspeed.py). Target
    <= 2.5% + 1 point.
+5. Coverage of compare's paired change interval between two different cells of the default study
+   (true change = the difference of their populations' statistics), 3, 5, 10 prompts. Target >= 93%.
 
 Each rate is printed with its Monte Carlo standard error.
 
@@ -24,6 +26,7 @@ Each rate is printed with its Monte Carlo standard error.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -33,9 +36,9 @@ import numpy as np
 
 # The populations are test support (tests/compare, tests/analysis); benchmarks run from a checkout.
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "compare"), str(ROOT / "tests" / "analysis")]
+sys.path[:0] = [str(ROOT / "tests" / "compare"), str(ROOT / "tests")]
 from realaa import aa_sides, population  # noqa: E402
-from realcells import coverage, populations  # noqa: E402
+from realcells import coverage, paired_delta_coverage, populations  # noqa: E402
 from realspeed import speedup_aa, speedup_population  # noqa: E402
 from simulate import mdc_power  # noqa: E402
 
@@ -98,6 +101,24 @@ def cell_coverage(draws: int, seed: int) -> bool:
     return ok
 
 
+def delta_coverage(draws: int, seed: int) -> bool:
+    pops = {name.split("/")[1]: u for name, u in populations().items() if name.startswith("cpu-default/")}
+    rng = np.random.default_rng(seed)
+    print(f"5. compare's paired change interval between two different default-study cells (true change known), "
+          f"{len(pops) * (len(pops) - 1)} ordered cell pairs x every statistic, {draws} draws each, seed {seed}")
+    ok = True
+    for n in (3, 5, 10):
+        cases = [(cov, f"{a} -> {b} {key}") for a, b in itertools.permutations(sorted(pops), 2)
+                 for key, (cov, given) in paired_delta_coverage(pops[a], pops[b], n, draws, rng).items()
+                 if given >= draws // 4]
+        below = [c for c in cases if c[0] < 0.93]
+        worst = min(cases)
+        ok &= not below
+        print(f"   {n:>2} prompts: {len(below)} of {len(cases)} cases below 93%; lowest {100 * worst[0]:.1f}% "
+              f"({worst[1]})   target >= 93%: {verdict(not below)}")
+    return ok
+
+
 def speedup(trials: int, seed: int) -> bool:
     pop = speedup_population()
     ok = True
@@ -121,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261204)
     args = ap.parse_args(argv)
     t0 = time.time()
-    results = [speedup(args.trials, args.seed), cell_coverage(args.trials, args.seed), power(args.trials, args.seed),
-               run_level(args.trials, args.seed)]
+    results = [speedup(args.trials, args.seed), cell_coverage(args.trials, args.seed),
+               delta_coverage(args.trials, args.seed), power(args.trials, args.seed), run_level(args.trials, args.seed)]
     print(f"all targets {'met' if all(results) else 'NOT met'} ({time.time() - t0:.0f} s)")
     return 0 if all(results) else 1
 

@@ -140,6 +140,32 @@ def common_k(*sides: list[Counts]) -> int:
     return min(lens) if lens else 0
 
 
+def within_var(sums: np.ndarray, k: int) -> dict[str, float]:
+    """Sampling variance of each statistic of one side's summed counts from its draws alone
+    (drafts independent, no unit-to-unit spread): the floor under a jackknife variance, which is 0
+    when every unit drawn shows the same rate (a p_i that is 0 in each of 3 requests). Proportions
+    are shrunk, ``(x + 1/2) / (trials + 1)``, so a 0 still has a variance."""
+    d, t, a = (float(v) for v in sums[:3])
+    out: dict[str, float] = {}
+
+    def var(x: float, trials: float) -> float:
+        if trials <= 0:
+            return math.nan
+        q = (x + 0.5) / (trials + 1)
+        return q * (1 - q) / trials
+
+    if d > 0 and t > 0:
+        r = t / d
+        p = sums[3:3 + k] / d
+        var_l = float(np.sum((2 * np.arange(k) + 1) * p) - p.sum() ** 2) if k else (a / d) * (r - a / d)
+        out["draft_acceptance_rate"] = max(var(a, t), max(var_l, 0.0) / (r * r) / d)
+        out["mean_acceptance_length"] = r * r * out["draft_acceptance_rate"]
+    for i in range(k):
+        out[f"p{i}"] = var(float(sums[3 + i]), d)
+        out[f"a{i}"] = var(float(sums[3 + i]), d if i == 0 else float(sums[2 + i]))
+    return out
+
+
 def _score(q: float, n_eff: float, c: float) -> tuple[float, float]:
     """Wilson's score interval for a proportion ``q`` seen over ``n_eff`` (effective) trials."""
     if n_eff <= 0:
@@ -277,4 +303,4 @@ def significant(interval: tuple[float, float]) -> bool:
 
 __all__ = ["JACKKNIFE_T", "SCORE_JACKKNIFE", "Intervals", "bootstrap", "bootstrap_delta", "common_k", "count_matrix", "jackknife_t",
            "jackknife_var", "percentile_interval", "point_estimates", "resample_weights", "resampled_sums",
-           "significant", "t_quantile"]
+           "significant", "t_quantile", "within_var"]

@@ -17,7 +17,7 @@ import numpy as np
 from specbench.analysis.bootstrap import common_k, count_matrix, count_stats, jackknife_t
 from specbench.analysis.counts import Counts
 
-BASELINES = Path(__file__).resolve().parents[2] / "results" / "baselines"
+BASELINES = Path(__file__).resolve().parents[1] / "results" / "baselines"
 
 
 def populations(root: Path = BASELINES) -> dict[str, list[Counts]]:
@@ -57,3 +57,28 @@ def coverage(units: list[Counts], n: int, draws: int, rng: np.random.Generator
             hits[key] += lo <= value <= hi
     return {key: (hits[key] / given[key] if given[key] else math.nan, 1 - given[key] / draws, given[key])
             for key in true if math.isfinite(true[key])}
+
+
+def paired_delta_coverage(base: list[Counts], cand: list[Counts], n: int, draws: int, rng: np.random.Generator
+                          ) -> dict[str, tuple[float, int]]:
+    """``{statistic: (coverage, draws with an interval)}`` of compare's paired change interval when
+    ``n`` prompts are drawn with replacement and each side takes those prompts' requests from its
+    own cell (the cells sent the same prompts in the same order); truth = the difference of the
+    two populations' summed-count statistics."""
+    from specbench.compare.intervals import paired_acceptance_deltas
+
+    k = min(common_k(base), common_k(cand))
+    tb, tc = (count_stats(count_matrix(u, k).sum(axis=0), k) for u in (base, cand))
+    hits: dict[str, int] = {}
+    given: dict[str, int] = {}
+    for _ in range(draws):
+        idx = rng.integers(0, len(base), n)
+        deltas = paired_acceptance_deltas({str(j): base[i] for j, i in enumerate(idx)},
+                                          {str(j): cand[i] for j, i in enumerate(idx)})
+        for key, d in deltas.items():
+            true = float(tc[key] - tb[key])
+            if d.ci is None or not math.isfinite(true):
+                continue
+            given[key] = given.get(key, 0) + 1
+            hits[key] = hits.get(key, 0) + (d.ci[0] <= true <= d.ci[1])
+    return {key: (hits[key] / given[key], given[key]) for key in given}
