@@ -4,8 +4,9 @@ Population: each committed cell's per-request counts (results/baselines/*/*/requ
 simulated cell draws n requests with replacement and computes the interval acceptance.json,
 ``report`` and ``compare`` print (:func:`specbench.analysis.bootstrap.jackknife_t`); it covers when
 it holds the population's value (the ratio of its summed counts). Printed per cell x statistic x n:
-coverage (target >= 93% at 95% nominal, at 3, 5 and 10 requests; 20 is shown too) and the share of draws with no interval (the statistic
-undefined in the draw, e.g. alpha_2 when no request drawn accepted a second token: inconclusive).
+coverage (target >= 93% at 95% nominal, at 3, 5 and 10 requests; 20 is shown too) and the share
+of draws with no interval (the statistic undefined in the draw, e.g. alpha_2 when no request drawn
+accepted a second token, or fewer than 2 requests with trials for it: inconclusive).
 Monte Carlo SE at 1000 draws ~0.7 points.
 
     .venv/bin/python benchmarks/ci_coverage.py                 # ~1 minute on 2 cores
@@ -45,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for n in args.sizes:
             cov = coverage(units, n, args.draws, rng)
-            cells = " ".join(f"{key}={c:.3f}" + (f"(none {nan:.2f})" if nan else "") for key, (c, nan, _) in cov.items())
+            cells = " ".join(f"{key}={c:.3f}" + (f"(none {nan:.2f})" if nan else "")
+                             for key, (c, nan, _) in cov.items())
             print(f"{name} n={n}: {cells}")
             for key, (c, _, given) in cov.items():
                 if given and c < worst[n in TARGET_SIZES][0]:

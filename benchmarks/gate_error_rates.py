@@ -122,7 +122,8 @@ def delta_coverage(draws: int, seed: int) -> bool:
 def speedup(trials: int, seed: int) -> bool:
     pop = speedup_population()
     ok = True
-    print(f"4. speed-up gate A/A ({len(pop)} cells, {trials} trials each per size, seed {seed}), one-sided, nominal 2.5%")
+    print(f"4. speed-up gate A/A ({len(pop)} cells, {trials} trials each per size, seed {seed}), one-sided, "
+          "nominal 2.5%")
     for n in (1, 2, 3, 5, 10, 20):
         harm, other, none = speedup_aa(pop, n, trials, np.random.default_rng(seed + n))
         total = trials * len(pop)

@@ -5,8 +5,8 @@ half of the time. Now it is tolerance + (q_(1-alpha/m) + q_0.8) x SE, at the lev
 Holm correction holds a lone true harm to (alpha / m over m decided checks).
 
 Simulation (``mdc_power`` in tests/compare/simulate.py; benchmarks/gate_error_rates.py prints it):
-one cell, 20 prompts of 40 drafts, prompts differing in difficulty (fixed logit shifts, the same on both sides: paired by prompt), gate
-``per_position[*]:0`` (3 checks, Holm over 3). The true drop of p_0 is set to the median MDC the
+one cell, 20 prompts of 40 drafts, prompts differing in difficulty (fixed logit shifts, the same
+on both sides: paired by prompt), gate ``per_position[*]:0`` (3 checks, Holm over 3). The true drop of p_0 is set to the median MDC the
 gate printed over A/A compares of the same design; p_1 and p_2 stay (their checks are true nulls).
 p_0 straddles 0.5 (0.54 before, ~0.47 after), so the drop leaves its spread as measured, which is
 what the MDC assumes; a drop from 0.77 (toward 0.5: 5% more spread) was detected 74% of the time

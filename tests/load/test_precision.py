@@ -102,7 +102,8 @@ def test_half_width_is_the_per_cell_interval_s_longer_side():
     p = [sum(u.accepted_per_position[i] for u in units) / sum(d) for i in range(len(units[0].accepted_per_position))]
     r = trials / sum(d)
     var_draft = (sum((2 * i + 1) * pi for i, pi in enumerate(p)) - sum(p) ** 2) / r ** 2 / sum(d)
-    n_eff = trials / max(1.0, var_units / (shrunk * (1 - shrunk) / trials), var_draft / (shrunk * (1 - shrunk) / trials))
+    binom = shrunk * (1 - shrunk) / trials
+    n_eff = trials / max(1.0, var_units / binom, var_draft / binom)
     c = t.ppf(0.975, len(units) - 1)
     den = 1 + c * c / n_eff
     mid, w = (q + c * c / (2 * n_eff)) / den, c / den * math.sqrt(q * (1 - q) / n_eff + c * c / (4 * n_eff ** 2))
