@@ -111,6 +111,6 @@ def test_stopping_when_the_result_looks_significant_breaks_coverage(population):
     coverage, mean_sent = _simulate(pool, truth, peeking, n_studies=400)
     honest, _ = _simulate(pool, truth, precise_enough, n_studies=400)
     print(f"peeking: coverage {coverage:.3f}, mean requests {mean_sent:.1f}; on width alone {honest:.3f}")
-    # The per-cell interval is conservative (the honest rule covers ~96%, the test above), so the
-    # loss is measured against the honest rule on the same pool: measured 0.922 vs 0.962.
+    # The per-cell interval is conservative (the honest rule covers ~94-95%, the test above), so
+    # the loss is measured against the honest rule on the same pool: measured 0.825 vs 0.945.
     assert coverage < honest - 0.025 and coverage < 0.95, (coverage, honest)
