@@ -97,10 +97,16 @@ def speedups(spec: dict[str, np.ndarray], base: dict[str, np.ndarray]) -> dict[s
         }
 
 
-def resampled_speedups(spec_rows: list[dict[str, Any]], base_rows: list[dict[str, Any]], n_resamples: int,
-                       rng: np.random.Generator) -> tuple[dict[str, float], dict[str, np.ndarray], bool]:
-    """Point speed-ups, ``n_resamples`` bootstrap replicates of each, and whether pairs were resampled."""
-    return _resampled(request_matrix(spec_rows), request_matrix(base_rows), n_resamples, rng)
+def paired_order(ks: list[tuple], kb: list[tuple]) -> list[int] | None:
+    """Row order of the baseline cell that lines its requests up with the spec cell's, or None
+    when they are not the same requests."""
+    # Paired only when both cells name the prompt of every request (llmperf rows carry no
+    # prompt_id and sample their own prompts: their ids match across cells by position only).
+    named = all(k[2] is not None for k in ks + kb)
+    if not (named and sorted(ks, key=repr) == sorted(kb, key=repr) and len(set(ks)) == len(ks)):
+        return None
+    order = {k: i for i, k in enumerate(kb)}
+    return [order[k] for k in ks]
 
 
 def _resampled(spec: tuple[list[tuple], np.ndarray], base: tuple[list[tuple], np.ndarray], n_resamples: int,
@@ -109,13 +115,10 @@ def _resampled(spec: tuple[list[tuple], np.ndarray], base: tuple[list[tuple], np
     if not len(ms) or not len(mb):
         raise ValueError("speed-up needs finished requests in both cells")
     point = {k: float(v) for k, v in speedups(cell_stats(ms.sum(axis=0)), cell_stats(mb.sum(axis=0))).items()}
-    # Paired only when both cells name the prompt of every request (llmperf rows carry no
-    # prompt_id and sample their own prompts: their ids match across cells by position only).
-    named = all(k[2] is not None for k in ks + kb)
-    paired = named and sorted(ks, key=repr) == sorted(kb, key=repr) and len(set(ks)) == len(ks)
+    order = paired_order(ks, kb)
+    paired = order is not None
     if paired:
-        order = {k: i for i, k in enumerate(kb)}
-        mb = mb[[order[k] for k in ks]]
+        mb = mb[order]
         ws = wb = resample_weights(len(ks), n_resamples, rng)
     else:
         ws, wb = resample_weights(len(ks), n_resamples, rng), resample_weights(len(kb), n_resamples, rng)

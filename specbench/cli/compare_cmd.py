@@ -58,7 +58,7 @@ def compare(
     plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a plot (.png, .svg or .pdf): per cell p_i of both "
                                                  "sides, over the change Δp_i with the gate's CI and tolerance.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
-    resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (latency and speed-up CIs; acceptance CIs are jackknife-t).")] = 2000,
+    resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (latency and divergence CIs; acceptance and speed-up changes take t intervals).")] = 2000,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
     allow_inconclusive: Annotated[bool, typer.Option(
         "--allow-inconclusive", help="Exit 0 instead of 3 when no check failed but some could not be decided "

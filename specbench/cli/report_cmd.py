@@ -31,10 +31,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         out: Annotated[Path, typer.Option("--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots.")] = Path(
             "report"),
-        resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (speed-up CIs; acceptance CIs are jackknife-t).")] = 2000,
+        resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (speed-up CIs; acceptance CIs are score intervals).")] = 2000,
         seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
     ) -> None:
-        """Acceptance length, draft acceptance rate and per-position acceptance with jackknife-t CIs."""
+        """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
         # the report core (pandas, numpy; matplotlib when writing figures) loads only when the command
         # runs, so `specbench --help` and the other commands never pay for it
         from specbench.report.build import build_report, table_rows, write_report

@@ -240,15 +240,21 @@ def _throughput_row(bc: SideCell, cc: SideCell, conf: float) -> MetricRow | None
 
 def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCell | None], n: int, seed: int,
                 conf: float) -> list[MetricRow]:
-    from specbench.compare.study import study_figures
+    from specbench.compare.study import speedup_delta, study_figures
 
     rb, rc = refs
     if bc.is_baseline or cc.is_baseline or rb is None or rc is None:
         return []
+    rows = []
+    sp = speedup_delta(bc.requests, rb.requests, cc.requests, rc.requests, conf)
+    if sp is not None:
+        b, c, d = sp
+        rows.append(MetricRow("speedup", METRICS["speedup"], None, b, c, c - b, d.ci, se=d.se, df=d.df,
+                              method=d.method, why=d.why))
     figures = study_figures(bc.requests, rb.requests, cc.requests, rc.requests, n_resamples=n, seed=seed,
                             confidence=conf)
-    return [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests",
-                      replicates=reps) for name, (b, c, ci, reps) in figures.items()]
+    return rows + [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests",
+                             replicates=reps) for name, (b, c, ci, reps) in figures.items()]
 
 
 def _finite(x: float | None) -> float | None:

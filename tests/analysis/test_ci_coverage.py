@@ -18,6 +18,7 @@ import math
 import numpy as np
 import pytest
 
+from specbench.analysis.bootstrap import SCORE_JACKKNIFE
 from specbench.analysis.counts import Counts
 from specbench.analysis.frames import summary_frame
 from specbench.load.precision import half_widths
@@ -64,26 +65,28 @@ def test_per_cell_ci_covers_at_its_level_over_few_windows(n_windows):
 def test_one_interval_in_acceptance_json_the_report_and_the_precision_rule():
     units = _units(np.random.default_rng(7), 6)
     ci = _cell_ci(units)
-    assert ci.method == "jackknife-t"
+    assert ci.method == SCORE_JACKKNIFE
     row = summary_frame({"cell": units}).iloc[0]
     widths, _ = half_widths(units, list(TRUE))
     for key in TRUE:
         lo, hi = ci.interval(key)
         assert (row[f"{key}_ci_low"], row[f"{key}_ci_high"]) == pytest.approx((lo, hi), rel=1e-12)
-        assert widths[key] == pytest.approx((hi - lo) / 2, rel=1e-12)
+        # the score interval is asymmetric: the stop rule reads its longer side
+        assert widths[key] == pytest.approx(max(hi - row[key], row[key] - lo), rel=1e-12)
         assert lo < row[key] < hi and math.isfinite(hi - lo)
 
 
-def test_interval_stays_in_range_and_the_stop_rule_sees_the_unclipped_width():
-    # p1 = 1/300 from one accepted token: point - t * SE < 0. A rate's CI is clipped at 0 (the
-    # report showed [-0.001, 0.011] before), but the precision rule must see the full width.
+def test_interval_stays_in_range_and_the_stop_rule_sees_the_longer_side():
+    # p1 = 1/300 from one accepted token: a symmetric interval would reach below 0 (the report
+    # showed [-0.001, 0.011] once). The score interval stays in [0, 1]; the precision rule must
+    # see its longer (upper) side.
     units = [Counts(100, 300, 40, [40, 0, 0], K), Counts(100, 300, 41, [40, 1, 0], K),
              Counts(100, 300, 40, [40, 0, 0], K)]
     lo, hi = _cell_ci(units).interval("p1")
     widths, point = half_widths(units, ["p1", "mean_acceptance_length"])
     assert point["p1"] == pytest.approx(1 / 300)
-    assert lo == 0.0 and hi == pytest.approx(point["p1"] + widths["p1"])
-    assert widths["p1"] > point["p1"]  # the unclipped half-width, wider than the clipped lower half
+    assert 0.0 <= lo < point["p1"] and hi == pytest.approx(point["p1"] + widths["p1"])
+    assert widths["p1"] > point["p1"] - lo  # the longer side, not the shorter lower one
     al_lo, al_hi = _cell_ci([Counts(10, 30, 30, [10, 10, 10], K), Counts(10, 30, 29, [10, 10, 9], K)]).interval(
         "mean_acceptance_length")
-    assert 1 <= al_lo < al_hi == 4.0  # AL is at most 1 + k
+    assert 1 <= al_lo < al_hi <= 4.0  # AL is at most 1 + k

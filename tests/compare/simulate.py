@@ -38,3 +38,58 @@ def simulate_units(p: list[float], n_units: int, drafts_per_unit: int, rng: np.r
     return [Counts(num_drafts=drafts_per_unit, draft_tokens=drafts_per_unit * k,
                    accepted_tokens=int(row.sum()), accepted_per_position=[int(x) for x in row], num_spec_tokens=k)
             for row in per_pos]
+
+
+# The MDC study (tests/compare/test_detectable.py, benchmarks/gate_error_rates.py): one cell, 20
+# prompts of 40 drafts, prompts differing in difficulty (fixed logit shifts, the same on both
+# sides: paired by prompt), gate ``per_position[*]:0`` (3 checks, Holm over 3). p_0 straddles 0.5
+# (0.54 before, ~0.47 after), so the drop leaves its spread as measured, which the MDC assumes.
+MDC_P = [0.54, 0.35, 0.2]
+MDC_PROMPTS, MDC_DRAFTS = 20, 40
+MDC_SHIFTS = np.random.default_rng(5).normal(0.0, 0.5, size=MDC_PROMPTS)
+
+
+def mdc_side(label: str, p: list[float], rng: np.random.Generator):
+    """One side of the MDC study: a Side with one cell of per-request counts named by prompt."""
+    from specbench.analysis.counts import total
+    from specbench.compare.sides import Side, SideCell
+
+    units = simulate_units(p, MDC_PROMPTS, MDC_DRAFTS, rng, shifts=MDC_SHIFTS)
+    cell = SideCell(key=(), name="cell", axes={}, cell_ids=["c"], units=units, unit_kind="request",
+                    num_spec_tokens=3, exact=total(units),
+                    requests=[{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)])
+    return Side(path=None, label=label, manifest={"run_id": label}, cells={(): cell})
+
+
+def mdc_power(pilots: int, trials: int, rng: np.random.Generator) -> tuple[float, dict[str, float], set[str]]:
+    """(median MDC printed for p_0 over ``pilots`` A/A compares, {figure: detection rate when the
+    true drop of p_0 equals it} over ``trials`` compares each, the error-control lines printed).
+
+    The figures: "mdc" (what compare prints now) and "tolerance + half-width" (what it printed
+    before issue 29)."""
+    from scipy.optimize import brentq
+    from scipy.special import expit, logit
+    from scipy.stats import t
+
+    from specbench.compare import compare_sides, parse_gate
+
+    gates = [parse_gate("per_position[*]:0")]
+
+    def p0_check(comp):
+        return next(g for g in comp.checks if g.metric == "per_position[0]")
+
+    def true_p0(p0: float) -> float:  # expected pooled p_0 of the prompts (equal drafts each)
+        return float(expit(logit(p0) + MDC_SHIFTS).mean())
+
+    pilot = [p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", MDC_P, rng), gates))
+             for _ in range(pilots)]
+    mdc = float(np.median([g.mdc for g in pilot]))
+    half_width_mdc = float(np.median([t.ppf(0.975, g.df) * g.se for g in pilot]))
+    rates = {}
+    for name, drop in (("mdc", mdc), ("tolerance + half-width", half_width_mdc)):
+        p0 = brentq(lambda x: true_p0(MDC_P[0]) - true_p0(x) - drop, MDC_P[1], MDC_P[0])
+        assert abs(p0 + MDC_P[0] - 1) < 0.03  # the drop straddles 0.5
+        hits = sum(p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", [p0, *MDC_P[1:]], rng), gates)
+                            ).status == "fail" for _ in range(trials))
+        rates[name] = hits / trials
+    return mdc, rates, {g.control for g in pilot}

@@ -72,7 +72,8 @@ def test_a_zero_width_interval_around_a_change_never_decides(tmp_path):
 
 
 def test_speedup_over_one_request_never_decides(tmp_path):
-    """One request per cell: the speed-up's bootstrap has zero width, and a 6% jitter failed."""
+    """One request per cell: the speed-up's bootstrap had zero width, and a 6% jitter failed; the
+    jackknife t interval needs two requests a side."""
     base, cand = tmp_path / "b", tmp_path / "c"
     for run_dir, factor in ((base, 1.0), (cand, 1.06)):
         shutil.copytree(BASELINE, run_dir, ignore=shutil.ignore_patterns("server.log", "*.prom"))
@@ -84,7 +85,8 @@ def test_speedup_over_one_request_never_decides(tmp_path):
             f.write_text(json.dumps(row) + "\n")
     code, out = run(base, cand, "--gate", "speedup:-5%")
     assert code == 3, out
-    assert "a zero-width interval never decides" in out
+    assert "0 passed, 0 failed, 6 inconclusive" in out
+    assert "too few requests for an interval (1 vs 1; needs >= 2 per side)" in out
 
 
 def test_decide_zero_width():

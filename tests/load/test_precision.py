@@ -79,20 +79,37 @@ def test_without_per_request_counts_each_batch_is_a_unit():
     assert out.looks[0]["half_widths"]["acceptance_length"] is None  # one batch: no interval yet
 
 
-def test_half_width_is_the_jackknife_t_of_the_gate():
-    """The same interval compare/intervals.py builds (one-sample form): check by hand for AL."""
+def test_half_width_is_the_per_cell_interval_s_longer_side():
+    """The stop rule reads the per-cell interval (analysis/bootstrap.py ``jackknife_t``): checked by
+    hand for AL, the Wilson score interval of DAR with the design effect from the jackknife over
+    the units plus pseudo-units at 0 and 1, scaled by drafted tokens per draft."""
     import math
 
     from scipy.stats import t
 
+    from specbench.analysis.bootstrap import PSEUDO_UNITS_UP_TO
+
     units = [unit(r) for r in ROWS]
     (h,), point = half_widths(units, ["mean_acceptance_length"])[0].values(), None
     d = [u.num_drafts for u in units]
-    a = [u.accepted_tokens for u in units]
-    loo = [1 + (sum(a) - ai) / (sum(d) - di) for ai, di in zip(a, d)]
+    x = [float(u.accepted_tokens) for u in units]
+    y = [float(u.draft_tokens) for u in units]
+    size = sum(y) / len(y) * min(1.0, PSEUDO_UNITS_UP_TO / len(y))
+    xa, ya = x + [0.0, size], y + [size, size]
+    loo = [(sum(xa) - xi) / (sum(ya) - yi) for xi, yi in zip(xa, ya)]
     mean = sum(loo) / len(loo)
-    se = math.sqrt((len(loo) - 1) / len(loo) * sum((x - mean) ** 2 for x in loo))
-    assert h == pytest.approx(t.ppf(0.975, len(loo) - 1) * se, rel=1e-12)
+    var_units = (len(loo) - 1) / len(loo) * sum((v - mean) ** 2 for v in loo)
+    q, trials = sum(x) / sum(y), sum(y)
+    shrunk = (sum(x) + size) / (trials + 2 * size)
+    p = [sum(u.accepted_per_position[i] for u in units) / sum(d) for i in range(len(units[0].accepted_per_position))]
+    r = trials / sum(d)
+    var_draft = (sum((2 * i + 1) * pi for i, pi in enumerate(p)) - sum(p) ** 2) / r ** 2 / sum(d)
+    binom = shrunk * (1 - shrunk) / trials
+    n_eff = trials / max(1.0, var_units / binom, var_draft / binom)
+    c = t.ppf(0.975, len(units) - 1)
+    den = 1 + c * c / n_eff
+    mid, w = (q + c * c / (2 * n_eff)) / den, c / den * math.sqrt(q * (1 - q) / n_eff + c * c / (4 * n_eff ** 2))
+    assert h == pytest.approx(r * max(mid + w - q, q - (mid - w)), rel=1e-9)
 
 
 def test_precision_load_merges_batches_into_one_load():

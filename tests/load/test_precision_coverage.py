@@ -109,8 +109,11 @@ def test_stopping_when_the_result_looks_significant_breaks_coverage(population):
         return (p is not None and w is not None and abs(p - truth) > w) or precise_enough(look, targets)
 
     coverage, mean_sent = _simulate(pool, truth, peeking, n_studies=400)
-    print(f"peeking: coverage {coverage:.3f}, mean requests {mean_sent:.1f}")
-    assert coverage < 0.95 - 3 * np.sqrt(0.95 * 0.05 / 400), coverage
+    honest, _ = _simulate(pool, truth, precise_enough, n_studies=400)
+    print(f"peeking: coverage {coverage:.3f}, mean requests {mean_sent:.1f}; on width alone {honest:.3f}")
+    # The per-cell interval is conservative (the honest rule covers ~94-95%, the test above), so
+    # the loss is measured against the honest rule on the same pool: measured 0.825 vs 0.945.
+    assert coverage < honest - 0.025 and coverage < 0.95, (coverage, honest)
 
 
 # --- the floor on min_requests, on committed requests, with a look after every request -------------
@@ -123,7 +126,7 @@ def _committed_pool(cell: str) -> list[Counts]:
 
 
 def _coverage_batch1(pool: list[Counts], min_requests: int, target: float, studies: int) -> float:
-    """Share of final jackknife-t CIs (the loop's own units) covering the pool's AL; batch 1, real loop."""
+    """Share of final per-cell CIs (the loop's own units) covering the pool's AL; batch 1, real loop."""
     rng = np.random.default_rng(3)
     truth = point_estimates(pool)[KEY]
     hit = 0
@@ -140,21 +143,19 @@ def _coverage_batch1(pool: list[Counts], min_requests: int, target: float, studi
 
 
 @pytest.mark.parametrize("cell", ["mla-on__output_norm-on__r0", "mla-on__output_norm-logits-only__r0"])
-def test_the_min_requests_floor_keeps_coverage_under_a_look_per_request(cell):
-    """The config's floor (MIN_REQUESTS_FLOOR) against the committed default study's requests, looking
-    after every request (batch 1: the most optional stopping the config allows), at the half-width
-    where small first looks do worst (±0.1). benchmarks/precision_coverage.py measures >= 93.3% for
-    every cell and target at the floor (1000 studies each); here 400 studies, so the check allows two
-    Monte Carlo SEs below 93% (measured here: 96.0% norm on, 93.2% logits-only). A first look after
-    2 requests (allowed before the floor) fails by far (73%)."""
+def test_optional_stopping_keeps_coverage_at_the_floor_and_below_it(cell):
+    """Against the committed default study's requests, looking after every request (batch 1: the most
+    optional stopping the config allows), at the half-width where small first looks do worst (±0.1):
+    at the config's floor (MIN_REQUESTS_FLOOR) and at a first look after 2 requests. With the
+    jackknife-t interval of before, min_requests 2 covered 73% here and the floor 93-96%
+    (benchmarks/precision_coverage.py); the per-cell score interval keeps both >= 93% (measured
+    95-98%, 400 studies: the check allows two Monte Carlo SEs below 93%). The floor stays: it was
+    what held coverage under the jackknife-t, and it is what the docs promise."""
     from specbench.load.precision import MIN_REQUESTS_FLOOR
 
     pool = _committed_pool(cell)
     assert len(pool) == 20
-    floor = _coverage_batch1(pool, MIN_REQUESTS_FLOOR, 0.1, studies=400)
-    print(f"{cell}: coverage {floor:.3f} at min_requests {MIN_REQUESTS_FLOOR}")
-    assert floor >= 0.93 - 2 * np.sqrt(0.93 * 0.07 / 400), floor
-    if "logits-only" in cell:
-        low = _coverage_batch1(pool, 2, 0.1, studies=400)
-        print(f"{cell}: coverage {low:.3f} at min_requests 2")
-        assert low < 0.93 - 3 * np.sqrt(0.93 * 0.07 / 400), low
+    for min_requests in (2, MIN_REQUESTS_FLOOR):
+        coverage = _coverage_batch1(pool, min_requests, 0.1, studies=400)
+        print(f"{cell}: coverage {coverage:.3f} at min_requests {min_requests}")
+        assert coverage >= 0.93 - 2 * np.sqrt(0.93 * 0.07 / 400), (min_requests, coverage)

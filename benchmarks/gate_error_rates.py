@@ -1,0 +1,153 @@
+"""The regression gate's error rates, measured in one run against issue 29's targets.
+
+Every figure comes from the current code under simulations whose populations are the committed
+runs' real requests (or, for power, a simulation with known truth):
+
+1. Run-level A/A: the share of A/A compares of the whole default study (6 speculative cells,
+   default gates + ``acceptance_length:0``: 30 checks) that exit 1, at 3, 5, 10, 20 prompts per
+   cell (tests/compare/realaa.py: the same prompts on both sides, fresh draws from each prompt's
+   recorded accepted-length distribution). Target <= 5%.
+2. Power at the printed MDC: detection rate when the true drop equals the median MDC the gate
+   prints (``mdc_power`` in tests/compare/simulate.py). Target >= 80%.
+3. Coverage of the per-cell 95% interval for AL, DAR, every p_i and alpha_i over 3, 5, 10
+   requests drawn from every committed cell (tests/realcells.py). Target >= 93%.
+4. Speed-up gate A/A: one-sided false alarms of its 95% interval at 2-20 requests per cell drawn
+   from the default study's cells and their baseline cells (tests/compare/realspeed.py). Target
+   <= 2.5% + 1 point.
+5. Coverage of compare's paired change interval between two different cells of the default study
+   (true change = the difference of their populations' statistics), 3, 5, 10 prompts. Target >= 93%.
+
+Each rate is printed with its Monte Carlo standard error.
+
+    .venv/bin/python benchmarks/gate_error_rates.py              # ~4 minutes on 2 cores
+    .venv/bin/python benchmarks/gate_error_rates.py --trials 100 # quicker, noisier
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+# The populations are test support (tests/compare, tests/analysis); benchmarks run from a checkout.
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests" / "compare"), str(ROOT / "tests")]
+from realaa import aa_sides, population  # noqa: E402
+from realcells import coverage, paired_delta_coverage, populations  # noqa: E402
+from realspeed import speedup_aa, speedup_population  # noqa: E402
+from simulate import mdc_power  # noqa: E402
+
+from specbench.compare import DEFAULT_GATES, compare_sides, parse_gate  # noqa: E402
+
+
+def mc(rate: float, trials: int) -> str:
+    """A rate with its Monte Carlo standard error."""
+    return f"{100 * rate:.1f}% ± {100 * math.sqrt(max(rate * (1 - rate), 1 / trials) / trials):.1f}"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT MET"
+
+
+def run_level(trials: int, seed: int) -> bool:
+    gates = [parse_gate(g) for g in (*DEFAULT_GATES, "acceptance_length:0")]
+    pop = population()
+    ok = True
+    print(f"1. run-level A/A, whole default study ({len(pop)} cells x {len(gates)} gate lines), {trials} compares "
+          f"per size, seed {seed}")
+    for n in (3, 5, 10, 20):
+        rng = np.random.default_rng(seed + n)
+        codes = [compare_sides(*aa_sides(pop, n, rng), gates).exit_code for _ in range(trials)]
+        rate = codes.count(1) / trials
+        ok &= rate <= 0.05
+        print(f"   {n:>2} prompts per cell: exit 1 in {mc(rate, trials)}; exit 3 (inconclusive) in "
+              f"{100 * codes.count(3) / trials:.1f}%   target <= 5%: {verdict(rate <= 0.05)}")
+    return ok
+
+
+def power(trials: int, seed: int) -> bool:
+    mdc, rates, _ = mdc_power(150, trials, np.random.default_rng(seed))
+    ok = rates["mdc"] >= 0.80
+    print(f"2. power at the printed MDC (per_position[*]:0, 20 prompts x 40 drafts, {trials} compares, seed {seed}): "
+          f"median MDC {mdc:.4f}; detected {mc(rates['mdc'], trials)}   target >= 80%: {verdict(ok)}")
+    print(f"   (tolerance + CI half-width, printed before: detected {mc(rates['tolerance + half-width'], trials)})")
+    return ok
+
+
+def cell_coverage(draws: int, seed: int) -> bool:
+    rng = np.random.default_rng(seed)
+    pops = populations()
+    print(f"3. per-cell 95% interval, {len(pops)} committed cells x every statistic, {draws} draws each, seed {seed}")
+    ok = True
+    for n in (3, 5, 10):
+        worst, where, none, none_where = 2.0, "", 0.0, ""
+        for name, units in pops.items():
+            for key, (c, nan, given) in coverage(units, n, draws, rng).items():
+                if nan > none:
+                    none, none_where = nan, f"{name} {key}"
+                if given and c < worst:
+                    worst, where = c, f"{name} {key}"
+        ok &= worst >= 0.93
+        print(f"   {n:>2} requests: lowest coverage {100 * worst:.1f}% ({where})   target >= 93%: "
+              f"{verdict(worst >= 0.93)}")
+        if none:
+            print(f"      no interval (statistic undefined in the draw: inconclusive) in up to {100 * none:.0f}% of "
+                  f"draws ({none_where})")
+    return ok
+
+
+def delta_coverage(draws: int, seed: int) -> bool:
+    pops = {name.split("/")[1]: u for name, u in populations().items() if name.startswith("cpu-default/")}
+    rng = np.random.default_rng(seed)
+    print(f"5. compare's paired change interval between two different default-study cells (true change known), "
+          f"{len(pops) * (len(pops) - 1)} ordered cell pairs x every statistic, {draws} draws each, seed {seed}")
+    ok = True
+    for n in (3, 5, 10):
+        cases = [(cov, f"{a} -> {b} {key}") for a, b in itertools.permutations(sorted(pops), 2)
+                 for key, (cov, given) in paired_delta_coverage(pops[a], pops[b], n, draws, rng).items()
+                 if given >= draws // 4]
+        below = [c for c in cases if c[0] < 0.93]
+        worst = min(cases)
+        ok &= not below
+        print(f"   {n:>2} prompts: {len(below)} of {len(cases)} cases below 93%; lowest {100 * worst[0]:.1f}% "
+              f"({worst[1]})   target >= 93%: {verdict(not below)}")
+    return ok
+
+
+def speedup(trials: int, seed: int) -> bool:
+    pop = speedup_population()
+    ok = True
+    print(f"4. speed-up gate A/A ({len(pop)} cells, {trials} trials each per size, seed {seed}), one-sided, "
+          "nominal 2.5%")
+    for n in (1, 2, 3, 5, 10, 20):
+        harm, other, none = speedup_aa(pop, n, trials, np.random.default_rng(seed + n))
+        total = trials * len(pop)
+        if n == 1:
+            print(f"    1 request: no interval in {100 * none:.0f}% (inconclusive)")
+            continue
+        good = harm <= 0.035 and other <= 0.035
+        ok &= good
+        print(f"   {n:>2} requests: CI below 0 in {mc(harm, total)}, above 0 in {mc(other, total)}   "
+              f"target <= 3.5%: {verdict(good)}")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=400, help="compares / draws per size (speed-up: per cell)")
+    ap.add_argument("--seed", type=int, default=20261204)
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    results = [speedup(args.trials, args.seed), cell_coverage(args.trials, args.seed),
+               delta_coverage(args.trials, args.seed), power(args.trials, args.seed), run_level(args.trials, args.seed)]
+    print(f"all targets {'met' if all(results) else 'NOT met'} ({time.time() - t0:.0f} s)")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
