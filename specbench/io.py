@@ -7,13 +7,14 @@ directory and are renamed into place, so a crash never leaves a half-written fil
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.safe_yaml import loads_json
@@ -158,6 +159,23 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
         if isinstance(exc, OSError):
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
+
+
+INCOMPLETE = "INCOMPLETE"
+
+
+@contextlib.contextmanager
+def marked_incomplete(out_dir: Path, command: str) -> Iterator[None]:
+    """While inside, ``out_dir`` holds a file ``INCOMPLETE`` saying its files are a partial set:
+    written before the first output, removed only after the last one is written. Each file is
+    atomic, but a set cut short (Ctrl-C, SIGTERM, SIGHUP, a full disk) would otherwise look whole:
+    summary.md beside last time's figures, or no figures at all, with nothing to say so."""
+    marker = Path(out_dir) / INCOMPLETE
+    atomic_write_text(marker, f"specbench {command} was writing this directory and did not finish (interrupted or "
+                              "failed): the files here are a partial set, some may be from an earlier run. Run the "
+                              "command again; this file is removed when every output is written.\n")
+    yield
+    marker.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

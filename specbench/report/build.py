@@ -17,7 +17,7 @@ from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.attest import axis_fields, confounds, not_attested
 from specbench.errors import SpecbenchError
 from specbench.analysis.frames import summary_frame, window_frame
-from specbench.io import atomic_write_bytes, atomic_write_text
+from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
 from specbench.render import format as fmt
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
@@ -347,11 +347,12 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "summary.md", out_dir / "acceptance.csv"]
-    atomic_write_text(paths[0], render_markdown(report))
-    atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
-    enc = encode([(g.label, g.axes) for g in report.groups])
-    paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
-    paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
-                         out_dir / "al_over_time")
-    paths += write_study_outputs(report.studies, out_dir, report.title)
+    with marked_incomplete(out_dir, "report"):  # an interrupted report leaves a marked partial set
+        atomic_write_text(paths[0], render_markdown(report))
+        atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
+        enc = encode([(g.label, g.axes) for g in report.groups])
+        paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
+        paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
+                             out_dir / "al_over_time")
+        paths += write_study_outputs(report.studies, out_dir, report.title)
     return paths
