@@ -284,6 +284,13 @@ class Study(_Strict):
             raise ValueError("use letters, digits, '.', '_' and '-' only (it becomes part of the run id)")
         return v
 
+    @field_validator("results_dir")
+    @classmethod
+    def _results_dir(cls, v: str) -> str:
+        if not v.strip():  # " " would be a directory named by a blank in the current one
+            raise ValueError("is empty or blank; give a directory (default: results)")
+        return v
+
     @field_validator("baseline", mode="before")
     @classmethod
     def _baseline_bool(cls, v: Any) -> Any:

@@ -7,13 +7,14 @@ directory and are renamed into place, so a crash never leaves a half-written fil
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.safe_yaml import loads_json
@@ -69,12 +70,13 @@ def _new_file_mode() -> int:
 
 def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check the path",
                fix: str = "check the path and its permissions", error: type[Exception] = InputError,
-               regular_only: bool = False) -> bytes:
+               regular_only: bool = False, max_bytes: int | None = None) -> bytes:
     """The bytes of ``path``; for anything unreadable one line naming the file, raised as ``error``:
     ``<path>: <what> not found; <missing>`` or ``<path>: cannot read <what> (<why>); <fix>``.
 
     ``regular_only``: refuse anything but a regular file (a file of a run directory): a FIFO there
-    would block the read for ever, a device never end. Opened without blocking, then checked."""
+    would block the read for ever, a device never end. Opened without blocking, then checked.
+    ``max_bytes`` (with ``regular_only``): refuse a larger file before reading any of it."""
     try:
         if not regular_only:
             return Path(path).read_bytes()
@@ -82,6 +84,10 @@ def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check th
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise error(f"{path}: cannot read {what} (not a regular file: a FIFO, device or socket); {fix}")
+            size = os.fstat(fd).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise error(f"{path}: {what} of {size:,} bytes is over the limit of {max_bytes:,} bytes "
+                            f"(no run writes one that large: a damaged or foreign file); {fix}")
             return fh.read()
     except FileNotFoundError:
         raise error(f"{path}: {what} not found; {missing}") from None
@@ -91,10 +97,11 @@ def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check th
 
 def read_text(path: Path | str, what: str = "file", *, missing: str = "check the path",
               fix: str = "check the path and its permissions", error: type[Exception] = InputError,
-              errors: str = "strict", regular_only: bool = False) -> str:
+              errors: str = "strict", regular_only: bool = False, max_bytes: int | None = None) -> str:
     """:func:`read_bytes` decoded as UTF-8 (``errors`` as for ``bytes.decode``); text that is not
     UTF-8 is refused like an unreadable file."""
-    data = read_bytes(path, what, missing=missing, fix=fix, error=error, regular_only=regular_only)
+    data = read_bytes(path, what, missing=missing, fix=fix, error=error, regular_only=regular_only,
+                      max_bytes=max_bytes)
     try:
         return data.decode("utf-8", errors)
     except UnicodeDecodeError:
@@ -154,6 +161,23 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
         raise
 
 
+INCOMPLETE = "INCOMPLETE"
+
+
+@contextlib.contextmanager
+def marked_incomplete(out_dir: Path, command: str) -> Iterator[None]:
+    """While inside, ``out_dir`` holds a file ``INCOMPLETE`` saying its files are a partial set:
+    written before the first output, removed only after the last one is written. Each file is
+    atomic, but a set cut short (Ctrl-C, SIGTERM, SIGHUP, a full disk) would otherwise look whole:
+    summary.md beside last time's figures, or no figures at all, with nothing to say so."""
+    marker = Path(out_dir) / INCOMPLETE
+    atomic_write_text(marker, f"specbench {command} was writing this directory and did not finish (interrupted or "
+                              "failed): the files here are a partial set, some may be from an earlier run. Run the "
+                              "command again; this file is removed when every output is written.\n")
+    yield
+    marker.unlink(missing_ok=True)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
@@ -164,11 +188,16 @@ def save_json(path: Path, payload: dict[str, Any], *, schema_version: int = SCHE
     atomic_write_text(path, json.dumps(body, indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
+# manifest.json, cell.json, acceptance.json, summary.json: a day-long cell logging every 10 s writes
+# about 2 MB of acceptance.json; parsing 32 MB of JSON takes about a second and ~0.5 GB.
+MAX_JSON_BYTES = 32 * 1024 * 1024
+
+
 def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, Any]:
     """Read a file written by :func:`save_json`, refusing truncated, corrupt or other-version files."""
     path = Path(path)
     text = read_text(path, missing="is this a specbench run directory?", fix="re-run the cell or restore the file",
-                     regular_only=True)
+                     regular_only=True, max_bytes=MAX_JSON_BYTES)
     try:
         data = loads_json(text)
     except json.JSONDecodeError as exc:

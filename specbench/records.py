@@ -30,6 +30,12 @@ from specbench.io import load_json
 Num = Union[StrictInt, StrictFloat]
 Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]
 Interval = Annotated[list[Optional[Num]], Len(2, 2)]
+# A draft of more than MAX_POSITIONS tokens is refused as the log parser refuses one (logs.MAX_POSITIONS):
+# an acceptance.json claiming 10^6 positions took minutes and gigabytes to report.
+MAX_POSITIONS = 256
+Positions = Annotated[list[StrictInt], Len(0, MAX_POSITIONS)]
+Fractions = Annotated[list[Optional[Num]], Len(0, MAX_POSITIONS)]
+K = Annotated[StrictInt, Field(ge=0, le=MAX_POSITIONS)]
 
 R = TypeVar("R", bound="Record")
 
@@ -72,8 +78,8 @@ class CountsRecord(Record):
     num_drafts: StrictInt
     draft_tokens: StrictInt
     accepted_tokens: StrictInt
-    accepted_per_position: Optional[list[StrictInt]] = None
-    num_spec_tokens: Optional[StrictInt] = None
+    accepted_per_position: Optional[Positions] = None
+    num_spec_tokens: Optional[K] = None
     derived: list[StrictStr] = Field(default_factory=list)
 
     @classmethod
@@ -110,8 +116,8 @@ class Agreement(Record):
 class Derived(Record):
     mean_acceptance_length: Optional[Num] = None
     draft_acceptance_rate: Optional[Num] = None
-    per_position: list[Optional[Num]] = Field(default_factory=list)
-    conditional: list[Optional[Num]] = Field(default_factory=list)
+    per_position: Fractions = Field(default_factory=list)
+    conditional: Fractions = Field(default_factory=list)
 
 
 class CI(Record):
@@ -130,7 +136,7 @@ class CI(Record):
 class Acceptance(Record):
     """``acceptance.json``: one cell's counts from three sources, their agreement, derived figures, CI."""
     definition: Optional[StrictStr] = None
-    num_spec_tokens: Optional[StrictInt] = None
+    num_spec_tokens: Optional[K] = None
     baseline: Optional[StrictBool] = None  # baseline cells only (no speculation)
     spec_metrics: Optional[StrictStr] = None  # baseline: "absent" | "zero" | "present"
     baseline_ok: Optional[StrictBool] = None
@@ -241,12 +247,12 @@ class Manifest(Record):
 # -- requests ------------------------------------------------------------------------------------
 class SpecDecode(Record):
     """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver)."""
-    num_spec_tokens: Optional[StrictInt] = None
+    num_spec_tokens: Optional[K] = None
     num_drafts: Optional[StrictInt] = None
     draft_tokens: Optional[StrictInt] = None
     accepted_tokens: Optional[StrictInt] = None
-    accepted_per_position: Optional[list[StrictInt]] = None
-    acceptance_histogram: Optional[list[StrictInt]] = None
+    accepted_per_position: Optional[Positions] = None
+    acceptance_histogram: Optional[Annotated[list[StrictInt], Len(0, MAX_POSITIONS + 1)]] = None
     per_step_accepted: Optional[list[StrictInt]] = None
     per_step_drafted: Optional[list[StrictInt]] = None
 

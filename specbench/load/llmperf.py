@@ -31,12 +31,11 @@ from typing import Any, Callable
 from specbench.errors import InputError, SpecbenchError
 from specbench.load import llmperf_account as account
 from specbench.load.driver import LoadResult
-from specbench.load.llmperf_checks import (KILL_GRACE_S, SCRIPT, check_llmperf, check_tokenizer,  # noqa: F401
-                                           default_input_tokens)
+from specbench.load.llmperf_checks import (KILL_GRACE_S, OBSERVER, SCRIPT, check_llmperf,  # noqa: F401
+                                           check_tokenizer, default_input_tokens, llmperf_env)
 from specbench.procs import join_started, kill_tree
+
 REQUEST_TIMEOUT_S = 180   # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
-# sitecustomize that prints the server's message of an HTTP error llmperf drops (observation only).
-OBSERVER = Path(__file__).resolve().parent / "llmperf_observe"
 STARTUP_GRACE_S = 300     # Ray start-up, tokenizer load and prompt building before the test clock starts
 
 
@@ -120,20 +119,21 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
     reconciled (llmperf failed before any request reached the server) or it ran past its limit.
     """
     check_llmperf(spec.path, spec.python)
-    if check_tokenizer_s:
-        check_tokenizer(spec, check_tokenizer_s)
+    ray_tmp = tempfile.mkdtemp(prefix="sb-lp-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    try:
+        env = llmperf_env(spec, base_url, ray_tmp)
+        if check_tokenizer_s:
+            check_tokenizer(spec, env, check_tokenizer_s)
+        return _run(base_url, model, spec, results_dir, env, log_path, progress, scrape, poll_s)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def _run(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path, env: dict[str, str],
+         log_path: Path | None, progress: Callable[[int, int], None] | None,
+         scrape: Callable[[], str | None] | None, poll_s: float) -> LoadResult:
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env["OPENAI_API_BASE"] = base_url.rstrip("/") + "/v1"
-    if spec.api_key:
-        env["OPENAI_API_KEY"] = spec.api_key
-    env.setdefault("OPENAI_API_KEY", "specbench-dummy-key")  # llmperf refuses to start without one
-    env["PYTHONPATH"] = os.pathsep.join([str(OBSERVER), *filter(None, [env.get("PYTHONPATH")])])
-    # Ray's session (AF_UNIX sockets, at most 107 bytes of path) goes under TMPDIR: a short private
-    # one keeps it valid under a long TMPDIR and apart from any other Ray (the Ray executor's).
-    ray_tmp = tempfile.mkdtemp(prefix="sb-lp-", dir="/tmp" if os.path.isdir("/tmp") else None)
-    env["TMPDIR"] = env["RAY_TMPDIR"] = ray_tmp
     scrape = scrape or _scraper(base_url)
     before = account.server_counts(_safe(scrape))
     span = account.ServerSpan(before)
@@ -162,7 +162,6 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
             # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
             kill_tree(proc, grace_s=KILL_GRACE_S)
             join_started(reader, timeout=10)
-            shutil.rmtree(ray_tmp, ignore_errors=True)
     after = account.server_counts(_safe(scrape))
     span.observe(time.monotonic(), after)
     log_text = log_path.read_text(encoding="utf-8", errors="replace")

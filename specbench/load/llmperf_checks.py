@@ -16,6 +16,27 @@ from specbench.procs import kill_tree
 KILL_GRACE_S = 10.0
 
 SCRIPT = "token_benchmark_ray.py"
+# sitecustomize that prints the server's message of an HTTP error llmperf drops (observation only);
+# it runs the user's own sitecustomize first, so putting it on the path shadows nothing.
+OBSERVER = Path(__file__).resolve().parent / "llmperf_observe"
+
+
+def llmperf_env(spec: Any, base_url: str, tmp_dir: str) -> dict[str, str]:
+    """The environment llmperf runs in, and its tokenizer pre-check in exactly the same one (a
+    pre-check without the observer, or with another path, passed where the load then hung): the
+    user's environment plus the server's URL and key, the observer and the checkout's ``src`` first
+    on PYTHONPATH, and ``tmp_dir`` as TMPDIR and Ray's session folder."""
+    env = dict(os.environ)
+    env["OPENAI_API_BASE"] = base_url.rstrip("/") + "/v1"
+    if spec.api_key:
+        env["OPENAI_API_KEY"] = spec.api_key
+    env.setdefault("OPENAI_API_KEY", "specbench-dummy-key")  # llmperf refuses to start without one
+    env["PYTHONPATH"] = os.pathsep.join([str(OBSERVER), str(Path(spec.path) / "src"),
+                                         *filter(None, [env.get("PYTHONPATH")])])
+    # Ray's session (AF_UNIX sockets, at most 107 bytes of path) goes under TMPDIR: a short private
+    # one keeps it valid under a long TMPDIR and apart from any other Ray (the Ray executor's).
+    env["TMPDIR"] = env["RAY_TMPDIR"] = tmp_dir
+    return env
 
 
 def default_input_tokens(server_args: list[str], max_tokens: int) -> int:
@@ -58,15 +79,14 @@ assert n > 1, "llmperf's tokenizer is empty (%d tokens for a sentence)" % n
 _tokenizer_ok: set[tuple[str, str]] = set()
 
 
-def check_tokenizer(spec: Any, timeout_s: float = 120.0) -> None:
+def check_tokenizer(spec: Any, env: dict[str, str], timeout_s: float = 120.0) -> None:
     """DependencyError unless llmperf's own tokenizer loads (importing llmperf.utils loads it)
-    within ``timeout_s``. Offline, transformers retries the hub for minutes and then hands llmperf
-    an empty tokenizer, on which its prompt builder loops forever: a hang with no message."""
-    key = (str(spec.path), spec.python)
+    within ``timeout_s``, in ``env`` (the load's, from :func:`llmperf_env`). Offline, transformers
+    retries the hub for minutes and then hands llmperf an empty tokenizer, on which its prompt
+    builder loops forever: a hang with no message."""
+    key = (str(spec.path), spec.python, env.get("PYTHONPATH"))
     if key in _tokenizer_ok:
         return
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(spec.path) / "src"), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen([spec.python, "-c", _TOKENIZER_CHECK], cwd=spec.path, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -18,7 +18,7 @@ from specbench.analysis.frames import summary_frame, window_frame
 from specbench.attest import axis_fields, confounds, not_attested
 from specbench.compare.intervals import acceptance_deltas
 from specbench.errors import ConfigError, SpecbenchError
-from specbench.io import atomic_write_bytes, atomic_write_text
+from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title, titles
 from specbench.report.csvfile import csv_chunks
@@ -339,11 +339,12 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "summary.md", out_dir / "acceptance.csv"]
-    atomic_write_text(paths[0], render_markdown(report))
-    atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
-    enc = encode([(g.label, g.axes) for g in report.groups])
-    paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
-    paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
-                         out_dir / "al_over_time")
-    paths += write_study_outputs(report.studies, out_dir, report.title)
+    with marked_incomplete(out_dir, "report"):  # an interrupted report leaves a marked partial set
+        atomic_write_text(paths[0], render_markdown(report))
+        atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
+        enc = encode([(g.label, g.axes) for g in report.groups])
+        paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
+        paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
+                             out_dir / "al_over_time")
+        paths += write_study_outputs(report.studies, out_dir, report.title)
     return paths

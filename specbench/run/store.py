@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
-from specbench.io import atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
+from specbench.io import MAX_JSON_BYTES, atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 
 MANIFEST = "manifest.json"
@@ -304,7 +304,8 @@ def load_summary(path: Path) -> dict | None:
 
     if not path.exists():
         return None
-    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)", regular_only=True)
+    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)", regular_only=True,
+                     max_bytes=MAX_JSON_BYTES)
     try:
         data = loads_json(text)
     except ValueError:

@@ -265,3 +265,45 @@ def test_compare_keeps_its_verdict_when_the_reader_stops_early():
     proc.stdout.close()
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == whole.returncode == 0 and "error" not in err, err
+
+
+# -- oversized but legitimate inputs: handled in bounded time ------------------------------------
+def test_a_long_table_is_plain_text_with_the_records_values(tmp_path):
+    """rich's boxed table cost ~2 ms a record (100k records: 224 s); past RICH_TABLE_MAX_ROWS rows
+    the same columns are plain text. Checked against the jsonl records of the same log."""
+    import json
+
+    from specbench.cli.parse_cmd import RICH_TABLE_MAX_ROWS
+
+    lines = [ln for ln in (BASELINE_RUN / "mla-on__output_norm-on__r0" / "server.log").read_text().splitlines(True)
+             if "SpecDecoding metrics:" in ln]
+    log = tmp_path / "long.log"
+    log.write_text("".join(lines * (3 * RICH_TABLE_MAX_ROWS // len(lines) + 1)))
+    code, out, err = timed(["parse", log, "--format", "jsonl"], bound_s=20)
+    records = [json.loads(x) for x in out.splitlines()]
+    code, out, err = timed(["parse", log], bound_s=20)  # rich: ~6 s for these 3,000+ rows here
+    check("parse", code, out, err, allowed={0})
+    title, header, *rows = out.splitlines()
+    assert title.endswith(f"{len(records)} record(s), vllm-v1-mean-first") and header.split()[:2] == ["line", "drafted"]
+    assert len(rows) == len(records) and not any(c in out for c in "┃│━─")
+    for row, rec in zip(rows, records):
+        cells = row.split()
+        assert int(cells[0]) == rec["line"] and int(cells[1]) == rec["draft_tokens"]
+        assert float(cells[3]) == pytest.approx(rec["mean_acceptance_length"], abs=0.005)
+        assert [float(x) for x in cells[5:]] == pytest.approx(rec["per_position_acceptance"], abs=0.0005)
+
+
+def test_a_metrics_file_with_100k_series_is_read_in_seconds(tmp_path):
+    """Only vllm:spec_decode_* series are read: 100k other series add seconds, not minutes, and
+    change nothing in the record."""
+    from specbench.metrics.parse import parse_file
+
+    scrape = BASELINE_RUN / "mla-on__output_norm-on__r0" / "metrics_after.prom"
+    big = tmp_path / "big.prom"
+    big.write_text(scrape.read_text() + "# TYPE vllm:x counter\n"
+                   + "".join(f'vllm:x_total{{a="{i}"}} {i}\n' for i in range(100_000)))
+    start = time.monotonic()
+    got = parse_file(big).records
+    assert time.monotonic() - start < 10
+    want = parse_file(scrape).records
+    assert [r.to_dict() | {"file": None} for r in got] == [r.to_dict() | {"file": None} for r in want] and want

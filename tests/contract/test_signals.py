@@ -62,3 +62,36 @@ def test_report_interrupted_by_a_signal_exits_130_and_leaves_no_temp_files(tmp_p
 def test_parse_interrupted_by_sigterm_exits_130(tmp_path, big_log):
     code, _ = _busy_then(signal.SIGTERM, ["parse", str(big_log), "--format", "jsonl"], tmp_path, big_log)
     assert code == 130
+
+
+def _written_then(sig: int, argv: list[str], out_dir: Path) -> int:
+    """Send ``sig`` once the command has started writing ``out_dir`` (its INCOMPLETE marker is there)."""
+    proc = subprocess.Popen([sys.executable, "-m", "specbench", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not (out_dir / "INCOMPLETE").exists():
+        time.sleep(0.005)
+    assert proc.poll() is None, "the command finished before the signal"
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    return proc.returncode
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_report_interrupted_while_writing_leaves_a_partial_set_marked_as_such(tmp_path, sig):
+    """The figures take most of a report's writing time: a signal then left summary.md and
+    acceptance.csv without figures, looking whole. Now INCOMPLETE says so until a report finishes."""
+    from test_contract import _small_run
+
+    out = tmp_path / "report"
+    run = _small_run(tmp_path / "run")  # two cells: a report of seconds, most of it the figures
+    code = _written_then(sig, ["report", str(run), "--out", str(out), "--resamples", "100"], out)
+    names = sorted(p.name for p in out.iterdir())
+    assert code == 130 and "INCOMPLETE" in names, names
+    assert "partial set" in (out / "INCOMPLETE").read_text()
+    assert not [n for n in names if n.endswith(".tmp")], names
+    assert "al_over_time.svg" not in names  # the last figure: the set really is partial
+    whole = subprocess.run([sys.executable, "-m", "specbench", "report", str(run), "--out", str(out),
+                            "--resamples", "100"], capture_output=True, text=True, timeout=300)
+    assert whole.returncode == 0 and not (out / "INCOMPLETE").exists(), whole.stderr  # a finished set: no marker
+    assert "INCOMPLETE" not in whole.stdout

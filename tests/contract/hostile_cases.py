@@ -1,0 +1,259 @@
+"""Generated hostile inputs for test_hostile_generated.py (issue 31): family templates crossed with
+seeded mutations. Pure functions of a ``random.Random`` and a scratch folder; each case says what
+it is (family, seed index, description), how to run it (argv, environment) and what must come out
+(allowed exit codes, what the one error line names, which secrets must appear nowhere).
+
+Families: recursive and amplifying aliases; secrets at every entry point (config env, extra_args in
+each spelling, ``--set``, URLs with a password, ``flag:`` axes); strict types; empty and NUL values;
+oversized inputs. Output paths from the environment and special files inside run directories need
+a run directory, so the test builds those cases itself (``run_dir_cases``).
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MODEL = str(Path(__file__).resolve().parent)  # any existing directory is a valid local model path
+
+
+@dataclass
+class Case:
+    family: str
+    what: str
+    argv: list[Any]
+    allowed: set[int]
+    names: list[str] = field(default_factory=list)  # on exit 2 the error line names one of these
+    secrets: list[str] = field(default_factory=list)
+    said: str = ""  # a phrase the error line must hold
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _base(results_dir: Path) -> dict[str, Any]:
+    return {"name": "hostile", "serve": {"model": MODEL, "per_request_metrics": "off"},
+            "load": {"num_requests": 4}, "results_dir": str(results_dir)}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _command(rng: random.Random, p: Path) -> list[Any]:
+    return ["validate", p] if rng.random() < 0.6 else ["run", "--dry-run", p]
+
+
+# -- recursive and amplifying aliases ------------------------------------------------------------
+RECURSIVE = ["&a [*a]", "&a {b: *a}", "&a [x, [y, *a]]", "&a {b: [1, {c: *a}]}", "&a [&b [*a, *b]]",
+             "&a [[[[[*a]]]]]", "&a {k: &b {j: *a}}"]
+PLACES = [("top", None), ("serve.env", ("serve", "env")), ("load.num_requests", ("load", "num_requests")),
+          ("matrix", ("matrix",)), ("serve.extra_args", ("serve", "extra_args"))]
+
+
+def alias_cases(rng: random.Random, d: Path, n: int, gate_argv: list[Any]) -> list[Case]:
+    out = []
+    for i in range(n):
+        kind = rng.random()
+        if kind < 0.55:  # recursive, in a config file (at one place) or a --set value
+            node = rng.choice(RECURSIVE)
+            where, path = rng.choice(PLACES)
+            if rng.random() < 0.7:
+                body = yaml.safe_dump(_base(d / "res"), sort_keys=False)
+                key = "x_" + where.replace(".", "_")
+                text = f"{key}: {node}\n" + body if path is None else body + f"{key}: {node}\n"
+                p = _write(d / f"alias{i}.yaml", text)
+                out.append(Case("aliases", f"recursive {node!r} in a config", _command(rng, p), {2}, [str(p)],
+                                said="recursive alias"))
+            else:
+                p = _write(d / f"alias{i}.yaml", yaml.safe_dump(_base(d / "res")))
+                key = ".".join(path or ("serve", "env", "X"))
+                out.append(Case("aliases", f"recursive {node!r} in --set {key}", [*_command(rng, p), "--set",
+                                f"{key}={node}"], {2}, [key], said="recursive alias"))
+        elif kind < 0.75:  # recursive in a gate file
+            node = rng.choice(RECURSIVE)
+            g = _write(d / f"gate{i}.yaml", f"x: {node}\ngates: {rng.choice(['*a', '[acceptance_length:-3%]'])}\n")
+            out.append(Case("aliases", f"recursive {node!r} in a gate file", [*gate_argv, "--gate-file", g], {2},
+                            [str(g)]))
+        else:  # amplifying: one long string aliased many times, or a doubling chain
+            if rng.random() < 0.6:
+                size, times = rng.choice([20_000, 50_000, 100_000]), rng.choice([50, 200, 1000])
+                text = f"s: &s '{'y' * size}'\nl: [" + ", ".join(["*s"] * times) + "]\n"
+                what = f"{size}-char string aliased {times} times"
+            else:
+                levels, fan = rng.randint(6, 9), rng.randint(9, 12)
+                text = "l0: &l0 [x]\n" + "".join(
+                    f"l{j}: &l{j} [{', '.join([f'*l{j - 1}'] * fan)}]\n" for j in range(1, levels))
+                what = f"{levels} levels of {fan} aliases"
+            p = _write(d / f"amp{i}.yaml", text + yaml.safe_dump(_base(d / "res")))
+            out.append(Case("aliases", what, _command(rng, p), {2}, [str(p)]))
+    return out
+
+
+# -- secrets -------------------------------------------------------------------------------------
+def _secret(rng: random.Random) -> str:
+    body = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(rng.randint(16, 32)))
+    return rng.choice(["hf_", "sk-", "ghp_", "xoxb-", "tok"]) + body
+
+
+def _password(rng: random.Random) -> str:
+    return "".join(rng.choice(string.ascii_letters + string.digits + "-_.~!$") for _ in range(rng.randint(10, 20)))
+
+
+def secret_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
+    out = []
+    for i in range(n):
+        s, pw = _secret(rng), "Pw" + _password(rng)
+        url = f"{rng.choice(['http', 'https', 'grpc'])}://{rng.choice(['u', 'admin', 'x.y'])}:{pw}@collector:4317"
+        cfg, sets, shown = _base(d / f"res{i}"), [], [s]
+        form = rng.randrange(12)
+        if form == 0:
+            cfg["serve"]["env"] = {rng.choice(["HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "MY_PASSWORD"]): s}
+        elif form == 1:
+            cfg["serve"]["extra_args"] = rng.choice([["--api-key", s], ["--api-key", "-" + s], ["--api-key", "--" + s],
+                                                     ["-api-key", s], [f"--api-key={s}"], ["--hf-token", s],
+                                                     ["--api-k", s], ["--api-key", "k0" + s, s]])
+        elif form == 2:
+            cfg["serve"]["extra_args"] = ["--otlp-traces-endpoint", url]
+            shown = [pw]
+        elif form == 3:
+            cfg["matrix"] = {"flag:--collect-detailed-traces": [url]}
+            shown = [pw]
+        elif form == 4:
+            cfg["matrix"] = {rng.choice(["env:OPENAI_API_KEY", "env:HF_TOKEN", "flag:--api-key"]): [s, s + "2"]}
+        elif form == 5:
+            cfg["serve"]["env"] = {"DATABASE_URL": f"postgres://db:{pw}@h/db", "PROXY": url}
+            shown = [pw]
+        elif form == 6:
+            sets = [f"serve.env.{rng.choice(['HF_TOKEN', 'OPENAI_API_KEY'])}={s}"]
+        elif form == 7:
+            sets = [f"serve.extra_args=[{rng.choice(['--api-key', '-api-key', '--hf-token'])}, {s}]"]
+        elif form == 8:
+            sets = [f"serve.env.HF_TOKEN=[{s}"]  # not YAML: must not be echoed
+        elif form == 9:
+            sets = [f"serve.model=https://u:{pw}@h/m"]
+            shown = [pw]
+        elif form == 10:
+            sets = [f"serve.extra_args=[--otlp-traces-endpoint, '{url}']"]
+            shown = [pw]
+        else:
+            cfg["serve"]["model"] = f"https://u:{pw}@h/m"
+            shown = [pw]
+        # half the time a second, unrelated error, so error paths that echo the config run too
+        broken = rng.random() < 0.5
+        if broken:
+            sets.append(rng.choice(["serve.port=x", "load.num_requests=-1", "serve.nope=1"]))
+        p = _write(d / f"secret{i}.yaml", yaml.safe_dump(cfg, sort_keys=False))
+        refused = broken or form in (8, 9, 11)  # not YAML; a URL is no model
+        out.append(Case("secrets", f"form {form}, {'with' if broken else 'no'} other error, sets {len(sets)}",
+                        [*_command(rng, p), *[x for v in sets for x in ("--set", v)]],
+                        {2} if refused else {0}, secrets=shown))
+    return out
+
+
+# -- strict types --------------------------------------------------------------------------------
+INT_FIELDS = [("serve", "port"), ("serve", "tensor_parallel_size"), ("serve", "max_model_len"),
+              ("serve", "max_num_seqs"), ("load", "num_requests"), ("load", "concurrency"), ("load", "max_tokens"),
+              ("load", "seed"), ("serve", "speculative", "num_speculative_tokens")]
+BOOL_FIELDS = [("serve", "enforce_eager"), ("serve", "trust_remote_code")]
+FLOAT_FIELDS = [("load", "temperature"), ("serve", "startup_timeout_s")]
+WRONG = {"int": [True, False, "80", "3", 4.5, [1], {"a": 1}, "0x10", "1e3"],
+         "bool": ["yes", "true", "on", 1, 0, "1", [True]],
+         "float": ["0.5", True, [0.1], {"a": 1.0}, "inf"]}
+RIGHT = {("serve", "port"): 8000, ("serve", "tensor_parallel_size"): 1, ("serve", "max_model_len"): 512,
+         ("serve", "max_num_seqs"): 4, ("load", "num_requests"): 8, ("load", "concurrency"): 2,
+         ("load", "max_tokens"): 16, ("load", "seed"): 0, ("serve", "speculative", "num_speculative_tokens"): 3,
+         ("serve", "enforce_eager"): True, ("serve", "trust_remote_code"): False, ("load", "temperature"): 0.5,
+         ("serve", "startup_timeout_s"): 30}
+
+
+def _set_in(cfg: dict, path: tuple, value: Any) -> None:
+    node = cfg
+    for k in path[:-1]:
+        node = node.setdefault(k, {})
+    node[path[-1]] = value
+
+
+def strict_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
+    out = []
+    fields = [(f, "int") for f in INT_FIELDS] + [(f, "bool") for f in BOOL_FIELDS] + [(f, "float") for f in FLOAT_FIELDS]
+    for i in range(n):
+        path, kind = rng.choice(fields)
+        right = rng.random() < 0.12  # controls: right types still pass
+        value = RIGHT[path] if right else rng.choice(WRONG[kind])
+        cfg = _base(d / "res")
+        if path[1] == "speculative":
+            cfg["serve"]["speculative"] = {"draft": MODEL}
+        dotted = ".".join(path)
+        if rng.random() < 0.6:
+            _set_in(cfg, path, value)
+            p = _write(d / f"strict{i}.yaml", yaml.safe_dump(cfg, sort_keys=False))
+            argv = _command(rng, p)
+        else:
+            p = _write(d / f"strict{i}.yaml", yaml.safe_dump(cfg, sort_keys=False))
+            argv = [*_command(rng, p), "--set", f"{dotted}={yaml.safe_dump(value, default_flow_style=True).strip()}"]
+            argv[-1] = argv[-1].removesuffix("\n...")
+        out.append(Case("strict types", f"{dotted}: {value!r}", argv, {0} if right else {2}, [dotted]))
+    return out
+
+
+# -- empty and NUL values ------------------------------------------------------------------------
+EMPTY_FIELDS = {("serve", "model"): {2}, ("serve", "speculative", "draft"): {2}, ("results_dir",): {2},
+                ("name",): {2}, ("serve", "host"): {2}, ("serve", "env", "X"): {0, 2},
+                ("load", "prompts", "file"): {2}}
+
+
+def empty_cases(rng: random.Random, d: Path, n: int, run: Path) -> list[Case]:
+    out = []
+    cli = [(["report", "--out", ""], "--out"), (["run", "--dry-run", "--out", ""], "--out"),
+           (["report", run, "--out", d / "rep", "--seed", "-1"], "--seed"), (["compare", run, run, "--seed", "-1"], "--seed"),
+           (["compare", run, run, "--json", ""], "--json"), (["compare", run, run, "--markdown", ""], "--markdown"),
+           (["parse", ""], ""), (["validate", ""], ""), (["compare", "", run], ""), (["report", "", "--out", d / "r"], ""),
+           (["parse", "a\0b"], ""), (["validate", "a\0b"], ""), (["report", "a\0b", "--out", d / "r"], ""),
+           (["compare", run, run, "--json", "a\0b"], "--json")]
+    for i in range(n):
+        if rng.random() < 0.25:
+            argv, flag = rng.choice(cli)
+            out.append(Case("empty/NUL", f"argv {argv[1:]!r}", list(argv), {2}, [flag] if flag else []))
+            continue
+        path, allowed = rng.choice(list(EMPTY_FIELDS.items()))
+        value = rng.choice(["", " ", "\0", "a\0b", "\t", "x\0" * 3])
+        nul = "\0" in value
+        cfg = _base(d / "res")
+        if path[1:2] == ("speculative",):
+            cfg["serve"]["speculative"] = {"draft": MODEL}
+        _set_in(cfg, path, value)
+        p = _write(d / f"empty{i}.yaml", yaml.safe_dump(cfg, sort_keys=False))
+        dotted = ".".join(path)
+        out.append(Case("empty/NUL", f"{dotted}: {value!r}", _command(rng, p), {2} if nul else allowed,
+                        [dotted, str(p)]))
+    return out
+
+
+# -- oversized inputs ----------------------------------------------------------------------------
+def oversized_cases(rng: random.Random, d: Path, n: int, gate_argv: list[Any]) -> list[Case]:
+    out = []
+    for i in range(n):
+        size = rng.choice([260_000, 400_000, 1_000_000, 3_000_000])
+        shape = rng.choice(["list", "string", "keys", "comment"])
+        filler = {"list": "x: [" + "1, " * (size // 3) + "]\n", "string": "x: '" + "y" * size + "'\n",
+                  "keys": "".join(f"k{j}: {j}\n" for j in range(size // 8)), "comment": "#" + "c" * size + "\n"}[shape]
+        where = rng.choice(["config", "config", "gate", "set"])
+        if where == "config":
+            p = _write(d / f"big{i}.yaml", yaml.safe_dump(_base(d / "res")) + filler)
+            out.append(Case("oversized", f"{size}-char {shape} in a config", _command(rng, p), {2}, [str(p)],
+                            said="more than"))
+        elif where == "gate":
+            g = _write(d / f"big{i}.yaml", "gates: [acceptance_length:-3%]\n" + filler)
+            out.append(Case("oversized", f"{size}-char {shape} in a gate file", [*gate_argv, "--gate-file", g], {2},
+                            [str(g)]))
+        else:
+            p = _write(d / f"big{i}.yaml", yaml.safe_dump(_base(d / "res")))
+            value = "[" + "1, " * (size // 3) + "]" if shape == "list" else "y" * size
+            out.append(Case("oversized", f"{size}-char --set value", [*_command(rng, p), "--set",
+                            f"serve.env.X={value}"], {2}, ["serve.env.X"]))
+    return out

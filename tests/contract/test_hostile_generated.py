@@ -1,0 +1,280 @@
+"""Generated hostile inputs (issue 31): 2,000+ cases from family templates x seeded mutations
+(hostile_cases.py, and the run-directory cases below), each fed to the CLI in-process (``run_cli``,
+the ``specbench`` entry point's code) under a 30 s alarm, and a few real processes for what only a
+process shows (a closed stdout, a reader that stops, SIGTERM/SIGHUP while writing).
+
+For every case: no hang (each case under 30 s), exit code as the family says (bad input: 2 with
+one line naming the file, field or flag; never the catch-all "unexpected ..."), no traceback, no
+secret in stdout, stderr or any file written, no input changed (hashed before and after). Counts
+per family and the slowest case are printed (``-s``). A failure names the family, seed index and
+case, so it can be replayed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hostile_cases import Case, alias_cases, empty_cases, oversized_cases, secret_cases, strict_cases
+from test_contract import ENV_SECRET, ROOT, _clean_env, _small_run, check, invoke, tree_hash  # noqa: F401
+
+SEED = 31
+BOUND_S = 30.0
+# (family, cases): 2,010 in-process; the run-directory families are built below.
+N = {"aliases": 330, "secrets": 560, "strict types": 400, "empty/NUL": 280, "oversized": 60,
+     "output paths from the environment": 60, "special files in run directories": 250, "oversized run files": 70}
+
+
+class Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def alarm(seconds: float):
+    def fire(signum, frame):  # noqa: ARG001
+        raise Hang(f"no answer within {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _files_in(argv: list) -> list[Path]:
+    return [Path(a) for a in argv if isinstance(a, Path) and a.exists()]
+
+
+# -- run-directory families: each case changes the candidate run, runs, then restores it --------------
+SPECIAL = ["fifo", "dev-zero", "dev-null", "socket", "directory", "link-to-fifo"]
+
+
+def _make_special(target: Path, kind: str, scratch: Path) -> None:
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind in ("dev-zero", "dev-null"):
+        target.symlink_to(f"/dev/{kind[4:]}")
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        with contextlib.chdir(target.parent):  # a socket's path must fit in 107 bytes
+            s.bind(target.name)
+        s.close()
+    elif kind == "directory":
+        target.mkdir()
+    else:
+        fifo = scratch / f"fifo-{target.name}"
+        if not fifo.exists():
+            os.mkfifo(fifo)
+        target.symlink_to(fifo)
+
+
+def run_dir_cases(rng: random.Random, tmp: Path, base: Path, cand: Path, gate: Path):
+    """(case, change, restore) triples over the candidate run ``cand``."""
+    manifest = json.loads((cand / "manifest.json").read_text())
+    cells = manifest["cells"]
+    pristine = {p: p.read_bytes() for p in cand.rglob("*") if p.is_file()}
+    touched: list[Path] = []
+
+    def restore():
+        # Only what a case changed: its target (read back no further: a 10 GB sparse file).
+        for p in touched:
+            if p.is_symlink() or p.is_file() or p.is_socket() or p.is_fifo():
+                p.unlink()
+            elif p.is_dir():
+                shutil.rmtree(p)
+            p.write_bytes(pristine[p])
+        touched.clear()
+
+    compare = ["compare", base, cand, "--resamples", "100"]
+    out = []
+    for i in range(N["output paths from the environment"]):
+        inside = rng.random() < 0.85
+        target = rng.choice([cand / "manifest.json", cand / cells[0] / "cell.json", cand, cand / "new.md",
+                             cand / cells[-1] / "x" / "y.md", base / "summary.md", gate]) if inside else \
+            tmp / f"summary{i}.md"
+        argv = [*compare, "--gate-file", gate] if target == gate else list(compare)
+        case = Case("output paths from the environment", f"GITHUB_STEP_SUMMARY={target}", argv, {2} if inside else {0},
+                    ["GITHUB_STEP_SUMMARY"], env={"GITHUB_STEP_SUMMARY": str(target)},
+                    said="input of this command" if inside else "")
+        out.append((case, None, None))  # elsewhere: a full compare (a second), so only a few
+    for i in range(N["special files in run directories"]):
+        rel = rng.choice(["manifest.json", "C/cell.json", "C/acceptance.json", "C/summary.json", "C/requests.jsonl"])
+        target = cand / rel.replace("C", rng.choice(cells))
+        kind = rng.choice(SPECIAL)
+        command = rng.choice(["compare", "compare-swapped", "report"])
+        argv = {"compare": compare, "compare-swapped": ["compare", cand, base, "--resamples", "100"],
+                "report": ["report", cand, "--out", tmp / "rep", "--resamples", "100"]}[command]
+        names = [str(cand)] if rel == "manifest.json" and command == "report" else [str(target)]
+        case = Case("special files in run directories", f"{kind} as {target.relative_to(cand)}, {command}", argv, {2},
+                    names)
+        out.append((case, lambda t=target, k=kind: (touched.append(t), _make_special(t, k, tmp)), restore))
+    for i in range(N["oversized run files"]):
+        rel = rng.choice(["manifest.json", "C/cell.json", "C/acceptance.json", "C/summary.json", "positions"])
+        cell = cand / rng.choice(cells[:-1])  # a speculative cell (the last is the baseline)
+        if rel == "positions":
+            n = rng.choice([257, 1000, 100_000, 1_000_000])
+            where = rng.choice(["prometheus", "logs", "k"])
+            target = cell / "acceptance.json"
+
+            def change(t=target, n=n, where=where):
+                touched.append(t)
+                a = json.loads(t.read_text())
+                if where == "k":
+                    a["num_spec_tokens"] = n
+                else:
+                    a[where]["counts"]["accepted_per_position"] = [1] * n
+                t.write_text(json.dumps(a))
+            what = f"acceptance.json with {n} positions ({where})"
+        else:
+            target = cand / rel.replace("C", cell.name)
+            n = rng.choice([33, 100, 10_000])  # MB, sparse: refused by size before a byte is read
+
+            def change(t=target, n=n):
+                touched.append(t)
+                with open(t, "r+b") as fh:
+                    fh.truncate(n * 1024 * 1024)
+            what = f"{target.relative_to(cand)} of {n} MB"
+        command = rng.choice(["compare", "report"])
+        argv = compare if command == "compare" else ["report", cand, "--out", tmp / "rep", "--resamples", "100"]
+        out.append((Case("oversized run files", f"{what}, {command}", argv, {2}, [str(target)]), change, restore))
+    return out
+
+
+def _run_case(case: Case, seed_i: int, monkeypatch, inputs: list[Path], written: list[Path]) -> float:
+    for k, v in case.env.items():
+        monkeypatch.setenv(k, v)
+    before = _hash(*inputs)
+    start = time.monotonic()
+    where = f"{case.family} seed={SEED} i={seed_i}: {case.what}"
+    try:
+        with alarm(BOUND_S):
+            code, out, err = invoke(case.argv)
+    except Hang as exc:
+        raise AssertionError(f"[{where}] {exc}") from None
+    took = time.monotonic() - start
+    assert took < BOUND_S, f"[{where}] took {took:.1f} s"
+    check(where, code, out, err, allowed=case.allowed, secrets=[ENV_SECRET, *case.secrets], names=case.names,
+          files=[f for d in written if d.exists() for f in (d.rglob("*") if d.is_dir() else [d]) if f.is_file()])
+    if code == 2 and case.said:
+        assert case.said in err, f"[{where}] {err}"
+    assert _hash(*inputs) == before, f"[{where}] an input changed"
+    return took
+
+
+def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
+    rng = random.Random(SEED)
+    scratch = tmp_path / "s"
+    scratch.mkdir()
+    base, cand = _small_run(tmp_path / "base"), _small_run(tmp_path / "cand")
+    gate = tmp_path / "gates.yaml"
+    gate.write_text("gates: [acceptance_length:-3%]\n")
+    gate_argv = ["compare", base, cand, "--resamples", "100"]
+    cases = [(c, None, None) for c in (
+        alias_cases(rng, scratch, N["aliases"], gate_argv) + secret_cases(rng, scratch, N["secrets"])
+        + strict_cases(rng, scratch, N["strict types"]) + empty_cases(rng, scratch, N["empty/NUL"], base)
+        + oversized_cases(rng, scratch, N["oversized"], gate_argv))]
+    cases += run_dir_cases(rng, tmp_path, base, cand, gate)
+    counts: dict[str, int] = {}
+    seconds: dict[str, float] = {}
+    failures: list[str] = []
+    pristine = _relative(cand)
+    slowest, start = (0.0, ""), time.monotonic()
+    for i, (case, change, restore) in enumerate(cases):
+        if change:
+            change()
+        inputs = _files_in(case.argv) + [base]
+        took = 0.0
+        try:
+            took = _run_case(case, i, monkeypatch, inputs, [scratch / "res", tmp_path / "rep"])
+        except AssertionError as exc:  # all failures are listed, not only the first
+            failures.append(str(exc).splitlines()[0] + " | " + " ".join(str(exc).splitlines()[1:3])[:300])
+        finally:
+            for k in case.env:
+                monkeypatch.delenv(k, raising=False)
+            if restore:
+                restore()
+        counts[case.family] = counts.get(case.family, 0) + 1
+        seconds[case.family] = seconds.get(case.family, 0.0) + took
+        slowest = max(slowest, (took, f"{case.family}: {case.what}"))
+    total = sum(counts.values())
+    print(f"\n{total} generated hostile inputs in {time.monotonic() - start:.1f} s (seed {SEED}); slowest "
+          f"{slowest[0]:.2f} s ({slowest[1]})")
+    for family, n in counts.items():
+        print(f"  {family}: {n} cases, {seconds[family]:.1f} s")
+    assert not failures, f"{len(failures)} of {total} cases broke the contract:\n" + "\n".join(failures[:30])
+    assert total >= 2000 and set(counts) == set(N)
+    assert _relative(cand) == pristine  # every change was undone: each case met the run it was meant for
+
+
+def _relative(run: Path) -> dict[str, str]:
+    return {k[len(str(run)):]: v for k, v in _hash(run).items()}
+
+
+def _hash(*roots: Path) -> dict[str, str]:
+    """tree_hash, but a file over 64 MB (a sparse one made here) by its size and mtime: reading
+    10 GB of zeros twice per case is not the test."""
+    big = {str(p): f"size:{p.stat().st_size}:{p.stat().st_mtime_ns}" for r in roots if r.is_dir()
+           for p in r.rglob("*") if p.is_file() and not p.is_symlink() and p.stat().st_size > 64 << 20}
+    if not big:
+        return tree_hash(*roots)
+    out = {}
+    for r in roots:
+        for p in ([r] if not r.is_dir() else sorted(r.rglob("*"))):
+            out[str(p)] = big.get(str(p)) or next(iter(tree_hash(p).values()), "?")
+    return out
+
+
+# -- real processes: what in-process calls cannot show -----------------------------------------------
+def _spawn(argv: list, **kw) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HF_TOKEN": ENV_SECRET}
+    env.pop("SPECBENCH_DEBUG", None)
+    return subprocess.Popen([sys.executable, "-m", "specbench", *map(str, argv)], env=env, cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_closed_pipes_and_signals_during_writes_in_real_processes(tmp_path):
+    """Seeded picks from the process families (the fixed reproducers are in test_hostile_inputs.py
+    and test_signals.py): a closed stdout, a reader that stops after a random number of bytes, and
+    SIGTERM or SIGHUP while report writes its directory, each within 30 s, no traceback."""
+    from test_signals import _written_then
+
+    rng = random.Random(SEED)
+    run = _small_run(tmp_path / "run")
+    before = tree_hash(run)
+    log = tmp_path / "big.log"
+    log.write_text((run / json.loads((run / "manifest.json").read_text())["cells"][0] / "server.log").read_text() * 200)
+    # closed stdout (`>&-`): a usage error, one line
+    argv = rng.choice([["parse", log, "--format", "csv"], ["parse", log, "--format", "jsonl"],
+                       ["compare", run, run, "--resamples", "100"], ["validate", ROOT / "configs" / "default.yaml"]])
+    proc = _spawn(argv, preexec_fn=lambda: os.close(1))
+    err = proc.communicate(timeout=BOUND_S)[1]
+    assert proc.returncode == 2 and err.count("\n") == 1 and "standard output is closed" in err, (argv, err)
+    # a reader that stops early (`| head -c N`): no error, exit 0
+    fmt, n = rng.choice(["table", "jsonl", "csv"]), rng.choice([1, 100, 5000, 70_000])
+    proc = _spawn(["parse", log, "--format", fmt], stdout=subprocess.PIPE)
+    proc.stdout.read(n)
+    proc.stdout.close()
+    err = proc.communicate(timeout=BOUND_S)[1]
+    assert proc.returncode == 0 and "Traceback" not in err and "error" not in err, (fmt, n, err)
+    # SIGTERM or SIGHUP while report writes: exit 130, no temp file, the partial set marked
+    sig = rng.choice([signal.SIGTERM, signal.SIGHUP])
+    out = tmp_path / "rep"
+    start = time.monotonic()
+    code = _written_then(sig, ["report", str(run), "--out", str(out), "--resamples", "100"], out)
+    assert time.monotonic() - start < BOUND_S
+    names = [p.name for p in out.iterdir()]
+    assert code == 130 and "INCOMPLETE" in names and not [x for x in names if x.endswith(".tmp")], (sig, names)
+    assert tree_hash(run) == before
