@@ -32,6 +32,11 @@ def add_variant_buffers(module: torch.nn.Module, output_norm: str, pos0_mask: bo
         module.register_buffer(name, torch.tensor(value, dtype=torch.bool, device=device), persistent=False)
 
 
+def weights_device(module: torch.nn.Module):
+    """Where ``module``'s weights live (None: it has none), for its buffers to sit beside them."""
+    return next((p.device for p in module.parameters()), None)
+
+
 def has_variant(module: torch.nn.Module) -> bool:
     return all(isinstance(getattr(module, n, None), torch.Tensor) for n in BUFFERS)
 
