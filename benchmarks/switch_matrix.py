@@ -93,8 +93,8 @@ def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:
             fresh = _load(server)
         ok = fresh == switched[(norm, mask)]
         same &= ok
-        print(f"{norm + ' / mask ' + ('on' if mask else 'off'):<22} {str(switched[(norm, mask)]):<28} "
-              f"{str(fresh):<28} {'yes' if ok else 'NO'}", flush=True)
+        print(f"{norm + ' / mask ' + ('on' if mask else 'off'):<22} {switched[(norm, mask)]!s:<28} "
+              f"{fresh!s:<28} {'yes' if ok else 'NO'}", flush=True)
     return same, cold_s, switch_s
 
 

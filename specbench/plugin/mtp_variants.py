@@ -55,7 +55,7 @@ _initial = {"variant": SHIPPED}
 
 def set_initial(output_norm: str, pos0_mask: bool) -> None:
     """The variant the next MTP model built in this process starts with (the server's environment)."""
-    select.NORM_FLAGS[output_norm]  # noqa: B018 - KeyError for an unknown value, before anything is built
+    select.NORM_FLAGS[output_norm]  # KeyError for an unknown value, before anything is built
     _initial["variant"] = (output_norm, bool(pos0_mask))
 
 

@@ -55,7 +55,7 @@ def server_additions(method: str | None = None) -> tuple[list[str], dict[str, st
 
 def _why_not(worker) -> str | None:
     """Why this worker cannot switch its draft head in place (None: it can)."""
-    from specbench.plugin.attest import _head_of, draft_model  # noqa: PLC2701 - same package
+    from specbench.plugin.attest import _head_of, draft_model
     from specbench.plugin.select import has_variant
 
     runner = getattr(worker, "model_runner", None)

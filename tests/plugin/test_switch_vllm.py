@@ -70,7 +70,7 @@ def _load(server) -> tuple[int, list[int]]:
 
 
 def _now(server) -> list:
-    return [a["variant"] for a in switch._rpc(server.url, switch.PROBE_METHOD, [], None, 30)]  # noqa: SLF001
+    return [a["variant"] for a in switch._rpc(server.url, switch.PROBE_METHOD, [], None, 30)]
 
 
 def _runs(method: str, work) -> dict:
