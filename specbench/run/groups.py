@@ -17,6 +17,12 @@ Warmup runs once per server: it absorbs the first-request costs (graph capture, 
 that a server pays once; a later cell follows a full load on the same warm server, and its own
 prefix cache is emptied first so it does not start with the previous cell's prompts cached.
 
+Cells that differ only in their DeepSeek head's variant share a server too (compiled or eager):
+it starts with the plugin's switchable head class, one probe asks every worker whether it can
+switch (plugin/switch.py), and before each cell the variant is switched in place and every worker's
+read-back checked. A server that cannot switch is stopped before any cell runs on it, and each
+variant gets a server of its own (the reason in the manifest's ``head_switch_fallbacks``).
+
 Repeats keep their own servers (a repeat is meant to measure the start-to-start spread too).
 Groups of one cell run exactly as before (:meth:`LocalExecutor.run_cell`).
 
