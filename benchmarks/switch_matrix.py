@@ -70,7 +70,9 @@ def _load(server) -> tuple[int, ...]:
 def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:
     argv_extra, env_extra = switch.server_additions(method)
     switched, switch_s = {}, []
-    server = VLLMServer(_args(method) + argv_extra, _env(env_extra), work / f"{method}-switched.log")
+    # every server its own directory: its own private compile cache (server.py), so each fresh
+    # server traces and compiles its own graph
+    server = VLLMServer(_args(method) + argv_extra, _env(env_extra), work / method / "switched" / "server.log")
     t0 = time.monotonic()
     with server:
         cold_s = time.monotonic() - t0
@@ -89,7 +91,7 @@ def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:
     for norm, mask in VARIANTS:
         cell = {ENV_VAR: norm, POS0_MASK_VAR: "on" if mask else "off"}
         with VLLMServer(_args(method), _env({**cell, **plugin_env(cell, method)}),
-                        work / f"{method}-{norm}-{mask}.log") as server:
+                        work / method / f"fresh-{norm}-{mask}" / "server.log") as server:
             fresh = _load(server)
         ok = fresh == switched[(norm, mask)]
         same &= ok

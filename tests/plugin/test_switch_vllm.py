@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import httpx
 import pytest
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.vllm
 K = 3
 PROMPTS = ["def parse(path):", "What does the json module do?", "class Config:", "for key, value in items:",
            "Explain a dataclass.", "raise ValueError(", "import os\nimport sys\n", "return self._data"]
+CACHE_LINE = re.compile(r"saved AOT compiled function to (\S+)/torch_compile_cache/")
 VARIANTS = [(n, m) for n in ("on", "logits-only", "off") for m in (False, True)]
 FRESH = {"eagle": [("logits-only", False), ("off", True)], "deepseek_mtp": [("logits-only", True)]}
 START = {"eagle": ("on", False), "deepseek_mtp": ("on", True)}  # what each head ships
@@ -78,7 +80,9 @@ def _runs(method: str, work) -> dict:
 
     argv_extra, env_extra = switch.server_additions(method)
     out: dict = {"switched": {}, "answers": {}, "fresh": {}, "probe_fresh": {}}
-    with VLLMServer(_args(method) + argv_extra, _env(env_extra), work / f"{method}-switched.log") as server:
+    # each server its own directory, so its own private compile cache (server.py): a fresh server
+    # must trace and compile its graph, not load the switchable server's
+    with VLLMServer(_args(method) + argv_extra, _env(env_extra), work / "switched" / "server.log") as server:
         out["probe"] = switch.probe(server.url)
         out["first"] = _load(server)  # as started
         for norm, mask in [*VARIANTS, START[method]]:
@@ -91,11 +95,11 @@ def _runs(method: str, work) -> dict:
         out["after_refusal"] = _now(server)
         assert reset_prefix_cache(server) == "done"
         out["after_refusal_load"] = _load(server)
-    out["log"] = (work / f"{method}-switched.log").read_text(errors="replace")
+    out["log"] = (work / "switched" / "server.log").read_text(errors="replace")
     for norm, mask in FRESH[method]:
         cell = {ENV_VAR: norm, POS0_MASK_VAR: "on" if mask else "off"}
         env = _env({**cell, **plugin_env(cell, method), switch.DEV_MODE_ENV: "1"})
-        log = work / f"{method}-{norm}-{mask}.log"
+        log = work / f"fresh-{norm}-{mask}" / "server.log"
         with VLLMServer(_args(method), env, log) as server:
             out["fresh"][(norm, mask)] = _load(server)
             out["probe_fresh"][(norm, mask)] = switch.probe(server.url)
@@ -154,9 +158,15 @@ def test_the_probe_accepts_the_switchable_server_and_turns_down_the_others(runs)
 
 
 def test_the_servers_ran_compiled_and_attest_their_variant(runs):
+    """Compiled, and each fresh server compiled its own graph into its own cache (not the switched
+    server's graph loaded from a shared one)."""
     started = attest(runs["log"])
     assert started["compilation"]["enforce_eager"] is False and started["mla"] is True
+    roots = set(CACHE_LINE.findall(runs["log"]))
+    assert len(roots) == 1, roots
     for (norm, mask), log in runs["fresh_logs"].items():
         a = attest(log)
         assert a["compilation"]["enforce_eager"] is False
+        fresh_roots = set(CACHE_LINE.findall(log))
+        assert len(fresh_roots) == 1 and not fresh_roots & roots, (fresh_roots, roots)
         assert (a["head_variant"]["output_norm"], a["head_variant"]["pos0_mask"]) == (norm, "on" if mask else "off")
