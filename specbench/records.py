@@ -240,6 +240,8 @@ class Manifest(Record):
     status: Optional[StrictStr] = None
     cells: list[StrictStr]
     cell_hosts: dict[str, Optional[StrictStr]] = Field(default_factory=dict)
+    # shared servers whose head could not be switched in place (probe's reason; a server per variant ran)
+    head_switch_fallbacks: list[dict[str, Any]] = Field(default_factory=list)
     resumed_at: list[StrictStr] = Field(default_factory=list)
     error: Optional[StrictStr] = None  # status "failed": the error that stopped the run
 

@@ -12,21 +12,27 @@ the API server, engine core and worker processes. The switches (environment vari
   ``shared_head``'s norm, the post-norm state carried, as SGLang's deepseek_nextn) and
   ``pos0_mask on``; variants in :mod:`specbench.plugin.mtp_variants`.
 
+Each head has ONE plugin class for all its variants: the variant is data (three 0-dim bool buffers,
+:mod:`specbench.plugin.select`) that its forward selects from with ``torch.where``, so compiled
+graphs and CUDA graphs stay valid when a running server's variant is switched in place
+(:mod:`specbench.plugin.switch`, ``SPECBENCH_HEAD_SWITCHABLE=1``).
+
 ``output_norm``: ``on`` = final norm for logits and carried state; ``logits-only`` = norm for the
 logits, the pre-norm residual sum carried (what earlier ``deepseek_mtp.py`` carried);
 ``off`` = no final norm at all. ``pos0_mask``: ``on`` = zero the input embedding at position 0.
 
 Inert unless a specbench variable is set. With every switch at the head's shipped value nothing
-is registered (vLLM runs as shipped), unless ``SPECBENCH_HEAD_CONTROL=1`` asks for the control: the
-plugin's re-implementation of the shipped forward, which must count exactly as shipped vLLM does.
+is registered (vLLM runs as shipped), unless ``SPECBENCH_HEAD_CONTROL=1`` asks for the control (the
+plugin's class at the shipped values, which must count exactly as shipped vLLM does) or
+``SPECBENCH_HEAD_SWITCHABLE=1`` asks for a server whose variant can be switched.
 An unknown value stops a server specbench configured (``SPECBENCH_HEAD`` set; specbench refuses it
 before launch anyway) and is logged and ignored in any other server.
 
 Why re-register architectures: vLLM rewrites a ``deepseek_v3`` draft's architectures to
 ``DeepSeekMTPModel`` (EAGLE prefixes it), so naming a class in a config.json selects nothing.
 Trap: vLLM's compile-cache key ignores the variant, so without ``--enforce-eager`` give each
-variant its own ``VLLM_CACHE_ROOT`` (specbench's server does), or a later server may run an earlier
-variant's compiled graph.
+server started at a fixed variant its own ``VLLM_CACHE_ROOT`` (specbench's server does; a switchable
+server gets one of its own too: :func:`specbench.plugin.switches.variant_cache_key`).
 """
 
 from __future__ import annotations
@@ -40,12 +46,13 @@ from pathlib import Path
 from specbench.attest import ATTEST_VAR
 from specbench.errors import ConfigError
 from specbench.plugin.switches import (
-    CONTROL_VAR, ENV_VAR, HEAD_VAR, HEADS, MTP_METHODS, POS0_MASK_VALUES, POS0_MASK_VAR, SWITCH_VARS, VARIANTS,
+    CONTROL_VAR, ENV_VAR, HEAD_VAR, HEADS, MTP_METHODS, POS0_MASK_VALUES, POS0_MASK_VAR, SWITCH_VARS, SWITCHABLE_VAR,
+    VARIANTS,
     Switches, any_switch_set, head_of_method, mask_label, switches_from_env,
 )
 
 __all__ = ["CONTROL_VAR", "ENV_VAR", "HEAD_VAR", "HEADS", "MTP_METHODS", "PLUGIN_NAME", "POS0_MASK_VALUES",
-           "POS0_MASK_VAR", "REGISTERED_ARCH", "SWITCH_VARS", "VARIANTS", "Switches", "check_variant_supported",
+           "POS0_MASK_VAR", "REGISTERED_ARCH", "SWITCH_VARS", "SWITCHABLE_VAR", "VARIANTS", "Switches", "check_variant_supported",
            "plugin_env", "register", "switches_from_env"]
 
 PLUGIN_NAME = "specbench_output_norm"
@@ -89,20 +96,20 @@ def register() -> None:
         ModelRegistry.register_model(HEADS[head][0], _variant_class(head, norm, mask, version))
         # The registry logs overrides only at DEBUG; the variant's worker-side INFO line confirms the load.
         control = " (control: the shipped forward, re-implemented)" if (norm, mask) == HEADS[head][1] else ""
-        logger.info("specbench plugin: %s head: output norm %r, pos0 mask %s%s registered for %s", head, norm,
-                    mask_label(mask), control, HEADS[head][0])
+        switchable = ", switchable in place" if switches.switchable else ""
+        logger.info("specbench plugin: %s head: output norm %r, pos0 mask %s%s%s registered for %s", head, norm,
+                    mask_label(mask), control, switchable, HEADS[head][0])
 
 
 def _variant_class(head: str, norm: str, mask: bool, version: str) -> type:
+    """The head's one variant class, set to start at (norm, mask)."""
     if head == "eagle":
-        from specbench.plugin import variants
-
-        variants.verify_wrapped_classes(version)
-        return variants.VARIANT_CLASSES[(norm, mask)]
-    from specbench.plugin import mtp_variants
-
-    mtp_variants.verify_wrapped_classes(version)
-    return mtp_variants.VARIANT_CLASSES[(norm, mask)]
+        from specbench.plugin import variants as module
+    else:
+        from specbench.plugin import mtp_variants as module
+    module.verify_wrapped_classes(version)
+    module.set_initial(norm, mask)
+    return module.VARIANT_CLASS
 
 
 def check_variant_supported(draft_dir: Path | None, variant: str = "on", pos0_mask: bool | None = None,

@@ -6,9 +6,10 @@ DP rank, local or Ray) after the target and the draft are loaded and before the 
 After it returns the worker logs one line, ``specbench attest: {json}``, that the collector reads
 from the server log like any other line (:mod:`specbench.attest`): no dev-mode endpoint, no RPC.
 
-The head variant is read back from the draft module: the plugin's variant forwards carry a
-``specbench_variant`` stamp (a registered variant class, or a forward switched in place); a draft
-module without one runs the forward its vLLM class ships.
+The head variant is read back from the draft module: the plugin's head classes hold the variant
+they compute in buffers (:mod:`specbench.plugin.select`), the values their forward selects with,
+read here as they are now (after any in-place switch); a draft module without them runs the
+forward its vLLM class ships.
 """
 
 from __future__ import annotations
@@ -21,13 +22,6 @@ from specbench.attest import ATTEST_PREFIX, head_variant_of
 from specbench.plugin.switches import HEADS
 
 logger = logging.getLogger("vllm.specbench_plugin")
-_STAMP = "specbench_variant"
-
-
-def stamp(fn, output_norm: str, pos0_mask: bool):
-    """Mark a variant forward with the variant it computes (read back by :func:`read_head_variant`)."""
-    setattr(fn, _STAMP, (output_norm, bool(pos0_mask)))
-    return fn
 
 
 def install() -> None:
@@ -71,20 +65,19 @@ def draft_model(runner) -> Any:
 
 
 def read_head_variant(model) -> dict[str, Any] | None:
-    """(output_norm, pos0_mask, control) the draft ``model`` computes, read from its modules."""
+    """(output_norm, pos0_mask, control) the draft ``model`` computes, read from its modules' variant
+    buffers (``control``: the plugin's class computes the shipped values)."""
     if model is None:
         return None
-    stamps = set()
-    for m in model.modules():
-        fn = m.__dict__.get("forward") or type(m).__dict__.get("forward")
-        v = getattr(getattr(fn, "__func__", fn), _STAMP, None)
-        if v is not None:
-            stamps.add(tuple(v))
+    from specbench.plugin import select  # torch only, and only once there is a model
+
+    values = {select.read_variant(m) for m in model.modules() if select.has_variant(m)}
     head = _head_of(model)
-    if len(stamps) > 1:
-        return {"output_norm": None, "pos0_mask": None, "control": None, "error": f"modules disagree: {sorted(stamps)}"}
-    if stamps:
-        norm, mask = stamps.pop()
+    if len(values) > 1 or any(norm is None for norm, _ in values):
+        return {"output_norm": None, "pos0_mask": None, "control": None,
+                "error": f"modules disagree or hold no variant: {sorted(values, key=str)}"}
+    if values:
+        norm, mask = values.pop()
         return head_variant_of(norm, mask, control=head is not None and (norm, mask) == HEADS[head][1])
     if head is None:  # not a DeepSeek head: no variant applies, and that is what is attested
         return {"output_norm": None, "pos0_mask": None, "control": None}

@@ -1,4 +1,4 @@
-"""Head variants of vLLM's DeepSeek MTP layer (``method: deepseek_mtp``; imported only inside vLLM).
+"""Head variants of vLLM's DeepSeek MTP layer, as data (``method: deepseek_mtp``; imported only inside vLLM).
 
 vLLM 0.32's ``deepseek_mtp.DeepSeekMultiTokenPredictorLayer.forward`` zeroes the input embedding
 at position 0 (``torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)``), runs ``enorm`` /
@@ -7,15 +7,20 @@ residual sum goes to ``compute_logits``, which applies ``shared_head``'s norm (t
 head; the post-norm state is carried into the next draft step ("matches SGLang's deepseek_nextn").
 Before that change vLLM carried the pre-norm sum. Two switches, composable:
 
-* output norm: ``on`` -> as shipped; ``logits-only`` -> ``(sum, sum)``: logits still normed, the
-  pre-norm sum carried (older vLLM); ``off`` -> ``(sum, sum)`` and logits from the head applied to
+* output norm: ``on`` -> as shipped; ``logits-only`` -> logits still normed, the pre-norm sum
+  carried (older vLLM); ``off`` -> the pre-norm sum carried and logits from the head applied to
   the un-normed sum (``compute_logits`` without ``shared_head``'s norm).
 * pos0 mask: ``on`` -> as shipped; ``off`` -> the input embedding at position 0 is kept.
 
+As on the EAGLE side (:mod:`specbench.plugin.variants`), one class serves all six variants: each
+MTP layer holds the three variant buffers (:mod:`specbench.plugin.select`) that its forward and the
+model's ``compute_logits`` select from with ``torch.where``; a switch writes them in place.
+
 ``DeepSeekMTP`` is the class vLLM compiles (``support_torch_compile``); its layers are built by
 ``DeepSeekMultiTokenPredictor`` from the module-global ``DeepSeekMultiTokenPredictorLayer``, so the
-variant points that name at its layer class while vLLM's own constructor runs (as the EAGLE side
-does), and every layer exists as the variant before anything is traced.
+variant class points that name at its layer class while vLLM's own constructor runs, and every layer
+exists as the variant layer before anything is traced. ``compute_logits`` runs outside the compiled
+graph (vLLM calls it on the forward's output), so it reads the buffers on every call too.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import torch
 from vllm.distributed import tensor_model_parallel_all_gather
 from vllm.model_executor.models import deepseek_mtp
 
-from specbench.plugin.attest import stamp
+from specbench.plugin import select
 from specbench.plugin.switches import unchecked_source
 
 logger = logging.getLogger("vllm.specbench_plugin")
@@ -41,80 +46,78 @@ SHIPPED_LINES = {
     "the position-0 mask": "torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)",
     "the post-norm carried state": "return hidden_states, self.shared_head(hidden_states)",
 }
-VARIANTS = ("on", "off", "logits-only")
+SHIPPED = ("on", True)
 
 _BASE_LAYER = deepseek_mtp.DeepSeekMultiTokenPredictorLayer
 _construct_lock = threading.Lock()
+_initial = {"variant": SHIPPED}
 
 
-def _forward_for(variant: str, pos0_mask: bool):
-    carry_normed = variant == "on"
-
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, previous_hidden_states: torch.Tensor,
-                inputs_embeds: torch.Tensor | None = None, spec_step_index: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-        # vLLM 0.32's forward, line for line, apart from the two switches.
-        assert inputs_embeds is not None
-        if pos0_mask:
-            inputs_embeds = torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)
-        inputs_embeds = self.enorm(inputs_embeds)
-        previous_hidden_states = self.hnorm(previous_hidden_states)
-        hidden_states = self.eh_proj(torch.cat([inputs_embeds, previous_hidden_states], dim=-1))
-        hidden_states, residual = self.mtp_block(positions=positions, hidden_states=hidden_states, residual=None)
-        hidden_states = residual + hidden_states
-        if self.mtp_block.use_sequence_parallel_moe:
-            hidden_states = tensor_model_parallel_all_gather(hidden_states, 0)
-            hidden_states = hidden_states[: positions.shape[0]]
-        return hidden_states, (self.shared_head(hidden_states) if carry_normed else hidden_states)
-
-    return stamp(forward, variant, pos0_mask)
+def set_initial(output_norm: str, pos0_mask: bool) -> None:
+    """The variant the next MTP model built in this process starts with (the server's environment)."""
+    select.NORM_FLAGS[output_norm]  # KeyError for an unknown value, before anything is built
+    _initial["variant"] = (output_norm, bool(pos0_mask))
 
 
-def class_suffix(variant: str, pos0_mask: bool) -> str:
-    return "OutputNorm" + variant.title().replace("-", "") + ("Pos0Mask" if pos0_mask else "NoPos0Mask")
+def layer_forward(self, input_ids: torch.Tensor, positions: torch.Tensor, previous_hidden_states: torch.Tensor,
+                  inputs_embeds: torch.Tensor | None = None, spec_step_index: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """vLLM 0.32's forward, line for line, but for the mask and the carried state, which read the
+    layer's buffers."""
+    assert inputs_embeds is not None
+    inputs_embeds = select.mask_pos0(self, inputs_embeds, positions)
+    inputs_embeds = self.enorm(inputs_embeds)
+    previous_hidden_states = self.hnorm(previous_hidden_states)
+    hidden_states = self.eh_proj(torch.cat([inputs_embeds, previous_hidden_states], dim=-1))
+    hidden_states, residual = self.mtp_block(positions=positions, hidden_states=hidden_states, residual=None)
+    hidden_states = residual + hidden_states
+    if self.mtp_block.use_sequence_parallel_moe:
+        hidden_states = tensor_model_parallel_all_gather(hidden_states, 0)
+        hidden_states = hidden_states[: positions.shape[0]]
+    return hidden_states, select.carried(self, self.shared_head(hidden_states), hidden_states)
 
 
-def _make_layer(variant: str, pos0_mask: bool) -> type:
-    mask = "on" if pos0_mask else "off"
-
-    def __init__(self, *args, **kwargs):
-        _BASE_LAYER.__init__(self, *args, **kwargs)
-        missing = [a for a in LAYER_ATTRS if not hasattr(self, a)]
-        if missing:
-            raise RuntimeError(f"specbench output_norm '{variant}': vLLM's deepseek_mtp layer has no {missing}; "
-                               "this vLLM's MTP layer differs from the one the plugin was written for (vLLM 0.32)")
-        # The same line as the EAGLE side's, so a log check reads both heads alike.
-        logger.info("specbench output_norm variant '%s' loaded (pos0_mask %s): %s", variant, mask,
-                    type(self).__qualname__)
-
-    name = "DeepSeekMultiTokenPredictorLayer" + class_suffix(variant, pos0_mask)
-    namespace = {"__init__": __init__, "forward": _forward_for(variant, pos0_mask), "__module__": __name__}
-    return type(name, (_BASE_LAYER,), namespace)
-
-
-def _compute_logits_unnormed(self, hidden_states: torch.Tensor, spec_step_idx: int = 0) -> torch.Tensor:
-    """``DeepSeekMultiTokenPredictor.compute_logits`` without ``shared_head``'s norm (``off``)."""
+def compute_logits(self, hidden_states: torch.Tensor, spec_step_idx: int = 0) -> torch.Tensor:
+    """``DeepSeekMultiTokenPredictor.compute_logits``, with ``shared_head``'s norm selected by the
+    layer's buffers (``off``: the head applied to the un-normed sum)."""
     predictor = self.model
     layer = predictor.layers[str(predictor.mtp_start_layer_idx + spec_step_idx % predictor.num_mtp_layers)]
-    return predictor.logits_processor(layer.shared_head.head, hidden_states)
+    picked = select.for_logits(layer, layer.shared_head(hidden_states), hidden_states)
+    return predictor.logits_processor(layer.shared_head.head, picked)
 
 
-def _make_outer(variant: str, pos0_mask: bool, layer: type) -> type:
-    def __init__(self, *, vllm_config, prefix: str = ""):
-        with _construct_lock:
-            deepseek_mtp.DeepSeekMultiTokenPredictorLayer = layer
-            try:
-                deepseek_mtp.DeepSeekMTP.__init__(self, vllm_config=vllm_config, prefix=prefix)
-            finally:
-                deepseek_mtp.DeepSeekMultiTokenPredictorLayer = _BASE_LAYER
-        built = {type(m).__name__ for m in self.model.layers.values()}
-        if built != {layer.__name__}:
-            raise RuntimeError(f"specbench output_norm '{variant}': DeepSeekMTP built {sorted(built)}, not the variant; "
-                               "this vLLM's MTP model constructs its layers differently")
+def _layer_init(self, *args, **kwargs):
+    _BASE_LAYER.__init__(self, *args, **kwargs)
+    missing = [a for a in LAYER_ATTRS if not hasattr(self, a)]
+    if missing:
+        raise RuntimeError(f"specbench head variants: vLLM's deepseek_mtp layer has no {missing}; "
+                           "this vLLM's MTP layer differs from the one the plugin was written for (vLLM 0.32)")
+    norm, mask = _initial["variant"]
+    select.add_variant_buffers(self, norm, mask, device=select.weights_device(self))
+    # The same line as the EAGLE side's, so a log check reads both heads alike.
+    logger.info("specbench output_norm variant '%s' loaded (pos0_mask %s): %s", norm, "on" if mask else "off",
+                type(self).__qualname__)
 
-    namespace = {"__init__": __init__, "__module__": __name__}
-    if variant == "off":
-        namespace["compute_logits"] = _compute_logits_unnormed
-    return type("DeepSeekMTP" + class_suffix(variant, pos0_mask), (deepseek_mtp.DeepSeekMTP,), namespace)
+
+VariantLayer = type("DeepSeekMultiTokenPredictorLayerSpecbenchVariants", (_BASE_LAYER,),
+                    {"__init__": _layer_init, "forward": layer_forward, "__module__": __name__})
+
+
+def _outer_init(self, *, vllm_config, prefix: str = ""):
+    with _construct_lock:
+        deepseek_mtp.DeepSeekMultiTokenPredictorLayer = VariantLayer
+        try:
+            deepseek_mtp.DeepSeekMTP.__init__(self, vllm_config=vllm_config, prefix=prefix)
+        finally:
+            deepseek_mtp.DeepSeekMultiTokenPredictorLayer = _BASE_LAYER
+    built = {type(m).__name__ for m in self.model.layers.values()}
+    if built != {VariantLayer.__name__}:
+        raise RuntimeError(f"specbench head variants: DeepSeekMTP built {sorted(built)}, not the variant layer; "
+                           "this vLLM's MTP model constructs its layers differently")
+
+
+# The one class the plugin registers for DeepSeekMTPModel, whatever the variant.
+VARIANT_CLASS = type("DeepSeekMTPSpecbenchVariants", (deepseek_mtp.DeepSeekMTP,),
+                     {"__init__": _outer_init, "compute_logits": compute_logits, "__module__": __name__})
 
 
 def verify_wrapped_classes(vllm_version: str) -> None:
@@ -147,10 +150,3 @@ def verify_wrapped_classes(vllm_version: str) -> None:
             f"specbench head-variant plugin cannot wrap vLLM {vllm_version}'s MTP layer: missing {', '.join(problems)}; "
             "use the shipped values (output_norm on, pos0_mask on) or a vLLM whose deepseek_mtp.py matches 0.32"
         )
-
-
-# (output_norm, pos0_mask) -> model class. ("on", True) is vLLM as shipped: the plugin registers it
-# only as the control (SPECBENCH_HEAD_CONTROL=1), to show the re-implementation counts as vLLM does.
-VARIANT_CLASSES = {
-    (v, m): _make_outer(v, m, _make_layer(v, m)) for v in VARIANTS for m in (False, True)
-}

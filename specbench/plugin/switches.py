@@ -6,6 +6,9 @@ specbench hands a cell's switches to the plugin inside vLLM through environment 
 * ``SPECBENCH_POS0_MASK``: ``on | off`` (unset = the head's shipped value: EAGLE ``off``, MTP ``on``);
 * ``SPECBENCH_HEAD_CONTROL``: ``1`` registers the plugin's re-implementation of the shipped forward
   even when the switches are at their shipped values (the control variant; ``0``/unset: not);
+* ``SPECBENCH_HEAD_SWITCHABLE``: ``1`` registers the plugin's head class even at the shipped
+  values, so that the running server's variant can be switched in place
+  (:mod:`specbench.plugin.switch`; the server starts at the variant the other switches name);
 * ``SPECBENCH_HEAD``: ``eagle | mtp``, which head the switches are for. specbench sets it in every
   cell that sets a switch, from the cell's method; it also marks the server as one specbench
   configured, where an unknown value stops the server instead of being ignored. Without it the
@@ -23,7 +26,8 @@ ENV_VAR = "SPECBENCH_OUTPUT_NORM"
 POS0_MASK_VAR = "SPECBENCH_POS0_MASK"
 CONTROL_VAR = "SPECBENCH_HEAD_CONTROL"
 HEAD_VAR = "SPECBENCH_HEAD"
-SWITCH_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR)
+SWITCHABLE_VAR = "SPECBENCH_HEAD_SWITCHABLE"
+SWITCH_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR, SWITCHABLE_VAR)
 VARIANTS = ("on", "off", "logits-only")
 POS0_MASK_VALUES = ("off", "on")
 CONTROL_VALUES = ("0", "1")
@@ -75,13 +79,14 @@ class Switches:
     pos0_mask: bool | None = None
     control: bool = False
     head: str | None = None  # None: not set by specbench (applies to both heads)
+    switchable: bool = False  # the plugin's class even at the shipped values, to be switched in place
 
     def mask_for(self, head: str) -> bool:
         return HEADS[head][1][1] if self.pos0_mask is None else self.pos0_mask
 
     def is_shipped(self, head: str) -> bool:
         """Whether ``head`` would run exactly as vLLM ships it (nothing to register)."""
-        return not self.control and (self.output_norm, self.mask_for(head)) == HEADS[head][1]
+        return not (self.control or self.switchable) and (self.output_norm, self.mask_for(head)) == HEADS[head][1]
 
     def heads(self) -> tuple[str, ...]:
         return (self.head,) if self.head else tuple(HEADS)
@@ -101,7 +106,8 @@ def switches_from_env(env: Mapping[str, str]) -> Switches:
     mask = _pick(env, POS0_MASK_VAR, POS0_MASK_VALUES, None, "pos0-mask value")
     control = _pick(env, CONTROL_VAR, CONTROL_VALUES, "0", "control switch")
     head = _pick(env, HEAD_VAR, tuple(HEADS), None, "head")
-    return Switches(norm, None if mask is None else mask == "on", control == "1", head)
+    switchable = _pick(env, SWITCHABLE_VAR, CONTROL_VALUES, "0", "switchable flag")
+    return Switches(norm, None if mask is None else mask == "on", control == "1", head, switchable == "1")
 
 
 def _pick(env: Mapping[str, str], var: str, allowed: tuple[str, ...], default, what: str):
@@ -125,7 +131,13 @@ def mask_label(mask: bool) -> str:
 def variant_cache_key(env: Mapping[str, str]) -> str | None:
     """A sub-directory name for a compile cache that only this head variant may use (None: ``env``
     asks for no variant, so the server runs vLLM as shipped). vLLM's compile-cache key ignores the
-    plugin's variant: servers sharing a VLLM_CACHE_ROOT could load another variant's compiled graph."""
+    plugin's variant: servers sharing a VLLM_CACHE_ROOT could load another variant's compiled graph.
+
+    A switchable server (``SPECBENCH_HEAD_SWITCHABLE=1``) gets a directory of its own per head and
+    starting variant, apart from every server started at one fixed variant: its graph reads the
+    variant from buffers (so switching never needs another), but a fixed-variant server never loads
+    a graph it did not trace at its own variant, and a switchable server never loads one traced
+    without the buffers (vLLM's own class at the shipped values), which a switch could not reach."""
     if not any(env.get(v, "").strip() for v in SWITCH_VARS):
         return None
     try:
@@ -133,4 +145,5 @@ def variant_cache_key(env: Mapping[str, str]) -> str | None:
     except ConfigError:
         return None  # refused before launch (plan.check_cells) or by the plugin at start-up
     parts = [sw.head or "any", sw.output_norm, "pos0-" + ("default" if sw.pos0_mask is None else mask_label(sw.pos0_mask))]
-    return "specbench-variant-" + "-".join(parts) + ("-control" if sw.control else "")
+    return ("specbench-variant-" + "-".join(parts) + ("-control" if sw.control else "")
+            + ("-switchable" if sw.switchable else ""))

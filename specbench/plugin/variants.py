@@ -1,4 +1,4 @@
-"""Head variants of vLLM's DeepSeek-V3 EAGLE head (imported only inside vLLM processes).
+"""Head variants of vLLM's DeepSeek-V3 EAGLE head, as data (imported only inside vLLM processes).
 
 vLLM 0.32's ``deepseek_eagle.DeepseekV2Model.forward`` ends with ``self.norm(hidden_states, residual)``,
 an RMSNorm fused with the residual add, which returns ``(norm(sum), sum)``; it hands back
@@ -11,12 +11,16 @@ position 0. Two switches, composable:
 * pos0 mask: ``on`` -> zero the input embedding at position 0 before ``enorm``, exactly as vLLM
   0.32's ``deepseek_mtp.py`` does (``torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)``).
 
-``("on", False)`` re-implements the shipped forward: registered only as the control
-(``SPECBENCH_HEAD_CONTROL=1``), which must count exactly as shipped vLLM does. The MTP layer's
-variants are in :mod:`specbench.plugin.mtp_variants`.
+One class serves all six variants: its forward selects with ``torch.where`` from three 0-dim bool
+buffers on the inner model (:mod:`specbench.plugin.select`), so a compiled graph and captured CUDA
+graphs hold no variant of their own, and :mod:`specbench.plugin.switch` switches a running server
+by writing those buffers. The variant it starts with comes from the environment
+(:func:`set_initial`, called by the plugin's ``register``). At ``("on", False)`` it computes the
+shipped forward, bit for bit (the control, tests/plugin/test_control_vllm.py). The MTP layer's
+counterpart is :mod:`specbench.plugin.mtp_variants`.
 
-The inner model must be *constructed* as the variant class: vLLM's compile wrapper captures
-``forward`` when the module is built, so swapping classes or methods afterwards would not take.
+The inner model must be *constructed* as this class: vLLM's compile wrapper captures ``forward``
+when the module is built, so swapping classes or methods afterwards would not take.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import torch
 
 from vllm.model_executor.models import deepseek_eagle
 
-from specbench.plugin.attest import stamp
+from specbench.plugin import select
 from specbench.plugin.switches import unchecked_source
 
 # A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
@@ -37,74 +41,75 @@ logger = logging.getLogger("vllm.specbench_plugin")
 
 INNER_ATTRS = ("embed_tokens", "enorm", "hnorm", "fc", "layers", "norm")
 FORWARD_PARAMS = ["self", "input_ids", "positions", "hidden_states"]
-# Returned (for logits, carried) for the fused norm's outputs ``normed`` and ``summed``.
-VARIANT_OUTPUTS = {"on": ("norm", "norm"), "off": ("sum", "sum"), "logits-only": ("norm", "sum")}
+SHIPPED = ("on", False)
 
 _BASE_INNER = deepseek_eagle.DeepseekV2Model
 _construct_lock = threading.Lock()
+_initial = {"variant": SHIPPED}
 
 
-def _forward_for(variant: str, pos0_mask: bool):
-    for_logits, carried = VARIANT_OUTPUTS[variant]
-
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, hidden_states: torch.Tensor):
-        embeds = self.embed_tokens(input_ids)
-        if pos0_mask:  # deepseek_mtp.py's mask, verbatim
-            embeds = torch.where(positions.unsqueeze(-1) == 0, 0, embeds)
-        inputs = torch.cat([self.enorm(embeds), self.hnorm(hidden_states)], dim=-1)
-        hidden_states = self.fc(inputs)
-        residual = None
-        for layer in self.layers:
-            hidden_states, residual = layer(positions, hidden_states, residual)
-        normed, summed = self.norm(hidden_states, residual)
-        picked = {"norm": normed, "sum": summed}
-        return picked[for_logits], picked[carried]
-
-    return stamp(forward, variant, pos0_mask)
+def set_initial(output_norm: str, pos0_mask: bool) -> None:
+    """The variant the next head built in this process starts with (the server's environment)."""
+    select.NORM_FLAGS[output_norm]  # KeyError for an unknown value, before anything is built
+    _initial["variant"] = (output_norm, bool(pos0_mask))
 
 
-def class_suffix(variant: str, pos0_mask: bool) -> str:
-    return "OutputNorm" + variant.title().replace("-", "") + ("Pos0Mask" if pos0_mask else "")
+def variant_forward(self, input_ids: torch.Tensor, positions: torch.Tensor, hidden_states: torch.Tensor):
+    """vLLM 0.32's forward, line for line, but for the mask and the (logits, carried) pick, which
+    read the module's buffers."""
+    embeds = select.mask_pos0(self, self.embed_tokens(input_ids), positions)
+    inputs = torch.cat([self.enorm(embeds), self.hnorm(hidden_states)], dim=-1)
+    hidden_states = self.fc(inputs)
+    residual = None
+    for layer in self.layers:
+        hidden_states, residual = layer(positions, hidden_states, residual)
+    normed, summed = self.norm(hidden_states, residual)
+    return select.for_logits(self, normed, summed), select.carried(self, normed, summed)
 
 
-def _make_inner(variant: str, pos0_mask: bool) -> type:
-    mask = "on" if pos0_mask else "off"
-
-    def __init__(self, *args, **kwargs):
-        _BASE_INNER.__init__(self, *args, **kwargs)
-        missing = [a for a in INNER_ATTRS if not hasattr(self, a)]
-        if missing:
-            raise RuntimeError(
-                f"specbench output_norm '{variant}': vLLM's deepseek_eagle.DeepseekV2Model has no {missing}; "
-                "this vLLM's EAGLE head differs from the one the plugin was written for (vLLM 0.32)"
-            )
-        logger.info("specbench output_norm variant '%s' loaded (pos0_mask %s): %s", variant, mask,
-                    type(self).__qualname__)
-
-    name = "DeepseekV2Model" + class_suffix(variant, pos0_mask)
-    namespace = {"__init__": __init__, "forward": _forward_for(variant, pos0_mask), "__module__": __name__}
-    return type(name, (_BASE_INNER,), namespace)
+def _inner_init(self, *args, **kwargs):
+    _BASE_INNER.__init__(self, *args, **kwargs)
+    missing = [a for a in INNER_ATTRS if not hasattr(self, a)]
+    if missing:
+        raise RuntimeError(
+            f"specbench head variants: vLLM's deepseek_eagle.DeepseekV2Model has no {missing}; "
+            "this vLLM's EAGLE head differs from the one the plugin was written for (vLLM 0.32)"
+        )
+    norm, mask = _initial["variant"]
+    select.add_variant_buffers(self, norm, mask, device=select.weights_device(self))
+    logger.info("specbench output_norm variant '%s' loaded (pos0_mask %s): %s", norm, "on" if mask else "off",
+                type(self).__qualname__)
 
 
-def _make_outer(variant: str, pos0_mask: bool, inner: type) -> type:
-    def __init__(self, *, vllm_config, prefix: str = ""):
-        # EagleDeepseekV3ForCausalLM.__init__ builds ``deepseek_eagle.DeepseekV2Model(...)`` by module
-        # global; pointing that name at the variant while it runs keeps vLLM's own constructor (no
-        # copy of it here) and builds the inner model once, so attention layers register once.
-        with _construct_lock:
-            deepseek_eagle.DeepseekV2Model = inner
-            try:
-                deepseek_eagle.EagleDeepseekV3ForCausalLM.__init__(self, vllm_config=vllm_config, prefix=prefix)
-            finally:
-                deepseek_eagle.DeepseekV2Model = _BASE_INNER
-        if type(self.model) is not inner:
-            raise RuntimeError(
-                f"specbench output_norm '{variant}': EagleDeepseekV3ForCausalLM built {type(self.model).__name__}, "
-                "not the variant; this vLLM's EAGLE head constructs its inner model differently"
-            )
+VariantInner = type("DeepseekV2ModelSpecbenchVariants", (_BASE_INNER,),
+                    {"__init__": _inner_init, "forward": variant_forward, "__module__": __name__})
 
-    name = "EagleDeepseekV3" + class_suffix(variant, pos0_mask)
-    return type(name, (deepseek_eagle.EagleDeepseekV3ForCausalLM,), {"__init__": __init__, "__module__": __name__})
+
+def _outer_init(self, *, vllm_config, prefix: str = ""):
+    # EagleDeepseekV3ForCausalLM.__init__ builds ``deepseek_eagle.DeepseekV2Model(...)`` by module
+    # global; pointing that name at the variant class while it runs keeps vLLM's own constructor (no
+    # copy of it here) and builds the inner model once, so attention layers register once.
+    with _construct_lock:
+        deepseek_eagle.DeepseekV2Model = VariantInner
+        try:
+            deepseek_eagle.EagleDeepseekV3ForCausalLM.__init__(self, vllm_config=vllm_config, prefix=prefix)
+        finally:
+            deepseek_eagle.DeepseekV2Model = _BASE_INNER
+    if type(self.model) is not VariantInner:
+        raise RuntimeError(
+            f"specbench head variants: EagleDeepseekV3ForCausalLM built {type(self.model).__name__}, "
+            "not the variant class; this vLLM's EAGLE head constructs its inner model differently"
+        )
+
+
+# The one class the plugin registers for EagleDeepSeekMTPModel, whatever the variant.
+VARIANT_CLASS = type("EagleDeepseekV3SpecbenchVariants", (deepseek_eagle.EagleDeepseekV3ForCausalLM,),
+                     {"__init__": _outer_init, "__module__": __name__})
+
+
+def variant_modules(model) -> list:
+    """The modules of a draft ``model`` that hold variant buffers (the inner model)."""
+    return [m for m in model.modules() if select.has_variant(m)]
 
 
 def verify_wrapped_classes(vllm_version: str) -> None:
@@ -133,10 +138,3 @@ def verify_wrapped_classes(vllm_version: str) -> None:
             f"specbench output-norm plugin cannot wrap vLLM {vllm_version}: missing {', '.join(problems)}; "
             "use the shipped values (output_norm on, pos0_mask off) or a vLLM whose deepseek_eagle.py matches 0.32"
         )
-
-
-# (output_norm, pos0_mask) -> model class. ("on", False) is vLLM as shipped: the plugin registers it
-# only as the control (SPECBENCH_HEAD_CONTROL=1), to show the re-implementation counts as vLLM does.
-VARIANT_CLASSES = {
-    (v, m): _make_outer(v, m, _make_inner(v, m)) for v in VARIANT_OUTPUTS for m in (False, True)
-}

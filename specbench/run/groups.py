@@ -17,6 +17,12 @@ Warmup runs once per server: it absorbs the first-request costs (graph capture, 
 that a server pays once; a later cell follows a full load on the same warm server, and its own
 prefix cache is emptied first so it does not start with the previous cell's prompts cached.
 
+Cells that differ only in their DeepSeek head's variant share a server too (compiled or eager):
+it starts with the plugin's switchable head class, one probe asks every worker whether it can
+switch (plugin/switch.py), and before each cell the variant is switched in place and every worker's
+read-back checked. A server that cannot switch is stopped before any cell runs on it, and each
+variant gets a server of its own (the reason in the manifest's ``head_switch_fallbacks``).
+
 Repeats keep their own servers (a repeat is meant to measure the start-to-start spread too).
 Groups of one cell run exactly as before (:meth:`LocalExecutor.run_cell`).
 
@@ -78,13 +84,15 @@ def shipped_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def head_variant(cell: Cell) -> tuple[str, bool]:
-    """(output_norm, pos0_mask) the cell's server is configured to run on its EAGLE head (the
-    switches in its environment, what the plugin reads; pos0 mask: the shipped value when unset).
-    What the cell claims is its ``spec``; attestation holds the two against each other."""
+    """(output_norm, pos0_mask) the cell's server is configured to run on its DeepSeek head (the
+    switches in its environment, what the plugin reads; pos0 mask: that head's shipped value when
+    unset). What the cell claims is its ``spec``; attestation holds the two against each other."""
     from specbench.plugin import switches_from_env
+    from specbench.plugin.switches import head_of_method
 
     sw = switches_from_env(cell.env)
-    return sw.output_norm, sw.mask_for("eagle")
+    head = sw.head or head_of_method((cell.spec or {}).get("method") or "eagle") or "eagle"
+    return sw.output_norm, sw.mask_for(head)
 
 
 def head_switchable(cell: Cell, host: str) -> bool:
@@ -97,7 +105,18 @@ def head_switchable(cell: Cell, host: str) -> bool:
         return False  # no DeepSeek head, or an unknown switch value (plan.check_cells refuses it)
     if spec["head_variant"].get("control"):
         return False  # the control variant is registered at start-up by design: it keeps its own server
-    return switchable(spec.get("method") or "eagle", not spec.get("compiled", True)) and _loopback(host)
+    return switchable(spec.get("method") or "eagle") and _loopback(host)
+
+
+def _control_not_compared(cell: Cell) -> Cell:
+    """``cell`` with its head variant's ``control`` left out of the attestation check: on a
+    switchable server every variant, the shipped one included, runs the plugin's class, which
+    attests ``control`` true at the shipped values; that class counts exactly as shipped vLLM
+    (tests/plugin/test_control_vllm.py), and cells asking for the control keep a server of their own."""
+    variant = (cell.spec or {}).get("head_variant")
+    if not variant:
+        return cell
+    return dataclasses.replace(cell, spec={**cell.spec, "head_variant": {**variant, "control": None}})
 
 
 def load_settings(load: Any) -> dict[str, Any]:
@@ -188,12 +207,13 @@ class GroupedExecutor(LocalExecutor):
         # (its own `vllm bench sweep serve` sets it too): only where nothing but this machine can reach them
         if _loopback(serve.host):
             env.setdefault(DEV_MODE_ENV, "1")
-        # Cells asking for different head variants: start as shipped, switch before each cell.
+        # Cells asking for different head variants: start the plugin's class at the head's shipped
+        # values, ask every worker whether it can switch (probe), switch before each cell.
         switching = len({head_variant(c) for c in group}) > 1
         if switching:
             from specbench.plugin.switch import server_additions
 
-            extra_args, extra_env = server_additions()
+            extra_args, extra_env = server_additions((first.spec or {}).get("method") or "eagle")
             env, args = {**shipped_env(env), **extra_env}, args + extra_args
         state_dir = _short_state_dir()
         kwargs = {"python": ctx.python} if ctx.python else {}
@@ -203,7 +223,7 @@ class GroupedExecutor(LocalExecutor):
         info = {"id": gid, "cells": [c.cell_id for c in group], "log": f"{SERVERS_DIR}/{gid}/server.log",
                 "startup_s": None, "dev_mode": env.get(DEV_MODE_ENV) == "1"}
         wait_s = 3 * serve.log_stats_interval_s + WAIT_EXTRA_S
-        slice_start, dead_reason = 0, None
+        slice_start, dead_reason, cannot_switch = 0, None, None
         try:
             ctx.display.update(gid, "starting")
             t0 = time.monotonic()
@@ -212,9 +232,13 @@ class GroupedExecutor(LocalExecutor):
                 info["startup_s"] = round(time.monotonic() - t0, 2)
             except ServerError as exc:
                 dead_reason = "the group's server did not start: " + str(exc).split("\n", 1)[0]
+            if switching and dead_reason is None:
+                from specbench.plugin.switch import probe
+
+                cannot_switch = probe(server.url)  # not None: no cell runs here; see below
             argv = redact_argv(server.argv) if server.port is not None else None
             version = server.vllm_version() if dead_reason is None else None
-            for i, cell in enumerate(group):
+            for i, cell in enumerate(group if cannot_switch is None else []):
                 record = new_record(cell, ctx.study)
                 cctx = cell_context(ctx, cell, warmup=(i == 0))
                 record.argv, record.port, record.vllm_version = argv, server.port, version
@@ -231,11 +255,12 @@ class GroupedExecutor(LocalExecutor):
                     if dead_reason is not None:
                         raise CellFailed(dead_reason)
                     ctx.display.update(cell.cell_id, "starting")
-                    switched = None
+                    switched, asked = None, cell
                     if switching:
                         record.head_variant = self._switch(server, cell)
                         switched = record.head_variant["workers"]
-                    attest_cell(cell, record, log_path, switched)
+                        asked = _control_not_compared(cell)
+                    attest_cell(asked, record, log_path, switched)
                     record.prefix_cache_reset = "first load" if i == 0 else reset_prefix_cache(server)
                     acc = self._measure(cell, cctx, server, d, log_path, wait_s, record)
                     record.status = "done"
@@ -257,16 +282,45 @@ class GroupedExecutor(LocalExecutor):
             server.stop()
             redact.scrub_file(log_path, secrets)
             _remove_tree(state_dir)
+        if cannot_switch is not None:  # this server is stopped: the cells get a server per variant
+            yield from self._server_per_variant(group, ctx, cannot_switch)
+
+    def _server_per_variant(self, group: list[Cell], ctx: RunContext, reason: str) -> Iterator[tuple[dict, dict | None]]:
+        """The probe said the shared server cannot switch its head: never run a cell on the wrong
+        variant; each variant gets a server of its own, started with that variant in its
+        environment (cells differing only in load still share it). The reason goes to the manifest,
+        each cell's record and the display."""
+        reason = redact.scrub_text(reason, redact.secret_values(group[0].env, group[0].args, include_process_env=True))
+        gdir = ctx.run_dir / SERVERS_DIR / group[0].cell_id
+        probed = gdir.with_name(gdir.name + ".cannot-switch")  # the probed server's log, kept apart
+        _remove_tree(probed)
+        gdir.rename(probed)
+        note = {"server": f"{SERVERS_DIR}/{probed.name}", "cells": [c.cell_id for c in group], "reason": reason}
+        ctx.switch_fallbacks.append(note)
+        ctx.display.update(group[0].cell_id, f"cannot switch head in place ({reason}): a server per variant")
+        by_variant: dict[tuple[str, bool], list[Cell]] = {}
+        for c in group:
+            by_variant.setdefault(head_variant(c), []).append(c)
+        for cells in by_variant.values():
+            results = [self.run_cell(cells[0], ctx)] if len(cells) == 1 else self.run_group(cells, ctx)
+            for record, acc in results:
+                record.server_group = {**(record.server_group or {}), "head_switch_fallback": reason}
+                yield record, acc
 
     @staticmethod
     def _switch(server, cell: Cell) -> dict[str, Any]:
-        """Switch the running server to ``cell``'s head variant; what each worker now runs."""
+        """Switch the running server to ``cell``'s head variant; what each worker now runs, which
+        must be that variant in every worker before the cell starts (else the cell fails)."""
         from specbench.plugin.switch import switch_variant
 
         output_norm, pos0_mask = head_variant(cell)
         workers = switch_variant(server.url, output_norm, pos0_mask)
-        return {"output_norm": output_norm, "pos0_mask": "on" if pos0_mask else "off",
-                "switched_in_place": True, "workers": workers}
+        want = (output_norm, "on" if pos0_mask else "off")
+        wrong = [f"worker {i} runs {w}" for i, w in enumerate(workers)
+                 if not isinstance(w, dict) or (w.get("output_norm"), w.get("pos0_mask")) != want]
+        if wrong:
+            raise CellFailed(f"head switch to output_norm {output_norm!r}, pos0_mask {want[1]}: " + "; ".join(wrong))
+        return {"output_norm": output_norm, "pos0_mask": want[1], "switched_in_place": True, "workers": workers}
 
     @staticmethod
     def _finish_group_cell(ctx: RunContext, record: dict, server, secrets, log_path: Path, d: Path,

@@ -56,6 +56,8 @@ class RunContext:
     python: str | None = None
     # cell id -> node that ran it (the manifest's cell_hosts), for executors that run cells remotely
     cell_hosts: dict[str, str] = field(default_factory=dict)
+    # shared servers that could not switch their head in place (the manifest's head_switch_fallbacks)
+    switch_fallbacks: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Executor(Protocol):
@@ -398,6 +400,10 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
 def _note_hosts(manifest: dict, ctx: RunContext) -> None:
     if ctx.cell_hosts:  # only executors that run cells elsewhere name hosts
         manifest["cell_hosts"] = ctx.cell_hosts
+    if ctx.switch_fallbacks:  # a resumed run keeps the earlier attempt's notes too
+        manifest["head_switch_fallbacks"] = [*manifest.get("head_switch_fallbacks", []),
+                                             *(n for n in ctx.switch_fallbacks
+                                               if n not in manifest.get("head_switch_fallbacks", []))]
 
 
 def _cell_results(executor: Executor, cells: list[Cell], ctx: RunContext):

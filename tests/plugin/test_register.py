@@ -10,13 +10,14 @@ import pytest
 
 from specbench.errors import ConfigError
 from specbench.plugin import (
-    CONTROL_VAR, ENV_VAR, HEAD_VAR, MTP_ARCH, PLUGIN_NAME, POS0_MASK_VAR, REGISTERED_ARCH, Switches,
+    CONTROL_VAR, ENV_VAR, HEAD_VAR, MTP_ARCH, PLUGIN_NAME, POS0_MASK_VAR, REGISTERED_ARCH, SWITCHABLE_VAR, Switches,
     check_variant_supported, plugin_env, register, switches_from_env,
 )
+from specbench.plugin.switches import variant_cache_key
 
 pytestmark = pytest.mark.slow  # imports vLLM (~20 s of CPU per worker); no server
 
-ALL_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR, HEAD_VAR)
+ALL_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR, HEAD_VAR, SWITCHABLE_VAR)
 
 
 @pytest.fixture
@@ -24,8 +25,12 @@ def registry(monkeypatch):
     """vLLM's real ModelRegistry, with its entry for the EAGLE head restored after the test."""
     from vllm.model_executor.models import ModelRegistry
 
+    from specbench.plugin import mtp_variants, variants
+
     for arch in (REGISTERED_ARCH, MTP_ARCH):
         monkeypatch.setitem(ModelRegistry.models, arch, ModelRegistry.models[arch])
+    for module in (variants, mtp_variants):  # the variant the next head built would start with
+        monkeypatch.setitem(module._initial, "variant", module.SHIPPED)
     for var in ALL_VARS:
         monkeypatch.delenv(var, raising=False)
     return ModelRegistry
@@ -68,7 +73,7 @@ def _registered(registry, before) -> dict[str, type]:
     for n in ("on", "logits-only", "off") for m in ("off", "on") if (n, m) != shipped
 ])
 def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm, mask):
-    from vllm.model_executor.models import deepseek_eagle, deepseek_mtp
+    from specbench.plugin import mtp_variants, variants
 
     for k, v in {HEAD_VAR: head, ENV_VAR: norm, POS0_MASK_VAR: mask}.items():
         monkeypatch.setenv(k, v)
@@ -76,10 +81,32 @@ def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm
     register()
     (arch, cls), = _registered(registry, before).items()
     assert arch == {"eagle": REGISTERED_ARCH, "mtp": MTP_ARCH}[head]
-    base = {"eagle": deepseek_eagle.EagleDeepseekV3ForCausalLM, "mtp": deepseek_mtp.DeepSeekMTP}[head]
-    assert issubclass(cls, base)
-    name = cls.__name__.lower()
-    assert norm.replace("-", "") in name and ("nopos0mask" not in name and "pos0mask" in name) == (mask == "on")
+    module = {"eagle": variants, "mtp": mtp_variants}[head]
+    assert cls is module.VARIANT_CLASS  # one class per head: the variant is data it starts with
+    assert module._initial["variant"] == (norm, mask == "on")
+    other = {"eagle": mtp_variants, "mtp": variants}[head]
+    assert other._initial["variant"] == other.SHIPPED
+
+
+@pytest.mark.parametrize("head", ["eagle", "mtp"])
+def test_a_switchable_server_gets_the_class_at_the_shipped_values(registry, monkeypatch, caplog, head):
+    from specbench.plugin import mtp_variants, variants
+
+    monkeypatch.setenv(HEAD_VAR, head)
+    monkeypatch.setenv(SWITCHABLE_VAR, "1")
+    before = dict(registry.models)
+    with caplog.at_level(logging.INFO, logger="vllm.specbench_plugin"):
+        register()
+    module = {"eagle": variants, "mtp": mtp_variants}[head]
+    assert list(_registered(registry, before).values()) == [module.VARIANT_CLASS]
+    assert module._initial["variant"] == module.SHIPPED and "switchable in place registered" in caplog.text
+
+
+def test_a_users_cache_keeps_switchable_and_fixed_variant_graphs_apart():
+    fixed = variant_cache_key({HEAD_VAR: "eagle", ENV_VAR: "on", POS0_MASK_VAR: "off"})
+    switchable = variant_cache_key({HEAD_VAR: "eagle", SWITCHABLE_VAR: "1"})
+    assert fixed and switchable and fixed != switchable and switchable.endswith("-switchable")
+    assert variant_cache_key({HEAD_VAR: "mtp", SWITCHABLE_VAR: "1"}) != switchable
 
 
 def test_without_a_head_each_head_is_compared_with_its_own_shipped_values(registry, monkeypatch):
@@ -93,8 +120,8 @@ def test_without_a_head_each_head_is_compared_with_its_own_shipped_values(regist
     assert set(_registered(registry, before)) == {REGISTERED_ARCH, MTP_ARCH}
 
 
-@pytest.mark.parametrize("head,cls_name", [("eagle", "EagleDeepseekV3OutputNormOn"),
-                                           ("mtp", "DeepSeekMTPOutputNormOnPos0Mask")])
+@pytest.mark.parametrize("head,cls_name", [("eagle", "EagleDeepseekV3SpecbenchVariants"),
+                                           ("mtp", "DeepSeekMTPSpecbenchVariants")])
 def test_control_registers_the_reimplemented_shipped_forward(registry, monkeypatch, caplog, head, cls_name):
     monkeypatch.setenv(HEAD_VAR, head)
     monkeypatch.setenv(CONTROL_VAR, "1")
@@ -118,22 +145,21 @@ def test_switch_values():
 
 @pytest.mark.parametrize(("variant", "mask", "expect"), [
     ("on", False, ("norm", "norm")), ("logits-only", False, ("norm", "sum")), ("off", False, ("sum", "sum")),
-    ("on", True, ("norm", "norm")), ("logits-only", True, ("norm", "sum")),
+    ("on", True, ("norm", "norm")), ("logits-only", True, ("norm", "sum")), ("off", True, ("sum", "sum")),
 ])
 def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
-    """Runs each variant's forward (vLLM's real construction needs a server) on a stub module.
-
-    Stub layers record what they are given, so the test sees the position-0 mask act on the input
-    embedding and the variant pick (norm, sum) outputs of the fused final norm.
-    """
+    """Runs the EAGLE class's forward (vLLM's real construction needs a server) on a stub module
+    holding the variant buffers. Stub layers record what they are given, so the test sees the
+    position-0 mask act on the input embedding and the buffers pick (norm, sum) outputs of the fused
+    final norm; with the shipped values the result equals vLLM's own forward on the same stub."""
     import torch
+    from vllm.model_executor.models import deepseek_eagle
 
-    from specbench.plugin import variants
+    from specbench.plugin import select, variants
 
-    forward = variants._forward_for(variant, mask)
     seen = {}
 
-    class Stub:
+    class Stub(torch.nn.Module):
         embed_tokens = staticmethod(lambda ids: ids.float().unsqueeze(-1).repeat(1, 2) + 1.0)
         enorm = staticmethod(lambda x: seen.setdefault("enorm_in", x))
         hnorm = staticmethod(lambda h: h)
@@ -141,8 +167,11 @@ def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
         layers = [lambda pos, h, r: (h, h * 0 + 10.0)]
         norm = staticmethod(lambda h, r: (torch.full_like(h, -1.0), h + r))
 
+    stub = Stub()
+    select.add_variant_buffers(stub, variant, mask)
     positions = torch.tensor([0, 1, 2])
-    out = forward(Stub(), torch.tensor([5, 6, 7]), positions, torch.zeros(3, 2))
+    args = (torch.tensor([5, 6, 7]), positions, torch.zeros(3, 2))
+    out = variants.variant_forward(stub, *args)
     first_row = seen["enorm_in"][0]
     assert bool((first_row == 0).all()) == mask  # masked only at position 0
     assert bool((seen["enorm_in"][1:] != 0).all())
@@ -150,10 +179,17 @@ def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
     values = {"norm": torch.full((3, 2), -1.0), "sum": summed}
     torch.testing.assert_close(out[0], values[expect[0]])
     torch.testing.assert_close(out[1], values[expect[1]])
+    if (variant, mask) == variants.SHIPPED:
+        shipped = deepseek_eagle.DeepseekV2Model.forward(stub, *args)
+        assert all(torch.equal(a, b) for a, b in zip(out, shipped))
 
 
-def _mtp_stub(seen: dict):
-    """An object with the MTP layer's attributes; norms scale, so normed and un-normed states differ."""
+def _mtp_stub(seen: dict, variant: str, mask: bool):
+    """A module with the MTP layer's attributes and the variant buffers; norms scale, so normed and
+    un-normed states differ."""
+    import torch
+
+    from specbench.plugin import select
 
     class Block:
         use_sequence_parallel_moe = False
@@ -161,20 +197,27 @@ def _mtp_stub(seen: dict):
         def __call__(self, positions, hidden_states, residual):
             return hidden_states * 2, hidden_states + 1.0
 
-    class Stub:
+    class Stub(torch.nn.Module):
         enorm = staticmethod(lambda x: seen.setdefault("enorm_in", x) * 3)
         hnorm = staticmethod(lambda h: h * 5)
         eh_proj = staticmethod(lambda x: x[:, :2] + x[:, 2:])
         mtp_block = Block()
-        shared_head = staticmethod(lambda h: h / 7)
 
-    return Stub()
+        class shared_head:  # noqa: N801 - stands in for vLLM's SharedHead: the norm, and its head
+            head = "HEAD"
+
+            def __new__(cls, h):
+                return h / 7
+
+    stub = Stub()
+    select.add_variant_buffers(stub, variant, mask)
+    return stub
 
 
 @pytest.mark.parametrize("variant,mask", [(v, m) for v in ("on", "logits-only", "off") for m in (False, True)])
 def test_mtp_variant_forward_is_vllms_but_for_its_switches(variant, mask):
-    """Each MTP variant's forward against vLLM 0.32's own ``DeepSeekMultiTokenPredictorLayer.forward``,
-    both run on one stub: the control (on, mask on) equals it exactly; each switch changes only its part."""
+    """The MTP class's layer forward against vLLM 0.32's own ``DeepSeekMultiTokenPredictorLayer.forward``,
+    both run on one stub: the shipped values (on, mask on) equal it exactly; each switch changes only its part."""
     import torch
     from vllm.model_executor.models import deepseek_mtp
 
@@ -182,40 +225,38 @@ def test_mtp_variant_forward_is_vllms_but_for_its_switches(variant, mask):
 
     ids, positions = torch.tensor([5, 6, 7]), torch.tensor([0, 1, 2])
     embeds, hidden = torch.arange(6.0).reshape(3, 2) + 1, torch.ones(3, 2)
-    shipped = deepseek_mtp.DeepSeekMultiTokenPredictorLayer.forward(_mtp_stub({}), ids, positions, hidden, embeds)
+    shipped = deepseek_mtp.DeepSeekMultiTokenPredictorLayer.forward(_mtp_stub({}, "on", True), ids, positions,
+                                                                     hidden, embeds)
     seen: dict = {}
-    out = mtp_variants._forward_for(variant, mask)(_mtp_stub(seen), ids, positions, hidden, embeds)
+    out = mtp_variants.layer_forward(_mtp_stub(seen, variant, mask), ids, positions, hidden, embeds)
     assert bool((seen["enorm_in"][0] == 0).all()) == mask and bool((seen["enorm_in"][1:] != 0).all())
     if mask:  # the mask is the only input change: what is computed for logits is vLLM's
         torch.testing.assert_close(out[0], shipped[0])
     carried = out[0] / 7 if variant == "on" else out[0]  # shared_head (the final norm) or the pre-norm sum
     torch.testing.assert_close(out[1], carried)
-    if (variant, mask) == ("on", True):
-        torch.testing.assert_close(out[1], shipped[1])
+    if (variant, mask) == mtp_variants.SHIPPED:
+        assert all(torch.equal(a, b) for a, b in zip(out, shipped))
 
 
-def test_mtp_off_takes_logits_from_the_unnormed_sum():
+@pytest.mark.parametrize("variant", ["on", "logits-only", "off"])
+def test_mtp_logits_are_normed_except_for_off(variant):
     import torch
 
     from specbench.plugin import mtp_variants
 
-    class Layer:
-        class shared_head:  # noqa: N801 - stands in for vLLM's SharedHead
-            head = "HEAD"
+    layer = _mtp_stub({}, variant, True)
 
     class Predictor:
-        mtp_start_layer_idx, num_mtp_layers, layers = 2, 1, {"2": Layer()}
+        mtp_start_layer_idx, num_mtp_layers, layers = 2, 1, {"2": layer}
         logits_processor = staticmethod(lambda head, h: (head, h))
 
     class Outer:
         model = Predictor()
 
     h = torch.ones(2, 2)
-    assert "compute_logits" in vars(mtp_variants.VARIANT_CLASSES[("off", True)])
-    assert all("compute_logits" not in vars(mtp_variants.VARIANT_CLASSES[(v, m)])
-               for v in ("on", "logits-only") for m in (False, True))
-    head, logits_in = mtp_variants._compute_logits_unnormed(Outer(), h, spec_step_idx=3)
-    assert head == "HEAD" and logits_in is h
+    head, logits_in = mtp_variants.compute_logits(Outer(), h, spec_step_idx=3)
+    assert head == "HEAD"
+    torch.testing.assert_close(logits_in, h if variant == "off" else h / 7)
 
 
 def test_unknown_value_stops_a_server_specbench_configured(registry, monkeypatch):

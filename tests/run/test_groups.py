@@ -137,10 +137,17 @@ def test_head_variants_of_an_eager_eagle_server_share_it():
         assert all(not set(shipped_env(c.env)) & {"SPECBENCH_OUTPUT_NORM", "SPECBENCH_POS0_MASK"} for c in g)
 
 
-@pytest.mark.parametrize("over", [{"eager": False}, {"host": "0.0.0.0"}, {"share": False}, {"method": "deepseek_mtp"}])
-def test_head_variants_keep_their_own_servers_where_a_switch_is_not_proven_or_not_safe(over):
-    """Compiled graphs hold the traced forward; dev-mode RPC must not face the network; MTP has no
-    in-place switch; share_servers: false asks for one server per cell."""
+@pytest.mark.parametrize("over", [{"host": "0.0.0.0"}, {"share": False}])
+def test_head_variants_keep_their_own_servers_where_a_switch_is_not_safe(over):
+    """Dev-mode RPC must not face the network; share_servers: false asks for one server per cell."""
     study = _variant_study({"output_norm": ["on", "off"]}, baseline=False, **over)
     cells = expand(study)
     assert [len(g) for g in group_cells(cells, study.serve.host, study.serve.share_servers)] == [1, 1]
+
+
+@pytest.mark.parametrize("over", [{"eager": False}, {"method": "deepseek_mtp"}])
+def test_head_variants_of_compiled_and_mtp_servers_share_one(over):
+    """The variants are data in the compiled graph (plugin/select.py), on both heads: the plan is
+    optimistic, the runner's probe confirms once the server is up."""
+    study = _variant_study({"output_norm": ["on", "off"]}, baseline=False, **over)
+    assert [len(g) for g in group_cells(expand(study), study.serve.host, study.serve.share_servers)] == [2]

@@ -1,0 +1,147 @@
+"""The head variant as data (specbench/plugin/select.py) under torch.compile: a switch is an
+in-place write that a compiled graph (and, on a GPU, a captured CUDA graph) obeys without a
+re-trace, and each variant computes exactly what a Python-branch forward of that variant does.
+
+The module below has the shape of the plugin's heads: a mask on the input embedding at position 0,
+a fused "norm with residual" returning (normed, summed), then a pick of (for logits, carried). The
+independent source is :func:`branch_forward`, the variant written with Python ``if``s (what the
+plugin shipped before: correct eager, frozen into the graph once compiled).
+
+On CPU this runs Inductor's C++ backend; with CUDA it also runs ``mode="reduce-overhead"`` (CUDA
+graphs), which the lead runs on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from specbench.plugin import select
+
+VARIANTS = list(itertools.product(select.NORM_FLAGS, (False, True)))
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+class Head(torch.nn.Module):
+    def __init__(self, output_norm: str, pos0_mask: bool, device: str):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = torch.nn.Embedding(50, 16, device=device)
+        self.fc = torch.nn.Linear(32, 16, device=device)
+        self.weight = torch.nn.Parameter(torch.rand(16, device=device) + 0.5)
+        select.add_variant_buffers(self, output_norm, pos0_mask, device=device)
+
+    def norm(self, x, residual):
+        summed = x + residual
+        return summed * torch.rsqrt(summed.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, summed
+
+    def forward(self, ids, positions, hidden):
+        embeds = select.mask_pos0(self, self.embed(ids), positions)
+        x = self.fc(torch.cat([embeds, hidden], dim=-1))
+        normed, summed = self.norm(torch.tanh(x), x)
+        return select.for_logits(self, normed, summed), select.carried(self, normed, summed)
+
+
+def branch_forward(head: Head, output_norm: str, pos0_mask: bool, ids, positions, hidden):
+    embeds = head.embed(ids)
+    if pos0_mask:
+        embeds = torch.where(positions.unsqueeze(-1) == 0, 0, embeds)
+    x = head.fc(torch.cat([embeds, hidden], dim=-1))
+    normed, summed = head.norm(torch.tanh(x), x)
+    picked = {True: normed, False: summed}
+    logits, carry = select.NORM_FLAGS[output_norm]
+    return picked[logits], picked[carry]
+
+
+def _inputs(device: str):
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 50, (6,), generator=g).to(device)
+    positions = torch.tensor([0, 1, 2, 0, 1, 5], device=device)  # two sequences' position 0
+    hidden = torch.randn(6, 16, generator=g).to(device)
+    return ids, positions, hidden
+
+
+class CountingBackend:
+    """Inductor, counting how often Dynamo hands it a graph (a re-trace is a second call)."""
+
+    def __init__(self):
+        self.compiles = 0
+
+    def __call__(self, gm, example_inputs):
+        from torch._inductor.compile_fx import compile_fx
+
+        self.compiles += 1
+        return compile_fx(gm, example_inputs)
+
+
+def test_eager_selection_is_the_python_branch_forward_bit_for_bit():
+    head, args = Head("on", False, "cpu"), _inputs("cpu")
+    with torch.no_grad():
+        for norm, mask in VARIANTS:
+            select.set_variant(head, norm, mask)
+            assert select.read_variant(head) == (norm, mask)
+            got, want = head(*args), branch_forward(head, norm, mask, *args)
+            assert all(torch.equal(a, b) for a, b in zip(got, want)), (norm, mask)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_compiled_graph_follows_in_place_switches_without_retracing(device):
+    """One graph, compiled at the shipped EAGLE values, switched through all six variants and back:
+    each output equals a graph compiled fresh at that variant, bit for bit, and Dynamo never
+    re-traced. The variants really differ (else the check would pass vacuously)."""
+    torch._dynamo.reset()
+    args = _inputs(device)
+    head = Head("on", False, device)
+    backend = CountingBackend()
+    compiled = torch.compile(head, backend=backend, fullgraph=True)
+    got = {}
+    with torch.no_grad():
+        for norm, mask in VARIANTS + [("on", False)]:
+            select.set_variant(head, norm, mask)
+            got.setdefault((norm, mask), []).append(compiled(*args))
+    assert backend.compiles == 1  # before any fresh compile below: reset() would clear the count's cache
+    with torch.no_grad():
+        for (norm, mask), outs in got.items():
+            torch._dynamo.reset()  # a fresh graph for a fresh module, as a fresh server would trace
+            want = torch.compile(Head(norm, mask, device), backend="inductor", fullgraph=True)(*args)
+            for out in outs:  # ("on", False) twice: before and after the round trip
+                assert all(torch.equal(a, b) for a, b in zip(out, want)), (norm, mask)
+    seen = {k: torch.cat(v[0], dim=-1).cpu() for k, v in got.items()}
+    distinct = {tuple(v.flatten().tolist()) for v in seen.values()}
+    assert len(distinct) == len(VARIANTS), "some variants computed the same outputs"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_a_captured_cuda_graph_follows_in_place_switches():
+    """The GPU path vLLM takes: a CUDA graph captured once at the shipped values replays each
+    variant exactly as an eager forward of that variant (the buffers are read at their address)."""
+    args = _inputs("cuda")
+    head = Head("on", False, "cuda")
+    static = [a.clone() for a in args]
+    with torch.no_grad():
+        for _ in range(2):  # warm up on a side stream, as torch's docs prescribe before capture
+            head(*static)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = head(*static)
+        for norm, mask in VARIANTS:
+            select.set_variant(head, norm, mask)
+            graph.replay()
+            torch.cuda.synchronize()
+            want = branch_forward(head, norm, mask, *args)
+            assert all(torch.equal(a, b) for a, b in zip(out, want)), (norm, mask)
+
+
+def test_an_unknown_variant_is_refused_before_anything_is_written():
+    head = Head("logits-only", True, "cpu")
+    with pytest.raises(ValueError, match="unknown output_norm 'of'"):
+        select.set_variant(head, "of", False)
+    assert select.read_variant(head) == ("logits-only", True)
+
+
+def test_buffers_are_not_weights():
+    head = Head("off", True, "cpu")
+    assert not set(select.BUFFERS) & set(head.state_dict())
+    assert select.has_variant(head) and not select.has_variant(torch.nn.Linear(2, 2))
