@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from specbench.errors import ServerError
+from specbench.plugin.switches import head_of_method
 
 EXTENSION = "specbench.plugin.switch.HeadSwitch"
 RPC_METHOD = "specbench_set_head_variant"
@@ -34,10 +35,11 @@ DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 logger = logging.getLogger("vllm.specbench_plugin")
 
 
-def switchable(method: str, enforce_eager: bool) -> bool:
-    """Whether cells of such a server may switch head variants in place (else: a server per cell);
-    the runner also requires a loopback host (run/groups.py), as for every dev-mode endpoint."""
-    return method == "eagle" and enforce_eager
+def switchable(method: str) -> bool:
+    """Whether the plugin can switch this method's DeepSeek head in place, in any compile mode (the
+    variants select from buffers); the runner also requires a loopback host and confirms with
+    :func:`probe` once the server is up."""
+    return head_of_method(method) is not None
 
 
 def server_additions() -> tuple[list[str], dict[str, str]]:
