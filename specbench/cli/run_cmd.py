@@ -26,24 +26,16 @@ def _config_or_default(config: Optional[Path]) -> Path:
 
 
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
-    from specbench.config import load_config
-    from specbench.run.cells import expand
-    from specbench.config_checks import check_prompts
     from specbench.redact import redact_argv, redact_env
+    from specbench.run.plan import validated
     from specbench.server import server_argv
 
-    study = load_config(config, overrides)
-    check_prompts(study, str(config))
-    cells = expand(study)
+    study, cells = validated(config, overrides)  # the same checks, and refusals, as run and validate
     serve = study.serve
     port = str(serve.port) if serve.port else "<free port>"
     out = sys.stdout
-    from specbench.run.groups import group_cells
-
-    servers = len(group_cells(cells, serve.host, serve.share_servers))
-    print(f"# {config}: {len(cells)} cells on {servers} server(s) (cells differing only in load: axes, or only "
-          "in head variants of an eager EAGLE server, share one); each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
-          "VLLM_CACHE_ROOT (its modelinfos/ shared across servers)", file=out)
+    for line in _plan_lines(config, study, cells):
+        print(line, file=out)
     for c in cells:
         argv = server_argv(c.args, serve.host, port)
         print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""),
@@ -53,6 +45,38 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
             print(f"  env:  {k}={v}", file=out)
         if study.load.driver == "llmperf":
             _print_llmperf(study, c, out)
+
+
+def _plan_lines(config: Path, study, cells) -> list[str]:
+    """The plan's summary: cells, servers (= cold starts), requests, wall time, one row per server."""
+    from specbench.run.estimate import duration, estimate
+    from specbench.run.groups import group_cells
+
+    serve = study.serve
+    ray = study.executor == "ray"  # Ray runs a server per cell (load-axis groups are local only)
+    groups = [[c] for c in cells] if ray else group_cells(cells, serve.host, serve.share_servers)
+    est = estimate(study, cells, groups)
+    spec = est.cells - est.baseline_cells
+    share = ("one server per cell (executor ray)" if ray else "cells differing only in load: axes, or only in a "
+             "switchable head variant, share a server" if serve.share_servers else "one server per cell "
+             "(serve.share_servers: false)")
+    upto = "at most " if est.at_most else ""
+    lines = [f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
+             f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s); {share}",
+             f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{est.load_requests // max(est.cells, 1):,}"
+             f" + {len(est.servers)} warm-up(s) x {study.load.warmup_requests:,}",
+             f"# wall time: {duration(est.wall_s)} (start-ups {duration(est.startup_s)} + load "
+             f"{upto}{duration(est.load_s)}; the last measurement on this machine of the same settings)"]
+    if est.missing:
+        lines.append(f"#   never measured here: {est.missing[0]}" + (f" (and {len(est.missing) - 1} more)"
+                                                                      if len(est.missing) > 1 else ""))
+    lines.append("#   server  cells  requests  start-up  load      first cell")
+    for i, s in enumerate(est.servers, 1):
+        lines.append(f"#   {i:>6}  {len(s.cells):>5}  {s.requests:>8,}  {duration(s.startup_s):<8}  "
+                     f"{duration(s.load_s):<8}  {s.cells[0]}")
+    lines.append("# each server gets a private TMPDIR, VLLM_RPC_BASE_PATH, VLLM_CACHE_ROOT (its modelinfos/ "
+                 "shared across servers)")
+    return lines
 
 
 def _print_llmperf(study, cell, out) -> None:
@@ -148,17 +172,10 @@ def register(app: typer.Typer) -> None:
         overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
     ) -> None:
         """Check a study config without running anything (exit 0 valid, 2 invalid)."""
-        from specbench.config import load_config
-        from specbench.run.cells import expand
-        from specbench.run.plan import check_cells
-
-        from specbench.config_checks import check_prompts
+        from specbench.run.plan import validated
 
         path = _config_or_default(config)
-        study = load_config(path, tuple(overrides or ()))
-        check_prompts(study, str(path))
-        cells = expand(study, resolve=lambda ref: ref)  # fixture refs stay refs: nothing is built here
-        check_cells(cells, path)  # switch values always; a draft's config.json only where it is local
+        study, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run
         spec = sum(1 for c in cells if not c.is_baseline)
         console.print(f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
                       highlight=False, soft_wrap=True)

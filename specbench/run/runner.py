@@ -365,6 +365,8 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     for c in plan.cells:
         if c.cell_id in plan.skip:
             display.update(c.cell_id, "done", **_summary_info(plan.run_dir, c.cell_id))
+    tables = store.Tables(plan.run_dir, plan.run_id, list(study.matrix),
+                          [c.cell_id for c in plan.cells]).read_existing()  # once; then a row per cell as it ends
     results = _cell_results(executor, [c for c in plan.cells if c.cell_id not in plan.skip], ctx)
     try:
         for record, acc in results:
@@ -372,7 +374,9 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
             if record.node:  # Ray: the node that ran the cell (never written to cell.json)
                 ctx.cell_hosts[record.cell_id] = record.node
             store.write_cell(plan.run_dir, record, acc)
-            _save_tables(plan)
+            tables.add(record, None if acc is None else as_record(Acceptance, acc))
+            tables.write()
+            _note_timings(plan, record)
             info = _summary_info(plan.run_dir, record.cell_id)
             display.update(record.cell_id, record.status, reason=record.reason, **info)
     except KeyboardInterrupt:
@@ -380,7 +384,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
         _note_hosts(manifest, ctx)
         manifest.update(status="interrupted", ended_at=utc_now())
         store.write_manifest(plan.run_dir, manifest)
-        _save_tables(plan)
+        tables.read_existing().write()  # once: the cells an executor saved itself while being interrupted
         display.close()
         raise
     finally:
@@ -390,7 +394,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     _note_hosts(manifest, ctx)
     manifest.update(status="done" if not failed else "some_failed", ended_at=utc_now())
     store.write_manifest(plan.run_dir, manifest)
-    _save_tables(plan)
+    tables.write()
     display.finish(plan.run_dir, [r for r in records if r])
     return EXIT_OK if not failed else EXIT_SOME_FAILED
 
@@ -428,13 +432,14 @@ def _summary_info(run_dir: Path, cell_id: str) -> dict[str, Any]:
     return {"al": acc.derived.mean_acceptance_length, "p0": pos[0] if pos else None}
 
 
-def _save_tables(plan: RunPlan) -> None:
-    triples = []
-    for c in plan.cells:
-        d = store.cell_dir(plan.run_dir, c.cell_id)
-        cell = _cell_json(plan.run_dir, c.cell_id)
-        if cell is None:
-            continue
-        triples.append((cell, _acceptance_json(plan.run_dir, c.cell_id), store.load_summary(d / store.SUMMARY_JSON)))
-    store.write_tables(plan.run_dir, plan.run_id, list(plan.study.matrix), triples)
+def _note_timings(plan: RunPlan, record: CellRecord) -> None:
+    """Keep the cell's start-up and seconds per request for ``run --dry-run``'s estimate (run/timings.py)."""
+    from specbench.run.estimate import cell_load
+    from specbench.run import timings
 
+    cell = next((c for c in plan.cells if c.cell_id == record.cell_id), None)
+    if cell is None:
+        return
+    ld = plan.study.load
+    n = ld.num_requests if ld.until is None else None  # a precision-driven load's size is not known here
+    timings.note_cell(plan.study.serve.model, record, *cell_load(plan.study, cell), n, plan.run_id)
