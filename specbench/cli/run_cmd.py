@@ -65,11 +65,12 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
              f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s); {share}",
              f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{est.load_requests // max(est.cells, 1):,}"
              f" + {len(est.servers)} warm-up(s) x {study.load.warmup_requests:,}",
-             f"# wall time: {duration(est.wall_s)} (start-ups {duration(est.startup_s)} + load "
-             f"{upto}{duration(est.load_s)}; the last measurement on this machine of the same settings)"]
+             f"# wall time: {'about ' if est.wall_s is not None else ''}{duration(est.wall_s)} = start-ups "
+             f"{duration(est.startup_s)} + load {upto}{duration(est.load_s)} (from the last run of the same server "
+             "and load settings on this machine)"]
     if est.missing:
-        lines.append(f"#   never measured here: {est.missing[0]}" + (f" (and {len(est.missing) - 1} more)"
-                                                                      if len(est.missing) > 1 else ""))
+        more = f" (and {len(est.missing) - 1} more)" if len(est.missing) > 1 else ""
+        lines.append(f"#   never measured here: {est.missing[0]}{more}; every run records them")
     lines.append("#   server  cells  requests  start-up  load      first cell")
     for i, s in enumerate(est.servers, 1):
         lines.append(f"#   {i:>6}  {len(s.cells):>5}  {s.requests:>8,}  {duration(s.startup_s):<8}  "

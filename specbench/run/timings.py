@@ -7,7 +7,7 @@ to a small file; the dry-run reads the last measurement of the same server setti
 never measured here stays "unknown": an estimate is never made up from another model or machine.
 
 Keys: the server settings that decide a start-up (the model as the config names it, the speculative
-method or ``none`` for a baseline, compiled or eager, MLA, tensor-parallel size) plus the host name, since
+method or ``none`` for a baseline, k, compiled or eager, MLA, tensor-parallel size) plus the host name, since
 the cache directory may be shared between machines. A load's seconds per request is also keyed by
 concurrency and max_tokens. The file is ``$SPECBENCH_TIMINGS_FILE`` (``off``: nothing kept or read),
 else ``$SPECBENCH_CACHE/timings.json``, else ``~/.cache/specbench/timings.json``. It is a cache: an
@@ -40,11 +40,12 @@ def timings_path() -> Path | None:
 
 
 def server_key(model: str, spec: dict[str, Any] | None) -> str:
-    """The start-up's key: model, method (``none`` for a baseline), compile mode, TP size, host."""
+    """The start-up's key: model, method (``none`` for a baseline), k, compile mode, MLA, TP size, host."""
     spec = spec or {}
     mode = "compiled" if spec.get("compiled", True) else "eager"
     mla = {True: "on", False: "off"}.get(spec.get("mla"), "default")
-    return (f"{model} | method {spec.get('method') or 'none'} | {mode} | mla {mla} | tp {spec.get('tp') or 1} | "
+    k = f" k {spec['num_speculative_tokens']} |" if spec.get("num_speculative_tokens") else ""
+    return (f"{model} | method {spec.get('method') or 'none'} |{k} {mode} | mla {mla} | tp {spec.get('tp') or 1} | "
             f"host {socket.gethostname()}")
 
 
