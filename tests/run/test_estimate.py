@@ -147,3 +147,23 @@ def test_a_failed_cell_records_nothing_and_other_settings_stay_unknown(monkeypat
     assert timings.server_key("org/m", {"method": "eagle", "compiled": False}) not in kept["startups"]
     path.write_text("{torn")  # a cache: a damaged file counts as empty, never an error
     assert timings.read(path) == {"startups": {}, "loads": {}}
+
+
+def test_the_cold_starts_benchmark_reports_what_the_dry_run_plans(monkeypatch, tmp_path):
+    """benchmarks/cold_starts.py (the performance table's row) counts what `run --dry-run` prints;
+    before issue 26 the R1 study started a server per cell."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cold_starts.py"), "--json"], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    rows = {r["config"]: r for r in map(json.loads, out.stdout.splitlines())}
+    assert set(rows) == {f"configs/{p.name}" for p in (ROOT / "configs").glob("*.yaml")}
+    monkeypatch.setenv("SPECBENCH_TIMINGS_FILE", str(tmp_path / "none.json"))
+    for name, row in rows.items():
+        got = printed_plan(dry_run(ROOT / name)[1])
+        assert (row["cells"], row["cold_starts_now"]) == (got["cells"], got["cold_starts"]), name
+    r1 = rows["configs/deepseek-r1-eagle.yaml"]
+    assert r1["cold_starts_before"] == r1["cells"] == 26 and r1["cold_starts_now"] == 6
