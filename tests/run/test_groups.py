@@ -112,7 +112,7 @@ def test_dry_run_says_how_many_servers(tmp_path):
     out = subprocess.run([sys.executable, "-m", "specbench", "run", str(cfg), "--dry-run"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "6 cells on 2 server(s)" in out.stdout and 'load={"concurrency": 4}' in out.stdout
+    assert "6 cells (6 speculative, 0 baseline) on 2 server(s) = 2 cold start(s)" in out.stdout and 'load={"concurrency": 4}' in out.stdout
 
 
 # Head variants switched in place (plugin/switch.py; the real proof is tests/plugin/test_switch_vllm.py).
