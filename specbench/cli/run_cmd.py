@@ -62,12 +62,13 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
              "(serve.share_servers: false)")
     upto = "at most " if est.at_most else ""
     lines = [f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
-             f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s); {share}",
+             f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s)",
+             f"#   {share}",
              f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{est.load_requests // max(est.cells, 1):,}"
              f" + {len(est.servers)} warm-up(s) x {study.load.warmup_requests:,}",
              f"# wall time: {'about ' if est.wall_s is not None else ''}{duration(est.wall_s)} = start-ups "
-             f"{duration(est.startup_s)} + load {upto}{duration(est.load_s)} (from the last run of the same server "
-             "and load settings on this machine)"]
+             f"{duration(est.startup_s)} + load {upto}{duration(est.load_s)} (as last measured on this machine for the "
+             "same server and load settings; log-window waits, scrapes and stops add seconds per cell)"]
     if est.missing:
         more = f" (and {len(est.missing) - 1} more)" if len(est.missing) > 1 else ""
         lines.append(f"#   never measured here: {est.missing[0]}{more}; every run records them")
