@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specbench.run import groups  # noqa: E402
-from specbench.run.plan import validated  # noqa: E402
+from specbench.run import groups
+from specbench.run.plan import validated
 
 
 def _switchable_before_issue_26(cell, host: str) -> bool:

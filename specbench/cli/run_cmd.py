@@ -57,18 +57,25 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
     groups = [[c] for c in cells] if ray else group_cells(cells, serve.host, serve.share_servers)
     est = estimate(study, cells, groups)
     spec = est.cells - est.baseline_cells
-    share = ("one server per cell (executor ray)" if ray else "cells differing only in load: axes, or only in a "
-             "switchable head variant, share a server" if serve.share_servers else "one server per cell "
-             "(serve.share_servers: false)")
+    if ray:
+        share = "one server per cell (executor ray)"
+    elif serve.share_servers:
+        share = "cells differing only in load: axes, or only in a switchable head variant, share a server"
+    else:
+        share = "one server per cell (serve.share_servers: false)"
     upto = "at most " if est.at_most else ""
-    lines = [f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
-             f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s)",
-             f"#   {share}",
-             f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{est.load_requests // max(est.cells, 1):,}"
-             f" + {len(est.servers)} warm-up(s) x {study.load.warmup_requests:,}",
-             f"# wall time: {'about ' if est.wall_s is not None else ''}{duration(est.wall_s)} = start-ups "
-             f"{duration(est.startup_s)} + load {upto}{duration(est.load_s)} (as last measured on this machine for the "
-             "same server and load settings; log-window waits, scrapes and stops add seconds per cell)"]
+    per_cell = est.load_requests // max(est.cells, 1)
+    about = "about " if est.wall_s is not None else ""
+    lines = [
+        (f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
+         f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s)"),
+        f"#   {share}",
+        (f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{per_cell:,} + {len(est.servers)} "
+         f"warm-up(s) x {study.load.warmup_requests:,}"),
+        (f"# wall time: {about}{duration(est.wall_s)} = start-ups {duration(est.startup_s)} + load {upto}"
+         f"{duration(est.load_s)} (as last measured on this machine for the same server and load settings; "
+         "log-window waits, scrapes and stops add seconds per cell)"),
+    ]
     if est.missing:
         more = f" (and {len(est.missing) - 1} more)" if len(est.missing) > 1 else ""
         lines.append(f"#   never measured here: {est.missing[0]}{more}; every run records them")
@@ -177,7 +184,7 @@ def register(app: typer.Typer) -> None:
         from specbench.run.plan import validated
 
         path = _config_or_default(config)
-        study, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run
+        _, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run
         spec = sum(1 for c in cells if not c.is_baseline)
         console.print(f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
                       highlight=False, soft_wrap=True)

@@ -434,8 +434,8 @@ def _summary_info(run_dir: Path, cell_id: str) -> dict[str, Any]:
 
 def _note_timings(plan: RunPlan, record: CellRecord) -> None:
     """Keep the cell's start-up and seconds per request for ``run --dry-run``'s estimate (run/timings.py)."""
-    from specbench.run.estimate import cell_load
     from specbench.run import timings
+    from specbench.run.estimate import cell_load
 
     cell = next((c for c in plan.cells if c.cell_id == record.cell_id), None)
     if cell is None:

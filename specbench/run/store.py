@@ -171,7 +171,7 @@ class Tables:
         self.order = {cid: i for i, cid in enumerate(cell_ids)}
         self.rows: dict[str, dict[str, Any]] = {}
 
-    def read_existing(self) -> "Tables":
+    def read_existing(self) -> Tables:
         """Take in, once, the cells already on disk (a resumed run's earlier cells)."""
         for cid in self.order:
             d = cell_dir(self.run_dir, cid)

@@ -28,9 +28,8 @@ N_DAMAGED = 240
 
 @pytest.fixture(autouse=True)
 def _no_launch(monkeypatch, tmp_path):
-    import specbench.cli.run_cmd as run_cmd
-    import specbench.run.plan as plan
-    import specbench.run.runner as runner
+    from specbench.cli import run_cmd
+    from specbench.run import plan, runner
     from specbench.run.cells import default_resolver
 
     reached = []
