@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def run(
         config: Annotated[Optional[Path], typer.Argument(metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False)] = None,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every cell's argv and env, run nothing.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.")] = False,
         overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
         resume: Annotated[Optional[Path], typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR.")] = None,
         results_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", parser=nonempty_path, help="Where the run directory <run-id>/ goes (default: the config's results_dir).")] = None,
@@ -137,7 +137,7 @@ def register(app: typer.Typer) -> None:
         max_concurrent_cells: Annotated[Optional[int], typer.Option("--max-concurrent-cells", min=1, help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).")] = None,
         cpus_per_cell: Annotated[float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")] = 1.0,
     ) -> None:
-        """Run a study: one vLLM server per cell, load, collect acceptance; results/<run-id>/."""
+        """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
         from specbench.errors import ConfigError
 
         sets = tuple(overrides or ())
