@@ -120,3 +120,9 @@ def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
     assert n == 20 and reads.get("cell.json", 0) <= 2 * n and reads.get("summary.json", 0) <= 2 * n, reads
     frame = store.load_run(run_dir).cells_frame()  # and the tables hold every cell, in the plan's order
     assert list(frame["cell_id"]) == [c.cell_id for c in cells]
+    # byte for byte what the tables are when built from the saved files, as they used to be
+    run = store.load_run(run_dir)
+    again = tmp_path / "again"
+    again.mkdir()
+    store.write_tables(again, "r", list(study.matrix), [(c.record, c.acc, c.summary) for c in run.cells.values()])
+    assert (again / "cells.csv").read_text() == (run_dir / "cells.csv").read_text()
