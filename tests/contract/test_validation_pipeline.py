@@ -23,7 +23,7 @@ from damage import dump, mutate_text, mutate_tree
 from specbench.cli.main import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-N_DAMAGED = 240
+N_DAMAGED = 150
 
 
 @pytest.fixture(autouse=True)
