@@ -70,6 +70,7 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
         (f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
          f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s)"),
         f"#   {share}",
+        *_switch_note(groups),
         (f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{per_cell:,} + {len(est.servers)} "
          f"warm-up(s) x {study.load.warmup_requests:,}"),
         (f"# wall time: {about}{duration(est.wall_s)} = start-ups {duration(est.startup_s)} + load {upto}"
@@ -86,6 +87,20 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
     lines.append("# each server gets a private TMPDIR, VLLM_RPC_BASE_PATH, VLLM_CACHE_ROOT (its modelinfos/ "
                  "shared across servers)")
     return lines
+
+
+def _switch_note(groups) -> list[str]:
+    """A line for servers that will switch head variants: the plan counts them once, but a server
+    whose start-up probe says it cannot switch is restarted per variant (run/groups.py)."""
+    def variants(group) -> int:
+        return len({tuple(sorted(((c.spec or {}).get("head_variant") or {}).items())) for c in group})
+
+    switching = [g for g in groups if variants(g) > 1]
+    if not switching:
+        return []
+    extra = sum(variants(g) - 1 for g in switching)
+    return [(f"#   {len(switching)} of them switch head variants in place; if a server's start-up probe says it "
+             f"cannot, its variants get a server each (up to {extra} more cold start(s))")]
 
 
 def _print_llmperf(study, cell, out) -> None:

@@ -57,6 +57,7 @@ def _from_yaml(path: Path) -> dict:
     spec = variants * others
     n, warm = load.get("num_requests", 20), load.get("warmup_requests", 2)
     return {"cells": spec + baselines, "spec": spec, "baselines": baselines, "servers": others + baselines,
+            "switching": others if variants > 1 else 0, "fallback_extra": others * (variants - 1),
             "cells_per_server": sorted([variants] * others + [1] * baselines, reverse=True),
             "requests": (spec + baselines) * n + (others + baselines) * warm, "n": n, "warm": warm}
 
@@ -79,6 +80,11 @@ def test_dry_run_counts_are_what_the_matrix_says(name, servers, monkeypatch, tmp
     assert sorted((r[0] for r in got["rows"]), reverse=True) == want["cells_per_server"]
     assert sum(r[1] for r in got["rows"]) == got["requests"]
     assert got["wall"] == "unknown" and "never measured here: start-up of" in out
+    if want["switching"]:  # the worst case if the start-up probe says no: a server per variant
+        assert (f"#   {want['switching']} of them switch head variants in place; if a server's start-up probe says "
+                f"it cannot, its variants get a server each (up to {want['fallback_extra']} more cold start(s))") in out
+    else:
+        assert "switch head variants in place" not in out
     assert out.count("\n[") == got["cells"]  # every cell's argv still follows
 
 
