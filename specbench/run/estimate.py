@@ -56,7 +56,8 @@ class Estimate:
 
 
 def cell_load(study: Any, cell: Cell) -> tuple[int, int]:
-    """(concurrency, max_tokens) the cell's load runs at: its load axes, else the study's."""
+    """(concurrency, max_tokens) the cell's load runs at: its load axes, else the study's (as
+    :func:`specbench.run.timings.note_run_cell` keys what a run measured)."""
     return (int(cell.load.get("concurrency", study.load.concurrency)),
             int(cell.load.get("max_tokens", study.load.max_tokens)))
 

@@ -23,7 +23,7 @@ from specbench.errors import ConfigError, DependencyError, ServerError, Specbenc
 from specbench import redact
 from specbench.analysis.counts import total
 from specbench.records import Acceptance, CellRecord, Timings, as_record, load, requests_of
-from specbench.run import collect, store
+from specbench.run import collect, store, timings
 from specbench.run.cells import Cell
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_INTERRUPTED = 0, 3, 130
@@ -367,6 +367,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
             display.update(c.cell_id, "done", **_summary_info(plan.run_dir, c.cell_id))
     tables = store.Tables(plan.run_dir, plan.run_id, list(study.matrix),
                           [c.cell_id for c in plan.cells]).read_existing()  # once; then a row per cell as it ends
+    by_id = {c.cell_id: c for c in plan.cells}
     results = _cell_results(executor, [c for c in plan.cells if c.cell_id not in plan.skip], ctx)
     try:
         for record, acc in results:
@@ -376,7 +377,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
             store.write_cell(plan.run_dir, record, acc)
             tables.add(record, None if acc is None else as_record(Acceptance, acc))
             tables.write()
-            _note_timings(plan, record)
+            timings.note_run_cell(plan.study, by_id.get(record.cell_id), record, plan.run_id)  # for --dry-run
             info = _summary_info(plan.run_dir, record.cell_id)
             display.update(record.cell_id, record.status, reason=record.reason, **info)
     except KeyboardInterrupt:
@@ -430,16 +431,3 @@ def _summary_info(run_dir: Path, cell_id: str) -> dict[str, Any]:
         return {}
     pos = acc.derived.per_position
     return {"al": acc.derived.mean_acceptance_length, "p0": pos[0] if pos else None}
-
-
-def _note_timings(plan: RunPlan, record: CellRecord) -> None:
-    """Keep the cell's start-up and seconds per request for ``run --dry-run``'s estimate (run/timings.py)."""
-    from specbench.run import timings
-    from specbench.run.estimate import cell_load
-
-    cell = next((c for c in plan.cells if c.cell_id == record.cell_id), None)
-    if cell is None:
-        return
-    ld = plan.study.load
-    n = ld.num_requests if ld.until is None else None  # a precision-driven load's size is not known here
-    timings.note_cell(plan.study.serve.model, record, *cell_load(plan.study, cell), n, plan.run_id)

@@ -92,3 +92,14 @@ def note_cell(model: str, record: Any, concurrency: int, max_tokens: int, num_re
         atomic_write_text(path, json.dumps({"schema_version": VERSION, **data}, indent=1, sort_keys=True) + "\n")
     except OSError:
         pass
+
+
+def note_run_cell(study: Any, cell: Any, record: Any, run_id: str) -> None:
+    """:func:`note_cell` for a cell of ``study`` as the run's plan has it (its load axes applied)."""
+    if cell is None:
+        return
+    ld = study.load
+    concurrency = int(cell.load.get("concurrency", ld.concurrency))
+    max_tokens = int(cell.load.get("max_tokens", ld.max_tokens))
+    n = ld.num_requests if ld.until is None else None  # a precision-driven load's size is not known here
+    note_cell(study.serve.model, record, concurrency, max_tokens, n, run_id)
