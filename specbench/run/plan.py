@@ -133,7 +133,7 @@ def checked_cells(study: Study, resolve, config_path: str | Path | None = None, 
 
 
 def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> RunPlan:
-    study, cells = validated(config_path, overrides)  # before the run directory exists or a fixture is built
+    study, _ = validated(config_path, overrides)  # before the run directory exists or a fixture is built
     sha = config_sha256(config_path)
     cells = checked_cells(study, fixture_resolver(study), config_path)  # the same cells, fixtures now built
     run_id = make_run_id(study)
