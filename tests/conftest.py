@@ -56,6 +56,8 @@ def pytest_configure(config) -> None:
         os.environ[_SESSION_MODELINFOS_ENV] = str(shared)
         config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
     os.environ[MODELINFOS_ENV] = str(shared)
+    # Start-up timings the suite's runs keep (specbench/run/timings.py) stay beside it, out of ~/.cache too.
+    os.environ.setdefault("SPECBENCH_TIMINGS_FILE", str(Path(shared).parent / "specbench-test-timings.json"))
     _bind_worker_cores()
 
 

@@ -26,24 +26,16 @@ def _config_or_default(config: Optional[Path]) -> Path:
 
 
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
-    from specbench.config import load_config
-    from specbench.run.cells import expand
-    from specbench.config_checks import check_prompts
     from specbench.redact import redact_argv, redact_env
+    from specbench.run.plan import validated
     from specbench.server import server_argv
 
-    study = load_config(config, overrides)
-    check_prompts(study, str(config))
-    cells = expand(study)
+    study, cells = validated(config, overrides)  # the same checks, and refusals, as run and validate
     serve = study.serve
     port = str(serve.port) if serve.port else "<free port>"
     out = sys.stdout
-    from specbench.run.groups import group_cells
-
-    servers = len(group_cells(cells, serve.host, serve.share_servers))
-    print(f"# {config}: {len(cells)} cells on {servers} server(s) (cells differing only in load: axes, or only "
-          "in head variants of an eager EAGLE server, share one); each server also gets a private TMPDIR, VLLM_RPC_BASE_PATH, "
-          "VLLM_CACHE_ROOT (its modelinfos/ shared across servers)", file=out)
+    for line in _plan_lines(config, study, cells):
+        print(line, file=out)
     for c in cells:
         argv = server_argv(c.args, serve.host, port)
         print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""),
@@ -53,6 +45,62 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
             print(f"  env:  {k}={v}", file=out)
         if study.load.driver == "llmperf":
             _print_llmperf(study, c, out)
+
+
+def _plan_lines(config: Path, study, cells) -> list[str]:
+    """The plan's summary: cells, servers (= cold starts), requests, wall time, one row per server."""
+    from specbench.run.estimate import duration, estimate
+    from specbench.run.groups import group_cells
+
+    serve = study.serve
+    ray = study.executor == "ray"  # Ray runs a server per cell (load-axis groups are local only)
+    groups = [[c] for c in cells] if ray else group_cells(cells, serve.host, serve.share_servers)
+    est = estimate(study, cells, groups)
+    spec = est.cells - est.baseline_cells
+    if ray:
+        share = "one server per cell (executor ray)"
+    elif serve.share_servers:
+        share = "cells differing only in load: axes, or only in a switchable head variant, share a server"
+    else:
+        share = "one server per cell (serve.share_servers: false)"
+    upto = "at most " if est.at_most else ""
+    per_cell = est.load_requests // max(est.cells, 1)
+    about = "about " if est.wall_s is not None else ""
+    lines = [
+        (f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
+         f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s)"),
+        f"#   {share}",
+        *_switch_note(groups),
+        (f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{per_cell:,} + {len(est.servers)} "
+         f"warm-up(s) x {study.load.warmup_requests:,}"),
+        (f"# wall time: {about}{duration(est.wall_s)} = start-ups {duration(est.startup_s)} + load {upto}"
+         f"{duration(est.load_s)} (as last measured on this machine for the same server and load settings; "
+         "log-window waits, scrapes and stops add seconds per cell)"),
+    ]
+    if est.missing:
+        more = f" (and {len(est.missing) - 1} more)" if len(est.missing) > 1 else ""
+        lines.append(f"#   never measured here: {est.missing[0]}{more}; every run records them")
+    lines.append("#   server  cells  requests  start-up  load      first cell")
+    for i, s in enumerate(est.servers, 1):
+        lines.append(f"#   {i:>6}  {len(s.cells):>5}  {s.requests:>8,}  {duration(s.startup_s):<8}  "
+                     f"{duration(s.load_s):<8}  {s.cells[0]}")
+    lines.append("# each server gets a private TMPDIR, VLLM_RPC_BASE_PATH, VLLM_CACHE_ROOT (its modelinfos/ "
+                 "shared across servers)")
+    return lines
+
+
+def _switch_note(groups) -> list[str]:
+    """A line for servers that will switch head variants: the plan counts them once, but a server
+    whose start-up probe says it cannot switch is restarted per variant (run/groups.py)."""
+    def variants(group) -> int:
+        return len({tuple(sorted(((c.spec or {}).get("head_variant") or {}).items())) for c in group})
+
+    switching = [g for g in groups if variants(g) > 1]
+    if not switching:
+        return []
+    extra = sum(variants(g) - 1 for g in switching)
+    return [(f"#   {len(switching)} of them switch head variants in place; if a server's start-up probe says it "
+             f"cannot, its variants get a server each (up to {extra} more cold start(s))")]
 
 
 def _print_llmperf(study, cell, out) -> None:
@@ -93,7 +141,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def run(
         config: Annotated[Optional[Path], typer.Argument(metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False)] = None,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every cell's argv and env, run nothing.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.")] = False,
         overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
         resume: Annotated[Optional[Path], typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR.")] = None,
         results_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", parser=nonempty_path, help="Where the run directory <run-id>/ goes (default: the config's results_dir).")] = None,
@@ -104,7 +152,7 @@ def register(app: typer.Typer) -> None:
         max_concurrent_cells: Annotated[Optional[int], typer.Option("--max-concurrent-cells", min=1, help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).")] = None,
         cpus_per_cell: Annotated[float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")] = 1.0,
     ) -> None:
-        """Run a study: one vLLM server per cell, load, collect acceptance; results/<run-id>/."""
+        """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
         from specbench.errors import ConfigError
 
         sets = tuple(overrides or ())
@@ -148,17 +196,10 @@ def register(app: typer.Typer) -> None:
         overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
     ) -> None:
         """Check a study config without running anything (exit 0 valid, 2 invalid)."""
-        from specbench.config import load_config
-        from specbench.run.cells import expand
-        from specbench.run.plan import check_cells
-
-        from specbench.config_checks import check_prompts
+        from specbench.run.plan import validated
 
         path = _config_or_default(config)
-        study = load_config(path, tuple(overrides or ()))
-        check_prompts(study, str(path))
-        cells = expand(study, resolve=lambda ref: ref)  # fixture refs stay refs: nothing is built here
-        check_cells(cells, path)  # switch values always; a draft's config.json only where it is local
+        _, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run
         spec = sum(1 for c in cells if not c.is_baseline)
         console.print(f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
                       highlight=False, soft_wrap=True)

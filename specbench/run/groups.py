@@ -72,8 +72,8 @@ def group_cells(cells: list[Cell], host: str = "127.0.0.1", share: bool = True) 
     return list(groups.values())
 
 
-# Axes and environment entries that only select the plugin's head variant.
-VARIANT_AXES = ("output_norm", "pos0_mask", "env:SPECBENCH_POS0_MASK")
+# Axes that only select the plugin's head variant (their environment entries: shipped_env).
+VARIANT_AXES = ("output_norm", "pos0_mask", "env:SPECBENCH_OUTPUT_NORM", "env:SPECBENCH_POS0_MASK")
 
 
 def shipped_env(env: dict[str, str]) -> dict[str, str]:
@@ -97,7 +97,9 @@ def head_variant(cell: Cell) -> tuple[str, bool]:
 
 def head_switchable(cell: Cell, host: str) -> bool:
     """Whether this cell's head variant may be switched inside a shared server (plugin/switch.py),
-    from what the cell asks for (its ``spec``)."""
+    from what the cell asks for (its ``spec``). Optimistic in every compile mode: the variants are
+    data in the module, so a compiled graph stays valid across a switch; the runner's probe at
+    start-up confirms it and falls back to a server per variant where the server says it cannot."""
     from specbench.plugin.switch import switchable
 
     spec = cell.spec or {}

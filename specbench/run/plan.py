@@ -3,6 +3,10 @@
 Everything that can be checked before launching a server is checked here: the config, fixture
 refs (built on first use), output-norm variants against the draft, and on resume that the config
 file is unchanged since the run (its sha256 is in the manifest).
+
+:func:`validated` is the one validation pipeline (load -> check prompts -> expand -> check cells):
+``run``, ``run --dry-run`` and ``validate`` all go through it, so they refuse the same configs with
+the same message (tests/contract/test_validation_pipeline.py).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, pa
 from specbench.errors import ConfigError, InputError
 from specbench.redact import REDACTED
 from specbench.run import store
-from specbench.run.cells import Cell, expand
+from specbench.run.cells import Cell, default_resolver, expand
 from specbench.run.runner import RunPlan, utc_now
 
 
@@ -110,12 +114,28 @@ def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: lis
     }
 
 
-def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> RunPlan:
+def validated(config_path: Path, overrides: tuple[str, ...] = ()) -> tuple[Study, list[Cell]]:
+    """The study and its cells, or ConfigError/InputError naming the file and field: load the config
+    (with ``--set`` overrides) -> check prompts -> expand the matrix -> check the cells (head-switch
+    values; a draft's config.json where it is local). Builds nothing: fixture refs become the paths
+    they will be built at, which is where :func:`fixture_resolver` builds them."""
     study = load_config(config_path, overrides)
-    check_prompts(study, str(config_path))  # before the run directory exists
-    sha = config_sha256(config_path)
-    cells = expand(study, fixture_resolver(study))
+    check_prompts(study, str(config_path))
+    return study, checked_cells(study, default_resolver, config_path)
+
+
+def checked_cells(study: Study, resolve, config_path: str | Path | None = None, *,
+                  legacy_baseline: bool = False) -> list[Cell]:
+    """The study's cells, expanded with ``resolve`` and checked by :func:`check_cells`."""
+    cells = expand(study, resolve, legacy_baseline=legacy_baseline)
     check_cells(cells, config_path)
+    return cells
+
+
+def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> RunPlan:
+    study, _ = validated(config_path, overrides)  # before the run directory exists or a fixture is built
+    sha = config_sha256(config_path)
+    cells = checked_cells(study, fixture_resolver(study), config_path)  # the same cells, fixtures now built
     run_id = make_run_id(study)
     base = Path(results_dir) if results_dir is not None else Path(study.results_dir)
     run_dir = base / run_id

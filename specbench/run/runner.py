@@ -24,7 +24,7 @@ from specbench.errors import ConfigError, DependencyError, ServerError, Specbenc
 from specbench import redact
 from specbench.analysis.counts import total
 from specbench.records import Acceptance, CellRecord, Timings, as_record, load, requests_of
-from specbench.run import collect, store
+from specbench.run import collect, store, timings
 from specbench.run.cells import Cell
 
 WAIT_EXTRA_S = 15.0  # beyond three stats intervals, for a slow machine
@@ -367,6 +367,9 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     for c in plan.cells:
         if c.cell_id in plan.skip:
             display.update(c.cell_id, "done", **_summary_info(plan.run_dir, c.cell_id))
+    tables = store.Tables(plan.run_dir, plan.run_id, list(study.matrix),
+                          [c.cell_id for c in plan.cells]).read_existing()  # once; then a row per cell as it ends
+    by_id = {c.cell_id: c for c in plan.cells}
     results = _cell_results(executor, [c for c in plan.cells if c.cell_id not in plan.skip], ctx)
     try:
         for record, acc in results:
@@ -374,7 +377,9 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
             if record.node:  # Ray: the node that ran the cell (never written to cell.json)
                 ctx.cell_hosts[record.cell_id] = record.node
             store.write_cell(plan.run_dir, record, acc)
-            _save_tables(plan)
+            tables.add(record, None if acc is None else as_record(Acceptance, acc))
+            tables.write()
+            timings.note_run_cell(plan.study, by_id.get(record.cell_id), record, plan.run_id)  # for --dry-run
             info = _summary_info(plan.run_dir, record.cell_id)
             display.update(record.cell_id, record.status, reason=record.reason, **info)
     except KeyboardInterrupt:
@@ -382,7 +387,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
         _note_hosts(manifest, ctx)
         manifest.update(status="interrupted", ended_at=utc_now())
         store.write_manifest(plan.run_dir, manifest)
-        _save_tables(plan)
+        tables.read_existing().write()  # once: the cells an executor saved itself while being interrupted
         display.close()
         raise
     finally:
@@ -392,7 +397,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     _note_hosts(manifest, ctx)
     manifest.update(status="done" if not failed else "some_failed", ended_at=utc_now())
     store.write_manifest(plan.run_dir, manifest)
-    _save_tables(plan)
+    tables.write()
     display.finish(plan.run_dir, [r for r in records if r])
     return EXIT_OK if not failed else EXIT_SOME_FAILED
 
@@ -432,15 +437,3 @@ def _summary_info(run_dir: Path, cell_id: str) -> dict[str, Any]:
         return {}
     pos = acc.derived.per_position
     return {"al": acc.derived.mean_acceptance_length, "p0": pos[0] if pos else None}
-
-
-def _save_tables(plan: RunPlan) -> None:
-    triples = []
-    for c in plan.cells:
-        d = store.cell_dir(plan.run_dir, c.cell_id)
-        cell = _cell_json(plan.run_dir, c.cell_id)
-        if cell is None:
-            continue
-        triples.append((cell, _acceptance_json(plan.run_dir, c.cell_id), store.load_summary(d / store.SUMMARY_JSON)))
-    store.write_tables(plan.run_dir, plan.run_id, list(plan.study.matrix), triples)
-

@@ -141,10 +141,14 @@ def write_manifest(run_dir: Path, manifest: Manifest | dict[str, Any]) -> None:
 def write_tables(run_dir: Path, run_id: str, axes: list[str],
                  cells: list[tuple[CellRecord, Acceptance | None, dict | None]]) -> None:
     """cells.csv and cells.parquet from (cell.json, acceptance.json, summary.json) triples."""
-    import pandas as pd
-
     rows = [cell_row(run_id, as_record(CellRecord, c), None if a is None else as_record(Acceptance, a), s)
             for c, a, s in cells]
+    _write_frame(run_dir, rows, axes)
+
+
+def _write_frame(run_dir: Path, rows: list[dict[str, Any]], axes: list[str]) -> None:
+    import pandas as pd
+
     frame = _frame(pd, rows, axes)
     buf = io.StringIO()
     frame.to_csv(buf, index=False)
@@ -152,6 +156,37 @@ def write_tables(run_dir: Path, run_id: str, axes: list[str],
     pbuf = io.BytesIO()
     frame.to_parquet(pbuf, index=False)
     atomic_write_bytes(Path(run_dir) / "cells.parquet", pbuf.getvalue())
+
+
+class Tables:
+    """The run's cells.csv / cells.parquet, rewritten after every cell from rows kept in memory.
+
+    Each row is built once, when its cell is saved, from the records in hand and that cell's own
+    summary.json; so saving after the n-th cell reads no earlier cell's files (re-reading them all
+    after each cell made a run's saving quadratic in its cells). Rows follow ``cell_ids`` (the plan's
+    order); a cell saved again (``--resume``) replaces its row."""
+
+    def __init__(self, run_dir: Path, run_id: str, axes: list[str], cell_ids: list[str]):
+        self.run_dir, self.run_id, self.axes = Path(run_dir), run_id, list(axes)
+        self.order = {cid: i for i, cid in enumerate(cell_ids)}
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def read_existing(self) -> Tables:
+        """Take in, once, the cells already on disk (a resumed run's earlier cells)."""
+        for cid in self.order:
+            d = cell_dir(self.run_dir, cid)
+            if (d / CELL_JSON).exists():
+                acc = load(Acceptance, d / ACCEPTANCE_JSON) if (d / ACCEPTANCE_JSON).exists() else None
+                self.add(load(CellRecord, d / CELL_JSON), acc)
+        return self
+
+    def add(self, record: CellRecord, acceptance: Acceptance | None) -> None:
+        summary = load_summary(cell_dir(self.run_dir, record.cell_id) / SUMMARY_JSON)
+        self.rows[record.cell_id] = cell_row(self.run_id, record, acceptance, summary)
+
+    def write(self) -> None:
+        rows = sorted(self.rows.items(), key=lambda kv: self.order.get(kv[0], len(self.order)))
+        _write_frame(self.run_dir, [r for _, r in rows], self.axes)
 
 
 def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summary: dict | None) -> dict[str, Any]:

@@ -8,6 +8,8 @@ executor is exercised by test_default_study.py and test_runner.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from specbench.config import parse_study
@@ -80,3 +82,47 @@ def test_interrupt_keeps_finished_cells(tmp_path):
     assert run.manifest["status"] == "interrupted"
     assert list(run.cells) == ["mla-on__r0"]
     assert run.cells_frame().cell_id.tolist() == ["mla-on__r0"]
+
+
+def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
+    """cells.csv is rewritten after every cell from rows kept in memory (store.Tables): the reads of
+    cell.json / summary.json grow with the cells, not with their square (each used to re-read all)."""
+    import specbench.io
+    from specbench.run import store as store_mod
+
+    study = parse_study({"name": "t", "serve": {"model": "org/model", "speculative": {"draft": "org/draft"},
+                                                "per_request_metrics": "off"},
+                         "matrix": {"mla": ["on", "off"], "env:X": ["a", "b", "c", "d", "e"]}, "baseline": True}, "test")
+    cells = expand(study)
+    run_dir = tmp_path / "run"
+    manifest = {"run_id": "r", "axes": list(study.matrix), "cells": [c.cell_id for c in cells], "status": "running"}
+    store.write_manifest(run_dir, manifest)
+    plan = RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
+    reads: dict[str, int] = {}
+    real_load_json, real_read_text = specbench.io.load_json, store_mod.read_text
+
+    def load_json(path, **kw):
+        reads[Path(path).name] = reads.get(Path(path).name, 0) + 1
+        return real_load_json(path, **kw)
+
+    def read_text(path, *a, **kw):
+        reads[Path(path).name] = reads.get(Path(path).name, 0) + 1
+        return real_read_text(path, *a, **kw)
+
+    monkeypatch.setattr(specbench.io, "load_json", load_json)
+    monkeypatch.setattr(store_mod, "read_text", read_text)
+    for cid in manifest["cells"]:  # every cell has a summary.json, as a real load writes one
+        (run_dir / cid).mkdir(parents=True)
+        (run_dir / cid / "summary.json").write_text('{"results_number_input_tokens_mean": 1}')
+    n = len(cells)
+    assert execute(plan, QuietDisplay(), Scripted(["done"] * n, run_dir)) == EXIT_OK
+    # the end of the run reads each cell.json once; each summary.json is read once, when its cell is saved
+    assert n == 20 and reads.get("cell.json", 0) <= 2 * n and reads.get("summary.json", 0) <= 2 * n, reads
+    frame = store.load_run(run_dir).cells_frame()  # and the tables hold every cell, in the plan's order
+    assert list(frame["cell_id"]) == [c.cell_id for c in cells]
+    # byte for byte what the tables are when built from the saved files, as they used to be
+    run = store.load_run(run_dir)
+    again = tmp_path / "again"
+    again.mkdir()
+    store.write_tables(again, "r", list(study.matrix), [(c.record, c.acc, c.summary) for c in run.cells.values()])
+    assert (again / "cells.csv").read_text() == (run_dir / "cells.csv").read_text()

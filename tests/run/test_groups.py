@@ -112,7 +112,7 @@ def test_dry_run_says_how_many_servers(tmp_path):
     out = subprocess.run([sys.executable, "-m", "specbench", "run", str(cfg), "--dry-run"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "6 cells on 2 server(s)" in out.stdout and 'load={"concurrency": 4}' in out.stdout
+    assert "6 cells (6 speculative, 0 baseline) on 2 server(s) = 2 cold start(s)" in out.stdout and 'load={"concurrency": 4}' in out.stdout
 
 
 # Head variants switched in place (plugin/switch.py; the real proof is tests/plugin/test_switch_vllm.py).
@@ -137,9 +137,19 @@ def test_head_variants_of_an_eager_eagle_server_share_it():
         assert all(not set(shipped_env(c.env)) & {"SPECBENCH_OUTPUT_NORM", "SPECBENCH_POS0_MASK"} for c in g)
 
 
-@pytest.mark.parametrize("over", [{"host": "0.0.0.0"}, {"share": False}])
-def test_head_variants_keep_their_own_servers_where_a_switch_is_not_safe(over):
-    """Dev-mode RPC must not face the network; share_servers: false asks for one server per cell."""
+@pytest.mark.parametrize("over", [{}, {"eager": False}, {"method": "deepseek_mtp"}, {"method": "mtp", "eager": False}])
+def test_head_variants_share_a_server_compiled_or_not_eagle_or_mtp(over):
+    """The plan is optimistic in every compile mode and for both DeepSeek heads (the variants are
+    data in the module); the runner's start-up probe falls back to a server each (run/groups.py)."""
+    study = _variant_study({"output_norm": ["on", "off"], "pos0_mask": ["off", "on"]}, baseline=False, **over)
+    cells = expand(study)
+    assert [len(g) for g in group_cells(cells, study.serve.host, study.serve.share_servers)] == [4]
+
+
+@pytest.mark.parametrize("over", [{"host": "0.0.0.0"}, {"share": False}, {"method": "ngram"}])
+def test_head_variants_keep_their_own_servers_where_a_switch_is_not_safe_or_not_ours(over):
+    """dev-mode RPC must not face the network; share_servers: false asks for one server per cell;
+    a method without a DeepSeek head has nothing the plugin could switch."""
     study = _variant_study({"output_norm": ["on", "off"]}, baseline=False, **over)
     cells = expand(study)
     assert [len(g) for g in group_cells(cells, study.serve.host, study.serve.share_servers)] == [1, 1]
@@ -151,3 +161,13 @@ def test_head_variants_of_compiled_and_mtp_servers_share_one(over):
     optimistic, the runner's probe confirms once the server is up."""
     study = _variant_study({"output_norm": ["on", "off"]}, baseline=False, **over)
     assert [len(g) for g in group_cells(expand(study), study.serve.host, study.serve.share_servers)] == [2]
+
+
+def test_the_control_variant_keeps_its_own_server():
+    """SPECBENCH_HEAD_CONTROL=1 registers the re-implemented forward at start-up by design: a
+    control cell never shares a server with the variants it controls for."""
+    study = _variant_study({"output_norm": ["on", "off"], "env:SPECBENCH_HEAD_CONTROL": ["0", "1"]}, baseline=False,
+                           eager=False)
+    groups = group_cells(expand(study), study.serve.host)
+    controls = [g for g in groups if g[0].env.get("SPECBENCH_HEAD_CONTROL") == "1"]
+    assert sorted(len(g) for g in groups) == [1, 1, 2] and [len(g) for g in controls] == [1, 1]
