@@ -167,13 +167,14 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError("--dry-run does not combine with --resume")
             _print_dry_run(_config_or_default(config), sets)
             return
+        from specbench.report.screen import final_screen
         from specbench.run.display import make_display
         from specbench.run.plan import new_plan, resume_plan
         from specbench.run.runner import execute
 
         with sigterm_as_interrupt():
             plan = resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir, sets)
-            display = make_display(quiet)
+            display = make_display(quiet, final=final_screen)
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
             for note in plan.notes:  # e.g. where --resume took the run's secrets from

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 import re
 
 from rich.console import Console
 
 from specbench.run import store
 from specbench.run.cells import Cell
-from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, final_table, make_display
+from specbench.report.screen import final_table
+from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, make_display
 
 
 def _run(tmp_path):
@@ -47,7 +49,7 @@ def test_final_screen_answers_the_study_in_40_lines_and_fits_80_columns():
     baseline; one line per contrast, significant ones first; where the report is."""
     from pathlib import Path
 
-    from specbench.run.display import final_screen
+    from specbench.report.screen import final_screen
 
     run = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
     wide, narrow = _render_at(final_screen(run), 120), _render_at(final_screen(run), 80)
@@ -114,3 +116,18 @@ def test_live_display_shows_time_in_state_and_an_estimate_of_the_rest():
     text = _render(d._table())
     assert "specbench run  1:00, ~0:42 left" in text and "starting 0:00" in text
     d.close()
+
+
+def test_a_plain_display_ends_with_the_screen_it_was_given_and_none_without():
+    """The CLI hands the display report.screen.final_screen (report sits above run); a display
+    without one prints no final screen rather than failing."""
+    from specbench.report.screen import final_screen
+
+    run = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+    out = io.StringIO()
+    PlainDisplay(stream=out, final=final_screen).finish(run, [])
+    text = out.getvalue()
+    assert "AL [CI]" in text and "What the matrix asks" in text and f"specbench report {run}" in text
+    bare = io.StringIO()
+    PlainDisplay(stream=bare).finish(run, [])
+    assert bare.getvalue() == ""

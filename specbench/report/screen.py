@@ -1,0 +1,89 @@
+"""What a finished run prints: its cells' table (AL [CI], p_i, tok/s, speed-up [CI]) and one line per
+question the matrix asks, read back from the run directory. Rendered by the run's display
+(run/display.py) through the callable the CLI hands it: it reads reports, so it lives here, above run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from specbench.errors import SpecbenchError
+from specbench.render import format as fmt
+from specbench.report.build import contrasts, titles_of
+from specbench.report.study import run_speedups
+from specbench.run.read import read_run
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return fmt.num(x, digits)
+
+
+def final_table(run_dir: Path) -> Table:
+    """Per cell: AL [95% CI], p_i, output tok/s and the speed-up over its own baseline [95% CI], read
+    back from the run directory itself; cells titled as `report` and `compare` title them
+    (``MLA on · norm off``, ``no spec · MLA on``)."""
+    run = read_run(run_dir)
+    names = titles_of(run)
+    speed = _speedups(run_dir)
+    t = Table(title=run.run_id, caption="AL includes the bonus token; p_i unconditional; 95% CIs; "
+              "tok/s per request; speed-up over the cell's own no-spec baseline", box=box.SIMPLE_HEAD,
+              padding=(0, 1), pad_edge=False, collapse_padding=True)
+    # numbers never wrap; a long cell name wraps at its spaces, inside its own row
+    t.add_column("cell", min_width=11)
+    failed = any(c.status != "done" for c in run.cells.values())
+    if failed:
+        t.add_column("status", min_width=6)
+    t.add_column("AL [CI]", no_wrap=True)
+    k = max((len(c.acc.derived.per_position) for c in run.cells.values() if c.acc is not None), default=0)
+    for i in range(k):
+        t.add_column(f"p{i}", no_wrap=True)
+    t.add_column("tok/s", no_wrap=True)
+    t.add_column("speed-up [CI]", no_wrap=True)
+    base_tps = {s.baseline: s.base.get("output_tok_per_s") for s in speed.values()}
+    for cid, c in run.cells.items():
+        name = names.get(cid, cid)
+        status = [c.status if c.status == "done" else f"{c.status}: {(c.record.reason or '')[:60]}".rstrip(": ")]
+        status = status if failed else []
+        if c.acc is None or c.acc.baseline:
+            t.add_row(name, *status, *(["-"] * (1 + k)), _fmt(base_tps.get(cid), 1), "-")
+            continue
+        derived, ci = c.acc.derived, c.acc.ci
+        pos = derived.per_position
+        s = speed.get(cid)
+        up = "-" if s is None else f"{fmt.num(s.point['output_tok_per_s'], 2)}× [{fmt.num(s.intervals['output_tok_per_s'][0], 2)}, " \
+                                   f"{fmt.num(s.intervals['output_tok_per_s'][1], 2)}]"
+        interval = ci.interval("mean_acceptance_length") if ci is not None else None
+        t.add_row(name, *status, _with_ci(derived.mean_acceptance_length, interval, 2),
+                  *[_fmt(pos[i] if i < len(pos) else None) for i in range(k)],
+                  _fmt(None if s is None else s.spec.get("output_tok_per_s"), 1), up)
+    return t
+
+
+def _speedups(run_dir: Path) -> dict:
+    """cell id -> its speed-up over its own baseline (none without requests or a baseline)."""
+    try:
+        return {s.cell: s for s in run_speedups(run_dir, n_resamples=1000).speedups}
+    except (SpecbenchError, OSError, ValueError):
+        return {}
+
+
+def final_screen(run_dir: Path):
+    """What a finished run prints: the table, then one line per question the matrix asks (each
+    contrast of two cells that differ in one axis, largest significant AL change first, with the
+    attested confounds), then where the report is."""
+    lines = [final_table(run_dir)]
+    found = contrasts(run_dir)
+    if found:
+        lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, jackknife SE, unpaired):"))
+        lines += [Text(f"- {c.line()}") for c in found]
+    lines.append(Text(f"Report, plots and divergence: specbench report {run_dir} --out {run_dir}/report"))
+    return Group(*lines)
+
+
+def _with_ci(x, ci, digits: int) -> str:
+    return fmt.with_ci(x, ci, digits)
