@@ -116,8 +116,9 @@ class Serve(_Strict):
     # (needed for common-prefix acceptance; costs two list appends per step in the scheduler and a
     # few hundred bytes in the final chunk); auto = detailed when the installed vLLM has the flag.
     per_request_metrics: Literal["auto", "detailed", "summary", "off"] = "auto"
-    # Cells that differ only in load axes, or only in head variants of an eager EAGLE server on a
-    # loopback host, share one vLLM server (run/groups.py). false: one server per cell, as before
+    # Cells that differ only in load axes, or only in head variants of a DeepSeek head (EAGLE or MTP,
+    # compiled or eager) on a loopback host, share one vLLM server (run/groups.py; a server whose
+    # start-up probe says it cannot switch is restarted per variant). false: one server per cell, as before
     # (e.g. to measure start-to-start spread, or to rule sharing out).
     share_servers: bool = True
 
