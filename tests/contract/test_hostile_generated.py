@@ -233,7 +233,12 @@ def _hash(*roots: Path) -> dict[str, str]:
     out = {}
     for r in roots:
         for p in ([r] if not r.is_dir() else sorted(r.rglob("*"))):
-            out[str(p)] = big.get(str(p)) or next(iter(tree_hash(p).values()), "?")
+            if str(p) in big:
+                out[str(p)] = big[str(p)]
+            elif p.is_dir() and not p.is_symlink():  # its files come on their own in rglob
+                out[str(p)] = "dir"
+            else:
+                out[str(p)] = next(iter(tree_hash(p).values()), "?")
     return out
 
 
