@@ -24,9 +24,23 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-from hostile_cases import Case, alias_cases, empty_cases, oversized_cases, secret_cases, strict_cases
-from test_contract import ENV_SECRET, ROOT, _clean_env, _small_run, check, invoke, tree_hash  # noqa: F401
+from hostile_cases import (
+    Case,
+    alias_cases,
+    empty_cases,
+    oversized_cases,
+    secret_cases,
+    strict_cases,
+)
+from test_contract import (  # noqa: F401
+    ENV_SECRET,
+    ROOT,
+    _clean_env,
+    _small_run,
+    check,
+    invoke,
+    tree_hash,
+)
 
 SEED = 31
 BOUND_S = 30.0
@@ -41,7 +55,7 @@ class Hang(Exception):
 
 @contextlib.contextmanager
 def alarm(seconds: float):
-    def fire(signum, frame):  # noqa: ARG001
+    def fire(signum, frame):
         raise Hang(f"no answer within {seconds:.0f} s")
 
     previous = signal.signal(signal.SIGALRM, fire)
