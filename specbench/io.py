@@ -12,7 +12,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -139,11 +138,11 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = _new_file_mode()
+    # The temp's name is known before it exists: a signal arriving inside mkstemp (after it created
+    # the file, before it returned the name) left a `.x.tmp` nothing could remove.
+    tmp = str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, str(path)) from None  # name the file asked for, not the temp
-    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
                 fh.write(chunk)
@@ -154,7 +153,7 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
     except BaseException as exc:
         try:
             os.unlink(tmp)
-        except FileNotFoundError:
+        except OSError:  # never created (the open failed), or already renamed
             pass
         if isinstance(exc, OSError):
             raise OSError(exc.errno, exc.strerror, str(path)) from None
