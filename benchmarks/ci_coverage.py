@@ -39,22 +39,27 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     worst = {True: (2.0, ""), False: (2.0, "")}  # in the target sizes, outside them
-    print(f"per-cell 95% interval, {args.draws} draws per cell and size, seed {args.seed}; "
-          "cov = coverage, none = share without an interval")
+    print(
+        f"per-cell 95% interval, {args.draws} draws per cell and size, seed {args.seed}; "
+        "cov = coverage, none = share without an interval"
+    )
     for name, units in populations().items():
         if args.only not in name:
             continue
         for n in args.sizes:
             cov = coverage(units, n, args.draws, rng)
-            cells = " ".join(f"{key}={c:.3f}" + (f"(none {nan:.2f})" if nan else "")
-                             for key, (c, nan, _) in cov.items())
+            cells = " ".join(
+                f"{key}={c:.3f}" + (f"(none {nan:.2f})" if nan else "") for key, (c, nan, _) in cov.items()
+            )
             print(f"{name} n={n}: {cells}")
             for key, (c, _, given) in cov.items():
                 if given and c < worst[n in TARGET_SIZES][0]:
                     worst[n in TARGET_SIZES] = (c, f"{name} {key} n={n}")
     low, where = worst[True]
-    print(f"lowest coverage at n in {TARGET_SIZES}: {low:.3f} ({where}); target >= {TARGET}: "
-          f"{'met' if low >= TARGET else 'NOT met'}")
+    print(
+        f"lowest coverage at n in {TARGET_SIZES}: {low:.3f} ({where}); target >= {TARGET}: "
+        f"{'met' if low >= TARGET else 'NOT met'}"
+    )
     if worst[False][1]:
         print(f"lowest coverage at other sizes: {worst[False][0]:.3f} ({worst[False][1]})")
     return 0 if low >= TARGET else 1

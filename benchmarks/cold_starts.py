@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specbench.run import groups
-from specbench.run.plan import validated
+from specbench.run import groups  # noqa: E402 - after the sys.path line: runs from a checkout
+from specbench.run.plan import validated  # noqa: E402
 
 
 def _switchable_before_issue_26(cell, host: str) -> bool:
@@ -43,8 +43,7 @@ def plan(path: Path) -> dict:
         before = len(groups.group_cells(cells, serve.host, serve.share_servers))
     finally:
         groups.head_switchable = _now
-    return {"config": f"configs/{path.name}", "cells": len(cells), "cold_starts_before": before,
-            "cold_starts_now": now}
+    return {"config": f"configs/{path.name}", "cells": len(cells), "cold_starts_before": before, "cold_starts_now": now}
 
 
 def main() -> None:

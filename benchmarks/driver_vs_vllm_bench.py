@@ -49,21 +49,59 @@ def _timed(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], float, fl
 
 
 def run_driver(args: argparse.Namespace, n: int) -> tuple[dict, float]:
-    argv = [sys.executable, "-c", DRIVER_CODE, args.base_url, args.model, str(n), str(args.concurrency),
-            str(args.output_len)]
+    argv = [
+        sys.executable,
+        "-c",
+        DRIVER_CODE,
+        args.base_url,
+        args.model,
+        str(n),
+        str(args.concurrency),
+        str(args.output_len),
+    ]
     proc, _wall, cpu = _timed(argv)
     return json.loads(proc.stdout.strip().splitlines()[-1]), cpu
 
 
 def run_vllm_bench(args: argparse.Namespace, n: int) -> tuple[dict, float]:
     with tempfile.TemporaryDirectory(prefix="specbench-bench-") as tmp:
-        argv = [sys.executable, "-m", "specbench.vllm_main", "bench", "serve", "--backend", "openai-chat",
-                "--base-url", args.base_url, "--endpoint", "/v1/chat/completions", "--model", args.model,
-                "--tokenizer", args.tokenizer, "--dataset-name", "custom", "--dataset-path", _prompt_file(tmp),
-                "--skip-chat-template",  # openai-chat sends messages; the server applies the template
-                "--custom-output-len", str(args.output_len), "--ignore-eos", "--temperature", "0",
-                "--num-prompts", str(n), "--max-concurrency", str(args.concurrency),
-                "--disable-tqdm", "--save-result", "--result-dir", tmp, "--result-filename", "r.json"]
+        argv = [
+            sys.executable,
+            "-m",
+            "specbench.vllm_main",
+            "bench",
+            "serve",
+            "--backend",
+            "openai-chat",
+            "--base-url",
+            args.base_url,
+            "--endpoint",
+            "/v1/chat/completions",
+            "--model",
+            args.model,
+            "--tokenizer",
+            args.tokenizer,
+            "--dataset-name",
+            "custom",
+            "--dataset-path",
+            _prompt_file(tmp),
+            "--skip-chat-template",  # openai-chat sends messages; the server applies the template
+            "--custom-output-len",
+            str(args.output_len),
+            "--ignore-eos",
+            "--temperature",
+            "0",
+            "--num-prompts",
+            str(n),
+            "--max-concurrency",
+            str(args.concurrency),
+            "--disable-tqdm",
+            "--save-result",
+            "--result-dir",
+            tmp,
+            "--result-filename",
+            "r.json",
+        ]
         _proc, _wall, cpu = _timed(argv)
         res = json.loads((Path(tmp) / "r.json").read_text())
     return {"completed": res["completed"], "errors": res.get("failed", 0), "duration_s": res["duration"]}, cpu
@@ -93,24 +131,31 @@ def main() -> None:
     startup = {name: fn(args, 1)[1] for name, fn in tools}
     runs: dict[str, list[dict]] = {name: [] for name, _ in tools}
     for rep in range(args.repeats):  # interleaved ABBA: the machine's load drifts between runs
-        for name, fn in (tools if rep % 2 == 0 else tools[::-1]):
+        for name, fn in tools if rep % 2 == 0 else tools[::-1]:
             res, cpu = fn(args, args.num_prompts)
-            res.update(cpu_s=cpu, load_cpu_s=max(cpu - startup[name], 0.0),
-                       req_per_s=res["completed"] / res["duration_s"])
+            res.update(
+                cpu_s=cpu, load_cpu_s=max(cpu - startup[name], 0.0), req_per_s=res["completed"] / res["duration_s"]
+            )
             runs[name].append(res)
-    print(f"{args.num_prompts} requests x {args.output_len} tokens, concurrency {args.concurrency}, "
-          f"{args.repeats} interleaved repeats (median)")
+    print(
+        f"{args.num_prompts} requests x {args.output_len} tokens, concurrency {args.concurrency}, "
+        f"{args.repeats} interleaved repeats (median)"
+    )
     print(f"{'tool':18} {'err':>4} {'req/s':>7} {'req/s runs':>22} {'CPU s':>7} {'1-req CPU s':>11} {'load CPU s':>10}")
     med = {}
     for name, rs in runs.items():
         med[name] = {k: statistics.median(r[k] for r in rs) for k in ("req_per_s", "cpu_s", "load_cpu_s")}
         spread = " ".join(f"{r['req_per_s']:.2f}" for r in rs)
-        print(f"{name:18} {sum(r['errors'] for r in rs):4d} {med[name]['req_per_s']:7.2f} {spread:>22} "
-              f"{med[name]['cpu_s']:7.2f} {startup[name]:11.2f} {med[name]['load_cpu_s']:10.2f}")
+        print(
+            f"{name:18} {sum(r['errors'] for r in rs):4d} {med[name]['req_per_s']:7.2f} {spread:>22} "
+            f"{med[name]['cpu_s']:7.2f} {startup[name]:11.2f} {med[name]['load_cpu_s']:10.2f}"
+        )
     a, b = med["specbench driver"], med["vllm bench serve"]
     load_ratio = a["load_cpu_s"] / b["load_cpu_s"] if b["load_cpu_s"] else float("nan")
-    print(f"ratio driver/vllm-bench: req/s {a['req_per_s'] / b['req_per_s']:.3f}, "
-          f"CPU {a['cpu_s'] / b['cpu_s']:.3f}, load CPU {load_ratio:.3f}")
+    print(
+        f"ratio driver/vllm-bench: req/s {a['req_per_s'] / b['req_per_s']:.3f}, "
+        f"CPU {a['cpu_s'] / b['cpu_s']:.3f}, load CPU {load_ratio:.3f}"
+    )
 
 
 if __name__ == "__main__":

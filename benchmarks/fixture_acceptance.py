@@ -25,11 +25,22 @@ from specbench.fixtures import build_fixtures
 from specbench.plugin import ENV_VAR, plugin_env
 
 PROMPTS = [
-    "Write a function that sorts a list.", "What does the json module do?", "Explain a dataclass.",
-    "def parse(path):", "class Config:", "import os\nimport sys\n", "Tell me about iterators.",
-    "How do I read a file line by line?", "return self._data", "for key, value in items:",
-    "Describe the logging levels.", "What is a context manager?", "if __name__ == '__main__':",
-    "Summarise PEP 8.", "raise ValueError(", "Make a list of prime numbers.",
+    "Write a function that sorts a list.",
+    "What does the json module do?",
+    "Explain a dataclass.",
+    "def parse(path):",
+    "class Config:",
+    "import os\nimport sys\n",
+    "Tell me about iterators.",
+    "How do I read a file line by line?",
+    "return self._data",
+    "for key, value in items:",
+    "Describe the logging levels.",
+    "What is a context manager?",
+    "if __name__ == '__main__':",
+    "Summarise PEP 8.",
+    "raise ValueError(",
+    "Make a list of prime numbers.",
 ]
 
 
@@ -57,15 +68,41 @@ def free_port() -> int:
 
 def measure(paths, variant: str, mla: str, n: int, k: int, workdir: Path) -> dict:
     run_dir = Path(tempfile.mkdtemp(prefix=f"{variant}-mla{mla}-", dir=workdir))
-    env = dict(os.environ, TMPDIR=str(run_dir), VLLM_RPC_BASE_PATH=str(run_dir), VLLM_CACHE_ROOT=str(run_dir / "cache"),
-               VLLM_CPU_KVCACHE_SPACE="1", VLLM_TARGET_DEVICE=os.environ.get("VLLM_TARGET_DEVICE", "cpu"),
-               VLLM_MLA_DISABLE="0" if mla == "on" else "1", **{ENV_VAR: variant},
-               **plugin_env({ENV_VAR: variant}, "eagle"))
+    env = dict(
+        os.environ,
+        TMPDIR=str(run_dir),
+        VLLM_RPC_BASE_PATH=str(run_dir),
+        VLLM_CACHE_ROOT=str(run_dir / "cache"),
+        VLLM_CPU_KVCACHE_SPACE="1",
+        VLLM_TARGET_DEVICE=os.environ.get("VLLM_TARGET_DEVICE", "cpu"),
+        VLLM_MLA_DISABLE="0" if mla == "on" else "1",
+        **{ENV_VAR: variant},
+        **plugin_env({ENV_VAR: variant}, "eagle"),
+    )
     port = free_port()
     spec = json.dumps({"method": "eagle", "model": str(paths.draft), "num_speculative_tokens": k})
-    argv = [sys.executable, "-m", "specbench.vllm_main", "serve", str(paths.target), "--host", "127.0.0.1",
-            "--port", str(port), "--enforce-eager", "--max-model-len", "512", "--max-num-seqs", "4",
-            "--dtype", "bfloat16", "--speculative-config", spec, "--served-model-name", "tiny"]
+    argv = [
+        sys.executable,
+        "-m",
+        "specbench.vllm_main",
+        "serve",
+        str(paths.target),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--enforce-eager",
+        "--max-model-len",
+        "512",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--speculative-config",
+        spec,
+        "--served-model-name",
+        "tiny",
+    ]
     log = open(run_dir / "server.log", "wb")
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -85,9 +122,15 @@ def measure(paths, variant: str, mla: str, n: int, k: int, workdir: Path) -> dic
             before = spec_counts(client.get(f"{base}/metrics").text)
             texts = []
             for i in range(n):
-                r = client.post(f"{base}/v1/chat/completions", json={
-                    "model": "tiny", "messages": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}],
-                    "max_tokens": 64, "temperature": 0})
+                r = client.post(
+                    f"{base}/v1/chat/completions",
+                    json={
+                        "model": "tiny",
+                        "messages": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}],
+                        "max_tokens": 64,
+                        "temperature": 0,
+                    },
+                )
                 r.raise_for_status()
                 texts.append(r.json()["choices"][0]["message"]["content"])
             after = spec_counts(client.get(f"{base}/metrics").text)
@@ -104,12 +147,21 @@ def measure(paths, variant: str, mla: str, n: int, k: int, workdir: Path) -> dic
     acc = after["accepted"] - before["accepted"]
     per = [after["per_pos"].get(i, 0) - before["per_pos"].get(i, 0) for i in range(k)]
     log_text = (run_dir / "server.log").read_text(errors="replace")
-    return {"variant": variant, "mla": mla, "startup_s": round(startup_s, 1), "num_drafts": d,
-            "draft_tokens": after["draft_tokens"] - before["draft_tokens"], "accepted_tokens": acc,
-            "accepted_per_position": per, "AL": round(1 + acc / d, 4) if d else None,
-            "p": [round(x / d, 4) for x in per] if d else None,
-            "variant_logged": f"specbench output_norm variant '{variant}' loaded" in log_text,
-            "sample": texts[0][:80], "distinct_outputs": len(set(texts)), "log": str(run_dir / "server.log")}
+    return {
+        "variant": variant,
+        "mla": mla,
+        "startup_s": round(startup_s, 1),
+        "num_drafts": d,
+        "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
+        "accepted_tokens": acc,
+        "accepted_per_position": per,
+        "AL": round(1 + acc / d, 4) if d else None,
+        "p": [round(x / d, 4) for x in per] if d else None,
+        "variant_logged": f"specbench output_norm variant '{variant}' loaded" in log_text,
+        "sample": texts[0][:80],
+        "distinct_outputs": len(set(texts)),
+        "log": str(run_dir / "server.log"),
+    }
 
 
 def main() -> None:

@@ -58,23 +58,29 @@ def run_level(trials: int, seed: int) -> bool:
     gates = [parse_gate(g) for g in (*DEFAULT_GATES, "acceptance_length:0")]
     pop = population()
     ok = True
-    print(f"1. run-level A/A, whole default study ({len(pop)} cells x {len(gates)} gate lines), {trials} compares "
-          f"per size, seed {seed}")
+    print(
+        f"1. run-level A/A, whole default study ({len(pop)} cells x {len(gates)} gate lines), {trials} compares "
+        f"per size, seed {seed}"
+    )
     for n in (3, 5, 10, 20):
         rng = np.random.default_rng(seed + n)
         codes = [compare_sides(*aa_sides(pop, n, rng), gates).exit_code for _ in range(trials)]
         rate = codes.count(1) / trials
         ok &= rate <= 0.05
-        print(f"   {n:>2} prompts per cell: exit 1 in {mc(rate, trials)}; exit 3 (inconclusive) in "
-              f"{100 * codes.count(3) / trials:.1f}%   target <= 5%: {verdict(rate <= 0.05)}")
+        print(
+            f"   {n:>2} prompts per cell: exit 1 in {mc(rate, trials)}; exit 3 (inconclusive) in "
+            f"{100 * codes.count(3) / trials:.1f}%   target <= 5%: {verdict(rate <= 0.05)}"
+        )
     return ok
 
 
 def power(trials: int, seed: int) -> bool:
     mdc, rates, _ = mdc_power(150, trials, np.random.default_rng(seed))
     ok = rates["mdc"] >= 0.80
-    print(f"2. power at the printed MDC (per_position[*]:0, 20 prompts x 40 drafts, {trials} compares, seed {seed}): "
-          f"median MDC {mdc:.4f}; detected {mc(rates['mdc'], trials)}   target >= 80%: {verdict(ok)}")
+    print(
+        f"2. power at the printed MDC (per_position[*]:0, 20 prompts x 40 drafts, {trials} compares, seed {seed}): "
+        f"median MDC {mdc:.4f}; detected {mc(rates['mdc'], trials)}   target >= 80%: {verdict(ok)}"
+    )
     print(f"   (tolerance + CI half-width, printed before: detected {mc(rates['tolerance + half-width'], trials)})")
     return ok
 
@@ -93,37 +99,49 @@ def cell_coverage(draws: int, seed: int) -> bool:
                 if given and c < worst:
                     worst, where = c, f"{name} {key}"
         ok &= worst >= 0.93
-        print(f"   {n:>2} requests: lowest coverage {100 * worst:.1f}% ({where})   target >= 93%: "
-              f"{verdict(worst >= 0.93)}")
+        print(
+            f"   {n:>2} requests: lowest coverage {100 * worst:.1f}% ({where})   target >= 93%: "
+            f"{verdict(worst >= 0.93)}"
+        )
         if none:
-            print(f"      no interval (statistic undefined in the draw: inconclusive) in up to {100 * none:.0f}% of "
-                  f"draws ({none_where})")
+            print(
+                f"      no interval (statistic undefined in the draw: inconclusive) in up to {100 * none:.0f}% of "
+                f"draws ({none_where})"
+            )
     return ok
 
 
 def delta_coverage(draws: int, seed: int) -> bool:
     pops = {name.split("/")[1]: u for name, u in populations().items() if name.startswith("cpu-default/")}
     rng = np.random.default_rng(seed)
-    print(f"5. compare's paired change interval between two different default-study cells (true change known), "
-          f"{len(pops) * (len(pops) - 1)} ordered cell pairs x every statistic, {draws} draws each, seed {seed}")
+    print(
+        f"5. compare's paired change interval between two different default-study cells (true change known), "
+        f"{len(pops) * (len(pops) - 1)} ordered cell pairs x every statistic, {draws} draws each, seed {seed}"
+    )
     ok = True
     for n in (3, 5, 10):
-        cases = [(cov, f"{a} -> {b} {key}") for a, b in itertools.permutations(sorted(pops), 2)
-                 for key, (cov, given) in paired_delta_coverage(pops[a], pops[b], n, draws, rng).items()
-                 if given >= draws // 4]
+        cases = [
+            (cov, f"{a} -> {b} {key}")
+            for a, b in itertools.permutations(sorted(pops), 2)
+            for key, (cov, given) in paired_delta_coverage(pops[a], pops[b], n, draws, rng).items()
+            if given >= draws // 4
+        ]
         below = [c for c in cases if c[0] < 0.93]
         worst = min(cases)
         ok &= not below
-        print(f"   {n:>2} prompts: {len(below)} of {len(cases)} cases below 93%; lowest {100 * worst[0]:.1f}% "
-              f"({worst[1]})   target >= 93%: {verdict(not below)}")
+        print(
+            f"   {n:>2} prompts: {len(below)} of {len(cases)} cases below 93%; lowest {100 * worst[0]:.1f}% "
+            f"({worst[1]})   target >= 93%: {verdict(not below)}"
+        )
     return ok
 
 
 def speedup(trials: int, seed: int) -> bool:
     pop = speedup_population()
     ok = True
-    print(f"4. speed-up gate A/A ({len(pop)} cells, {trials} trials each per size, seed {seed}), one-sided, "
-          "nominal 2.5%")
+    print(
+        f"4. speed-up gate A/A ({len(pop)} cells, {trials} trials each per size, seed {seed}), one-sided, nominal 2.5%"
+    )
     for n in (1, 2, 3, 5, 10, 20):
         harm, other, none = speedup_aa(pop, n, trials, np.random.default_rng(seed + n))
         total = trials * len(pop)
@@ -132,8 +150,10 @@ def speedup(trials: int, seed: int) -> bool:
             continue
         good = harm <= 0.035 and other <= 0.035
         ok &= good
-        print(f"   {n:>2} requests: CI below 0 in {mc(harm, total)}, above 0 in {mc(other, total)}   "
-              f"target <= 3.5%: {verdict(good)}")
+        print(
+            f"   {n:>2} requests: CI below 0 in {mc(harm, total)}, above 0 in {mc(other, total)}   "
+            f"target <= 3.5%: {verdict(good)}"
+        )
     return ok
 
 
@@ -143,8 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261204)
     args = ap.parse_args(argv)
     t0 = time.time()
-    results = [speedup(args.trials, args.seed), cell_coverage(args.trials, args.seed),
-               delta_coverage(args.trials, args.seed), power(args.trials, args.seed), run_level(args.trials, args.seed)]
+    results = [
+        speedup(args.trials, args.seed),
+        cell_coverage(args.trials, args.seed),
+        delta_coverage(args.trials, args.seed),
+        power(args.trials, args.seed),
+        run_level(args.trials, args.seed),
+    ]
     print(f"all targets {'met' if all(results) else 'NOT met'} ({time.time() - t0:.0f} s)")
     return 0 if all(results) else 1
 

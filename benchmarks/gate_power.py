@@ -47,8 +47,7 @@ def fail_rates(gates, drafts: int, drop: float, args, rng) -> dict[str, float]:
     for _ in range(args.trials):
         base = simulate_units(P, n_units, args.drafts_per_request, rng, spread=args.spread)
         cand = simulate_units(cand_p, n_units, args.drafts_per_request, rng, spread=args.spread)
-        cell = compare_cell(side(base), side(cand), gates, n_resamples=args.resamples,
-                            seed=int(rng.integers(2**31)))
+        cell = compare_cell(side(base), side(cand), gates, n_resamples=args.resamples, seed=int(rng.integers(2**31)))
         for g in cell.gates:
             fails[g.gate] += g.status == "fail"
     return {k: v / args.trials for k, v in fails.items()}
@@ -71,10 +70,10 @@ def sizes(gates, drafts: int, args, rng) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--drafts", type=int, nargs="+", default=[5000, 10000, 15000, 20000, 25000],
-                    help="drafts per side to try")
-    ap.add_argument("--gates", nargs="+", default=["per_position[0]:0", "per_position[0]:-1pp",
-                                                   "per_position[0]:-2pp"])
+    ap.add_argument(
+        "--drafts", type=int, nargs="+", default=[5000, 10000, 15000, 20000, 25000], help="drafts per side to try"
+    )
+    ap.add_argument("--gates", nargs="+", default=["per_position[0]:0", "per_position[0]:-1pp", "per_position[0]:-2pp"])
     ap.add_argument("--drop", type=float, default=0.02, help="true drop of p_0 in the candidate (fraction)")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--drafts-per-request", type=int, default=25)
@@ -84,12 +83,13 @@ def main() -> None:
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     t0 = time.time()
-    print(f"p = {P}, drop of p_0 = {args.drop * 100:g} points, {args.drafts_per_request} drafts/request, "
-          f"spread {args.spread}, {args.trials} trials per entry, {args.resamples} bootstrap resamples")
+    print(
+        f"p = {P}, drop of p_0 = {args.drop * 100:g} points, {args.drafts_per_request} drafts/request, "
+        f"spread {args.spread}, {args.trials} trials per entry, {args.resamples} bootstrap resamples"
+    )
     se = math.sqrt(0.25 / args.trials)
     print(f"Monte Carlo error of a rate: <= +/-{1.96 * se:.3f} (95%); each rate below is rate±SE\n")
-    header = (f"{'gate':<24}{'drafts/side':>12}{'requests':>10}{'detect':>14}{'false alarm':>14}"
-              f"{'size (drop=tol)':>17}")
+    header = f"{'gate':<24}{'drafts/side':>12}{'requests':>10}{'detect':>14}{'false alarm':>14}{'size (drop=tol)':>17}"
     gates = [parse_gate(g) for g in args.gates]
     powered: dict[str, int | None] = {g.expr: None for g in gates}
     rows = []
@@ -114,8 +114,10 @@ def main() -> None:
     # Unclustered normal theory for the significance-only gate, as an independent reference.
     z = 1.959964 + 1.644854
     var = P[0] * (1 - P[0]) + (P[0] - args.drop) * (1 - P[0] + args.drop)
-    print(f"reference (independent drafts, normal approx., tolerance 0): {math.ceil(var * (z / args.drop) ** 2)} "
-          "drafts per side")
+    print(
+        f"reference (independent drafts, normal approx., tolerance 0): {math.ceil(var * (z / args.drop) ** 2)} "
+        "drafts per side"
+    )
     print(f"elapsed {time.time() - t0:.0f} s")
 
 

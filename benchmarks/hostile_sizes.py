@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,13 +40,25 @@ print("RESULT", code, wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_max
 
 
 def measure(name: str, argv: list, cwd: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, *map(str, argv)], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=900,
+    )
     line = [x for x in proc.stderr.splitlines() if x.startswith("RESULT ")][-1].split()
     errs = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
-    row = {"case": name, "exit": int(line[1]), "wall_s": round(float(line[2]), 2), "cpu_s": round(float(line[3]), 2),
-           "peak_rss_mb": int(line[4]) // 1024, "stdout_bytes": len(proc.stdout),
-           "error": (errs[0][:120] if errs else None)}
+    row = {
+        "case": name,
+        "exit": int(line[1]),
+        "wall_s": round(float(line[2]), 2),
+        "cpu_s": round(float(line[3]), 2),
+        "peak_rss_mb": int(line[4]) // 1024,
+        "stdout_bytes": len(proc.stdout),
+        "error": (errs[0][:120] if errs else None),
+    }
     print(json.dumps(row), flush=True)
     return row
 
@@ -63,9 +74,9 @@ def main() -> None:
         acc = run / CELL / "acceptance.json"
         original = acc.read_text()
         a = json.loads(original)
-        a["num_spec_tokens"] = 10 ** 6
+        a["num_spec_tokens"] = 10**6
         for src in ("prometheus", "logs"):
-            a[src]["counts"]["accepted_per_position"] = [1] * 10 ** 6
+            a[src]["counts"]["accepted_per_position"] = [1] * 10**6
         acc.write_text(json.dumps(a))
         measure("report: acceptance.json with 10^6 positions", ["report", run, "--out", tmp / "rep"], tmp)
         measure("compare: acceptance.json with 10^6 positions", ["compare", RUN, run, "--resamples", "100"], tmp)
@@ -83,13 +94,16 @@ def main() -> None:
         measure(f"parse: {args.records} records as a table", ["parse", log], tmp)
 
         prom = tmp / "m.prom"
-        prom.write_text((RUN / CELL / "metrics_after.prom").read_text() + "# TYPE vllm:x counter\n"
-                        + "".join(f'vllm:x_total{{a="{i}"}} {i}\n' for i in range(100_000)))
+        prom.write_text(
+            (RUN / CELL / "metrics_after.prom").read_text()
+            + "# TYPE vllm:x counter\n"
+            + "".join(f'vllm:x_total{{a="{i}"}} {i}\n' for i in range(100_000))
+        )
         measure("parse: /metrics with 100k series", ["parse", prom, "--format", "jsonl"], tmp)
         measure("report: /metrics with 100k series", ["report", prom, "--out", tmp / "rep2"], tmp)
 
         cfg = tmp / "c.yaml"
-        cfg.write_text(f"name: x\nserve: {{model: {tmp}}}\nx: [" + "1, " * 10 ** 6 + "]\n")
+        cfg.write_text(f"name: x\nserve: {{model: {tmp}}}\nx: [" + "1, " * 10**6 + "]\n")
         measure("validate: a 1M-item YAML list", ["validate", cfg], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

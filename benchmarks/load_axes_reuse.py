@@ -24,12 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from specbench.config import parse_study  # noqa: E402
+from specbench.run import store  # noqa: E402
+from specbench.run.cells import expand  # noqa: E402
 from specbench.run.display import QuietDisplay  # noqa: E402
 from specbench.run.groups import GroupedExecutor  # noqa: E402
 from specbench.run.plan import fixture_resolver  # noqa: E402
-from specbench.run.cells import expand  # noqa: E402
 from specbench.run.runner import RunPlan, execute  # noqa: E402
-from specbench.run import store  # noqa: E402
 
 
 class OneServerPerCell:
@@ -40,15 +40,24 @@ class OneServerPerCell:
 
 
 def study(baseline: bool):
-    return parse_study({
-        "name": "reuse",
-        "serve": {"model": "fixture:target", "enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4,
-                  "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3},
-                  "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "log_stats_interval_s": 1},
-        "matrix": {"load:concurrency": [1, 2, 4]},
-        "load": {"num_requests": 8, "max_tokens": 32, "warmup_requests": 2},
-        "baseline": baseline,
-    }, "benchmarks/load_axes_reuse.py")
+    return parse_study(
+        {
+            "name": "reuse",
+            "serve": {
+                "model": "fixture:target",
+                "enforce_eager": True,
+                "max_model_len": 512,
+                "max_num_seqs": 4,
+                "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3},
+                "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+                "log_stats_interval_s": 1,
+            },
+            "matrix": {"load:concurrency": [1, 2, 4]},
+            "load": {"num_requests": 8, "max_tokens": 32, "warmup_requests": 2},
+            "baseline": baseline,
+        },
+        "benchmarks/load_axes_reuse.py",
+    )
 
 
 def run_once(st, run_dir: Path, executor) -> dict:
@@ -56,8 +65,11 @@ def run_once(st, run_dir: Path, executor) -> dict:
     manifest = {"run_id": run_dir.name, "axes": list(st.matrix), "cells": [c.cell_id for c in cells]}
     store.write_manifest(run_dir, manifest)
     t0 = time.monotonic()
-    code = execute(RunPlan(study=st, cells=cells, run_dir=run_dir, run_id=run_dir.name, manifest=manifest),
-                   QuietDisplay(), executor)
+    code = execute(
+        RunPlan(study=st, cells=cells, run_dir=run_dir, run_id=run_dir.name, manifest=manifest),
+        QuietDisplay(),
+        executor,
+    )
     wall = time.monotonic() - t0
     records = [json.loads((run_dir / c.cell_id / "cell.json").read_text()) for c in cells]
     agree = []
@@ -66,9 +78,14 @@ def run_once(st, run_dir: Path, executor) -> dict:
         acc = json.loads(p.read_text()) if p.exists() else {}
         ag = acc.get("agreement") or {}
         agree.append(bool(ag.get("logs_vs_prometheus")) and ag.get("per_request_vs_prometheus") in (True, None))
-    return {"exit": code, "cells": len(cells), "servers": len({r.get("pid") for r in records}),
-            "wall_s": round(wall, 1), "startup_s": [r["timings"]["startup_s"] for r in records],
-            "counts_agree": all(agree)}
+    return {
+        "exit": code,
+        "cells": len(cells),
+        "servers": len({r.get("pid") for r in records}),
+        "wall_s": round(wall, 1),
+        "startup_s": [r["timings"]["startup_s"] for r in records],
+        "counts_agree": all(agree),
+    }
 
 
 def main() -> None:
@@ -82,8 +99,10 @@ def main() -> None:
         grouped = run_once(st, where / "grouped", GroupedExecutor())
         per_cell = run_once(st, where / "per-cell", OneServerPerCell())
     print(json.dumps({"grouped": grouped, "one_server_per_cell": per_cell}, indent=1))
-    print(f"servers started: {grouped['servers']} vs {per_cell['servers']}; wall time {grouped['wall_s']} s vs "
-          f"{per_cell['wall_s']} s ({grouped['wall_s'] / per_cell['wall_s']:.0%})")
+    print(
+        f"servers started: {grouped['servers']} vs {per_cell['servers']}; wall time {grouped['wall_s']} s vs "
+        f"{per_cell['wall_s']} s ({grouped['wall_s'] / per_cell['wall_s']:.0%})"
+    )
 
 
 if __name__ == "__main__":

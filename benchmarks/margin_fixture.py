@@ -33,11 +33,12 @@ def measure(kind: str, tokens: int, n_prompts: int | None) -> dict:
             text = tok.apply_chat_template(p.messages, add_generation_prompt=True, tokenize=False)
             ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
             n = ids.shape[1]
-            seq = f32.generate(ids, max_new_tokens=tokens, do_sample=False, eos_token_id=None,
-                               pad_token_id=tok.eos_token_id)
+            seq = f32.generate(
+                ids, max_new_tokens=tokens, do_sample=False, eos_token_id=None, pad_token_id=tok.eos_token_id
+            )
             # teacher forcing: both dtypes score the float32 greedy text at every generated position
-            lf = f32(seq).logits[0, n - 1:-1].float()
-            lb = b16(seq).logits[0, n - 1:-1].float()
+            lf = f32(seq).logits[0, n - 1 : -1].float()
+            lb = b16(seq).logits[0, n - 1 : -1].float()
             top = lf.topk(2, dim=-1)
             i1, i2 = top.indices[:, 0], top.indices[:, 1]
             assert torch.equal(i1, seq[0, n:])
@@ -50,11 +51,17 @@ def measure(kind: str, tokens: int, n_prompts: int | None) -> dict:
             first_flip.append(int(flipped[0]) if len(flipped) else None)
     m, e = torch.tensor(margins), torch.tensor(errors)
     return {
-        "kind": kind, "prompts": len(prompts), "steps": len(margins),
-        "margin_min": float(m.min()), "margin_p01": float(m.quantile(0.01)), "margin_median": float(m.median()),
-        "rounding_err_max": float(e.max()), "rounding_err_p99": float(e.quantile(0.99)),
+        "kind": kind,
+        "prompts": len(prompts),
+        "steps": len(margins),
+        "margin_min": float(m.min()),
+        "margin_p01": float(m.quantile(0.01)),
+        "margin_median": float(m.median()),
+        "rounding_err_max": float(e.max()),
+        "rounding_err_p99": float(e.quantile(0.99)),
         "steps_margin_below_2x_max_err": int((m < 2 * e.max()).sum()),
-        "bf16_flips": flips, "prompts_with_a_flip": sum(f is not None for f in first_flip),
+        "bf16_flips": flips,
+        "prompts_with_a_flip": sum(f is not None for f in first_flip),
     }
 
 

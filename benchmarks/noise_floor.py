@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import argparse
 import io
-import math
 import json
+import math
 import re
 import subprocess
 import sys
@@ -39,9 +39,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # The committed runs of one load (20 requests, concurrency 4, 64 tokens, the heads fixture): three
 # studies on the 2-core Intel VM on 2026-12-03 (13:23, 16:00, 16:22 UTC) and today's default-study
 # baseline (AMD EPYC, 2026-12-04; no same-machine partner among the committed runs).
-DEFAULT_RUNS = ["52278e8:results/baselines/cpu-default", "results/baselines/cpu-head-variants",
-                "results/baselines/cpu-head-variants-mtp", "results/baselines/cpu-seed-questions",
-                "results/baselines/cpu-default", "results/baselines/cpu-k-sweep"]
+DEFAULT_RUNS = [
+    "52278e8:results/baselines/cpu-default",
+    "results/baselines/cpu-head-variants",
+    "results/baselines/cpu-head-variants-mtp",
+    "results/baselines/cpu-seed-questions",
+    "results/baselines/cpu-default",
+    "results/baselines/cpu-k-sweep",
+]
 METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s", "speedup")
 # head -> shipped (output_norm, pos0_mask), as specbench/plugin/switches.py
 SHIPPED = {"eagle": ("on", "off"), "deepseek_mtp": ("on", "on")}
@@ -64,8 +69,10 @@ def identity(cell: dict, manifest: dict) -> tuple:
     argv, env = " ".join(cell.get("argv") or []), cell.get("env") or {}
     machine = manifest.get("machine") or {}
     load = dict((manifest.get("resolved_config") or {}).get("load") or {})
-    load = tuple((k, json.dumps(load.get(k))) for k in ("driver", "num_requests", "concurrency", "max_tokens",
-                                                         "temperature", "seed", "prompts"))
+    load = tuple(
+        (k, json.dumps(load.get(k)))
+        for k in ("driver", "num_requests", "concurrency", "max_tokens", "temperature", "seed", "prompts")
+    )
     model = re.search(r"serve (\S+)", argv)
     if cell.get("is_baseline"):
         server = ("baseline",)
@@ -74,8 +81,12 @@ def identity(cell: dict, manifest: dict) -> tuple:
         method = method.group(1) if method else "?"
         k = re.search(r'"num_speculative_tokens":(\d+)', argv)
         norm, mask = SHIPPED.get(method, ("?", "?"))
-        server = (method, k.group(1) if k else "?", env.get("SPECBENCH_OUTPUT_NORM", norm),
-                  env.get("SPECBENCH_POS0_MASK", mask))
+        server = (
+            method,
+            k.group(1) if k else "?",
+            env.get("SPECBENCH_OUTPUT_NORM", norm),
+            env.get("SPECBENCH_POS0_MASK", mask),
+        )
     mla = "off" if env.get("VLLM_MLA_DISABLE") == "1" else "on"
     return (machine.get("hostname"), machine.get("cpu_model"), load, model.group(1) if model else "?", mla, server)
 
@@ -100,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", default=DEFAULT_RUNS)
-    ap.add_argument("--write", type=Path, metavar="FILE",
-                    help="write the worst harm per metric, rounded up to 10 points, as a --noise-floor file")
+    ap.add_argument(
+        "--write",
+        type=Path,
+        metavar="FILE",
+        help="write the worst harm per metric, rounded up to 10 points, as a --noise-floor file",
+    )
     args = ap.parse_args(argv)
     worst: dict[str, tuple[float, str]] = {}
     seen: dict[str, list[float]] = {m: [] for m in METRICS}
@@ -111,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in cells:
         groups.setdefault(c[0], []).append(c)
     print(f"{'cell (baseline run -> candidate run)':78s} " + " ".join(f"{m:>17s}" for m in METRICS) + "  AL")
-    for ident, members in groups.items():
+    for _ident, members in groups.items():
         for (_, bc, br, bl), (_, cc, cr, cl) in permutations(members, 2):
             rows = {r.name: r for r in compare_cell(bc, cc, refs=(br, cr), n_resamples=200).rows}
             ratios = []
@@ -128,8 +143,11 @@ def main(argv: list[str] | None = None) -> int:
                 ratios.append(f"{r.base:7.4g}->{ratio:5.2f}x")
             al = rows.get("mean_acceptance_length")
             al_text = "-" if al is None else f"{al.base:.4f}/{al.cand:.4f}"
-            print(f"{bl[:16]} {bc.name[:26]:26s} -> {cl[:16]} {cc.name[:16]:16s} " + " ".join(
-                f"{x:>17s}" for x in ratios) + f"  {al_text}")
+            print(
+                f"{bl[:16]} {bc.name[:26]:26s} -> {cl[:16]} {cc.name[:16]:16s} "
+                + " ".join(f"{x:>17s}" for x in ratios)
+                + f"  {al_text}"
+            )
     print("\nworst harm per metric over every ordered same-config, same-machine pair:")
     for m in METRICS:
         if m not in worst:
@@ -140,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         change = (harm - 1) if up else (1 / harm - 1)
         print(f"  {m}: {change * 100:+.0f}% ({len(seen[m])} ordered pairs; {where})")
     if args.write is not None:
-        lines = ["# specbench compare --noise-floor: worst same-config rerun on one machine, rounded up to 10 points",
-                 f"# (benchmarks/noise_floor.py {' '.join(args.runs)})"]
+        lines = [
+            "# specbench compare --noise-floor: worst same-config rerun on one machine, rounded up to 10 points",
+            f"# (benchmarks/noise_floor.py {' '.join(args.runs)})",
+        ]
         for m, (harm, _) in worst.items():
             change = (harm - 1) if not REGISTRY[m].higher_is_better else (1 / harm - 1)
             step = math.ceil(abs(change) * 10 + 1e-9) * 10  # percentage points, rounded up

@@ -48,8 +48,12 @@ def time_specbench(cfg: Path, tmp: Path, modelinfos: Path) -> tuple[float, float
     """(wall s, the cell's start-up s as specbench recorded it)."""
     env = dict(os.environ, SPECBENCH_MODELINFOS_DIR=str(modelinfos))
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(tmp / "res"),
-                        "--quiet"], capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(tmp / "res"), "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"specbench run failed ({r.returncode}):\n{r.stderr[-2000:]}")
@@ -74,9 +78,18 @@ def time_direct(cfg: Path, tmp: Path, cache_root: Path, load: bool = True) -> tu
     t0 = time.perf_counter()
     with VLLMServer(cell.args, env, tmp / "direct.log", state_dir=tmp / "direct-state") as server:
         if load:
-            run_load(server.url, cell.args[0], prompts,
-                     LoadSpec(num_requests=ld.num_requests + ld.warmup_requests, concurrency=ld.concurrency,
-                              max_tokens=ld.max_tokens, temperature=ld.temperature, seed=ld.seed))
+            run_load(
+                server.url,
+                cell.args[0],
+                prompts,
+                LoadSpec(
+                    num_requests=ld.num_requests + ld.warmup_requests,
+                    concurrency=ld.concurrency,
+                    max_tokens=ld.max_tokens,
+                    temperature=ld.temperature,
+                    seed=ld.seed,
+                ),
+            )
     assert server.startup_s is not None
     return time.perf_counter() - t0, server.startup_s
 
@@ -99,14 +112,21 @@ def main() -> None:
             wall, start = time_direct(cfg, tmp / f"d{i}", user_cache)
             direct.append(wall)
             direct_start.append(start)
-            print(f"repeat {i}: specbench run {sb[-1]:.1f} s (start-up {sb_start[-1]:.1f} s), "
-                  f"warm vllm serve start+load {direct[-1]:.1f} s (start-up {direct_start[-1]:.1f} s)", flush=True)
+            print(
+                f"repeat {i}: specbench run {sb[-1]:.1f} s (start-up {sb_start[-1]:.1f} s), "
+                f"warm vllm serve start+load {direct[-1]:.1f} s (start-up {direct_start[-1]:.1f} s)",
+                flush=True,
+            )
     s, dd = min(sb), min(direct)
     ss, ds = min(sb_start), min(direct_start)
-    print(f"start-up: cold {cold:.1f} s, warm by hand {ds:.1f} s, specbench cell {ss:.1f} s "
-          f"({100 * (ss - ds) / ds:+.1f}% vs by hand; target within 10%)")
-    print(f"specbench run (1 cell): {s:.1f} s; warm vLLM start + same load directly: {dd:.1f} s; "
-          f"overhead {100 * (s - dd) / dd:.1f}% (target <= 10%)")
+    print(
+        f"start-up: cold {cold:.1f} s, warm by hand {ds:.1f} s, specbench cell {ss:.1f} s "
+        f"({100 * (ss - ds) / ds:+.1f}% vs by hand; target within 10%)"
+    )
+    print(
+        f"specbench run (1 cell): {s:.1f} s; warm vLLM start + same load directly: {dd:.1f} s; "
+        f"overhead {100 * (s - dd) / dd:.1f}% (target <= 10%)"
+    )
 
 
 if __name__ == "__main__":

@@ -39,13 +39,15 @@ def cases(n: int) -> dict[str, str]:
     many = ", ".join(["0.500"] * 300)
     return {
         "10^6 positions": PREFIX + "Mean acceptance length: 2.70, Accepted: 5 tokens, Drafted: 9 tokens, "
-                          "Per-position acceptance rate: " + "0.5, " * (n // 5) + "Avg Draft acceptance rate: 5.0%\n",
+        "Per-position acceptance rate: " + "0.5, " * (n // 5) + "Avg Draft acceptance rate: 5.0%\n",
         "commas": PREFIX + "Mean acceptance length: 2.70" + "," * n + "\n",
         "name: pairs": PREFIX + "Mean acceptance length: 2.70, " + "a:" * (n // 2) + "\n",
         "summary label + spaces": "num_drafts" + " " * n + "x\n",
         "Engine + zeros": "Engine " + "0" * n + " Avg prompt throughput: 1\n",
-        "10k lines over the position cap": (PREFIX + "Accepted: 5 tokens, Per-position acceptance rate: " + many
-                                            + ", Avg Draft acceptance rate: 5.0%\n") * max(1, n // 1600),
+        "10k lines over the position cap": (
+            PREFIX + "Accepted: 5 tokens, Per-position acceptance rate: " + many + ", Avg Draft acceptance rate: 5.0%\n"
+        )
+        * max(1, n // 1600),
     }
 
 
@@ -87,23 +89,29 @@ def _grep(path: Path) -> tuple[float, float]:
 
 def _report_rss(path: Path, out: Path, env: dict) -> int:
     """Peak RSS (KB) of `specbench report FILE --out DIR` in its own process."""
-    code = ("import resource, sys\nfrom specbench.cli.main import app\n"
-            "try:\n    app([\"report\", sys.argv[1], \"--out\", sys.argv[2]])\nexcept SystemExit:\n    pass\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import resource, sys\nfrom specbench.cli.main import app\n"
+        'try:\n    app(["report", sys.argv[1], "--out", sys.argv[2]])\nexcept SystemExit:\n    pass\n'
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     res = subprocess.run([sys.executable, "-c", code, str(path), str(out)], capture_output=True, text=True, env=env)
     return int(res.stdout.strip().splitlines()[-1])
 
 
 def _hostile(tmp: Path, n: int, mb: float, env: dict) -> None:
     print(f"hostile inputs of {mb:g} MB; target: each parsed in < 1 s")
-    print(f"{'case':34s} {'grep':>7s} {'parse wall':>11s} {'cpu':>6s} {'x grep':>7s} {'traced peak':>12s} {'RSS':>8s}  recs warns")
+    print(
+        f"{'case':34s} {'grep':>7s} {'parse wall':>11s} {'cpu':>6s} {'x grep':>7s} {'traced peak':>12s} {'RSS':>8s}  recs warns"
+    )
     for name, text in cases(n).items():
         path = tmp / "hostile.log"
         path.write_text(text)
         g_wall, g_cpu = _grep(path)
         r = _run([sys.executable, "-c", CHILD, str(path)], env)
-        print(f"{name:34s} {g_wall:6.3f}s {r['wall']:10.3f}s {r['cpu']:5.2f}s {r['wall'] / g_wall:6.1f}x "
-              f"{r['traced_peak'] / 1e6:9.1f} MB {r['maxrss_kb'] / 1024:6.0f} MB  {r['records']:4d} {r['warnings']:5d}")
+        print(
+            f"{name:34s} {g_wall:6.3f}s {r['wall']:10.3f}s {r['cpu']:5.2f}s {r['wall'] / g_wall:6.1f}x "
+            f"{r['traced_peak'] / 1e6:9.1f} MB {r['maxrss_kb'] / 1024:6.0f} MB  {r['records']:4d} {r['warnings']:5d}"
+        )
 
 
 def main() -> None:
@@ -123,26 +131,33 @@ def main() -> None:
 
         print("\n`specbench report` peak RSS above a like-for-like small log, vs the parsed records (target <= 2x)")
         one = tmp / "one.log"
-        one.write_text(PREFIX + "Mean acceptance length: 2.70, Accepted throughput: 1.00 tokens/s, Drafted throughput: "
-                       "2.00 tokens/s, Accepted: 5 tokens, Drafted: 9 tokens, Per-position acceptance rate: 0.500, "
-                       "Avg Draft acceptance rate: 55.6%\n")
+        one.write_text(
+            PREFIX + "Mean acceptance length: 2.70, Accepted throughput: 1.00 tokens/s, Drafted throughput: "
+            "2.00 tokens/s, Accepted: 5 tokens, Drafted: 9 tokens, Per-position acceptance rate: 0.500, "
+            "Avg Draft acceptance rate: 55.6%\n"
+        )
         block = tmp / "block.log"
         write_log(block, 1, "sparse")  # one block: 100 windows of the sparse layout
         sparse = tmp / "sparse.log"
         write_log(sparse, int(args.report_mb * 1e6), "sparse")
         wide = tmp / "wide.log"
-        wide.write_text(PREFIX + "Mean acceptance length: 2.70, Accepted: 5 tokens, Drafted: 9 tokens, "
-                        "Per-position acceptance rate: " + "0.50, " * 100_000 + "Avg Draft acceptance rate: 5.0%\n")
+        wide.write_text(
+            PREFIX + "Mean acceptance length: 2.70, Accepted: 5 tokens, Drafted: 9 tokens, "
+            "Per-position acceptance rate: " + "0.50, " * 100_000 + "Avg Draft acceptance rate: 5.0%\n"
+        )
         for label, path, small, small_name in (
-                (f"sparse server log, {args.report_mb:g} MB", sparse, block, "100-window log"),
-                ("1 MB line, 10^5 positions", wide, one, "one-record log")):
+            (f"sparse server log, {args.report_mb:g} MB", sparse, block, "100-window log"),
+            ("1 MB line, 10^5 positions", wide, one, "one-record log"),
+        ):
             base = _report_rss(small, tmp / "rep0", env)
             size = _run([sys.executable, "-c", RECORDS_SIZE, str(path)], env)
             rss = _report_rss(path, tmp / "rep", env)
             above = (rss - base) * 1024
             ratio = f" = {above / size['bytes']:.2f}x the records" if size["bytes"] > 1e6 else ""
-            print(f"{label:34s} records {size['records']:6d} = {size['bytes'] / 1e6:6.2f} MB; report RSS {rss / 1024:5.0f} MB "
-                  f"({small_name} {base / 1024:.0f} MB): {above / 1e6:+6.2f} MB{ratio}")
+            print(
+                f"{label:34s} records {size['records']:6d} = {size['bytes'] / 1e6:6.2f} MB; report RSS {rss / 1024:5.0f} MB "
+                f"({small_name} {base / 1024:.0f} MB): {above / 1e6:+6.2f} MB{ratio}"
+            )
 
 
 if __name__ == "__main__":

@@ -38,13 +38,19 @@ def write_log(path: Path, size_bytes: int, layout: str = "sparse", seed: int = 0
         t = f"12-02 13:{i % 60:02d}:{(i * 7) % 60:02d}"
         acc, drafted = rng.randint(50, 300), rng.randint(300, 400)
         pos = ", ".join(f"{rng.random():.3f}" for _ in range(3))
-        block.append(f"(APIServer pid=4242) INFO {t} [loggers.py:257] Engine 000: Avg prompt throughput: 12.3 tokens/s, "
-                     f"Avg generation throughput: 301.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%\n")
-        block.append(f"(APIServer pid=4242) INFO {t} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.70, "
-                     f"Accepted throughput: 12.30 tokens/s, Drafted throughput: 20.10 tokens/s, Accepted: {acc} tokens, "
-                     f"Drafted: {drafted} tokens, Per-position acceptance rate: {pos}, Avg Draft acceptance rate: 58.4%\n")
+        block.append(
+            f"(APIServer pid=4242) INFO {t} [loggers.py:257] Engine 000: Avg prompt throughput: 12.3 tokens/s, "
+            f"Avg generation throughput: 301.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%\n"
+        )
+        block.append(
+            f"(APIServer pid=4242) INFO {t} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.70, "
+            f"Accepted throughput: 12.30 tokens/s, Drafted throughput: 20.10 tokens/s, Accepted: {acc} tokens, "
+            f"Drafted: {drafted} tokens, Per-position acceptance rate: {pos}, Avg Draft acceptance rate: 58.4%\n"
+        )
         for _ in range(ACCESS_LINES[layout]):
-            block.append(f'(APIServer pid=4242) INFO:     127.0.0.1:{rng.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+            block.append(
+                f'(APIServer pid=4242) INFO:     127.0.0.1:{rng.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+            )
     chunk = "".join(block).encode()
     written = 0
     with open(path, "wb") as fh:
@@ -78,7 +84,9 @@ def main() -> None:
         cpu: dict[str, list[float]] = {"grep": [], "parse_file": [], "cli": []}
         for _ in range(args.repeats):
             t0, c0 = time.perf_counter(), _children_cpu()
-            grep = subprocess.run(["grep", "-F", "-c", "metrics:", str(log)], capture_output=True, text=True, check=True)
+            grep = subprocess.run(
+                ["grep", "-F", "-c", "metrics:", str(log)], capture_output=True, text=True, check=True
+            )
             times["grep"].append(time.perf_counter() - t0)
             cpu["grep"].append(_children_cpu() - c0)
             t0, c0 = time.perf_counter(), time.process_time()
@@ -88,13 +96,19 @@ def main() -> None:
             if not args.no_cli:
                 with open(os.devnull, "wb") as null:
                     t0, c0 = time.perf_counter(), _children_cpu()
-                    subprocess.run([sys.executable, "-m", "specbench", "parse", "--format", "jsonl", str(log)],
-                                   stdout=null, check=True, env=env)
+                    subprocess.run(
+                        [sys.executable, "-m", "specbench", "parse", "--format", "jsonl", str(log)],
+                        stdout=null,
+                        check=True,
+                        env=env,
+                    )
                     times["cli"].append(time.perf_counter() - t0)
                     cpu["cli"].append(_children_cpu() - c0)
         spec = sum(1 for r in result.records if r.kind == "spec_decode")
-        print(f"log: {size / 1e9:.2f} GB ({args.layout}); grep -F -c 'metrics:' = {grep.stdout.strip()} lines; "
-              f"parsed {spec} spec records; minimum of {args.repeats} runs each; target <= {target}x grep")
+        print(
+            f"log: {size / 1e9:.2f} GB ({args.layout}); grep -F -c 'metrics:' = {grep.stdout.strip()} lines; "
+            f"parsed {spec} spec records; minimum of {args.repeats} runs each; target <= {target}x grep"
+        )
         g_wall, g_cpu = min(times["grep"]), min(cpu["grep"])
         print(f"grep -F -c 'metrics:'            wall {g_wall:6.2f} s          cpu {g_cpu:6.2f} s")
         for name, label in (("parse_file", "parse_file"), ("cli", "specbench parse --format jsonl")):

@@ -39,8 +39,16 @@ def truth(pool: list[Counts]) -> float:
     return jackknife_t(pool).point[KEY]
 
 
-def coverage(pool: list[Counts], target: float, min_requests: int, studies: int, seed: int = 0,
-             batch: int = 1, max_requests: int = 400, **rule) -> tuple[float, float]:
+def coverage(
+    pool: list[Counts],
+    target: float,
+    min_requests: int,
+    studies: int,
+    seed: int = 0,
+    batch: int = 1,
+    max_requests: int = 400,
+    **rule,
+) -> tuple[float, float]:
     """(share of final CIs covering the pooled AL, mean requests sent) over ``studies`` simulated loads."""
     rng = np.random.default_rng(seed)
     al = truth(pool)
@@ -50,11 +58,17 @@ def coverage(pool: list[Counts], target: float, min_requests: int, studies: int,
 
         def send(start: int, n: int) -> Batch:
             new = [pool[j] for j in rng.integers(0, len(pool), n)]
-            units.extend(new)
+            units.extend(new)  # noqa: B023 - used within this iteration
             return Batch([{}] * n, [(f"r{start + i}", u) for i, u in enumerate(new)])
 
-        _, out = run_until(send, {"acceptance_length": target}, max_requests=max_requests, batch=batch,
-                           min_requests=min_requests, **rule)
+        _, out = run_until(
+            send,
+            {"acceptance_length": target},
+            max_requests=max_requests,
+            batch=batch,
+            min_requests=min_requests,
+            **rule,
+        )
         iv = jackknife_t(units)
         lo, hi = iv[KEY]
         hit += lo <= al <= hi
@@ -76,8 +90,10 @@ def main() -> None:
             res = {t: coverage(pool, t, m, args.studies) for t in args.targets}
             worst = min(res, key=lambda t: res[t][0])
             cells = "  ".join(f"±{t:g}: {c:.1%} @{n:.0f}" for t, (c, n) in res.items())
-            print(f"  min_requests {m:3d}: worst {res[worst][0]:.1%} (±{worst:g}, {res[worst][1]:.0f} requests) | {cells}",
-                  flush=True)
+            print(
+                f"  min_requests {m:3d}: worst {res[worst][0]:.1%} (±{worst:g}, {res[worst][1]:.0f} requests) | {cells}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

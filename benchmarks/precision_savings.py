@@ -33,11 +33,13 @@ def stops(rows: list[list[int]], target: float, studies: int, seed: int = 0, cap
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(studies):
+
         def send(start: int, n: int) -> Batch:
             return Batch([{}] * n, [(f"r{start + i}", pool[j]) for i, j in enumerate(rng.integers(0, len(pool), n))])
 
-        _, o = run_until(send, {"acceptance_length": target}, max_requests=cap, batch=10,
-                         min_requests=MIN_REQUESTS_FLOOR)
+        _, o = run_until(
+            send, {"acceptance_length": target}, max_requests=cap, batch=10, min_requests=MIN_REQUESTS_FLOOR
+        )
         out.append(o.requests_sent)
     return np.asarray(out)
 
@@ -56,8 +58,10 @@ def main() -> None:
             print(f"  {c:32s} median {np.median(n):5.0f}  (p10 {p10:4.0f}, p90 {p90:4.0f})")
         fixed = max(np.percentile(n, 90) for n in per.values())
         adaptive = sum(np.median(n) for n in per.values())
-        print(f"  total: precision-driven {adaptive:.0f} (medians) vs fixed N = {fixed:.0f} per cell x {len(per)} = "
-              f"{fixed * len(per):.0f}: {1 - adaptive / (fixed * len(per)):.0%} fewer requests")
+        print(
+            f"  total: precision-driven {adaptive:.0f} (medians) vs fixed N = {fixed:.0f} per cell x {len(per)} = "
+            f"{fixed * len(per):.0f}: {1 - adaptive / (fixed * len(per)):.0%} fewer requests"
+        )
 
 
 if __name__ == "__main__":

@@ -52,18 +52,38 @@ def run_study(config: Path, tmp: Path, share: bool, tag: str) -> dict:
     env = dict(os.environ)
     env["SPECBENCH_MODELINFOS_DIR"] = str(tmp / f"modelinfos-{tag}") if share else "off"
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", str(variant_config(config, tmp, share)),
-                        "--results-dir", str(results), "--quiet"], capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specbench",
+            "run",
+            str(variant_config(config, tmp, share)),
+            "--results-dir",
+            str(results),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"specbench run ({tag}) failed with exit {r.returncode}:\n{r.stderr[-2000:]}")
     cells = [json.loads(p.read_text()) for p in sorted(results.glob("*/*/cell.json"))]
     pids = {c.get("pid") for c in cells}
-    startups = {c.get("pid"): (c.get("server_group") or {}).get("startup_s") or c["timings"]["startup_s"]
-                for c in cells}
+    startups = {
+        c.get("pid"): (c.get("server_group") or {}).get("startup_s") or c["timings"]["startup_s"] for c in cells
+    }
     exact = all(_agrees(p) for p in results.glob("*/*/acceptance.json"))
-    return {"tag": tag, "wall_s": wall, "cells": len(cells), "servers": len(pids),
-            "startup_s": sum(s or 0 for s in startups.values()), "exact": exact}
+    return {
+        "tag": tag,
+        "wall_s": wall,
+        "cells": len(cells),
+        "servers": len(pids),
+        "startup_s": sum(s or 0 for s in startups.values()),
+        "exact": exact,
+    }
 
 
 def main() -> None:
@@ -80,12 +100,17 @@ def main() -> None:
                 tag = f"{'now' if share else 'before'}{i}"
                 row = run_study(args.config, tmp, share, tag)
                 rows.append(row)
-                print(f"{tag:8s} wall {row['wall_s']:7.1f} s  cells {row['cells']}  servers {row['servers']}  "
-                      f"start-ups {row['startup_s']:6.1f} s  counts exact: {row['exact']}", flush=True)
+                print(
+                    f"{tag:8s} wall {row['wall_s']:7.1f} s  cells {row['cells']}  servers {row['servers']}  "
+                    f"start-ups {row['startup_s']:6.1f} s  counts exact: {row['exact']}",
+                    flush=True,
+                )
     before = min(r["wall_s"] for r in rows if r["tag"].startswith("before"))
     now = min(r["wall_s"] for r in rows if r["tag"].startswith("now"))
-    print(f"study {args.config.name}: before {before:.1f} s, now {now:.1f} s: now/before = {now / before:.2f} "
-          f"(target <= 0.60; minimum over {args.repeats} repeat(s) each)")
+    print(
+        f"study {args.config.name}: before {before:.1f} s, now {now:.1f} s: now/before = {now / before:.2f} "
+        f"(target <= 0.60; minimum over {args.repeats} repeat(s) each)"
+    )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,16 @@ from specbench.run.groups import reset_prefix_cache
 from specbench.server import VLLMServer
 
 K = 3
-PROMPTS = ["def parse(path):", "What does the json module do?", "class Config:", "for key, value in items:",
-           "Explain a dataclass.", "raise ValueError(", "import os\nimport sys\n", "return self._data"]
+PROMPTS = [
+    "def parse(path):",
+    "What does the json module do?",
+    "class Config:",
+    "for key, value in items:",
+    "Explain a dataclass.",
+    "raise ValueError(",
+    "import os\nimport sys\n",
+    "return self._data",
+]
 VARIANTS = [(n, m) for n in ("on", "logits-only", "off") for m in (False, True)]
 
 
@@ -49,21 +57,41 @@ def _args(method: str) -> list[str]:
     target = resolve_fixture_ref("fixture:heads-target", build=True)
     draft = target if method == "deepseek_mtp" else resolve_fixture_ref("fixture:heads-draft", build=True)
     spec = json.dumps({"method": method, "model": draft, "num_speculative_tokens": K})
-    return [target, "--max-model-len", "512", "--max-num-seqs", "4", "--dtype", "bfloat16",
-            "--speculative-config", spec, "--served-model-name", "tiny"]
+    return [
+        target,
+        "--max-model-len",
+        "512",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--speculative-config",
+        spec,
+        "--served-model-name",
+        "tiny",
+    ]
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
-    return {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0", ATTEST_VAR: "1",
-            "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu"), **extra}
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_MLA_DISABLE": "0",
+        ATTEST_VAR: "1",
+        "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu"),
+        **extra,
+    }
 
 
 def _load(server) -> tuple[int, ...]:
     before = prometheus_counts(server.scrape_metrics())
     with httpx.Client(base_url=server.url, timeout=300) as client:
         for prompt in PROMPTS:
-            body = {"model": "tiny", "messages": [{"role": "user", "content": prompt}], "max_tokens": 48,
-                    "temperature": 0}
+            body = {
+                "model": "tiny",
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": 48,
+                "temperature": 0,
+            }
             client.post("/v1/chat/completions", json=body).raise_for_status()
     diff = diff_counts(prometheus_counts(server.scrape_metrics()), before)
     return (diff.num_drafts, *diff.accepted_per_position)
@@ -111,19 +139,28 @@ def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:
             reset_prefix_cache(server)
             switched[(norm, mask)] = _load(server)
     same = True
-    print(f"\n{method}: cold start of the switchable server {cold_s:.1f} s; switch median "
-          f"{statistics.median(switch_s) * 1000:.1f} ms, max {max(switch_s) * 1000:.1f} ms; "
-          f"worst switch / cold start = {max(switch_s) / cold_s:.5%}", flush=True)
+    print(
+        f"\n{method}: cold start of the switchable server {cold_s:.1f} s; switch median "
+        f"{statistics.median(switch_s) * 1000:.1f} ms, max {max(switch_s) * 1000:.1f} ms; "
+        f"worst switch / cold start = {max(switch_s) / cold_s:.5%}",
+        flush=True,
+    )
     print(f"{'variant':<22} {'switched (drafts, p0..p2)':<28} {'fresh':<28} same")
     for norm, mask in VARIANTS:
         cell = {ENV_VAR: norm, POS0_MASK_VAR: "on" if mask else "off"}
-        with _serve(_args(method), _env({**cell, **plugin_env(cell, method)}),
-                        work / method / f"fresh-{norm}-{mask}" / "server.log") as server:
+        with _serve(
+            _args(method),
+            _env({**cell, **plugin_env(cell, method)}),
+            work / method / f"fresh-{norm}-{mask}" / "server.log",
+        ) as server:
             fresh = _load(server)
         ok = fresh == switched[(norm, mask)]
         same &= ok
-        print(f"{norm + ' / mask ' + ('on' if mask else 'off'):<22} {switched[(norm, mask)]!s:<28} "
-              f"{fresh!s:<28} {'yes' if ok else 'NO'}", flush=True)
+        print(
+            f"{norm + ' / mask ' + ('on' if mask else 'off'):<22} {switched[(norm, mask)]!s:<28} "
+            f"{fresh!s:<28} {'yes' if ok else 'NO'}",
+            flush=True,
+        )
     return same, cold_s, switch_s
 
 

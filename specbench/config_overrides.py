@@ -31,8 +31,9 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = load_yaml(raw) if raw.strip() else ""
     except Exception as exc:  # noqa: BLE001 - any YAML problem is the user's value
         # The value is not echoed: it may be a token (--set serve.env.HF_TOKEN=...).
-        raise ConfigError(f"--set {key}: the value is not valid YAML ({str(exc).splitlines()[0]}); "
-                          "quote a text value") from None
+        raise ConfigError(
+            f"--set {key}: the value is not valid YAML ({str(exc).splitlines()[0]}); quote a text value"
+        ) from None
     return key.split("."), value
 
 
@@ -66,8 +67,9 @@ def apply_overrides(data: Any, overrides: Sequence[str]) -> Any:
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise ConfigError(f"--set {'.'.join(path)}: {'.'.join(path[:i + 1])} is not a mapping in the "
-                                  "config; set it whole")
+                raise ConfigError(
+                    f"--set {'.'.join(path)}: {'.'.join(path[: i + 1])} is not a mapping in the config; set it whole"
+                )
             node = child
         node[path[-1]] = value
     return out

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 # Exit codes, the one definition (README "Exit codes"; the CLI and the executors use these names).
 EXIT_OK = 0
-EXIT_REGRESSION = 1      # compare: a gate failed
-EXIT_USAGE = 2           # bad input, config or flag: a SpecbenchError, one line naming what to fix
-EXIT_FAILED_CELLS = 3    # run: some cells failed (the others are saved)
-EXIT_INCONCLUSIVE = 3    # compare: no gate failed but some checks are inconclusive
-EXIT_INTERRUPTED = 130   # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention)
+EXIT_REGRESSION = 1  # compare: a gate failed
+EXIT_USAGE = 2  # bad input, config or flag: a SpecbenchError, one line naming what to fix
+EXIT_FAILED_CELLS = 3  # run: some cells failed (the others are saved)
+EXIT_INCONCLUSIVE = 3  # compare: no gate failed but some checks are inconclusive
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention)
 
 
 class SpecbenchError(Exception):

@@ -67,9 +67,16 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check the path",
-               fix: str = "check the path and its permissions", error: type[Exception] = InputError,
-               regular_only: bool = False, max_bytes: int | None = None) -> bytes:
+def read_bytes(
+    path: Path | str,
+    what: str = "file",
+    *,
+    missing: str = "check the path",
+    fix: str = "check the path and its permissions",
+    error: type[Exception] = InputError,
+    regular_only: bool = False,
+    max_bytes: int | None = None,
+) -> bytes:
     """The bytes of ``path``; for anything unreadable one line naming the file, raised as ``error``:
     ``<path>: <what> not found; <missing>`` or ``<path>: cannot read <what> (<why>); <fix>``.
 
@@ -85,8 +92,10 @@ def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check th
                 raise error(f"{path}: cannot read {what} (not a regular file: a FIFO, device or socket); {fix}")
             size = os.fstat(fd).st_size
             if max_bytes is not None and size > max_bytes:
-                raise error(f"{path}: {what} of {size:,} bytes is over the limit of {max_bytes:,} bytes "
-                            f"(no run writes one that large: a damaged or foreign file); {fix}")
+                raise error(
+                    f"{path}: {what} of {size:,} bytes is over the limit of {max_bytes:,} bytes "
+                    f"(no run writes one that large: a damaged or foreign file); {fix}"
+                )
             return fh.read()
     except FileNotFoundError:
         raise error(f"{path}: {what} not found; {missing}") from None
@@ -94,13 +103,20 @@ def read_bytes(path: Path | str, what: str = "file", *, missing: str = "check th
         raise error(f"{path}: cannot read {what} ({exc.strerror or exc}); {fix}") from None
 
 
-def read_text(path: Path | str, what: str = "file", *, missing: str = "check the path",
-              fix: str = "check the path and its permissions", error: type[Exception] = InputError,
-              errors: str = "strict", regular_only: bool = False, max_bytes: int | None = None) -> str:
+def read_text(
+    path: Path | str,
+    what: str = "file",
+    *,
+    missing: str = "check the path",
+    fix: str = "check the path and its permissions",
+    error: type[Exception] = InputError,
+    errors: str = "strict",
+    regular_only: bool = False,
+    max_bytes: int | None = None,
+) -> str:
     """:func:`read_bytes` decoded as UTF-8 (``errors`` as for ``bytes.decode``); text that is not
     UTF-8 is refused like an unreadable file."""
-    data = read_bytes(path, what, missing=missing, fix=fix, error=error, regular_only=regular_only,
-                      max_bytes=max_bytes)
+    data = read_bytes(path, what, missing=missing, fix=fix, error=error, regular_only=regular_only, max_bytes=max_bytes)
     try:
         return data.decode("utf-8", errors)
     except UnicodeDecodeError:
@@ -170,9 +186,12 @@ def marked_incomplete(out_dir: Path, command: str) -> Iterator[None]:
     atomic, but a set cut short (Ctrl-C, SIGTERM, SIGHUP, a full disk) would otherwise look whole:
     summary.md beside last time's figures, or no figures at all, with nothing to say so."""
     marker = Path(out_dir) / INCOMPLETE
-    atomic_write_text(marker, f"specbench {command} was writing this directory and did not finish (interrupted or "
-                              "failed): the files here are a partial set, some may be from an earlier run. Run the "
-                              "command again; this file is removed when every output is written.\n")
+    atomic_write_text(
+        marker,
+        f"specbench {command} was writing this directory and did not finish (interrupted or "
+        "failed): the files here are a partial set, some may be from an earlier run. Run the "
+        "command again; this file is removed when every output is written.\n",
+    )
     yield
     marker.unlink(missing_ok=True)
 
@@ -195,8 +214,13 @@ MAX_JSON_BYTES = 32 * 1024 * 1024
 def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, Any]:
     """Read a file written by :func:`save_json`, refusing truncated, corrupt or other-version files."""
     path = Path(path)
-    text = read_text(path, missing="is this a specbench run directory?", fix="re-run the cell or restore the file",
-                     regular_only=True, max_bytes=MAX_JSON_BYTES)
+    text = read_text(
+        path,
+        missing="is this a specbench run directory?",
+        fix="re-run the cell or restore the file",
+        regular_only=True,
+        max_bytes=MAX_JSON_BYTES,
+    )
     try:
         data = loads_json(text)
     except json.JSONDecodeError as exc:

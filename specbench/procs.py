@@ -53,8 +53,12 @@ def gpu_pids(nvidia_smi: str | None = None) -> set[int] | None:
     if not exe:
         return None
     try:
-        out = subprocess.run([exe, "--query-compute-apps=pid", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [exe, "--query-compute-apps=pid", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:

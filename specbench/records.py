@@ -42,6 +42,7 @@ R = TypeVar("R", bound="Record")
 
 class Record(BaseModel):
     """Base of every record: unknown keys kept, strict types, dump = what was set."""
+
     model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True)
 
     # Checked by specbench.io.load_json (refuses other versions) and written first by save_json.
@@ -75,6 +76,7 @@ _UNION_TAG = re.compile(r"^(int|float|str|bool|list|dict|none|[a-z-]+\[.*\])$")
 # -- counts --------------------------------------------------------------------------------------
 class CountsRecord(Record):
     """A ``counts`` object: a :class:`~specbench.analysis.counts.Counts` as written."""
+
     num_drafts: StrictInt
     draft_tokens: StrictInt
     accepted_tokens: StrictInt
@@ -87,10 +89,15 @@ class CountsRecord(Record):
         return None if c is None else cls.model_validate(c.to_dict())
 
     def counts(self, origin: str | None = None) -> Counts:
-        return Counts(num_drafts=self.num_drafts, draft_tokens=self.draft_tokens,
-                      accepted_tokens=self.accepted_tokens,
-                      accepted_per_position=None if self.accepted_per_position is None else list(self.accepted_per_position),
-                      num_spec_tokens=self.num_spec_tokens, derived=tuple(self.derived), origin=origin)
+        return Counts(
+            num_drafts=self.num_drafts,
+            draft_tokens=self.draft_tokens,
+            accepted_tokens=self.accepted_tokens,
+            accepted_per_position=None if self.accepted_per_position is None else list(self.accepted_per_position),
+            num_spec_tokens=self.num_spec_tokens,
+            derived=tuple(self.derived),
+            origin=origin,
+        )
 
 
 class Total(Record):
@@ -135,6 +142,7 @@ class CI(Record):
 
 class Acceptance(Record):
     """``acceptance.json``: one cell's counts from three sources, their agreement, derived figures, CI."""
+
     definition: Optional[StrictStr] = None
     num_spec_tokens: Optional[K] = None
     baseline: Optional[StrictBool] = None  # baseline cells only (no speculation)
@@ -187,6 +195,7 @@ class Timings(Record):
 
 class CellRecord(Record):
     """``cell.json``: what ran, how it ended, and where. Field order is the file's key order."""
+
     cell_id: StrictStr
     axes: dict[str, Optional[Scalar]] = Field(default_factory=dict)
     repeat: Optional[StrictInt] = None
@@ -227,6 +236,7 @@ class Manifest(Record):
 
     The runner keeps the manifest as the dict plan.py built and updates it; store validates it
     through this model on every write and on load."""
+
     run_id: StrictStr
     specbench_version: Optional[StrictStr] = None
     vllm_version: Optional[StrictStr] = None
@@ -249,6 +259,7 @@ class Manifest(Record):
 # -- requests ------------------------------------------------------------------------------------
 class SpecDecode(Record):
     """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver)."""
+
     num_spec_tokens: Optional[K] = None
     num_drafts: Optional[StrictInt] = None
     draft_tokens: Optional[StrictInt] = None
@@ -267,15 +278,21 @@ class SpecDecode(Record):
         drafts, drafted, accepted = self.num_drafts, self.draft_tokens, self.accepted_tokens
         if drafts is None or drafted is None or accepted is None:  # not self.complete
             raise ValueError(f"incomplete spec_decode counts{f' ({origin})' if origin else ''}")
-        return Counts(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
-                      accepted_per_position=self.accepted_per_position, num_spec_tokens=self.num_spec_tokens,
-                      origin=origin)
+        return Counts(
+            num_drafts=drafts,
+            draft_tokens=drafted,
+            accepted_tokens=accepted,
+            accepted_per_position=self.accepted_per_position,
+            num_spec_tokens=self.num_spec_tokens,
+            origin=origin,
+        )
 
 
 class RequestRecord(Record):
     """One line of ``requests.jsonl`` (built-in driver, llmperf or ``vllm bench serve`` rows).
 
     Readers tag rows with the cell's repeat under ``_repeat`` (never written)."""
+
     model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True, populate_by_name=True)
 
     id: Optional[Union[StrictInt, StrictStr]] = None
@@ -342,16 +359,19 @@ def diff_counts(after: Counts | None, before: Counts | None) -> Counts | None:
     if after.accepted_per_position is not None:
         b = before.accepted_per_position or [0] * len(after.accepted_per_position)
         pos = [x - y for x, y in zip(after.accepted_per_position, b)]
-    return Counts(num_drafts=after.num_drafts - before.num_drafts,
-                  draft_tokens=after.draft_tokens - before.draft_tokens,
-                  accepted_tokens=after.accepted_tokens - before.accepted_tokens,
-                  accepted_per_position=pos, num_spec_tokens=after.num_spec_tokens or before.num_spec_tokens)
+    return Counts(
+        num_drafts=after.num_drafts - before.num_drafts,
+        draft_tokens=after.draft_tokens - before.draft_tokens,
+        accepted_tokens=after.accepted_tokens - before.accepted_tokens,
+        accepted_per_position=pos,
+        num_spec_tokens=after.num_spec_tokens or before.num_spec_tokens,
+    )
 
 
 def request_units(requests: list[RequestRecord] | list[dict[str, Any]]) -> list[Counts] | None:
     """One Counts per successful request with spec-decode data; None when any lacks it."""
     units = []
-    for req in requests_of(requests):
+    for req in requests_of(requests):  # type: ignore[arg-type]  # RequestRecords pass through as they are
         if req.error:
             continue
         if req.spec_decode is None or not req.spec_decode.complete:

@@ -46,10 +46,13 @@ REDACTED = "***"
 # Full vLLM flag name -> (shortest unambiguous abbreviation vLLM accepts, nargs).
 VLLM_SECRET_FLAGS = {"--api-key": ("--api-k", "+"), "--hf-token": ("--hf-t", "?")}
 _OTHER_SECRET_FLAG = re.compile(
-    r"^--(.*api[-_]?key.*|(.*[-_])?token|.*secret.*|.*password.*|.*passwd.*|.*credentials?)$", re.IGNORECASE)
+    r"^--(.*api[-_]?key.*|(.*[-_])?token|.*secret.*|.*password.*|.*passwd.*|.*credentials?)$", re.IGNORECASE
+)
 _SECRET_ENV = re.compile(
     r"KEY|TOKEN(?!S|IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN"
-    r"|DATABASE_URL", re.IGNORECASE)
+    r"|DATABASE_URL",
+    re.IGNORECASE,
+)
 # A name ending in one of these names a setting about a secret, not the secret (RAY_AUTH_MODE=token,
 # XDG_SESSION_TYPE=tty, API_KEY_ENABLED=1).
 _SETTING_ENV = re.compile(r"_(MODE|TYPE|KIND|CLASS|METHOD|ENABLED?|DISABLED?|LEVEL|PROVIDER|BACKEND)$", re.IGNORECASE)
@@ -94,6 +97,7 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
 def redact_urls(text: str) -> str:
     """``text`` with the user info of every URL in it hidden: ``http://u:pw@h`` becomes
     ``http://u:***@h``, ``https://TOKEN@h`` becomes ``https://***@h``."""
+
     def hide(m: re.Match) -> str:
         user, colon, _ = m.group(2).partition(":")
         return m.group(1) + (f"{user}:{REDACTED}" if colon else REDACTED) + "@"
@@ -162,7 +166,7 @@ def argv_secret_values(argv: list[str]) -> list[str]:
     for start, end in secret_spans(argv):
         if "=" in argv[start]:
             out.append(argv[start].split("=", 1)[1])
-        out.extend(argv[start + 1:end])
+        out.extend(argv[start + 1 : end])
     return out
 
 
@@ -214,8 +218,11 @@ def short_hash(value: Any) -> str:
 
 def shown_axis_value(axis: str, value: Any) -> Any:
     """What an axis value looks like on disk and on screen: secrets as ``sha256:<8 hex>``."""
-    if isinstance(value, bool) or is_hidden_axis_value(value) or (
-            not secret_axis(axis) and not _URL_USERINFO_ANY.search(str(value))):
+    if (
+        isinstance(value, bool)
+        or is_hidden_axis_value(value)
+        or (not secret_axis(axis) and not _URL_USERINFO_ANY.search(str(value)))
+    ):
         return value
     return f"sha256:{short_hash(value)}"
 
@@ -236,8 +243,7 @@ def redact_value(path: tuple[str, ...], value: Any) -> Any:
     config), with what is secret there hidden: ``serve.env`` entries by name or URL, every
     ``extra_args`` as argv, ``matrix`` axis values as their short hashes, any other text's URL
     passwords. Any shape is taken (an unvalidated ``--set`` value, too)."""
-    if path[-1:] == ("extra_args",) and isinstance(value, list) and not any(isinstance(a, (dict, list))
-                                                                             for a in value):
+    if path[-1:] == ("extra_args",) and isinstance(value, list) and not any(isinstance(a, (dict, list)) for a in value):
         shown = redact_argv([str(a) for a in value])
         return [a if s == str(a) else s for a, s in zip(value, shown)]
     scalar = not isinstance(value, (dict, list))

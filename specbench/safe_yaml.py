@@ -53,8 +53,10 @@ class StrictLoader(yaml.SafeLoader):
     def construct_yaml_int(self, node):  # noqa: ANN001
         digits = sum(ch.isdigit() for ch in str(node.value))
         if digits > MAX_INT_DIGITS:
-            raise LimitError(f"an integer of {digits} digits (more than {MAX_INT_DIGITS}); write the intended number",
-                             node.start_mark)
+            raise LimitError(
+                f"an integer of {digits} digits (more than {MAX_INT_DIGITS}); write the intended number",
+                node.start_mark,
+            )
         return super().construct_yaml_int(node)
 
     def construct_document(self, node):  # noqa: ANN001
@@ -73,8 +75,10 @@ class StrictLoader(yaml.SafeLoader):
                 except TypeError:
                     continue  # unhashable: SafeLoader reports it below
                 if first is not key_node:
-                    raise LimitError(f"duplicate key {key!r} (first on line {first.start_mark.line + 1}); "
-                                     "keep one", key_node.start_mark)
+                    raise LimitError(
+                        f"duplicate key {key!r} (first on line {first.start_mark.line + 1}); keep one",
+                        key_node.start_mark,
+                    )
         return super().construct_mapping(node, deep=deep)
 
 
@@ -95,8 +99,9 @@ def _check_expanded_size(root: yaml.Node) -> None:
         children = _children(node)
         if not done:
             if id(node) in open_:
-                raise LimitError("an alias refers to a node that contains it (recursive alias); "
-                                 "write the value out", node.start_mark)
+                raise LimitError(
+                    "an alias refers to a node that contains it (recursive alias); write the value out", node.start_mark
+                )
             open_.add(id(node))
             stack.append((node, True))
             stack.extend((c, False) for c in children if id(c) not in sizes)
@@ -106,11 +111,12 @@ def _check_expanded_size(root: yaml.Node) -> None:
         own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
         chars = own + sum(sizes[id(c)][1] for c in children)
         if values > MAX_NODES:
-            raise LimitError(f"expands to more than {MAX_NODES} values (aliases nested in aliases?)",
-                             node.start_mark)
+            raise LimitError(f"expands to more than {MAX_NODES} values (aliases nested in aliases?)", node.start_mark)
         if chars > MAX_CHARS:
-            raise LimitError(f"expands to more than {MAX_CHARS} characters of text (a long value "
-                             "aliased many times?)", node.start_mark)
+            raise LimitError(
+                f"expands to more than {MAX_CHARS} characters of text (a long value aliased many times?)",
+                node.start_mark,
+            )
         sizes[id(node)] = (values, chars)
 
 
@@ -128,8 +134,7 @@ def load_yaml(text: str) -> Any:
         raise LimitError(f"{len(text)} characters, more than {MAX_TEXT_CHARS}; is this the intended file?")
     line = _flow_too_deep(text)
     if line is not None:
-        raise LimitError(f"brackets nested deeper than {MAX_DEPTH} levels",
-                         yaml.Mark("", 0, line, 0, None, None))
+        raise LimitError(f"brackets nested deeper than {MAX_DEPTH} levels", yaml.Mark("", 0, line, 0, None, None))
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
 
 

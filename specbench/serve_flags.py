@@ -78,7 +78,6 @@ def serve_flags(python: str = sys.executable) -> frozenset[str] | None:
     flags = frozenset(json.loads(line.split(" ", 1)[1]))
     if key is not None:
         try:
-
             try:
                 data = json.loads(cache.read_text(encoding="utf-8"))
             except (OSError, ValueError):

@@ -119,8 +119,9 @@ def pick_port(host: str = "127.0.0.1", port: int | None = None) -> tuple[int, st
     raise ServerError(f"no free port in {port}..{port + 99} on {host}; pass another --port")
 
 
-def server_argv(args: list[str], host: str, port: int | str, python: str = sys.executable,
-                entry_module: str = "specbench.vllm_main") -> list[str]:
+def server_argv(
+    args: list[str], host: str, port: int | str, python: str = sys.executable, entry_module: str = "specbench.vllm_main"
+) -> list[str]:
     """The command line that serves ``args`` (after ``serve``, model first) on ``host:port``; the
     dry-run prints it with a placeholder port."""
     return [python, "-m", entry_module, "serve", *args, "--host", host, "--port", str(port)]
@@ -134,6 +135,7 @@ class VLLMServer:
     and cache (default: ``<log dir>/server-state``). ``share_modelinfos`` links that private cache's
     ``modelinfos/`` to :func:`shared_modelinfos_dir` (False: a cold start, as with an empty cache).
     """
+
     # The module run with ``python -m``; tests point it at a stand-in to exercise failure paths.
     entry_module = "specbench.vllm_main"
 
@@ -217,8 +219,9 @@ class VLLMServer:
             raise
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def start(self) -> None:
@@ -241,8 +244,12 @@ class VLLMServer:
         started = time.monotonic()
         try:
             self._proc = subprocess.Popen(
-                self.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                self.argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         except OSError as exc:
             log_file.close()
@@ -315,9 +322,12 @@ class VLLMServer:
                 except httpx.HTTPError:
                     pass
                 if time.monotonic() > deadline:
-                    raise ServerError(self._failure(
-                        f"vLLM server not healthy after {self.startup_timeout_s:.0f} s "
-                        "(raise startup_timeout_s if the model is large)"))
+                    raise ServerError(
+                        self._failure(
+                            f"vLLM server not healthy after {self.startup_timeout_s:.0f} s "
+                            "(raise startup_timeout_s if the model is large)"
+                        )
+                    )
                 time.sleep(0.5)
 
     def _join_tee(self) -> None:
@@ -342,9 +352,11 @@ class VLLMServer:
             pids = kill_tree(self._proc, self.grace_s)
             held = wait_released(pids, self.release_timeout_s)
             if held:
-                raise ServerError(f"the stopped vLLM server (pid {self._proc.pid}) is not released after "
-                                  f"{self.release_timeout_s:.0f} s: {held}; free them before the next server "
-                                  "starts on the same devices, then resume with specbench run --resume RUN_DIR")
+                raise ServerError(
+                    f"the stopped vLLM server (pid {self._proc.pid}) is not released after "
+                    f"{self.release_timeout_s:.0f} s: {held}; free them before the next server "
+                    "starts on the same devices, then resume with specbench run --resume RUN_DIR"
+                )
         finally:
             if self._proc.returncode is None:
                 log.warning("vLLM server pid %s did not exit after SIGKILL", self._proc.pid)

@@ -75,7 +75,7 @@ def _bind_worker_cores() -> None:
     if not worker or count < 2 or "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
         return
     cores = _allowed_cores()
-    mine = cores[int(worker.removeprefix("gw")) % count::count] if len(cores) >= count else []
+    mine = cores[int(worker.removeprefix("gw")) % count :: count] if len(cores) >= count else []
     if mine:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, mine))
 
@@ -161,13 +161,18 @@ def _run_default_study(results: Path, tmp: Path) -> dict:
     """One real `specbench run configs/default.yaml --quiet`; its record: run dir, exit, or error."""
     proc = subprocess.run(
         [sys.executable, "-m", "specbench", "run", str(DEFAULT_CONFIG), "--results-dir", str(results), "--quiet"],
-        capture_output=True, text=True, timeout=STUDY_TIMEOUT_S, env=vllm_env(tmp), cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=STUDY_TIMEOUT_S,
+        env=vllm_env(tmp),
+        cwd=ROOT,
     )
     runs = [p for p in results.iterdir() if p.is_dir()]
     record = {"exit": proc.returncode, "run_dir": str(runs[0]) if len(runs) == 1 else None, "error": None}
     if proc.returncode not in (0, 3) or len(runs) != 1:
-        record["error"] = (f"specbench run exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
-                           f"stderr:\n{proc.stderr[-3000:]}")
+        record["error"] = (
+            f"specbench run exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+        )
     # --quiet prints only the run directory: the contract scripts rely on.
     elif proc.stdout.strip().splitlines()[-1] != record["run_dir"]:
         record["error"] = f"--quiet printed {proc.stdout[-500:]!r}, not only the run directory {record['run_dir']}"

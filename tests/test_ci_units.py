@@ -34,9 +34,14 @@ POINT_KEYS = {"mean_acceptance_length": "mean_acceptance_length", "draft_accepta
 def _collect_ci(acc: Acceptance):
     """What run/collect.py writes for this cell's stored counts (the CI of acceptance.json)."""
     reqs = [u.counts() for u in acc.per_request.units] if acc.per_request is not None else None
-    rebuilt = build_acceptance(num_spec_tokens=acc.num_spec_tokens, prom=acc.total,
-                               windows=[w.counts() for w in acc.logs.windows], window_warnings=[],
-                               req_units=reqs, per_request_mode="off" if reqs is None else "on")
+    rebuilt = build_acceptance(
+        num_spec_tokens=acc.num_spec_tokens,
+        prom=acc.total,
+        windows=[w.counts() for w in acc.logs.windows],
+        window_warnings=[],
+        req_units=reqs,
+        per_request_mode="off" if reqs is None else "on",
+    )
     return rebuilt.ci
 
 
@@ -116,13 +121,19 @@ def _check_one_interval(run: Path, tmp_path: Path) -> None:
         iv = jackknife_t(units.units)
         assert ci.intervals, cid
         for key, (lo, hi) in ci.intervals.items():
-            assert _close(lo, _num(row[f"{key}_ci_low"])) and _close(hi, _num(row[f"{key}_ci_high"])), \
-                (cid, key, "report", (lo, hi), (row[f"{key}_ci_low"], row[f"{key}_ci_high"]))
+            assert _close(lo, _num(row[f"{key}_ci_low"])) and _close(hi, _num(row[f"{key}_ci_high"])), (
+                cid,
+                key,
+                "report",
+                (lo, hi),
+                (row[f"{key}_ci_low"], row[f"{key}_ci_high"]),
+            )
             assert _close(lo, iv[key][0]) and _close(hi, iv[key][1]), (cid, key, "compare", (lo, hi), iv[key])
             checked += 1
         for metric in shown["metrics"]:
-            key = POINT_KEYS.get(metric["name"]) or (f"p{metric['index']}" if metric["name"].startswith("per_position")
-                                                     else None)
+            key = POINT_KEYS.get(metric["name"]) or (
+                f"p{metric['index']}" if metric["name"].startswith("per_position") else None
+            )
             if key is not None:
                 assert _close(metric["base"], iv.point[key]) and _close(metric["base"], _num(row[key])), (cid, key)
     assert checked > 0, run

@@ -86,7 +86,10 @@ MALFORMED = [
     (_with("baseline", "yes"), "baseline"),
     (_with("executor", "slurm"), "executor"),
     (_with("name", "bad name!"), "name: use letters"),
-    ({**_without("serve.speculative"), "matrix": {"output_norm": ["on"]}}, "matrix.output_norm needs serve.speculative"),
+    (
+        {**_without("serve.speculative"), "matrix": {"output_norm": ["on"]}},
+        "matrix.output_norm needs serve.speculative",
+    ),
     ([1, 2, 3], "expected a mapping at the top level"),
 ]
 
@@ -123,8 +126,11 @@ def test_missing_and_binary_files(tmp_path):
 
 def test_yaml_on_off_booleans_become_strings(tmp_path):
     # YAML 1.1 reads bare on/off as True/False; the axes must still mean "on"/"off".
-    path = _write(tmp_path, "name: t\nserve: {model: 'fixture:target', speculative: {draft: 'fixture:draft'}}\n"
-                            "matrix: {mla: [on, off], output_norm: [off, logits-only]}\nbaseline: true\n")
+    path = _write(
+        tmp_path,
+        "name: t\nserve: {model: 'fixture:target', speculative: {draft: 'fixture:draft'}}\n"
+        "matrix: {mla: [on, off], output_norm: [off, logits-only]}\nbaseline: true\n",
+    )
     study = load_config(path)
     assert study.matrix == {"mla": ["on", "off"], "output_norm": ["off", "logits-only"]}
     assert study.baseline.enabled is True
@@ -153,14 +159,19 @@ def test_packaged_default_is_the_user_facing_copy():
 
 def test_cli_validate_exit_codes_and_no_traceback(tmp_path):
     bad = _write(tmp_path, _with("matrix.mla", ["on", "maybe"]))
-    r = subprocess.run([sys.executable, "-m", "specbench", "validate", str(bad)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "validate", str(bad)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr + r.stdout
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "matrix.mla[1]" in lines[0] and str(bad) in lines[0]
-    good = subprocess.run([sys.executable, "-m", "specbench", "validate", str(ROOT / "configs" / "default.yaml")],
-                          capture_output=True, text=True, timeout=120)
+    good = subprocess.run(
+        [sys.executable, "-m", "specbench", "validate", str(ROOT / "configs" / "default.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert good.returncode == 0, good.stderr
     assert "8 cells" in good.stdout  # 6 speculative + one baseline per MLA value
 

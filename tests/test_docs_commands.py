@@ -25,9 +25,17 @@ REPO_PATH = re.compile(r"^(configs|results/baselines|benchmarks|docs)/[\w./-]+$"
 def _options() -> dict[str, set[str]]:
     group = _command()
     # hidden options are old names kept for old scripts: docs use the current ones
-    return {name: {o for p in cmd.params if not getattr(p, "hidden", False)
-                   for o in (*p.opts, *p.secondary_opts) if o.startswith("--")} | GLOBAL
-            for name, cmd in group.commands.items()}
+    return {
+        name: {
+            o
+            for p in cmd.params
+            if not getattr(p, "hidden", False)
+            for o in (*p.opts, *p.secondary_opts)
+            if o.startswith("--")
+        }
+        | GLOBAL
+        for name, cmd in group.commands.items()
+    }
 
 
 def _code(markdown: str) -> str:
@@ -102,4 +110,5 @@ def test_the_checker_catches_a_flag_that_does_not_exist():
     bad = "specbench run configs/default.yaml --results-dir out\nspecbench compare results/baselines/r1 x\n"
     assert _check(bad, "x", _options()) == [
         "x: specbench run --results-dir: no such option",
-        "x: specbench compare ... results/baselines/r1: no such path in the repository"]
+        "x: specbench compare ... results/baselines/r1: no such path in the repository",
+    ]

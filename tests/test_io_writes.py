@@ -86,8 +86,10 @@ def test_write_errors_name_the_file_asked_for_not_the_temp_file():
 def test_dev_stdout_redirected_to_a_file_keeps_later_output(tmp_path):
     # stdout redirected to a file: replacing the file behind /dev/stdout would send every later
     # line to an unlinked inode (lost); writing through keeps them in order.
-    code = ("import sys; from specbench.io import atomic_write_text; print('before', flush=True); "
-            "atomic_write_text('/dev/stdout', 'report\\n'); print('after', flush=True)")
+    code = (
+        "import sys; from specbench.io import atomic_write_text; print('before', flush=True); "
+        "atomic_write_text('/dev/stdout', 'report\\n'); print('after', flush=True)"
+    )
     out = tmp_path / "out.txt"
     with open(out, "w") as fh:
         r = subprocess.run([sys.executable, "-c", code], stdout=fh, stderr=subprocess.PIPE, text=True, timeout=60)

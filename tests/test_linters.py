@@ -21,8 +21,9 @@ BIN = Path(sys.executable).parent
 def _run(tool: str, *args: str, timeout: float = 300) -> None:
     exe = BIN / tool
     if not exe.exists():
-        pytest.fail(f"{tool} is not installed beside {sys.executable}; install the test extra: "
-                    f"pip install -e '.[test]'")
+        pytest.fail(
+            f"{tool} is not installed beside {sys.executable}; install the test extra: pip install -e '.[test]'"
+        )
     proc = subprocess.run([str(exe), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         pytest.fail(f"{tool} {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}", pytrace=False)

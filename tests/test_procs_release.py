@@ -25,8 +25,10 @@ from specbench.procs import gpu_pids, kill_tree, wait_released
 
 
 def _tree() -> subprocess.Popen:
-    code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
-            "time.sleep(600)")
+    code = (
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        "time.sleep(600)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     deadline = time.monotonic() + 30
     while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
@@ -50,10 +52,12 @@ def _fake_nvidia_smi(tmp_path: Path, lines_per_call: list[str]) -> Path:
     state.write_text("0")
     script = tmp_path / "nvidia-smi"
     outputs = repr(lines_per_call)
-    script.write_text(f"#!{sys.executable}\nimport sys\nassert sys.argv[1:] == ['--query-compute-apps=pid', "
-                      f"'--format=csv,noheader,nounits'], sys.argv\nn = int(open({str(state)!r}).read())\n"
-                      f"out = {outputs}\nprint(out[min(n, len(out) - 1)], end='')\n"
-                      f"open({str(state)!r}, 'w').write(str(n + 1))\n")
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nassert sys.argv[1:] == ['--query-compute-apps=pid', "
+        f"'--format=csv,noheader,nounits'], sys.argv\nn = int(open({str(state)!r}).read())\n"
+        f"out = {outputs}\nprint(out[min(n, len(out) - 1)], end='')\n"
+        f"open({str(state)!r}, 'w').write(str(n + 1))\n"
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return script
 
@@ -87,8 +91,10 @@ def _cuda() -> bool:
 @pytest.mark.skipif(not _cuda() or not shutil.which("nvidia-smi"), reason="needs a CUDA GPU and nvidia-smi")
 def test_a_real_gpu_process_is_listed_then_released():
     """On a GPU machine (run on an H200: the holder is listed, and released 0.02 s after its kill)."""
-    code = ("import time, torch; x = torch.empty(2 * 1024**3, dtype=torch.uint8, device='cuda'); "
-            "print('holding', flush=True); time.sleep(600)")
+    code = (
+        "import time, torch; x = torch.empty(2 * 1024**3, dtype=torch.uint8, device='cuda'); "
+        "print('holding', flush=True); time.sleep(600)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout.readline().strip() == "holding"
     deadline = time.monotonic() + 60

@@ -56,24 +56,35 @@ def test_writers_write_the_keys_a_real_run_has():
     shared_server = ("schema_version", "server_group", "prefix_cache_reset", "head_variant")
     assert list(rec.dump()) == [k for k in written if k not in shared_server]
     c = Counts(10, 30, 12, [7, 4, 1], 3)
-    acc = collect.build_acceptance(num_spec_tokens=3, prom=c, windows=[c], window_warnings=[], req_units=[c, c],
-                                   per_request_mode="auto")
+    acc = collect.build_acceptance(
+        num_spec_tokens=3, prom=c, windows=[c], window_warnings=[], req_units=[c, c], per_request_mode="auto"
+    )
     assert list(acc.dump()) == [k for k in load_json(CELL / "acceptance.json") if k != "schema_version"]
     assert list(acc.dump()["derived"]) == list(load_json(CELL / "acceptance.json")["derived"])
 
 
-@pytest.mark.parametrize("name, damage, field", [
-    ("manifest.json", lambda d: d.update(cells=[1]), "cells[0]"),
-    ("manifest.json", lambda d: d.update(axes="mla"), "axes"),
-    ("cell.json", lambda d: d.update(port="80"), "port"),
-    ("cell.json", lambda d: d.update(exit_status=True), "exit_status"),
-    ("cell.json", lambda d: d["timings"].update(load_s="7.7"), "timings.load_s"),
-    ("acceptance.json", lambda d: d["prometheus"]["counts"].update(num_drafts=True), "prometheus.counts.num_drafts"),
-    ("acceptance.json", lambda d: d.update(prometheus=[1, 2]), "prometheus"),
-    ("acceptance.json", lambda d: d["ci"]["intervals"].update(p0=[0.1]), "ci.intervals.p0"),
-    ("acceptance.json", lambda d: d["logs"]["windows"][0].update(accepted_per_position=[1.5, 2]),
-     "logs.windows[0].accepted_per_position[0]"),
-])
+@pytest.mark.parametrize(
+    "name, damage, field",
+    [
+        ("manifest.json", lambda d: d.update(cells=[1]), "cells[0]"),
+        ("manifest.json", lambda d: d.update(axes="mla"), "axes"),
+        ("cell.json", lambda d: d.update(port="80"), "port"),
+        ("cell.json", lambda d: d.update(exit_status=True), "exit_status"),
+        ("cell.json", lambda d: d["timings"].update(load_s="7.7"), "timings.load_s"),
+        (
+            "acceptance.json",
+            lambda d: d["prometheus"]["counts"].update(num_drafts=True),
+            "prometheus.counts.num_drafts",
+        ),
+        ("acceptance.json", lambda d: d.update(prometheus=[1, 2]), "prometheus"),
+        ("acceptance.json", lambda d: d["ci"]["intervals"].update(p0=[0.1]), "ci.intervals.p0"),
+        (
+            "acceptance.json",
+            lambda d: d["logs"]["windows"][0].update(accepted_per_position=[1.5, 2]),
+            "logs.windows[0].accepted_per_position[0]",
+        ),
+    ],
+)
 def test_a_damaged_file_is_refused_naming_file_and_field(tmp_path, name, damage, field):
     run = tmp_path / "run"
     shutil.copytree(BASELINES[0], run)

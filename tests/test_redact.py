@@ -14,36 +14,56 @@ import yaml
 
 from specbench.errors import ConfigError
 from specbench.redact import (
-    REDACTED, redact_argv, redact_env, scrub_text, secret_axis, secret_values, server_api_key, shown_axis_value,
+    REDACTED,
+    redact_argv,
+    redact_env,
+    scrub_text,
+    secret_axis,
+    secret_values,
+    server_api_key,
+    shown_axis_value,
 )
 
-SECRETS = ["sk-AAAA1111", "sk-BBBB2222", "flagkey-1111", "hf_secretvalue1", "pw-in-url-9", "k1-secret", "k2-secret",
-           "auth_x1234"]
+SECRETS = [
+    "sk-AAAA1111",
+    "sk-BBBB2222",
+    "flagkey-1111",
+    "hf_secretvalue1",
+    "pw-in-url-9",
+    "k1-secret",
+    "k2-secret",
+    "auth_x1234",
+]
 
 
-@pytest.mark.parametrize("argv, shown", [
-    # vLLM's --api-key takes every value up to the next option (nargs='+').
-    (["m", "--api-key", "k1", "k2", "--enforce-eager"], ["m", "--api-key", REDACTED, REDACTED, "--enforce-eager"]),
-    # Abbreviations vLLM's parser accepts (allow_abbrev): --api-k, --hf-t and longer.
-    (["m", "--api-k", "K"], ["m", "--api-k", REDACTED]),
-    (["m", "--hf-tok=T"], ["m", "--hf-tok=***"]),
-    # A bare --hf-token (nargs='?') takes no value when an option follows: that option stays visible.
-    (["m", "--hf-token", "--enforce-eager"], ["m", "--hf-token", "--enforce-eager"]),
-    (["m", "--hf-token", "hf_x", "--max-num-seqs", "4"], ["m", "--hf-token", REDACTED, "--max-num-seqs", "4"]),
-    # --api-server-count shares --api- with --api-key: not a secret.
-    (["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"],
-     ["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"]),
-    (["m", "--client-secret", "s", "--db-password=p"], ["m", "--client-secret", REDACTED, "--db-password=***"]),
-    # A key that looks like an option is still the key: vLLM would read it as one or fail.
-    (["m", "--api-key", "-X", "--enforce-eager"], ["m", "--api-key", REDACTED, "--enforce-eager"]),
-    (["m", "--api-key", "--X"], ["m", "--api-key", REDACTED]),
-    (["m", "--client-token", "-t0k"], ["m", "--client-token", REDACTED]),
-    # Go-style tools spell long options with one dash.
-    (["m", "-api-key", "X", "-tp", "2"], ["m", "-api-key", REDACTED, "-tp", "2"]),
-    # User info in any URL, whatever the flag.
-    (["m", "--otlp-traces-endpoint", "http://u:PW@h:4317"], ["m", "--otlp-traces-endpoint", "http://u:***@h:4317"]),
-    (["m", "--x=https://tok123@h/p"], ["m", "--x=https://***@h/p"]),
-])
+@pytest.mark.parametrize(
+    "argv, shown",
+    [
+        # vLLM's --api-key takes every value up to the next option (nargs='+').
+        (["m", "--api-key", "k1", "k2", "--enforce-eager"], ["m", "--api-key", REDACTED, REDACTED, "--enforce-eager"]),
+        # Abbreviations vLLM's parser accepts (allow_abbrev): --api-k, --hf-t and longer.
+        (["m", "--api-k", "K"], ["m", "--api-k", REDACTED]),
+        (["m", "--hf-tok=T"], ["m", "--hf-tok=***"]),
+        # A bare --hf-token (nargs='?') takes no value when an option follows: that option stays visible.
+        (["m", "--hf-token", "--enforce-eager"], ["m", "--hf-token", "--enforce-eager"]),
+        (["m", "--hf-token", "hf_x", "--max-num-seqs", "4"], ["m", "--hf-token", REDACTED, "--max-num-seqs", "4"]),
+        # --api-server-count shares --api- with --api-key: not a secret.
+        (
+            ["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"],
+            ["m", "--api-server-count", "2", "--max-num-batched-tokens", "512"],
+        ),
+        (["m", "--client-secret", "s", "--db-password=p"], ["m", "--client-secret", REDACTED, "--db-password=***"]),
+        # A key that looks like an option is still the key: vLLM would read it as one or fail.
+        (["m", "--api-key", "-X", "--enforce-eager"], ["m", "--api-key", REDACTED, "--enforce-eager"]),
+        (["m", "--api-key", "--X"], ["m", "--api-key", REDACTED]),
+        (["m", "--client-token", "-t0k"], ["m", "--client-token", REDACTED]),
+        # Go-style tools spell long options with one dash.
+        (["m", "-api-key", "X", "-tp", "2"], ["m", "-api-key", REDACTED, "-tp", "2"]),
+        # User info in any URL, whatever the flag.
+        (["m", "--otlp-traces-endpoint", "http://u:PW@h:4317"], ["m", "--otlp-traces-endpoint", "http://u:***@h:4317"]),
+        (["m", "--x=https://tok123@h/p"], ["m", "--x=https://***@h/p"]),
+    ],
+)
 def test_redact_argv_follows_vllms_parser(argv, shown):
     assert redact_argv(argv) == shown
 
@@ -56,40 +76,70 @@ def test_api_key_of_the_server_is_the_first_key_of_any_spelling():
 
 
 def test_secret_env_names_and_urls_with_user_info():
-    env = {"HF_TOKEN": "a", "OPENAI_API_KEY": "b", "DB_PASSWORD": "c", "DATABASE_URL": "d", "GCP_CREDENTIALS": "e",
-           "HF_AUTH": "f", "MY_SECRET_X": "g", "REDIS_URL": "redis://u:pw@h:6379", "SESSION_COOKIE": "h",
-           "VLLM_MLA_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false", "PLAIN_URL": "http://h/x",
-           "VLLM_MAX_TOKENS_PER_X": "8"}
+    env = {
+        "HF_TOKEN": "a",
+        "OPENAI_API_KEY": "b",
+        "DB_PASSWORD": "c",
+        "DATABASE_URL": "d",
+        "GCP_CREDENTIALS": "e",
+        "HF_AUTH": "f",
+        "MY_SECRET_X": "g",
+        "REDIS_URL": "redis://u:pw@h:6379",
+        "SESSION_COOKIE": "h",
+        "VLLM_MLA_DISABLE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PLAIN_URL": "http://h/x",
+        "VLLM_MAX_TOKENS_PER_X": "8",
+    }
     out = redact_env(env)
     hidden = {k for k, v in out.items() if v == REDACTED}
-    assert hidden == {"HF_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "DATABASE_URL", "GCP_CREDENTIALS", "HF_AUTH",
-                      "MY_SECRET_X", "REDIS_URL", "SESSION_COOKIE"}
+    assert hidden == {
+        "HF_TOKEN",
+        "OPENAI_API_KEY",
+        "DB_PASSWORD",
+        "DATABASE_URL",
+        "GCP_CREDENTIALS",
+        "HF_AUTH",
+        "MY_SECRET_X",
+        "REDIS_URL",
+        "SESSION_COOKIE",
+    }
 
 
 def test_urls_with_user_info_are_hidden_wherever_they_are():
     from specbench.redact import redact_urls, redact_value, url_secrets
 
-    assert redact_urls("see http://u:PW@h:1/x and https://tok@h, not a@b") == "see http://u:***@h:1/x and https://***@h, not a@b"
+    assert (
+        redact_urls("see http://u:PW@h:1/x and https://tok@h, not a@b")
+        == "see http://u:***@h:1/x and https://***@h, not a@b"
+    )
     assert url_secrets("http://u:PW@h https://tok@h http://u:***@h") == ["PW", "tok"]
     assert secret_values({"OTEL": "x http://u:pw-env@h"}, ["m", "--e", "http://u:pw-arg@h"]) == ["pw-env", "pw-arg"]
     assert shown_axis_value("flag:--otlp-traces-endpoint", "http://u:PW@h").startswith("sha256:")
-    data = {"serve": {"model": "https://u:PW@h/m", "env": {"A": "ok"}, "extra_args": ["--api-key", "k"]},
-            "load": {"llmperf": {"extra_args": ["--token", "t"]}}, "matrix": {"flag:--e": ["http://u:PW@h", 3]}}
+    data = {
+        "serve": {"model": "https://u:PW@h/m", "env": {"A": "ok"}, "extra_args": ["--api-key", "k"]},
+        "load": {"llmperf": {"extra_args": ["--token", "t"]}},
+        "matrix": {"flag:--e": ["http://u:PW@h", 3]},
+    }
     assert redact_value((), data) == {
         "serve": {"model": "https://u:***@h/m", "env": {"A": "ok"}, "extra_args": ["--api-key", REDACTED]},
         "load": {"llmperf": {"extra_args": ["--token", REDACTED]}},
-        "matrix": {"flag:--e": [shown_axis_value("flag:--e", "http://u:PW@h"), 3]}}
+        "matrix": {"flag:--e": [shown_axis_value("flag:--e", "http://u:PW@h"), 3]},
+    }
 
 
-@pytest.mark.parametrize("override, shown", [
-    ("serve.env.HF_TOKEN=hf_abcdef", 'serve.env.HF_TOKEN="***"'),
-    ("serve.env={HF_TOKEN: hf_abcdef, A: b}", 'serve.env={"HF_TOKEN": "***", "A": "b"}'),
-    ("serve.extra_args=[--api-key, sk-1, --seed, 1]", 'serve.extra_args=["--api-key", "***", "--seed", 1]'),
-    ("matrix.env:OPENAI_API_KEY=[sk-1]", f'matrix.env:OPENAI_API_KEY=["{shown_axis_value("env:X_KEY", "sk-1")}"]'),
-    ("serve.model=https://u:PW@h/m", 'serve.model="https://u:***@h/m"'),
-    ("serve.env.HF_TOKEN=[hf_abcdef", "serve.env.HF_TOKEN=[hf_abcdef"),  # not YAML: shown nowhere
-    ("load.num_requests=40", "load.num_requests=40"),
-])
+@pytest.mark.parametrize(
+    "override, shown",
+    [
+        ("serve.env.HF_TOKEN=hf_abcdef", 'serve.env.HF_TOKEN="***"'),
+        ("serve.env={HF_TOKEN: hf_abcdef, A: b}", 'serve.env={"HF_TOKEN": "***", "A": "b"}'),
+        ("serve.extra_args=[--api-key, sk-1, --seed, 1]", 'serve.extra_args=["--api-key", "***", "--seed", 1]'),
+        ("matrix.env:OPENAI_API_KEY=[sk-1]", f'matrix.env:OPENAI_API_KEY=["{shown_axis_value("env:X_KEY", "sk-1")}"]'),
+        ("serve.model=https://u:PW@h/m", 'serve.model="https://u:***@h/m"'),
+        ("serve.env.HF_TOKEN=[hf_abcdef", "serve.env.HF_TOKEN=[hf_abcdef"),  # not YAML: shown nowhere
+        ("load.num_requests=40", "load.num_requests=40"),
+    ],
+)
 def test_set_overrides_are_shown_and_stored_with_secrets_hidden(override, shown):
     from specbench.config_overrides import shown_override
 
@@ -117,10 +167,16 @@ def _config(tmp_path: Path) -> Path:
     model.mkdir()
     data = {
         "name": "sec",
-        "serve": {"model": str(model), "per_request_metrics": "off",
-                  "env": {"HF_TOKEN": "hf_secretvalue1", "DATABASE_URL": "postgres://u:pw-in-url-9@h/db",
-                          "HF_AUTH": "auth_x1234"},
-                  "extra_args": ["--api-key", "k1-secret", "k2-secret", "--enforce-eager"]},
+        "serve": {
+            "model": str(model),
+            "per_request_metrics": "off",
+            "env": {
+                "HF_TOKEN": "hf_secretvalue1",
+                "DATABASE_URL": "postgres://u:pw-in-url-9@h/db",
+                "HF_AUTH": "auth_x1234",
+            },
+            "extra_args": ["--api-key", "k1-secret", "k2-secret", "--enforce-eager"],
+        },
         "matrix": {"env:OPENAI_API_KEY": ["sk-AAAA1111", "sk-BBBB2222"], "flag:--hf-token": ["flagkey-1111"]},
         "results_dir": str(tmp_path / "results"),
     }
@@ -163,7 +219,8 @@ def test_secret_axis_values_never_reach_a_path_file_or_table(tmp_path):
     import pandas as pd
 
     assert set(pd.read_parquet(plan.run_dir / "cells.parquet")["OPENAI_API_KEY"]) == {
-        shown_axis_value("env:OPENAI_API_KEY", s) for s in SECRETS[:2]}
+        shown_axis_value("env:OPENAI_API_KEY", s) for s in SECRETS[:2]
+    }
 
 
 def test_dry_run_shows_no_secret(tmp_path, capsys):
@@ -247,7 +304,12 @@ def test_a_mode_like_variable_leaves_stored_logs_readable_and_parseable(tmp_path
     real = (Path(__file__).parent / "analysis" / "data" / "real_v1_server.log").read_text()
     log = tmp_path / "server.log"
     log.write_text(real + "hub login with hf_Ray0Secret99\n")
-    env = {"RAY_AUTH_MODE": "token", "XDG_SESSION_CLASS": "user", "SOME_AUTH": "kerberos", "HF_TOKEN": "hf_Ray0Secret99"}
+    env = {
+        "RAY_AUTH_MODE": "token",
+        "XDG_SESSION_CLASS": "user",
+        "SOME_AUTH": "kerberos",
+        "HF_TOKEN": "hf_Ray0Secret99",
+    }
     assert redact_env(env)["RAY_AUTH_MODE"] == "token" and redact_env(env)["SOME_AUTH"] == REDACTED
     scrub_file(log, secret_values(env, ["m"], include_process_env=True))
     text = log.read_text()

@@ -15,8 +15,13 @@ def test_probe_reads_the_installed_parser_and_caches_it(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path))
     sf.serve_flags.cache_clear()
     flags = sf.serve_flags()
-    assert {"--per-request-spec-decode-metrics", "--speculative-config", "--enforce-eager",
-            "--worker-extension-cls", "--tensor-parallel-size"} <= flags
+    assert {
+        "--per-request-spec-decode-metrics",
+        "--speculative-config",
+        "--enforce-eager",
+        "--worker-extension-cls",
+        "--tensor-parallel-size",
+    } <= flags
     assert "--results-dir" not in flags
     cached = json.loads((tmp_path / "vllm-serve-flags.json").read_text())
     assert list(cached.values()) == [sorted(flags)]

@@ -28,8 +28,9 @@ class StandIn(VLLMServer):
 
 def standin(tmp_path: Path, mode: str, **kw) -> StandIn:
     env = {"PYTHONPATH": str(STANDINS), "SPECBENCH_TEST_API_KEY": "sk-very-secret-value"}
-    return StandIn([mode, "--api-key", "sk-argv-secret"], env, tmp_path / "server.log",
-                   state_dir=tmp_path / "state", **kw)
+    return StandIn(
+        [mode, "--api-key", "sk-argv-secret"], env, tmp_path / "server.log", state_dir=tmp_path / "state", **kw
+    )
 
 
 def _gone(pids: list[int]) -> list[int]:
@@ -155,8 +156,16 @@ def test_redaction_helpers():
     env = redact_env({"HF_TOKEN": "t", "OPENAI_API_KEY": "k", "DB_PASSWORD": "p", "VLLM_MLA_DISABLE": "1"})
     assert env == {"HF_TOKEN": "***", "OPENAI_API_KEY": "***", "DB_PASSWORD": "***", "VLLM_MLA_DISABLE": "1"}
     argv = ["m", "--api-key", "k1", "--hf-token=t1", "--max-num-batched-tokens", "512", "--client-secret", "s"]
-    assert redact_argv(argv) == ["m", "--api-key", "***", "--hf-token=***", "--max-num-batched-tokens", "512",
-                                 "--client-secret", "***"]
+    assert redact_argv(argv) == [
+        "m",
+        "--api-key",
+        "***",
+        "--hf-token=***",
+        "--max-num-batched-tokens",
+        "512",
+        "--client-secret",
+        "***",
+    ]
 
 
 def test_missing_vllm_is_a_dependency_error(tmp_path):

@@ -59,9 +59,12 @@ def test_a_users_cache_root_is_keyed_per_head_variant(tmp_path, monkeypatch):
     shipped keeps the user's root."""
     own = str(tmp_path / "user-cache")
     roots = {}
-    for name, switches in {"shipped": {}, "off": {"SPECBENCH_OUTPUT_NORM": "off", "SPECBENCH_HEAD": "eagle"},
-                           "logits-only": {"SPECBENCH_OUTPUT_NORM": "logits-only", "SPECBENCH_HEAD": "eagle"},
-                           "control": {"SPECBENCH_HEAD_CONTROL": "1", "SPECBENCH_HEAD": "eagle"}}.items():
+    for name, switches in {
+        "shipped": {},
+        "off": {"SPECBENCH_OUTPUT_NORM": "off", "SPECBENCH_HEAD": "eagle"},
+        "logits-only": {"SPECBENCH_OUTPUT_NORM": "logits-only", "SPECBENCH_HEAD": "eagle"},
+        "control": {"SPECBENCH_HEAD_CONTROL": "1", "SPECBENCH_HEAD": "eagle"},
+    }.items():
         roots[name] = _env(tmp_path, {"VLLM_CACHE_ROOT": own, **switches})[1]["VLLM_CACHE_ROOT"]
     assert roots["shipped"] == own
     assert len(set(roots.values())) == 4 and all(r.startswith(own + os.sep) for n, r in roots.items() if n != "shipped")

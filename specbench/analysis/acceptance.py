@@ -11,6 +11,17 @@ from specbench.analysis.counts import DEFINITION, AcceptanceStats, Counts, accep
 from specbench.analysis.windows import RateOnlySummary, counts_from_records, rate_only_summary
 
 __all__ = [
-    "DEFINITION", "AcceptanceStats", "Counts", "Intervals", "RateOnlySummary", "acceptance", "bootstrap",
-    "bootstrap_delta", "counts_from_records", "point_estimates", "rate_only_summary", "significant", "total",
+    "DEFINITION",
+    "AcceptanceStats",
+    "Counts",
+    "Intervals",
+    "RateOnlySummary",
+    "acceptance",
+    "bootstrap",
+    "bootstrap_delta",
+    "counts_from_records",
+    "point_estimates",
+    "rate_only_summary",
+    "significant",
+    "total",
 ]

@@ -22,7 +22,6 @@ import numpy as np
 
 from specbench.analysis.counts import Counts
 
-
 JACKKNIFE_T = "jackknife-t"  # the per-cell interval before the score interval (older acceptance.json)
 # Up to this many units the two pseudo-units have a unit's average size; beyond it they shrink as
 # PSEUDO_UNITS_UP_TO / n. Coverage is what the issue asks of 3-10 units (rare prompts a sample
@@ -39,9 +38,17 @@ class Intervals(dict):
     the intervals are then ``(x, x)`` and must not be read as precision.
     """
 
-    def __init__(self, *args, n_units: int = 0, n_resamples: int = 0, confidence: float = 0.95,
-                 point: dict[str, float] | None = None, degenerate: bool = False, method: str = "percentile bootstrap",
-                 half_width: dict[str, float] | None = None):
+    def __init__(
+        self,
+        *args,
+        n_units: int = 0,
+        n_resamples: int = 0,
+        confidence: float = 0.95,
+        point: dict[str, float] | None = None,
+        degenerate: bool = False,
+        method: str = "percentile bootstrap",
+        half_width: dict[str, float] | None = None,
+    ):
         super().__init__(*args)
         self.method = method
         self.half_width = half_width or {}  # jackknife_t only: t * SE before any clip
@@ -57,8 +64,9 @@ def _matrix(units: list[Counts]) -> tuple[np.ndarray, int]:
     lens = {len(u.accepted_per_position) if u.accepted_per_position is not None else -1 for u in units}
     k = lens.pop() if len(lens) == 1 else -1
     k = max(k, 0)
-    rows = [[u.num_drafts, u.draft_tokens, u.accepted_tokens] + (list(u.accepted_per_position) if k else [])
-            for u in units]
+    rows = [
+        [u.num_drafts, u.draft_tokens, u.accepted_tokens] + (list(u.accepted_per_position) if k else []) for u in units
+    ]
     return np.asarray(rows, dtype=np.float64), k
 
 
@@ -99,8 +107,9 @@ def resampled_sums(m: np.ndarray, n_resamples: int, rng: np.random.Generator) ->
     """``resample_weights(len(m), n_resamples, rng) @ m`` in bounded memory (same result)."""
     n = len(m)
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
-    return np.concatenate([resample_weights(n, min(step, n_resamples - i), rng) @ m
-                           for i in range(0, n_resamples, step)])
+    return np.concatenate(
+        [resample_weights(n, min(step, n_resamples - i), rng) @ m for i in range(0, n_resamples, step)]
+    )
 
 
 def _resampled(units: list[Counts], n_resamples: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], int]:
@@ -134,14 +143,23 @@ def jackknife_var(loo: np.ndarray) -> float:
 
 def count_matrix(units: list[Counts], k: int) -> np.ndarray:
     """Rows [D, draft_tokens, A, acc_pos_0..k-1] (positions truncated to k; k = 0 drops them)."""
-    return np.asarray([[u.num_drafts, u.draft_tokens, u.accepted_tokens] + list((u.accepted_per_position or [0] * k)[:k])
-                       for u in units], dtype=np.float64).reshape(len(units), 3 + k)
+    return np.asarray(
+        [
+            [u.num_drafts, u.draft_tokens, u.accepted_tokens] + list((u.accepted_per_position or [0] * k)[:k])
+            for u in units
+        ],
+        dtype=np.float64,
+    ).reshape(len(units), 3 + k)
 
 
 def common_k(*sides: list[Counts]) -> int:
     """Positions known for every unit of every side (0 when any unit lacks them)."""
-    lens = [len(u.accepted_per_position) if u.accepted_per_position is not None else 0 for s in sides for u in s
-            if u.num_drafts]
+    lens = [
+        len(u.accepted_per_position) if u.accepted_per_position is not None else 0
+        for s in sides
+        for u in s
+        if u.num_drafts
+    ]
     return min(lens) if lens else 0
 
 
@@ -154,7 +172,7 @@ def _length_var(sums: np.ndarray, k: int) -> float:
         return 0.0
     if not k:
         return max((a / d) * (t / d - a / d), 0.0)
-    p = sums[3:3 + k] / d
+    p = sums[3 : 3 + k] / d
     return max(float(np.sum((2 * np.arange(k) + 1) * p) - p.sum() ** 2), 0.0)
 
 
@@ -236,8 +254,15 @@ def jackknife_t(units: list[Counts], confidence: float = 0.95) -> Intervals:
     point = {name: float(v) for name, v in count_stats(sums, k).items()}
     n = len(units)
     if n == 1:
-        return Intervals({key: (v, v) for key, v in point.items()}, n_units=1, confidence=confidence, point=point,
-                         degenerate=True, method=SCORE_JACKKNIFE, half_width={key: math.nan for key in point})
+        return Intervals(
+            {key: (v, v) for key, v in point.items()},
+            n_units=1,
+            confidence=confidence,
+            point=point,
+            degenerate=True,
+            method=SCORE_JACKKNIFE,
+            half_width={key: math.nan for key in point},
+        )
     c = t_quantile(confidence, n - 1)
     d, t = sums[0], sums[1]
     # (successes, trials) per unit, and one draft's variance where the counts give it
@@ -281,15 +306,27 @@ def bootstrap(units: list[Counts], n_resamples: int = 2000, seed: int = 0, confi
         raise ValueError("bootstrap needs at least one unit")
     point = point_estimates(units)
     if len(units) == 1:
-        return Intervals({k: (v, v) for k, v in point.items()}, n_units=1, n_resamples=0,
-                         confidence=confidence, point=point, degenerate=True)
+        return Intervals(
+            {k: (v, v) for k, v in point.items()},
+            n_units=1,
+            n_resamples=0,
+            confidence=confidence,
+            point=point,
+            degenerate=True,
+        )
     stats, _ = _resampled(units, n_resamples, np.random.default_rng(seed))
-    return Intervals({k: percentile_interval(v, confidence) for k, v in stats.items()}, n_units=len(units),
-                     n_resamples=n_resamples, confidence=confidence, point=point)
+    return Intervals(
+        {k: percentile_interval(v, confidence) for k, v in stats.items()},
+        n_units=len(units),
+        n_resamples=n_resamples,
+        confidence=confidence,
+        point=point,
+    )
 
 
-def bootstrap_delta(base: list[Counts], cand: list[Counts], n_resamples: int = 2000, seed: int = 0,
-                    confidence: float = 0.95) -> Intervals:
+def bootstrap_delta(
+    base: list[Counts], cand: list[Counts], n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> Intervals:
     """Intervals for ``cand - base`` of each statistic, resampling both sides independently.
 
     ``point`` holds the observed differences; ``degenerate`` is set when either side has one unit
@@ -304,8 +341,14 @@ def bootstrap_delta(base: list[Counts], cand: list[Counts], n_resamples: int = 2
     sb = _resampled(base, n_resamples, rng)[0] if len(base) > 1 else {k: np.full(n_resamples, pb[k]) for k in keys}
     sc = _resampled(cand, n_resamples, rng)[0] if len(cand) > 1 else {k: np.full(n_resamples, pc[k]) for k in keys}
     intervals = {k: percentile_interval(sc[k] - sb[k], confidence) for k in keys}
-    return Intervals(intervals, n_units=min(len(base), len(cand)), n_resamples=n_resamples, confidence=confidence,
-                     point=point, degenerate=len(base) == 1 or len(cand) == 1)
+    return Intervals(
+        intervals,
+        n_units=min(len(base), len(cand)),
+        n_resamples=n_resamples,
+        confidence=confidence,
+        point=point,
+        degenerate=len(base) == 1 or len(cand) == 1,
+    )
 
 
 def significant(interval: tuple[float, float]) -> bool:
@@ -314,6 +357,22 @@ def significant(interval: tuple[float, float]) -> bool:
     return bool(lo > 0 or hi < 0)
 
 
-__all__ = ["JACKKNIFE_T", "PSEUDO_UNITS_UP_TO", "SCORE_JACKKNIFE", "Intervals", "bootstrap", "bootstrap_delta", "common_k", "count_matrix",
-           "jackknife_t", "jackknife_var", "percentile_interval", "point_estimates", "resample_weights", "resampled_sums",
-           "significant", "t_quantile", "within_var"]
+__all__ = [
+    "JACKKNIFE_T",
+    "PSEUDO_UNITS_UP_TO",
+    "SCORE_JACKKNIFE",
+    "Intervals",
+    "bootstrap",
+    "bootstrap_delta",
+    "common_k",
+    "count_matrix",
+    "jackknife_t",
+    "jackknife_var",
+    "percentile_interval",
+    "point_estimates",
+    "resample_weights",
+    "resampled_sums",
+    "significant",
+    "t_quantile",
+    "within_var",
+]

@@ -99,8 +99,10 @@ def invalid_reason(c: Counts) -> str | None:
     over = [i for i, x in enumerate(c.accepted_per_position or []) if x > c.num_drafts]
     if over:
         i = over[0]
-        return (f"p_{i} > 1: accepted_per_position[{i}] {c.accepted_per_position[i]} > "  # type: ignore[index]
-                f"num_drafts {c.num_drafts}")
+        return (
+            f"p_{i} > 1: accepted_per_position[{i}] {c.accepted_per_position[i]} > "  # type: ignore[index]
+            f"num_drafts {c.num_drafts}"
+        )
     return None
 
 

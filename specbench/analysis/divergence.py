@@ -109,8 +109,14 @@ def step_counts(spec: dict[str, Any] | None, n_tokens: int, prefix: int | None) 
         for i in range(min(a, k)):
             per_pos[i] += 1
         pos += a + 1
-    return Counts(num_drafts=d, draft_tokens=t, accepted_tokens=a_sum, accepted_per_position=per_pos,
-                  num_spec_tokens=k, origin="common prefix")
+    return Counts(
+        num_drafts=d,
+        draft_tokens=t,
+        accepted_tokens=a_sum,
+        accepted_per_position=per_pos,
+        num_spec_tokens=k,
+        origin="common prefix",
+    )
 
 
 def plain_counts(spec: dict[str, Any] | None) -> Counts | None:
@@ -182,11 +188,15 @@ class PairDivergence:
     def warnings(self) -> list[str]:
         out = []
         if self.mismatched:
-            out.append(f"{self.mismatched} request(s) with the same id carry different prompts; not compared "
-                       "(were the cells run with different prompt sets or seeds?)")
+            out.append(
+                f"{self.mismatched} request(s) with the same id carry different prompts; not compared "
+                "(were the cells run with different prompt sets or seeds?)"
+            )
         if self.acc_a.unaligned or self.acc_b.unaligned:
-            out.append(f"{self.acc_a.unaligned + self.acc_b.unaligned} request(s) whose verify steps do not "
-                       "account for their tokens; left out of the common-prefix acceptance")
+            out.append(
+                f"{self.acc_a.unaligned + self.acc_b.unaligned} request(s) whose verify steps do not "
+                "account for their tokens; left out of the common-prefix acceptance"
+            )
         return out
 
 
@@ -213,17 +223,37 @@ def compare_outputs(a: str, rows_a: list[dict[str, Any]], b: str, rows_b: list[d
         (sa, unit), (sb, _) = oa, ob
         units.add(unit)
         pos = first_divergence(sa, sb)
-        common = [_add_side(side, row.get("spec_decode"), len(seq) if unit == "token" else None, pos)
-                  for side, row, seq in ((acc_a, ra, sa), (acc_b, rb, sb))]
-        pairs.append(PromptPair(ra.get("_repeat"), int(ra.get("id", len(pairs))), str(ra.get("prompt_id")), pos,
-                                len(sa), len(sb), *common))
+        common = [
+            _add_side(side, row.get("spec_decode"), len(seq) if unit == "token" else None, pos)
+            for side, row, seq in ((acc_a, ra, sa), (acc_b, rb, sb))
+        ]
+        pairs.append(
+            PromptPair(
+                ra.get("_repeat"),
+                int(ra.get("id", len(pairs))),
+                str(ra.get("prompt_id")),
+                pos,
+                len(sa),
+                len(sb),
+                *common,
+            )
+        )
     unpaired += len(by_b)
-    return PairDivergence(a=a, b=b, unit="token" if units == {"token"} else ("char" if units else "token"),
-                          prompts=pairs, mismatched=mismatched, unpaired=unpaired, acc_a=acc_a, acc_b=acc_b)
+    return PairDivergence(
+        a=a,
+        b=b,
+        unit="token" if units == {"token"} else ("char" if units else "token"),
+        prompts=pairs,
+        mismatched=mismatched,
+        unpaired=unpaired,
+        acc_a=acc_a,
+        acc_b=acc_b,
+    )
 
 
-def _add_side(side: SideAcceptance, spec: dict[str, Any] | None, n_tokens: int | None,
-              pos: int | None) -> Counts | None:
+def _add_side(
+    side: SideAcceptance, spec: dict[str, Any] | None, n_tokens: int | None, pos: int | None
+) -> Counts | None:
     """Adds one request's counts to ``side``; returns its common-prefix counts (None when unknown)."""
     plain = plain_counts(spec)
     if plain is None:
@@ -261,8 +291,9 @@ class CommonPrefixIntervals:
     confidence: float
 
 
-def common_prefix_intervals(pair: PairDivergence, *, n_resamples: int = 2000, seed: int = 0,
-                            confidence: float = 0.95) -> CommonPrefixIntervals | None:
+def common_prefix_intervals(
+    pair: PairDivergence, *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> CommonPrefixIntervals | None:
     """Paired, prompt-clustered bootstrap of the common-prefix AL (see the module docstring).
 
     None when neither side has common-prefix counts; NaN intervals with fewer than two prompt ids
@@ -279,9 +310,9 @@ def common_prefix_intervals(pair: PairDivergence, *, n_resamples: int = 2000, se
         row = np.zeros(8)
         for j, c in ((0, p.common_a), (2, p.common_b)):
             if c is not None:
-                row[j:j + 2] = (c.num_drafts, c.accepted_tokens)
+                row[j : j + 2] = (c.num_drafts, c.accepted_tokens)
                 if both:
-                    row[4 + j:6 + j] = (c.num_drafts, c.accepted_tokens)
+                    row[4 + j : 6 + j] = (c.num_drafts, c.accepted_tokens)
         clusters[p.prompt_id] = clusters.get(p.prompt_id, 0) + row
     m = np.asarray(list(clusters.values()))
 
@@ -295,9 +326,18 @@ def common_prefix_intervals(pair: PairDivergence, *, n_resamples: int = 2000, se
     ci_a = ci_b = ci_d = nan
     if len(m) >= 2:
         ra, rb, rd = stats(resample_weights(len(m), n_resamples, np.random.default_rng(seed)) @ m)
-        ci_a, ci_b, ci_d = (percentile_interval(x, confidence) if not np.isnan(x).all() else nan
-                            for x in (ra, rb, rd))
+        ci_a, ci_b, ci_d = (percentile_interval(x, confidence) if not np.isnan(x).all() else nan for x in (ra, rb, rd))
     n_both = sum(1 for p in used if p.common_a is not None and p.common_b is not None)
-    return CommonPrefixIntervals(prompts=n_both, clusters=len(m), drafts_a=int(m[:, 0].sum()),
-                                 drafts_b=int(m[:, 2].sum()), al_a=a, al_b=b, delta=d, ci_a=ci_a, ci_b=ci_b,
-                                 ci_delta=ci_d, confidence=confidence)
+    return CommonPrefixIntervals(
+        prompts=n_both,
+        clusters=len(m),
+        drafts_a=int(m[:, 0].sum()),
+        drafts_b=int(m[:, 2].sum()),
+        al_a=a,
+        al_b=b,
+        delta=d,
+        ci_a=ci_a,
+        ci_b=ci_b,
+        ci_delta=ci_d,
+        confidence=confidence,
+    )

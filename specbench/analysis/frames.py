@@ -47,8 +47,11 @@ def summary_frame(
     k_max = 0
     for label, units in groups.items():
         pooled = totals.get(label) or total(units)
-        row: dict[str, Any] = {"label": label, "unit": unit.get(label, "window") if isinstance(unit, dict) else unit,
-                               "n_units": len(units)}
+        row: dict[str, Any] = {
+            "label": label,
+            "unit": unit.get(label, "window") if isinstance(unit, dict) else unit,
+            "n_units": len(units),
+        }
         if pooled is None:
             rows.append(row)
             continue
@@ -59,7 +62,7 @@ def summary_frame(
         row["num_drafts"] = pooled.num_drafts
         row["draft_tokens"] = pooled.draft_tokens
         row["accepted_tokens"] = pooled.accepted_tokens
-        get = (lambda key: ci.get(key)) if ci is not None else (lambda key: None)
+        get = (lambda key: ci.get(key)) if ci is not None else (lambda key: None)  # noqa: B023 - used at once, in this iteration
         _ci_cols(row, "mean_acceptance_length", acc.mean_acceptance_length, get("mean_acceptance_length"))
         _ci_cols(row, "draft_acceptance_rate", acc.draft_acceptance_rate, get("draft_acceptance_rate"))
         for i, p in enumerate(acc.per_position):
@@ -70,10 +73,21 @@ def summary_frame(
         row["derived"] = ", ".join(dict.fromkeys(d for u in (units or [pooled]) for d in u.derived))
         row["warnings"] = "; ".join(acc.warnings)
         rows.append(row)
-    head = ["label", "unit", "n_units", "ci_degenerate", "num_spec_tokens", "num_drafts", "draft_tokens",
-            "accepted_tokens"]
-    stats = ["mean_acceptance_length", "draft_acceptance_rate"] + [f"p{i}" for i in range(k_max)] + [
-        f"a{i}" for i in range(k_max)]
+    head = [
+        "label",
+        "unit",
+        "n_units",
+        "ci_degenerate",
+        "num_spec_tokens",
+        "num_drafts",
+        "draft_tokens",
+        "accepted_tokens",
+    ]
+    stats = (
+        ["mean_acceptance_length", "draft_acceptance_rate"]
+        + [f"p{i}" for i in range(k_max)]
+        + [f"a{i}" for i in range(k_max)]
+    )
     cols = head + [c for s in stats for c in (s, f"{s}_ci_low", f"{s}_ci_high")] + ["derived", "warnings"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -91,21 +105,31 @@ def window_frame(groups: dict[str, list[Counts]]) -> pd.DataFrame:
         n = len(units)
         d = np.fromiter((u.num_drafts for u in units), dtype=np.int64, count=n)
         a = np.fromiter((u.accepted_tokens for u in units), dtype=np.int64, count=n)
-        first = np.fromiter((u.accepted_per_position[0] if u.accepted_per_position else math.nan for u in units),
-                            dtype=np.float64, count=n)
+        first = np.fromiter(
+            (u.accepted_per_position[0] if u.accepted_per_position else math.nan for u in units),
+            dtype=np.float64,
+            count=n,
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             al = np.where(d != 0, 1 + a / d, math.nan)
             p0 = np.where(d != 0, first / d, math.nan)
-        for col, part in zip(_WINDOW_COLUMNS, ([label] * n, np.arange(n), [u.time for u in units],
-                                                [u.origin for u in units], d, a, al, p0)):
+        for col, part in zip(
+            _WINDOW_COLUMNS,
+            ([label] * n, np.arange(n), [u.time for u in units], [u.origin for u in units], d, a, al, p0),
+        ):
             cols[col].append(part)
     # Text columns stay Python objects: pandas' default str dtype copies them into pyarrow buffers,
     # measured at ~1 KB of RSS per window (+6 MB for 5,300 windows), several times the Counts.
-    data = {c: (pd.Series([x for part in parts for x in part], dtype=object) if c in _TEXT_COLUMNS
-                else np.concatenate(parts)) for c, parts in cols.items()}
+    data = {
+        c: (
+            pd.Series([x for part in parts for x in part], dtype=object)
+            if c in _TEXT_COLUMNS
+            else np.concatenate(parts)
+        )
+        for c, parts in cols.items()
+    }
     return pd.DataFrame(data, columns=_WINDOW_COLUMNS)
 
 
-_WINDOW_COLUMNS = ["label", "window", "time", "origin", "num_drafts", "accepted_tokens", "mean_acceptance_length",
-                   "p0"]
+_WINDOW_COLUMNS = ["label", "window", "time", "origin", "num_drafts", "accepted_tokens", "mean_acceptance_length", "p0"]
 _TEXT_COLUMNS = ("label", "time", "origin")

@@ -41,8 +41,7 @@ from specbench.analysis.speedup import N_BASE_COLUMNS, request_matrix
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(N_BASE_COLUMNS)
 
 AL_ASSUMPTION = "acceptance of a draft token does not depend on where the verify step starts"
-COST_ASSUMPTION = ("a verify step with no draft tokens costs a plain decode step and the cost grows "
-                   "linearly in k")
+COST_ASSUMPTION = "a verify step with no draft tokens costs a plain decode step and the cost grows linearly in k"
 
 
 @dataclass
@@ -129,8 +128,9 @@ class KPrediction:
     @property
     def failed_checks(self) -> list[tuple[int, str]]:
         """``(k', "al" | "cost")`` for every check the run's cells reject."""
-        return [(p.k, what) for p in self.points for what, ok in (("al", p.al_holds), ("cost", p.cost_holds))
-                if ok is False]
+        return [
+            (p.k, what) for p in self.points for what, ok in (("al", p.al_holds), ("cost", p.cost_holds)) if ok is False
+        ]
 
     @property
     def validated(self) -> bool:
@@ -160,9 +160,18 @@ def _decode(s: np.ndarray) -> np.ndarray:
     return s[..., _E2E] - s[..., _TTFT]
 
 
-def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: str,
-              base_rows: list[dict[str, Any]], measured: dict[int, tuple[str, list[dict[str, Any]]]] | None = None,
-              *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> KPrediction:
+def predict_k(
+    source: str,
+    source_rows: list[dict[str, Any]],
+    k: int,
+    baseline: str,
+    base_rows: list[dict[str, Any]],
+    measured: dict[int, tuple[str, list[dict[str, Any]]]] | None = None,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> KPrediction:
     """Predict AL, step cost and speed-up at every k' <= ``k`` from ``source`` (see the module docstring).
 
     ``measured`` maps k' to a cell measured at k' (label, request rows), compared with the prediction.
@@ -175,8 +184,9 @@ def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: 
     if not len(ms) or not len(mb):
         raise ValueError("the prediction needs finished requests in the source cell and its baseline")
     if np.isnan(ms[:, N_BASE_COLUMNS:]).any() or np.isnan(ms[:, _D]).any():
-        raise ValueError("the prediction needs per-request accepted-per-position counts "
-                         "(--per-request-spec-decode-metrics)")
+        raise ValueError(
+            "the prediction needs per-request accepted-per-position counts (--per-request-spec-decode-metrics)"
+        )
     others = {kk: request_matrix(rows) for kk, (_, rows) in measured.items()}
     keysets = [kb] + [o[0] for o in others.values()]
     named = all(key[2] is not None for key in ks)
@@ -186,12 +196,15 @@ def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: 
         w = resample_weights(len(ks), n_resamples, rng)
         weights = {"src": w, "base": w, **{kk: w for kk in others}}
         mb = mb[[{key: i for i, key in enumerate(kb)}[key] for key in ks]]
-        others = {kk: (ks, m[[{key: i for i, key in enumerate(o)}[key] for key in ks]])
-                  for kk, (o, m) in others.items()}
+        others = {
+            kk: (ks, m[[{key: i for i, key in enumerate(o)}[key] for key in ks]]) for kk, (o, m) in others.items()
+        }
     else:
-        weights = {"src": resample_weights(len(ks), n_resamples, rng),
-                   "base": resample_weights(len(kb), n_resamples, rng),
-                   **{kk: resample_weights(len(o[0]), n_resamples, rng) for kk, o in others.items()}}
+        weights = {
+            "src": resample_weights(len(ks), n_resamples, rng),
+            "base": resample_weights(len(kb), n_resamples, rng),
+            **{kk: resample_weights(len(o[0]), n_resamples, rng) for kk, o in others.items()},
+        }
 
     def figures(src: np.ndarray, base: np.ndarray, cells: dict[int, np.ndarray]) -> dict[tuple, np.ndarray]:
         """Every figure from summed columns (one row of sums, or B rows of resampled sums)."""
@@ -222,8 +235,11 @@ def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: 
     ci = {key: percentile_interval(v, confidence) for key, v in reps.items()}
     points = []
     for kk in range(1, k + 1):
-        kp = KPoint(k=kk, **{name: float(point[(name, kk)]) for name in ("al_pred", "cost_model", "speedup_pred")},
-                    **{f"{name}_ci": ci[(name, kk)] for name in ("al_pred", "cost_model", "speedup_pred")})
+        kp = KPoint(
+            k=kk,
+            **{name: float(point[(name, kk)]) for name in ("al_pred", "cost_model", "speedup_pred")},
+            **{f"{name}_ci": ci[(name, kk)] for name in ("al_pred", "cost_model", "speedup_pred")},
+        )
         if kk in measured:
             kp.cell = measured[kk][0]
             for name in ("al_meas", "cost_meas", "tpot_speedup_meas", "speedup_pred_meas_cost"):
@@ -235,5 +251,6 @@ def predict_k(source: str, source_rows: list[dict[str, Any]], k: int, baseline: 
             kp.tpot_speedup_meas_ci = ci[("tpot_speedup_meas", kk)]
         points.append(kp)
     notes = [] if paired else ["cells sent different requests: each resampled on its own"]
-    return KPrediction(source=source, baseline=baseline, k=k, points=points, paired=paired, confidence=confidence,
-                       notes=notes)
+    return KPrediction(
+        source=source, baseline=baseline, k=k, points=points, paired=paired, confidence=confidence, notes=notes
+    )

@@ -66,9 +66,17 @@ def request_matrix(rows: list[dict[str, Any]] | list, positions: int = 0) -> tup
         d, a = (sd.num_drafts, sd.accepted_tokens) if sd is not None else (None, None)
         keys.append((r.repeat, r.id, r.prompt_id))
         pos = (sd.accepted_per_position if sd is not None else None) or []
-        cols.append([1.0, float(out), float(r.e2e_s), float(r.ttft_s),
-                     float("nan") if d is None else float(d), float("nan") if a is None else float(a)]
-                    + [float(pos[i]) if i < len(pos) else float("nan") for i in range(positions)])
+        cols.append(
+            [
+                1.0,
+                float(out),
+                float(r.e2e_s),
+                float(r.ttft_s),
+                float("nan") if d is None else float(d),
+                float("nan") if a is None else float(a),
+            ]
+            + [float(pos[i]) if i < len(pos) else float("nan") for i in range(positions)]
+        )
     return keys, np.asarray(cols, dtype=np.float64).reshape(-1, N_BASE_COLUMNS + positions)
 
 
@@ -109,8 +117,12 @@ def paired_order(ks: list[tuple], kb: list[tuple]) -> list[int] | None:
     return [order[k] for k in ks]
 
 
-def _resampled(spec: tuple[list[tuple], np.ndarray], base: tuple[list[tuple], np.ndarray], n_resamples: int,
-               rng: np.random.Generator) -> tuple[dict[str, float], dict[str, np.ndarray], bool]:
+def _resampled(
+    spec: tuple[list[tuple], np.ndarray],
+    base: tuple[list[tuple], np.ndarray],
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> tuple[dict[str, float], dict[str, np.ndarray], bool]:
     (ks, ms), (kb, mb) = spec, base
     if not len(ms) or not len(mb):
         raise ValueError("speed-up needs finished requests in both cells")
@@ -144,9 +156,17 @@ class Speedup:
     notes: list[str] = field(default_factory=list)
 
 
-def speedup(cell: str, spec_rows: list[dict[str, Any]], baseline: str, base_rows: list[dict[str, Any]], *,
-            n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
-            load_tok_per_s: tuple[float | None, float | None] = (None, None)) -> Speedup:
+def speedup(
+    cell: str,
+    spec_rows: list[dict[str, Any]],
+    baseline: str,
+    base_rows: list[dict[str, Any]],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    load_tok_per_s: tuple[float | None, float | None] = (None, None),
+) -> Speedup:
     """Measured and decomposed speed-up of ``cell`` over ``baseline`` (see the module docstring).
 
     ``load_tok_per_s`` optionally gives both cells' whole-load throughput (summary.json) for a
@@ -163,6 +183,17 @@ def speedup(cell: str, spec_rows: list[dict[str, Any]], baseline: str, base_rows
         notes.append("no per-request spec-decode counts: the decomposition needs --per-request-spec-decode-metrics")
     ls, lb = load_tok_per_s
     ratio = ls / lb if ls and lb else None
-    return Speedup(cell=cell, baseline=baseline, n_spec=len(ms), n_base=len(mb), paired=paired, spec=spec,
-                   base=base, point=point, intervals=intervals, confidence=confidence, load_ratio=ratio,
-                   notes=notes)
+    return Speedup(
+        cell=cell,
+        baseline=baseline,
+        n_spec=len(ms),
+        n_base=len(mb),
+        paired=paired,
+        spec=spec,
+        base=base,
+        point=point,
+        intervals=intervals,
+        confidence=confidence,
+        load_ratio=ratio,
+        notes=notes,
+    )

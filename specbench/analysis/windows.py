@@ -68,7 +68,9 @@ def _derive_drafts(rec: SpecDecodeRecord, warnings: list[str]) -> tuple[int, boo
     a, t, k, where = rec.accepted_tokens, rec.draft_tokens, _spec_tokens(rec), _where(rec)
     assert a is not None and t is not None
     if k is None:
-        warnings.append(f"{where}: cannot derive num_drafts (k, num_spec_tokens, is unknown); line left out of the counts")
+        warnings.append(
+            f"{where}: cannot derive num_drafts (k, num_spec_tokens, is unknown); line left out of the counts"
+        )
         return None
     d_min = -(-t // k)  # ceil(t / k)
     rates = rec.per_position_acceptance
@@ -176,8 +178,11 @@ def check_printed(rec: SpecDecodeRecord, c: Counts) -> list[str]:
 
 def _minus(after: Counts, before: Counts) -> Counts | None:
     """after - before, or None when a counter went down (a restart)."""
-    pairs = [(after.num_drafts, before.num_drafts), (after.draft_tokens, before.draft_tokens),
-             (after.accepted_tokens, before.accepted_tokens)]
+    pairs = [
+        (after.num_drafts, before.num_drafts),
+        (after.draft_tokens, before.draft_tokens),
+        (after.accepted_tokens, before.accepted_tokens),
+    ]
     pos = None
     if after.accepted_per_position is not None and before.accepted_per_position is not None:
         if len(after.accepted_per_position) == len(before.accepted_per_position):
@@ -207,9 +212,11 @@ def _spec_records(records: Iterable[Any]) -> list[SpecDecodeRecord]:
     return [r for r in records if isinstance(r, SpecDecodeRecord)]
 
 
-_PROM_NAMES = {"num_drafts": "vllm:spec_decode_num_drafts_total",
-               "draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
-               "accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total"}
+_PROM_NAMES = {
+    "num_drafts": "vllm:spec_decode_num_drafts_total",
+    "draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+    "accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
+}
 
 
 def _reset(after: Counts, before: Counts) -> str | None:
@@ -263,9 +270,11 @@ def _prometheus_windows(spec: list[SpecDecodeRecord], warnings: list[str]) -> li
         for label, after, before in checks:
             went = _reset(after, before)
             if went:
-                raise InputError(f"{file}: counter {label}{went} went down since {prev_file}: the server restarted "
-                                 "between the scrapes (a counter reset), so their difference is not the traffic in "
-                                 "between; take both scrapes from one server run")
+                raise InputError(
+                    f"{file}: counter {label}{went} went down since {prev_file}: the server restarted "
+                    "between the scrapes (a counter reset), so their difference is not the traffic in "
+                    "between; take both scrapes from one server run"
+                )
         diff = _minus(total, _sum([c for _, c in prev]))
         if diff is not None and (diff.num_drafts or diff.draft_tokens):
             out.append(diff)
@@ -361,10 +370,14 @@ def mixed_k(windows: list[Counts]) -> list[str]:
         by_k.setdefault(window_k(w), []).append(w)
     if len(by_k) < 2:
         return []
-    parts = "; ".join(f"k={k}: {len(ws)} window(s), {sum(w.num_drafts for w in ws)} drafts, first at "
-                      f"{ws[0].origin or '?'}" for k, ws in sorted(by_k.items(), key=lambda kv: str(kv[0])))
-    return [f"windows measured at different k ({parts}): per-position counts cannot be summed across k; "
-            "analyse each k apart (one log per server configuration)"]
+    parts = "; ".join(
+        f"k={k}: {len(ws)} window(s), {sum(w.num_drafts for w in ws)} drafts, first at {ws[0].origin or '?'}"
+        for k, ws in sorted(by_k.items(), key=lambda kv: str(kv[0]))
+    )
+    return [
+        f"windows measured at different k ({parts}): per-position counts cannot be summed across k; "
+        "analyse each k apart (one log per server configuration)"
+    ]
 
 
 @dataclass
@@ -384,9 +397,14 @@ def rate_only_summary(records: Iterable[Any]) -> RateOnlySummary | None:
     if not rows:
         return None
     per = [
-        {"origin": _where(r), "time": r.time, "mean_acceptance_length": r.mean_acceptance_length,
-         "draft_acceptance_rate": r.draft_acceptance_rate, "per_position_acceptance": r.per_position_acceptance,
-         "num_drafts": r.num_drafts}
+        {
+            "origin": _where(r),
+            "time": r.time,
+            "mean_acceptance_length": r.mean_acceptance_length,
+            "draft_acceptance_rate": r.draft_acceptance_rate,
+            "per_position_acceptance": r.per_position_acceptance,
+            "num_drafts": r.num_drafts,
+        }
         for r in rows
     ]
     with_al = [r for r in rows if r.mean_acceptance_length is not None]

@@ -76,8 +76,7 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         return EXIT_USAGE, "out of memory reading the input; check its size (or alias bombs in YAML)"
     if isinstance(exc, UnicodeError):
         return EXIT_USAGE, f"input is not UTF-8 text ({exc}); pass a text file"
-    return EXIT_USAGE, (f"unexpected {type(exc).__name__}: {exc}; rerun with --debug for the traceback "
-                        "and report it")
+    return EXIT_USAGE, (f"unexpected {type(exc).__name__}: {exc}; rerun with --debug for the traceback and report it")
 
 
 def silence_stdout() -> None:

@@ -36,43 +36,101 @@ def _parse_gates(values: Optional[list[str]]):
 
 
 def compare(
-    baseline: Annotated[Path, typer.Argument(metavar="BASE", help="Baseline: a run directory (results/<run-id>) or a log / "
-                                                  "/metrics file.")],
+    baseline: Annotated[
+        Path,
+        typer.Argument(metavar="BASE", help="Baseline: a run directory (results/<run-id>) or a log / /metrics file."),
+    ],
     candidate: Annotated[Path, typer.Argument(metavar="CAND", help="Candidate, same kinds as BASE.")],
-    gate: Annotated[Optional[list[str]], typer.Option(
-        "--gate", callback=_parse_gates, metavar="EXPR",
-        help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
-             "per_position[0]:-0.02, ttft_p50_ms:+10%, speedup:-5%, divergence_share:+10pp. Fails only when the whole CI of the change is past the "
-             "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.")] = None,
-    gate_file: Annotated[Optional[Path], typer.Option(
-        "--gate-file", metavar="FILE", help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.")
+    gate: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--gate",
+            callback=_parse_gates,
+            metavar="EXPR",
+            help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
+            "per_position[0]:-0.02, ttft_p50_ms:+10%, speedup:-5%, divergence_share:+10pp. Fails only when the whole CI of the change is past the "
+            "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.",
+        ),
     ] = None,
-    strict: Annotated[bool, typer.Option(
-        "--strict", help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
-                         "cells on one side only, are an error (exit 2) instead of a warning.")] = False,
-    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown report (PR comment). "
-                                                     "Also appended to $GITHUB_STEP_SUMMARY when set.")] = None,
-    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write JUnit XML: one testcase per gate per cell.")
-                     ] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the full comparison as JSON.")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write a plot (.png, .svg or .pdf): per cell p_i of both "
-                                                 "sides, over the change Δp_i with the gate's CI and tolerance.")] = None,
+    gate_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--gate-file",
+            metavar="FILE",
+            help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.",
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
+            "cells on one side only, are an error (exit 2) instead of a warning.",
+        ),
+    ] = False,
+    markdown: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--markdown",
+            metavar="FILE",
+            help="Write a Markdown report (PR comment). Also appended to $GITHUB_STEP_SUMMARY when set.",
+        ),
+    ] = None,
+    junit: Annotated[
+        Optional[Path], typer.Option("--junit", metavar="FILE", help="Write JUnit XML: one testcase per gate per cell.")
+    ] = None,
+    json_out: Annotated[
+        Optional[Path], typer.Option("--json", metavar="FILE", help="Write the full comparison as JSON.")
+    ] = None,
+    plot: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help="Write a plot (.png, .svg or .pdf): per cell p_i of both "
+            "sides, over the change Δp_i with the gate's CI and tolerance.",
+        ),
+    ] = None,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
-    resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (latency and divergence CIs; acceptance and speed-up changes take t intervals).")] = 2000,
+    resamples: Annotated[
+        int,
+        typer.Option(
+            "--resamples",
+            min=100,
+            max=1_000_000,
+            help="Bootstrap resamples (latency and divergence CIs; acceptance and speed-up changes take t intervals).",
+        ),
+    ] = 2000,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
-    allow_inconclusive: Annotated[bool, typer.Option(
-        "--allow-inconclusive", help="Exit 0 instead of 3 when no check failed but some could not be decided "
-                                     "(a warning says which).")] = False,
-    holm: Annotated[bool, typer.Option(
-        "--holm/--no-holm", help="Family-wise control (Holm) over every check of the compare (all cells x all "
-                                 "gate lines); --no-holm controls the false-alarm rate per check only.")] = True,
-    noise_floor: Annotated[Optional[Path], typer.Option(
-        "--noise-floor", metavar="FILE",
-        help="YAML {metric: SIGNED_CHANGE} (e2e_p50_ms: +80%, output_tok_per_s: -45%): how far a whole rerun of the "
-             "baseline moves latency / throughput on your machine. With one repeat a side those checks fail only "
-             "past it (default floors: docs/methods.md; benchmarks/noise_floor.py --write measures one).")] = None,
-    verbose: Annotated[bool, typer.Option(
-        "--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict).")] = False,
+    allow_inconclusive: Annotated[
+        bool,
+        typer.Option(
+            "--allow-inconclusive",
+            help="Exit 0 instead of 3 when no check failed but some could not be decided (a warning says which).",
+        ),
+    ] = False,
+    holm: Annotated[
+        bool,
+        typer.Option(
+            "--holm/--no-holm",
+            help="Family-wise control (Holm) over every check of the compare (all cells x all "
+            "gate lines); --no-holm controls the false-alarm rate per check only.",
+        ),
+    ] = True,
+    noise_floor: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--noise-floor",
+            metavar="FILE",
+            help="YAML {metric: SIGNED_CHANGE} (e2e_p50_ms: +80%, output_tok_per_s: -45%): how far a whole rerun of the "
+            "baseline moves latency / throughput on your machine. With one repeat a side those checks fail only "
+            "past it (default floors: docs/methods.md; benchmarks/noise_floor.py --write measures one).",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict)."),
+    ] = False,
 ) -> None:
     """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
     from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate  # the core
@@ -80,9 +138,16 @@ def compare(
     from specbench.compare.noise import load_floors
     from specbench.compare.render import print_table
 
-    guard_outputs([baseline, candidate, gate_file, noise_floor], {"--markdown": markdown, "--junit": junit, "--json": json_out,
-                                                     "--plot": plot},  # before any work; inputs never written
-                  env_files=["GITHUB_STEP_SUMMARY"])
+    guard_outputs(
+        [baseline, candidate, gate_file, noise_floor],
+        {
+            "--markdown": markdown,
+            "--junit": junit,
+            "--json": json_out,
+            "--plot": plot,
+        },  # before any work; inputs never written
+        env_files=["GITHUB_STEP_SUMMARY"],
+    )
     gates: list[Any] = list(gate or [])  # Gate objects: _parse_gates ran as the option's callback
     if gate_file is not None:
         gates += load_gate_file(gate_file)
@@ -94,8 +159,18 @@ def compare(
         floors = load_floors(noise_floor)
     base, cand = load_side(baseline), load_side(candidate)
     diffs = mismatches(base, cand)
-    comp = compare_sides(base, cand, gates, default_gates=default, mismatches=diffs, n_resamples=resamples,
-                         seed=seed, confidence=confidence, holm=holm, noise_floors=floors)
+    comp = compare_sides(
+        base,
+        cand,
+        gates,
+        default_gates=default,
+        mismatches=diffs,
+        n_resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        holm=holm,
+        noise_floors=floors,
+    )
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)
@@ -103,15 +178,23 @@ def compare(
     if same:
         comp.warnings.insert(0, same)
     if strict and (diffs or comp.only_base or comp.only_cand):
-        problems = diffs + [f"only in baseline: {n}" for n in comp.only_base] + [
-            f"only in candidate: {n}" for n in comp.only_cand]
-        raise InputError("--strict: the runs are not comparable: " + "; ".join(problems)
-                         + "; re-run with matching settings or drop --strict")
+        problems = (
+            diffs
+            + [f"only in baseline: {n}" for n in comp.only_base]
+            + [f"only in candidate: {n}" for n in comp.only_cand]
+        )
+        raise InputError(
+            "--strict: the runs are not comparable: "
+            + "; ".join(problems)
+            + "; re-run with matching settings or drop --strict"
+        )
     # Disjoint axes (the wrong pair of runs) is a usage error; cells that failed are inconclusive (exit 3).
     if all(c.missing for c in comp.cells) and not base.failed and not cand.failed:
-        raise InputError(f"no cell of {baseline} matches a cell of {candidate} by axis values "
-                         f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
-                         f"{', '.join(c.name for c in cand.cells.values())})")
+        raise InputError(
+            f"no cell of {baseline} matches a cell of {candidate} by axis values "
+            f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
+            f"{', '.join(c.name for c in cand.cells.values())})"
+        )
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
     try:
         print_table(comp, console, verbose=verbose)
@@ -131,8 +214,10 @@ def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
         return f"baseline and candidate are the same path ({baseline}): every change is 0 by construction"
     ids = [(s.manifest or {}).get("run_id") for s in (base, cand)]
     if ids[0] and ids[0] == ids[1]:
-        return (f"baseline and candidate are copies of one run ({ids[0]}): every change is 0 by construction; "
-                "compare two different runs")
+        return (
+            f"baseline and candidate are copies of one run ({ids[0]}): every change is 0 by construction; "
+            "compare two different runs"
+        )
     return None
 
 
@@ -161,9 +246,16 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
 
         kw = dict(confidence=comp.confidence)
         names = cell_titles(comp)
-        panels = [(names.get(c.name, c.name), bands(base.cells[c.key].units, **kw),
-                   bands(cand.cells[c.key].units, **kw), delta_rows(c))
-                  for c in comp.cells if not c.missing and c.key in base.cells and c.key in cand.cells]
+        panels = [
+            (
+                names.get(c.name, c.name),
+                bands(base.cells[c.key].units, **kw),
+                bands(cand.cells[c.key].units, **kw),
+                delta_rows(c),
+            )
+            for c in comp.cells
+            if not c.missing and c.key in base.cells and c.key in cand.cells
+        ]
         save_overlay(plot, panels, comp.confidence)
 
 

@@ -11,7 +11,9 @@ from specbench.cli.common import handle_errors
 from specbench.fixtures import build_fixtures, fixture_paths
 from specbench.fixtures.build import is_complete
 
-fixtures_app = typer.Typer(help="Build or locate the tiny local DeepSeek-V3 target and its EAGLE head.", no_args_is_help=True)
+fixtures_app = typer.Typer(
+    help="Build or locate the tiny local DeepSeek-V3 target and its EAGLE head.", no_args_is_help=True
+)
 
 CacheDir = Annotated[
     Optional[Path],

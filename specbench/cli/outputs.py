@@ -14,8 +14,12 @@ from specbench.io import protect_inputs, written_input
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
-def guard_outputs(inputs: Iterable[Path | None], files: dict[str, Path | None] | None = None,
-                  dirs: dict[str, Path | None] | None = None, env_files: Iterable[str] = ()) -> None:
+def guard_outputs(
+    inputs: Iterable[Path | None],
+    files: dict[str, Path | None] | None = None,
+    dirs: dict[str, Path | None] | None = None,
+    env_files: Iterable[str] = (),
+) -> None:
     """Protect ``inputs`` from every later write, then check output ``files`` (flag -> path) and
     output ``dirs`` (flag -> directory) can be written; ConfigError naming the flag otherwise.
     ``env_files``: environment variables naming output files (``GITHUB_STEP_SUMMARY``), refused
@@ -25,8 +29,9 @@ def guard_outputs(inputs: Iterable[Path | None], files: dict[str, Path | None] |
         env_path = os.environ.get(name)
         owner = written_input(Path(env_path)) if env_path else None
         if owner is not None:
-            raise ConfigError(f"{name}={env_path}: is (inside) an input of this command ({owner}); "
-                              f"point {name} elsewhere or unset it")
+            raise ConfigError(
+                f"{name}={env_path}: is (inside) an input of this command ({owner}); point {name} elsewhere or unset it"
+            )
     for flag, path in (files or {}).items():
         if path is None or str(path) == "-":
             continue
@@ -59,8 +64,11 @@ def _check(flag: str, path: Path, *, is_dir: bool) -> None:
     parent = path if is_dir and path.exists() else _existing_ancestor(path.parent)
     if parent is not None and not parent.is_dir():
         raise ConfigError(f"{flag} {path}: {parent} is not a directory")
-    if parent is not None and not os.access(parent, os.W_OK | os.X_OK) and not (
-            path.exists() and os.access(path, os.W_OK)):
+    if (
+        parent is not None
+        and not os.access(parent, os.W_OK | os.X_OK)
+        and not (path.exists() and os.access(path, os.W_OK))
+    ):
         raise ConfigError(f"{flag} {path}: {parent} is not writable; choose another path")
 
 

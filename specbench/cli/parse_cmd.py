@@ -16,8 +16,19 @@ from specbench.errors import EXIT_USAGE
 from specbench.metrics.parse import SPEC_JSON_HEAD, parse_file, without_gc
 from specbench.render import format as render_format
 
-TABLE_COLUMNS = ("file", "line", "source", "format", "engine", "num_drafts", "draft_tokens", "accepted_tokens",
-                 "mean_acceptance_length", "draft_acceptance_rate", "per_position_acceptance")
+TABLE_COLUMNS = (
+    "file",
+    "line",
+    "source",
+    "format",
+    "engine",
+    "num_drafts",
+    "draft_tokens",
+    "accepted_tokens",
+    "mean_acceptance_length",
+    "draft_acceptance_rate",
+    "per_position_acceptance",
+)
 
 
 class OutputFormat(str, Enum):
@@ -30,10 +41,22 @@ def register(app: typer.Typer) -> None:
     @app.command("parse")
     @handle_errors
     def parse(
-        files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.")],
-        fmt: Annotated[OutputFormat, typer.Option("--format", help="table, jsonl (canonical records) or csv.")] = OutputFormat.table,
-        include_engine_stats: Annotated[bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")] = False,
-        strict: Annotated[bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")] = False,
+        files: Annotated[
+            list[Path],
+            typer.Argument(
+                metavar="FILES",
+                help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.",
+            ),
+        ],
+        fmt: Annotated[
+            OutputFormat, typer.Option("--format", help="table, jsonl (canonical records) or csv.")
+        ] = OutputFormat.table,
+        include_engine_stats: Annotated[
+            bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")
+        ] = False,
+        strict: Annotated[
+            bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")
+        ] = False,
     ) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
         as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
@@ -43,8 +66,9 @@ def register(app: typer.Typer) -> None:
         for res in results:
             for w in res.warnings:
                 warn(w)
-            empty |= not any(r.startswith(SPEC_JSON_HEAD) if isinstance(r, str) else r.kind == "spec_decode"
-                             for r in res.records)
+            empty |= not any(
+                r.startswith(SPEC_JSON_HEAD) if isinstance(r, str) else r.kind == "spec_decode" for r in res.records
+            )
         if fmt is OutputFormat.jsonl:
             without_gc(lambda: _write_jsonl([res.records for res in results]))
         else:
@@ -60,7 +84,7 @@ def _write_jsonl(line_lists: list[list[str]]) -> None:
     out = sys.stdout
     for lines in line_lists:
         for i in range(0, len(lines), 4096):
-            out.write("\n".join(lines[i:i + 4096]) + "\n")
+            out.write("\n".join(lines[i : i + 4096]) + "\n")
 
 
 def _write_rows(rows: list[dict], fmt: OutputFormat) -> None:
@@ -100,10 +124,15 @@ def _render_table(rows: list[dict]) -> None:
         columns.append(("AL", [render_format.num(r.get("mean_acceptance_length"), 2) for r in recs]))
         columns.append(("DAR", [render_format.num(r.get("draft_acceptance_rate"), 3) for r in recs]))
         pos = [list(r.get("per_position_acceptance") or []) for r in recs]
-        columns += [(f"p_{i}", [render_format.num(p[i], 3) if i < len(p) else render_format.MISSING for p in pos]) for i in range(k)]
-        columns = [(n, v) for n, v in columns if any(x != render_format.MISSING for x in v)]  # nothing to show: no column
+        columns += [
+            (f"p_{i}", [render_format.num(p[i], 3) if i < len(p) else render_format.MISSING for p in pos])
+            for i in range(k)
+        ]
+        columns = [
+            (n, v) for n, v in columns if any(x != render_format.MISSING for x in v)
+        ]  # nothing to show: no column
         if len(recs) > RICH_TABLE_MAX_ROWS:
-            _plain_table(table.title, columns)
+            _plain_table(str(table.title or ""), columns)
             continue
         for name, _ in columns:
             table.add_column(name, justify="right", no_wrap=True)

@@ -19,20 +19,39 @@ def register(app: typer.Typer) -> None:
     def report(
         inputs: Annotated[
             Optional[list[Path]],
-            typer.Argument(metavar="FILE|RUN_DIR...",
-                           help="Server logs, Prometheus scrapes, `specbench parse` JSONL, acceptance.json "
-                                "files, or run directories.",
-                           show_default=False),
+            typer.Argument(
+                metavar="FILE|RUN_DIR...",
+                help="Server logs, Prometheus scrapes, `specbench parse` JSONL, acceptance.json "
+                "files, or run directories.",
+                show_default=False,
+            ),
         ] = None,
         label: Annotated[
             Optional[list[str]],
-            typer.Option("--label", metavar="NAME=FILE",
-                         help="Put FILE into group NAME (repeatable; several files may share a name)."),
+            typer.Option(
+                "--label",
+                metavar="NAME=FILE",
+                help="Put FILE into group NAME (repeatable; several files may share a name).",
+            ),
         ] = None,
-        out: Annotated[Path, typer.Option("--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots.")] = Path(
-            "report"),
-        resamples: Annotated[int, typer.Option("--resamples", min=100, max=1_000_000, help="Bootstrap resamples (speed-up CIs; acceptance CIs are score intervals).")] = 2000,
-        seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
+        out: Annotated[
+            Path,
+            typer.Option(
+                "--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots."
+            ),
+        ] = Path("report"),
+        resamples: Annotated[
+            int,
+            typer.Option(
+                "--resamples",
+                min=100,
+                max=1_000_000,
+                help="Bootstrap resamples (speed-up CIs; acceptance CIs are score intervals).",
+            ),
+        ] = 2000,
+        seed: Annotated[
+            int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")
+        ] = 0,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
         # the report core (pandas, numpy; matplotlib when writing figures) loads only when the command
@@ -50,15 +69,18 @@ def register(app: typer.Typer) -> None:
         _print_table(rep, table_rows)
         for g in rep.groups:
             if g.warnings:
-                console.print(f"[yellow]{g.label}: {len(g.warnings)} warning(s)[/], see {out / 'summary.md'}",
-                              highlight=False)
+                console.print(
+                    f"[yellow]{g.label}: {len(g.warnings)} warning(s)[/], see {out / 'summary.md'}", highlight=False
+                )
         for c in rep.comparisons:
             console.print(c.sentence(), highlight=False)
         for st in rep.studies:
             for s in st.speedups:
-                console.print(f"{rep.title(s.cell)}: speed-up {s.point['output_tok_per_s']:.2f}× output tok/s "
-                              f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
-                              highlight=False)
+                console.print(
+                    f"{rep.title(s.cell)}: speed-up {s.point['output_tok_per_s']:.2f}× output tok/s "
+                    f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
+                    highlight=False,
+                )
             for kp in st.kpredictions:
                 console.print(f"k advice from {recommendation(kp, rep.title(kp.source))}", highlight=False)
             for w in st.warnings:
@@ -78,8 +100,9 @@ def _print_table(rep, table_rows) -> None:
     names = [r[0].replace(" · ", "\n") for r in rows]  # one axis value per header line
 
     def widths(cells: list[list[str]]) -> list[int]:
-        return [max(len(line) for text in [names[i]] + cells[i] for line in text.split("\n"))
-                for i in range(len(names))]
+        return [
+            max(len(line) for text in [names[i]] + cells[i] for line in text.split("\n")) for i in range(len(names))
+        ]
 
     first = max(len(s) for s in stats)
     cells = flat

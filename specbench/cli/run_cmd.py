@@ -38,8 +38,9 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
         print(line, file=out)
     for c in cells:
         argv = server_argv(c.args, serve.host, port)
-        print(f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""),
-              file=out)
+        print(
+            f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""), file=out
+        )
         print("  argv: " + shlex.join(redact_argv(argv)), file=out)
         for k, v in sorted(redact_env(c.env).items()):
             print(f"  env:  {k}={v}", file=out)
@@ -67,31 +68,42 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
     per_cell = est.load_requests // max(est.cells, 1)
     about = "about " if est.wall_s is not None else ""
     lines = [
-        (f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
-         f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s)"),
+        (
+            f"# {config}: {est.cells} cells ({spec} speculative, {est.baseline_cells} baseline) on "
+            f"{len(est.servers)} server(s) = {len(est.servers)} cold start(s)"
+        ),
         f"#   {share}",
         *_switch_note(groups),
-        (f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{per_cell:,} + {len(est.servers)} "
-         f"warm-up(s) x {study.load.warmup_requests:,}"),
-        (f"# wall time: {about}{duration(est.wall_s)} = start-ups {duration(est.startup_s)} + load {upto}"
-         f"{duration(est.load_s)} (as last measured on this machine for the same server and load settings; "
-         "log-window waits, scrapes and stops add seconds per cell)"),
+        (
+            f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{per_cell:,} + {len(est.servers)} "
+            f"warm-up(s) x {study.load.warmup_requests:,}"
+        ),
+        (
+            f"# wall time: {about}{duration(est.wall_s)} = start-ups {duration(est.startup_s)} + load {upto}"
+            f"{duration(est.load_s)} (as last measured on this machine for the same server and load settings; "
+            "log-window waits, scrapes and stops add seconds per cell)"
+        ),
     ]
     if est.missing:
         more = f" (and {len(est.missing) - 1} more)" if len(est.missing) > 1 else ""
         lines.append(f"#   never measured here: {est.missing[0]}{more}; every run records them")
     lines.append("#   server  cells  requests  start-up  load      first cell")
     for i, s in enumerate(est.servers, 1):
-        lines.append(f"#   {i:>6}  {len(s.cells):>5}  {s.requests:>8,}  {duration(s.startup_s):<8}  "
-                     f"{duration(s.load_s):<8}  {s.cells[0]}")
-    lines.append("# each server gets a private TMPDIR, VLLM_RPC_BASE_PATH, VLLM_CACHE_ROOT (its modelinfos/ "
-                 "shared across servers)")
+        lines.append(
+            f"#   {i:>6}  {len(s.cells):>5}  {s.requests:>8,}  {duration(s.startup_s):<8}  "
+            f"{duration(s.load_s):<8}  {s.cells[0]}"
+        )
+    lines.append(
+        "# each server gets a private TMPDIR, VLLM_RPC_BASE_PATH, VLLM_CACHE_ROOT (its modelinfos/ "
+        "shared across servers)"
+    )
     return lines
 
 
 def _switch_note(groups) -> list[str]:
     """A line for servers that will switch head variants: the plan counts them once, but a server
     whose start-up probe says it cannot switch is restarted per variant (run/groups.py)."""
+
     def variants(group) -> int:
         return len({tuple(sorted(((c.spec or {}).get("head_variant") or {}).items())) for c in group})
 
@@ -99,8 +111,12 @@ def _switch_note(groups) -> list[str]:
     if not switching:
         return []
     extra = sum(variants(g) - 1 for g in switching)
-    return [(f"#   {len(switching)} of them switch head variants in place; if a server's start-up probe says it "
-             f"cannot, its variants get a server each (up to {extra} more cold start(s))")]
+    return [
+        (
+            f"#   {len(switching)} of them switch head variants in place; if a server's start-up probe says it "
+            f"cannot, its variants get a server each (up to {extra} more cold start(s))"
+        )
+    ]
 
 
 def _print_llmperf(study, cell, out) -> None:
@@ -111,12 +127,16 @@ def _print_llmperf(study, cell, out) -> None:
     ld = study.load
     model = cell.model
     runs = ([("llmperf warmup", ld.warmup_requests, True)] if ld.warmup_requests else []) + [
-        ("llmperf load", ld.num_requests, False)]
+        ("llmperf load", ld.num_requests, False)
+    ]
     for label, n, warm in runs:
         spec = llmperf_spec(ld, n, cell.args, warmup=warm)
         argv = llmperf_argv(model, spec, Path("<cell dir>") / ("llmperf-warmup" if warm else "llmperf"))
-        print(f"  {label}: " + shlex.join(redact_argv(argv)) + f"  (cwd {spec.path}; env OPENAI_API_BASE="
-              f"<server>/v1; killed after {spec.wall_limit_s:.0f} s)", file=out)
+        print(
+            f"  {label}: " + shlex.join(redact_argv(argv)) + f"  (cwd {spec.path}; env OPENAI_API_BASE="
+            f"<server>/v1; killed after {spec.wall_limit_s:.0f} s)",
+            file=out,
+        )
 
 
 def _executor(kind: str, address: Optional[str], max_concurrent: Optional[int], cpus_per_cell: float):
@@ -140,17 +160,71 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
     def run(
-        config: Annotated[Optional[Path], typer.Argument(metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False)] = None,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.")] = False,
-        overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
-        resume: Annotated[Optional[Path], typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR.")] = None,
-        results_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", parser=nonempty_path, help="Where the run directory <run-id>/ goes (default: the config's results_dir).")] = None,
-        results_dir_alias: Annotated[Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")] = None,
+        config: Annotated[
+            Optional[Path],
+            typer.Argument(
+                metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
+            ),
+        ] = None,
+        dry_run: Annotated[
+            bool,
+            typer.Option(
+                "--dry-run",
+                help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.",
+            ),
+        ] = False,
+        overrides: Annotated[
+            Optional[list[str]],
+            typer.Option(
+                "--set",
+                metavar="KEY.PATH=VALUE",
+                help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.",
+            ),
+        ] = None,
+        resume: Annotated[
+            Optional[Path],
+            typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR."),
+        ] = None,
+        results_dir: Annotated[
+            Optional[Path],
+            typer.Option(
+                "--out",
+                metavar="DIR",
+                parser=nonempty_path,
+                help="Where the run directory <run-id>/ goes (default: the config's results_dir).",
+            ),
+        ] = None,
+        results_dir_alias: Annotated[
+            Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")
+        ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
-        executor: Annotated[Optional[str], typer.Option("--executor", metavar="local|ray", help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.")] = None,
-        address: Annotated[Optional[str], typer.Option("--address", metavar="ADDRESS", help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.")] = None,
-        max_concurrent_cells: Annotated[Optional[int], typer.Option("--max-concurrent-cells", min=1, help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).")] = None,
-        cpus_per_cell: Annotated[float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")] = 1.0,
+        executor: Annotated[
+            Optional[str],
+            typer.Option(
+                "--executor",
+                metavar="local|ray",
+                help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.",
+            ),
+        ] = None,
+        address: Annotated[
+            Optional[str],
+            typer.Option(
+                "--address",
+                metavar="ADDRESS",
+                help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.",
+            ),
+        ] = None,
+        max_concurrent_cells: Annotated[
+            Optional[int],
+            typer.Option(
+                "--max-concurrent-cells",
+                min=1,
+                help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).",
+            ),
+        ] = None,
+        cpus_per_cell: Annotated[
+            float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")
+        ] = 1.0,
     ) -> None:
         """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
         from specbench.errors import ConfigError
@@ -160,8 +234,9 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("give --out or its old name --results-dir, not both")
         results_dir = results_dir if results_dir is not None else results_dir_alias
         if resume is not None and (config is not None or sets):
-            raise ConfigError("give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses "
-                              "its own config)")
+            raise ConfigError(
+                "give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses its own config)"
+            )
         if dry_run:
             if resume is not None:
                 raise ConfigError("--dry-run does not combine with --resume")
@@ -173,15 +248,20 @@ def register(app: typer.Typer) -> None:
         from specbench.run.runner import execute
 
         with sigterm_as_interrupt():
-            plan = resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir, sets)
+            plan = (
+                resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir, sets)
+            )
             display = make_display(quiet, final=final_screen)
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
             for note in plan.notes:  # e.g. where --resume took the run's secrets from
                 console.print(f"resume: {note}", highlight=False, soft_wrap=True)
             try:
-                code = execute(plan, display, _executor(executor or plan.study.executor, address,
-                                                        max_concurrent_cells, cpus_per_cell))
+                code = execute(
+                    plan,
+                    display,
+                    _executor(executor or plan.study.executor, address, max_concurrent_cells, cpus_per_cell),
+                )
             except KeyboardInterrupt:
                 print(f"{plan.run_dir}", flush=True)
                 raise
@@ -193,8 +273,20 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
     def validate(
-        config: Annotated[Optional[Path], typer.Argument(metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False)] = None,
-        overrides: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY.PATH=VALUE", help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.")] = None,
+        config: Annotated[
+            Optional[Path],
+            typer.Argument(
+                metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
+            ),
+        ] = None,
+        overrides: Annotated[
+            Optional[list[str]],
+            typer.Option(
+                "--set",
+                metavar="KEY.PATH=VALUE",
+                help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.",
+            ),
+        ] = None,
     ) -> None:
         """Check a study config without running anything (exit 0 valid, 2 invalid)."""
         from specbench.run.plan import validated
@@ -202,5 +294,8 @@ def register(app: typer.Typer) -> None:
         path = _config_or_default(config)
         _, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run
         spec = sum(1 for c in cells if not c.is_baseline)
-        console.print(f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
+            highlight=False,
+            soft_wrap=True,
+        )

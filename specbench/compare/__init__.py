@@ -8,5 +8,20 @@ from specbench.compare.compare import CellComparison, Comparison, GateResult, Me
 from specbench.compare.gates import DEFAULT_GATES, GRAMMAR, Gate, GateError, decide, load_gate_file, parse_gate
 from specbench.compare.sides import Side, SideCell, load_side
 
-__all__ = ["DEFAULT_GATES", "GRAMMAR", "CellComparison", "Comparison", "Gate", "GateError", "GateResult",
-           "MetricRow", "Side", "SideCell", "compare_sides", "decide", "load_gate_file", "load_side", "parse_gate"]
+__all__ = [
+    "DEFAULT_GATES",
+    "GRAMMAR",
+    "CellComparison",
+    "Comparison",
+    "Gate",
+    "GateError",
+    "GateResult",
+    "MetricRow",
+    "Side",
+    "SideCell",
+    "compare_sides",
+    "decide",
+    "load_gate_file",
+    "load_side",
+    "parse_gate",
+]

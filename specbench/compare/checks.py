@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import math
-
 from typing import TYPE_CHECKING
 
 from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of
@@ -43,15 +42,21 @@ def validate(gates: list[Gate], base: Side, cand: Side) -> None:
         for axis, values in g.cells:
             if axis not in axes:
                 have = ", ".join(sorted(axes)) or "none (single files)"
-                raise GateError(f"{_where(g)}gate {g.describe()!r}: no cell of either run has an axis {axis!r} (axes: {have}); "
-                                "fix the cells: selector")
+                raise GateError(
+                    f"{_where(g)}gate {g.describe()!r}: no cell of either run has an axis {axis!r} (axes: {have}); "
+                    "fix the cells: selector"
+                )
             unknown = [v for v in values if v not in axes[axis]]
             if unknown:
-                raise GateError(f"{_where(g)}gate {g.describe()!r}: no cell of either run has {axis}={unknown[0]} "
-                                f"(values: {', '.join(sorted(axes[axis]))}); fix the cells: selector")
+                raise GateError(
+                    f"{_where(g)}gate {g.describe()!r}: no cell of either run has {axis}={unknown[0]} "
+                    f"(values: {', '.join(sorted(axes[axis]))}); fix the cells: selector"
+                )
         if g.metric.indexed and not g.all_positions and ks and g.index >= max(ks):
-            raise GateError(f"{_where(g)}gate {g.expr!r}: position {g.index} does not exist: the runs have k = {max(ks)} "
-                            f"(positions 0..{max(ks) - 1})")
+            raise GateError(
+                f"{_where(g)}gate {g.expr!r}: position {g.index} does not exist: the runs have k = {max(ks)} "
+                f"(positions 0..{max(ks) - 1})"
+            )
 
 
 def _where(gate: Gate) -> str:
@@ -83,9 +88,20 @@ def missing_cells(base: Side, cand: Side) -> list[CellComparison]:
             elif key not in side.cells:
                 why.append(f"not in the {label}")
         cell = _any_cell(key, base, cand)
-        out.append(CellComparison(name=cell.name, axes=cell.axes, base_ids=[], cand_ids=[], base_units=0,
-                                  cand_units=0, unit_kind=None, missing="; ".join(why), key=key,
-                                  is_baseline=bool(getattr(cell, "is_baseline", False))))
+        out.append(
+            CellComparison(
+                name=cell.name,
+                axes=cell.axes,
+                base_ids=[],
+                cand_ids=[],
+                base_units=0,
+                cand_units=0,
+                unit_kind=None,
+                missing="; ".join(why),
+                key=key,
+                is_baseline=bool(getattr(cell, "is_baseline", False)),
+            )
+        )
     return out
 
 
@@ -95,8 +111,10 @@ def _spec_off_failure(key, base: Side, cand: Side) -> str:
     failed, done = cand.failed.get(key), base.cells.get(key)
     if failed is None or not failed.spec_off or done is None or not done.units:
         return ""
-    return (f"speculation off in the candidate: the cell's load finished but /metrics showed no drafts "
-            f"({failed.reason}), where the baseline made {sum(u.num_drafts for u in done.units)} drafts")
+    return (
+        f"speculation off in the candidate: the cell's load finished but /metrics showed no drafts "
+        f"({failed.reason}), where the baseline made {sum(u.num_drafts for u in done.units)} drafts"
+    )
 
 
 def _any_cell(key, base: Side, cand: Side):
@@ -119,20 +137,45 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
                 if applies(g, cell.axes, info.is_baseline, info.num_spec_tokens):
                     name = row_name(g.metric, "*" if g.all_positions else g.index)
                     if off and g.metric.source == "acceptance":
-                        cell.gates.append(GateResult(cell.name, g.describe(), name, "fail", f"{name}: {off}",
-                                                     p_value=0.0, control="per check"))
+                        cell.gates.append(
+                            GateResult(
+                                cell.name,
+                                g.describe(),
+                                name,
+                                "fail",
+                                f"{name}: {off}",
+                                p_value=0.0,
+                                control="per check",
+                            )
+                        )
                         continue
-                    cell.gates.append(GateResult(cell.name, g.describe(), name, "inconclusive",
-                                                 f"{name}: no data: the cell {cell.missing}", control="per check"))
+                    cell.gates.append(
+                        GateResult(
+                            cell.name,
+                            g.describe(),
+                            name,
+                            "inconclusive",
+                            f"{name}: no data: the cell {cell.missing}",
+                            control="per check",
+                        )
+                    )
         else:
             apply_cell(cell, gates, base.cells[cell.key], cand.cells[cell.key], comp.confidence)
     hit = {r.gate for c in comp.cells for r in c.gates}
     for g in gates:
         if g.describe() not in hit:
             name = row_name(g.metric, "*" if g.all_positions else g.index)
-            comp.unmatched.append(GateResult("(no cell)", g.describe(), name, "inconclusive",
-                                             f"{g.describe()} applies to no cell of either run (its selector, or a "
-                                             "no-speculation cell only): nothing was checked", control="per check"))
+            comp.unmatched.append(
+                GateResult(
+                    "(no cell)",
+                    g.describe(),
+                    name,
+                    "inconclusive",
+                    f"{g.describe()} applies to no cell of either run (its selector, or a "
+                    "no-speculation cell only): nothing was checked",
+                    control="per check",
+                )
+            )
     if comp.holm:
         holm(comp, (1 - comp.confidence) / 2)
     detectable(comp)
@@ -170,21 +213,52 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
             elif decision.status == "pass" and failed:
                 decision.status = "inconclusive"
                 decision.message += f"; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})"
-            cell.gates.append(GateResult(cell.name, gate.describe(), name, decision.status, decision.message,
-                                         decision.notes, decision.p_value, decision.mdc, decision.tolerance,
-                                         "per check", decision.se, decision.df, decision.scope, decision.floor))
+            cell.gates.append(
+                GateResult(
+                    cell.name,
+                    gate.describe(),
+                    name,
+                    decision.status,
+                    decision.message,
+                    decision.notes,
+                    decision.p_value,
+                    decision.mdc,
+                    decision.tolerance,
+                    "per check",
+                    decision.se,
+                    decision.df,
+                    decision.scope,
+                    decision.floor,
+                )
+            )
 
 
 def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell, confidence: float):
-    names = ([n for n, r in rows.items() if r.metric is gate.metric] if gate.all_positions
-             else [n for n in [row_name(gate.metric, gate.index)] if n in rows])
+    names = (
+        [n for n, r in rows.items() if r.metric is gate.metric]
+        if gate.all_positions
+        else [n for n in [row_name(gate.metric, gate.index)] if n in rows]
+    )
     if not names:
         name = row_name(gate.metric, "*" if gate.all_positions else gate.index)
         yield name, Decision("inconclusive", message=f"{name}: {_missing(gate, bc, cc)}")
     for n in names:
         r = rows[n]
-        yield n, decide(gate, r.base, r.cand, r.ci, n, se=r.se, df=r.df, why=r.why, replicates=r.replicates,
-                        confidence=confidence)
+        yield (
+            n,
+            decide(
+                gate,
+                r.base,
+                r.cand,
+                r.ci,
+                n,
+                se=r.se,
+                df=r.df,
+                why=r.why,
+                replicates=r.replicates,
+                confidence=confidence,
+            ),
+        )
 
 
 def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:
@@ -193,8 +267,10 @@ def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:
     if gate.metric.source == "acceptance":
         return "no acceptance counts on either side (acceptance.json missing or empty)"
     if gate.metric.source == "study":
-        return ("needs, on both sides, a no-speculation baseline serving the same target (same mla and "
-                "target env/flag axes; baseline: true) and finished requests in this cell")
+        return (
+            "needs, on both sides, a no-speculation baseline serving the same target (same mla and "
+            "target env/flag axes; baseline: true) and finished requests in this cell"
+        )
     return "not measured on both sides (no requests.jsonl or summary.json with it)"
 
 
@@ -231,8 +307,10 @@ def holm(comp: Comparison, alpha: float) -> None:
             not_after_holm(r, m)
             continue
         r.status = "pass"
-        r.notes.append(f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
-                       f"over all {m} checks of this compare")
+        r.notes.append(
+            f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
+            f"over all {m} checks of this compare"
+        )
 
 
 def detectable(comp: Comparison) -> None:

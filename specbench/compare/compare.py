@@ -22,15 +22,32 @@ from specbench.compare import intervals as iv
 from specbench.compare.gates import Gate
 from specbench.compare.metrics import METRICS, row_name, stat_key
 from specbench.compare.pairing import Pairing, pair
+
 # The records of a comparison live one layer down (results.py), so checks and noise can use them
 # without importing this module; re-exported here, where callers have always found them.
-from specbench.compare.results import Block, CellComparison, Comparison, GateResult, MetricRow
+from specbench.compare.results import (
+    Block,
+    CellComparison,
+    Comparison,
+    GateResult,  # noqa: F401 - re-exported (compare/__init__.py)
+    MetricRow,
+)
 from specbench.compare.sides import Side, SideCell
 
 
-def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: bool = False,
-                  mismatches: list[str] | None = None, n_resamples: int = 2000, seed: int = 0,
-                  confidence: float = 0.95, holm: bool = True, noise_floors: dict | None = None) -> Comparison:
+def compare_sides(
+    base: Side,
+    cand: Side,
+    gates: list[Gate],
+    *,
+    default_gates: bool = False,
+    mismatches: list[str] | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    holm: bool = True,
+    noise_floors: dict | None = None,
+) -> Comparison:
     """Match cells by axis values, compute every metric row, apply every gate that selects a cell.
 
     ``noise_floors``: ``{metric: noise.Floor}`` for latency and throughput checks with one repeat a
@@ -45,19 +62,36 @@ def compare_sides(base: Side, cand: Side, gates: list[Gate], *, default_gates: b
     for key, bc in base.cells.items():
         cc = cand.cells.get(key)
         if cc is not None:
-            cells.append(compare_cell(bc, cc, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                                      refs=(_matching_baseline(base, bc), _matching_baseline(cand, cc)),
-                                      warnings=warnings, floors=noise_floors))
+            cells.append(
+                compare_cell(
+                    bc,
+                    cc,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    confidence=confidence,
+                    refs=(_matching_baseline(base, bc), _matching_baseline(cand, cc)),
+                    warnings=warnings,
+                    floors=noise_floors,
+                )
+            )
     cells += checks.missing_cells(base, cand)
     warnings = [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings] + warnings
-    warnings += [f"baseline cell skipped: {s}" for s in base.skipped] + [f"candidate cell skipped: {s}"
-                                                                         for s in cand.skipped]
+    warnings += [f"baseline cell skipped: {s}" for s in base.skipped] + [
+        f"candidate cell skipped: {s}" for s in cand.skipped
+    ]
     comp = Comparison(
-        base_label=base.label, cand_label=cand.label, cells=cells,
+        base_label=base.label,
+        cand_label=cand.label,
+        cells=cells,
         only_base=[c.name for k, c in base.cells.items() if k not in cand.cells],
         only_cand=[c.name for k, c in cand.cells.items() if k not in base.cells],
-        mismatches=list(mismatches or []), warnings=warnings, gates=[g.describe() for g in gates],
-        default_gates=default_gates, confidence=confidence, n_resamples=n_resamples, holm=holm,
+        mismatches=list(mismatches or []),
+        warnings=warnings,
+        gates=[g.describe() for g in gates],
+        default_gates=default_gates,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        holm=holm,
     )
     checks.apply_gates(comp, gates, base, cand)
     from specbench.compare.noise import scope_warning
@@ -75,10 +109,18 @@ def _matching_baseline(side: Side, cell: SideCell) -> SideCell | None:
     return pick_baseline(cell.axes, None, bases, draft_axes_of(side.manifest))
 
 
-def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *, n_resamples: int = 2000,
-                 seed: int = 0, confidence: float = 0.95,
-                 refs: tuple[SideCell | None, SideCell | None] = (None, None),
-                 warnings: list[str] | None = None, floors: dict | None = None) -> CellComparison:
+def compare_cell(
+    bc: SideCell,
+    cc: SideCell,
+    gates: list[Gate] | None = None,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    refs: tuple[SideCell | None, SideCell | None] = (None, None),
+    warnings: list[str] | None = None,
+    floors: dict | None = None,
+) -> CellComparison:
     """Rows of one matched cell. ``refs``: each side's baseline (no-speculation) cell, for speedup and
     divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide).
     Latency and throughput rows get their scope (:mod:`specbench.compare.noise`): between repeats,
@@ -93,30 +135,56 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     scope_rows(rows, bc, cc, refs, confidence, floors)
     clashes = [f"{side}: {d}" for side, c in (("baseline", bc), ("candidate", cc)) for d in c.disagreements]
     if clashes:  # every check: traffic outside the load, or lost requests, touch latency too
-        blocks.append(Block("acceptance sources disagree beyond rounding (recorded in acceptance.json): "
-                            + "; ".join(clashes) + "; which one measured the load is unknown"))
+        blocks.append(
+            Block(
+                "acceptance sources disagree beyond rounding (recorded in acceptance.json): "
+                + "; ".join(clashes)
+                + "; which one measured the load is unknown"
+            )
+        )
     if pairing is not None and pairing.blocked:
         blocks.append(Block(pairing.blocked, ("acceptance",)))
     if bc.units and cc.spec_off:
-        blocks.append(Block(f"speculation off in the candidate: {cc.spec_off}, where the baseline made "
-                            f"{sum(u.num_drafts for u in bc.units)} drafts", ("acceptance",), "fail"))
+        blocks.append(
+            Block(
+                f"speculation off in the candidate: {cc.spec_off}, where the baseline made "
+                f"{sum(u.num_drafts for u in bc.units)} drafts",
+                ("acceptance",),
+                "fail",
+            )
+        )
     unchecked = [f"{side}: {u}" for side, c in (("baseline", bc), ("candidate", cc)) for u in c.unattested]
     if unchecked:  # the cells' names are claims vLLM never confirmed: what is compared is unknown
-        blocks.append(Block("not attested (cell.json has no vLLM confirmation of it): " + "; ".join(unchecked)
-                            + "; re-run the side with this specbench, whose servers report what they run"))
+        blocks.append(
+            Block(
+                "not attested (cell.json has no vLLM confirmation of it): "
+                + "; ".join(unchecked)
+                + "; re-run the side with this specbench, whose servers report what they run"
+            )
+        )
     from specbench.attest import confounds
 
     differ = confounds(bc.attested, cc.attested)
     if differ:
-        warnings.append(f"{bc.name}: the runs' servers differ in (attested, baseline vs candidate): "
-                        f"{', '.join(differ)}")
+        warnings.append(
+            f"{bc.name}: the runs' servers differ in (attested, baseline vs candidate): {', '.join(differ)}"
+        )
     if pairing is not None and (pairing.only_base or pairing.only_cand):
         warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
-    out = CellComparison(name=bc.name, axes=bc.axes, base_ids=bc.cell_ids, cand_ids=cc.cell_ids,
-                         base_units=len(bc.units), cand_units=len(cc.units),
-                         unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else
-                         f"{bc.unit_kind}/{cc.unit_kind}", rows=rows, key=bc.key, is_baseline=bc.is_baseline,
-                         blocks=blocks, pairing=None if pairing is None else pairing.summary())
+    out = CellComparison(
+        name=bc.name,
+        axes=bc.axes,
+        base_ids=bc.cell_ids,
+        cand_ids=cc.cell_ids,
+        base_units=len(bc.units),
+        cand_units=len(cc.units),
+        unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else f"{bc.unit_kind}/{cc.unit_kind}",
+        rows=rows,
+        key=bc.key,
+        is_baseline=bc.is_baseline,
+        blocks=blocks,
+        pairing=None if pairing is None else pairing.summary(),
+    )
     from specbench.compare import checks
 
     if gates:
@@ -125,10 +193,9 @@ def compare_cell(bc: SideCell, cc: SideCell, gates: list[Gate] | None = None, *,
     return out
 
 
-
-
-def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
-                     warnings: list[str]) -> tuple[list[MetricRow], Pairing | None]:
+def _acceptance_rows(
+    bc: SideCell, cc: SideCell, conf: float, warnings: list[str]
+) -> tuple[list[MetricRow], Pairing | None]:
     if bc.units and cc.spec_off:
         return _spec_off_rows(bc), None
     if not bc.units or not cc.units:
@@ -148,8 +215,9 @@ def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
         deltas = {key: iv.Delta(d.point, why=few) for key, d in deltas.items()}
     k = iv.common_k(ub, uc)
     pb, pc = (iv.count_stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
-    exact = (pr.complete and bc.exact is not None and cc.exact is not None and not bc.exact_missing
-             and not cc.exact_missing)
+    exact = (
+        pr.complete and bc.exact is not None and cc.exact is not None and not bc.exact_missing and not cc.exact_missing
+    )
     if exact:  # exact /metrics counts for the point; the units only for the interval's width
         for side, cell, units in (("baseline", bc, ub), ("candidate", cc, uc)):
             _agree(cell, units, side, warnings)
@@ -169,8 +237,9 @@ def _acceptance_rows(bc: SideCell, cc: SideCell, conf: float,
         if ci is not None and delta is not None and d.point is not None:
             shift = delta - d.point  # re-centre the (symmetric) t interval on the exact point
             ci = (ci[0] + shift, ci[1] + shift)
-        rows.append(MetricRow(row_name(metric, i), metric, i, b, c, delta, ci, se=d.se, df=d.df, method=d.method,
-                              why=d.why))
+        rows.append(
+            MetricRow(row_name(metric, i), metric, i, b, c, delta, ci, se=d.se, df=d.df, method=d.method, why=d.why)
+        )
     return rows, pr
 
 
@@ -185,8 +254,18 @@ def _spec_off_rows(bc: SideCell) -> list[MetricRow]:
     rows = []
     for metric, i in specs:
         b, c = _finite(pb.get(stat_key(metric, i))), 1.0 if metric.name == "mean_acceptance_length" else 0.0
-        rows.append(MetricRow(row_name(metric, i), metric, i, b, c, None if b is None else c - b, None,
-                              why="speculation off in the candidate"))
+        rows.append(
+            MetricRow(
+                row_name(metric, i),
+                metric,
+                i,
+                b,
+                c,
+                None if b is None else c - b,
+                None,
+                why="speculation off in the candidate",
+            )
+        )
     return rows
 
 
@@ -196,9 +275,11 @@ def _agree(cell: SideCell, units, side: str, warnings: list[str]) -> None:
     u = total(list(units))
     e = cell.exact
     if (u.num_drafts, u.accepted_tokens) != (e.num_drafts, e.accepted_tokens):
-        warnings.append(f"{cell.name} ({side}): per-{cell.unit_kind} units count {u.num_drafts} drafts / "
-                        f"{u.accepted_tokens} accepted, /metrics {e.num_drafts} / {e.accepted_tokens} (errored "
-                        "requests or traffic outside the load?): point estimates from /metrics, CIs from the units")
+        warnings.append(
+            f"{cell.name} ({side}): per-{cell.unit_kind} units count {u.num_drafts} drafts / "
+            f"{u.accepted_tokens} accepted, /metrics {e.num_drafts} / {e.accepted_tokens} (errored "
+            "requests or traffic outside the load?): point estimates from /metrics, CIs from the units"
+        )
 
 
 def _latency_rows(bc: SideCell, cc: SideCell, n: int, seed: int, conf: float) -> list[MetricRow]:
@@ -214,8 +295,22 @@ def _latency_rows(bc: SideCell, cc: SideCell, n: int, seed: int, conf: float) ->
             d = iv.mean_delta(sb, sc, conf)
         else:
             continue
-        rows.append(MetricRow(name, METRICS[name], None, b, c, c - b, d.ci, se=d.se, df=d.df, method=d.method,
-                              why=d.why, replicates=d.replicates))
+        rows.append(
+            MetricRow(
+                name,
+                METRICS[name],
+                None,
+                b,
+                c,
+                c - b,
+                d.ci,
+                se=d.se,
+                df=d.df,
+                method=d.method,
+                why=d.why,
+                replicates=d.replicates,
+            )
+        )
     row = _throughput_row(bc, cc, conf)
     return rows + ([row] if row else [])
 
@@ -231,15 +326,24 @@ def _throughput_row(bc: SideCell, cc: SideCell, conf: float) -> MetricRow | None
     b, c = float(np.mean(sb)), float(np.mean(sc))
     (tb, eb), (tc, ec) = bc.throughput_units(), cc.throughput_units()
     if len(tb) >= 2 and len(tc) >= 2:
-        d = iv.scaled_delta(b, c, iv.ratio_rel_se(tb, eb), iv.ratio_rel_se(tc, ec), len(tb), len(tc), conf,
-                            f"t, SE from per-request throughput, {len(tb)} vs {len(tc)} requests")
+        d = iv.scaled_delta(
+            b,
+            c,
+            iv.ratio_rel_se(tb, eb),
+            iv.ratio_rel_se(tc, ec),
+            len(tb),
+            len(tc),
+            conf,
+            f"t, SE from per-request throughput, {len(tb)} vs {len(tc)} requests",
+        )
     else:
         d = iv.mean_delta(sb, sc, conf)
     return MetricRow(name, METRICS[name], None, b, c, c - b, d.ci, se=d.se, df=d.df, method=d.method, why=d.why)
 
 
-def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCell | None], n: int, seed: int,
-                conf: float) -> list[MetricRow]:
+def _study_rows(
+    bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCell | None], n: int, seed: int, conf: float
+) -> list[MetricRow]:
     from specbench.compare.study import speedup_delta, study_figures
 
     rb, rc = refs
@@ -249,12 +353,20 @@ def _study_rows(bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCel
     sp = speedup_delta(bc.requests, rb.requests, cc.requests, rc.requests, conf)
     if sp is not None:
         b, c, d = sp
-        rows.append(MetricRow("speedup", METRICS["speedup"], None, b, c, c - b, d.ci, se=d.se, df=d.df,
-                              method=d.method, why=d.why))
-    figures = study_figures(bc.requests, rb.requests, cc.requests, rc.requests, n_resamples=n, seed=seed,
-                            confidence=conf)
-    return rows + [MetricRow(name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests",
-                             replicates=reps) for name, (b, c, ci, reps) in figures.items()]
+        rows.append(
+            MetricRow(
+                "speedup", METRICS["speedup"], None, b, c, c - b, d.ci, se=d.se, df=d.df, method=d.method, why=d.why
+            )
+        )
+    figures = study_figures(
+        bc.requests, rb.requests, cc.requests, rc.requests, n_resamples=n, seed=seed, confidence=conf
+    )
+    return rows + [
+        MetricRow(
+            name, METRICS[name], None, b, c, c - b, ci, method="percentile bootstrap over requests", replicates=reps
+        )
+        for name, (b, c, ci, reps) in figures.items()
+    ]
 
 
 def _finite(x: float | None) -> float | None:

@@ -41,15 +41,20 @@ from typing import Any
 from specbench.compare.metrics import METRICS, Metric, resolve, row_name
 from specbench.errors import ConfigError
 
-GRAMMAR = ("METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%  per_position[*]:-2pp  "
-           "per_position[0]:-0.02  ttft_p50_ms:+10%; metrics: " + ", ".join(
-               f"{n}[i|*]" if m.indexed else n for n, m in METRICS.items()) + " (alias acceptance_length)")
+GRAMMAR = (
+    "METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%  per_position[*]:-2pp  "
+    "per_position[0]:-0.02  ttft_p50_ms:+10%; metrics: "
+    + ", ".join(f"{n}[i|*]" if m.indexed else n for n, m in METRICS.items())
+    + " (alias acceptance_length)"
+)
 
 # Without a --gate or --gate-file: guards acceptance, the thing specbench exists to measure.
 DEFAULT_GATES = ("acceptance_length:-3%", "per_position[*]:-2pp")
 
-_EXPR = re.compile(r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*)(?:\[(?P<index>\*|\d+)\])?"
-                   r":(?P<value>[+-]?(?:\d+\.?\d*|\.\d+))(?P<unit>%|pp)?$")
+_EXPR = re.compile(
+    r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*)(?:\[(?P<index>\*|\d+)\])?"
+    r":(?P<value>[+-]?(?:\d+\.?\d*|\.\d+))(?P<unit>%|pp)?$"
+)
 
 
 class GateError(ConfigError):
@@ -112,14 +117,18 @@ def parse_gate(expr: str, *, cells: dict[str, Any] | None = None) -> Gate:
     unit = m["unit"] or "abs"
     value = float(m["value"])
     if unit == "pp" and not metric.is_fraction:
-        raise bad(f"pp (percentage points) only applies to fractions; {metric.name} is in {metric.unit}, use % or "
-                  "an absolute number")
+        raise bad(
+            f"pp (percentage points) only applies to fractions; {metric.name} is in {metric.unit}, use % or "
+            "an absolute number"
+        )
     if value != 0:
         want = "-" if metric.higher_is_better else "+"
         if m["value"][0] != want:
             better = "higher" if metric.higher_is_better else "lower"
-            raise bad(f"{metric.name} is {better}-is-better, so its allowed change must be written {want}"
-                      f"{m['value'].lstrip('+-')}{m['unit'] or ''}")
+            raise bad(
+                f"{metric.name} is {better}-is-better, so its allowed change must be written {want}"
+                f"{m['value'].lstrip('+-')}{m['unit'] or ''}"
+            )
     return Gate(expr=text, metric=metric, index=index, value=value, unit=unit, cells=_selector(expr, cells))
 
 
@@ -130,8 +139,12 @@ def _selector(expr: str, cells: dict[str, Any] | None) -> tuple[tuple[str, tuple
     for axis, values in cells.items():
         vals = values if isinstance(values, list) else [values]
         # YAML 1.1 reads bare on/off as booleans; axis values are stored as "on"/"off".
-        out.append((str(axis), tuple({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v)
-                                     for v in vals)))
+        out.append(
+            (
+                str(axis),
+                tuple({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v) for v in vals),
+            )
+        )
     return tuple(sorted(out))
 
 
@@ -150,9 +163,8 @@ def load_gate_file(path: Path) -> list[Gate]:
         model_config = ConfigDict(extra="forbid")
         gates: list[str | _Item]
 
-    from specbench.safe_yaml import load_yaml
-
     from specbench.io import read_text
+    from specbench.safe_yaml import load_yaml
 
     path = Path(path)
     text = read_text(path, "gate file", fix="pass a YAML list of gates", error=GateError)
@@ -169,8 +181,10 @@ def load_gate_file(path: Path) -> list[Gate]:
         # informative one for a mapping, so drop "should be a valid string" noise next to it.
         errs = [e for e in exc.errors() if e["type"] != "string_type"] or exc.errors()
         what = "; ".join(".".join(str(p) for p in e["loc"] if p != "_Item") + f": {e['msg']}" for e in errs)
-        raise GateError(f"{path}: {what}; expected a list of gate expressions "
-                        "or {gates: [EXPR | {gate: EXPR, cells: {axis: value}}]}") from None
+        raise GateError(
+            f"{path}: {what}; expected a list of gate expressions "
+            "or {gates: [EXPR | {gate: EXPR, cells: {axis: value}}]}"
+        ) from None
     if not parsed.gates:
         raise GateError(f"{path}: no gates listed")
     gates = []
@@ -202,9 +216,9 @@ class Decision:
 # How to get units, per metric source, for an inconclusive "no CI" check.
 HINTS = {
     "acceptance": "get units: per-request acceptance (the built-in load driver records it), several log windows "
-                  "(a load longer than vLLM's 10 s log interval), or repeats: 2+ in the study",
+    "(a load longer than vLLM's 10 s log interval), or repeats: 2+ in the study",
     "requests": "get units: per-request rows (requests.jsonl, built-in driver or llmperf) with more requests, "
-                "or repeats: 2+ in the study",
+    "or repeats: 2+ in the study",
     "summary": "get units: per-request rows (requests.jsonl with output_tokens and e2e) or repeats: 2+",
     "study": "needs finished requests in this cell and in the run's baseline cell on both sides",
 }
@@ -242,14 +256,27 @@ def minimum_detectable(tol: float, se: float, df: float | None, alpha: float, m:
 def weak_note(tol: float, mdc: float) -> str | None:
     """A note when a check cannot see a change of its own tolerance (it detects only past 2x it)."""
     if tol > 0 and mdc > 2 * tol:
-        return (f"this check cannot see a change of {tol:.4g}: it detects {mdc:.4g} with {POWER:.0%} probability; "
-                f"it needs ~{((mdc - tol) / tol) ** 2:.1f}x the units per side")
+        return (
+            f"this check cannot see a change of {tol:.4g}: it detects {mdc:.4g} with {POWER:.0%} probability; "
+            f"it needs ~{((mdc - tol) / tol) ** 2:.1f}x the units per side"
+        )
     return None
 
 
-def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, float] | None,
-           name: str | None = None, *, se: float | None = None, df: float | None = None, why: str = "",
-           replicates=None, confidence: float = 0.95, tolerance: float | None = None) -> Decision:
+def decide(
+    gate: Gate,
+    base: float | None,
+    cand: float | None,
+    ci: tuple[float, float] | None,
+    name: str | None = None,
+    *,
+    se: float | None = None,
+    df: float | None = None,
+    why: str = "",
+    replicates=None,
+    confidence: float = 0.95,
+    tolerance: float | None = None,
+) -> Decision:
     """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``
     at ``confidence``; ``se``/``df`` when it is a t interval, ``replicates`` of ``cand - base`` when
     it is a bootstrap one, for the p-value and the SE; ``why`` says why there is no CI). The minimum
@@ -265,14 +292,24 @@ def decide(gate: Gate, base: float | None, cand: float | None, ci: tuple[float, 
     word = f"worse by {harm:.4g}" if harm > 0 else (f"better by {-harm:.4g}" if harm < 0 else "unchanged")
     head = f"{name}: base {base:.4g} -> cand {cand:.4g} ({word}"
     if harm_ci is None:
-        return Decision("inconclusive", harm, None, tol,
-                        f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
-                        f"({why or 'too few units'}); {HINTS[gate.metric.source]}")
+        return Decision(
+            "inconclusive",
+            harm,
+            None,
+            tol,
+            f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
+            f"({why or 'too few units'}); {HINTS[gate.metric.source]}",
+        )
     if harm_ci[1] - harm_ci[0] <= _ZERO_WIDTH * max(1.0, abs(harm)) and abs(harm) > _ZERO_WIDTH:
-        return Decision("inconclusive", harm, harm_ci, tol,
-                        f"{head}, CI of zero width; allowed {tol:.4g} from {gate.expr}): a zero-width interval never "
-                        "decides: every unit or resample shows the same change, so there are too few distinct units "
-                        f"to measure its spread; {HINTS[gate.metric.source]}")
+        return Decision(
+            "inconclusive",
+            harm,
+            harm_ci,
+            tol,
+            f"{head}, CI of zero width; allowed {tol:.4g} from {gate.expr}): a zero-width interval never "
+            "decides: every unit or resample shows the same change, so there are too few distinct units "
+            f"to measure its spread; {HINTS[gate.metric.source]}",
+        )
     if se is not None and df is not None:
         p = one_sided_p(harm, tol, se, df)
     elif replicates is not None:

@@ -82,5 +82,7 @@ def unchecked(base: Side, cand: Side) -> str | None:
     which = " and ".join(n for n, s in (("baseline", base), ("candidate", cand)) if s.manifest is None)
     if not which:
         return None
-    return (f"{which} is a single file without a manifest: vLLM version, model, draft, k, prompts, sampling "
-            "and machine were not checked")
+    return (
+        f"{which} is a single file without a manifest: vLLM version, model, draft, k, prompts, sampling "
+        "and machine were not checked"
+    )

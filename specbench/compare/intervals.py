@@ -73,8 +73,9 @@ def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float 
             out[key] = Delta(None, why="not defined on both sides")
             continue
         if jb is None or jc is None:
-            out[key] = Delta(point, why=f"too few units for an interval ({len(base)} vs {len(cand)}; needs >= 2 "
-                                        "per side)")
+            out[key] = Delta(
+                point, why=f"too few units for an interval ({len(base)} vs {len(cand)}; needs >= 2 per side)"
+            )
             continue
         vb, vc = jackknife_var(jb[key]), jackknife_var(jc[key])
         if not _finite(vb, vc):
@@ -82,8 +83,13 @@ def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float 
             continue
         se = math.sqrt(_floored(vb + vc, fb.get(key, math.nan) + fc.get(key, math.nan), point))
         df = _conservative_df(len(base), len(cand))
-        out[key] = Delta(point, _t_ci(point, se, df, confidence), se, df,
-                         f"t (df min(n)-1), jackknife SE, {len(base)} vs {len(cand)} units")
+        out[key] = Delta(
+            point,
+            _t_ci(point, se, df, confidence),
+            se,
+            df,
+            f"t (df min(n)-1), jackknife SE, {len(base)} vs {len(cand)} units",
+        )
     return out
 
 
@@ -110,8 +116,9 @@ def _conservative_df(nb: int, nc: int) -> float:
     return float(min(nb, nc) - 1)
 
 
-def paired_acceptance_deltas(base: dict[str, Counts], cand: dict[str, Counts],
-                             confidence: float = 0.95) -> dict[str, Delta]:
+def paired_acceptance_deltas(
+    base: dict[str, Counts], cand: dict[str, Counts], confidence: float = 0.95
+) -> dict[str, Delta]:
     """Paired by prompt: ``{prompt_id: counts summed over that prompt's requests and repeats}``.
 
     The point is the change of the pooled statistic (all prompts of both sides); the jackknife
@@ -143,35 +150,56 @@ def paired_acceptance_deltas(base: dict[str, Counts], cand: dict[str, Counts],
             out[key] = Delta(point, why="not defined in every leave-one-prompt-out subset")
             continue
         se = math.sqrt(_floored(var, fb.get(key, math.nan) + fc.get(key, math.nan), point))
-        out[key] = Delta(point, _t_ci(point, se, n - 1, confidence), se, float(n - 1),
-                         f"paired by prompt, t with jackknife SE, {n} prompts")
+        out[key] = Delta(
+            point,
+            _t_ci(point, se, n - 1, confidence),
+            se,
+            float(n - 1),
+            f"paired by prompt, t with jackknife SE, {n} prompts",
+        )
     return out
 
 
-def median_delta(base: list[float], cand: list[float], confidence: float = 0.95, n_resamples: int = 2000,
-                 seed: int = 0, min_units: int = 5) -> Delta:
+def median_delta(
+    base: list[float],
+    cand: list[float],
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    min_units: int = 5,
+) -> Delta:
     """Change of the median over requests, BCa bootstrap (two independent samples)."""
     b, c = np.asarray(base, dtype=float), np.asarray(cand, dtype=float)
     point = float(np.median(c) - np.median(b))
     if len(b) < min_units or len(c) < min_units:
-        return Delta(point, why=f"too few requests for an interval ({len(b)} vs {len(c)}; needs >= {min_units} "
-                                "per side)")
-    ci, replicates = _bca((c, b), lambda c, b, axis: np.median(c, axis=axis) - np.median(b, axis=axis), confidence,
-                          n_resamples, seed)
+        return Delta(
+            point, why=f"too few requests for an interval ({len(b)} vs {len(c)}; needs >= {min_units} per side)"
+        )
+    ci, replicates = _bca(
+        (c, b), lambda c, b, axis: np.median(c, axis=axis) - np.median(b, axis=axis), confidence, n_resamples, seed
+    )
     if ci is None:
         return Delta(point, why="the bootstrap distribution is degenerate (ties)")
-    return Delta(point, ci, method=f"BCa bootstrap of the median, {len(b)} vs {len(c)} requests",
-                 replicates=replicates)
+    return Delta(point, ci, method=f"BCa bootstrap of the median, {len(b)} vs {len(c)} requests", replicates=replicates)
 
 
-def _bca(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], confidence: float, n_resamples: int,
-         seed: int) -> tuple[tuple[float, float] | None, np.ndarray]:
+def _bca(
+    data: tuple[np.ndarray, ...], statistic: Callable[..., Any], confidence: float, n_resamples: int, seed: int
+) -> tuple[tuple[float, float] | None, np.ndarray]:
     from scipy.stats import bootstrap
 
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")  # degenerate distributions warn and give nan: handled below
-        res = bootstrap(data, statistic, vectorized=True, paired=False, confidence_level=confidence,
-                        n_resamples=n_resamples, method="BCa", rng=np.random.default_rng(seed))
+        res = bootstrap(
+            data,
+            statistic,
+            vectorized=True,
+            paired=False,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method="BCa",
+            rng=np.random.default_rng(seed),
+        )
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return ((lo, hi) if _finite(lo, hi) else None), np.asarray(res.bootstrap_distribution, dtype=float)
 
@@ -187,8 +215,9 @@ def ratio_rel_se(num: list[float], den: list[float]) -> float | None:
     return math.sqrt(var) if _finite(var) else None
 
 
-def scaled_delta(b: float, c: float, rel_se_b: float | None, rel_se_c: float | None, nb: int, nc: int,
-                 confidence: float, method: str) -> Delta:
+def scaled_delta(
+    b: float, c: float, rel_se_b: float | None, rel_se_c: float | None, nb: int, nc: int, confidence: float, method: str
+) -> Delta:
     """``c - b`` with SE from each side's relative SE (throughput: point from the load summary)."""
     point = c - b
     if rel_se_b is None or rel_se_c is None:

@@ -18,12 +18,14 @@ def junit_xml(comp: Comparison) -> str:
     n = comp.counts
     attrs = dict(tests=str(len(checks)), failures=str(n["fail"]), errors=str(n["inconclusive"]), skipped="0")
     suites = ET.Element("testsuites", name="specbench compare", **attrs)
-    suite = ET.SubElement(suites, "testsuite", name=f"specbench compare {comp.base_label} vs {comp.cand_label}",
-                          **attrs)
+    suite = ET.SubElement(
+        suites, "testsuite", name=f"specbench compare {comp.base_label} vs {comp.cand_label}", **attrs
+    )
     titles = cell_titles(comp)  # what the terminal and Markdown call the cells and metrics
     for g in checks:
-        case = ET.SubElement(suite, "testcase", classname=titles.get(g.cell, g.cell),
-                             name=f"{short_metric(g.metric)} [{g.gate}]")
+        case = ET.SubElement(
+            suite, "testcase", classname=titles.get(g.cell, g.cell), name=f"{short_metric(g.metric)} [{g.gate}]"
+        )
         text = "\n".join([g.message, *g.notes, f"error rate: {g.control}" if g.control else ""]).strip()
         if g.status == "fail":
             ET.SubElement(case, "failure", message=g.message, type="regression").text = text

@@ -25,27 +25,65 @@ class Metric:
         return self.unit == "fraction"
 
 
-METRICS: dict[str, Metric] = {m.name: m for m in [
-    Metric("mean_acceptance_length", "tokens", True, "acceptance",
-           description="AL = 1 + accepted_tokens / num_drafts (includes the bonus token)"),
-    Metric("draft_acceptance_rate", "fraction", True, "acceptance",
-           description="DAR = accepted_tokens / draft_tokens"),
-    Metric("per_position", "fraction", True, "acceptance", indexed=True, stat_prefix="p",
-           description="p_i = accepted_per_position[i] / num_drafts (unconditional)"),
-    Metric("conditional", "fraction", True, "acceptance", indexed=True, stat_prefix="a",
-           description="alpha_i = p_i / p_(i-1), alpha_0 = p_0"),
-    Metric("ttft_p50_ms", "ms", False, "requests", description="median time to first token"),
-    Metric("itl_p50_ms", "ms", False, "requests", description="median inter-token latency"),
-    Metric("e2e_p50_ms", "ms", False, "requests", description="median end-to-end latency"),
-    Metric("output_tok_per_s", "tok/s", True, "summary", description="output throughput of the load"),
-    Metric("speedup", "x", True, "study",
-           description="output tok/s (Σ tokens / Σ e2e over requests) over the run's no-speculation baseline cell"),
-    Metric("divergence_share", "fraction", False, "study",
-           description="share of prompts whose greedy output differs from the run's baseline cell"),
-]}
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in [
+        Metric(
+            "mean_acceptance_length",
+            "tokens",
+            True,
+            "acceptance",
+            description="AL = 1 + accepted_tokens / num_drafts (includes the bonus token)",
+        ),
+        Metric(
+            "draft_acceptance_rate", "fraction", True, "acceptance", description="DAR = accepted_tokens / draft_tokens"
+        ),
+        Metric(
+            "per_position",
+            "fraction",
+            True,
+            "acceptance",
+            indexed=True,
+            stat_prefix="p",
+            description="p_i = accepted_per_position[i] / num_drafts (unconditional)",
+        ),
+        Metric(
+            "conditional",
+            "fraction",
+            True,
+            "acceptance",
+            indexed=True,
+            stat_prefix="a",
+            description="alpha_i = p_i / p_(i-1), alpha_0 = p_0",
+        ),
+        Metric("ttft_p50_ms", "ms", False, "requests", description="median time to first token"),
+        Metric("itl_p50_ms", "ms", False, "requests", description="median inter-token latency"),
+        Metric("e2e_p50_ms", "ms", False, "requests", description="median end-to-end latency"),
+        Metric("output_tok_per_s", "tok/s", True, "summary", description="output throughput of the load"),
+        Metric(
+            "speedup",
+            "x",
+            True,
+            "study",
+            description="output tok/s (Σ tokens / Σ e2e over requests) over the run's no-speculation baseline cell",
+        ),
+        Metric(
+            "divergence_share",
+            "fraction",
+            False,
+            "study",
+            description="share of prompts whose greedy output differs from the run's baseline cell",
+        ),
+    ]
+}
 
-ALIASES = {"acceptance_length": "mean_acceptance_length", "al": "mean_acceptance_length",
-           "dar": "draft_acceptance_rate", "p": "per_position", "alpha": "conditional"}
+ALIASES = {
+    "acceptance_length": "mean_acceptance_length",
+    "al": "mean_acceptance_length",
+    "dar": "draft_acceptance_rate",
+    "p": "per_position",
+    "alpha": "conditional",
+}
 
 
 def resolve(name: str) -> Metric | None:

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from specbench.compare.results import MetricRow
     from specbench.compare.gates import Decision, Gate
     from specbench.compare.metrics import Metric
+    from specbench.compare.results import MetricRow
     from specbench.compare.sides import SideCell
 
 BETWEEN = "between repeats"
@@ -47,8 +47,7 @@ MIN_REPEATS = 2
 # over the committed runs: 28 ordered pairs of cells from three studies on the 2-core Intel VM,
 # 2026-12-03; speed-up 6): latency +179% (TTFT), +219% (ITL), +210% (e2e); output tok/s -69%;
 # speed-up -63%. A floor below the worst seen would fail those reruns against each other.
-DEFAULT_FLOORS = {"ttft_p50_ms": 2.5, "itl_p50_ms": 2.5, "e2e_p50_ms": 2.5, "output_tok_per_s": -0.75,
-                  "speedup": -0.70}
+DEFAULT_FLOORS = {"ttft_p50_ms": 2.5, "itl_p50_ms": 2.5, "e2e_p50_ms": 2.5, "output_tok_per_s": -0.75, "speedup": -0.70}
 DEFAULT_SOURCE = "default: worst same-config rerun on one machine, docs/methods.md"
 
 
@@ -101,8 +100,10 @@ def load_floors(path: Path) -> dict[str, Floor]:
         worse_up = not METRICS[name].higher_is_better
         if change is None or not math.isfinite(change) or (change <= 0 if worse_up else not -1 < change < 0):
             want = "a positive change, e.g. +80%" if worse_up else "a negative change above -100%, e.g. -45%"
-            raise ConfigError(f"{path}: {name}: {value!r} is not a floor; {name} is "
-                              f"{'lower' if worse_up else 'higher'}-is-better, so its floor is {want}")
+            raise ConfigError(
+                f"{path}: {name}: {value!r} is not a floor; {name} is "
+                f"{'lower' if worse_up else 'higher'}-is-better, so its floor is {want}"
+            )
         out[name] = Floor(change, f"from {path}")
     return out
 
@@ -130,8 +131,14 @@ def allowed(metric: Metric, base: float, tol: float, floor: Floor, worse: bool =
     return abs(base) * (up if grows else down)
 
 
-def scope_rows(rows: list[MetricRow], bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCell | None],
-               confidence: float, floors: dict[str, Floor] | None = None) -> None:
+def scope_rows(
+    rows: list[MetricRow],
+    bc: SideCell,
+    cc: SideCell,
+    refs: tuple[SideCell | None, SideCell | None],
+    confidence: float,
+    floors: dict[str, Floor] | None = None,
+) -> None:
     """Give every run-level row its scope: its interval from the repeats when both sides have >= 2,
     else labelled within-run only with the floor it is held to."""
     from specbench.compare import intervals as iv
@@ -144,8 +151,14 @@ def scope_rows(rows: list[MetricRow], bc: SideCell, cc: SideCell, refs: tuple[Si
         if len(vb) >= MIN_REPEATS and len(vc) >= MIN_REPEATS:
             d = iv.mean_delta(vb, vc, confidence)
             row.base, row.cand = float(np.mean(vb)), float(np.mean(vc))
-            row.delta, row.ci, row.se, row.df, row.why, row.replicates = (row.cand - row.base, d.ci, d.se, d.df,
-                                                                          d.why, None)
+            row.delta, row.ci, row.se, row.df, row.why, row.replicates = (
+                row.cand - row.base,
+                d.ci,
+                d.se,
+                d.df,
+                d.why,
+                None,
+            )
             row.method = f"{BETWEEN}: one value per repeat ({_ONE[row.name]}), Welch t, {len(vb)} vs {len(vc)} repeats"
             row.scope = BETWEEN
         else:
@@ -154,9 +167,13 @@ def scope_rows(rows: list[MetricRow], bc: SideCell, cc: SideCell, refs: tuple[Si
             row.method = f"{row.method or 'no interval'} ({WITHIN}: {what}; a whole-run shift is not inside)"
 
 
-_ONE = {"ttft_p50_ms": "the median over its requests", "itl_p50_ms": "the median over its requests",
-        "e2e_p50_ms": "the median over its requests", "output_tok_per_s": "its load's output tok/s",
-        "speedup": "its speed-up over the same repeat of its baseline cell"}
+_ONE = {
+    "ttft_p50_ms": "the median over its requests",
+    "itl_p50_ms": "the median over its requests",
+    "e2e_p50_ms": "the median over its requests",
+    "output_tok_per_s": "its load's output tok/s",
+    "speedup": "its speed-up over the same repeat of its baseline cell",
+}
 
 
 def repeat_values(name: str, cell: SideCell, ref: SideCell | None) -> list[float]:
@@ -199,8 +216,19 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     if decision.status not in ("pass", "fail") or row.floor is None or row.base is None:
         return decision
     limit = allowed(row.metric, row.base, decision.tolerance or 0.0, row.floor)
-    past = decide(gate, row.base, row.cand, row.ci, row.name, se=row.se, df=row.df, why=row.why,
-                  replicates=row.replicates, confidence=confidence, tolerance=limit)
+    past = decide(
+        gate,
+        row.base,
+        row.cand,
+        row.ci,
+        row.name,
+        se=row.se,
+        df=row.df,
+        why=row.why,
+        replicates=row.replicates,
+        confidence=confidence,
+        tolerance=limit,
+    )
     decision.p_value, decision.floor, decision.scope = past.p_value, limit, WITHIN
     if decision.se is not None:  # it can fail only past the limit: that is what it detects from
         decision.mdc = minimum_detectable(limit, decision.se, decision.df, (1 - confidence) / 2)
@@ -208,16 +236,19 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
         decision.notes.insert(0, floor_note(decision.tolerance or 0.0, limit, decision.mdc))
     floor = f"the noise floor of {row.name}, {row.floor.describe()}"
     if decision.status == "fail" and past.status == "fail":
-        decision.message += (f"; beyond {floor}: the CI of harm is past {limit:.4g}, more than a whole-run "
-                             f"shift explains ({WITHIN}: one repeat a side)")
+        decision.message += (
+            f"; beyond {floor}: the CI of harm is past {limit:.4g}, more than a whole-run "
+            f"shift explains ({WITHIN}: one repeat a side)"
+        )
     elif decision.status == "fail":
         decision.status, decision.p_value = "inconclusive", None
-        decision.message = (f"{decision.message}; {WITHIN}: past the tolerance inside this run, but not past "
-                            f"{floor}, which a whole-run shift from machine load reaches (a harm past "
-                            f"{limit:.4g} would fail); {HINT}")
+        decision.message = (
+            f"{decision.message}; {WITHIN}: past the tolerance inside this run, but not past "
+            f"{floor}, which a whole-run shift from machine load reaches (a harm past "
+            f"{limit:.4g} would fail); {HINT}"
+        )
     else:
-        decision.notes.append(f"{WITHIN}: its interval covers request-to-request noise, not a whole-run shift; "
-                              f"{HINT}")
+        decision.notes.append(f"{WITHIN}: its interval covers request-to-request noise, not a whole-run shift; {HINT}")
     return decision
 
 
@@ -228,8 +259,10 @@ def not_after_holm(result, m: int) -> None:
     """A within-run failure past the floor per check that Holm does not reject: inconclusive, not a
     pass (it was past the tolerance inside the run)."""
     result.status = "inconclusive"
-    result.message += (f"; not decided: past the noise floor at the per-check level (p = {result.p_value:.3g}) but "
-                       f"not after Holm over all {m} checks of this compare")
+    result.message += (
+        f"; not decided: past the noise floor at the per-check level (p = {result.p_value:.3g}) but "
+        f"not after Holm over all {m} checks of this compare"
+    )
 
 
 def scope_warning(comp) -> list[str]:
@@ -240,16 +273,20 @@ def scope_warning(comp) -> list[str]:
     held = sorted({g.metric for g in within}, key=RUN_LEVEL.index)
     rows = {r.name: r for c in comp.cells for r in c.rows if r.floor is not None}
     floors = ", ".join(f"{m} {rows[m].floor.change * 100:+.0f}%" for m in held if m in rows)
-    return [f"{len(within)} latency/throughput check(s) are {WITHIN} (one repeat a side): their intervals cover "
-            "request-to-request noise, not a whole-run shift from machine load, so a change past the tolerance is "
-            f"inconclusive unless it is also past the noise floor ({floors}; "
-            f"{next(iter(rows.values())).floor.source if rows else DEFAULT_SOURCE}); {HINT}"]
+    return [
+        f"{len(within)} latency/throughput check(s) are {WITHIN} (one repeat a side): their intervals cover "
+        "request-to-request noise, not a whole-run shift from machine load, so a change past the tolerance is "
+        f"inconclusive unless it is also past the noise floor ({floors}; "
+        f"{next(iter(rows.values())).floor.source if rows else DEFAULT_SOURCE}); {HINT}"
+    ]
 
 
 def floor_note(tol: float, floor: float, mdc: float) -> str:
     """A within-run check's power: it fails only past the floor, and more requests do not move that."""
     from specbench.compare.gates import POWER
 
-    return (f"this check cannot see a change of {tol:.4g}: {WITHIN}, it fails only past {floor:.4g} (the tolerance "
-            f"with the noise floor) and detects {mdc:.4g} with {POWER:.0%} probability; more requests do not "
-            "lower that, repeats (2+ a side) do")
+    return (
+        f"this check cannot see a change of {tol:.4g}: {WITHIN}, it fails only past {floor:.4g} (the tolerance "
+        f"with the noise floor) and detects {mdc:.4g} with {POWER:.0%} probability; more requests do not "
+        "lower that, repeats (2+ a side) do"
+    )

@@ -56,8 +56,10 @@ class Pairing:
         if n >= MIN_PROMPTS:
             return ""
         what = f"{n} paired" if self.kind == "paired" else f"{self.n_base} vs {self.n_cand}, unpaired"
-        return (f"too few independent prompts: {what}; a verdict needs >= {MIN_PROMPTS} distinct prompts per side "
-                "(requests repeating a prompt are not independent)")
+        return (
+            f"too few independent prompts: {what}; a verdict needs >= {MIN_PROMPTS} distinct prompts per side "
+            "(requests repeating a prompt are not independent)"
+        )
 
     def describe(self) -> str:
         if self.kind == "units":
@@ -66,19 +68,30 @@ class Pairing:
             return f"unpaired: no prompt in common ({self.n_base} vs {self.n_cand} prompts)"
         text = f"paired by prompt: {len(self.base)} prompts on both sides"
         if self.only_base or self.only_cand:
-            text += (f"; unmatched, left out: {len(self.only_base)} of {self.n_base} baseline prompts, "
-                     f"{len(self.only_cand)} of {self.n_cand} candidate prompts")
+            text += (
+                f"; unmatched, left out: {len(self.only_base)} of {self.n_base} baseline prompts, "
+                f"{len(self.only_cand)} of {self.n_cand} candidate prompts"
+            )
         return text
 
     def summary(self) -> dict[str, Any]:
-        return {"kind": self.kind, "shared": len(self.base) if self.kind == "paired" else 0,
-                "baseline_prompts": self.n_base, "candidate_prompts": self.n_cand,
-                "only_in_baseline": list(self.only_base), "only_in_candidate": list(self.only_cand),
-                "description": self.describe()}
+        return {
+            "kind": self.kind,
+            "shared": len(self.base) if self.kind == "paired" else 0,
+            "baseline_prompts": self.n_base,
+            "candidate_prompts": self.n_cand,
+            "only_in_baseline": list(self.only_base),
+            "only_in_candidate": list(self.only_cand),
+            "description": self.describe(),
+        }
 
 
-def pair(base_clusters: dict[str, Counts], cand_clusters: dict[str, Counts], base_units: list[Counts],
-         cand_units: list[Counts]) -> Pairing:
+def pair(
+    base_clusters: dict[str, Counts],
+    cand_clusters: dict[str, Counts],
+    base_units: list[Counts],
+    cand_units: list[Counts],
+) -> Pairing:
     """The pairing of two cells' acceptance: ``*_clusters`` per prompt ({} without prompt ids),
     ``*_units`` acceptance.json's units (the fallback without prompt ids)."""
     kb, kc = base_clusters, cand_clusters
@@ -91,8 +104,10 @@ def pair(base_clusters: dict[str, Counts], cand_clusters: dict[str, Counts], bas
     out = Pairing("paired", {p: kb[p] for p in shared}, {p: kc[p] for p in shared}, only_b, only_c, len(kb), len(kc))
     worst = max(len(only_b) / len(kb), len(only_c) / len(kc))
     if worst > MAX_UNMATCHED:
-        out.blocked = (f"prompts unmatched between the sides: {len(only_b)} of {len(kb)} baseline prompts have no "
-                       f"finished request in the candidate, {len(only_c)} of {len(kc)} candidate prompts none in the "
-                       f"baseline; more than {MAX_UNMATCHED:.0%} of a side unmatched, so the {len(shared)} paired "
-                       "prompts need not stand for the load (errored requests? another prompt set?)")
+        out.blocked = (
+            f"prompts unmatched between the sides: {len(only_b)} of {len(kb)} baseline prompts have no "
+            f"finished request in the candidate, {len(only_c)} of {len(kc)} candidate prompts none in the "
+            f"baseline; more than {MAX_UNMATCHED:.0%} of a side unmatched, so the {len(shared)} paired "
+            "prompts need not stand for the load (errored requests? another prompt set?)"
+        )
     return out

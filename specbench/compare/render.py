@@ -70,8 +70,10 @@ def weak_gates(comp: Comparison) -> list[str]:
         if weak:
             worst = max(weak, key=lambda g: g.mdc / g.tolerance if g.tolerance else 0)
             note = next(n for n in worst.notes if n.startswith("this check cannot see"))
-            out.append(f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance; worst: "
-                       f"{worst.cell}: {worst.metric}: {note}")
+            out.append(
+                f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance; worst: "
+                f"{worst.cell}: {worst.metric}: {note}"
+            )
     return out
 
 
@@ -94,9 +96,11 @@ def _mdc(cell) -> dict[str, str]:
 
 
 SHORT = {"mean_acceptance_length": "AL", "draft_acceptance_rate": "DAR"}
-DETECTS = ("the harm each gate check detects with 80% probability at the level the run-level correction holds "
-           "it to (one-sided alpha/m, m decided checks): tolerance + (z_(1-alpha/m) + z_0.8) x SE, t-exact for t "
-           "intervals, if the harm leaves the SE as measured")
+DETECTS = (
+    "the harm each gate check detects with 80% probability at the level the run-level correction holds "
+    "it to (one-sided alpha/m, m decided checks): tolerance + (z_(1-alpha/m) + z_0.8) x SE, t-exact for t "
+    "intervals, if the harm leaves the SE as measured"
+)
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
 
 
@@ -104,7 +108,7 @@ def short_metric(name: str) -> str:
     """``per_position[1]`` -> ``p_1``, ``conditional[1]`` -> ``α_1``, ``mean_acceptance_length`` -> ``AL``."""
     for long, sym in (("per_position[", "p_"), ("conditional[", "α_")):
         if name.startswith(long) and name.endswith("]"):
-            return sym + name[len(long):-1]
+            return sym + name[len(long) : -1]
     return SHORT.get(name, name)
 
 
@@ -138,8 +142,15 @@ def verdict_grid(comp: Comparison) -> tuple[list[str], list[tuple[str, list[tupl
         row = []
         for m in metrics:
             statuses = [g.status for g in cell.gates if g.metric == m]
-            status = ("fail" if "fail" in statuses else "inconclusive" if "inconclusive" in statuses
-                      else "pass" if statuses else "")
+            status = (
+                "fail"
+                if "fail" in statuses
+                else "inconclusive"
+                if "inconclusive" in statuses
+                else "pass"
+                if statuses
+                else ""
+            )
             metric_row = next((r for r in cell.rows if r.name == m), None)
             change = "missing" if cell.missing else _short_change(metric_row)
             row.append((change if status else "", status))
@@ -168,8 +179,13 @@ def _print_verdicts(comp: Comparison, console) -> None:
     for m in metrics or ["check"]:
         table.add_column(short_metric(m), justify="right", no_wrap=True)
     for title, row in rows:
-        table.add_row(title, *(f"{change} [{STATUS_STYLE.get(st, '')}]{'FAIL' if st == 'fail' else st}[/]"
-                               if st else change for change, st in row))
+        table.add_row(
+            title,
+            *(
+                f"{change} [{STATUS_STYLE.get(st, '')}]{'FAIL' if st == 'fail' else st}[/]" if st else change
+                for change, st in row
+            ),
+        )
     console.print(table)
     if ungated:
         console.print(f"no gate applies to: {', '.join(ungated)}", highlight=False, soft_wrap=True, style="dim")
@@ -193,8 +209,9 @@ def _print_table(comp: Comparison, console, verbose: bool = False) -> None:
         _print_details(comp, console)
     _print_verdicts(comp, console)
     if not verbose:
-        console.print("every metric of every cell, with CIs: --verbose (or --markdown / --json)", style="dim",
-                      highlight=False)
+        console.print(
+            "every metric of every cell, with CIs: --verbose (or --markdown / --json)", style="dim", highlight=False
+        )
     _print_notes(comp, console)
 
 
@@ -207,9 +224,11 @@ def _print_details(comp: Comparison, console) -> None:
         gate_by_metric: dict[str, list[str]] = {}
         for g in cell.gates:
             gate_by_metric.setdefault(g.metric, []).append(g.status)
-        units = (f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units"
-                 if cell.base_units and cell.cand_units else
-                 ("acceptance on one side only" if cell.base_units or cell.cand_units else ""))
+        units = (
+            f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units"
+            if cell.base_units and cell.cand_units
+            else ("acceptance on one side only" if cell.base_units or cell.cand_units else "")
+        )
         title = names[cell.name]
         table = Table(title=f"{title}  [dim]({units})[/]" if units else title, title_justify="left")
         if cell.missing:
@@ -219,9 +238,16 @@ def _print_details(comp: Comparison, console) -> None:
             table.add_column(col, justify="left" if col in ("metric", "verdict", "gate") else "right", no_wrap=True)
         mdc = _mdc(cell)
         for row in cell.rows:
-            table.add_row(short_metric(row.name), fmt_value(row, row.base), fmt_value(row, row.cand), fmt_change(row),
-                          fmt_ci(row), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
-                          _gate_cell(gate_by_metric.get(row.name, [])), mdc.get(row.name, ""))
+            table.add_row(
+                short_metric(row.name),
+                fmt_value(row, row.base),
+                fmt_value(row, row.cand),
+                fmt_change(row),
+                fmt_ci(row),
+                f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
+                _gate_cell(gate_by_metric.get(row.name, [])),
+                mdc.get(row.name, ""),
+            )
         console.print(table)
 
 
@@ -237,11 +263,13 @@ def _print_notes(comp: Comparison, console) -> None:
     for line in weak_gates(comp):
         console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     for g in comp.inconclusive:
-        console.print(f"[yellow]INCONCLUSIVE[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False,
-                      soft_wrap=True)
+        console.print(
+            f"[yellow]INCONCLUSIVE[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False, soft_wrap=True
+        )
     for g in comp.failures:
-        console.print(f"[bold red]FAIL[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False,
-                      soft_wrap=True)
+        console.print(
+            f"[bold red]FAIL[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False, soft_wrap=True
+        )
     gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
     console.print(f"gates: {gates}; {comp.error_rate}", highlight=False, soft_wrap=True)
     console.print(f"detects: {DETECTS}", highlight=False, style="dim")
@@ -253,18 +281,27 @@ def markdown(comp: Comparison) -> str:
     """A self-contained Markdown report: headline, one table per cell, regressions, warnings."""
     level = int(round(comp.confidence * 100))
     icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or not comp.checks else "✅")
-    out = [f"## {icon} specbench compare: {headline(comp)}", "",
-           f"Baseline `{comp.base_label}` vs candidate `{comp.cand_label}`; gates: "
-           + ", ".join(f"`{g}`" for g in comp.gates) + (" (default)" if comp.default_gates else "")
-           + f"; {level}% CIs; {comp.error_rate}. *detects*: {DETECTS}.", ""]
+    out = [
+        f"## {icon} specbench compare: {headline(comp)}",
+        "",
+        f"Baseline `{comp.base_label}` vs candidate `{comp.cand_label}`; gates: "
+        + ", ".join(f"`{g}`" for g in comp.gates)
+        + (" (default)" if comp.default_gates else "")
+        + f"; {level}% CIs; {comp.error_rate}. *detects*: {DETECTS}.",
+        "",
+    ]
     metrics, rows, ungated = verdict_grid(comp)
     if rows:
-        out += [f"Gate checks per cell: change, verdict ({units_note(comp)}).", "",
-                "| cell | " + " | ".join(short_metric(m) for m in metrics) + " |",
-                "|---|" + "---:|" * len(metrics)]
+        out += [
+            f"Gate checks per cell: change, verdict ({units_note(comp)}).",
+            "",
+            "| cell | " + " | ".join(short_metric(m) for m in metrics) + " |",
+            "|---|" + "---:|" * len(metrics),
+        ]
         md_status = {"fail": "**FAIL**", "pass": "pass", "inconclusive": "inconclusive", "": ""}
-        out += [f"| {title} | " + " | ".join(f"{c} {md_status[st]}".strip() for c, st in row) + " |"
-                for title, row in rows] + [""]
+        out += [
+            f"| {title} | " + " | ".join(f"{c} {md_status[st]}".strip() for c, st in row) + " |" for title, row in rows
+        ] + [""]
         if ungated:
             out += [f"No gate applies to: {', '.join(ungated)}.", ""]
     out += ["<details><summary>Every metric of every cell</summary>", ""]
@@ -276,26 +313,42 @@ def markdown(comp: Comparison) -> str:
         if cell.missing:
             out += [f"### {names[cell.name]}", "", f"No comparison: the cell {cell.missing}.", ""]
             continue
-        out += [f"### {names[cell.name]}", "", f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
-                "|---|---:|---:|---:|---:|---|---|---:|"]
+        out += [
+            f"### {names[cell.name]}",
+            "",
+            f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
+            "|---|---:|---:|---:|---:|---|---|---:|",
+        ]
         mdc = _mdc(cell)
         for row in cell.rows:
-            out.append(f"| {short_metric(row.name)} | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
-                       f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | "
-                       f"{_gate_cell(gate_by_metric.get(row.name, []), md=True)} | {mdc.get(row.name, '')} |")
+            out.append(
+                f"| {short_metric(row.name)} | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
+                f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | "
+                f"{_gate_cell(gate_by_metric.get(row.name, []), md=True)} | {mdc.get(row.name, '')} |"
+            )
         out.append("")
     out += ["</details>", ""]
     if comp.failures:
-        out += ["### Regressions", ""] + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}"
-                                          for g in comp.failures] + [""]
+        out += (
+            ["### Regressions", ""]
+            + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}" for g in comp.failures]
+            + [""]
+        )
     if comp.inconclusive:
-        out += ["### Inconclusive (not a pass)", ""] + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}"
-                                                        for g in comp.inconclusive] + [""]
+        out += (
+            ["### Inconclusive (not a pass)", ""]
+            + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}" for g in comp.inconclusive]
+            + [""]
+        )
     blind = [f"- {line}" for line in weak_gates(comp)]
     if blind:
         out += ["### Weak gates", ""] + blind + [""]
-    notes = ([f"- only in baseline: {n}" for n in comp.only_base] + [f"- only in candidate: {n}" for n in comp.only_cand]
-             + [f"- runs differ: {m}" for m in comp.mismatches] + [f"- warning: {w}" for w in comp.warnings])
+    notes = (
+        [f"- only in baseline: {n}" for n in comp.only_base]
+        + [f"- only in candidate: {n}" for n in comp.only_cand]
+        + [f"- runs differ: {m}" for m in comp.mismatches]
+        + [f"- warning: {w}" for w in comp.warnings]
+    )
     if notes:
         out += ["### Notes", ""] + notes + [""]
     return "\n".join(out)

@@ -136,9 +136,13 @@ class Comparison:
     def error_control(self) -> dict[str, Any]:
         """Which false-alarm rate the verdict holds: method, scope, level and the number of checks."""
         alpha = (1 - self.confidence) / 2
-        return {"method": "holm" if self.holm else "none", "scope": "run" if self.holm else "check",
-                "alpha_one_sided": round(alpha, 6), "checks": self.decided,
-                "inconclusive_not_tested": len(self.inconclusive)}
+        return {
+            "method": "holm" if self.holm else "none",
+            "scope": "run" if self.holm else "check",
+            "alpha_one_sided": round(alpha, 6),
+            "checks": self.decided,
+            "inconclusive_not_tested": len(self.inconclusive),
+        }
 
     @property
     def error_rate(self) -> str:
@@ -146,31 +150,54 @@ class Comparison:
         alpha = (1 - self.confidence) / 2 * 100
         m = self.decided
         if self.holm:
-            return (f"false alarms: <= {alpha:.3g}% one-sided for the whole compare, Holm over all {m} decided "
-                    "checks (every cell x every gate line)")
-        return (f"false alarms: <= {alpha:.3g}% one-sided per check, no correction (--no-holm): over {m} checks "
-                f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely")
+            return (
+                f"false alarms: <= {alpha:.3g}% one-sided for the whole compare, Holm over all {m} decided "
+                "checks (every cell x every gate line)"
+            )
+        return (
+            f"false alarms: <= {alpha:.3g}% one-sided per check, no correction (--no-holm): over {m} checks "
+            f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         def row(r: MetricRow) -> dict[str, Any]:
             d = {k: v for k, v in asdict(r).items() if k not in ("metric", "replicates")}
-            d.update(unit=r.metric.unit, higher_is_better=r.metric.higher_is_better, rel=r.rel,
-                     ci=None if r.ci is None else list(r.ci))
+            d.update(
+                unit=r.metric.unit,
+                higher_is_better=r.metric.higher_is_better,
+                rel=r.rel,
+                ci=None if r.ci is None else list(r.ci),
+            )
             return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
         return {
-            "baseline": self.base_label, "candidate": self.cand_label, "exit_code": self.exit_code,
-            "confidence": self.confidence, "n_resamples": self.n_resamples,
-            "gates": self.gates, "default_gates": self.default_gates, "checks": self.counts,
-            "error_rate": self.error_rate, "error_control": self.error_control, "holm": self.holm,
+            "baseline": self.base_label,
+            "candidate": self.cand_label,
+            "exit_code": self.exit_code,
+            "confidence": self.confidence,
+            "n_resamples": self.n_resamples,
+            "gates": self.gates,
+            "default_gates": self.default_gates,
+            "checks": self.counts,
+            "error_rate": self.error_rate,
+            "error_control": self.error_control,
+            "holm": self.holm,
             "regressions": [asdict(g) for g in self.failures],
             "inconclusive": [asdict(g) for g in self.inconclusive],
             "unmatched_gates": [asdict(g) for g in self.unmatched],
-            "cells": [{**{k: v for k, v in asdict(c).items()
-                          if k not in ("rows", "gates", "key", "is_baseline", "blocks")},
-                       "blocked": [b.reason for b in c.blocks],
-                       "metrics": [row(r) for r in c.rows], "gates": [asdict(g) for g in c.gates]}
-                      for c in self.cells],
-            "only_in_baseline": self.only_base, "only_in_candidate": self.only_cand,
-            "mismatches": self.mismatches, "warnings": self.warnings,
+            "cells": [
+                {
+                    **{
+                        k: v for k, v in asdict(c).items() if k not in ("rows", "gates", "key", "is_baseline", "blocks")
+                    },
+                    "blocked": [b.reason for b in c.blocks],
+                    "metrics": [row(r) for r in c.rows],
+                    "gates": [asdict(g) for g in c.gates],
+                }
+                for c in self.cells
+            ],
+            "only_in_baseline": self.only_base,
+            "only_in_candidate": self.only_cand,
+            "mismatches": self.mismatches,
+            "warnings": self.warnings,
         }

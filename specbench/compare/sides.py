@@ -135,8 +135,7 @@ class Side:
 
     def max_k(self) -> int | None:
         """The largest k of any speculative cell; None when some speculative cell's k is unknown."""
-        ks = [c.num_spec_tokens for c in list(self.cells.values()) + list(self.failed.values())
-              if not c.is_baseline]
+        ks = [c.num_spec_tokens for c in list(self.cells.values()) + list(self.failed.values()) if not c.is_baseline]
         return max(ks) if ks and all(ks) else None
 
 
@@ -149,8 +148,9 @@ def cell_name(axes: dict[str, Any], fallback: str) -> str:
 
 
 # Inputs no specbench server produced cannot carry attestation: shown unchecked, not refused.
-UNCHECKED = ("not attested ({what}: no specbench server reported what vLLM ran); its MLA, k and head "
-             "variant are unchecked")
+UNCHECKED = (
+    "not attested ({what}: no specbench server reported what vLLM ran); its MLA, k and head variant are unchecked"
+)
 
 
 def load_side(path: Path) -> Side:
@@ -170,26 +170,42 @@ def load_side(path: Path) -> Side:
 
 
 def _load_file(path: Path) -> Side:
-    from specbench.metrics.parse import parse_file
     from specbench.analysis.acceptance import counts_from_records
     from specbench.analysis.windows import window_k
+    from specbench.metrics.parse import parse_file
 
     result = parse_file(path)
     windows, warnings = counts_from_records(result.records)
     windows = [w for w in windows if w.num_drafts]
     ks = sorted({window_k(w) for w in windows}, key=str)
     if len(ks) > 1:
-        raise InputError(f"{path}: SpecDecoding windows at different k ({', '.join(f'k={k}' for k in ks)}): "
-                         "per-position counts cannot be pooled across k; split the log per server configuration")
+        raise InputError(
+            f"{path}: SpecDecoding windows at different k ({', '.join(f'k={k}' for k in ks)}): "
+            "per-position counts cannot be pooled across k; split the log per server configuration"
+        )
     if not windows:
-        raise InputError(f"{path}: no SpecDecoding metrics with counts found; is this a vLLM server log or a "
-                         "/metrics scrape taken under speculative decoding?")
-    cell = SideCell(key=(), name=path.name, axes={}, cell_ids=[path.name], units=windows,
-                    unit_kind="window" if len(windows) > 1 else "total",
-                    num_spec_tokens=_k(windows))
-    return Side(path=path, label=path.name, manifest=None, cells={(): cell},
-                warnings=[f"{path.name}: {w}" for w in [*result.warnings, *warnings,
-                                                         UNCHECKED.format(what="a log or /metrics file")]])
+        raise InputError(
+            f"{path}: no SpecDecoding metrics with counts found; is this a vLLM server log or a "
+            "/metrics scrape taken under speculative decoding?"
+        )
+    cell = SideCell(
+        key=(),
+        name=path.name,
+        axes={},
+        cell_ids=[path.name],
+        units=windows,
+        unit_kind="window" if len(windows) > 1 else "total",
+        num_spec_tokens=_k(windows),
+    )
+    return Side(
+        path=path,
+        label=path.name,
+        manifest=None,
+        cells={(): cell},
+        warnings=[
+            f"{path.name}: {w}" for w in [*result.warnings, *warnings, UNCHECKED.format(what="a log or /metrics file")]
+        ],
+    )
 
 
 def _load_run_dir(path: Path, run=None) -> Side:
@@ -217,14 +233,24 @@ def _load_run_dir(path: Path, run=None) -> Side:
             from specbench.run.collect import NO_SPEC_COUNTS
 
             planned = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
-            not_done.setdefault(key, FailedCell(key, cell_name(axes, cell_id), axes, why, base,
-                                                None if base else planned,
-                                                spec_off=not base and rec.reason == NO_SPEC_COUNTS))
+            not_done.setdefault(
+                key,
+                FailedCell(
+                    key,
+                    cell_name(axes, cell_id),
+                    axes,
+                    why,
+                    base,
+                    None if base else planned,
+                    spec_off=not base and rec.reason == NO_SPEC_COUNTS,
+                ),
+            )
             continue
         cell = side.cells.get(key)
         if cell is None:
-            cell = side.cells[key] = SideCell(key=key, name=cell_name(axes, cell_id), axes=axes,
-                                              is_baseline=bool(rec.is_baseline))
+            cell = side.cells[key] = SideCell(
+                key=key, name=cell_name(axes, cell_id), axes=axes, is_baseline=bool(rec.is_baseline)
+            )
         cell.cell_ids.append(cell_id)
         cell.repeats.append(rec.repeat)
         if not foreign:
@@ -250,15 +276,26 @@ def _timing_warnings(run) -> list[str]:
     """Latency and speed-up compare client timings: say when this run's cells did not run alone on
     one machine (the Ray executor can run them side by side, or on different hosts)."""
     hosts = run.manifest.get("cell_hosts") or {}
-    spans = [(cid, hosts.get(cid) or "", c.record.started_at, c.record.ended_at)
-             for cid, c in run.cells.items() if c.status == "done"]
+    spans = [
+        (cid, hosts.get(cid) or "", c.record.started_at, c.record.ended_at)
+        for cid, c in run.cells.items()
+        if c.status == "done"
+    ]
     spans = [s for s in spans if isinstance(s[2], str) and isinstance(s[3], str) and s[2] and s[3]]  # damaged: no span
-    together = sorted({f"{a[0]} + {b[0]}" for i, a in enumerate(spans) for b in spans[i + 1:]
-                       if a[1] == b[1] and a[2] < b[3] and b[2] < a[3]})  # ISO UTC strings order as times
+    together = sorted(
+        {
+            f"{a[0]} + {b[0]}"
+            for i, a in enumerate(spans)
+            for b in spans[i + 1 :]
+            if a[1] == b[1] and a[2] < b[3] and b[2] < a[3]
+        }
+    )  # ISO UTC strings order as times
     out = []
     if together:
-        out.append(f"cells ran at the same time on one host ({'; '.join(together)}): their latency and "
-                   "speed-up figures include each other's load")
+        out.append(
+            f"cells ran at the same time on one host ({'; '.join(together)}): their latency and "
+            "speed-up figures include each other's load"
+        )
     if len({h for h in hosts.values() if h}) > 1:
         out.append("cells ran on different hosts: latency and speed-up figures include hardware differences")
     return out
@@ -341,8 +378,9 @@ def _measured_zero(acc: Acceptance) -> bool:
     """A source of acceptance.json counted drafts and found none (not: nothing was recorded)."""
     prom = acc.total
     req = [u.counts() for u in acc.per_request.units] if acc.per_request is not None else []
-    return ((prom is not None and prom.num_drafts == 0 and not invalid_reason(prom))
-            or (bool(req) and all(u.num_drafts == 0 for u in req)))
+    return (prom is not None and prom.num_drafts == 0 and not invalid_reason(prom)) or (
+        bool(req) and all(u.num_drafts == 0 for u in req)
+    )
 
 
 def _disagreement(acc: Acceptance) -> str:
@@ -386,8 +424,13 @@ def _errored(row: dict[str, Any]) -> bool:
     return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))
 
 
-def _add_latency(cell: SideCell, requests_path: Path, summary: dict[str, Any] | None, repeat: Any = None,
-                 rows: list[dict[str, Any]] | None = None) -> None:
+def _add_latency(
+    cell: SideCell,
+    requests_path: Path,
+    summary: dict[str, Any] | None,
+    repeat: Any = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> None:
     from specbench.compare.values import check_k, check_rows
 
     if rows is None and requests_path.exists():

@@ -60,14 +60,27 @@ def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tu
     return point, (float(np.sqrt(var)) if np.isfinite(var) else None), n
 
 
-def speedup_delta(base_rows: list[dict[str, Any]], base_ref: list[dict[str, Any]], cand_rows: list[dict[str, Any]],
-                  cand_ref: list[dict[str, Any]], confidence: float = 0.95) -> tuple[float, float, Delta] | None:
+def speedup_delta(
+    base_rows: list[dict[str, Any]],
+    base_ref: list[dict[str, Any]],
+    cand_rows: list[dict[str, Any]],
+    cand_ref: list[dict[str, Any]],
+    confidence: float = 0.95,
+) -> tuple[float, float, Delta] | None:
     """(base speed-up, cand speed-up, the change's t interval); None when a side has no figure."""
     b, c = speedup_figure(base_rows, base_ref), speedup_figure(cand_rows, cand_ref)
     if b is None or c is None:
         return None
-    d = scaled_delta(b[0], c[0], b[1], c[1], b[2], c[2], confidence,
-                     f"t (df min(n)-1), jackknife SE of the log speed-up over prompts, {b[2]} vs {c[2]}")
+    d = scaled_delta(
+        b[0],
+        c[0],
+        b[1],
+        c[1],
+        b[2],
+        c[2],
+        confidence,
+        f"t (df min(n)-1), jackknife SE of the log speed-up over prompts, {b[2]} vs {c[2]}",
+    )
     if d.ci is None:
         d.why = f"too few requests for an interval ({b[2]} vs {c[2]}; needs >= 2 per side)"
     return b[0], c[0], d
@@ -81,9 +94,16 @@ def _divergence(rows: list[dict[str, Any]], base: list[dict[str, Any]], n: int, 
     return float(diverged.mean()), resample_weights(len(diverged), n, rng) @ diverged / len(diverged)
 
 
-def study_figures(base_rows: list[dict[str, Any]], base_ref: list[dict[str, Any]], cand_rows: list[dict[str, Any]],
-                  cand_ref: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0,
-                  confidence: float = 0.95) -> dict[str, tuple[float, float, tuple[float, float], np.ndarray]]:
+def study_figures(
+    base_rows: list[dict[str, Any]],
+    base_ref: list[dict[str, Any]],
+    cand_rows: list[dict[str, Any]],
+    cand_ref: list[dict[str, Any]],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, tuple[float, float, tuple[float, float], np.ndarray]]:
     """``{metric: (base value, cand value, CI of cand - base, its replicates)}`` for
     divergence_share (speed-up: :func:`speedup_delta`).
 

@@ -19,10 +19,27 @@ from typing import Any, Iterator
 from specbench.errors import InputError
 
 _COUNTS = ("output_tokens", "input_tokens", "chunks")
-_TIMES = ("start_s", "ttft_s", "ttft_ms", "e2e_s", "e2e_ms", "end_to_end_latency_s", "itl_s", "itl_ms",
-          "inter_token_latency_s")
-_SPEC = ("num_spec_tokens", "num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position",
-         "acceptance_histogram", "per_step_accepted", "per_step_drafted")
+_TIMES = (
+    "start_s",
+    "ttft_s",
+    "ttft_ms",
+    "e2e_s",
+    "e2e_ms",
+    "end_to_end_latency_s",
+    "itl_s",
+    "itl_ms",
+    "inter_token_latency_s",
+)
+_SPEC = (
+    "num_spec_tokens",
+    "num_drafts",
+    "draft_tokens",
+    "accepted_tokens",
+    "accepted_per_position",
+    "acceptance_histogram",
+    "per_step_accepted",
+    "per_step_drafted",
+)
 FIX = "a count or time must be a finite number >= 0 (a count a whole one); re-run the cell or correct the file"
 
 
@@ -48,15 +65,20 @@ def check_k(ks: dict[int, str], cell: str) -> None:
     """InputError when one cell's per-position counts come at more than one k (``{k: where}``)."""
     if len(ks) > 1:
         seen = "; ".join(f"k={k} at {w}" for k, w in sorted(ks.items()))
-        raise InputError(f"cell {cell}: per-position acceptance counts at different k ({seen}): they cannot be "
-                         "pooled, and pooling them silently dropped a position's check; split the cell (one k per "
-                         "cell: make num_speculative_tokens an axis) or re-run it")
+        raise InputError(
+            f"cell {cell}: per-position acceptance counts at different k ({seen}): they cannot be "
+            "pooled, and pooling them silently dropped a position's check; split the cell (one k per "
+            "cell: make num_speculative_tokens an axis) or re-run it"
+        )
 
 
 def _fields(row: dict[str, Any]) -> Iterator[tuple[str, Any, bool]]:
     """``(field, value, must be whole)`` of every count and time of a row, list items one by one."""
-    for names, whole, prefix, d in ((_COUNTS, False, "", row), (_TIMES, False, "", row),
-                                    (_SPEC, True, "spec_decode.", row.get("spec_decode"))):
+    for names, whole, prefix, d in (
+        (_COUNTS, False, "", row),
+        (_TIMES, False, "", row),
+        (_SPEC, True, "spec_decode.", row.get("spec_decode")),
+    ):
         if not isinstance(d, dict):
             continue
         for name in names:

@@ -49,8 +49,8 @@ class LoadSpec:
     timeout_s: float = 300.0
     top_p: float = 1.0
     ignore_eos: bool = False
-    shuffle: bool = True          # seeded permutation of the prompts, cycled
-    api_key: str | None = None    # sent as a bearer token, never written out
+    shuffle: bool = True  # seeded permutation of the prompts, cycled
+    api_key: str | None = None  # sent as a bearer token, never written out
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,8 +79,14 @@ def request_order(prompts: list[Prompt], spec: LoadSpec) -> list[Prompt]:
     return [prompts[idx[i % len(idx)]] for i in range(spec.num_requests)]
 
 
-def run_load(base_url: str, model: str, prompts: list[Prompt], spec: LoadSpec,
-             progress: Callable[[int, int], None] | None = None, start: int = 0) -> LoadResult:
+def run_load(
+    base_url: str,
+    model: str,
+    prompts: list[Prompt],
+    spec: LoadSpec,
+    progress: Callable[[int, int], None] | None = None,
+    start: int = 0,
+) -> LoadResult:
     """Send ``spec.num_requests`` streaming requests; see the module docstring for the timings.
 
     ``start`` > 0 sends requests ``start .. start + num_requests - 1`` of the same seeded order (ids
@@ -102,8 +108,10 @@ async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> Loa
     timeout = httpx.Timeout(spec.timeout_s, connect=min(30.0, spec.timeout_s))
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, limits=limits,
-                                 timeout=timeout, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, headers=headers, limits=limits, timeout=timeout, trust_env=False
+    ) as client:
+
         async def worker() -> None:
             nonlocal done
             while True:
@@ -118,16 +126,26 @@ async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> Loa
 
         await asyncio.gather(*(worker() for _ in range(min(spec.concurrency, len(order)))))
     duration = time.perf_counter() - t0
-    return LoadResult(requests=[r for r in results if r is not None], started_at=started_at,
-                      duration_s=duration, model=model, base_url=base_url, spec=spec.to_dict())
+    return LoadResult(
+        requests=[r for r in results if r is not None],
+        started_at=started_at,
+        duration_s=duration,
+        model=model,
+        base_url=base_url,
+        spec=spec.to_dict(),
+    )
 
 
 def _body(model: str, prompt: Prompt, spec: LoadSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "model": model, "messages": prompt.messages, "max_tokens": spec.max_tokens,
-        "temperature": spec.temperature, "top_p": spec.top_p,
+        "model": model,
+        "messages": prompt.messages,
+        "max_tokens": spec.max_tokens,
+        "temperature": spec.temperature,
+        "top_p": spec.top_p,
         # Same seed for every request: a prompt gets the same sample whatever its position.
-        "seed": spec.seed, "stream": True,
+        "seed": spec.seed,
+        "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         "return_token_ids": True,
     }
@@ -137,13 +155,27 @@ def _body(model: str, prompt: Prompt, spec: LoadSpec) -> dict[str, Any]:
     return body
 
 
-async def _one(client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, spec: LoadSpec,
-               t0: float) -> dict[str, Any]:
+async def _one(
+    client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, spec: LoadSpec, t0: float
+) -> dict[str, Any]:
     rec: dict[str, Any] = {
-        "id": i, "prompt_id": prompt.id, "category": prompt.category, "start_s": None,
-        "ttft_s": None, "itl_s": [], "e2e_s": None, "output_tokens": None, "input_tokens": None,
-        "chunks": 0, "text": "", "token_ids": [], "finish_reason": None, "itl_method": "per_token",
-        "error": None, "error_code": None, "spec_decode": None,
+        "id": i,
+        "prompt_id": prompt.id,
+        "category": prompt.category,
+        "start_s": None,
+        "ttft_s": None,
+        "itl_s": [],
+        "e2e_s": None,
+        "output_tokens": None,
+        "input_tokens": None,
+        "chunks": 0,
+        "text": "",
+        "token_ids": [],
+        "finish_reason": None,
+        "itl_method": "per_token",
+        "error": None,
+        "error_code": None,
+        "spec_decode": None,
     }
     start = time.perf_counter()
     rec["start_s"] = start - t0
@@ -275,7 +307,15 @@ def write_outputs(result: LoadResult, out_dir: Path, name: str | None = None) ->
 
     out_dir = Path(out_dir)
     write_jsonl(out_dir / "requests.jsonl", result.requests)
-    save_json(out_dir / "summary.json", summarize(
-        result.requests, result.duration_s, model=result.model, concurrency=result.spec.get("concurrency"),
-        name=name or f"{os.path.basename(result.model.rstrip('/')) or 'model'}_summary",
-        max_tokens=result.spec.get("max_tokens"), extra=result.spec.get("summary_extra")))
+    save_json(
+        out_dir / "summary.json",
+        summarize(
+            result.requests,
+            result.duration_s,
+            model=result.model,
+            concurrency=result.spec.get("concurrency"),
+            name=name or f"{os.path.basename(result.model.rstrip('/')) or 'model'}_summary",
+            max_tokens=result.spec.get("max_tokens"),
+            extra=result.spec.get("summary_extra"),
+        ),
+    )

@@ -31,18 +31,25 @@ from typing import Any, Callable
 from specbench.errors import InputError, SpecbenchError
 from specbench.load import llmperf_account as account
 from specbench.load.driver import LoadResult
-from specbench.load.llmperf_checks import (KILL_GRACE_S, OBSERVER, SCRIPT, check_llmperf,  # noqa: F401
-                                           check_tokenizer, default_input_tokens, llmperf_env)
+from specbench.load.llmperf_checks import (  # noqa: F401
+    KILL_GRACE_S,
+    OBSERVER,
+    SCRIPT,
+    check_llmperf,
+    check_tokenizer,
+    default_input_tokens,
+    llmperf_env,
+)
 from specbench.procs import join_started, kill_tree
 
-REQUEST_TIMEOUT_S = 180   # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
-STARTUP_GRACE_S = 300     # Ray start-up, tokenizer load and prompt building before the test clock starts
+REQUEST_TIMEOUT_S = 180  # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
+STARTUP_GRACE_S = 300  # Ray start-up, tokenizer load and prompt building before the test clock starts
 
 
 @dataclass
 class LlmperfSpec:
-    path: Path                    # the llmperf checkout (holds token_benchmark_ray.py); "~" expanded
-    python: str                   # its venv's interpreter; "~" expanded
+    path: Path  # the llmperf checkout (holds token_benchmark_ray.py); "~" expanded
+    python: str  # its venv's interpreter; "~" expanded
     mean_input_tokens: int = 550
     stddev_input_tokens: int = 0
     mean_output_tokens: int = 150
@@ -53,7 +60,7 @@ class LlmperfSpec:
     test_timeout_s: int = 600
     additional_sampling_params: dict[str, Any] = field(default_factory=lambda: {"temperature": 0})
     extra_args: list[str] = field(default_factory=list)
-    api_key: str | None = None    # the server's --api-key; passed as OPENAI_API_KEY, never written out
+    api_key: str | None = None  # the server's --api-key; passed as OPENAI_API_KEY, never written out
 
     def __post_init__(self) -> None:
         self.path = Path(os.path.expanduser(str(self.path)))
@@ -75,21 +82,37 @@ def results_name(model: str, mean_input_tokens: int, mean_output_tokens: int) ->
 
 def llmperf_argv(model: str, spec: LlmperfSpec, results_dir: Path) -> list[str]:
     return [
-        spec.python, str(Path(spec.path) / SCRIPT), "--model", model, "--llm-api", "openai",
-        "--mean-input-tokens", str(spec.mean_input_tokens),
-        "--stddev-input-tokens", str(spec.stddev_input_tokens),
-        "--mean-output-tokens", str(spec.mean_output_tokens),
-        "--stddev-output-tokens", str(spec.stddev_output_tokens),
-        "--num-concurrent-requests", str(spec.num_concurrent_requests),
-        "--max-num-completed-requests", str(spec.max_num_completed_requests),
-        "--timeout", str(spec.test_timeout_s),
-        "--additional-sampling-params", json.dumps(spec.additional_sampling_params),
-        "--results-dir", str(results_dir), *spec.extra_args,
+        spec.python,
+        str(Path(spec.path) / SCRIPT),
+        "--model",
+        model,
+        "--llm-api",
+        "openai",
+        "--mean-input-tokens",
+        str(spec.mean_input_tokens),
+        "--stddev-input-tokens",
+        str(spec.stddev_input_tokens),
+        "--mean-output-tokens",
+        str(spec.mean_output_tokens),
+        "--stddev-output-tokens",
+        str(spec.stddev_output_tokens),
+        "--num-concurrent-requests",
+        str(spec.num_concurrent_requests),
+        "--max-num-completed-requests",
+        str(spec.max_num_completed_requests),
+        "--timeout",
+        str(spec.test_timeout_s),
+        "--additional-sampling-params",
+        json.dumps(spec.additional_sampling_params),
+        "--results-dir",
+        str(results_dir),
+        *spec.extra_args,
     ]
 
 
-def llmperf_spec(load: Any, n: int, server_args: list[str], api_key: str | None = None,
-                 warmup: bool = False) -> LlmperfSpec:
+def llmperf_spec(
+    load: Any, n: int, server_args: list[str], api_key: str | None = None, warmup: bool = False
+) -> LlmperfSpec:
     """The spec for ``n`` requests of a study's ``load`` (config.Load) on a server run with ``server_args``.
 
     A warmup runs one thread: llmperf then sends exactly ``n`` (each extra thread may send one
@@ -97,20 +120,32 @@ def llmperf_spec(load: Any, n: int, server_args: list[str], api_key: str | None 
     """
     lp = load.llmperf
     conc = 1 if warmup else load.concurrency
-    timeout = (lp.test_timeout_s if lp.test_timeout_s and not warmup
-               else math.ceil(n / conc) * REQUEST_TIMEOUT_S)
-    return LlmperfSpec(path=Path(lp.path), python=lp.python or "python",
-                       mean_input_tokens=lp.mean_input_tokens or default_input_tokens(server_args, load.max_tokens),
-                       mean_output_tokens=load.max_tokens, num_concurrent_requests=conc,
-                       max_num_completed_requests=n, test_timeout_s=int(timeout),
-                       additional_sampling_params={"temperature": load.temperature},
-                       extra_args=list(lp.extra_args), api_key=api_key)
+    timeout = lp.test_timeout_s if lp.test_timeout_s and not warmup else math.ceil(n / conc) * REQUEST_TIMEOUT_S
+    return LlmperfSpec(
+        path=Path(lp.path),
+        python=lp.python or "python",
+        mean_input_tokens=lp.mean_input_tokens or default_input_tokens(server_args, load.max_tokens),
+        mean_output_tokens=load.max_tokens,
+        num_concurrent_requests=conc,
+        max_num_completed_requests=n,
+        test_timeout_s=int(timeout),
+        additional_sampling_params={"temperature": load.temperature},
+        extra_args=list(lp.extra_args),
+        api_key=api_key,
+    )
 
 
-def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
-                log_path: Path | None = None, progress: Callable[[int, int], None] | None = None,
-                scrape: Callable[[], str | None] | None = None, poll_s: float = 0.5,
-                check_tokenizer_s: float | None = 120.0) -> LoadResult:
+def run_llmperf(
+    base_url: str,
+    model: str,
+    spec: LlmperfSpec,
+    results_dir: Path,
+    log_path: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    scrape: Callable[[], str | None] | None = None,
+    poll_s: float = 0.5,
+    check_tokenizer_s: float | None = 120.0,
+) -> LoadResult:
     """Run llmperf against ``base_url``, read its results and reconcile them with the server.
 
     ``scrape`` returns the server's /metrics text (default: GET ``<base_url>/metrics``); it is read
@@ -129,9 +164,17 @@ def run_llmperf(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path,
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
-def _run(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path, env: dict[str, str],
-         log_path: Path | None, progress: Callable[[int, int], None] | None,
-         scrape: Callable[[], str | None] | None, poll_s: float) -> LoadResult:
+def _run(
+    base_url: str,
+    model: str,
+    spec: LlmperfSpec,
+    results_dir: Path,
+    env: dict[str, str],
+    log_path: Path | None,
+    progress: Callable[[int, int], None] | None,
+    scrape: Callable[[], str | None] | None,
+    poll_s: float,
+) -> LoadResult:
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     scrape = scrape or _scraper(base_url)
@@ -141,9 +184,15 @@ def _run(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path, env: d
     n = spec.max_num_completed_requests
     t0 = time.monotonic()
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:
-        proc = subprocess.Popen(llmperf_argv(model, spec, results_dir), cwd=spec.path, env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            llmperf_argv(model, spec, results_dir),
+            cwd=spec.path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         reader = threading.Thread(target=_pump, args=(proc, log, n, progress), daemon=True)
         try:
             reader.start()  # inside the try: a Ctrl-C here must still kill llmperf's process group
@@ -157,7 +206,8 @@ def _run(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path, env: d
                     kill_tree(proc, grace_s=KILL_GRACE_S)
                     raise SpecbenchError(
                         f"llmperf ran past its wall-clock limit ({spec.wall_limit_s:.0f} s = test_timeout_s "
-                        f"{spec.test_timeout_s} + start-up and last-request grace) and was killed; log {log_path}")
+                        f"{spec.test_timeout_s} + start-up and last-request grace) and was killed; log {log_path}"
+                    )
         finally:
             # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
             kill_tree(proc, grace_s=KILL_GRACE_S)
@@ -171,17 +221,35 @@ def _run(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path, env: d
     if code != 0 and not (server and server["sent"]):
         msgs = account.error_lines(log_text)
         raise SpecbenchError(
-            f"llmperf exited with status {code}" + (f": {'; '.join(msgs)[:300]}" if msgs else "")
-            + f" (log {log_path}, last lines below)\n" + "\n".join(log_text.splitlines()[-30:]))
+            f"llmperf exited with status {code}"
+            + (f": {'; '.join(msgs)[:300]}" if msgs else "")
+            + f" (log {log_path}, last lines below)\n"
+            + "\n".join(log_text.splitlines()[-30:])
+        )
     if have_files:
         result = read_llmperf_results(results_dir, name)
     else:
-        result = LoadResult(requests=[], started_at="", duration_s=time.monotonic() - t0, model=model,
-                            spec={"load_generator": "llmperf", "concurrency": spec.num_concurrent_requests,
-                                  "max_tokens": spec.mean_output_tokens, "llmperf_name": name})
+        result = LoadResult(
+            requests=[],
+            started_at="",
+            duration_s=time.monotonic() - t0,
+            model=model,
+            spec={
+                "load_generator": "llmperf",
+                "concurrency": spec.num_concurrent_requests,
+                "max_tokens": spec.mean_output_tokens,
+                "llmperf_name": name,
+            },
+        )
     started = result.spec.pop("llmperf_started", None)
-    new, acc = account.reconcile(n, result.requests, server, log_text, started=started,
-                                 timed_out="Test timed out before all requests" in log_text)
+    new, acc = account.reconcile(
+        n,
+        result.requests,
+        server,
+        log_text,
+        started=started,
+        timed_out="Test timed out before all requests" in log_text,
+    )
     acc["llmperf_exit_status"] = code
     result.requests.extend(new)
     llmperf_tps = result.spec.pop("llmperf_output_tok_per_s", None)
@@ -193,10 +261,10 @@ def _run(base_url: str, model: str, spec: LlmperfSpec, results_dir: Path, env: d
         "specbench_load_driver": "llmperf",
         "specbench_itl_method": "llmperf_per_chunk",
         "specbench_itl_definition": "llmperf's: a request's total chunk time / its number of chunks (not per token)",
-        "specbench_output_tok_per_s": (server["generation_tokens"] / server_s
-                                       if server and server_s else None),
+        "specbench_output_tok_per_s": (server["generation_tokens"] / server_s if server and server_s else None),
         "specbench_output_tok_per_s_definition": (
-            "server-generated tokens (/metrics diff) / the server's busy span for the load"),
+            "server-generated tokens (/metrics diff) / the server's busy span for the load"
+        ),
         "llmperf_output_tok_per_s": llmperf_tps,
         "specbench_llmperf_accounting": acc,
     }
@@ -262,15 +330,25 @@ def read_llmperf_results(results_dir: Path, name: str | None = None) -> LoadResu
     # llmperf does not save its duration; it is implied by its completed-per-minute rate.
     duration = float(completed) * 60.0 / float(per_min) if completed and per_min else 0.0
     ts = summary.get("timestamp")
-    started = (_dt.datetime.fromtimestamp(float(ts) - duration, _dt.timezone.utc).isoformat(timespec="seconds")
-               if ts else "")
-    return LoadResult(requests=requests, started_at=started, duration_s=duration,
-                      model=str(summary.get("model", "")), base_url="",
-                      spec={"load_generator": "llmperf", "concurrency": summary.get("num_concurrent_requests"),
-                            "mean_input_tokens": summary.get("mean_input_tokens"),
-                            "max_tokens": summary.get("mean_output_tokens"),
-                            "llmperf_name": name, "llmperf_started": summary.get("results_num_requests_started"),
-                            "llmperf_output_tok_per_s": summary.get("results_mean_output_throughput_token_per_s")})
+    started = (
+        _dt.datetime.fromtimestamp(float(ts) - duration, _dt.timezone.utc).isoformat(timespec="seconds") if ts else ""
+    )
+    return LoadResult(
+        requests=requests,
+        started_at=started,
+        duration_s=duration,
+        model=str(summary.get("model", "")),
+        base_url="",
+        spec={
+            "load_generator": "llmperf",
+            "concurrency": summary.get("num_concurrent_requests"),
+            "mean_input_tokens": summary.get("mean_input_tokens"),
+            "max_tokens": summary.get("mean_output_tokens"),
+            "llmperf_name": name,
+            "llmperf_started": summary.get("results_num_requests_started"),
+            "llmperf_output_tok_per_s": summary.get("results_mean_output_throughput_token_per_s"),
+        },
+    )
 
 
 def _read_json(path: Path, kind: type) -> Any:
@@ -291,13 +369,24 @@ def _request(i: int, row: Any, path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: entry {i} is not an llmperf response (no end_to_end_latency_s)")
     failed = row.get("error_code") is not None or bool(row.get("error_msg"))
     return {
-        "id": i, "prompt_id": None, "category": "llmperf", "start_s": None,
-        "ttft_s": _float(row.get("ttft_s")), "itl_s": None, "e2e_s": _float(row.get("end_to_end_latency_s")),
+        "id": i,
+        "prompt_id": None,
+        "category": "llmperf",
+        "start_s": None,
+        "ttft_s": _float(row.get("ttft_s")),
+        "itl_s": None,
+        "e2e_s": _float(row.get("end_to_end_latency_s")),
         "llmperf_inter_token_latency_s": _float(row.get("inter_token_latency_s")),
-        "output_tokens": _int(row.get("number_output_tokens")), "input_tokens": _int(row.get("number_input_tokens")),
-        "chunks": None, "text": None, "token_ids": None, "finish_reason": None, "itl_method": "llmperf_per_chunk",
+        "output_tokens": _int(row.get("number_output_tokens")),
+        "input_tokens": _int(row.get("number_input_tokens")),
+        "chunks": None,
+        "text": None,
+        "token_ids": None,
+        "finish_reason": None,
+        "itl_method": "llmperf_per_chunk",
         "error": (row.get("error_msg") or f"error {row.get('error_code')}") if failed else None,
-        "error_code": row.get("error_code") if failed else None, "spec_decode": None,
+        "error_code": row.get("error_code") if failed else None,
+        "spec_decode": None,
     }
 
 

@@ -32,8 +32,7 @@ def server_counts(prom_text: str | None) -> dict[str, Any] | None:
     """The counters reconciliation needs from one /metrics scrape, or None without any."""
     if not prom_text:
         return None
-    out: dict[str, Any] = {"http": {}, "finished": {}, "generation_tokens": 0.0, "prompt_tokens": 0.0,
-                           "in_flight": 0.0}
+    out: dict[str, Any] = {"http": {}, "finished": {}, "generation_tokens": 0.0, "prompt_tokens": 0.0, "in_flight": 0.0}
     seen = False
     for line in prom_text.splitlines():
         m = _SAMPLE.match(line)
@@ -67,8 +66,11 @@ def diff_server(before: dict[str, Any] | None, after: dict[str, Any] | None) -> 
         return None
 
     def sub(a: dict, b: dict) -> dict[str, int]:
-        return {k: int(round(a.get(k, 0.0) - b.get(k, 0.0))) for k in sorted(set(a) | set(b))
-                if round(a.get(k, 0.0) - b.get(k, 0.0))}
+        return {
+            k: int(round(a.get(k, 0.0) - b.get(k, 0.0)))
+            for k in sorted(set(a) | set(b))
+            if round(a.get(k, 0.0) - b.get(k, 0.0))
+        }
 
     http = sub(after["http"], before["http"])
     finished = sub(after["finished"], before["finished"])
@@ -95,9 +97,14 @@ def error_lines(log_text: str, limit: int = 5) -> list[str]:
     return seen[:limit]
 
 
-def reconcile(requested: int, rows: list[dict[str, Any]], server: dict[str, Any] | None,
-              log_text: str = "", started: int | None = None, timed_out: bool = False
-              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def reconcile(
+    requested: int,
+    rows: list[dict[str, Any]],
+    server: dict[str, Any] | None,
+    log_text: str = "",
+    started: int | None = None,
+    timed_out: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Failed-request records for what llmperf did not record, and the accounting of the load.
 
     ``rows`` are the request records read from llmperf's files (possibly none); ``started`` is its
@@ -114,8 +121,9 @@ def reconcile(requested: int, rows: list[dict[str, Any]], server: dict[str, Any]
     messages = error_lines(log_text)
     detail = ("; ".join(messages))[:400] if messages else "no message in llmperf's output"
     new: list[dict[str, Any]] = []
-    codes = [s for s, v in sorted((server or {}).get("http_status", {}).items()) if not s.startswith("2")
-             for _ in range(v)]
+    codes = [
+        s for s, v in sorted((server or {}).get("http_status", {}).items()) if not s.startswith("2") for _ in range(v)
+    ]
     for i in range(n_new):
         if i < dropped_failed:
             code = codes[i] if i < len(codes) else None
@@ -124,8 +132,11 @@ def reconcile(requested: int, rows: list[dict[str, Any]], server: dict[str, Any]
             code, why = None, "not completed within llmperf's whole-test timeout (load.llmperf.test_timeout_s)"
         else:
             code = None
-            why = ("not recorded by llmperf: its sending thread stopped after a failed request "
-                   f"({detail})" if dropped_failed or messages else "not recorded by llmperf")
+            why = (
+                f"not recorded by llmperf: its sending thread stopped after a failed request ({detail})"
+                if dropped_failed or messages
+                else "not recorded by llmperf"
+            )
         new.append(_failed_record(len(rows) + i, why, code))
     acc: dict[str, Any] = {
         "requested": requested,
@@ -140,9 +151,14 @@ def reconcile(requested: int, rows: list[dict[str, Any]], server: dict[str, Any]
         acc.update({"server": server, "server_not_recorded": extra})
         acc["acceptance_covers"] = (
             f"the /metrics diff covers {server['completed']} requests the server completed; "
-            f"requests.jsonl records {recorded_ok}" + (
+            f"requests.jsonl records {recorded_ok}"
+            + (
                 f" ({extra} more were sent by llmperf past num_requests or lost by it, "
-                "and are in the acceptance counts but not in latency)" if extra else ""))
+                "and are in the acceptance counts but not in latency)"
+                if extra
+                else ""
+            )
+        )
     else:
         acc["acceptance_covers"] = "no /metrics scrape around the load: request set not checked"
     return new, acc
@@ -150,10 +166,25 @@ def reconcile(requested: int, rows: list[dict[str, Any]], server: dict[str, Any]
 
 def _failed_record(i: int, why: str, code: Any) -> dict[str, Any]:
     return {
-        "id": i, "prompt_id": None, "category": "llmperf", "start_s": None, "ttft_s": None, "itl_s": None,
-        "e2e_s": None, "llmperf_inter_token_latency_s": None, "output_tokens": None, "input_tokens": None,
-        "chunks": None, "text": None, "token_ids": None, "finish_reason": None, "itl_method": None,
-        "error": why, "error_code": _code(code), "spec_decode": None, "llmperf_dropped": True,
+        "id": i,
+        "prompt_id": None,
+        "category": "llmperf",
+        "start_s": None,
+        "ttft_s": None,
+        "itl_s": None,
+        "e2e_s": None,
+        "llmperf_inter_token_latency_s": None,
+        "output_tokens": None,
+        "input_tokens": None,
+        "chunks": None,
+        "text": None,
+        "token_ids": None,
+        "finish_reason": None,
+        "itl_method": None,
+        "error": why,
+        "error_code": _code(code),
+        "spec_decode": None,
+        "llmperf_dropped": True,
     }
 
 
@@ -180,8 +211,11 @@ class ServerSpan:
         if counts is None or self.before is None:
             return
         b = self.before
-        active = (counts["in_flight"] > 0 or counts["prompt_tokens"] > b["prompt_tokens"]
-                  or sum(counts["http"].values()) > sum(b["http"].values()))
+        active = (
+            counts["in_flight"] > 0
+            or counts["prompt_tokens"] > b["prompt_tokens"]
+            or sum(counts["http"].values()) > sum(b["http"].values())
+        )
         if active and self.first is None:
             self.first = t
         done = _done(counts)

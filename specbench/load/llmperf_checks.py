@@ -31,8 +31,9 @@ def llmperf_env(spec: Any, base_url: str, tmp_dir: str) -> dict[str, str]:
     if spec.api_key:
         env["OPENAI_API_KEY"] = spec.api_key
     env.setdefault("OPENAI_API_KEY", "specbench-dummy-key")  # llmperf refuses to start without one
-    env["PYTHONPATH"] = os.pathsep.join([str(OBSERVER), str(Path(spec.path) / "src"),
-                                         *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(OBSERVER), str(Path(spec.path) / "src"), *filter(None, [env.get("PYTHONPATH")])]
+    )
     # Ray's session (AF_UNIX sockets, at most 107 bytes of path) goes under TMPDIR: a short private
     # one keeps it valid under a long TMPDIR and apart from any other Ray (the Ray executor's).
     env["TMPDIR"] = env["RAY_TMPDIR"] = tmp_dir
@@ -66,8 +67,10 @@ def check_llmperf(path: str | Path, python: str) -> None:
         )
     exe = os.path.expanduser(python)
     if not (os.path.isfile(exe) and os.access(exe, os.X_OK)) and shutil.which(exe) is None:
-        raise DependencyError(f"llmperf python {python!r} not found or not executable; give the python of the "
-                              "venv where llmperf is installed (load.llmperf.python)")
+        raise DependencyError(
+            f"llmperf python {python!r} not found or not executable; give the python of the "
+            "venv where llmperf is installed (load.llmperf.python)"
+        )
 
 
 _TOKENIZER_CHECK = """
@@ -76,7 +79,7 @@ tok = inspect.signature(u.randomly_sample_sonnet_lines_prompt).parameters["token
 n = len(tok.encode("Shall I compare thee to a summer's day?"))
 assert n > 1, "llmperf's tokenizer is empty (%d tokens for a sentence)" % n
 """
-_tokenizer_ok: set[tuple[str, str]] = set()
+_tokenizer_ok: set[tuple[str, str, str | None]] = set()
 
 
 def check_tokenizer(spec: Any, env: dict[str, str], timeout_s: float = 120.0) -> None:
@@ -87,8 +90,15 @@ def check_tokenizer(spec: Any, env: dict[str, str], timeout_s: float = 120.0) ->
     key = (str(spec.path), spec.python, env.get("PYTHONPATH"))
     if key in _tokenizer_ok:
         return
-    proc = subprocess.Popen([spec.python, "-c", _TOKENIZER_CHECK], cwd=spec.path, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [spec.python, "-c", _TOKENIZER_CHECK],
+        cwd=spec.path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout_s)
         why = None if proc.returncode == 0 else (out.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1]
@@ -100,5 +110,6 @@ def check_tokenizer(spec: Any, env: dict[str, str], timeout_s: float = 120.0) ->
             f"llmperf's tokenizer (hf-internal-testing/llama-tokenizer, loaded when llmperf starts) failed in "
             f"{spec.python}: {why[:200]}; without the Hugging Face hub, download it once where the hub is "
             "reachable into the HF cache and set HF_HUB_OFFLINE=1, or point llmperf's checkout at a local "
-            "tokenizer folder")
+            "tokenizer folder"
+        )
     _tokenizer_ok.add(key)

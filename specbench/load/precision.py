@@ -85,8 +85,9 @@ def precise_enough(look: Look, targets: dict[str, float]) -> bool:
     return all(look.half_widths.get(k) is not None and look.half_widths[k] <= t for k, t in targets.items())
 
 
-def half_widths(units: list[Counts], keys: list[str], *, confidence: float = 0.95
-                ) -> tuple[dict[str, float | None], dict[str, float]]:
+def half_widths(
+    units: list[Counts], keys: list[str], *, confidence: float = 0.95
+) -> tuple[dict[str, float | None], dict[str, float]]:
     """({key: half-width or None}, point estimates) of the jackknife-t interval over ``units``
     (:func:`specbench.analysis.bootstrap.jackknife_t`, the per-cell CI everywhere). None below
     2 units or where a leave-one-out statistic is undefined."""
@@ -133,9 +134,17 @@ class Outcome:
         return asdict(self)
 
 
-def run_until(send: Callable[[int, int], Batch], targets: dict[str, float], *, max_requests: int, batch: int,
-              min_requests: int, max_error_rate: float = 0.0, confidence: float = 0.95,
-              rule: Callable[[Look, dict[str, float]], bool] = precise_enough) -> tuple[list[Batch], Outcome]:
+def run_until(
+    send: Callable[[int, int], Batch],
+    targets: dict[str, float],
+    *,
+    max_requests: int,
+    batch: int,
+    min_requests: int,
+    max_error_rate: float = 0.0,
+    confidence: float = 0.95,
+    rule: Callable[[Look, dict[str, float]], bool] = precise_enough,
+) -> tuple[list[Batch], Outcome]:
     """Call ``send(start, n)`` for consecutive batches until ``rule`` holds, the cap, or errors.
 
     ``targets`` use the config's names (acceptance_length, p0, ...). Batches are ``batch``
@@ -160,14 +169,23 @@ def run_until(send: Callable[[int, int], Batch], targets: dict[str, float], *, m
         units, unit = clustered(batches)
         n_units = len(units)
         widths, point = half_widths(units, list(by_key), confidence=confidence)
-        looks.append({"requests": sent, "n_units": n_units,
-                      "half_widths": {m: _round(widths[keys[m]]) for m in targets}})
+        looks.append(
+            {"requests": sent, "n_units": n_units, "half_widths": {m: _round(widths[keys[m]]) for m in targets}}
+        )
         if rule(Look(sent, n_units, widths, point), by_key):
             reason = REACHED
             break
-    outcome = Outcome(reason=reason, requests_sent=sent, batches=len(batches), unit=unit, n_units=n_units,
-                      targets=dict(targets), half_widths={m: widths.get(keys[m]) for m in targets}, looks=looks,
-                      confidence=confidence)
+    outcome = Outcome(
+        reason=reason,
+        requests_sent=sent,
+        batches=len(batches),
+        unit=unit,
+        n_units=n_units,
+        targets=dict(targets),
+        half_widths={m: widths.get(keys[m]) for m in targets},
+        looks=looks,
+        confidence=confidence,
+    )
     return batches, outcome
 
 
@@ -184,8 +202,9 @@ def request_clusters(requests: list[dict[str, Any]]) -> list[tuple[str, Counts]]
     return [(str(r.get("prompt_id", r.get("id"))), u) for r, u in zip(ok, units)]
 
 
-def precision_load(ld: Any, load_batch: Callable[[int, int], Any], scrape: Callable[[], Counts | None]
-                   ) -> tuple[Any, dict[str, Any]]:
+def precision_load(
+    ld: Any, load_batch: Callable[[int, int], Any], scrape: Callable[[], Counts | None]
+) -> tuple[Any, dict[str, Any]]:
     """The runner's entry: batches of ``load_batch(start, n)`` (a driver LoadResult each) under
     ``ld.until``; returns one merged LoadResult (as if sent at once) and cell.json's ``precision``.
 
@@ -205,8 +224,14 @@ def precision_load(ld: Any, load_batch: Callable[[int, int], Any], scrape: Calla
         parts.append((t - t_first[0], res))
         return Batch(res.requests, request_clusters(res.requests), diff_counts(scrape(), before))
 
-    _, outcome = run_until(send, dict(ld.until.ci_half_width), max_requests=ld.max_requests, batch=ld.batch,
-                           min_requests=ld.min_requests, max_error_rate=ld.max_error_rate)
+    _, outcome = run_until(
+        send,
+        dict(ld.until.ci_half_width),
+        max_requests=ld.max_requests,
+        batch=ld.batch,
+        min_requests=ld.min_requests,
+        max_error_rate=ld.max_error_rate,
+    )
     return _merge(parts, time.perf_counter() - t_first[0], outcome.requests_sent), outcome.to_dict()
 
 

@@ -93,7 +93,9 @@ def _prompt_from(obj: Any, name: str, n: int, default_category: str) -> Prompt:
         raise InputError(f"{where}: expected a JSON object with 'messages' or 'prompt'")
     unknown = set(obj) - {"id", "category", "messages", "prompt"}
     if unknown:
-        raise InputError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; allowed: id, category, messages, prompt")
+        raise InputError(
+            f"{where}: unknown field(s) {', '.join(sorted(unknown))}; allowed: id, category, messages, prompt"
+        )
     if ("messages" in obj) == ("prompt" in obj):
         raise InputError(f"{where}: give exactly one of 'messages' or 'prompt'")
     if "prompt" in obj:
@@ -105,11 +107,13 @@ def _prompt_from(obj: Any, name: str, n: int, default_category: str) -> Prompt:
         if not isinstance(messages, list) or not messages:
             raise InputError(f"{where}: 'messages' must be a non-empty list")
         for i, m in enumerate(messages):
-            if (not isinstance(m, dict) or m.get("role") not in _ROLES
-                    or not isinstance(m.get("content"), str) or set(m) - {"role", "content"}):
-                raise InputError(
-                    f"{where}: messages[{i}] must be {{\"role\": system|user|assistant, \"content\": string}}"
-                )
+            if (
+                not isinstance(m, dict)
+                or m.get("role") not in _ROLES
+                or not isinstance(m.get("content"), str)
+                or set(m) - {"role", "content"}
+            ):
+                raise InputError(f'{where}: messages[{i}] must be {{"role": system|user|assistant, "content": string}}')
         messages = [dict(m) for m in messages]
     pid = obj.get("id", f"{default_category}-{n}")
     category = obj.get("category", default_category)

@@ -22,8 +22,12 @@ import numpy as np
 
 QUANTILES = (0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 METRICS = (
-    "inter_token_latency_s", "ttft_s", "end_to_end_latency_s",
-    "request_output_throughput_token_per_s", "number_input_tokens", "number_output_tokens",
+    "inter_token_latency_s",
+    "ttft_s",
+    "end_to_end_latency_s",
+    "request_output_throughput_token_per_s",
+    "number_input_tokens",
+    "number_output_tokens",
 )
 
 # llmperf summary key -> (specbench column, scale to the column's unit): cells.csv (run/store.py)
@@ -104,9 +108,16 @@ def summarize_rows(rows: list[dict[str, Any]], duration_s: float) -> dict[str, A
     return out
 
 
-def summarize(requests: list[dict[str, Any]], duration_s: float, *, model: str, name: str,
-              concurrency: int | None = None, max_tokens: int | None = None,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def summarize(
+    requests: list[dict[str, Any]],
+    duration_s: float,
+    *,
+    model: str,
+    name: str,
+    concurrency: int | None = None,
+    max_tokens: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The summary.json payload for request records; ``extra`` (the llmperf adapter's labels and
     server-true figures) replaces the built-in driver's ``specbench_*`` keys."""
     rows = [llmperf_row(r) for r in requests]

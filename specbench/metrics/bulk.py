@@ -30,10 +30,14 @@ _TAIL = r"(?:[A-Z]{1,8} KV cache usage|Prefix cache hit rate|External prefix cac
 # line of vLLM's ("(") or at the chunk's end: a line after it that does not start with "(" could
 # continue it as a hand-wrapped record, which only the per-hit path reads. Run on the chunk's bytes
 # (no decoding pass): every byte a match takes is ASCII, so its text is its UTF-8 decoding.
-BULK_RE = re.compile((
-    r"\] (?:SpecDecoding metrics:" + FAST_SPEC_RE.pattern
-    + rf"|Engine ({_INT}): Avg prompt throughput: ({_DEC}) tokens/s, Avg generation throughput: ({_DEC}) tokens/s, "
-    rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs(?:, {_TAIL}: {_DEC}%){{0,8}})(?=\n\(|\n?\Z)").encode())
+BULK_RE = re.compile(
+    (
+        r"\] (?:SpecDecoding metrics:"
+        + FAST_SPEC_RE.pattern
+        + rf"|Engine ({_INT}): Avg prompt throughput: ({_DEC}) tokens/s, Avg generation throughput: ({_DEC}) tokens/s, "
+        rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs(?:, {_TAIL}: {_DEC}%){{0,8}})(?=\n\(|\n?\Z)"
+    ).encode()
+)
 # The line before the "] ": a subset of logs._VLLM_PREFIX_RE, which holds no prefilter marker
 # (the module ends in ".py", so "[metrics:120]" is not read here).
 PREFIX_RE = re.compile(rb"\(\w+ pid=(\d{1,15})\) [A-Z]+ (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]*\.py:\d{1,9}")
@@ -64,18 +68,29 @@ _FLOAT_TEXT = _Texts(float)
 _RATE_TEXT = _Texts(lambda raw: round(float(raw) / 100.0, 12))
 # The JSON lines of the records read here, as record_json.json_line writes them (byte for byte:
 # tests/metrics/test_fast_paths.py compares them on every line of its logs).
-SPEC_JSON = ('{"kind": "spec_decode", "source": "vllm", "format": "vllm-v1-mean-first", "file": %s, "line": %d, '
-             '"time": "%s", "pid": %d, "engine": %s, "cumulative": false, "num_spec_tokens": null, "num_drafts": null, '
-             '"draft_tokens": %d, "accepted_tokens": %d, "emitted_tokens": null, "accepted_per_position": null, '
-             '"per_position_acceptance": [%s], "mean_acceptance_length": %s, "draft_acceptance_rate": %s, '
-             '"accepted_throughput": %s, "drafted_throughput": %s, "system_efficiency": null, "current_depth": null}')
-ENGINE_JSON = ('{"kind": "engine_stats", "source": "vllm", "format": "vllm-engine-stats", "file": %s, "line": %d, '
-               '"time": "%s", "pid": %d, "engine": %d, "prompt_throughput": %s, "generation_throughput": %s, '
-               '"running_reqs": %d, "waiting_reqs": %d}')
+SPEC_JSON = (
+    '{"kind": "spec_decode", "source": "vllm", "format": "vllm-v1-mean-first", "file": %s, "line": %d, '
+    '"time": "%s", "pid": %d, "engine": %s, "cumulative": false, "num_spec_tokens": null, "num_drafts": null, '
+    '"draft_tokens": %d, "accepted_tokens": %d, "emitted_tokens": null, "accepted_per_position": null, '
+    '"per_position_acceptance": [%s], "mean_acceptance_length": %s, "draft_acceptance_rate": %s, '
+    '"accepted_throughput": %s, "drafted_throughput": %s, "system_efficiency": null, "current_depth": null}'
+)
+ENGINE_JSON = (
+    '{"kind": "engine_stats", "source": "vllm", "format": "vllm-engine-stats", "file": %s, "line": %d, '
+    '"time": "%s", "pid": %d, "engine": %d, "prompt_throughput": %s, "generation_throughput": %s, '
+    '"running_reqs": %d, "waiting_reqs": %d}'
+)
 
 
-def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pid: dict[int | None, int | None],
-               engine_stats: bool = True, as_json: bool = False) -> tuple[list, int] | None:
+def read_chunk(
+    buf: bytes,
+    cut: int,
+    lineno: int,
+    file: str | None,
+    engine_by_pid: dict[int | None, int | None],
+    engine_stats: bool = True,
+    as_json: bool = False,
+) -> tuple[list, int] | None:
     """``(records, number of the chunk's last line)`` for ``buf[:cut]``, whose first line is
     ``lineno + 1``; None when the chunk holds a candidate line this reader does not take (then
     nothing was changed, ``engine_by_pid`` included). ``engine_stats=False``: Engine lines only
@@ -105,10 +120,23 @@ def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pi
             n_spec += 1
             if as_json:
                 eng = engines.get(pid)
-                append(SPEC_JSON % (
-                    file_json, line, time.decode(), pid, "null" if eng is None else eng, int(drafted), int(acc),
-                    ", ".join(map(floats.__getitem__, per_pos.split(b", "))), floats[mal], rate_texts[dar],
-                    floats[acc_tp], floats[dr_tp]))
+                append(
+                    SPEC_JSON
+                    % (
+                        file_json,
+                        line,
+                        time.decode(),
+                        pid,
+                        "null" if eng is None else eng,
+                        int(drafted),
+                        int(acc),
+                        ", ".join(map(floats.__getitem__, per_pos.split(b", "))),
+                        floats[mal],
+                        rate_texts[dar],
+                        floats[acc_tp],
+                        floats[dr_tp],
+                    )
+                )
                 continue
             rate = rates.get(dar)
             if rate is None:
@@ -116,19 +144,63 @@ def read_chunk(buf: bytes, cut: int, lineno: int, file: str | None, engine_by_pi
                 if len(rates) < 4096:
                     rates[dar] = rate
             # Positional, in SpecDecodeRecord's field order (keywords cost twice as much here).
-            append(SpecDecodeRecord(
-                "vllm", "vllm-v1-mean-first", file, line, time.decode(), pid, engines.get(pid), False, None, None,
-                int(drafted), int(acc), None, None, list(map(float, per_pos.split(b", "))), float(mal), rate,
-                float(acc_tp), float(dr_tp)))
+            append(
+                SpecDecodeRecord(
+                    "vllm",
+                    "vllm-v1-mean-first",
+                    file,
+                    line,
+                    time.decode(),
+                    pid,
+                    engines.get(pid),
+                    False,
+                    None,
+                    None,
+                    int(drafted),
+                    int(acc),
+                    None,
+                    None,
+                    list(map(float, per_pos.split(b", "))),
+                    float(mal),
+                    rate,
+                    float(acc_tp),
+                    float(dr_tp),
+                )
+            )
         else:
             n_engine += 1
             engines[pid] = engine_id = int(engine)
             if engine_stats and as_json:
-                append(ENGINE_JSON % (file_json, line, time.decode(), pid, engine_id, floats[prompt], floats[gen],
-                                      int(running), int(waiting)))
+                append(
+                    ENGINE_JSON
+                    % (
+                        file_json,
+                        line,
+                        time.decode(),
+                        pid,
+                        engine_id,
+                        floats[prompt],
+                        floats[gen],
+                        int(running),
+                        int(waiting),
+                    )
+                )
             elif engine_stats:
-                append(EngineStatsRecord("vllm", "vllm-engine-stats", file, line, time.decode(), pid, engine_id,
-                                         float(prompt), float(gen), int(running), int(waiting)))
+                append(
+                    EngineStatsRecord(
+                        "vllm",
+                        "vllm-engine-stats",
+                        file,
+                        line,
+                        time.decode(),
+                        pid,
+                        engine_id,
+                        float(prompt),
+                        float(gen),
+                        int(running),
+                        int(waiting),
+                    )
+                )
     for marker, per_spec, per_engine in _MARKERS:
         if count(marker, 0, cut) != n_spec * per_spec + n_engine * per_engine:
             return None

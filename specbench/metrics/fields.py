@@ -49,7 +49,7 @@ def pairs(body: str) -> list[tuple[str, str]]:
     while pos >= 0:
         comma = body.rfind(",", last + 1, pos)
         if comma >= 0 or last < 0:  # the first colon of its segment names it (or not)
-            name = body[comma + 1:pos].strip()
+            name = body[comma + 1 : pos].strip()
             if name and (name[0].isalpha() or name[0] == "#"):
                 starts.append((name.lower(), pos + 1, max(comma, 0)))
         last = pos

@@ -55,7 +55,9 @@ MAX_WARNINGS = 20
 # Integers a log field can hold have at most 15 digits (as in the fast paths): Python refuses to
 # convert a string of more than 4300 digits (ValueError), which a damaged or hostile line can carry.
 PID_RE = re.compile(r"\bpid=(\d{1,15})\)")
-TIME_RE = re.compile(r"\b(\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\b|\b(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
+TIME_RE = re.compile(
+    r"\b(\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\b|\b(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
+)
 # No "0*" before the digits: overlapping repeats backtrack quadratically on a line of zeros.
 # "Engine 000: " per engine, or "2 Engines Aggregated: " with --aggregate-engine-logging (vLLM
 # 0.31-0.34 loggers.py): an aggregated line is no single engine's, so its spec line gets engine None.
@@ -73,10 +75,12 @@ _INT = r"\d{1,15}"
 FAST_SPEC_RE = re.compile(
     rf" Mean acceptance length: ({_DEC}), Accepted throughput: ({_DEC}) tokens/s, "
     rf"Drafted throughput: ({_DEC}) tokens/s, Accepted: ({_INT}) tokens, Drafted: ({_INT}) tokens, "
-    rf"Per-position acceptance rate: ({_DEC}(?:, {_DEC}){{0,{MAX_POSITIONS - 1}}}), Avg Draft acceptance rate: ({_DEC})%")
+    rf"Per-position acceptance rate: ({_DEC}(?:, {_DEC}){{0,{MAX_POSITIONS - 1}}}), Avg Draft acceptance rate: ({_DEC})%"
+)
 FAST_ENGINE_RE = re.compile(
     rf" Avg prompt throughput: ({_DEC}) tokens/s, Avg generation throughput: ({_DEC}) tokens/s, "
-    rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs((?:, [A-Za-z][A-Za-z ]*: {_DEC}%)*)")
+    rf"Running: ({_INT}) reqs, Waiting: ({_INT}) reqs((?:, [A-Za-z][A-Za-z ]*: {_DEC}%)*)"
+)
 
 # name (lower case) → (record field, converter)
 SPEC_FIELDS = {
@@ -112,8 +116,12 @@ FIELD_NAMES = frozenset(SPEC_FIELDS) | frozenset(SGLANG_FIELDS)
 def is_candidate(line: str) -> bool:
     # Spelled out rather than any(... for p in PREFILTER): this runs once per metric line of
     # multi-GB logs, and the generator costs more than the searches.
-    return ("metrics:" in line or "Avg prompt throughput" in line or "Decode batch" in line
-            or "Draft acceptance rate:" in line)
+    return (
+        "metrics:" in line
+        or "Avg prompt throughput" in line
+        or "Decode batch" in line
+        or "Draft acceptance rate:" in line
+    )
 
 
 def _bare_start(line: str) -> int:
@@ -122,7 +130,7 @@ def _bare_start(line: str) -> int:
     best = -1
     for marker in BARE_MARKERS:
         idx = line.find(marker)
-        while idx >= 4 and line[idx - 4:idx] == "Avg ":
+        while idx >= 4 and line[idx - 4 : idx] == "Avg ":
             idx = line.find(marker, idx + 1)
         if idx >= 0 and (best < 0 or idx < best):
             best = idx
@@ -159,8 +167,13 @@ def _prefix_meta(prefix: str) -> tuple[str | None, int | None]:
 # at a fixed width (a terminal, a screenshot, a table column) and is trusted only as _trusted says.
 _CLOSED_ENDS = (",", ".", "%", "tokens", "tokens/s", "reqs")
 # Decimals vLLM/SGLang print for a field; a last, unclosed value with fewer was cut.
-PRECISION = {"mean_acceptance_length": 2, "draft_acceptance_rate": 3, "system_efficiency": 3,
-             "accepted_throughput": 1, "drafted_throughput": 1}
+PRECISION = {
+    "mean_acceptance_length": 2,
+    "draft_acceptance_rate": 3,
+    "system_efficiency": 3,
+    "accepted_throughput": 1,
+    "drafted_throughput": 1,
+}
 SGLANG_PRECISION = {"mean_acceptance_length": 2, "draft_acceptance_rate": 2}
 
 
@@ -181,7 +194,9 @@ class LineParser:
             self.more_warnings += 1
 
     def all_warnings(self) -> list[str]:
-        more = [f"{self.file or '<text>'}: {self.more_warnings} more warning(s) like these"] if self.more_warnings else []
+        more = (
+            [f"{self.file or '<text>'}: {self.more_warnings} more warning(s) like these"] if self.more_warnings else []
+        )
         return self.warnings + more
 
     def parse_line(self, raw: str, lineno: int, cut: bool = False) -> Record | None:
@@ -206,7 +221,7 @@ class LineParser:
 
     def _spec(self, line: str, idx: int, marker: str, lineno: int, cut: bool) -> SpecDecodeRecord | None:
         prefix = line[:idx]
-        located = paste.locate(prefix, line[idx + len(marker):])
+        located = paste.locate(prefix, line[idx + len(marker) :])
         if located is None or (not marker and not _bare_prefix_ok(prefix)):
             return None
         body = located[0]
@@ -226,8 +241,11 @@ class LineParser:
             if spec is None or spec[0] in values:
                 continue
             if spec[1] is number_list and raw.count(",") >= MAX_POSITIONS:
-                self.warn(lineno, f"{raw.count(',') + 1} per-position values, over the cap of {MAX_POSITIONS}: "
-                                  "per-position values dropped, the record's other fields kept")
+                self.warn(
+                    lineno,
+                    f"{raw.count(',') + 1} per-position values, over the cap of {MAX_POSITIONS}: "
+                    "per-position values dropped, the record's other fields kept",
+                )
                 continue
             converted = spec[1](raw)
             if converted is not None:
@@ -240,8 +258,15 @@ class LineParser:
         fmt, cumulative = _spec_format(marker or _bare_marker(names), names)
         time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(
-            source="vllm", format=fmt, file=self.file, line=lineno, time=time, pid=pid,
-            engine=self.engine_by_pid.get(pid), cumulative=cumulative, **values,
+            source="vllm",
+            format=fmt,
+            file=self.file,
+            line=lineno,
+            time=time,
+            pid=pid,
+            engine=self.engine_by_pid.get(pid),
+            cumulative=cumulative,
+            **values,
         )
 
     @staticmethod
@@ -278,16 +303,26 @@ class LineParser:
         mal, acc_tp, dr_tp, acc, drafted, per_pos, dar = m.groups()
         time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(
-            source="vllm", format="vllm-v1-mean-first", file=self.file, line=lineno, time=time, pid=pid,
-            engine=self.engine_by_pid.get(pid), cumulative=False, accepted_tokens=int(acc),
-            draft_tokens=int(drafted), per_position_acceptance=[float(x) for x in per_pos.split(", ")],
-            mean_acceptance_length=float(mal), draft_acceptance_rate=round(float(dar) / 100.0, 12),
-            accepted_throughput=float(acc_tp), drafted_throughput=float(dr_tp),
+            source="vllm",
+            format="vllm-v1-mean-first",
+            file=self.file,
+            line=lineno,
+            time=time,
+            pid=pid,
+            engine=self.engine_by_pid.get(pid),
+            cumulative=False,
+            accepted_tokens=int(acc),
+            draft_tokens=int(drafted),
+            per_position_acceptance=[float(x) for x in per_pos.split(", ")],
+            mean_acceptance_length=float(mal),
+            draft_acceptance_rate=round(float(dar) / 100.0, 12),
+            accepted_throughput=float(acc_tp),
+            drafted_throughput=float(dr_tp),
         )
 
     def _sglang(self, line: str, idx: int, lineno: int, cut: bool) -> SpecDecodeRecord | None:
         prefix = line[:idx]
-        located = paste.locate(prefix, line[idx + len(SGLANG_MARKER):])
+        located = paste.locate(prefix, line[idx + len(SGLANG_MARKER) :])
         if located is None:
             return None
         body = located[0].lstrip(". ")
@@ -306,12 +341,20 @@ class LineParser:
         if not seen:
             return None
         time, pid = _prefix_meta(prefix)
-        return SpecDecodeRecord(source="sglang", format="sglang-decode-batch", file=self.file, line=lineno,
-                                time=time, pid=pid, cumulative=False, **values)
+        return SpecDecodeRecord(
+            source="sglang",
+            format="sglang-decode-batch",
+            file=self.file,
+            line=lineno,
+            time=time,
+            pid=pid,
+            cumulative=False,
+            **values,
+        )
 
     def _engine(self, line: str, m: re.Match[str], lineno: int) -> EngineStatsRecord | None:
         prefix = line[: m.start()]
-        located = paste.locate(prefix, line[m.start():])
+        located = paste.locate(prefix, line[m.start() :])
         if located is None:
             return None
         engine = int(m.group(1)) if m.group(1) is not None else None
@@ -325,12 +368,26 @@ class LineParser:
             # A repeated name would override the first value in the general path's dict.
             if "throughput" not in low and "running" not in low and "waiting" not in low:
                 return EngineStatsRecord(
-                    source="vllm", format="vllm-engine-stats", file=self.file, line=lineno, time=time,
-                    pid=pid, engine=engine, prompt_throughput=float(prompt),
-                    generation_throughput=float(generation), running_reqs=int(running), waiting_reqs=int(waiting))
+                    source="vllm",
+                    format="vllm-engine-stats",
+                    file=self.file,
+                    line=lineno,
+                    time=time,
+                    pid=pid,
+                    engine=engine,
+                    prompt_throughput=float(prompt),
+                    generation_throughput=float(generation),
+                    running_reqs=int(running),
+                    waiting_reqs=int(waiting),
+                )
         vals = dict(pairs(rest))
         return EngineStatsRecord(
-            source="vllm", format="vllm-engine-stats", file=self.file, line=lineno, time=time, pid=pid,
+            source="vllm",
+            format="vllm-engine-stats",
+            file=self.file,
+            line=lineno,
+            time=time,
+            pid=pid,
             engine=engine,
             prompt_throughput=number(vals.get("avg prompt throughput", "")),
             generation_throughput=number(vals.get("avg generation throughput", "")),
@@ -348,8 +405,10 @@ def _bare_marker(names: list[str]) -> str:
 
 def _spec_format(marker: str, names: list[str]) -> tuple[str, bool]:
     if marker.startswith("Speculative"):
-        if "system efficiency" in names or "number of speculative tokens" in names or any(
-            n.startswith("number of emitted") for n in names
+        if (
+            "system efficiency" in names
+            or "number of speculative tokens" in names
+            or any(n.startswith("number of emitted") for n in names)
         ):
             return "vllm-v0", True
         return "vllm-v1-early", False

@@ -45,8 +45,9 @@ def parse_text(text: str, file: str | None = None) -> list[Record]:
     return list(parse_lines(text.splitlines(), file=file))
 
 
-def parse_file(path: Path | str, each: Callable[[Record], None] | None = None, engine_stats: bool = True,
-               as_json: bool = False) -> ParseResult:
+def parse_file(
+    path: Path | str, each: Callable[[Record], None] | None = None, engine_stats: bool = True, as_json: bool = False
+) -> ParseResult:
     """Parse one file; unreadable → InputError naming it; no records → a warning naming it; lines
     and records over the parser's caps → a warning naming file:line each (the first 20).
 
@@ -127,8 +128,14 @@ def _has_summary_marker(buf: bytes) -> bool:
     return b"_" in buf and any(m in buf for m in _SUMMARY_UNDERSCORE)
 
 
-def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LineParser,
-              engine_stats: bool = True, as_json: bool = False) -> Iterator[Record | str]:
+def _scan_log(
+    fh,
+    counter: "_ReplacementCounter",
+    name: str,
+    line_parser: LineParser,
+    engine_stats: bool = True,
+    as_json: bool = False,
+) -> Iterator[Record | str]:
     """Stream a log in chunks; only lines holding a marker reach Python-level parsing.
 
     Everything else is touched only by C-speed byte scans: one ``bytes.find`` pass per marker,
@@ -167,8 +174,14 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
                 if not head.isascii():
                     counter.count(head)
                 lineno += 1
-                yield from _parse_lines_from([head.decode("utf-8", "replace")], lineno - 1, line_parser, name,
-                                             summary, cut_lines=frozenset([lineno]))
+                yield from _parse_lines_from(
+                    [head.decode("utf-8", "replace")],
+                    lineno - 1,
+                    line_parser,
+                    name,
+                    summary,
+                    cut_lines=frozenset([lineno]),
+                )
                 size = CHUNK_BYTES
                 continue
             safe = _safe_cut(buf, cut)
@@ -218,7 +231,7 @@ def _scan_log(fh, counter: "_ReplacementCounter", name: str, line_parser: LinePa
             prev_line += buf.count(b"\n", prev_start, start)
             prev_start = start
             if end - start > MAX_LINE_BYTES:
-                raw = buf[start:start + MAX_LINE_BYTES].decode("utf-8", "replace")
+                raw = buf[start : start + MAX_LINE_BYTES].decode("utf-8", "replace")
                 rec = _parse_cut_line(raw, prev_line + 1, line_parser)
             else:
                 text = buf[start:end].decode("utf-8", "replace")
@@ -249,8 +262,11 @@ def _line_end(fh, pos: int) -> int:
 
 def _parse_cut_line(raw: str, lineno: int, line_parser: LineParser) -> Record | None:
     if is_candidate(raw):
-        line_parser.warn(lineno, f"line longer than the cap of {MAX_LINE_CHARS} characters: only its start "
-                                 "was read, and a field cut there is dropped")
+        line_parser.warn(
+            lineno,
+            f"line longer than the cap of {MAX_LINE_CHARS} characters: only its start "
+            "was read, and a field cut there is dropped",
+        )
     return line_parser.parse_line(raw, lineno, cut=True)
 
 
@@ -266,7 +282,7 @@ def _wrapped(buf: bytes, text: str, end: int, cut: int) -> tuple[str, int]:
         nend = cut if nend < 0 else nend
         if nend - pos - 1 > MAX_LINE_BYTES:
             break
-        more = paste.continuation(text, buf[pos + 1:nend].decode("utf-8", "replace"), FIELD_NAMES)
+        more = paste.continuation(text, buf[pos + 1 : nend].decode("utf-8", "replace"), FIELD_NAMES)
         if more is None:
             break
         text, pos = paste.join(text, more), nend
@@ -286,9 +302,10 @@ def _safe_cut(buf: bytes, cut: int) -> int:
         if line_start == 0:
             return 0
         prev_start = buf.rfind(b"\n", 0, line_start - 1) + 1
-        line = buf[line_start:buf.find(b"\n", line_start, cut)]
+        line = buf[line_start : buf.find(b"\n", line_start, cut)]
         if line[:1] == b"(" or not paste.may_continue(
-                buf[prev_start:line_start - 1].decode("utf-8", "replace"), line.decode("utf-8", "replace"), FIELD_NAMES):
+            buf[prev_start : line_start - 1].decode("utf-8", "replace"), line.decode("utf-8", "replace"), FIELD_NAMES
+        ):
             return line_start
         line_start = prev_start
     return cut
@@ -307,8 +324,14 @@ def without_gc(build):
             gc.enable()
 
 
-def _parse_lines_from(lines: Iterable[str], offset: int, line_parser: LineParser, name: str | None,
-                      summary: SummaryParser | None = None, cut_lines: frozenset[int] = frozenset()) -> Iterator[Record]:
+def _parse_lines_from(
+    lines: Iterable[str],
+    offset: int,
+    line_parser: LineParser,
+    name: str | None,
+    summary: SummaryParser | None = None,
+    cut_lines: frozenset[int] = frozenset(),
+) -> Iterator[Record]:
     """Records from ``lines``; a ``summary`` parser passed in is left open for the caller to close.
     ``cut_lines``: line numbers already cut at the cap by the caller."""
     own = summary is None

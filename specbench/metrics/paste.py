@@ -26,8 +26,15 @@ def locate(prefix: str, body: str) -> tuple[str, bool] | None:
     sentence: quoted (backticks or double quotes) with prose words both before and after the quote,
     as in "I think `SpecDecoding metrics: ...` fits our style better"."""
     # A server's own line (the common case), spelled out: a generator here costs more than the scans.
-    if ("`" not in body and "|" not in body and '"' not in body and "\u201d" not in body
-            and "`" not in prefix and '"' not in prefix and "\u201c" not in prefix):
+    if (
+        "`" not in body
+        and "|" not in body
+        and '"' not in body
+        and "\u201d" not in body
+        and "`" not in prefix
+        and '"' not in prefix
+        and "\u201c" not in prefix
+    ):
         return body, False
     end = len(body)
     for ch in _CLOSERS:
@@ -35,12 +42,14 @@ def locate(prefix: str, body: str) -> tuple[str, bool] | None:
         if j >= 0:
             end = j
     closed = end < len(body)
-    after, body = body[end + 1:], body[:end]
+    after, body = body[end + 1 :], body[:end]
     if body.endswith("\\n"):  # a JSON-wrapped log line ({"log": "...\n"})
         body = body[:-2]
-    opener = max(prefix.rfind("`") if prefix.count("`") % 2 else -1,
-                 prefix.rfind('"') if prefix.count('"') % 2 else -1,
-                 prefix.rfind("\u201c"))
+    opener = max(
+        prefix.rfind("`") if prefix.count("`") % 2 else -1,
+        prefix.rfind('"') if prefix.count('"') % 2 else -1,
+        prefix.rfind("\u201c"),
+    )
     if opener >= 0:
         before = prefix[:opener]
         if not before.lstrip().startswith("{") and _WORD_RE.search(before) and _WORD_RE.search(after):
@@ -57,7 +66,7 @@ def elide(body: str) -> str:
 
 
 def strip_lead(line: str) -> str:
-    return line[_LEAD_RE.match(line).end():]  # type: ignore[union-attr]
+    return line[_LEAD_RE.match(line).end() :]  # type: ignore[union-attr]
 
 
 def continuation(prev: str, nxt: str, field_names) -> str | None:

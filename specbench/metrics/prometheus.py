@@ -47,8 +47,13 @@ SeriesKey = tuple[tuple[str, str], ...]
 
 def series_key(labels: dict[str, str], names: frozenset[str] | None = None) -> SeriesKey:
     """A series' identity: its labels minus ``position`` and scrape-time labels (only ``names`` if given)."""
-    return tuple(sorted((k, v) for k, v in labels.items() if k != "position" and k not in SCRAPE_LABELS
-                        and (names is None or k in names)))
+    return tuple(
+        sorted(
+            (k, v)
+            for k, v in labels.items()
+            if k != "position" and k not in SCRAPE_LABELS and (names is None or k in names)
+        )
+    )
 
 
 def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecord]:
@@ -61,8 +66,13 @@ def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecor
     by_series: dict[SeriesKey, dict[str, object]] = defaultdict(dict)
     positions: dict[SeriesKey, dict[int, int]] = defaultdict(dict)
     try:
-        samples = [s for family in text_string_to_metric_families(text) if family.name.startswith("vllm:spec_decode")
-                   for s in family.samples if not s.name.endswith("_created")]
+        samples = [
+            s
+            for family in text_string_to_metric_families(text)
+            if family.name.startswith("vllm:spec_decode")
+            for s in family.samples
+            if not s.name.endswith("_created")
+        ]
     except (ValueError, TypeError, IndexError, KeyError):
         return []
     names = frozenset.intersection(*[frozenset(s.labels) for s in samples]) if samples else frozenset()
@@ -81,17 +91,25 @@ def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecor
         elif sample.name in V0_GAUGES:
             by_series[key][V0_GAUGES[sample.name]] = float(value)
     records = []
-    for key in sorted(set(by_series) | set(positions), key=lambda k: (dict(k).get("engine") is None,
-                                                                     str(dict(k).get("engine")), k)):
+    for key in sorted(
+        set(by_series) | set(positions), key=lambda k: (dict(k).get("engine") is None, str(dict(k).get("engine")), k)
+    ):
         values = dict(by_series.get(key, {}))
         pos = positions.get(key)
         if pos and sorted(pos) == list(range(len(pos))):
             values["accepted_per_position"] = [pos[i] for i in range(len(pos))]
         fmt = "prometheus-v1" if "num_drafts" in values or "accepted_per_position" in values else "prometheus-v0"
-        records.append(SpecDecodeRecord(
-            source="prometheus", format=fmt, file=file, line=None, engine=_engine_id(dict(key).get("engine")),
-            cumulative=True, **values,  # type: ignore[arg-type]
-        ))
+        records.append(
+            SpecDecodeRecord(
+                source="prometheus",
+                format=fmt,
+                file=file,
+                line=None,
+                engine=_engine_id(dict(key).get("engine")),
+                cumulative=True,
+                **values,  # type: ignore[arg-type]
+            )
+        )
     return records
 
 

@@ -105,7 +105,10 @@ def _branch(annotation: str) -> str:
 def _generate(cls: type) -> Callable[[object], str]:
     names = [(f.name, str(f.type)) for f in fields(cls) if f.name != "kind"]
     body = ["    k = " + _branch("str").replace("{v}", "r.kind")]
-    body += [f"    v{i} = r.{name}\n    v{i} = " + _branch(ann).replace("{v}", f"v{i}") for i, (name, ann) in enumerate(names)]
+    body += [
+        f"    v{i} = r.{name}\n    v{i} = " + _branch(ann).replace("{v}", f"v{i}")
+        for i, (name, ann) in enumerate(names)
+    ]
     # An f-string: its pieces are joined once (BUILD_STRING), quicker than "%" with a template.
     text = '{{"kind": {k}' + "".join(f', "{name}": {{v{i}}}' for i, (name, _) in enumerate(names)) + "}}"
     src = "def line(r):\n" + "\n".join(body) + f"\n    return f'{text}'\n"

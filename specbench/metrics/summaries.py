@@ -33,8 +33,13 @@ LABEL_CHARS_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _()%/\-]*")
 # Paste decoration before a line: blanks, quote marks, table pipes, backticks, a list bullet.
 DECOR_RE = re.compile(r"[ \t>|`]*(?:[-*+][ \t]+)?")
 ELIDED = ("...", "\u2026")
-OFFLINE_KEYS = {"total_num_output_tokens", "num_drafts", "num_draft_tokens", "num_accepted_tokens",
-                "mean acceptance length"}
+OFFLINE_KEYS = {
+    "total_num_output_tokens",
+    "num_drafts",
+    "num_draft_tokens",
+    "num_accepted_tokens",
+    "mean acceptance length",
+}
 OFFLINE_POS_RE = re.compile(r"acceptance at token (\d{1,9})\s*:\s*(\S+)")
 OFFLINE_SEPARATOR_RE = re.compile(r"-{3,}")
 # A Markdown code fence (after the quote marks and indent of a paste), with its info string.
@@ -44,8 +49,13 @@ MAX_GAP = 3
 # What starts a block. "acceptance at token" costs the chunked scan one more pass over every byte
 # (benchmarks/parse_throughput.py, sparse log: 8.1x grep's CPU time before, 8.9x after; the target
 # is <= 10x), so that the per-position lines pasted alone are read too.
-PREFILTER = ("Speculative Decoding", "num_drafts", "mean acceptance length", "total_num_output_tokens",
-             "acceptance at token")
+PREFILTER = (
+    "Speculative Decoding",
+    "num_drafts",
+    "mean acceptance length",
+    "total_num_output_tokens",
+    "acceptance at token",
+)
 MAX_POSITIONS = 256  # as logs.MAX_POSITIONS
 
 
@@ -59,15 +69,15 @@ def _label(line: str) -> tuple[str, str] | None:
 
 
 def _clean(line: str) -> str:
-    line = line[DECOR_RE.match(line).end():]  # type: ignore[union-attr]
+    line = line[DECOR_RE.match(line).end() :]  # type: ignore[union-attr]
     return line.rstrip().rstrip("|`").rstrip()
-
 
 
 def _fraction(raw: str) -> float | None:
     """A printed percentage as a fraction (58.4 -> 0.584), rounded as the log parser does."""
     value = number(raw)
     return None if value is None else round(value / 100.0, 12)
+
 
 class SummaryParser:
     """Feed every line; complete blocks come back as records."""
@@ -140,14 +150,18 @@ class SummaryParser:
         if not values:  # per-position lines only, and not the whole list: nothing known
             return None
         source = "vllm-bench-serve" if kind == "bench" else "vllm-offline"
-        return SpecDecodeRecord(source=source, format=source, file=self.file, line=self._start,
-                                cumulative=True, **values)
+        return SpecDecodeRecord(
+            source=source, format=source, file=self.file, line=self._start, cumulative=True, **values
+        )
 
     def _position(self, index: int, value: float | None, lineno: int) -> None:
         if index >= MAX_POSITIONS:
             if not self._positions_unknown and self._warn is not None:
-                self._warn(lineno, f"position {index} is over the cap of {MAX_POSITIONS} positions: "
-                                   "per-position values dropped, the block's other fields kept")
+                self._warn(
+                    lineno,
+                    f"position {index} is over the cap of {MAX_POSITIONS} positions: "
+                    "per-position values dropped, the block's other fields kept",
+                )
             self._positions_unknown = True
         elif value is None:
             self._positions_unknown = True  # elided or unreadable: the list is not known whole

@@ -38,9 +38,14 @@ from specbench.io import read_text
 from specbench.metrics.record import SpecDecodeRecord
 
 FORMAT = "vllm-bench-serve-json"
-SPEC_KEYS = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens",
-             "spec_decode_acceptance_length", "spec_decode_acceptance_rate",
-             "spec_decode_per_position_acceptance_rates")
+SPEC_KEYS = (
+    "spec_decode_num_drafts",
+    "spec_decode_draft_tokens",
+    "spec_decode_accepted_tokens",
+    "spec_decode_acceptance_length",
+    "spec_decode_acceptance_rate",
+    "spec_decode_per_position_acceptance_rates",
+)
 # Keys every `vllm bench serve` result of a generation benchmark carries (serve.py `result`).
 _SIGNATURE = ("duration", "completed")
 _ANY_OF = ("request_throughput", "total_input_tokens", "output_throughput")
@@ -49,6 +54,7 @@ _ANY_OF = ("request_throughput", "total_input_tokens", "output_throughput")
 @dataclass
 class BenchResult:
     """One saved benchmark: the JSON object as written, and where it was read."""
+
     data: dict[str, Any]
     file: str
     line: int  # 1-based line where the object starts
@@ -65,8 +71,12 @@ def is_bench_result(obj: Any) -> bool:
 def sniff(head: str) -> bool:
     """Cheap test on a file's first bytes: JSON that names vllm bench serve's result keys."""
     s = head.lstrip()
-    return (s[:1] in ("{", "[") and '"duration"' in head and '"completed"' in head
-            and any(f'"{k}"' in head for k in _ANY_OF + ("backend", "endpoint_type")))
+    return (
+        s[:1] in ("{", "[")
+        and '"duration"' in head
+        and '"completed"' in head
+        and any(f'"{k}"' in head for k in _ANY_OF + ("backend", "endpoint_type"))
+    )
 
 
 def looks_like_bench_file(path: Path | str) -> bool:
@@ -85,8 +95,10 @@ def read_bench_file(path: Path | str) -> list[BenchResult]:
     text = read_text(path, errors="replace")
     out = [BenchResult(obj, str(path), line) for obj, line in _objects(text, path) if is_bench_result(obj)]
     if not out:
-        raise InputError(f"{path}: JSON without vllm bench serve result keys (duration, completed, "
-                         "request_throughput); pass a file written by `vllm bench serve --save-result`")
+        raise InputError(
+            f"{path}: JSON without vllm bench serve result keys (duration, completed, "
+            "request_throughput); pass a file written by `vllm bench serve --save-result`"
+        )
     return out
 
 
@@ -103,8 +115,10 @@ def _objects(text: str, path: Path) -> Iterator[tuple[Any, int]]:
         try:
             obj, pos = dec.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}: corrupt or truncated JSON ({exc.msg}); re-run vllm bench "
-                             "serve or pass another file") from None
+            raise InputError(
+                f"{path}:{exc.lineno}: corrupt or truncated JSON ({exc.msg}); re-run vllm bench "
+                "serve or pass another file"
+            ) from None
         if isinstance(obj, list):
             for item in obj:
                 yield item, line
@@ -149,24 +163,34 @@ def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
     drafts = _int(d, "spec_decode_num_drafts", where, warnings)
     rates_raw = d.get("spec_decode_per_position_acceptance_rates")
     rates: list[float] | None = None
-    if isinstance(rates_raw, list) and rates_raw and all(
-            isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in rates_raw):
+    if (
+        isinstance(rates_raw, list)
+        and rates_raw
+        and all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in rates_raw)
+    ):
         rates = [float(r) for r in rates_raw]
     elif rates_raw not in (None, []):
-        warnings.append(f"{where}: spec_decode_per_position_acceptance_rates = {rates_raw!r} is not a list of "
-                        "fractions; ignored")
+        warnings.append(
+            f"{where}: spec_decode_per_position_acceptance_rates = {rates_raw!r} is not a list of fractions; ignored"
+        )
     pos_counts = None
     if rates is not None and drafts:
         pos_counts, inexact = per_position_counts(rates, drafts)
         if inexact:
             shown = ", ".join(f"{rates[i]!r} x {drafts} = {rates[i] * drafts:.4f} (position {i})" for i in inexact[:4])
-            warnings.append(f"{where}: per-position counts are not exact: rate x drafts is {shown}, not a whole "
-                            "number dividing back to the saved rate (a rounded or edited file); accepted_per_position "
-                            "left null, analysis rounds it and marks it derived")
+            warnings.append(
+                f"{where}: per-position counts are not exact: rate x drafts is {shown}, not a whole "
+                "number dividing back to the saved rate (a rounded or edited file); accepted_per_position "
+                "left null, analysis rounds it and marks it derived"
+            )
     dar = _float(d, "spec_decode_acceptance_rate")
     rec = SpecDecodeRecord(
-        source="vllm-bench-serve", format=FORMAT, file=res.file, line=res.line,
-        time=str(d["date"]) if d.get("date") is not None else None, cumulative=True,
+        source="vllm-bench-serve",
+        format=FORMAT,
+        file=res.file,
+        line=res.line,
+        time=str(d["date"]) if d.get("date") is not None else None,
+        cumulative=True,
         num_drafts=drafts,
         draft_tokens=_int(d, "spec_decode_draft_tokens", where, warnings),
         accepted_tokens=_int(d, "spec_decode_accepted_tokens", where, warnings),
@@ -185,12 +209,16 @@ def _consistency(rec: SpecDecodeRecord, where: str) -> list[str]:
     d, t, a = rec.num_drafts, rec.draft_tokens, rec.accepted_tokens
     if d and a is not None and rec.mean_acceptance_length is not None:
         if not math.isclose(1 + a / d, rec.mean_acceptance_length, rel_tol=1e-9):
-            out.append(f"{where}: spec_decode_acceptance_length {rec.mean_acceptance_length} != 1 + accepted/drafts "
-                       f"= {1 + a / d:.6f}; the counts are used")
+            out.append(
+                f"{where}: spec_decode_acceptance_length {rec.mean_acceptance_length} != 1 + accepted/drafts "
+                f"= {1 + a / d:.6f}; the counts are used"
+            )
     if t and a is not None and rec.draft_acceptance_rate is not None:
         if not math.isclose(a / t, rec.draft_acceptance_rate, rel_tol=1e-9):
-            out.append(f"{where}: spec_decode_acceptance_rate {rec.draft_acceptance_rate * 100}% != accepted/draft "
-                       f"tokens = {100 * a / t:.4f}%; the counts are used")
+            out.append(
+                f"{where}: spec_decode_acceptance_rate {rec.draft_acceptance_rate * 100}% != accepted/draft "
+                f"tokens = {100 * a / t:.4f}%; the counts are used"
+            )
     return out
 
 
@@ -204,8 +232,10 @@ def records_from_file(path: Path | str) -> tuple[list[SpecDecodeRecord], list[st
         if rec is not None:
             records.append(rec)
     if not records:
-        warnings.append(f"{path}: vllm bench serve result without spec_decode_* keys (the server ran without "
-                        "speculative decoding, its /metrics was unreachable, or vLLM predates these keys)")
+        warnings.append(
+            f"{path}: vllm bench serve result without spec_decode_* keys (the server ran without "
+            "speculative decoding, its /metrics was unreachable, or vLLM predates these keys)"
+        )
     return records, warnings
 
 
@@ -225,16 +255,27 @@ def request_rows(res: BenchResult) -> tuple[list[dict[str, Any]], list[str]]:
         return [], []
     errors = d.get("errors") if isinstance(d.get("errors"), list) else None
     if errors is None and (d.get("failed") or 0) > 0:
-        return [], [f"{where}: {d.get('failed')} request(s) failed and the file has no per-request errors "
-                    "(saved without --save-detailed): per-request latencies not used"]
+        return [], [
+            f"{where}: {d.get('failed')} request(s) failed and the file has no per-request errors "
+            "(saved without --save-detailed): per-request latencies not used"
+        ]
 
     def col(key: str) -> list[Any] | None:
         v = d.get(key)
         return v if isinstance(v, list) and len(v) == n else None
 
-    cols = {key: col(src) for key, src in (("start_s", "start_times"), ("ttft_s", "ttfts"), ("itl_s", "itls"),
-                                            ("e2e_s", "latencies"), ("output_tokens", "output_lens"),
-                                            ("input_tokens", "input_lens"), ("text", "generated_texts"))}
+    cols = {
+        key: col(src)
+        for key, src in (
+            ("start_s", "start_times"),
+            ("ttft_s", "ttfts"),
+            ("itl_s", "itls"),
+            ("e2e_s", "latencies"),
+            ("output_tokens", "output_lens"),
+            ("input_tokens", "input_lens"),
+            ("text", "generated_texts"),
+        )
+    }
     rows = []
     for i in range(n):
         row: dict[str, Any] = {"id": i}
@@ -251,13 +292,15 @@ def request_rows(res: BenchResult) -> tuple[list[dict[str, Any]], list[str]]:
 def summary(res: BenchResult) -> dict[str, Any]:
     """The result's run-level figures under the llmperf ``summary.json`` keys specbench reads."""
     d, out = res.data, {}
-    for key, src, scale in (("results_ttft_s_quantiles_p50", "median_ttft_ms", 1e-3),
-                            ("results_ttft_s_quantiles_p99", "p99_ttft_ms", 1e-3),
-                            ("results_inter_token_latency_s_quantiles_p50", "median_itl_ms", 1e-3),
-                            ("results_end_to_end_latency_s_quantiles_p50", "median_e2el_ms", 1e-3),
-                            ("results_mean_output_throughput_token_per_s", "output_throughput", 1.0),
-                            ("results_num_completed_requests", "completed", 1),
-                            ("results_number_errors", "failed", 1)):
+    for key, src, scale in (
+        ("results_ttft_s_quantiles_p50", "median_ttft_ms", 1e-3),
+        ("results_ttft_s_quantiles_p99", "p99_ttft_ms", 1e-3),
+        ("results_inter_token_latency_s_quantiles_p50", "median_itl_ms", 1e-3),
+        ("results_end_to_end_latency_s_quantiles_p50", "median_e2el_ms", 1e-3),
+        ("results_mean_output_throughput_token_per_s", "output_throughput", 1.0),
+        ("results_num_completed_requests", "completed", 1),
+        ("results_number_errors", "failed", 1),
+    ):
         v = _float(d, src)
         if v is not None:
             out[key] = v * scale

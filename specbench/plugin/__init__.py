@@ -42,23 +42,57 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from specbench.attest import ATTEST_VAR
 from specbench.errors import ConfigError
 from specbench.plugin.switches import (
-    CONTROL_VAR, ENV_VAR, HEAD_VAR, HEADS, MTP_METHODS, POS0_MASK_VALUES, POS0_MASK_VAR, SWITCH_VARS, SWITCHABLE_VAR,
+    CONTROL_VAR,
+    ENV_VAR,
+    HEAD_VAR,
+    HEADS,
+    MTP_METHODS,
+    POS0_MASK_VALUES,
+    POS0_MASK_VAR,
+    SWITCH_VARS,
+    SWITCHABLE_VAR,
     VARIANTS,
-    Switches, any_switch_set, head_of_method, mask_label, switches_from_env,
+    Switches,
+    any_switch_set,
+    head_of_method,
+    mask_label,
+    switches_from_env,
 )
 
-__all__ = ["CONTROL_VAR", "ENV_VAR", "HEAD_VAR", "HEADS", "MTP_METHODS", "PLUGIN_NAME", "POS0_MASK_VALUES",
-           "POS0_MASK_VAR", "REGISTERED_ARCH", "SWITCH_VARS", "SWITCHABLE_VAR", "VARIANTS", "Switches", "check_variant_supported",
-           "plugin_env", "register", "switches_from_env"]
+__all__ = [
+    "CONTROL_VAR",
+    "ENV_VAR",
+    "HEAD_VAR",
+    "HEADS",
+    "MTP_METHODS",
+    "PLUGIN_NAME",
+    "POS0_MASK_VALUES",
+    "POS0_MASK_VAR",
+    "REGISTERED_ARCH",
+    "SWITCH_VARS",
+    "SWITCHABLE_VAR",
+    "VARIANTS",
+    "Switches",
+    "check_variant_supported",
+    "plugin_env",
+    "register",
+    "switches_from_env",
+]
 
 PLUGIN_NAME = "specbench_output_norm"
 REGISTERED_ARCH = HEADS["eagle"][0]
 MTP_ARCH = HEADS["mtp"][0]
-SUPPORTED_DRAFT_ARCHS = ("DeepseekV3ForCausalLM", "DeepSeekMTPModel", "EagleDeepSeekMTPModel", "EagleDeepseekV3ForCausalLM")
+SUPPORTED_DRAFT_ARCHS = (
+    "DeepseekV3ForCausalLM",
+    "DeepSeekMTPModel",
+    "EagleDeepSeekMTPModel",
+    "EagleDeepseekV3ForCausalLM",
+)
 SUPPORTED_MODEL_TYPES = ("deepseek_v3", "deepseek_mtp")
 
 # A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
@@ -79,8 +113,11 @@ def register() -> None:
     except ConfigError as exc:
         if env.get(HEAD_VAR, "").strip():
             raise  # specbench configured this server: running it as shipped would mislabel the cell
-        logger.warning("specbench plugin: %s; ignored, this server runs vLLM as shipped "
-                       "(no SPECBENCH_HEAD: a server specbench did not configure)", exc)
+        logger.warning(
+            "specbench plugin: %s; ignored, this server runs vLLM as shipped "
+            "(no SPECBENCH_HEAD: a server specbench did not configure)",
+            exc,
+        )
         return
     todo = switches.to_register()
     if not todo:
@@ -97,23 +134,34 @@ def register() -> None:
         # The registry logs overrides only at DEBUG; the variant's worker-side INFO line confirms the load.
         control = " (control: the shipped forward, re-implemented)" if (norm, mask) == HEADS[head][1] else ""
         switchable = ", switchable in place" if switches.switchable else ""
-        logger.info("specbench plugin: %s head: output norm %r, pos0 mask %s%s%s registered for %s", head, norm,
-                    mask_label(mask), control, switchable, HEADS[head][0])
+        logger.info(
+            "specbench plugin: %s head: output norm %r, pos0 mask %s%s%s registered for %s",
+            head,
+            norm,
+            mask_label(mask),
+            control,
+            switchable,
+            HEADS[head][0],
+        )
 
 
 def _variant_class(head: str, norm: str, mask: bool, version: str) -> type:
     """The head's one variant class, set to start at (norm, mask)."""
-    if head == "eagle":
-        from specbench.plugin import variants as module
-    else:
-        from specbench.plugin import mtp_variants as module
+    from specbench.plugin import mtp_variants, variants  # import vLLM: only inside a vLLM process
+
+    module: Any = variants if head == "eagle" else mtp_variants
     module.verify_wrapped_classes(version)
     module.set_initial(norm, mask)
     return module.VARIANT_CLASS
 
 
-def check_variant_supported(draft_dir: Path | None, variant: str = "on", pos0_mask: bool | None = None,
-                            method: str = "eagle", control: bool = False) -> None:
+def check_variant_supported(
+    draft_dir: Path | None,
+    variant: str = "on",
+    pos0_mask: bool | None = None,
+    method: str = "eagle",
+    control: bool = False,
+) -> None:
     """Before launching: refuse switches the plugin cannot apply to this cell's head (ConfigError).
 
     ``draft_dir`` is the draft's local directory: the EAGLE head, or for an MTP method the served
@@ -128,8 +176,10 @@ def check_variant_supported(draft_dir: Path | None, variant: str = "on", pos0_ma
     if head is None:
         if variant == "on" and pos0_mask is None and not control:
             return
-        raise ConfigError(f"{what} switches a DeepSeek draft head (method 'eagle' with a head, or "
-                          f"'deepseek_mtp'); with method {method!r} it would silently do nothing: remove it")
+        raise ConfigError(
+            f"{what} switches a DeepSeek draft head (method 'eagle' with a head, or "
+            f"'deepseek_mtp'); with method {method!r} it would silently do nothing: remove it"
+        )
     if switches.is_shipped(head) or draft_dir is None:
         return  # vLLM as shipped: nothing to check (or no config.json to read yet)
     path = Path(draft_dir) / "config.json"
@@ -150,8 +200,10 @@ def check_variant_supported(draft_dir: Path | None, variant: str = "on", pos0_ma
             f"{fix} (supported variants: {', '.join(VARIANTS)})"
         )
     if head == "mtp" and not config.get("num_nextn_predict_layers"):
-        raise ConfigError(f"{path}: num_nextn_predict_layers is {config.get('num_nextn_predict_layers')!r}: "
-                          f"the model has no MTP layer for method {method!r}; {fix}")
+        raise ConfigError(
+            f"{path}: num_nextn_predict_layers is {config.get('num_nextn_predict_layers')!r}: "
+            f"the model has no MTP layer for method {method!r}; {fix}"
+        )
 
 
 def _describe(s: Switches) -> str:

@@ -74,8 +74,12 @@ def read_head_variant(model) -> dict[str, Any] | None:
     values = {select.read_variant(m) for m in model.modules() if select.has_variant(m)}
     head = _head_of(model)
     if len(values) > 1 or any(norm is None for norm, _ in values):
-        return {"output_norm": None, "pos0_mask": None, "control": None,
-                "error": f"modules disagree or hold no variant: {sorted(values, key=str)}"}
+        return {
+            "output_norm": None,
+            "pos0_mask": None,
+            "control": None,
+            "error": f"modules disagree or hold no variant: {sorted(values, key=str)}",
+        }
     if values:
         norm, mask = values.pop()
         return head_variant_of(norm, mask, control=head is not None and (norm, mask) == HEADS[head][1])
@@ -127,17 +131,25 @@ def attestation(worker) -> dict[str, Any]:
 
     return {
         "vllm_version": getattr(vllm, "__version__", None),
-        "rank": getattr(worker, "rank", None), "dp_rank": getattr(par, "data_parallel_rank", None),
-        "runner": _qualname(runner), "worker": _qualname(worker),
-        "use_mla": bool(cfg.model_config.use_mla), "target_attention": _backends(target),
-        "method": getattr(spec, "method", None), "num_speculative_tokens": getattr(spec, "num_speculative_tokens", None),
+        "rank": getattr(worker, "rank", None),
+        "dp_rank": getattr(par, "data_parallel_rank", None),
+        "runner": _qualname(runner),
+        "worker": _qualname(worker),
+        "use_mla": bool(cfg.model_config.use_mla),
+        "target_attention": _backends(target),
+        "method": getattr(spec, "method", None),
+        "num_speculative_tokens": getattr(spec, "num_speculative_tokens", None),
         "draft_model": getattr(getattr(spec, "draft_model_config", None), "model", None),
-        "draft_class": _qualname(draft), "draft_attention": _backends(draft) if draft is not None else None,
+        "draft_class": _qualname(draft),
+        "draft_attention": _backends(draft) if draft is not None else None,
         "head_variant": read_head_variant(draft),
-        "compilation": {"mode": _enum_name(getattr(comp, "mode", None)),
-                        "cudagraph_mode": _enum_name(getattr(comp, "cudagraph_mode", None)),
-                        "enforce_eager": bool(cfg.model_config.enforce_eager)},
+        "compilation": {
+            "mode": _enum_name(getattr(comp, "mode", None)),
+            "cudagraph_mode": _enum_name(getattr(comp, "cudagraph_mode", None)),
+            "enforce_eager": bool(cfg.model_config.enforce_eager),
+        },
         "chunked_prefill": getattr(cfg.scheduler_config, "enable_chunked_prefill", None),
         "prefix_caching": getattr(cfg.cache_config, "enable_prefix_caching", None),
-        "tp": par.tensor_parallel_size, "dp": par.data_parallel_size,
+        "tp": par.tensor_parallel_size,
+        "dp": par.data_parallel_size,
     }

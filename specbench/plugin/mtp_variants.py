@@ -30,7 +30,6 @@ import logging
 import threading
 
 import torch
-
 from vllm.distributed import tensor_model_parallel_all_gather
 from vllm.model_executor.models import deepseek_mtp
 
@@ -59,8 +58,14 @@ def set_initial(output_norm: str, pos0_mask: bool) -> None:
     _initial["variant"] = (output_norm, bool(pos0_mask))
 
 
-def layer_forward(self, input_ids: torch.Tensor, positions: torch.Tensor, previous_hidden_states: torch.Tensor,
-                  inputs_embeds: torch.Tensor | None = None, spec_step_index: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def layer_forward(
+    self,
+    input_ids: torch.Tensor,
+    positions: torch.Tensor,
+    previous_hidden_states: torch.Tensor,
+    inputs_embeds: torch.Tensor | None = None,
+    spec_step_index: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """vLLM 0.32's forward, line for line, but for the mask and the carried state, which read the
     layer's buffers."""
     assert inputs_embeds is not None
@@ -89,17 +94,26 @@ def _layer_init(self, *args, **kwargs):
     _BASE_LAYER.__init__(self, *args, **kwargs)
     missing = [a for a in LAYER_ATTRS if not hasattr(self, a)]
     if missing:
-        raise RuntimeError(f"specbench head variants: vLLM's deepseek_mtp layer has no {missing}; "
-                           "this vLLM's MTP layer differs from the one the plugin was written for (vLLM 0.32)")
+        raise RuntimeError(
+            f"specbench head variants: vLLM's deepseek_mtp layer has no {missing}; "
+            "this vLLM's MTP layer differs from the one the plugin was written for (vLLM 0.32)"
+        )
     norm, mask = _initial["variant"]
     select.add_variant_buffers(self, norm, mask, device=select.weights_device(self))
     # The same line as the EAGLE side's, so a log check reads both heads alike.
-    logger.info("specbench output_norm variant '%s' loaded (pos0_mask %s): %s", norm, "on" if mask else "off",
-                type(self).__qualname__)
+    logger.info(
+        "specbench output_norm variant '%s' loaded (pos0_mask %s): %s",
+        norm,
+        "on" if mask else "off",
+        type(self).__qualname__,
+    )
 
 
-VariantLayer = type("DeepSeekMultiTokenPredictorLayerSpecbenchVariants", (_BASE_LAYER,),
-                    {"__init__": _layer_init, "forward": layer_forward, "__module__": __name__})
+VariantLayer = type(
+    "DeepSeekMultiTokenPredictorLayerSpecbenchVariants",
+    (_BASE_LAYER,),
+    {"__init__": _layer_init, "forward": layer_forward, "__module__": __name__},
+)
 
 
 def _outer_init(self, *, vllm_config, prefix: str = ""):
@@ -111,21 +125,28 @@ def _outer_init(self, *, vllm_config, prefix: str = ""):
             deepseek_mtp.DeepSeekMultiTokenPredictorLayer = _BASE_LAYER
     built = {type(m).__name__ for m in self.model.layers.values()}
     if built != {VariantLayer.__name__}:
-        raise RuntimeError(f"specbench head variants: DeepSeekMTP built {sorted(built)}, not the variant layer; "
-                           "this vLLM's MTP model constructs its layers differently")
+        raise RuntimeError(
+            f"specbench head variants: DeepSeekMTP built {sorted(built)}, not the variant layer; "
+            "this vLLM's MTP model constructs its layers differently"
+        )
 
 
 # The one class the plugin registers for DeepSeekMTPModel, whatever the variant.
-VARIANT_CLASS = type("DeepSeekMTPSpecbenchVariants", (deepseek_mtp.DeepSeekMTP,),
-                     {"__init__": _outer_init, "compute_logits": compute_logits, "__module__": __name__})
+VARIANT_CLASS = type(
+    "DeepSeekMTPSpecbenchVariants",
+    (deepseek_mtp.DeepSeekMTP,),
+    {"__init__": _outer_init, "compute_logits": compute_logits, "__module__": __name__},
+)
 
 
 def verify_wrapped_classes(vllm_version: str) -> None:
     """Raise RuntimeError naming the vLLM version and what is missing if the MTP layer is not as expected."""
     other = unchecked_source("mtp", deepseek_mtp.__file__, vllm_version)
     if other:
-        raise RuntimeError(f"specbench head-variant plugin refuses: {other}; use the shipped values "
-                           "(output_norm on, pos0_mask on) or one of those vLLM releases")
+        raise RuntimeError(
+            f"specbench head-variant plugin refuses: {other}; use the shipped values "
+            "(output_norm on, pos0_mask on) or one of those vLLM releases"
+        )
     problems = []
     for name in ("DeepSeekMTP", "DeepSeekMultiTokenPredictor", "DeepSeekMultiTokenPredictorLayer"):
         if not isinstance(getattr(deepseek_mtp, name, None), type):
@@ -133,18 +154,30 @@ def verify_wrapped_classes(vllm_version: str) -> None:
     if isinstance(_BASE_LAYER, type):
         params = list(inspect.signature(_BASE_LAYER.forward).parameters)
         if params != FORWARD_PARAMS:
-            problems.append(f"DeepSeekMultiTokenPredictorLayer.forward{tuple(FORWARD_PARAMS[1:])} (found {tuple(params[1:])})")
+            problems.append(
+                f"DeepSeekMultiTokenPredictorLayer.forward{tuple(FORWARD_PARAMS[1:])} (found {tuple(params[1:])})"
+            )
         layer_src = inspect.getsource(_BASE_LAYER)
         problems += [f"DeepSeekMultiTokenPredictorLayer.{a}" for a in LAYER_ATTRS if f"self.{a} =" not in layer_src]
         forward_src = inspect.getsource(_BASE_LAYER.forward)
-        problems += [f"{what} (`{line}`) in the layer's forward" for what, line in SHIPPED_LINES.items()
-                     if line not in forward_src]
+        problems += [
+            f"{what} (`{line}`) in the layer's forward"
+            for what, line in SHIPPED_LINES.items()
+            if line not in forward_src
+        ]
     predictor = getattr(deepseek_mtp, "DeepSeekMultiTokenPredictor", None)
     if isinstance(predictor, type):
         src = inspect.getsource(predictor)
-        problems += [f"DeepSeekMultiTokenPredictor {what}" for what in
-                     ("DeepSeekMultiTokenPredictorLayer(", "self.logits_processor =", "self.mtp_start_layer_idx =",
-                      "mtp_layer.shared_head(hidden_states)") if what not in src]
+        problems += [
+            f"DeepSeekMultiTokenPredictor {what}"
+            for what in (
+                "DeepSeekMultiTokenPredictorLayer(",
+                "self.logits_processor =",
+                "self.mtp_start_layer_idx =",
+                "mtp_layer.shared_head(hidden_states)",
+            )
+            if what not in src
+        ]
     if problems:
         raise RuntimeError(
             f"specbench head-variant plugin cannot wrap vLLM {vllm_version}'s MTP layer: missing {', '.join(problems)}; "

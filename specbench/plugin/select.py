@@ -18,6 +18,8 @@ runs it under ``torch.compile`` on CPU.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 # output_norm -> (logits from the normed state, normed state carried to the next draft step).
@@ -62,15 +64,15 @@ def read_variant(module: torch.nn.Module) -> tuple[str | None, bool]:
 def mask_pos0(module: torch.nn.Module, embeds: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """vLLM 0.32 deepseek_mtp.py's mask (zero the input embedding at position 0), applied only
     while the module's mask buffer is set."""
-    return torch.where((positions.unsqueeze(-1) == 0) & module.specbench_pos0_mask, 0, embeds)
+    return torch.where((positions.unsqueeze(-1) == 0) & cast(torch.Tensor, module.specbench_pos0_mask), 0, embeds)
 
 
 def for_logits(module: torch.nn.Module, normed: torch.Tensor, summed: torch.Tensor) -> torch.Tensor:
-    return torch.where(module.specbench_logits_normed, normed, summed)
+    return torch.where(cast(torch.Tensor, module.specbench_logits_normed), normed, summed)
 
 
 def carried(module: torch.nn.Module, normed: torch.Tensor, summed: torch.Tensor) -> torch.Tensor:
-    return torch.where(module.specbench_carry_normed, normed, summed)
+    return torch.where(cast(torch.Tensor, module.specbench_carry_normed), normed, summed)
 
 
 def _flags(output_norm: str) -> tuple[bool, bool]:

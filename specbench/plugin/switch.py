@@ -61,8 +61,10 @@ def _why_not(worker) -> str | None:
     runner = getattr(worker, "model_runner", None)
     draft = draft_model(runner)
     if draft is None:
-        return (f"the model runner {type(runner).__name__} has no draft model the plugin can reach "
-                "(drafter.model / speculator.model)")
+        return (
+            f"the model runner {type(runner).__name__} has no draft model the plugin can reach "
+            "(drafter.model / speculator.model)"
+        )
     head = _head_of(draft)
     if head is None:
         return f"the draft model is {type(draft).__name__}, not a DeepSeek head the plugin switches"
@@ -75,8 +77,10 @@ def _why_not(worker) -> str | None:
     except RuntimeError as exc:
         return str(exc)
     if not any(has_variant(m) for m in draft.modules()):
-        return (f"the draft model is {type(draft).__name__}, not the plugin's variant class (the server was "
-                f"started without {SWITCHABLE_VAR}=1, or another plugin registered the head)")
+        return (
+            f"the draft model is {type(draft).__name__}, not the plugin's variant class (the server was "
+            f"started without {SWITCHABLE_VAR}=1, or another plugin registered the head)"
+        )
     return None
 
 
@@ -102,8 +106,10 @@ class HeadSwitch:
             wanted = json.loads(spec)
             output_norm, pos0_mask = wanted["output_norm"], wanted["pos0_mask"]
             if output_norm not in select.NORM_FLAGS or not isinstance(pos0_mask, bool):
-                raise ValueError(f"unknown variant: output_norm {output_norm!r}, pos0_mask {pos0_mask!r}; known: "
-                                 f"output_norm {', '.join(select.NORM_FLAGS)}, pos0_mask true/false")
+                raise ValueError(
+                    f"unknown variant: output_norm {output_norm!r}, pos0_mask {pos0_mask!r}; known: "
+                    f"output_norm {', '.join(select.NORM_FLAGS)}, pos0_mask true/false"
+                )
             reason = _why_not(self)
             if reason is not None:
                 raise RuntimeError(reason)
@@ -116,8 +122,12 @@ class HeadSwitch:
             if select.has_variant(m):
                 select.set_variant(m, output_norm, pos0_mask)
         now = read_head_variant(draft)  # read back from the buffers, not from the request
-        logger.info("specbench head variant switched: output_norm %r, pos0_mask %s (now %s)",
-                    output_norm, "on" if pos0_mask else "off", json.dumps(now, sort_keys=True))
+        logger.info(
+            "specbench head variant switched: output_norm %r, pos0_mask %s (now %s)",
+            output_norm,
+            "on" if pos0_mask else "off",
+            json.dumps(now, sort_keys=True),
+        )
         return json.dumps({"variant": now}, sort_keys=True)
 
 
@@ -134,8 +144,10 @@ def _rpc(url: str, method: str, args: list[str], headers: Mapping[str, str] | No
     if r.status_code == 404:
         raise ServerError(f"/collective_rpc is absent (404): the server runs without {DEV_MODE_ENV}=1")
     if r.status_code != 200:
-        raise ServerError(f"/collective_rpc {method} answered {r.status_code} {r.text[:200]!r} "
-                          f"(is the worker extension {EXTENSION} loaded?)")
+        raise ServerError(
+            f"/collective_rpc {method} answered {r.status_code} {r.text[:200]!r} "
+            f"(is the worker extension {EXTENSION} loaded?)"
+        )
     results = r.json().get("results") or []
     if not results:
         raise ServerError(f"/collective_rpc {method}: no worker answered")
@@ -157,8 +169,9 @@ def probe(url: str, headers: Mapping[str, str] | None = None, timeout_s: float =
     return None
 
 
-def switch_variant(url: str, output_norm: str, pos0_mask: bool, headers: Mapping[str, str] | None = None,
-                   timeout_s: float = 60.0) -> list[Any]:
+def switch_variant(
+    url: str, output_norm: str, pos0_mask: bool, headers: Mapping[str, str] | None = None, timeout_s: float = 60.0
+) -> list[Any]:
     """Switch every worker of the server at ``url``; returns what each worker now runs, read back
     from its draft module (a dict per worker). ConfigError when a worker refuses the variant (an
     unknown one: the workers keep the variant they ran); ServerError when the endpoint fails."""
@@ -169,8 +182,10 @@ def switch_variant(url: str, output_norm: str, pos0_mask: bool, headers: Mapping
         a = refused[0]
         why = a["refused"] if isinstance(a, dict) else f"answered {str(a)[:200]!r}"
         still = a.get("variant") if isinstance(a, dict) else None
-        raise ConfigError(f"head variant switch to output_norm {output_norm!r}, pos0_mask {pos0_mask!r} refused by "
-                          f"the server: {why}; it still runs {json.dumps(still, sort_keys=True)}")
+        raise ConfigError(
+            f"head variant switch to output_norm {output_norm!r}, pos0_mask {pos0_mask!r} refused by "
+            f"the server: {why}; it still runs {json.dumps(still, sort_keys=True)}"
+        )
     return [a["variant"] for a in answers]
 
 

@@ -43,10 +43,11 @@ HEADS = {
 # file (read in the released wheels). A head file with another hash is refused, naming the version:
 # the variants would re-implement a forward this vLLM no longer has.
 CHECKED_SOURCES = {
-    "eagle": ("deepseek_eagle.py",
-              {"203d8fedaec7e31f7d9ef959884214bef024ef0ad29924aec484c89398466a86": "0.29.0-0.34.0"}),
-    "mtp": ("deepseek_mtp.py",
-            {"aae80e30b2dbfd1df41b83f51aaba4722e9f2dc3b4479d2a38ce1e32926fac11": "0.31.0-0.32.0"}),
+    "eagle": (
+        "deepseek_eagle.py",
+        {"203d8fedaec7e31f7d9ef959884214bef024ef0ad29924aec484c89398466a86": "0.29.0-0.34.0"},
+    ),
+    "mtp": ("deepseek_mtp.py", {"aae80e30b2dbfd1df41b83f51aaba4722e9f2dc3b4479d2a38ce1e32926fac11": "0.31.0-0.32.0"}),
 }
 
 
@@ -62,8 +63,10 @@ def unchecked_source(head: str, path: str, vllm_version: str) -> str | None:
         return f"{name} unreadable ({exc})"
     if digest in known:
         return None
-    return (f"vLLM {vllm_version}'s {name} (sha256 {digest[:12]}) is not the file of the releases the plugin was "
-            f"checked against ({', '.join(known.values())})")
+    return (
+        f"vLLM {vllm_version}'s {name} (sha256 {digest[:12]}) is not the file of the releases the plugin was "
+        f"checked against ({', '.join(known.values())})"
+    )
 
 
 # vLLM's speculative methods that build one of these heads (0.32 calls deepseek_mtp "mtp" too).
@@ -144,6 +147,14 @@ def variant_cache_key(env: Mapping[str, str]) -> str | None:
         sw = switches_from_env(env)
     except ConfigError:
         return None  # refused before launch (plan.check_cells) or by the plugin at start-up
-    parts = [sw.head or "any", sw.output_norm, "pos0-" + ("default" if sw.pos0_mask is None else mask_label(sw.pos0_mask))]
-    return ("specbench-variant-" + "-".join(parts) + ("-control" if sw.control else "")
-            + ("-switchable" if sw.switchable else ""))
+    parts = [
+        sw.head or "any",
+        sw.output_norm,
+        "pos0-" + ("default" if sw.pos0_mask is None else mask_label(sw.pos0_mask)),
+    ]
+    return (
+        "specbench-variant-"
+        + "-".join(parts)
+        + ("-control" if sw.control else "")
+        + ("-switchable" if sw.switchable else "")
+    )

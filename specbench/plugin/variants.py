@@ -30,7 +30,6 @@ import logging
 import threading
 
 import torch
-
 from vllm.model_executor.models import deepseek_eagle
 
 from specbench.plugin import select
@@ -77,12 +76,19 @@ def _inner_init(self, *args, **kwargs):
         )
     norm, mask = _initial["variant"]
     select.add_variant_buffers(self, norm, mask, device=select.weights_device(self))
-    logger.info("specbench output_norm variant '%s' loaded (pos0_mask %s): %s", norm, "on" if mask else "off",
-                type(self).__qualname__)
+    logger.info(
+        "specbench output_norm variant '%s' loaded (pos0_mask %s): %s",
+        norm,
+        "on" if mask else "off",
+        type(self).__qualname__,
+    )
 
 
-VariantInner = type("DeepseekV2ModelSpecbenchVariants", (_BASE_INNER,),
-                    {"__init__": _inner_init, "forward": variant_forward, "__module__": __name__})
+VariantInner = type(
+    "DeepseekV2ModelSpecbenchVariants",
+    (_BASE_INNER,),
+    {"__init__": _inner_init, "forward": variant_forward, "__module__": __name__},
+)
 
 
 def _outer_init(self, *, vllm_config, prefix: str = ""):
@@ -103,8 +109,11 @@ def _outer_init(self, *, vllm_config, prefix: str = ""):
 
 
 # The one class the plugin registers for EagleDeepSeekMTPModel, whatever the variant.
-VARIANT_CLASS = type("EagleDeepseekV3SpecbenchVariants", (deepseek_eagle.EagleDeepseekV3ForCausalLM,),
-                     {"__init__": _outer_init, "__module__": __name__})
+VARIANT_CLASS = type(
+    "EagleDeepseekV3SpecbenchVariants",
+    (deepseek_eagle.EagleDeepseekV3ForCausalLM,),
+    {"__init__": _outer_init, "__module__": __name__},
+)
 
 
 def variant_modules(model) -> list:
@@ -116,8 +125,10 @@ def verify_wrapped_classes(vllm_version: str) -> None:
     """Raise RuntimeError naming the vLLM version and what is missing if the head is not as expected."""
     other = unchecked_source("eagle", deepseek_eagle.__file__, vllm_version)
     if other:
-        raise RuntimeError(f"specbench head-variant plugin refuses: {other}; use the shipped values "
-                           "(output_norm on, pos0_mask off) or one of those vLLM releases")
+        raise RuntimeError(
+            f"specbench head-variant plugin refuses: {other}; use the shipped values "
+            "(output_norm on, pos0_mask off) or one of those vLLM releases"
+        )
     problems = []
     outer = getattr(deepseek_eagle, "EagleDeepseekV3ForCausalLM", None)
     if outer is None:

@@ -11,8 +11,15 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 # Short names of the axes a study usually has; any other axis is shown by its label as is.
-AXIS_NAMES = {"mla": "MLA", "output_norm": "norm", "num_speculative_tokens": "k", "k": "k",
-              "pos0_mask": "pos0 mask", "draft": "draft", "method": "method"}
+AXIS_NAMES = {
+    "mla": "MLA",
+    "output_norm": "norm",
+    "num_speculative_tokens": "k",
+    "k": "k",
+    "pos0_mask": "pos0 mask",
+    "draft": "draft",
+    "method": "method",
+}
 NONE = "none"
 SEP = " · "
 
@@ -23,7 +30,7 @@ def axis_name(axis: str) -> str:
     if axis in AXIS_NAMES:
         return AXIS_NAMES[axis]
     if axis.startswith("SPECBENCH_"):
-        return axis[len("SPECBENCH_"):].lower().replace("_", " ")
+        return axis[len("SPECBENCH_") :].lower().replace("_", " ")
     return axis
 
 
@@ -40,8 +47,14 @@ def varying_axes(cells: Iterable[dict[str, Any]]) -> list[str]:
     return varying or list(values)
 
 
-def cell_title(axes: dict[str, Any] | None, *, is_baseline: bool = False, show: Sequence[str] | None = None,
-               repeat: int | None = None, fallback: str = "") -> str:
+def cell_title(
+    axes: dict[str, Any] | None,
+    *,
+    is_baseline: bool = False,
+    show: Sequence[str] | None = None,
+    repeat: int | None = None,
+    fallback: str = "",
+) -> str:
     """``MLA on · norm off`` (``show``: which axes, default all); ``no spec · MLA on`` for a
     baseline; `` · r1`` appended when ``repeat`` is given."""
     axes = axes or {}
@@ -59,8 +72,12 @@ def titles(cells: Sequence[tuple[str, dict[str, Any] | None, bool, int | None]])
     repeat only when there are several; the id itself when two cells would share a title."""
     show = varying_axes(axes for _, axes, _, _ in cells if axes)
     repeats = {r for _, _, _, r in cells if r is not None}
-    out = {cid: cell_title(axes, is_baseline=base, show=show, repeat=r if len(repeats) > 1 else None, fallback=cid)
-           if axes is not None else cid for cid, axes, base, r in cells}
+    out = {
+        cid: cell_title(axes, is_baseline=base, show=show, repeat=r if len(repeats) > 1 else None, fallback=cid)
+        if axes is not None
+        else cid
+        for cid, axes, base, r in cells
+    }
     if len(set(out.values())) < len(out):  # ambiguous: ids are unique
         return {cid: cid for cid, _, _, _ in cells}
     return out

@@ -34,6 +34,7 @@ MAX_WARNINGS_SHOWN = 20
 class CellDifference:
     """Two run-dir cells that differ in exactly one axis; delta = cand - base. (Not
     :class:`specbench.compare.compare.Comparison`, which compares two runs.)"""
+
     axis: str
     base: str  # group labels
     cand: str
@@ -56,8 +57,10 @@ class CellDifference:
                 continue
             (b, c), iv = self.values[stat], self.intervals.get(stat)
             verdict = ("significant" if significant(iv) else "not significant") if iv else "no CI (too few units)"
-            parts.append(f"{name} {fmt.num(c, n)} vs {fmt.num(b, n)}, "
-                         f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}")
+            parts.append(
+                f"{name} {fmt.num(c, n)} vs {fmt.num(b, n)}, "
+                f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}"
+            )
         ctx = cell_title(self.others)
         head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
         tail = ""
@@ -101,8 +104,14 @@ class Report:
         return self.titles.get(label, label)
 
 
-def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = None, *, n_resamples: int = 2000,
-                 seed: int = 0, confidence: float = 0.95) -> Report:
+def build_report(
+    inputs: list[Path],
+    labels: list[tuple[str, Path]] | None = None,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Report:
     """Groups from log/scrape/JSONL files and run directories, their summary and comparisons."""
     groups: list[Group] = []
     comparisons: list[CellDifference] = []
@@ -119,12 +128,15 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
             g.title = names.get(g.label, g.label)
         groups += run_groups
         comparisons += _comparisons(run_groups, confidence)
-        studies.append(analyse_run(run_dir, prefix=prefix, n_resamples=n_resamples, seed=seed,
-                                   confidence=confidence))
+        studies.append(analyse_run(run_dir, prefix=prefix, n_resamples=n_resamples, seed=seed, confidence=confidence))
     groups += groups_from_files(files, labels or [])
     counted = {g.label: g.units for g in groups}
-    summary = summary_frame(counted, totals={g.label: g.total for g in groups if g.total is not None},
-                            unit={g.label: g.unit for g in groups}, confidence=confidence)
+    summary = summary_frame(
+        counted,
+        totals={g.label: g.total for g in groups if g.total is not None},
+        unit={g.label: g.unit for g in groups},
+        confidence=confidence,
+    )
     # one list of warnings per group, in the Markdown and in the CSV alike
     for g, pooled in zip(groups, summary["warnings"]):
         if isinstance(pooled, str) and pooled:
@@ -132,9 +144,18 @@ def build_report(inputs: list[Path], labels: list[tuple[str, Path]] | None = Non
     # Python strings, not pandas' default pyarrow str: a long log's cell holds every window's
     # warnings, and a pyarrow copy of it would be held beside the Python one being written.
     summary["warnings"] = pd.Series(["; ".join(g.warnings) for g in groups], index=summary.index, dtype=object)
-    return Report(groups=groups, summary=summary, windows=window_frame(counted), confidence=confidence,
-                  n_resamples=n_resamples, seed=seed, comparisons=comparisons, studies=studies, titles=names,
-                  source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]))
+    return Report(
+        groups=groups,
+        summary=summary,
+        windows=window_frame(counted),
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        comparisons=comparisons,
+        studies=studies,
+        titles=names,
+        source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]),
+    )
 
 
 def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
@@ -145,8 +166,15 @@ def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
 
 def titles_of(run, *, prefix: bool = False) -> dict[str, str]:
     """:func:`run_titles` of a run already loaded (:class:`specbench.run.store.Run`)."""
-    cells = [(cid, {axis_label(str(k)): str(v) for k, v in (c.cell.get("axes") or {}).items()},
-              bool(c.cell.get("is_baseline")), c.cell.get("repeat")) for cid, c in run.cells.items()]
+    cells = [
+        (
+            cid,
+            {axis_label(str(k)): str(v) for k, v in (c.cell.get("axes") or {}).items()},
+            bool(c.cell.get("is_baseline")),
+            c.cell.get("repeat"),
+        )
+        for cid, c in run.cells.items()
+    ]
     head = f"{run.run_id}/" if prefix else ""
     return {head + cid: head + t for cid, t in titles(cells).items()}
 
@@ -166,8 +194,10 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
     for run_dir in run_dirs:
         run_id = str(read_run(run_dir).run_id)
         if run_id in ids:
-            raise ConfigError(f"report: {ids[run_id]} and {run_dir} are copies of one run ({run_id}); report one, "
-                              "or compare them with 'specbench compare'")
+            raise ConfigError(
+                f"report: {ids[run_id]} and {run_dir} are copies of one run ({run_id}); report one, "
+                "or compare them with 'specbench compare'"
+            )
         ids[run_id] = run_dir
 
 
@@ -183,7 +213,7 @@ def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]
         for k, v in axes_of[id(g)].items():
             first_value.setdefault(k, v)
     for i, a in enumerate(cells):
-        for b in cells[i + 1:]:
+        for b in cells[i + 1 :]:
             ax, bx = axes_of[id(a)], axes_of[id(b)]
             if a.repeat != b.repeat or set(ax) != set(bx):
                 continue
@@ -197,14 +227,22 @@ def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]
             pb, pc = base.point(), cand.point()
             stats = [s for s in ("mean_acceptance_length", "p0") if s in deltas and s in pb and s in pc]
             fields = axis_fields(axis)
-            out.append(CellDifference(
-                axis=axis, base=base.label, cand=cand.label, base_value=base_axes[axis],
-                cand_value=cand_axes[axis], others={k: v for k, v in base_axes.items() if k != axis},
-                values={s: (pb[s], pc[s]) for s in stats}, delta={s: pc[s] - pb[s] for s in stats},
-                intervals={s: deltas[s].ci for s in stats},
-                degenerate=any(deltas[s].ci is None for s in stats),
-                confounds=confounds(cand.attested, base.attested, fields),  # read as the head: cand vs base
-                unattested=sorted({f for g in (base, cand) for f in not_attested(g.attested, _checked(fields))})))
+            out.append(
+                CellDifference(
+                    axis=axis,
+                    base=base.label,
+                    cand=cand.label,
+                    base_value=base_axes[axis],
+                    cand_value=cand_axes[axis],
+                    others={k: v for k, v in base_axes.items() if k != axis},
+                    values={s: (pb[s], pc[s]) for s in stats},
+                    delta={s: pc[s] - pb[s] for s in stats},
+                    intervals={s: deltas[s].ci for s in stats},
+                    degenerate=any(deltas[s].ci is None for s in stats),
+                    confounds=confounds(cand.attested, base.attested, fields),  # read as the head: cand vs base
+                    unattested=sorted({f for g in (base, cand) for f in not_attested(g.attested, _checked(fields))}),
+                )
+            )
     return out
 
 
@@ -251,8 +289,16 @@ def table_rows(report: Report, prefix: str = "p") -> tuple[list[str], list[list[
     for _, row in report.summary.iterrows():
         units = f"{row['n_units']} {row['unit']}{'s' if row['n_units'] != 1 else ''}"
         drafts = fmt.MISSING if pd.isna(row.get("num_drafts")) else str(int(row["num_drafts"]))
-        rows.append([report.title(str(row["label"])), units, drafts, _with_ci(row, "mean_acceptance_length", 2),
-                     _with_ci(row, "draft_acceptance_rate")] + [_with_ci(row, f"{prefix}{i}") for i in range(k)])
+        rows.append(
+            [
+                report.title(str(row["label"])),
+                units,
+                drafts,
+                _with_ci(row, "mean_acceptance_length", 2),
+                _with_ci(row, "draft_acceptance_rate"),
+            ]
+            + [_with_ci(row, f"{prefix}{i}") for i in range(k)]
+        )
     return header, rows
 
 
@@ -265,31 +311,50 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 def render_markdown(report: Report) -> str:
     pct = f"{report.confidence:.0%}"
     out = [
-        "# specbench acceptance report", "",
-        f"Inputs: {report.source}", "",
-        f"**Acceptance definition:** {DEFINITION}.", "",
+        "# specbench acceptance report",
+        "",
+        f"Inputs: {report.source}",
+        "",
+        f"**Acceptance definition:** {DEFINITION}.",
+        "",
         f"**Intervals:** {pct} t intervals with a jackknife standard error over the group's units (log windows "
         "or requests, see the units column; df = units - 1): leave one unit out, sum the others' counts and "
         "recompute every statistic (ratio estimator; rates are never averaged). The regression gate uses the "
         "same interval; a percentile bootstrap is too narrow over few units (~75% coverage at 3 windows). "
         "Point estimates use exact Prometheus counts where the input has them. "
-        "\"no CI\" marks a group with a single unit, where no interval can be estimated.", "",
-        "## Unconditional acceptance per position", "",
-        _md_table(*table_rows(report, "p")), "",
-        "## Conditional acceptance per position", "",
-        _md_table(*table_rows(report, "a")), "",
+        '"no CI" marks a group with a single unit, where no interval can be estimated.',
+        "",
+        "## Unconditional acceptance per position",
+        "",
+        _md_table(*table_rows(report, "p")),
+        "",
+        "## Conditional acceptance per position",
+        "",
+        _md_table(*table_rows(report, "a")),
+        "",
     ]
-    derived = [(r["label"], r["derived"]) for _, r in report.summary.iterrows()
-               if isinstance(r.get("derived"), str) and r["derived"]]
+    derived = [
+        (r["label"], r["derived"])
+        for _, r in report.summary.iterrows()
+        if isinstance(r.get("derived"), str) and r["derived"]
+    ]
     if derived:
-        out += ["Derived, not printed: " + "; ".join(f"{lab}: {d}" for lab, d in derived)
-                + " (num_drafts = drafted / k, cross-checked with accepted / Σp_i; "
-                "accepted_per_position = round(p_i · num_drafts)).", ""]
+        out += [
+            "Derived, not printed: "
+            + "; ".join(f"{lab}: {d}" for lab, d in derived)
+            + " (num_drafts = drafted / k, cross-checked with accepted / Σp_i; "
+            "accepted_per_position = round(p_i · num_drafts)).",
+            "",
+        ]
     if report.comparisons:
-        out += ["## Differences between cells", "",
-                f"Cells that differ in one axis; Δ = first minus second, {pct} CI of the difference as "
-                "`specbench compare` computes it (t interval, jackknife SE over units, df = min(n) − 1); "
-                "significant when the CI excludes 0.", ""]
+        out += [
+            "## Differences between cells",
+            "",
+            f"Cells that differ in one axis; Δ = first minus second, {pct} CI of the difference as "
+            "`specbench compare` computes it (t interval, jackknife SE over units, df = min(n) − 1); "
+            "significant when the CI excludes 0.",
+            "",
+        ]
         out += [f"- {c.sentence()}" for c in report.comparisons] + [""]
     out += render_sections(report.studies, _md_table, report.title)
     study_warnings = [w for s in report.studies for w in s.warnings]
@@ -302,7 +367,9 @@ def render_markdown(report: Report) -> str:
             ro = g.rate_only
             assert ro is not None  # rate_only holds only such groups
             als = [r["mean_acceptance_length"] for r in ro.per_record if r["mean_acceptance_length"] is not None]
-            span = f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
+            span = (
+                f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
+            )
             combined = f"; draft-weighted AL {ro.mean_acceptance_length:.3f}" if ro.weighted else ""
             out.append(f"- {g.label}: {ro.n_records} line(s), {span}{combined} ({ro.note})")
         out.append("")
@@ -315,9 +382,13 @@ def render_markdown(report: Report) -> str:
             if len(g.warnings) > len(shown):
                 out.append(f"- {g.label}: … and {len(g.warnings) - len(shown)} more")
         out.append("")
-    out += ["## Files", "", "- `acceptance.csv`: the table above, one row per group, with CI columns",
-            "- `per_position.png` / `.svg`: p_i and α_i per draft position",
-            "- `al_over_time.png` / `.svg`: cumulative AL (units so far, in order) with its CI"]
+    out += [
+        "## Files",
+        "",
+        "- `acceptance.csv`: the table above, one row per group, with CI columns",
+        "- `per_position.png` / `.svg`: p_i and α_i per draft position",
+        "- `al_over_time.png` / `.svg`: cumulative AL (units so far, in order) with its CI",
+    ]
     if any(st.pairs for st in report.studies):
         out.append("- `divergence.csv`, `divergence.png` / `.svg`: output divergence between cells")
     if any(st.speedups for st in report.studies):
@@ -344,7 +415,8 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
         atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
         enc = encode([(g.label, g.axes) for g in report.groups])
         paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
-        paths += save_figure(al_over_time_figure(report.windows, report.summary, enc, report.confidence),
-                             out_dir / "al_over_time")
+        paths += save_figure(
+            al_over_time_figure(report.windows, report.summary, enc, report.confidence), out_dir / "al_over_time"
+        )
         paths += write_study_outputs(report.studies, out_dir, report.title)
     return paths

@@ -44,7 +44,7 @@ def csv_chunks(frame: pd.DataFrame) -> Iterator[bytes]:
         return
     pos = 0
     for m in re.finditer("|".join(map(re.escape, long)), text):
-        yield text[pos:m.start()].encode("utf-8")
+        yield text[pos : m.start()].encode("utf-8")
         yield from _quoted(long[m.group()])
         pos = m.end()
     yield text[pos:].encode("utf-8")
@@ -55,16 +55,17 @@ def _needs_quotes(chunk: str) -> bool:
     field holding ``chunk``: it decides character by character, so a long field is quoted exactly
     when one of its chunks would be."""
     buf = io.StringIO()
-    csv.writer(buf, lineterminator=os.linesep, quoting=csv.QUOTE_MINIMAL, doublequote=True,
-               quotechar='"').writerow([chunk, ""])  # a second field: a lone empty field is always quoted
+    csv.writer(buf, lineterminator=os.linesep, quoting=csv.QUOTE_MINIMAL, doublequote=True, quotechar='"').writerow(
+        [chunk, ""]
+    )  # a second field: a lone empty field is always quoted
     return buf.getvalue().startswith('"')
 
 
 def _quoted(value: str) -> Iterator[bytes]:
     chunks = range(0, len(value), _CHUNK)
-    if not any(_needs_quotes(value[i:i + _CHUNK]) for i in chunks):
-        yield from (value[i:i + _CHUNK].encode("utf-8") for i in chunks)
+    if not any(_needs_quotes(value[i : i + _CHUNK]) for i in chunks):
+        yield from (value[i : i + _CHUNK].encode("utf-8") for i in chunks)
         return
     yield b'"'
-    yield from (value[i:i + _CHUNK].replace('"', '""').encode("utf-8") for i in chunks)
+    yield from (value[i : i + _CHUNK].replace('"', '""').encode("utf-8") for i in chunks)
     yield b'"'

@@ -100,7 +100,6 @@ def stream_records(path: Path, each: Callable[[Any], None]) -> list[str]:
     text = _read_text(path, limit=65536)
 
     if text.lstrip().startswith("{") and not sniff(text[:65536]):  # canonical JSONL, not a vllm bench result
-
         for r in read_jsonl(path):
             if r.get("kind") == "spec_decode":
                 each(SpecDecodeRecord.from_dict(r))
@@ -122,8 +121,9 @@ def group_from_records(label: str, records: list[Any], warnings: list[str] | Non
 def _group(label: str, counter: WindowCounter, warnings: list[str]) -> Group:
     """The group of the records fed to ``counter``, after the files' parse ``warnings``."""
     units, w = counter.finish()
-    group = Group(label=label, units=units, unit="window", warnings=warnings + w,
-                  rate_only=rate_only_summary(counter.rate_only))
+    group = Group(
+        label=label, units=units, unit="window", warnings=warnings + w, rate_only=rate_only_summary(counter.rate_only)
+    )
     if not units and group.rate_only is None:
         group.warnings.append("no spec-decode metrics found (is speculative decoding on, and stats logging?)")
     return group
@@ -186,8 +186,16 @@ def groups_from_run(path: Path, *, prefix: bool = False) -> list[Group]:
             continue
         if cell.status != "done" or acc is None:
             why = cell.record.reason or ("no acceptance.json" if acc is None else cell.status)
-            groups.append(Group(label, [], "window", warnings=[f"cell not usable ({cell.status}): {why}"],
-                                attested=attested, **common))
+            groups.append(
+                Group(
+                    label,
+                    [],
+                    "window",
+                    warnings=[f"cell not usable ({cell.status}): {why}"],
+                    attested=attested,
+                    **common,
+                )
+            )
             continue
         group = group_from_acceptance(label, acc, str(cell.dir / "acceptance.json"), **common)
         group.attested = attested
@@ -197,8 +205,9 @@ def groups_from_run(path: Path, *, prefix: bool = False) -> list[Group]:
     return groups
 
 
-def group_from_acceptance(label: str, acc: Acceptance, where: str, axes: dict[str, str] | None = None,
-                          repeat: int | None = None) -> Group:
+def group_from_acceptance(
+    label: str, acc: Acceptance, where: str, axes: dict[str, str] | None = None, repeat: int | None = None
+) -> Group:
     """A cell's ``acceptance.json``: Prometheus totals; per-request units or log windows for the CI."""
     prom = acc.prometheus.counts.counts(origin=where) if acc.prometheus.counts is not None else None
     windows = [w.counts(origin=f"{where} logs.windows[{i}]") for i, w in enumerate(acc.logs.windows)]

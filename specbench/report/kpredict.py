@@ -32,16 +32,20 @@ def recommendation(kp: KPrediction, title: str | None = None) -> str:
     checked it, and what was measured."""
     source = title or kp.source
     if kp.failed_checks:
-        return (f"{source}: no k recommended — the prediction from k = {kp.k} fails its checks against this "
-                f"run's cells: {'; '.join(_miss(kp, k, what) for k, what in kp.failed_checks)}. "
-                f"{_measured(kp)}")
+        return (
+            f"{source}: no k recommended — the prediction from k = {kp.k} fails its checks against this "
+            f"run's cells: {'; '.join(_miss(kp, k, what) for k, what in kp.failed_checks)}. "
+            f"{_measured(kp)}"
+        )
     if not kp.checked:
         best = kp.best
         others = ", ".join(str(p.k) for p in kp.points if p.k != kp.k)
-        return (f"{source}: no k recommended — the prediction from k = {kp.k} is unchecked: the run measured "
-                f"no other k to hold it against. It assumes that {AL_ASSUMPTION}, and that {COST_ASSUMPTION}; on those "
-                f"assumptions the best is {_figure(best)} at k = {best.k}. Add num_speculative_tokens values "
-                f"({others}) to check it. {_measured(kp)}")
+        return (
+            f"{source}: no k recommended — the prediction from k = {kp.k} is unchecked: the run measured "
+            f"no other k to hold it against. It assumes that {AL_ASSUMPTION}, and that {COST_ASSUMPTION}; on those "
+            f"assumptions the best is {_figure(best)} at k = {best.k}. Add num_speculative_tokens values "
+            f"({others}) to check it. {_measured(kp)}"
+        )
     best = kp.best
     checked = f"checked at k' = {', '.join(map(str, kp.checked))}: AL and step cost within their CIs"
     figure = f"{_figure(best)} at k = {best.k} with the {_cost_source(kp, best)}"
@@ -49,8 +53,7 @@ def recommendation(kp: KPrediction, title: str | None = None) -> str:
         return f"{source}: k = {kp.best_k} (predicted speed-up {figure}; {checked})"
     if best.speedup_ci[1] < 1:
         return f"{source}: no k — speculation is predicted slower at every k (best {figure}; {checked})"
-    return (f"{source}: no k clearly faster than no speculation (best {figure}: the interval "
-            f"includes 1; {checked})")
+    return f"{source}: no k clearly faster than no speculation (best {figure}: the interval includes 1; {checked})"
 
 
 def _figure(p: KPoint) -> str:
@@ -67,19 +70,26 @@ def _cost_source(kp: KPrediction, p: KPoint) -> str:
 def _miss(kp: KPrediction, k: int, what: str) -> str:
     p = next(x for x in kp.points if x.k == k)
     if what == "al":
-        return (f"AL at k' = {k} predicted {_ci(p.al_pred, p.al_pred_ci, 3)}, measured "
-                f"{_ci(p.al_meas, p.al_meas_ci, 3)}, miss {_ci(p.al_pred - p.al_meas, p.al_diff_ci, 3, signed=True)} "
-                f"(the rule 1 + Σ p_i assumes that {AL_ASSUMPTION})")
-    return (f"step cost at k' = {k} from the linear model {_ci(p.cost_model, p.cost_model_ci)} plain steps, "
-            f"measured {_ci(p.cost_meas, p.cost_meas_ci)}, miss "
-            f"{_ci(p.cost_model - p.cost_meas, p.cost_diff_ci, signed=True)} (the model assumes that "
-            f"{COST_ASSUMPTION})")
+        return (
+            f"AL at k' = {k} predicted {_ci(p.al_pred, p.al_pred_ci, 3)}, measured "
+            f"{_ci(p.al_meas, p.al_meas_ci, 3)}, miss {_ci(p.al_pred - p.al_meas, p.al_diff_ci, 3, signed=True)} "
+            f"(the rule 1 + Σ p_i assumes that {AL_ASSUMPTION})"
+        )
+    return (
+        f"step cost at k' = {k} from the linear model {_ci(p.cost_model, p.cost_model_ci)} plain steps, "
+        f"measured {_ci(p.cost_meas, p.cost_meas_ci)}, miss "
+        f"{_ci(p.cost_model - p.cost_meas, p.cost_diff_ci, signed=True)} (the model assumes that "
+        f"{COST_ASSUMPTION})"
+    )
 
 
 def _measured(kp: KPrediction) -> str:
     """The TPOT speed-ups the run measured (the source's own at k' = k): facts, not a prediction."""
-    got = [f"k = {p.k}: {fmt.times(p.tpot_speedup_meas)} {fmt.interval(p.tpot_speedup_meas_ci, 2)}"
-           for p in kp.points if not fmt.is_missing(p.tpot_speedup_meas)]
+    got = [
+        f"k = {p.k}: {fmt.times(p.tpot_speedup_meas)} {fmt.interval(p.tpot_speedup_meas_ci, 2)}"
+        for p in kp.points
+        if not fmt.is_missing(p.tpot_speedup_meas)
+    ]
     return f"Measured TPOT speed-up over the baseline: {'; '.join(got)}." if got else ""
 
 
@@ -97,24 +107,49 @@ def _check(p: KPoint, own: bool) -> str:
 
 
 def kprediction_rows(kps: list[KPrediction], title=_same) -> tuple[list[str], list[list[str]]]:
-    header = ["source cell (k)", "k'", "AL predicted 1+Σp_i [CI]", "AL measured [CI]",
-              "AL miss: predicted − measured [CI]", "step cost: linear model [CI]", "step cost measured [CI]",
-              "cost miss: model − measured [CI]", "speed-up predicted [CI]", "TPOT speed-up measured [CI]",
-              "checks: AL / cost"]
+    header = [
+        "source cell (k)",
+        "k'",
+        "AL predicted 1+Σp_i [CI]",
+        "AL measured [CI]",
+        "AL miss: predicted − measured [CI]",
+        "step cost: linear model [CI]",
+        "step cost measured [CI]",
+        "cost miss: model − measured [CI]",
+        "speed-up predicted [CI]",
+        "TPOT speed-up measured [CI]",
+        "checks: AL / cost",
+    ]
     rows = []
     for kp in kps:
         for p in kp.points:
             own = p.k == kp.k
-            sp = (_ci(p.speedup_pred_meas_cost, p.speedup_pred_meas_cost_ci) + " (measured cost); "
-                  + _ci(p.speedup_pred, p.speedup_pred_ci) + " (model)") if p.cell else _ci(p.speedup_pred,
-                                                                                          p.speedup_pred_ci)
+            sp = (
+                (
+                    _ci(p.speedup_pred_meas_cost, p.speedup_pred_meas_cost_ci)
+                    + " (measured cost); "
+                    + _ci(p.speedup_pred, p.speedup_pred_ci)
+                    + " (model)"
+                )
+                if p.cell
+                else _ci(p.speedup_pred, p.speedup_pred_ci)
+            )
             measured = _ci(p.al_meas, p.al_meas_ci, 3) + (f" {title(p.cell)}" if p.cell else "")
-            rows.append([f"{title(kp.source)} ({kp.k})", f"{p.k}{' (source: identity)' if own else ''}",
-                         _ci(p.al_pred, p.al_pred_ci, 3), measured,
-                         _ci(p.al_pred - p.al_meas, p.al_diff_ci, 3, signed=True),
-                         _ci(p.cost_model, p.cost_model_ci), _ci(p.cost_meas, p.cost_meas_ci),
-                         _ci(p.cost_model - p.cost_meas, p.cost_diff_ci, signed=True), sp,
-                         _ci(p.tpot_speedup_meas, p.tpot_speedup_meas_ci), _check(p, own)])
+            rows.append(
+                [
+                    f"{title(kp.source)} ({kp.k})",
+                    f"{p.k}{' (source: identity)' if own else ''}",
+                    _ci(p.al_pred, p.al_pred_ci, 3),
+                    measured,
+                    _ci(p.al_pred - p.al_meas, p.al_diff_ci, 3, signed=True),
+                    _ci(p.cost_model, p.cost_model_ci),
+                    _ci(p.cost_meas, p.cost_meas_ci),
+                    _ci(p.cost_model - p.cost_meas, p.cost_diff_ci, signed=True),
+                    sp,
+                    _ci(p.tpot_speedup_meas, p.tpot_speedup_meas_ci),
+                    _check(p, own),
+                ]
+            )
     return header, rows
 
 
@@ -122,11 +157,17 @@ def render_kpredictions(kps: list[KPrediction], source: str, md_table, title=_sa
     if not kps:
         return []
     pct = f"{kps[0].confidence:.0%}"
-    return [f"Run {source}:", "", md_table(*kprediction_rows(kps, title)), ""] + [
-        f"- k advice: {recommendation(kp, title(kp.source))}" for kp in kps] + [""] + [
-        f"- {title(kp.source)}: {n}" for kp in kps for n in kp.notes] + [
-        f"Brackets: {pct} bootstrap CI over requests, all cells resampled together when they sent the same "
-        "requests.", ""]
+    return (
+        [f"Run {source}:", "", md_table(*kprediction_rows(kps, title)), ""]
+        + [f"- k advice: {recommendation(kp, title(kp.source))}" for kp in kps]
+        + [""]
+        + [f"- {title(kp.source)}: {n}" for kp in kps for n in kp.notes]
+        + [
+            f"Brackets: {pct} bootstrap CI over requests, all cells resampled together when they sent the same "
+            "requests.",
+            "",
+        ]
+    )
 
 
 KPREDICTION_INTRO = (
@@ -138,8 +179,9 @@ KPREDICTION_INTRO = (
     "(predicted − measured) includes 0. Speed-up = AL / cost (the measured cost where there is a cell at k'), "
     "decode only, so it is held against the measured TPOT speed-up. A k is recommended only from a prediction "
     "that was checked at one k' at least and passed every check, and whose best speed-up's CI lies above 1; "
-    "otherwise the advice says which check failed, or that nothing checked it. \"identity\": at k' = k nothing "
-    "is predicted.")
+    'otherwise the advice says which check failed, or that nothing checked it. "identity": at k\' = k nothing '
+    "is predicted."
+)
 
 
 def kprediction_records(kps: list[KPrediction], run: str) -> list[dict[str, Any]]:
@@ -147,11 +189,26 @@ def kprediction_records(kps: list[KPrediction], run: str) -> list[dict[str, Any]
     out = []
     for kp in kps:
         for p in kp.points:
-            row: dict[str, Any] = {"run": run, "source_cell": kp.source, "baseline": kp.baseline, "source_k": kp.k,
-                                   "k": p.k, "measured_cell": p.cell, "recommended_k": kp.best_k,
-                                   "best_k": kp.best.k, "paired": kp.paired}
-            for name in ("al_pred", "cost_model", "speedup_pred", "al_meas", "cost_meas", "tpot_speedup_meas",
-                         "speedup_pred_meas_cost"):
+            row: dict[str, Any] = {
+                "run": run,
+                "source_cell": kp.source,
+                "baseline": kp.baseline,
+                "source_k": kp.k,
+                "k": p.k,
+                "measured_cell": p.cell,
+                "recommended_k": kp.best_k,
+                "best_k": kp.best.k,
+                "paired": kp.paired,
+            }
+            for name in (
+                "al_pred",
+                "cost_model",
+                "speedup_pred",
+                "al_meas",
+                "cost_meas",
+                "tpot_speedup_meas",
+                "speedup_pred_meas_cost",
+            ):
                 row[name] = getattr(p, name)
                 row[f"{name}_ci_low"], row[f"{name}_ci_high"] = getattr(p, f"{name}_ci")
             row["al_diff"] = p.al_pred - p.al_meas
@@ -166,5 +223,11 @@ def kprediction_records(kps: list[KPrediction], run: str) -> list[dict[str, Any]
     return out
 
 
-__all__ = ["KPREDICTION_INTRO", "KPoint", "kprediction_records", "kprediction_rows", "recommendation",
-           "render_kpredictions"]
+__all__ = [
+    "KPREDICTION_INTRO",
+    "KPoint",
+    "kprediction_records",
+    "kprediction_rows",
+    "recommendation",
+    "render_kpredictions",
+]

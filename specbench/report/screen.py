@@ -30,9 +30,15 @@ def final_table(run_dir: Path) -> Table:
     run = read_run(run_dir)
     names = titles_of(run)
     speed = _speedups(run_dir)
-    t = Table(title=run.run_id, caption="AL includes the bonus token; p_i unconditional; 95% CIs; "
-              "tok/s per request; speed-up over the cell's own no-spec baseline", box=box.SIMPLE_HEAD,
-              padding=(0, 1), pad_edge=False, collapse_padding=True)
+    t = Table(
+        title=run.run_id,
+        caption="AL includes the bonus token; p_i unconditional; 95% CIs; "
+        "tok/s per request; speed-up over the cell's own no-spec baseline",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        collapse_padding=True,
+    )
     # numbers never wrap; a long cell name wraps at its spaces, inside its own row
     t.add_column("cell", min_width=11)
     failed = any(c.status != "done" for c in run.cells.values())
@@ -55,12 +61,21 @@ def final_table(run_dir: Path) -> Table:
         derived, ci = c.acc.derived, c.acc.ci
         pos = derived.per_position
         s = speed.get(cid)
-        up = "-" if s is None else f"{fmt.num(s.point['output_tok_per_s'], 2)}× [{fmt.num(s.intervals['output_tok_per_s'][0], 2)}, " \
-                                   f"{fmt.num(s.intervals['output_tok_per_s'][1], 2)}]"
+        up = (
+            "-"
+            if s is None
+            else f"{fmt.num(s.point['output_tok_per_s'], 2)}× [{fmt.num(s.intervals['output_tok_per_s'][0], 2)}, "
+            f"{fmt.num(s.intervals['output_tok_per_s'][1], 2)}]"
+        )
         interval = ci.interval("mean_acceptance_length") if ci is not None else None
-        t.add_row(name, *status, _with_ci(derived.mean_acceptance_length, interval, 2),
-                  *[_fmt(pos[i] if i < len(pos) else None) for i in range(k)],
-                  _fmt(None if s is None else s.spec.get("output_tok_per_s"), 1), up)
+        t.add_row(
+            name,
+            *status,
+            _with_ci(derived.mean_acceptance_length, interval, 2),
+            *[_fmt(pos[i] if i < len(pos) else None) for i in range(k)],
+            _fmt(None if s is None else s.spec.get("output_tok_per_s"), 1),
+            up,
+        )
     return t
 
 
@@ -76,7 +91,7 @@ def final_screen(run_dir: Path):
     """What a finished run prints: the table, then one line per question the matrix asks (each
     contrast of two cells that differ in one axis, largest significant AL change first, with the
     attested confounds), then where the report is."""
-    lines = [final_table(run_dir)]
+    lines: list[Table | Text] = [final_table(run_dir)]
     found = contrasts(run_dir)
     if found:
         lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, jackknife SE, unpaired):"))

@@ -48,8 +48,8 @@ class CellRequests:
     is_baseline: bool
     rows: list[dict[str, Any]]
     load_tok_per_s: float | None
-    host: str | None = None                       # manifest cell_hosts (Ray); None: the run's machine
-    window: tuple[str, str] | None = None         # cell.json started_at, ended_at (ISO, UTC)
+    host: str | None = None  # manifest cell_hosts (Ray); None: the run's machine
+    window: tuple[str, str] | None = None  # cell.json started_at, ended_at (ISO, UTC)
 
 
 @dataclass
@@ -81,13 +81,18 @@ def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
         rec = cell.record
         rows = [{**r, "_repeat": rec.repeat} for r in read_jsonl(req)]
         tput = (cell.summary or {}).get("results_mean_output_throughput_token_per_s")
-        out.append(CellRequests(
-            label=f"{run.run_id}/{cell_id}" if prefix else cell_id,
-            axes={axis_label(str(k)): str(v) for k, v in rec.axes.items()},
-            repeat=rec.repeat, is_baseline=bool(rec.is_baseline), rows=rows,
-            load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
-            host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
-            window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None))
+        out.append(
+            CellRequests(
+                label=f"{run.run_id}/{cell_id}" if prefix else cell_id,
+                axes={axis_label(str(k)): str(v) for k, v in rec.axes.items()},
+                repeat=rec.repeat,
+                is_baseline=bool(rec.is_baseline),
+                rows=rows,
+                load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
+                host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
+                window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None,
+            )
+        )
     return out, draft_axes_of(run.manifest)
 
 
@@ -97,13 +102,17 @@ def timing_caveats(spec: CellRequests, base: CellRequests, cells: list[CellReque
     sharing its host with another cell running at the same time (the Ray executor can do both)."""
     out = []
     if spec.host and base.host and spec.host != base.host:
-        out.append(f"ran on another host than the baseline ({spec.host} vs {base.host}): the speed-up "
-                   "includes any hardware difference")
+        out.append(
+            f"ran on another host than the baseline ({spec.host} vs {base.host}): the speed-up "
+            "includes any hardware difference"
+        )
     for c in (spec, base):
         busy = [o.label for o in cells if o is not c and _overlap(c, o)]
         if busy:
-            out.append(f"{c.label} ran alongside {', '.join(busy)} on the same host: its timings include "
-                       "their load (use --max-concurrent-cells 1 or one node per cell for speed-up)")
+            out.append(
+                f"{c.label} ran alongside {', '.join(busy)} on the same host: its timings include "
+                "their load (use --max-concurrent-cells 1 or one node per cell for speed-up)"
+            )
     return out
 
 
@@ -113,8 +122,9 @@ def _overlap(a: CellRequests, b: CellRequests) -> bool:
     return a.window[0] < b.window[1] and b.window[0] < a.window[1]  # ISO UTC strings order as times
 
 
-def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0,
-                confidence: float = 0.95) -> StudyAnalysis:
+def analyse_run(
+    path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
     cells, draft_axes = _read_run(path, prefix)
     study = StudyAnalysis(source=str(path), cell_axes={c.label: c.axes for c in cells})
@@ -129,11 +139,13 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             spec_c, base_c = (b, a) if a.is_baseline else (a, b)
             mixed = target_mismatch(spec_c.axes, base_c.axes, draft_axes)
             # a baseline serving another target: the divergence mixes speculation with that change
-            differs += [f"speculation + target ({', '.join(mixed)}): not this cell's baseline" if mixed
-                        else "speculation"]
+            differs += [
+                f"speculation + target ({', '.join(mixed)}): not this cell's baseline" if mixed else "speculation"
+            ]
         study.pairs.append((pair, differs))
-        study.common_prefix.append(common_prefix_intervals(pair, n_resamples=n_resamples, seed=seed,
-                                                           confidence=confidence))
+        study.common_prefix.append(
+            common_prefix_intervals(pair, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        )
         study.warnings += [f"{a.label} vs {b.label}: {w}" for w in pair.warnings()]
     flagged = [p for p, _ in study.pairs if p.divergence_share > DIVERGENCE_FLAG_SHARE]
     if flagged:
@@ -141,7 +153,8 @@ def analyse_run(path: Path, *, prefix: bool = False, n_resamples: int = 2000, se
             f"{len(flagged)} of {len(study.pairs)} cell pairs have greedy outputs that differ on more than "
             f"{DIVERGENCE_FLAG_SHARE:.0%} of prompts (worst: {max(p.divergence_share for p in flagged):.0%}); "
             "acceptance differences between them mix the draft with a changed workload: read the "
-            "prefix AL table (both cells on the text they share)")
+            "prefix AL table (both cells on the text they share)"
+        )
     _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
     study.kpredictions = _k_predictions(cells, study, n_resamples=n_resamples, seed=seed, confidence=confidence)
     return study
@@ -156,8 +169,15 @@ def run_speedups(path: Path, *, n_resamples: int = 1000, seed: int = 0, confiden
     return study
 
 
-def _add_speedups(study: StudyAnalysis, cells: list[CellRequests], draft_axes: list[str], *, n_resamples: int,
-                  seed: int, confidence: float) -> None:
+def _add_speedups(
+    study: StudyAnalysis,
+    cells: list[CellRequests],
+    draft_axes: list[str],
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> None:
     baselines = [(c.axes, c.repeat, c) for c in cells if c.is_baseline]
     for spec in (c for c in cells if not c.is_baseline):
         base = pick_baseline(spec.axes, spec.repeat, baselines, draft_axes)
@@ -168,8 +188,16 @@ def _add_speedups(study: StudyAnalysis, cells: list[CellRequests], draft_axes: l
                 study.warnings.append(f"{spec.label}: no matching baseline, no speed-up ({why})")
             continue
         try:
-            s = speedup(spec.label, spec.rows, base.label, base.rows, n_resamples=n_resamples, seed=seed,
-                        confidence=confidence, load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s))
+            s = speedup(
+                spec.label,
+                spec.rows,
+                base.label,
+                base.rows,
+                n_resamples=n_resamples,
+                seed=seed,
+                confidence=confidence,
+                load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s),
+            )
         except ValueError as exc:
             study.warnings.append(f"{spec.label}: no speed-up ({exc})")
             continue
@@ -179,8 +207,11 @@ def _add_speedups(study: StudyAnalysis, cells: list[CellRequests], draft_axes: l
 
 def cell_k(c: CellRequests) -> int | None:
     """A speculative cell's k, from its requests' per-request counts."""
-    ks = {int(r["spec_decode"]["num_spec_tokens"]) for r in c.rows
-          if isinstance(r.get("spec_decode"), dict) and r["spec_decode"].get("num_spec_tokens")}
+    ks = {
+        int(r["spec_decode"]["num_spec_tokens"])
+        for r in c.rows
+        if isinstance(r.get("spec_decode"), dict) and r["spec_decode"].get("num_spec_tokens")
+    }
     return ks.pop() if len(ks) == 1 else None
 
 
@@ -213,9 +244,11 @@ def _no_baseline(spec: CellRequests, baselines: list[CellRequests], draft_axes: 
 
     need = ", ".join(values(spec, baselines[0])) if baselines else ""
     have = "; ".join(f"{b.label} ({', '.join(values(b, b))})" for b in baselines if b.repeat == spec.repeat)
-    return (f"needs a baseline with {need or 'the same repeat'}; the run's: {have or 'none in this repeat'}; "
-            "run one (a run from before per-target baselines needs a new run; `specbench run --resume` "
-            "re-runs failed cells)")
+    return (
+        f"needs a baseline with {need or 'the same repeat'}; the run's: {have or 'none in this repeat'}; "
+        "run one (a run from before per-target baselines needs a new run; `specbench run --resume` "
+        "re-runs failed cells)"
+    )
 
 
 def _al(units) -> float:
@@ -238,15 +271,32 @@ def _same(label: str) -> str:
 
 def divergence_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the divergence table (Markdown and CSV share them)."""
-    header = ["cell A", "cell B", "differs in", "prompts", "identical", "first divergence (median [min, max])",
-              "AL A", "AL B"]
+    header = [
+        "cell A",
+        "cell B",
+        "differs in",
+        "prompts",
+        "identical",
+        "first divergence (median [min, max])",
+        "AL A",
+        "AL B",
+    ]
     rows = []
     for p, differs in study.pairs:
         pos = sorted(p.positions)
         where = f"{_median(pos):g} [{pos[0]}, {pos[-1]}] {p.unit}s" if pos else fmt.MISSING
-        rows.append([title(p.a), title(p.b), ", ".join(differs) or "nothing", str(p.n),
-                     f"{p.identical}/{p.n} ({p.identical_share:.0%})", where,
-                     _f(_al(p.acc_a.plain)), _f(_al(p.acc_b.plain))])
+        rows.append(
+            [
+                title(p.a),
+                title(p.b),
+                ", ".join(differs) or "nothing",
+                str(p.n),
+                f"{p.identical}/{p.n} ({p.identical_share:.0%})",
+                where,
+                _f(_al(p.acc_a.plain)),
+                _f(_al(p.acc_b.plain)),
+            ]
+        )
     return header, rows
 
 
@@ -257,15 +307,24 @@ def prefix_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list
     only (and is the per-step acceptance only for independent steps), so it is compared with the
     other cell's prefix AL, never with an AL.
     """
-    header = ["cell A", "cell B", "prompts", "prefix AL A [CI] (drafts)", "prefix AL B [CI] (drafts)",
-              "Δ prefix AL B − A [CI]"]
+    header = [
+        "cell A",
+        "cell B",
+        "prompts",
+        "prefix AL A [CI] (drafts)",
+        "prefix AL B [CI] (drafts)",
+        "Δ prefix AL B − A [CI]",
+    ]
     rows = []
     for (p, _), cp in zip(study.pairs, _common(study)):
         if cp is None:
             cells = [fmt.MISSING] * 3
         else:
-            cells = [_with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"), _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
-                     _with(cp.delta, cp.ci_delta, "", signed=True)]
+            cells = [
+                _with(cp.al_a, cp.ci_a, f" ({cp.drafts_a})"),
+                _with(cp.al_b, cp.ci_b, f" ({cp.drafts_b})"),
+                _with(cp.delta, cp.ci_delta, "", signed=True),
+            ]
         rows.append([title(p.a), title(p.b), str(p.n)] + cells)
     return header, rows
 
@@ -282,15 +341,26 @@ def _with(x: float, iv: tuple[float, float], tail: str, signed: bool = False) ->
 
 def speedup_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the speed-up table."""
-    header = ["cell", "requests", "AL"] + [SPEEDUP_LABELS[k] for k in SPEEDUPS] + [
-        "cost ratio t_verify/t_plain (break-even AL)", "load tok/s ratio (summary.json)"]
+    header = (
+        ["cell", "requests", "AL"]
+        + [SPEEDUP_LABELS[k] for k in SPEEDUPS]
+        + ["cost ratio t_verify/t_plain (break-even AL)", "load tok/s ratio (summary.json)"]
+    )
     rows = []
     for s in study.speedups:
         cis = [f"{_f(s.point[k])}× [{_f(s.intervals[k][0])}, {_f(s.intervals[k][1])}]" for k in SPEEDUPS]
-        rows.append([title(s.cell), f"{s.n_spec} vs {s.n_base}{' paired' if s.paired else ''}",
-                     _f(s.spec["mean_acceptance_length"])] + cis + [
-                        f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, "
-                        f"{_f(s.intervals['cost_ratio'][1])}]", f"{_f(s.load_ratio)}×"])
+        rows.append(
+            [
+                title(s.cell),
+                f"{s.n_spec} vs {s.n_base}{' paired' if s.paired else ''}",
+                _f(s.spec["mean_acceptance_length"]),
+            ]
+            + cis
+            + [
+                f"{_f(s.point['cost_ratio'])} [{_f(s.intervals['cost_ratio'][0])}, {_f(s.intervals['cost_ratio'][1])}]",
+                f"{_f(s.load_ratio)}×",
+            ]
+        )
     for cell, _ in study.unmatched:
         rows.append([title(cell), "no matching baseline"] + [fmt.MISSING] * (len(header) - 2))
     return header, rows
@@ -302,35 +372,47 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
     out: list[str] = []
     pairs = [s for s in studies if s.pairs]
     if pairs:
-        out += ["## Output divergence between cells", "",
-                "Greedy outputs of the same prompt (request ids paired, prompt ids checked) compared token by "
-                "token: identical share, and where outputs first differ (0-based position). Outputs cut at "
-                "max_tokens with equal prefixes count as identical. AL = 1 + A/D from per-request counts "
-                "over whole outputs.", ""]
+        out += [
+            "## Output divergence between cells",
+            "",
+            "Greedy outputs of the same prompt (request ids paired, prompt ids checked) compared token by "
+            "token: identical share, and where outputs first differ (0-based position). Outputs cut at "
+            "max_tokens with equal prefixes count as identical. AL = 1 + A/D from per-request counts "
+            "over whole outputs.",
+            "",
+        ]
         for s in pairs:
             out += [f"Run {s.source}:", "", md_table(*divergence_rows(s, title)), ""]
-        out += ["## Acceptance on the shared prefix (prefix AL; not an AL)", "",
-                COMMON_PREFIX_DEFINITION[0].upper() + COMMON_PREFIX_DEFINITION[1:] + ". Needs "
-                "`--per-request-spec-decode-metrics detailed`; \"–\" where the cell has no per-step arrays "
-                "or no speculation.", ""]
+        out += [
+            "## Acceptance on the shared prefix (prefix AL; not an AL)",
+            "",
+            COMMON_PREFIX_DEFINITION[0].upper() + COMMON_PREFIX_DEFINITION[1:] + ". Needs "
+            '`--per-request-spec-decode-metrics detailed`; "–" where the cell has no per-step arrays '
+            "or no speculation.",
+            "",
+        ]
         for s in pairs:
             out += [f"Run {s.source}:", "", md_table(*prefix_rows(s, title)), ""]
     speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
         pct = f"{speed[0].speedups[0].confidence:.0%}" if speed[0].speedups else "95%"
-        out += ["## Speed-up over the no-speculation baseline", "",
-                "Each speculative cell against the baseline cell serving the same target (same repeat and "
-                "the same mla / env: / flag: values; \"no matching baseline\" where the run has none: another "
-                "target's baseline would mix two changes) under the same load (client-side "
-                "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
-                "ttft) / Σ (tokens − 1); e2e = mean latency. Decomposition = AL ÷ cost ratio, cost ratio = "
-                "t_verify / t_plain (a verify step's cost in plain decode steps: the cell's decode time per verify "
-                "step over the baseline's TPOT; AL from per-request counts). It is not a prediction: both factors "
-                "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
-                "tokens; it says whether acceptance or step cost decides. Its gap to "
-                "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
-                f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
-                "where both cells sent the same requests).", ""]
+        out += [
+            "## Speed-up over the no-speculation baseline",
+            "",
+            "Each speculative cell against the baseline cell serving the same target (same repeat and "
+            'the same mla / env: / flag: values; "no matching baseline" where the run has none: another '
+            "target's baseline would mix two changes) under the same load (client-side "
+            "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
+            "ttft) / Σ (tokens − 1); e2e = mean latency. Decomposition = AL ÷ cost ratio, cost ratio = "
+            "t_verify / t_plain (a verify step's cost in plain decode steps: the cell's decode time per verify "
+            "step over the baseline's TPOT; AL from per-request counts). It is not a prediction: both factors "
+            "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
+            "tokens; it says whether acceptance or step cost decides. Its gap to "
+            "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
+            f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
+            "where both cells sent the same requests).",
+            "",
+        ]
         for s in speed:
             out += [f"Run {s.source}:", "", md_table(*speedup_rows(s, title)), ""]
             out += [f"- {title(x.cell)}: {n}" for x in s.speedups for n in x.notes]
@@ -349,34 +431,61 @@ def divergence_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     out = []
     for (p, differs), cp in zip(study.pairs, _common(study)):
         pos = sorted(p.positions)
-        out.append({"run": study.source, "cell_a": p.a, "cell_b": p.b, "differs_in": ";".join(differs),
-                    "prompts": p.n, "identical": p.identical, "identical_share": p.identical_share,
-                    "first_divergence_median": _median(pos) if pos else None,
-                    "first_divergence_min": pos[0] if pos else None, "first_divergence_max": pos[-1] if pos else None,
-                    "unit": p.unit, "mismatched": p.mismatched, "unpaired": p.unpaired,
-                    "al_a": _al(p.acc_a.plain), "prefix_al_a": _al(p.acc_a.common),
-                    "al_b": _al(p.acc_b.plain), "prefix_al_b": _al(p.acc_b.common),
-                    **_common_record(cp)})
+        out.append(
+            {
+                "run": study.source,
+                "cell_a": p.a,
+                "cell_b": p.b,
+                "differs_in": ";".join(differs),
+                "prompts": p.n,
+                "identical": p.identical,
+                "identical_share": p.identical_share,
+                "first_divergence_median": _median(pos) if pos else None,
+                "first_divergence_min": pos[0] if pos else None,
+                "first_divergence_max": pos[-1] if pos else None,
+                "unit": p.unit,
+                "mismatched": p.mismatched,
+                "unpaired": p.unpaired,
+                "al_a": _al(p.acc_a.plain),
+                "prefix_al_a": _al(p.acc_a.common),
+                "al_b": _al(p.acc_b.plain),
+                "prefix_al_b": _al(p.acc_b.common),
+                **_common_record(cp),
+            }
+        )
     return out
 
 
 def _common_record(cp: CommonPrefixIntervals | None) -> dict[str, Any]:
     if cp is None:
         return {}
-    return {"prefix_al_prompts": cp.prompts, "prefix_al_clusters": cp.clusters,
-            "prefix_al_drafts_a": cp.drafts_a, "prefix_al_drafts_b": cp.drafts_b,
-            "prefix_al_a_ci_low": cp.ci_a[0], "prefix_al_a_ci_high": cp.ci_a[1],
-            "prefix_al_b_ci_low": cp.ci_b[0], "prefix_al_b_ci_high": cp.ci_b[1],
-            "prefix_al_delta": cp.delta, "prefix_al_delta_ci_low": cp.ci_delta[0],
-            "prefix_al_delta_ci_high": cp.ci_delta[1]}
+    return {
+        "prefix_al_prompts": cp.prompts,
+        "prefix_al_clusters": cp.clusters,
+        "prefix_al_drafts_a": cp.drafts_a,
+        "prefix_al_drafts_b": cp.drafts_b,
+        "prefix_al_a_ci_low": cp.ci_a[0],
+        "prefix_al_a_ci_high": cp.ci_a[1],
+        "prefix_al_b_ci_low": cp.ci_b[0],
+        "prefix_al_b_ci_high": cp.ci_b[1],
+        "prefix_al_delta": cp.delta,
+        "prefix_al_delta_ci_low": cp.ci_delta[0],
+        "prefix_al_delta_ci_high": cp.ci_delta[1],
+    }
 
 
 def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     """One numeric row per speculative cell (speedup.csv): speed-ups with CI bounds, both cells' figures."""
     out = []
     for s in study.speedups:
-        row: dict[str, Any] = {"run": study.source, "cell": s.cell, "baseline": s.baseline, "requests": s.n_spec,
-                               "baseline_requests": s.n_base, "paired": s.paired}
+        row: dict[str, Any] = {
+            "run": study.source,
+            "cell": s.cell,
+            "baseline": s.baseline,
+            "requests": s.n_spec,
+            "baseline_requests": s.n_base,
+            "paired": s.paired,
+        }
         for k in list(SPEEDUPS) + ["cost_ratio"]:
             name = k if k == "cost_ratio" else f"speedup_{k}"
             row[name] = s.point[k]
@@ -404,8 +513,11 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same
     from specbench.render.plots.study import divergence_figure, speedup_figure
 
     paths: list[Path] = []
-    for name, records in (("divergence", divergence_records), ("speedup", speedup_records),
-                          ("kprediction", lambda s: kprediction_records(s.kpredictions, s.source))):
+    for name, records in (
+        ("divergence", divergence_records),
+        ("speedup", speedup_records),
+        ("kprediction", lambda s: kprediction_records(s.kpredictions, s.source)),
+    ):
         rows = [r for s in studies for r in records(s)]
         if rows:
             buf = io.StringIO()

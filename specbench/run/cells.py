@@ -97,8 +97,12 @@ def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
     return list(base.get("draft_axes") or []) if isinstance(base, dict) else []
 
 
-def pick_baseline(spec_axes: dict[str, Any], repeat: Any, baselines: Iterable[tuple[dict[str, Any], Any, T]],
-                  draft_axes: Iterable[str] = ()) -> T | None:
+def pick_baseline(
+    spec_axes: dict[str, Any],
+    repeat: Any,
+    baselines: Iterable[tuple[dict[str, Any], Any, T]],
+    draft_axes: Iterable[str] = (),
+) -> T | None:
     """The baseline of ``baselines`` (``(axes, repeat, item)``) to measure a speculative cell against:
     same repeat, same value on every target axis. None when the run has no such baseline (never a
     baseline that serves a different target)."""
@@ -131,8 +135,9 @@ def default_resolver(ref: str) -> str:
     return ref
 
 
-def expand(study: Study, resolve: Callable[[str], str] = default_resolver, *,
-           legacy_baseline: bool = False) -> list[Cell]:
+def expand(
+    study: Study, resolve: Callable[[str], str] = default_resolver, *, legacy_baseline: bool = False
+) -> list[Cell]:
     """Every cell of the study, in run order. ``resolve`` maps model refs (fixture:*) to paths.
 
     ``legacy_baseline``: the cells of a run from before per-target baselines (one baseline per
@@ -154,8 +159,9 @@ def expand(study: Study, resolve: Callable[[str], str] = default_resolver, *,
             tvalues = dict(zip(target, tcombo))
             values = {a: tvalues.get(a, NONE) for a in axes}
             for r in range(study.repeats):
-                cells.append(_cell(study, values, r, baseline=True, resolve=resolve,
-                                   id_axes=[] if legacy_baseline else target))
+                cells.append(
+                    _cell(study, values, r, baseline=True, resolve=resolve, id_axes=[] if legacy_baseline else target)
+                )
     ids = [c.cell_id for c in cells]
     if len(set(ids)) != len(ids):  # two drafts with the same last path component, say
         seen: dict[str, int] = {}
@@ -167,11 +173,17 @@ def expand(study: Study, resolve: Callable[[str], str] = default_resolver, *,
     return cells
 
 
-def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
-          resolve: Callable[[str], str], id_axes: list[str] | None = None) -> Cell:
+def _cell(
+    study: Study,
+    values: dict[str, Any],
+    repeat: int,
+    *,
+    baseline: bool,
+    resolve: Callable[[str], str],
+    id_axes: list[str] | None = None,
+) -> Cell:
     serve = study.serve
-    parts = [f"{axis_label(a)}-{_slug(_id_value(a, v))}" for a, v in values.items()
-             if id_axes is None or a in id_axes]
+    parts = [f"{axis_label(a)}-{_slug(_id_value(a, v))}" for a, v in values.items() if id_axes is None or a in id_axes]
     cell_id = "__".join((["baseline"] if baseline else []) + parts + [f"r{repeat}"])
     model = resolve(serve.model)
     args: list[str] = [model]
@@ -234,14 +246,32 @@ def _cell(study: Study, values: dict[str, Any], repeat: int, *, baseline: bool,
     env.update(_plugin_env(env, method or ""))  # SPECBENCH_HEAD for the switches; our name in a VLLM_PLUGINS list
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     load = {a[5:]: v for a, v in values.items() if a.startswith("load:")}
-    return Cell(cell_id=cell_id, axes=axes_out, repeat=repeat, is_baseline=baseline, args=args, env=env,
-                output_norm=output_norm, draft=draft, load=load, num_spec_tokens=k,
-                model=serve.served_model_name or model,
-                spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k))
+    return Cell(
+        cell_id=cell_id,
+        axes=axes_out,
+        repeat=repeat,
+        is_baseline=baseline,
+        args=args,
+        env=env,
+        output_norm=output_norm,
+        draft=draft,
+        load=load,
+        num_spec_tokens=k,
+        model=serve.served_model_name or model,
+        spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k),
+    )
 
 
-def cell_spec(study: Study, values: dict[str, Any], env: dict[str, str], args: list[str], *,
-              method: str | None, draft: str | None, k: int | None) -> dict[str, Any]:
+def cell_spec(
+    study: Study,
+    values: dict[str, Any],
+    env: dict[str, str],
+    args: list[str],
+    *,
+    method: str | None,
+    draft: str | None,
+    k: int | None,
+) -> dict[str, Any]:
     """What a cell claims to run, from its name's axes first (the claim), then from the config.
 
     ``mla``: the ``mla`` axis when there is one, else ``VLLM_MLA_DISABLE`` as the cell's env sets
@@ -266,9 +296,17 @@ def cell_spec(study: Study, values: dict[str, Any], env: dict[str, str], args: l
         except ConfigError:
             pass  # an unknown switch value: plan.check_cells refuses it, naming the config file
     dp = next((int(v) for f, v in zip(args, args[1:]) if f in ("--data-parallel-size", "-dp") and v.isdigit()), 1)
-    return {"method": method, "vllm_method": vllm_method(method), "draft_model": draft,
-            "num_speculative_tokens": k, "head_variant": variant, "mla": mla,
-            "tp": study.serve.tensor_parallel_size, "dp": dp, "compiled": "--enforce-eager" not in args}
+    return {
+        "method": method,
+        "vllm_method": vllm_method(method),
+        "draft_model": draft,
+        "num_speculative_tokens": k,
+        "head_variant": variant,
+        "mla": mla,
+        "tp": study.serve.tensor_parallel_size,
+        "dp": dp,
+        "compiled": "--enforce-eager" not in args,
+    }
 
 
 def vllm_method(method: str | None) -> str | None:

@@ -20,8 +20,19 @@ from specbench.analysis.acceptance import DEFINITION, Counts, acceptance, counts
 from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import invalid_reason, total
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.records import CI, Acceptance, Agreement, CountsRecord, Derived, PerRequest, RequestRecord, Total, \
-    Windows, ci_units, diff_counts, request_units, requests_of  # diff_counts, request_units: re-exported
+from specbench.records import (
+    CI,
+    Acceptance,
+    Agreement,
+    CountsRecord,
+    Derived,
+    PerRequest,
+    Total,
+    Windows,
+    ci_units,
+    diff_counts,
+    request_units,  # noqa: F401 - re-exported: the runner and tests read it here
+)
 
 COUNT_FIELDS = ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
 # A speculative cell's load finished but /metrics shows no drafts: its failure reason, which
@@ -39,10 +50,14 @@ def prometheus_counts(text: str, file: str | None = None) -> Counts | None:
 
 
 def _record_to_counts(r: SpecDecodeRecord) -> Counts:
-    return Counts(num_drafts=int(r.num_drafts or 0), draft_tokens=int(r.draft_tokens or 0),
-                  accepted_tokens=int(r.accepted_tokens or 0),
-                  accepted_per_position=None if r.accepted_per_position is None else list(r.accepted_per_position),
-                  num_spec_tokens=r.num_spec_tokens, origin=r.file)
+    return Counts(
+        num_drafts=int(r.num_drafts or 0),
+        draft_tokens=int(r.draft_tokens or 0),
+        accepted_tokens=int(r.accepted_tokens or 0),
+        accepted_per_position=None if r.accepted_per_position is None else list(r.accepted_per_position),
+        num_spec_tokens=r.num_spec_tokens,
+        origin=r.file,
+    )
 
 
 def log_windows(log_text: str, after_line: int, file: str | None = None) -> tuple[list[Counts], list[str]]:
@@ -59,8 +74,14 @@ def reset_problem(prom: Counts | None) -> str | None:
     compare leaves such counts out as invalid (compare/sides.py, counts.invalid_reason); the
     runner fails the cell with this reason instead of storing numbers nobody may use."""
     why = invalid_reason(prom) if prom is not None else None
-    return None if why is None else (f"/metrics diff is not a measurement ({why}): a counter went back "
-                                     "(server restarted between the scrapes?); re-run the cell")
+    return (
+        None
+        if why is None
+        else (
+            f"/metrics diff is not a measurement ({why}): a counter went back "
+            "(server restarted between the scrapes?); re-run the cell"
+        )
+    )
 
 
 def counts_equal(a: Counts | None, b: Counts | None) -> tuple[bool, dict[str, Any]]:
@@ -75,8 +96,15 @@ def _finite(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def build_acceptance(*, num_spec_tokens: int | None, prom: Counts | None, windows: list[Counts],
-                     window_warnings: list[str], req_units: list[Counts] | None, per_request_mode: str) -> Acceptance:
+def build_acceptance(
+    *,
+    num_spec_tokens: int | None,
+    prom: Counts | None,
+    windows: list[Counts],
+    window_warnings: list[str],
+    req_units: list[Counts] | None,
+    per_request_mode: str,
+) -> Acceptance:
     """The acceptance.json record (docs/internals.md) of a speculative cell."""
     log_total = total(windows)
     logs_ok, logs_details = counts_equal(log_total, prom)
@@ -91,26 +119,37 @@ def build_acceptance(*, num_spec_tokens: int | None, prom: Counts | None, window
     elif prom is not None:
         acc = acceptance(prom)
         warnings += acc.warnings
-        derived = Derived(mean_acceptance_length=_finite(acc.mean_acceptance_length),
-                          draft_acceptance_rate=_finite(acc.draft_acceptance_rate),
-                          per_position=[_finite(p) for p in acc.per_position],
-                          conditional=[_finite(a) for a in acc.conditional])
+        derived = Derived(
+            mean_acceptance_length=_finite(acc.mean_acceptance_length),
+            draft_acceptance_rate=_finite(acc.draft_acceptance_rate),
+            per_position=[_finite(p) for p in acc.per_position],
+            conditional=[_finite(a) for a in acc.conditional],
+        )
     ci = None
     units, unit = ci_units(use_req, windows, prom)
     if units and prom is not None and prom.num_drafts and not reset:
         iv = jackknife_t(units)
-        ci = CI(unit=unit, method=iv.method, confidence=iv.confidence,
-                n_units=iv.n_units, degenerate=iv.degenerate,
-                intervals={k: [_finite(lo), _finite(hi)] for k, (lo, hi) in iv.items()})
+        ci = CI(
+            unit=unit,
+            method=iv.method,
+            confidence=iv.confidence,
+            n_units=iv.n_units,
+            degenerate=iv.degenerate,
+            intervals={k: [_finite(lo), _finite(hi)] for k, (lo, hi) in iv.items()},
+        )
     return Acceptance(
         definition=DEFINITION,
         num_spec_tokens=num_spec_tokens,
         prometheus=Total(counts=CountsRecord.of(prom)),
         logs=Windows(counts=CountsRecord.of(log_total), windows=[CountsRecord.of(w) for w in windows]),
-        per_request=None if not use_req else PerRequest(counts=CountsRecord.of(req_total),
-                                                        units=[CountsRecord.of(u) for u in use_req]),
-        agreement=Agreement(logs_vs_prometheus=logs_ok, per_request_vs_prometheus=req_ok,
-                            details={k: v for k, v in (("logs", logs_details), ("per_request", req_details)) if v}),
+        per_request=None
+        if not use_req
+        else PerRequest(counts=CountsRecord.of(req_total), units=[CountsRecord.of(u) for u in use_req]),
+        agreement=Agreement(
+            logs_vs_prometheus=logs_ok,
+            per_request_vs_prometheus=req_ok,
+            details={k: v for k, v in (("logs", logs_details), ("per_request", req_details)) if v},
+        ),
         derived=derived,
         ci=ci,
         warnings=warnings,
@@ -124,14 +163,21 @@ def baseline_acceptance(prom_before: Counts | None, prom_after: Counts | None, w
     zero = d is None or (d.num_drafts == 0 and d.draft_tokens == 0 and d.accepted_tokens == 0)
     reset = reset_problem(d)
     return Acceptance(
-        definition=DEFINITION, num_spec_tokens=None, baseline=True,
+        definition=DEFINITION,
+        num_spec_tokens=None,
+        baseline=True,
         spec_metrics="absent" if absent else ("zero" if zero else "present"),
         baseline_ok=zero and not windows,
         prometheus=Total(counts=CountsRecord.of(d)),
         logs=Windows(counts=CountsRecord.of(total(windows)), windows=[CountsRecord.of(w) for w in windows]),
         per_request=None,
         agreement=Agreement(logs_vs_prometheus=not windows and zero, per_request_vs_prometheus=None, details={}),
-        derived=Derived(), ci=None,
-        warnings=([reset] if reset else []) + ([] if zero and not windows else
-                                              ["baseline cell (no speculation) shows spec-decode counts: check serve.extra_args"]),
+        derived=Derived(),
+        ci=None,
+        warnings=([reset] if reset else [])
+        + (
+            []
+            if zero and not windows
+            else ["baseline cell (no speculation) shows spec-decode counts: check serve.extra_args"]
+        ),
     )

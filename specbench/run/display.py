@@ -72,8 +72,9 @@ class LiveDisplay:
     """Rich Live table on a terminal: each cell's state with how long it has been in it, and the
     run's elapsed time with an estimate of what is left (mean time of the finished cells)."""
 
-    def __init__(self, console: Console | None = None, clock=time.monotonic,
-                 final: Callable[[Path], Any] | None = None):
+    def __init__(
+        self, console: Console | None = None, clock=time.monotonic, final: Callable[[Path], Any] | None = None
+    ):
         self.console = console or Console(stderr=True)
         self.final = final
         self.rows: dict[str, dict[str, Any]] = {}

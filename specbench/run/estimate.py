@@ -58,8 +58,10 @@ class Estimate:
 def cell_load(study: Any, cell: Cell) -> tuple[int, int]:
     """(concurrency, max_tokens) the cell's load runs at: its load axes, else the study's (as
     :func:`specbench.run.timings.note_run_cell` keys what a run measured)."""
-    return (int(cell.load.get("concurrency", study.load.concurrency)),
-            int(cell.load.get("max_tokens", study.load.max_tokens)))
+    return (
+        int(cell.load.get("concurrency", study.load.concurrency)),
+        int(cell.load.get("max_tokens", study.load.max_tokens)),
+    )
 
 
 def cell_requests(study: Any) -> int:
@@ -67,8 +69,9 @@ def cell_requests(study: Any) -> int:
     return study.load.num_requests if study.load.until is None else study.load.max_requests
 
 
-def estimate(study: Any, cells: list[Cell], groups: list[list[Cell]],
-             measured: dict[str, dict[str, Any]] | None = None) -> Estimate:
+def estimate(
+    study: Any, cells: list[Cell], groups: list[list[Cell]], measured: dict[str, dict[str, Any]] | None = None
+) -> Estimate:
     """The plan's counts and, from ``measured`` (run/timings.py ``read()``), its expected wall time."""
     measured = timings.read() if measured is None else measured
     n, warm = cell_requests(study), study.load.warmup_requests
@@ -88,9 +91,15 @@ def estimate(study: Any, cells: list[Cell], groups: list[list[Cell]],
             elif load_s is not None:
                 load_s += per * (n + (warm if i == 0 else 0))  # the warm-up runs before the first cell
         servers.append(ServerPlan([c.cell_id for c in group], key, n * len(group) + warm, startup, load_s))
-    return Estimate(cells=len(cells), baseline_cells=sum(c.is_baseline for c in cells), servers=servers,
-                    load_requests=n * len(cells), warmup_requests=warm * len(groups),
-                    at_most=study.load.until is not None, missing=list(dict.fromkeys(missing)))
+    return Estimate(
+        cells=len(cells),
+        baseline_cells=sum(c.is_baseline for c in cells),
+        servers=servers,
+        load_requests=n * len(cells),
+        warmup_requests=warm * len(groups),
+        at_most=study.load.until is not None,
+        missing=list(dict.fromkeys(missing)),
+    )
 
 
 def duration(seconds: float | None) -> str:

@@ -45,8 +45,18 @@ from specbench.errors import ConfigError, DependencyError, ServerError, Specbenc
 from specbench.plugin.switch import DEV_MODE_ENV  # a light module: no vLLM import
 from specbench.run import store
 from specbench.run.cells import Cell
-from specbench.run.runner import (WAIT_EXTRA_S, CellFailed, LocalExecutor, RunContext, _log_lines, _remove_tree,
-                                  _short_state_dir, attest_cell, close_record, new_record)
+from specbench.run.runner import (
+    WAIT_EXTRA_S,
+    CellFailed,
+    LocalExecutor,
+    RunContext,
+    _log_lines,
+    _remove_tree,
+    _short_state_dir,
+    attest_cell,
+    close_record,
+    new_record,
+)
 
 SERVERS_DIR = "servers"
 
@@ -55,8 +65,9 @@ def group_key(cell: Cell, host: str = "127.0.0.1") -> tuple:
     """Cells with equal keys can share a server: same argv and env, same non-load axes; for a cell
     whose head variant can be switched in place (:func:`head_switchable`), the variant is left out."""
     switch = head_switchable(cell, host)
-    axes = tuple((a, str(v)) for a, v in cell.axes.items()
-                 if not a.startswith("load:") and not (switch and a in VARIANT_AXES))
+    axes = tuple(
+        (a, str(v)) for a, v in cell.axes.items() if not a.startswith("load:") and not (switch and a in VARIANT_AXES)
+    )
     env = shipped_env(cell.env) if switch else cell.env
     return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(env.items())), axes)
 
@@ -124,9 +135,15 @@ def _control_not_compared(cell: Cell) -> Cell:
 def load_settings(load: Any) -> dict[str, Any]:
     """What a cell's load was, for cell.json (the effective values, axis or not)."""
     cats = load.prompts.categories
-    return {"driver": load.driver, "num_requests": load.num_requests, "concurrency": load.concurrency,
-            "max_tokens": load.max_tokens, "temperature": load.temperature,
-            "category": cats[0] if cats and len(cats) == 1 else cats, "warmup_requests": load.warmup_requests}
+    return {
+        "driver": load.driver,
+        "num_requests": load.num_requests,
+        "concurrency": load.concurrency,
+        "max_tokens": load.max_tokens,
+        "temperature": load.temperature,
+        "category": cats[0] if cats and len(cats) == 1 else cats,
+        "warmup_requests": load.warmup_requests,
+    }
 
 
 def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunContext:
@@ -143,8 +160,10 @@ def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunCont
         cat = cell.load["category"]
         prompts = [p for p in prompts if p.category == cat]
         if not prompts:
-            raise ConfigError(f"matrix.load:category: no prompts of category {cat!r} in "
-                              f"{load.prompts.path or 'the built-in prompt sets'}")
+            raise ConfigError(
+                f"matrix.load:category: no prompts of category {cat!r} in "
+                f"{load.prompts.path or 'the built-in prompt sets'}"
+            )
         update["prompts"] = load.prompts.model_copy(update={"categories": [cat]})
     study = ctx.study.model_copy(update={"load": load.model_copy(update=update)})
     return dataclasses.replace(ctx, study=study, prompts=prompts)
@@ -219,11 +238,24 @@ class GroupedExecutor(LocalExecutor):
             env, args = {**shipped_env(env), **extra_env}, args + extra_args
         state_dir = _short_state_dir()
         kwargs = {"python": ctx.python} if ctx.python else {}
-        server = VLLMServer(args, env, log_path, host=serve.host, port=serve.port,
-                            startup_timeout_s=serve.startup_timeout_s, state_dir=state_dir, **kwargs)
+        server = VLLMServer(
+            args,
+            env,
+            log_path,
+            host=serve.host,
+            port=serve.port,
+            startup_timeout_s=serve.startup_timeout_s,
+            state_dir=state_dir,
+            **kwargs,
+        )
         secrets = redact.secret_values(env, args, include_process_env=True)
-        info = {"id": gid, "cells": [c.cell_id for c in group], "log": f"{SERVERS_DIR}/{gid}/server.log",
-                "startup_s": None, "dev_mode": env.get(DEV_MODE_ENV) == "1"}
+        info = {
+            "id": gid,
+            "cells": [c.cell_id for c in group],
+            "log": f"{SERVERS_DIR}/{gid}/server.log",
+            "startup_s": None,
+            "dev_mode": env.get(DEV_MODE_ENV) == "1",
+        }
         wait_s = 3 * serve.log_stats_interval_s + WAIT_EXTRA_S
         slice_start, dead_reason, cannot_switch = 0, None, None
         try:
@@ -287,7 +319,9 @@ class GroupedExecutor(LocalExecutor):
         if cannot_switch is not None:  # this server is stopped: the cells get a server per variant
             yield from self._server_per_variant(group, ctx, cannot_switch)
 
-    def _server_per_variant(self, group: list[Cell], ctx: RunContext, reason: str) -> Iterator[tuple[dict, dict | None]]:
+    def _server_per_variant(
+        self, group: list[Cell], ctx: RunContext, reason: str
+    ) -> Iterator[tuple[dict, dict | None]]:
         """The probe said the shared server cannot switch its head: never run a cell on the wrong
         variant; each variant gets a server of its own, started with that variant in its
         environment (cells differing only in load still share it). The reason goes to the manifest,
@@ -318,15 +352,19 @@ class GroupedExecutor(LocalExecutor):
         output_norm, pos0_mask = head_variant(cell)
         workers = switch_variant(server.url, output_norm, pos0_mask)
         want = (output_norm, "on" if pos0_mask else "off")
-        wrong = [f"worker {i} runs {w}" for i, w in enumerate(workers)
-                 if not isinstance(w, dict) or (w.get("output_norm"), w.get("pos0_mask")) != want]
+        wrong = [
+            f"worker {i} runs {w}"
+            for i, w in enumerate(workers)
+            if not isinstance(w, dict) or (w.get("output_norm"), w.get("pos0_mask")) != want
+        ]
         if wrong:
             raise CellFailed(f"head switch to output_norm {output_norm!r}, pos0_mask {want[1]}: " + "; ".join(wrong))
         return {"output_norm": output_norm, "pos0_mask": want[1], "switched_in_place": True, "workers": workers}
 
     @staticmethod
-    def _finish_group_cell(ctx: RunContext, record: dict, server, secrets, log_path: Path, d: Path,
-                           slice_start: int) -> int:
+    def _finish_group_cell(
+        ctx: RunContext, record: dict, server, secrets, log_path: Path, d: Path, slice_start: int
+    ) -> int:
         """Write the cell's slice of the group log and, if it failed, its record; returns where the
         next slice starts."""
         from specbench.io import atomic_write_text

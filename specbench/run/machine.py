@@ -28,7 +28,10 @@ def _gpus() -> list[dict[str, str]]:
     try:
         out = subprocess.run(
             [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return []

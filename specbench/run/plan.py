@@ -15,8 +15,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from specbench.config_checks import check_prompts
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
+from specbench.config_checks import check_prompts
 from specbench.errors import ConfigError, InputError
 from specbench.redact import REDACTED
 from specbench.run import store
@@ -71,8 +71,13 @@ def _check_variants(cells: list[Cell], check_variant_supported) -> None:
             continue
         # A hub draft not downloaded yet (None): what needs its config.json is checked inside the server.
         draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
-        check_variant_supported(draft_dir, switches.output_norm, pos0_mask=switches.pos0_mask,
-                                method=_spec_method(c), control=switches.control)
+        check_variant_supported(
+            draft_dir,
+            switches.output_norm,
+            pos0_mask=switches.pos0_mask,
+            method=_spec_method(c),
+            control=switches.control,
+        )
 
 
 def _spec_method(cell: Cell) -> str:
@@ -106,10 +111,17 @@ def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: lis
     from specbench.vllm_main import installed_vllm_version
 
     return {
-        "run_id": run_id, "specbench_version": specbench.__version__, "vllm_version": installed_vllm_version(),
-        "config_path": str(config_path), "config_sha256": sha,
-        "resolved_config": redacted_config(study), "axes": list(study.matrix),
-        "machine": fingerprint(), "started_at": utc_now(), "ended_at": None, "status": "planned",
+        "run_id": run_id,
+        "specbench_version": specbench.__version__,
+        "vllm_version": installed_vllm_version(),
+        "config_path": str(config_path),
+        "config_sha256": sha,
+        "resolved_config": redacted_config(study),
+        "axes": list(study.matrix),
+        "machine": fingerprint(),
+        "started_at": utc_now(),
+        "ended_at": None,
+        "status": "planned",
         "cells": [c.cell_id for c in cells],
     }
 
@@ -124,8 +136,9 @@ def validated(config_path: Path, overrides: tuple[str, ...] = ()) -> tuple[Study
     return study, checked_cells(study, default_resolver, config_path)
 
 
-def checked_cells(study: Study, resolve, config_path: str | Path | None = None, *,
-                  legacy_baseline: bool = False) -> list[Cell]:
+def checked_cells(
+    study: Study, resolve, config_path: str | Path | None = None, *, legacy_baseline: bool = False
+) -> list[Cell]:
     """The study's cells, expanded with ``resolve`` and checked by :func:`check_cells`."""
     cells = expand(study, resolve, legacy_baseline=legacy_baseline)
     check_cells(cells, config_path)
@@ -159,8 +172,10 @@ def resume_plan(run_dir: Path) -> RunPlan:
     run = read_run(run_dir, resuming=True)
     manifest = run.manifest
     if str(manifest.get("source", "")).startswith("vllm bench"):
-        raise InputError(f"{run_dir}: a vllm bench sweep directory, not a specbench run; continue it with "
-                         "`vllm bench sweep serve --resume`, or read it with report / compare")
+        raise InputError(
+            f"{run_dir}: a vllm bench sweep directory, not a specbench run; continue it with "
+            "`vllm bench sweep serve --resume`, or read it with report / compare"
+        )
     config_path = Path(manifest.get("config_path", ""))
     notes: list[str] = []
     if config_path.is_file():
@@ -194,13 +209,16 @@ def resume_plan(run_dir: Path) -> RunPlan:
         # a run from before per-target baselines (one baseline, target axes at their first values)
         cells = expand(study, fixture_resolver(study), legacy_baseline=True)
     if [c.cell_id for c in cells] != manifest["cells"]:
-        raise InputError(f"{run_dir / store.MANIFEST}: cell list does not match its resolved_config; "
-                         "was it written by another specbench version?")
+        raise InputError(
+            f"{run_dir / store.MANIFEST}: cell list does not match its resolved_config; "
+            "was it written by another specbench version?"
+        )
     check_cells(cells)
     done = {cid for cid, c in run.cells.items() if c.status == "done"}
     manifest.setdefault("resumed_at", []).append(utc_now())
-    return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=manifest["run_id"], manifest=manifest,
-                   skip=done, notes=notes)
+    return RunPlan(
+        study=study, cells=cells, run_dir=run_dir, run_id=manifest["run_id"], manifest=manifest, skip=done, notes=notes
+    )
 
 
 def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config_path: Path) -> tuple[dict, list[str]]:
@@ -221,15 +239,18 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
     for axis, values in (data.get("matrix") or {}).items():
         # "***": how runs before short hashes saved secret axis values; never a value to pass on.
         if isinstance(values, list) and any(is_hidden_axis_value(v) or v == REDACTED for v in values):
-            raise ConfigError(f"{source}: matrix.{axis}: secret values are kept only as hashes; "
-                              f"restore {config_path} (the run's config) and resume again")
+            raise ConfigError(
+                f"{source}: matrix.{axis}: secret values are kept only as hashes; "
+                f"restore {config_path} (the run's config) and resume again"
+            )
     serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
     env = serve.get("env") if isinstance(serve.get("env"), dict) else {}
     for name, value in list(env.items()):
         if value == REDACTED:
             if name not in environ:
-                raise ConfigError(f"{source}: serve.env.{name} was redacted when the run was saved and "
-                                  f"{name} is not set; {fix}")
+                raise ConfigError(
+                    f"{source}: serve.env.{name} was redacted when the run was saved and {name} is not set; {fix}"
+                )
             del env[name]  # the server inherits it from this environment
             used.append(name)
     args = serve.get("extra_args")
@@ -237,14 +258,16 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
         args = [str(a) for a in args]
         keep = list(range(len(args)))
         for start, end in secret_spans(args):
-            hidden = args[start].endswith("=" + REDACTED) or REDACTED in args[start + 1:end]
+            hidden = args[start].endswith("=" + REDACTED) or REDACTED in args[start + 1 : end]
             if not hidden:
                 continue
             nargs = secret_flag(args[start])
             name = "VLLM_API_KEY" if nargs == "+" else "HF_TOKEN" if nargs == "?" else None
             if name is None or name not in environ:
-                raise ConfigError(f"{source}: serve.extra_args: {args[start].split('=')[0]} was redacted when the "
-                                  f"run was saved{f' and {name} is not set' if name else ''}; {fix}")
+                raise ConfigError(
+                    f"{source}: serve.extra_args: {args[start].split('=')[0]} was redacted when the "
+                    f"run was saved{f' and {name} is not set' if name else ''}; {fix}"
+                )
             if nargs == "+":
                 env["VLLM_API_KEY"] = environ[name]
             keep = [i for i in keep if not start <= i < end]
@@ -252,12 +275,16 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
         serve["extra_args"] = [args[i] for i in keep]
     llmperf = (data.get("load") or {}).get("llmperf") if isinstance(data.get("load"), dict) else None
     if isinstance(llmperf, dict) and REDACTED in " ".join(map(str, llmperf.get("extra_args") or [])):
-        raise ConfigError(f"{source}: load.llmperf.extra_args: a secret was redacted when the run was saved; "
-                          f"restore {config_path} and resume again")
+        raise ConfigError(
+            f"{source}: load.llmperf.extra_args: a secret was redacted when the run was saved; "
+            f"restore {config_path} and resume again"
+        )
     hidden = _redacted_url(data)
     if hidden:
-        raise ConfigError(f"{source}: {hidden}: a password in a URL was redacted when the run was saved; "
-                          f"restore {config_path} and resume again")
+        raise ConfigError(
+            f"{source}: {hidden}: a password in a URL was redacted when the run was saved; "
+            f"restore {config_path} and resume again"
+        )
     return data, used
 
 

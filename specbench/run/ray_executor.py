@@ -73,7 +73,8 @@ def cell_resources(study, nodes: list[dict[str, float]], cpus_per_cell: float) -
         biggest = max(nodes, key=lambda n: (n.get("GPU", 0), n.get("CPU", 0)), default={})
         raise ConfigError(
             f"no Ray node can hold a cell ({want}); the largest has {biggest.get('GPU', 0):g} GPUs, "
-            f"{biggest.get('CPU', 0):g} CPUs: lower --cpus-per-cell or tensor_parallel_size")
+            f"{biggest.get('CPU', 0):g} CPUs: lower --cpus-per-cell or tensor_parallel_size"
+        )
     return want
 
 
@@ -88,16 +89,18 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
     try:
         socket.create_connection((m.group(1), int(m.group(2))), timeout=timeout_s).close()
     except OSError as exc:
-        raise ConfigError(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); "
-                          "is the head running? (ray start --head; Ray Client listens on 10001)") from None
+        raise ConfigError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); "
+            "is the head running? (ray start --head; Ray Client listens on 10001)"
+        ) from None
 
 
 def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
     """The Ray task: run one cell here with the local executor and return its files and record."""
     from specbench.records import CellRecord, load
     from specbench.run.display import QuietDisplay
-    from specbench.run.plan import fixture_resolver
     from specbench.run.groups import GroupedExecutor
+    from specbench.run.plan import fixture_resolver
     from specbench.run.runner import RunContext
 
     fixture_resolver(study)  # fixture refs resolve to the same cache path on every node: build it here
@@ -110,8 +113,13 @@ def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
             record, acc = GroupedExecutor().run_cell(cell, ctx)
         except KeyboardInterrupt:  # ray.cancel: the server is stopped and the cell saved as failed
             record, acc = load(CellRecord, store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None
-        return {"record": record, "acceptance": acc, "files": read_cell_files(store.cell_dir(tmp, cell.cell_id)),
-                "node": socket.gethostname(), "tmp_dir": str(tmp)}
+        return {
+            "record": record,
+            "acceptance": acc,
+            "files": read_cell_files(store.cell_dir(tmp, cell.cell_id)),
+            "node": socket.gethostname(),
+            "tmp_dir": str(tmp),
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -174,8 +182,10 @@ class RayExecutor:
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError) as exc:
-            raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {str(exc).splitlines()[0]}; "
-                              "check --address (ray://HEAD:10001 or auto)") from None
+            raise ConfigError(
+                f"cannot reach the Ray cluster at {address!r}: {str(exc).splitlines()[0]}; "
+                "check --address (ray://HEAD:10001 or auto)"
+            ) from None
         return True
 
     def _run(self, ray, cells: list[Cell], ctx) -> Iterator[tuple[dict, dict | None]]:

@@ -18,11 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from specbench.config import Study
-from specbench.errors import EXIT_FAILED_CELLS as EXIT_SOME_FAILED, EXIT_OK
-from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench import redact
 from specbench.analysis.counts import total
+from specbench.config import Study
+from specbench.errors import EXIT_FAILED_CELLS as EXIT_SOME_FAILED
+from specbench.errors import EXIT_OK, ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench.records import Acceptance, CellRecord, Timings, as_record, load, requests_of
 from specbench.run import collect, store, timings
 from specbench.run.cells import Cell
@@ -84,8 +84,9 @@ def _same_totals(a, b) -> bool:
     return za == zb
 
 
-def wait_log_matches(server, log_path: Path, after_line: int, baseline_prom, timeout_s: float,
-                     poll_s: float = 0.25) -> tuple[str, Any, list, list[str], bool]:
+def wait_log_matches(
+    server, log_path: Path, after_line: int, baseline_prom, timeout_s: float, poll_s: float = 0.25
+) -> tuple[str, Any, list, list[str], bool]:
     """Poll /metrics and the log until the windows after ``after_line`` sum to the /metrics diff.
 
     Returns (last scrape text, its counts, windows, window warnings, matched)."""
@@ -109,11 +110,23 @@ def new_record(cell: Cell, study: Study) -> CellRecord:
     from specbench.redact import redact_env
 
     return CellRecord(
-        cell_id=cell.cell_id, axes=cell.axes, repeat=cell.repeat, is_baseline=cell.is_baseline,
-        status="failed", reason=None, exit_status=None, log_tail=None,
-        argv=None, env=redact_env(cell.env), host=study.serve.host, port=None,
-        vllm_version=None, started_at=utc_now(), ended_at=None,
-        timings=Timings(startup_s=None, load_s=None, collect_s=None), log_window_wait=None,
+        cell_id=cell.cell_id,
+        axes=cell.axes,
+        repeat=cell.repeat,
+        is_baseline=cell.is_baseline,
+        status="failed",
+        reason=None,
+        exit_status=None,
+        log_tail=None,
+        argv=None,
+        env=redact_env(cell.env),
+        host=study.serve.host,
+        port=None,
+        vllm_version=None,
+        started_at=utc_now(),
+        ended_at=None,
+        timings=Timings(startup_s=None, load_s=None, collect_s=None),
+        log_window_wait=None,
         spec=cell.spec,
     )
 
@@ -160,9 +173,16 @@ class LocalExecutor:
         record = new_record(cell, study)
         kwargs = {"python": ctx.python} if ctx.python else {}
         state_dir = _short_state_dir()
-        server = VLLMServer(cell.args, cell.env, log_path, host=serve.host, port=serve.port,
-                            startup_timeout_s=serve.startup_timeout_s,
-                            state_dir=state_dir, **kwargs)
+        server = VLLMServer(
+            cell.args,
+            cell.env,
+            log_path,
+            host=serve.host,
+            port=serve.port,
+            startup_timeout_s=serve.startup_timeout_s,
+            state_dir=state_dir,
+            **kwargs,
+        )
         acc: Acceptance | None = None
         secrets = redact.secret_values(cell.env, cell.args, include_process_env=True)  # servers inherit os.environ
         try:
@@ -206,8 +226,9 @@ class LocalExecutor:
         if record.status != "done":  # Ctrl-C included: save the cell as failed so --resume reruns it
             store.write_cell(ctx.run_dir, record, None)
 
-    def _measure(self, cell: Cell, ctx: RunContext, server, d: Path, log_path: Path, wait_s: float,
-                 record: CellRecord) -> Acceptance:
+    def _measure(
+        self, cell: Cell, ctx: RunContext, server, d: Path, log_path: Path, wait_s: float, record: CellRecord
+    ) -> Acceptance:
         from specbench.io import atomic_write_text
 
         study = ctx.study
@@ -218,8 +239,17 @@ class LocalExecutor:
         key = server_api_key(cell.args, cell.env)  # a server started with --api-key refuses keyless load
         if ld.warmup_requests:
             ctx.display.update(cell.cell_id, "warmup")
-            _load(ctx, server.url, model, ld.warmup_requests, progress=None, out_dir=d / "llmperf-warmup",
-                  api_key=key, cell=cell, warmup=True)
+            _load(
+                ctx,
+                server.url,
+                model,
+                ld.warmup_requests,
+                progress=None,
+                out_dir=d / "llmperf-warmup",
+                api_key=key,
+                cell=cell,
+                warmup=True,
+            )
         # The warmup's windows must be printed (and so excluded) before 'before' is taken.
         before_text, before_prom, warm_windows, _, ok = wait_log_matches(server, log_path, 0, None, wait_s)
         _, before_line = _log_lines(log_path)
@@ -233,14 +263,32 @@ class LocalExecutor:
         if ld.until is not None and not cell.is_baseline:
             from specbench.load.precision import precision_load
 
-            result, record.precision = precision_load(ld, lambda start, k: _load(
-                ctx, server.url, model, k, out_dir=d / "llmperf", api_key=key, cell=cell, start=start,
-                progress=lambda j, *_: ctx.display.update(cell.cell_id, "load", done=start + j, total=n)),
-                scrape=lambda: collect.prometheus_counts(server.scrape_metrics()))
+            result, record.precision = precision_load(
+                ld,
+                lambda start, k: _load(
+                    ctx,
+                    server.url,
+                    model,
+                    k,
+                    out_dir=d / "llmperf",
+                    api_key=key,
+                    cell=cell,
+                    start=start,
+                    progress=lambda j, *_: ctx.display.update(cell.cell_id, "load", done=start + j, total=n),
+                ),
+                scrape=lambda: collect.prometheus_counts(server.scrape_metrics()),
+            )
         else:
-            result = _load(ctx, server.url, model, n,
-                           progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
-                           out_dir=d / "llmperf", api_key=key, cell=cell)
+            result = _load(
+                ctx,
+                server.url,
+                model,
+                n,
+                progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
+                out_dir=d / "llmperf",
+                api_key=key,
+                cell=cell,
+            )
         record.timings.load_s = round(time.monotonic() - t0, 2)
         if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
             record.load_accounting = result.spec["accounting"]
@@ -252,26 +300,33 @@ class LocalExecutor:
         if not server.is_alive():
             raise CellFailed("vLLM server died during the load")
         if len(errors) > ld.max_error_rate * len(requests):
-            raise CellFailed(f"{len(errors)}/{len(requests)} requests failed (max_error_rate "
-                             f"{ld.max_error_rate}); first error: {str(errors[0])[:200]}")
+            raise CellFailed(
+                f"{len(errors)}/{len(requests)} requests failed (max_error_rate "
+                f"{ld.max_error_rate}); first error: {str(errors[0])[:200]}"
+            )
 
         ctx.display.update(cell.cell_id, "collecting")
         t0 = time.monotonic()
-        after_text, prom, windows, warns, matched = wait_log_matches(server, log_path, before_line, before_prom,
-                                                                     wait_s)
+        after_text, prom, windows, warns, matched = wait_log_matches(server, log_path, before_line, before_prom, wait_s)
         record.log_window_wait = {"matched": matched, "timeout_s": wait_s, "after_line": before_line}
         atomic_write_text(d / "metrics_after.prom", after_text)
         if cell.is_baseline:
             acc = collect.baseline_acceptance(before_prom, collect.prometheus_counts(after_text), windows)
         else:
             units = collect.request_units(requests)
-            acc = collect.build_acceptance(num_spec_tokens=cell.num_spec_tokens, prom=prom, windows=windows, window_warnings=warns,
-                                           req_units=units, per_request_mode=study.serve.per_request_metrics)
+            acc = collect.build_acceptance(
+                num_spec_tokens=cell.num_spec_tokens,
+                prom=prom,
+                windows=windows,
+                window_warnings=warns,
+                req_units=units,
+                per_request_mode=study.serve.per_request_metrics,
+            )
             if not prom or not prom.num_drafts:
                 raise CellFailed(collect.NO_SPEC_COUNTS)
             if collect.reset_problem(prom):
                 raise CellFailed(collect.reset_problem(prom))
-        covers = (result.spec.get("accounting") or {})
+        covers = result.spec.get("accounting") or {}
         if covers.get("server_not_recorded") or covers.get("failed"):
             # llmperf: the /metrics counts cover requests that requests.jsonl does not time.
             acc.warnings = [*acc.warnings, covers["acceptance_covers"]]
@@ -279,8 +334,18 @@ class LocalExecutor:
         return acc
 
 
-def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | None, out_dir: Path,
-          api_key: str | None = None, cell: Cell | None = None, warmup: bool = False, start: int = 0):
+def _load(
+    ctx: RunContext,
+    url: str,
+    model: str,
+    n: int,
+    progress: Callable | None,
+    out_dir: Path,
+    api_key: str | None = None,
+    cell: Cell | None = None,
+    warmup: bool = False,
+    start: int = 0,
+):
     ld = ctx.study.load
     if ld.driver == "llmperf":
         from specbench.load.llmperf import llmperf_spec, run_llmperf
@@ -295,8 +360,15 @@ def _load(ctx: RunContext, url: str, model: str, n: int, progress: Callable | No
 def _spec(ld, n: int, api_key: str | None = None):
     from specbench.load.driver import LoadSpec
 
-    return LoadSpec(num_requests=n, concurrency=ld.concurrency, max_tokens=ld.max_tokens,
-                    temperature=ld.temperature, seed=ld.seed, timeout_s=ld.timeout_s, api_key=api_key)
+    return LoadSpec(
+        num_requests=n,
+        concurrency=ld.concurrency,
+        max_tokens=ld.max_tokens,
+        temperature=ld.temperature,
+        seed=ld.seed,
+        timeout_s=ld.timeout_s,
+        api_key=api_key,
+    )
 
 
 def _short_state_dir() -> Path:
@@ -345,8 +417,9 @@ def _mark_failed(plan: RunPlan, exc: BaseException) -> None:
 
     secrets = [s for c in plan.cells for s in secret_values(c.env, c.args, include_process_env=True)]
     message = (str(exc).strip().splitlines() or [""])[0]
-    plan.manifest.update(status="failed", ended_at=utc_now(),
-                         error=scrub_text(f"{type(exc).__name__}: {message}", secrets))
+    plan.manifest.update(
+        status="failed", ended_at=utc_now(), error=scrub_text(f"{type(exc).__name__}: {message}", secrets)
+    )
     try:
         store.write_manifest(plan.run_dir, plan.manifest)
     except OSError:
@@ -359,16 +432,22 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     study = plan.study
     prompts = load_prompts(categories=study.load.prompts.categories, path=study.load.prompts.path)
     manifest = plan.manifest
-    ctx = RunContext(study=study, run_dir=plan.run_dir, prompts=prompts, display=display,
-                     cell_hosts=dict(manifest.get("cell_hosts") or {}))
+    ctx = RunContext(
+        study=study,
+        run_dir=plan.run_dir,
+        prompts=prompts,
+        display=display,
+        cell_hosts=dict(manifest.get("cell_hosts") or {}),
+    )
     manifest.update(status="running", ended_at=None)
     store.write_manifest(plan.run_dir, manifest)
     display.start(plan.cells)
     for c in plan.cells:
         if c.cell_id in plan.skip:
             display.update(c.cell_id, "done", **_summary_info(plan.run_dir, c.cell_id))
-    tables = store.Tables(plan.run_dir, plan.run_id, list(study.matrix),
-                          [c.cell_id for c in plan.cells]).read_existing()  # once; then a row per cell as it ends
+    tables = store.Tables(
+        plan.run_dir, plan.run_id, list(study.matrix), [c.cell_id for c in plan.cells]
+    ).read_existing()  # once; then a row per cell as it ends
     by_id = {c.cell_id: c for c in plan.cells}
     results = _cell_results(executor, [c for c in plan.cells if c.cell_id not in plan.skip], ctx)
     try:
@@ -406,9 +485,10 @@ def _note_hosts(manifest: dict, ctx: RunContext) -> None:
     if ctx.cell_hosts:  # only executors that run cells elsewhere name hosts
         manifest["cell_hosts"] = ctx.cell_hosts
     if ctx.switch_fallbacks:  # a resumed run keeps the earlier attempt's notes too
-        manifest["head_switch_fallbacks"] = [*manifest.get("head_switch_fallbacks", []),
-                                             *(n for n in ctx.switch_fallbacks
-                                               if n not in manifest.get("head_switch_fallbacks", []))]
+        manifest["head_switch_fallbacks"] = [
+            *manifest.get("head_switch_fallbacks", []),
+            *(n for n in ctx.switch_fallbacks if n not in manifest.get("head_switch_fallbacks", [])),
+        ]
 
 
 def _cell_results(executor: Executor, cells: list[Cell], ctx: RunContext):

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench.errors import InputError
-from specbench.load.summary import summary_columns
 from specbench.io import MAX_JSON_BYTES, atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
+from specbench.load.summary import summary_columns
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 
 MANIFEST = "manifest.json"
@@ -28,8 +28,17 @@ ACCEPTANCE_JSON = "acceptance.json"
 SUMMARY_JSON = "summary.json"
 
 BASE_COLUMNS = ["run_id", "cell_id", "repeat", "status", "is_baseline"]
-TAIL_COLUMNS = ["requests", "errors", "load_stop", "ci_method", "output_tok_per_s", "ttft_p50_ms", "ttft_p99_ms",
-                "itl_p50_ms", "e2e_p50_ms"]
+TAIL_COLUMNS = [
+    "requests",
+    "errors",
+    "load_stop",
+    "ci_method",
+    "output_tok_per_s",
+    "ttft_p50_ms",
+    "ttft_p99_ms",
+    "itl_p50_ms",
+    "e2e_p50_ms",
+]
 
 
 class CellData:
@@ -38,9 +47,15 @@ class CellData:
     ``cell`` / ``acceptance`` are the same records as plain dicts, for readers not yet moved to
     the typed records (report and compare modules)."""
 
-    def __init__(self, cell_id: str, dir: Path, cell: CellRecord | dict[str, Any],
-                 acceptance: Acceptance | dict[str, Any] | None, summary: dict[str, Any] | None,
-                 requests: list[dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        cell_id: str,
+        dir: Path,
+        cell: CellRecord | dict[str, Any],
+        acceptance: Acceptance | dict[str, Any] | None,
+        summary: dict[str, Any] | None,
+        requests: list[dict[str, Any]] | None = None,
+    ):
         self.cell_id, self.dir, self.summary = cell_id, Path(dir), summary
         self.record = as_record(CellRecord, cell, Path(dir) / CELL_JSON)
         self.acc = None if acceptance is None else as_record(Acceptance, acceptance, Path(dir) / ACCEPTANCE_JSON)
@@ -99,8 +114,10 @@ def run_lock(run_dir: Path) -> Iterator[None]:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
             fh.close()
-            raise InputError(f"{run_dir}: another specbench (pid {holder}) is writing this run; wait for it "
-                             "to finish or stop it, then resume") from None
+            raise InputError(
+                f"{run_dir}: another specbench (pid {holder}) is writing this run; wait for it "
+                "to finish or stop it, then resume"
+            ) from None
         # The holder unlinks the file when done: a lock won on that unlinked file locks nothing.
         try:
             if os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
@@ -121,8 +138,9 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         fh.close()
 
 
-def write_cell(run_dir: Path, cell_record: CellRecord | dict[str, Any],
-               acceptance: Acceptance | dict[str, Any] | None) -> None:
+def write_cell(
+    run_dir: Path, cell_record: CellRecord | dict[str, Any], acceptance: Acceptance | dict[str, Any] | None
+) -> None:
     """Save a cell's records (dicts are validated as records first, so a writer's bug is caught here)."""
     cell_record = as_record(CellRecord, cell_record, CELL_JSON)
     d = cell_dir(run_dir, cell_record.cell_id)
@@ -138,11 +156,14 @@ def write_manifest(run_dir: Path, manifest: Manifest | dict[str, Any]) -> None:
     save_json(Path(run_dir) / MANIFEST, as_record(Manifest, manifest, MANIFEST).dump())
 
 
-def write_tables(run_dir: Path, run_id: str, axes: list[str],
-                 cells: list[tuple[CellRecord, Acceptance | None, dict | None]]) -> None:
+def write_tables(
+    run_dir: Path, run_id: str, axes: list[str], cells: list[tuple[CellRecord, Acceptance | None, dict | None]]
+) -> None:
     """cells.csv and cells.parquet from (cell.json, acceptance.json, summary.json) triples."""
-    rows = [cell_row(run_id, as_record(CellRecord, c), None if a is None else as_record(Acceptance, a), s)
-            for c, a, s in cells]
+    rows = [
+        cell_row(run_id, as_record(CellRecord, c), None if a is None else as_record(Acceptance, a), s)
+        for c, a, s in cells
+    ]
     _write_frame(run_dir, rows, axes)
 
 
@@ -193,8 +214,11 @@ def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summa
     from specbench.run.cells import axis_label
 
     row: dict[str, Any] = {
-        "run_id": run_id, "cell_id": cell.cell_id, "repeat": cell.repeat,
-        "status": cell.status, "is_baseline": cell.is_baseline,
+        "run_id": run_id,
+        "cell_id": cell.cell_id,
+        "repeat": cell.repeat,
+        "status": cell.status,
+        "is_baseline": cell.is_baseline,
         # why a precision-driven load stopped (precision_reached | max_requests | errors); none for a fixed N
         "load_stop": (cell.precision or {}).get("reason"),
     }
@@ -228,10 +252,14 @@ def attested_columns(attested: dict[str, Any] | None) -> dict[str, Any]:
     if attested is None:
         return {}
     variant = attested.get("head_variant") or {}
-    return {"attested_mla": attested.get("mla"), "attention_backend": attested.get("attention_backend"),
-            "attested_k": attested.get("num_speculative_tokens"), "attested_output_norm": variant.get("output_norm"),
-            "attested_pos0_mask": variant.get("pos0_mask"),
-            "not_attested": ";".join(sorted(attested.get("unattested") or {})) or None}
+    return {
+        "attested_mla": attested.get("mla"),
+        "attention_backend": attested.get("attention_backend"),
+        "attested_k": attested.get("num_speculative_tokens"),
+        "attested_output_norm": variant.get("output_norm"),
+        "attested_pos0_mask": variant.get("pos0_mask"),
+        "not_attested": ";".join(sorted(attested.get("unattested") or {})) or None,
+    }
 
 
 def _ci(row: dict, name: str, ci) -> None:
@@ -242,8 +270,16 @@ def _frame(pd, rows: list[dict], axes: list[str]):
     from specbench.run.cells import axis_label
 
     axis_cols = [axis_label(a) for a in axes]
-    metric_cols = ["num_spec_tokens", "num_drafts", "draft_tokens", "accepted_tokens", "mean_acceptance_length",
-                   "mean_acceptance_length_ci_low", "mean_acceptance_length_ci_high", "draft_acceptance_rate"]
+    metric_cols = [
+        "num_spec_tokens",
+        "num_drafts",
+        "draft_tokens",
+        "accepted_tokens",
+        "mean_acceptance_length",
+        "mean_acceptance_length_ci_low",
+        "mean_acceptance_length_ci_high",
+        "draft_acceptance_rate",
+    ]
     seen = set(BASE_COLUMNS + axis_cols + metric_cols + TAIL_COLUMNS)
     extra = sorted({k for r in rows for k in r if k not in seen}, key=_pos_key)
     cols = BASE_COLUMNS + axis_cols + metric_cols + extra + TAIL_COLUMNS
@@ -287,8 +323,10 @@ def load_run(path: Path, *, resuming: bool = False) -> Run:
         d = _confined_cell_dir(path, cell_id)
         if not _exists(d / CELL_JSON):
             if finished:  # deleted or moved: say so rather than count it as "not run"
-                raise InputError(f"{d}: missing, but {path / MANIFEST} says the run finished; restore it, or run "
-                                 f"'specbench run --resume {path}' to re-run that cell")
+                raise InputError(
+                    f"{d}: missing, but {path / MANIFEST} says the run finished; restore it, or run "
+                    f"'specbench run --resume {path}' to re-run that cell"
+                )
             continue  # not run yet (an interrupted run): the manifest still lists it
         try:
             cell = load(CellRecord, d / CELL_JSON)
@@ -330,7 +368,9 @@ def _cell_fix(message: str, cell_path: Path, run_dir: Path) -> str:
     # without the cell's directory the cell counts as never run, and --resume runs it again.
     if "schema_version" in message:
         return message
-    return f"{message.split('; ')[0]}; delete {cell_path} and run 'specbench run --resume {run_dir}' to re-run that cell"
+    return (
+        f"{message.split('; ')[0]}; delete {cell_path} and run 'specbench run --resume {run_dir}' to re-run that cell"
+    )
 
 
 def load_summary(path: Path) -> dict | None:
@@ -339,8 +379,9 @@ def load_summary(path: Path) -> dict | None:
 
     if not path.exists():
         return None
-    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)", regular_only=True,
-                     max_bytes=MAX_JSON_BYTES)
+    text = read_text(
+        path, "summary", fix="re-run the cell (specbench run --resume)", regular_only=True, max_bytes=MAX_JSON_BYTES
+    )
     try:
         data = loads_json(text)
     except ValueError:

@@ -45,8 +45,11 @@ _SECTION_RE = re.compile(r"(?:^|-)(SERVE|BENCH|WL)-")
 
 
 def _point_dirs(path: Path) -> list[Path]:
-    dirs = [p for p in sorted(path.iterdir()) if p.is_dir() and any(RUN_FILE_RE.match(f.name) or FAILURE_RE.match(
-        f.name) for f in p.iterdir())]
+    dirs = [
+        p
+        for p in sorted(path.iterdir())
+        if p.is_dir() and any(RUN_FILE_RE.match(f.name) or FAILURE_RE.match(f.name) for f in p.iterdir())
+    ]
     if any(RUN_FILE_RE.match(f.name) for f in path.iterdir()):
         dirs.insert(0, path)  # neither serve nor bench parameters: the runs lie in the experiment directory
     return dirs
@@ -74,7 +77,7 @@ def sections(name: str) -> dict[str, str]:
     out = {}
     for i, m in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(name)
-        out[m.group(1).lower()] = name[m.end():end].lstrip("-")
+        out[m.group(1).lower()] = name[m.end() : end].lstrip("-")
     return out
 
 
@@ -86,8 +89,13 @@ def point_axes(name: str, data: dict[str, Any]) -> dict[str, Any]:
     """The point's serve / bench / workload parameters, found as ``key=value`` in its directory name."""
     axes: dict[str, Any] = {}
     for section, text in sections(name).items():
-        found = {k: v for k, v in data.items() if k not in ("run_number", "_benchmark_name")
-                 and not isinstance(v, (list, dict)) and _has_token(text, _sanitize(f"{k}={v}"))}
+        found = {
+            k: v
+            for k, v in data.items()
+            if k not in ("run_number", "_benchmark_name")
+            and not isinstance(v, (list, dict))
+            and _has_token(text, _sanitize(f"{k}={v}"))
+        }
         if found:
             axes.update(found)
         elif text:
@@ -108,18 +116,35 @@ def _acceptance(res: BenchResult) -> tuple[dict[str, Any] | None, list[str]]:
         return None, warnings
     c = units[0]
     a = acceptance(c)
-    derived = {"mean_acceptance_length": a.mean_acceptance_length, "draft_acceptance_rate": a.draft_acceptance_rate,
-               "per_position": a.per_position, "conditional": a.conditional}
-    return {"schema_version": 1, "definition": DEFINITION, "source": "vllm-bench-serve",
-            "num_spec_tokens": c.num_spec_tokens, "prometheus": {"counts": c.to_dict()}, "derived": derived,
-            "warnings": warnings + a.warnings}, warnings
+    derived = {
+        "mean_acceptance_length": a.mean_acceptance_length,
+        "draft_acceptance_rate": a.draft_acceptance_rate,
+        "per_position": a.per_position,
+        "conditional": a.conditional,
+    }
+    return {
+        "schema_version": 1,
+        "definition": DEFINITION,
+        "source": "vllm-bench-serve",
+        "num_spec_tokens": c.num_spec_tokens,
+        "prometheus": {"counts": c.to_dict()},
+        "derived": derived,
+        "warnings": warnings + a.warnings,
+    }, warnings
 
 
 def _cell(cell_id: str, where: Path, res: BenchResult, axes: dict[str, Any], repeat: int) -> CellData:
     acc, warnings = _acceptance(res)
     rows, w = request_rows(res)
-    cell = {"cell_id": cell_id, "axes": axes, "repeat": repeat, "is_baseline": False, "status": "done",
-            "source_file": res.file, "date": res.data.get("date")}
+    cell = {
+        "cell_id": cell_id,
+        "axes": axes,
+        "repeat": repeat,
+        "is_baseline": False,
+        "status": "done",
+        "source_file": res.file,
+        "date": res.data.get("date"),
+    }
     if acc is None:
         cell["reason"] = f"{Path(res.file).name} has no spec_decode_* counts"
     else:
@@ -141,17 +166,25 @@ def _constant_provenance(results: list[BenchResult], axes: set[str]) -> dict[str
 def _manifest(run_id: str, source: str, results: list[BenchResult], cells: dict[str, CellData]) -> dict[str, Any]:
     axes = list(dict.fromkeys(a for c in cells.values() for a in c.record.axes))
     dates = sorted(str(r.data["date"]) for r in results if r.data.get("date"))
-    return {"run_id": run_id, "source": source, "axes": axes, "cells": list(cells),
-            "resolved_config": _constant_provenance(results, set(axes)),
-            "started_at": dates[0] if dates else None, "ended_at": dates[-1] if dates else None}
+    return {
+        "run_id": run_id,
+        "source": source,
+        "axes": axes,
+        "cells": list(cells),
+        "resolved_config": _constant_provenance(results, set(axes)),
+        "started_at": dates[0] if dates else None,
+        "ended_at": dates[-1] if dates else None,
+    }
 
 
 def load_sweep(path: Path | str) -> Run:
     """A ``vllm bench sweep serve`` experiment directory as a run; InputError naming what is wrong."""
     path = Path(path)
     if not is_sweep_dir(path):
-        raise InputError(f"{path}: no run=N.json files in it or its subdirectories; pass the experiment "
-                         "directory of `vllm bench sweep serve` (OUTPUT_DIR/EXPERIMENT)")
+        raise InputError(
+            f"{path}: no run=N.json files in it or its subdirectories; pass the experiment "
+            "directory of `vllm bench sweep serve` (OUTPUT_DIR/EXPERIMENT)"
+        )
     cells: dict[str, CellData] = {}
     results: list[BenchResult] = []
     for point in _point_dirs(path):
@@ -190,8 +223,15 @@ def _failed(point_id: str, name: str, f: Path, repeat: int) -> CellData:
     reason = f"{info.get('error_type', 'error')}: {info.get('error', 'see ' + f.name)}"
     axes = point_axes(name, params)
     cid = _cell_id(axes, point_id, repeat)
-    cell = {"cell_id": cid, "axes": axes, "repeat": repeat, "is_baseline": False,
-            "status": "failed", "reason": reason, "source_file": str(f)}
+    cell = {
+        "cell_id": cid,
+        "axes": axes,
+        "repeat": repeat,
+        "is_baseline": False,
+        "status": "failed",
+        "reason": reason,
+        "source_file": str(f),
+    }
     return CellData(cell_id=cid, dir=f.parent, cell=cell, acceptance=None, summary=None)
 
 
@@ -200,8 +240,9 @@ def load_bench_file(path: Path | str) -> Run:
     files hold several; settings that differ between them are the axes)."""
     path = Path(path)
     results = read_bench_file(path)
-    varying = [key for key, _, _ in PROVENANCE
-               if len({json.dumps(r.data.get(key), sort_keys=True) for r in results}) > 1]
+    varying = [
+        key for key, _, _ in PROVENANCE if len({json.dumps(r.data.get(key), sort_keys=True) for r in results}) > 1
+    ]
     cells: dict[str, CellData] = {}
     seen: dict[tuple, int] = {}
     for i, res in enumerate(results):
@@ -217,15 +258,21 @@ def side_notes(run: Run) -> list[str]:
     """What ``compare`` says about a vllm bench side: the settings the files record (the mismatch
     guard compares those), what they do not record, and the readers' warnings."""
     cfg = run.manifest.get("resolved_config") or {}
-    settings = [f"{label} {cfg[section][field]}" for key, (section, field), label in PROVENANCE
-                if field in cfg.get(section, {}) and key != "dataset_name"]
+    settings = [
+        f"{label} {cfg[section][field]}"
+        for key, (section, field), label in PROVENANCE
+        if field in cfg.get(section, {}) and key != "dataset_name"
+    ]
     dates = run.manifest.get("started_at"), run.manifest.get("ended_at")
     when = f"date {dates[0]}" + (f" to {dates[1]}" if dates[1] != dates[0] else "") if dates[0] else "no date"
     axes = run.manifest.get("axes") or []
-    out = [f"{run.path.name}: {run.manifest['source']} ({when}; {', '.join(settings) or 'no settings recorded'}"
-           + (f"; axes {', '.join(axes)}" if axes else "") + "); vLLM version, draft, k, sampling and machine "
-           "are not recorded in its files and were not checked; its inter-token latencies are per streamed chunk "
-           "(specbench's driver measures per token): compare itl_p50_ms only between vllm bench results"]
+    out = [
+        f"{run.path.name}: {run.manifest['source']} ({when}; {', '.join(settings) or 'no settings recorded'}"
+        + (f"; axes {', '.join(axes)}" if axes else "")
+        + "); vLLM version, draft, k, sampling and machine "
+        "are not recorded in its files and were not checked; its inter-token latencies are per streamed chunk "
+        "(specbench's driver measures per token): compare itl_p50_ms only between vllm bench results"
+    ]
     for cid, c in run.cells.items():
         out += [f"{cid}: {w}" for w in (c.acc.warnings if c.acc is not None else [])]
     return out

@@ -43,10 +43,12 @@ def server_key(model: str, spec: dict[str, Any] | None) -> str:
     """The start-up's key: model, method (``none`` for a baseline), k, compile mode, MLA, TP size, host."""
     spec = spec or {}
     mode = "compiled" if spec.get("compiled", True) else "eager"
-    mla = {True: "on", False: "off"}.get(spec.get("mla"), "default")
+    mla = {True: "on", False: "off"}.get(spec["mla"], "default") if isinstance(spec.get("mla"), bool) else "default"
     k = f" k {spec['num_speculative_tokens']} |" if spec.get("num_speculative_tokens") else ""
-    return (f"{model} | method {spec.get('method') or 'none'} |{k} {mode} | mla {mla} | tp {spec.get('tp') or 1} | "
-            f"host {socket.gethostname()}")
+    return (
+        f"{model} | method {spec.get('method') or 'none'} |{k} {mode} | mla {mla} | tp {spec.get('tp') or 1} | "
+        f"host {socket.gethostname()}"
+    )
 
 
 def load_key(server: str, concurrency: int, max_tokens: int) -> str:
@@ -68,8 +70,15 @@ def read(path: Path | None = None) -> dict[str, dict[str, Any]]:
     return {k: v if isinstance(v := data.get(k), dict) else {} for k in empty}
 
 
-def note_cell(model: str, record: Any, concurrency: int, max_tokens: int, num_requests: int | None,
-              run_id: str, path: Path | None = None) -> None:
+def note_cell(
+    model: str,
+    record: Any,
+    concurrency: int,
+    max_tokens: int,
+    num_requests: int | None,
+    run_id: str,
+    path: Path | None = None,
+) -> None:
     """Keep what a finished cell measured: its server's start-up (where this cell started it: a
     later cell of a shared server has 0.0) and, for a fixed load of ``num_requests``, its seconds
     per request. Nothing for a failed cell; a write that fails is skipped (a cache, not a result)."""
@@ -86,7 +95,11 @@ def note_cell(model: str, record: Any, concurrency: int, max_tokens: int, num_re
         data["startups"][key] = {"startup_s": startup, "at": at, "run_id": run_id, "cell_id": record.cell_id}
     if load_s and num_requests:
         data["loads"][load_key(key, concurrency, max_tokens)] = {
-            "s_per_request": round(load_s / num_requests, 4), "requests": num_requests, "at": at, "run_id": run_id}
+            "s_per_request": round(load_s / num_requests, 4),
+            "requests": num_requests,
+            "at": at,
+            "run_id": run_id,
+        }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps({"schema_version": VERSION, **data}, indent=1, sort_keys=True) + "\n")

@@ -75,7 +75,8 @@ def test_delta_detects_real_difference_and_not_noise():
     on, off, on2 = simulate(rng, 0.75, 30, 20), simulate(rng, 0.5, 30, 20), simulate(rng, 0.75, 30, 20)
     d = bootstrap_delta(on, off)
     assert d.point["mean_acceptance_length"] == pytest.approx(
-        point_estimates(off)["mean_acceptance_length"] - point_estimates(on)["mean_acceptance_length"])
+        point_estimates(off)["mean_acceptance_length"] - point_estimates(on)["mean_acceptance_length"]
+    )
     assert d["mean_acceptance_length"][1] < 0 and significant(d["p0"])
     same = bootstrap_delta(on, on2)
     assert not significant(same["mean_acceptance_length"])

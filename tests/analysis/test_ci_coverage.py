@@ -42,8 +42,14 @@ def _units(rng: np.random.Generator, n: int) -> list[Counts]:
 
 def _cell_ci(units: list[Counts]):
     """The CI acceptance.json records for a cell whose only units are its log windows."""
-    acc = build_acceptance(num_spec_tokens=K, prom=sum(units[1:], units[0]), windows=units, window_warnings=[],
-                           req_units=None, per_request_mode="off")
+    acc = build_acceptance(
+        num_spec_tokens=K,
+        prom=sum(units[1:], units[0]),
+        windows=units,
+        window_warnings=[],
+        req_units=None,
+        per_request_mode="off",
+    )
     assert acc.ci is not None and acc.ci.unit == "window" and acc.ci.n_units == len(units)
     return acc.ci
 
@@ -80,13 +86,17 @@ def test_interval_stays_in_range_and_the_stop_rule_sees_the_longer_side():
     # p1 = 1/300 from one accepted token: a symmetric interval would reach below 0 (the report
     # showed [-0.001, 0.011] once). The score interval stays in [0, 1]; the precision rule must
     # see its longer (upper) side.
-    units = [Counts(100, 300, 40, [40, 0, 0], K), Counts(100, 300, 41, [40, 1, 0], K),
-             Counts(100, 300, 40, [40, 0, 0], K)]
+    units = [
+        Counts(100, 300, 40, [40, 0, 0], K),
+        Counts(100, 300, 41, [40, 1, 0], K),
+        Counts(100, 300, 40, [40, 0, 0], K),
+    ]
     lo, hi = _cell_ci(units).interval("p1")
     widths, point = half_widths(units, ["p1", "mean_acceptance_length"])
     assert point["p1"] == pytest.approx(1 / 300)
     assert 0.0 <= lo < point["p1"] and hi == pytest.approx(point["p1"] + widths["p1"])
     assert widths["p1"] > point["p1"] - lo  # the longer side, not the shorter lower one
     al_lo, al_hi = _cell_ci([Counts(10, 30, 30, [10, 10, 10], K), Counts(10, 30, 29, [10, 10, 9], K)]).interval(
-        "mean_acceptance_length")
+        "mean_acceptance_length"
+    )
     assert 1 <= al_lo < al_hi <= 4.0  # AL is at most 1 + k

@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 import pytest
-
 from realcells import coverage, populations
+
 from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specbench.analysis.acceptance import point_estimates
 import numpy as np
 import pytest
 
+from specbench.analysis.acceptance import point_estimates
 from specbench.analysis.counts import total
 from specbench.analysis.divergence import common_prefix_intervals, compare_outputs, first_divergence, step_counts
 
@@ -17,14 +17,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _spec(acc: list[int], k: int = 3) -> dict:
     per_pos = [sum(1 for a in acc if a > i) for i in range(k)]
-    return {"num_spec_tokens": k, "num_drafts": len(acc), "draft_tokens": k * len(acc),
-            "accepted_tokens": sum(acc), "accepted_per_position": per_pos,
-            "per_step_accepted": acc, "per_step_drafted": [k] * len(acc)}
+    return {
+        "num_spec_tokens": k,
+        "num_drafts": len(acc),
+        "draft_tokens": k * len(acc),
+        "accepted_tokens": sum(acc),
+        "accepted_per_position": per_pos,
+        "per_step_accepted": acc,
+        "per_step_drafted": [k] * len(acc),
+    }
 
 
 def _row(i: int, tokens: list[int], spec: dict | None = None, prompt: str | None = None) -> dict:
-    return {"id": i, "prompt_id": prompt or f"p{i}", "token_ids": tokens, "text": "", "error": None,
-            "spec_decode": spec}
+    return {
+        "id": i,
+        "prompt_id": prompt or f"p{i}",
+        "token_ids": tokens,
+        "text": "",
+        "error": None,
+        "spec_decode": spec,
+    }
 
 
 def test_first_divergence_cases():
@@ -62,10 +74,18 @@ def test_step_counts_clip_the_last_step_at_max_tokens_and_refuse_unaligned():
 
 
 def test_pairs_identical_diverging_and_mismatched_prompts():
-    a = [_row(0, [1, 2, 3, 4, 5], _spec([1, 2])), _row(1, [1, 2, 3, 4, 5], _spec([3, 0])),
-         _row(2, [7, 7], _spec([0])), _row(3, [1, 1], None)]
-    b = [_row(0, [1, 2, 3, 4, 5], _spec([0, 0, 1])), _row(1, [1, 2, 9, 9, 9], _spec([0, 1, 0])),
-         _row(2, [7, 7], _spec([0]), prompt="other"), _row(3, [1, 1], None)]
+    a = [
+        _row(0, [1, 2, 3, 4, 5], _spec([1, 2])),
+        _row(1, [1, 2, 3, 4, 5], _spec([3, 0])),
+        _row(2, [7, 7], _spec([0])),
+        _row(3, [1, 1], None),
+    ]
+    b = [
+        _row(0, [1, 2, 3, 4, 5], _spec([0, 0, 1])),
+        _row(1, [1, 2, 9, 9, 9], _spec([0, 1, 0])),
+        _row(2, [7, 7], _spec([0]), prompt="other"),
+        _row(3, [1, 1], None),
+    ]
     p = compare_outputs("A", a, "B", b)
     assert (p.n, p.identical, p.mismatched, p.positions) == (3, 2, 1, [2])
     assert abs(p.identical_share - 2 / 3) < 1e-12
@@ -90,8 +110,10 @@ def test_failed_requests_are_unpaired():
 def test_committed_baseline_mla_on_vs_off_diverges_on_measured_prompts():
     """Real committed data (results/baselines/cpu-default): counted here independently, token by token."""
     base = ROOT / "results" / "baselines" / "cpu-default"
-    rows = {c: [json.loads(x) for x in (base / c / "requests.jsonl").read_text().splitlines()]
-            for c in ("mla-on__output_norm-on__r0", "mla-off__output_norm-on__r0")}
+    rows = {
+        c: [json.loads(x) for x in (base / c / "requests.jsonl").read_text().splitlines()]
+        for c in ("mla-on__output_norm-on__r0", "mla-off__output_norm-on__r0")
+    }
     on, off = rows["mla-on__output_norm-on__r0"], rows["mla-off__output_norm-on__r0"]
     p = compare_outputs("on", on, "off", off)
     expected_same = sum(1 for x, y in zip(on, off) if x["token_ids"] == y["token_ids"])
@@ -100,7 +122,7 @@ def test_committed_baseline_mla_on_vs_off_diverges_on_measured_prompts():
     assert p.identical < p.n  # measured on the fixture: MLA on/off changes greedy text
     for pp, x, y in zip(p.prompts, on, off):
         if pp.position is not None:
-            assert x["token_ids"][:pp.position] == y["token_ids"][:pp.position]
+            assert x["token_ids"][: pp.position] == y["token_ids"][: pp.position]
             assert x["token_ids"][pp.position] != y["token_ids"][pp.position]
     # per-step arrays (detailed level): a common-prefix figure per request, never more steps than the whole output
     assert len(p.acc_a.common) == len(p.acc_b.common) == p.n and not p.acc_a.unaligned
@@ -139,7 +161,7 @@ def _simulated_rows(n_req: int, seed: int, stay: float = 0.0) -> tuple[list[dict
             acc = steps[i][: int(np.searchsorted(ends, N_TOKENS)) + 1].tolist()  # last step may be clipped
             tokens = list(range(N_TOKENS))
             if probs is P_B:  # B's text leaves A's at the divergence
-                tokens = tokens[: prefix[i]] + [t + 1000 for t in tokens[prefix[i]:]]
+                tokens = tokens[: prefix[i]] + [t + 1000 for t in tokens[prefix[i] :]]
             rows.append(_row(i, tokens, _spec(acc)))
         sides.append(rows)
     return sides[0], sides[1]
@@ -162,8 +184,11 @@ def test_prefix_al_is_unbiased_with_independent_steps():
     assert 5 <= float(np.median(pair.positions)) <= 8
     ci = common_prefix_intervals(pair, n_resamples=400, seed=0)
     assert (ci.prompts, ci.clusters) == (3000, 3000) and ci.drafts_a > 5000 and ci.drafts_b > 5000
-    for est, (lo, hi), truth in ((ci.al_a, ci.ci_a, TRUE_A), (ci.al_b, ci.ci_b, TRUE_B),
-                                 (ci.delta, ci.ci_delta, TRUE_B - TRUE_A)):
+    for est, (lo, hi), truth in (
+        (ci.al_a, ci.ci_a, TRUE_A),
+        (ci.al_b, ci.ci_b, TRUE_B),
+        (ci.delta, ci.ci_delta, TRUE_B - TRUE_A),
+    ):
         se = (hi - lo) / (2 * 1.96)  # Monte Carlo error of this estimate (bootstrap over prompts)
         assert 0 < se < 0.03
         assert abs(est - truth) < 3 * se, (est, truth, se)

@@ -32,8 +32,17 @@ def test_summary_frame_values_and_columns():
     assert on["p0_ci_low"] <= on["p0"] <= on["p0_ci_high"]
     single = df.set_index("label").loc["single"]
     assert bool(single["ci_degenerate"]) and single["mean_acceptance_length_ci_low"] == single["mean_acceptance_length"]
-    for col in ("mean_acceptance_length_ci_low", "mean_acceptance_length_ci_high", "draft_acceptance_rate_ci_low",
-                "p2_ci_high", "a0", "a0_ci_low", "a2_ci_high", "n_units", "unit"):
+    for col in (
+        "mean_acceptance_length_ci_low",
+        "mean_acceptance_length_ci_high",
+        "draft_acceptance_rate_ci_low",
+        "p2_ci_high",
+        "a0",
+        "a0_ci_low",
+        "a2_ci_high",
+        "n_units",
+        "unit",
+    ):
         assert col in df.columns
 
 
@@ -52,11 +61,23 @@ def test_window_frame_is_per_window():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.dictionaries(st.sampled_from(["g", "h", "i"]), st.lists(st.builds(
-    lambda d, a, pos, origin, time: Counts(d, 3 * d, a, pos, 3, (), origin, time),
-    st.sampled_from([0, 1, 3, 7, 10**9 + 7]) | st.integers(0, 10**6), st.integers(0, 10**7),
-    st.none() | st.just([]) | st.lists(st.integers(0, 10**6), min_size=1, max_size=3),
-    st.none() | st.just("f.log:3"), st.none() | st.just("12-02 13:26:42")), max_size=8), max_size=3))
+@given(
+    st.dictionaries(
+        st.sampled_from(["g", "h", "i"]),
+        st.lists(
+            st.builds(
+                lambda d, a, pos, origin, time: Counts(d, 3 * d, a, pos, 3, (), origin, time),
+                st.sampled_from([0, 1, 3, 7, 10**9 + 7]) | st.integers(0, 10**6),
+                st.integers(0, 10**7),
+                st.none() | st.just([]) | st.lists(st.integers(0, 10**6), min_size=1, max_size=3),
+                st.none() | st.just("f.log:3"),
+                st.none() | st.just("12-02 13:26:42"),
+            ),
+            max_size=8,
+        ),
+        max_size=3,
+    )
+)
 def test_window_frame_values_are_acceptance_per_unit(groups):
     """The frame is built from arrays; every value is what acceptance() gives the unit, to the bit."""
     df = window_frame(groups)

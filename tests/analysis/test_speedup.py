@@ -15,8 +15,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _req(i: int, out: int, ttft: float, e2e: float, drafts: int | None = None, accepted: int | None = None) -> dict:
     sd = None if drafts is None else {"num_drafts": drafts, "accepted_tokens": accepted}
-    return {"id": i, "prompt_id": f"p{i}", "output_tokens": out, "ttft_s": ttft, "e2e_s": e2e, "error": None,
-            "spec_decode": sd}
+    return {
+        "id": i,
+        "prompt_id": f"p{i}",
+        "output_tokens": out,
+        "ttft_s": ttft,
+        "e2e_s": e2e,
+        "error": None,
+        "spec_decode": sd,
+    }
 
 
 def test_known_speedups_by_hand():
@@ -61,8 +68,9 @@ def test_committed_baseline_speedup_from_its_own_timings():
     base, spec = read("baseline__mla-on__r0"), read("mla-on__output_norm-on__r0")
     s = speedup("spec", spec, "base", base, n_resamples=300)
     tok = lambda rows: sum(r["output_tokens"] for r in rows) / sum(r["e2e_s"] for r in rows)  # noqa: E731
-    tpot = lambda rows: (sum(r["e2e_s"] - r["ttft_s"] for r in rows)  # noqa: E731
-                         / sum(r["output_tokens"] - 1 for r in rows))
+    tpot = lambda rows: (  # noqa: E731
+        sum(r["e2e_s"] - r["ttft_s"] for r in rows) / sum(r["output_tokens"] - 1 for r in rows)
+    )
     assert s.point["output_tok_per_s"] == pytest.approx(tok(spec) / tok(base))
     assert s.point["tpot"] == pytest.approx(tpot(base) / tpot(spec))
     d = sum(r["spec_decode"]["num_drafts"] for r in spec)
@@ -77,6 +85,11 @@ def test_rows_without_prompt_ids_are_not_paired():
     base = [{**_req(i, 11, 0.1, 1.1), "prompt_id": None} for i in range(4)]
     spec = [{**_req(i, 11, 0.1, 0.6, drafts=4, accepted=6), "prompt_id": None} for i in range(4)]
     assert not speedup("spec", spec, "base", base, n_resamples=50).paired
-    named = speedup("spec", [_req(i, 11, 0.1, 0.6, 4, 6) for i in range(4)], "base",
-                    [_req(i, 11, 0.1, 1.1) for i in range(4)], n_resamples=50)
+    named = speedup(
+        "spec",
+        [_req(i, 11, 0.1, 0.6, 4, 6) for i in range(4)],
+        "base",
+        [_req(i, 11, 0.1, 1.1) for i in range(4)],
+        n_resamples=50,
+    )
     assert named.paired

@@ -8,8 +8,17 @@ from specbench.metrics.record import EngineStatsRecord, SpecDecodeRecord
 
 
 def v1(line, a, t, rates, al=None, dar=None, file="server.log"):
-    return SpecDecodeRecord(source="vllm", format="v1", file=file, line=line, accepted_tokens=a, draft_tokens=t,
-                            per_position_acceptance=rates, mean_acceptance_length=al, draft_acceptance_rate=dar)
+    return SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file=file,
+        line=line,
+        accepted_tokens=a,
+        draft_tokens=t,
+        per_position_acceptance=rates,
+        mean_acceptance_length=al,
+        draft_acceptance_rate=dar,
+    )
 
 
 def test_v1_seed_line_derives_drafts_and_positions():
@@ -64,30 +73,64 @@ def test_printed_values_checked_against_counts():
 
 def test_v0_cumulative_lines_are_differenced_and_restart_detected():
     def v0(line, a, t, e):
-        return SpecDecodeRecord(source="vllm", format="v0", file="v0.log", line=line, pid=7, cumulative=True,
-                                num_spec_tokens=4, accepted_tokens=a, draft_tokens=t, emitted_tokens=e)
+        return SpecDecodeRecord(
+            source="vllm",
+            format="v0",
+            file="v0.log",
+            line=line,
+            pid=7,
+            cumulative=True,
+            num_spec_tokens=4,
+            accepted_tokens=a,
+            draft_tokens=t,
+            emitted_tokens=e,
+        )
 
     recs = [v0(1, 10, 40, 20), v0(2, 30, 100, 55), v0(3, 35, 120, 65), v0(4, 4, 8, 6)]
     windows, warnings = counts_from_records(recs)
     # cumulative drafts 10, 25, 30 -> per-interval 10, 15, 5; then a restart with 2 drafts
     assert [(w.num_drafts, w.draft_tokens, w.accepted_tokens) for w in windows] == [
-        (10, 40, 10), (15, 60, 20), (5, 20, 5), (2, 8, 4)]
+        (10, 40, 10),
+        (15, 60, 20),
+        (5, 20, 5),
+        (2, 8, 4),
+    ]
     assert sum("restart" in w for w in warnings) == 1
     assert not any("emitted" in w for w in warnings)  # E - A = D on every line
 
 
 def test_v0_streams_are_separate_per_pid():
-    recs = [SpecDecodeRecord(source="vllm", format="v0", file="x.log", line=i, pid=pid, cumulative=True,
-                             num_spec_tokens=2, accepted_tokens=a, draft_tokens=t)
-            for i, (pid, a, t) in enumerate([(1, 4, 10), (2, 6, 20), (1, 8, 20), (2, 9, 30)])]
+    recs = [
+        SpecDecodeRecord(
+            source="vllm",
+            format="v0",
+            file="x.log",
+            line=i,
+            pid=pid,
+            cumulative=True,
+            num_spec_tokens=2,
+            accepted_tokens=a,
+            draft_tokens=t,
+        )
+        for i, (pid, a, t) in enumerate([(1, 4, 10), (2, 6, 20), (1, 8, 20), (2, 9, 30)])
+    ]
     windows, warnings = counts_from_records(recs)
     assert [w.accepted_tokens for w in windows] == [4, 6, 4, 3]
     assert not any("restart" in w for w in warnings)
 
 
 def prom(file, d, t, a, pos):
-    return SpecDecodeRecord(source="prometheus", format="prometheus", file=file, cumulative=True, engine=0,
-                            num_drafts=d, draft_tokens=t, accepted_tokens=a, accepted_per_position=pos)
+    return SpecDecodeRecord(
+        source="prometheus",
+        format="prometheus",
+        file=file,
+        cumulative=True,
+        engine=0,
+        num_drafts=d,
+        draft_tokens=t,
+        accepted_tokens=a,
+        accepted_per_position=pos,
+    )
 
 
 def test_prometheus_before_after_pair_diffs():
@@ -106,8 +149,10 @@ def test_lone_prometheus_scrape_is_since_start():
 
 
 def test_rate_only_records_are_not_summed():
-    recs = [SpecDecodeRecord(source="sglang", format="sglang", file="sg.log", line=i, mean_acceptance_length=al)
-            for i, al in ((1, 2.5), (2, 3.1))]
+    recs = [
+        SpecDecodeRecord(source="sglang", format="sglang", file="sg.log", line=i, mean_acceptance_length=al)
+        for i, al in ((1, 2.5), (2, 3.1))
+    ]
     windows, warnings = counts_from_records(recs + [EngineStatsRecord(source="vllm", format="engine")])
     assert windows == []
     assert any("cannot be summed" in w for w in warnings)
@@ -117,8 +162,10 @@ def test_rate_only_records_are_not_summed():
 
 
 def test_rate_only_with_drafts_is_weighted_by_drafts():
-    recs = [SpecDecodeRecord(source="sglang", format="x", num_drafts=d, mean_acceptance_length=al)
-            for d, al in ((10, 3.0), (90, 1.5))]
+    recs = [
+        SpecDecodeRecord(source="sglang", format="x", num_drafts=d, mean_acceptance_length=al)
+        for d, al in ((10, 3.0), (90, 1.5))
+    ]
     ro = rate_only_summary(recs)
     assert ro.weighted and ro.mean_acceptance_length == pytest.approx(1.65)
 
@@ -140,17 +187,32 @@ def test_real_vllm_log_windows_match_ground_truth():
     result = parse.parse_file(data / "vllm_v1_windows.log")
     windows, warnings = counts_from_records(result.records)
     assert warnings == []
-    got = [{"num_drafts": w.num_drafts, "draft_tokens": w.draft_tokens, "accepted_tokens": w.accepted_tokens,
-            "accepted_per_position": w.accepted_per_position} for w in windows]
+    got = [
+        {
+            "num_drafts": w.num_drafts,
+            "draft_tokens": w.draft_tokens,
+            "accepted_tokens": w.accepted_tokens,
+            "accepted_per_position": w.accepted_per_position,
+        }
+        for w in windows
+    ]
     assert got == truth
 
 
 def _printed_v1(d, pos, draft_tokens):
     """A V1 record as vLLM prints it: rates to 3 decimals, AL to 2, DAR to 0.1%."""
     a = sum(pos)
-    return SpecDecodeRecord(source="vllm", format="v1", file="h.log", line=1, accepted_tokens=a,
-                            draft_tokens=draft_tokens, per_position_acceptance=[round(x / d, 3) for x in pos],
-                            mean_acceptance_length=round(1 + a / d, 2), draft_acceptance_rate=round(a / draft_tokens, 3))
+    return SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="h.log",
+        line=1,
+        accepted_tokens=a,
+        draft_tokens=draft_tokens,
+        per_position_acceptance=[round(x / d, 3) for x in pos],
+        mean_acceptance_length=round(1 + a / d, 2),
+        draft_acceptance_rate=round(a / draft_tokens, 3),
+    )
 
 
 def _prefix_counts(draw_list, d):
@@ -214,8 +276,11 @@ def test_real_server_log_windows_sum_to_prometheus_counters():
 
 def test_real_prometheus_pair_diffs_to_the_load():
     parse = pytest.importorskip("specbench.metrics.parse")
-    recs = [r for name in ("before", "after")
-            for r in parse.parse_prometheus((DATA / f"real_metrics_{name}.prom").read_text(), file=name)]
+    recs = [
+        r
+        for name in ("before", "after")
+        for r in parse.parse_prometheus((DATA / f"real_metrics_{name}.prom").read_text(), file=name)
+    ]
     (w,), warnings = counts_from_records(recs)
     assert warnings == []
     expected = tuple(a - b for a, b in zip(AFTER[:3], BEFORE[:3])) + ([x - y for x, y in zip(AFTER[3], BEFORE[3])],)
@@ -223,6 +288,7 @@ def test_real_prometheus_pair_diffs_to_the_load():
 
 
 # --- counting corners (issue 11) ---------------------------------------------------------------
+
 
 def test_counter_reset_between_scrapes_is_refused_naming_file_and_series():
     from specbench.errors import InputError
@@ -249,14 +315,46 @@ def test_two_engines_are_summed_before_differencing():
 
 
 def test_impossible_log_counts_are_left_out_with_file_and_line():
-    good = SpecDecodeRecord(source="vllm", format="v1", file="s.log", line=3, num_drafts=10, draft_tokens=30,
-                            accepted_tokens=15, accepted_per_position=[8, 5, 2])
-    more_accepted = SpecDecodeRecord(source="vllm", format="v1", file="s.log", line=7, num_drafts=10, draft_tokens=30,
-                                     accepted_tokens=40, accepted_per_position=[10, 10, 20])
-    p_over_1 = SpecDecodeRecord(source="vllm", format="v1", file="s.log", line=9, num_drafts=10, draft_tokens=30,
-                                accepted_tokens=14, accepted_per_position=[12, 2, 0])
-    negative = SpecDecodeRecord(source="vllm", format="v1", file="s.log", line=11, num_drafts=10, draft_tokens=30,
-                                accepted_tokens=-3, accepted_per_position=[-3, 0, 0])
+    good = SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="s.log",
+        line=3,
+        num_drafts=10,
+        draft_tokens=30,
+        accepted_tokens=15,
+        accepted_per_position=[8, 5, 2],
+    )
+    more_accepted = SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="s.log",
+        line=7,
+        num_drafts=10,
+        draft_tokens=30,
+        accepted_tokens=40,
+        accepted_per_position=[10, 10, 20],
+    )
+    p_over_1 = SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="s.log",
+        line=9,
+        num_drafts=10,
+        draft_tokens=30,
+        accepted_tokens=14,
+        accepted_per_position=[12, 2, 0],
+    )
+    negative = SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="s.log",
+        line=11,
+        num_drafts=10,
+        draft_tokens=30,
+        accepted_tokens=-3,
+        accepted_per_position=[-3, 0, 0],
+    )
     windows, warnings = counts_from_records([good, more_accepted, p_over_1, negative])
     assert [w.origin for w in windows] == ["s.log:3"]
     assert any(w.startswith("s.log:7: invalid counts (accepted_tokens 40 > draft_tokens 30)") for w in warnings)
@@ -265,10 +363,26 @@ def test_impossible_log_counts_are_left_out_with_file_and_line():
 
 
 def test_mixed_k_windows_are_warned():
-    k3 = SpecDecodeRecord(source="vllm", format="v1", file="s.log", line=1, num_drafts=10, draft_tokens=30,
-                          accepted_tokens=15, accepted_per_position=[8, 5, 2])
-    k2 = SpecDecodeRecord(source="vllm", format="v1", file="s.log", line=5, num_drafts=10, draft_tokens=20,
-                          accepted_tokens=12, accepted_per_position=[8, 4])
+    k3 = SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="s.log",
+        line=1,
+        num_drafts=10,
+        draft_tokens=30,
+        accepted_tokens=15,
+        accepted_per_position=[8, 5, 2],
+    )
+    k2 = SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="s.log",
+        line=5,
+        num_drafts=10,
+        draft_tokens=20,
+        accepted_tokens=12,
+        accepted_per_position=[8, 4],
+    )
     windows, warnings = counts_from_records([k3, k2])
     assert len(windows) == 2
     (w,) = [w for w in warnings if "different k" in w]

@@ -45,9 +45,13 @@ def test_debug_is_accepted_before_or_after_the_subcommand(monkeypatch):
 def test_set_overrides_are_checked_like_the_file(capsys):
     assert run_cli(["validate", "--set", "matrix.mla=[on]"]) == 0
     assert "4 cells" in capsys.readouterr().out  # one MLA value: 3 speculative cells + 1 baseline
-    for bad, names in (("load.num_requests=abc", "load.num_requests"), ("load.nmu_requests=3", "load.nmu_requests"),
-                       ("load.num_requests=0", "greater than or equal to 1"), ("=3", "KEY.PATH=VALUE"),
-                       ("load.num_requests.x=3", "not a mapping")):
+    for bad, names in (
+        ("load.num_requests=abc", "load.num_requests"),
+        ("load.nmu_requests=3", "load.nmu_requests"),
+        ("load.num_requests=0", "greater than or equal to 1"),
+        ("=3", "KEY.PATH=VALUE"),
+        ("load.num_requests.x=3", "not a mapping"),
+    ):
         assert run_cli(["validate", "--set", bad]) == 2, bad
         err = capsys.readouterr().err
         assert names in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

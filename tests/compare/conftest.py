@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from realruns import copy_run
 from simruns import write_run
 

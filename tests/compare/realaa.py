@@ -26,7 +26,9 @@ BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-
 def population(run: Path = BASELINE) -> dict[str, dict]:
     """``{cell id: {axes, k, prompts: [(prompt id, drafts, length probabilities)]}}`` of the speculative cells."""
     out = {}
-    for cell_dir in sorted(p for p in run.iterdir() if (p / "cell.json").is_file() and not p.name.startswith("baseline")):
+    for cell_dir in sorted(
+        p for p in run.iterdir() if (p / "cell.json").is_file() and not p.name.startswith("baseline")
+    ):
         cell = json.loads((cell_dir / "cell.json").read_text())
         prompts = []
         for line in (cell_dir / "requests.jsonl").read_text().splitlines():
@@ -44,7 +46,7 @@ def _draw(prompts, rng: np.random.Generator, k: int) -> list[Counts]:
     units = []
     for _, d, probs in prompts:
         lengths = rng.multinomial(d, probs)  # drafts that accepted exactly j tokens
-        acc = [int(lengths[j + 1:].sum()) for j in range(k)]
+        acc = [int(lengths[j + 1 :].sum()) for j in range(k)]
         units.append(Counts(d, d * k, int(sum(acc)), acc, k))
     return units
 
@@ -52,16 +54,24 @@ def _draw(prompts, rng: np.random.Generator, k: int) -> list[Counts]:
 def aa_sides(pop: dict[str, dict], n: int, rng: np.random.Generator) -> tuple[Side, Side]:
     """Two sides of one A/A study: ``n`` prompts per cell, the same prompts on both sides."""
     sides = []
-    chosen = {cid: [c["prompts"][i] for i in rng.choice(len(c["prompts"]), size=n, replace=False)]
-              for cid, c in pop.items()}
+    chosen = {
+        cid: [c["prompts"][i] for i in rng.choice(len(c["prompts"]), size=n, replace=False)] for cid, c in pop.items()
+    }
     for label in ("base", "cand"):
         cells = {}
         for cid, c in pop.items():
             units = _draw(chosen[cid], rng, c["k"])
             key = cell_key(c["axes"])
-            cells[key] = SideCell(key=key, name=cell_name(c["axes"], cid), axes=c["axes"], cell_ids=[cid],
-                                  units=units, unit_kind="request", num_spec_tokens=c["k"], exact=total(units),
-                                  requests=[{"prompt_id": p[0], "spec_decode": u.to_dict()}
-                                            for p, u in zip(chosen[cid], units)])
+            cells[key] = SideCell(
+                key=key,
+                name=cell_name(c["axes"], cid),
+                axes=c["axes"],
+                cell_ids=[cid],
+                units=units,
+                unit_kind="request",
+                num_spec_tokens=c["k"],
+                exact=total(units),
+                requests=[{"prompt_id": p[0], "spec_decode": u.to_dict()} for p, u in zip(chosen[cid], units)],
+            )
         sides.append(Side(path=Path(label), label=label, manifest={"run_id": label}, cells=cells))
     return sides[0], sides[1]

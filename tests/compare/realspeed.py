@@ -22,6 +22,7 @@ BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-
 
 def speedup_population(run: Path = BASELINE) -> dict[str, tuple[list[dict], list[dict]]]:
     """``{spec cell: (its requests, the requests of its run's baseline cell of the same MLA)}``."""
+
     def rows(cell: str) -> list[dict]:
         return [json.loads(line) for line in (run / cell / "requests.jsonl").read_text().splitlines()]
 
@@ -39,8 +40,9 @@ def _side(spec: list[dict], base: list[dict], idx: np.ndarray) -> tuple[list[dic
     return [dict(spec[i], id=j) for j, i in enumerate(idx)], [dict(base[i], id=j) for j, i in enumerate(idx)]
 
 
-def speedup_aa(pop: dict[str, tuple[list[dict], list[dict]]], n: int, trials: int, rng: np.random.Generator
-               ) -> tuple[float, float, float]:
+def speedup_aa(
+    pop: dict[str, tuple[list[dict], list[dict]]], n: int, trials: int, rng: np.random.Generator
+) -> tuple[float, float, float]:
     """(one-sided false-alarm rate on the harm side: CI of the change entirely below 0, the same
     on the other side, share of checks without an interval) over ``trials`` x cells A/A checks."""
     harm = other = none = total = 0

@@ -15,8 +15,14 @@ import numpy as np
 from specbench.analysis.acceptance import Counts
 
 
-def simulate_units(p: list[float], n_units: int, drafts_per_unit: int, rng: np.random.Generator,
-                   spread: float = 0.0, shifts: np.ndarray | None = None) -> list[Counts]:
+def simulate_units(
+    p: list[float],
+    n_units: int,
+    drafts_per_unit: int,
+    rng: np.random.Generator,
+    spread: float = 0.0,
+    shifts: np.ndarray | None = None,
+) -> list[Counts]:
     """``n_units`` request units of ``drafts_per_unit`` drafts each, true unconditional rates ``p``.
 
     ``shifts`` (one per unit) fixes the per-request logit shifts instead of drawing them: the same
@@ -35,9 +41,16 @@ def simulate_units(p: list[float], n_units: int, drafts_per_unit: int, rng: np.r
     draws = rng.random((n_units, drafts_per_unit, k)) < unit_alpha[:, None, :]
     accepted = np.cumprod(draws, axis=2)  # position i counts only if 0..i all accepted
     per_pos = accepted.sum(axis=1)  # (n_units, k)
-    return [Counts(num_drafts=drafts_per_unit, draft_tokens=drafts_per_unit * k,
-                   accepted_tokens=int(row.sum()), accepted_per_position=[int(x) for x in row], num_spec_tokens=k)
-            for row in per_pos]
+    return [
+        Counts(
+            num_drafts=drafts_per_unit,
+            draft_tokens=drafts_per_unit * k,
+            accepted_tokens=int(row.sum()),
+            accepted_per_position=[int(x) for x in row],
+            num_spec_tokens=k,
+        )
+        for row in per_pos
+    ]
 
 
 # The MDC study (tests/compare/test_detectable.py, benchmarks/gate_error_rates.py): one cell, 20
@@ -55,9 +68,17 @@ def mdc_side(label: str, p: list[float], rng: np.random.Generator):
     from specbench.compare.sides import Side, SideCell
 
     units = simulate_units(p, MDC_PROMPTS, MDC_DRAFTS, rng, shifts=MDC_SHIFTS)
-    cell = SideCell(key=(), name="cell", axes={}, cell_ids=["c"], units=units, unit_kind="request",
-                    num_spec_tokens=3, exact=total(units),
-                    requests=[{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)])
+    cell = SideCell(
+        key=(),
+        name="cell",
+        axes={},
+        cell_ids=["c"],
+        units=units,
+        unit_kind="request",
+        num_spec_tokens=3,
+        exact=total(units),
+        requests=[{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)],
+    )
     return Side(path=None, label=label, manifest={"run_id": label}, cells={(): cell})
 
 
@@ -81,15 +102,19 @@ def mdc_power(pilots: int, trials: int, rng: np.random.Generator) -> tuple[float
     def true_p0(p0: float) -> float:  # expected pooled p_0 of the prompts (equal drafts each)
         return float(expit(logit(p0) + MDC_SHIFTS).mean())
 
-    pilot = [p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", MDC_P, rng), gates))
-             for _ in range(pilots)]
+    pilot = [
+        p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", MDC_P, rng), gates)) for _ in range(pilots)
+    ]
     mdc = float(np.median([g.mdc for g in pilot]))
     half_width_mdc = float(np.median([t.ppf(0.975, g.df) * g.se for g in pilot]))
     rates = {}
     for name, drop in (("mdc", mdc), ("tolerance + half-width", half_width_mdc)):
-        p0 = brentq(lambda x: true_p0(MDC_P[0]) - true_p0(x) - drop, MDC_P[1], MDC_P[0])
+        p0 = brentq(lambda x: true_p0(MDC_P[0]) - true_p0(x) - drop, MDC_P[1], MDC_P[0])  # noqa: B023
         assert abs(p0 + MDC_P[0] - 1) < 0.03  # the drop straddles 0.5
-        hits = sum(p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", [p0, *MDC_P[1:]], rng), gates)
-                            ).status == "fail" for _ in range(trials))
+        hits = sum(
+            p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", [p0, *MDC_P[1:]], rng), gates)).status
+            == "fail"
+            for _ in range(trials)
+        )
         rates[name] = hits / trials
     return mdc, rates, {g.control for g in pilot}

@@ -63,8 +63,10 @@ def test_attested_differences_between_the_runs_are_named(tmp_path):
     code, out = run(BASELINE, cand, "--gate", "acceptance_length:0", "--json", js)
     assert code == 0, out  # a different MLA kernel is a confound to show, not a verdict
     warnings = json.loads(js.read_text())["warnings"]
-    assert "mla=on, output_norm=on: the runs' servers differ in (attested, baseline vs candidate): attention_backend CPU_MLA vs AMX_MLA" \
+    assert (
+        "mla=on, output_norm=on: the runs' servers differ in (attested, baseline vs candidate): attention_backend CPU_MLA vs AMX_MLA"
         in warnings
+    )
 
 
 def test_inputs_no_specbench_server_produced_are_shown_unchecked_not_refused(tmp_path):

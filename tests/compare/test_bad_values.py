@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from realruns import BASELINE, run
 
 CELL = "mla-on__output_norm-on__r0"
@@ -24,21 +23,28 @@ def _edit_row(run_dir: Path, index: int, edit) -> Path:
 INF, NAN = float("inf"), float("nan")
 
 
-@pytest.mark.parametrize("field, edit, shown", [
-    # was: OverflowError, "report it"
-    ("spec_decode.num_drafts", lambda r: r["spec_decode"].update(num_drafts=INF), "Infinity"),
-    # was: the request left out silently
-    ("spec_decode.accepted_per_position[1]", lambda r: r["spec_decode"]["accepted_per_position"].__setitem__(1, -3),
-     "negative (-3)"),
-    ("e2e_s", lambda r: r.update(e2e_s=INF), "Infinity"),  # was: a speed-up of 0, FAIL
-    ("ttft_s", lambda r: r.update(ttft_s=NAN), "NaN"),  # was: an inconclusive row
-    ("itl_s[2]", lambda r: r["itl_s"].__setitem__(2, -0.5), "negative (-0.5)"),
-    ("output_tokens", lambda r: r.update(output_tokens=-INF), "-Infinity"),
-])
+@pytest.mark.parametrize(
+    "field, edit, shown",
+    [
+        # was: OverflowError, "report it"
+        ("spec_decode.num_drafts", lambda r: r["spec_decode"].update(num_drafts=INF), "Infinity"),
+        # was: the request left out silently
+        (
+            "spec_decode.accepted_per_position[1]",
+            lambda r: r["spec_decode"]["accepted_per_position"].__setitem__(1, -3),
+            "negative (-3)",
+        ),
+        ("e2e_s", lambda r: r.update(e2e_s=INF), "Infinity"),  # was: a speed-up of 0, FAIL
+        ("ttft_s", lambda r: r.update(ttft_s=NAN), "NaN"),  # was: an inconclusive row
+        ("itl_s[2]", lambda r: r["itl_s"].__setitem__(2, -0.5), "negative (-0.5)"),
+        ("output_tokens", lambda r: r.update(output_tokens=-INF), "-Infinity"),
+    ],
+)
 def test_a_bad_count_or_time_is_an_input_error_naming_file_line_and_field(copy, field, edit, shown):
     f = _edit_row(copy, 4, edit)
-    code, out = run(BASELINE, copy, "--gate", "acceptance_length:-3%", "--gate", "speedup:-5%",
-                    "--gate", "ttft_p50_ms:+50%")
+    code, out = run(
+        BASELINE, copy, "--gate", "acceptance_length:-3%", "--gate", "speedup:-5%", "--gate", "ttft_p50_ms:+50%"
+    )
     assert code == 2, out
     assert f"{f}:5: {field} is {shown}; a count or time must be a finite number >= 0" in out.replace("\n", "")
     assert "Traceback" not in out and "report it" not in out
@@ -52,9 +58,11 @@ def test_an_errored_requests_row_is_not_checked(copy):
 
 def test_mixed_k_inside_a_cell_is_refused(copy):
     """One request at k=2 among k=3 ones: pooling silently dropped per_position[2] (23 checks of 24)."""
+
     def to_k2(sd):
-        sd.update(num_spec_tokens=2, draft_tokens=2 * sd["num_drafts"],
-                  accepted_per_position=sd["accepted_per_position"][:2])
+        sd.update(
+            num_spec_tokens=2, draft_tokens=2 * sd["num_drafts"], accepted_per_position=sd["accepted_per_position"][:2]
+        )
         sd["accepted_tokens"] = sum(sd["accepted_per_position"])
 
     _edit_row(copy, 7, lambda r: to_k2(r["spec_decode"]))

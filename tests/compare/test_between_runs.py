@@ -58,7 +58,7 @@ def make_run(dst: Path, factors: list[float]) -> Path:
     manifest = json.loads((dst / "manifest.json").read_text())
     cells = []
     for cid in manifest["cells"]:
-        for r, f in enumerate(factors):
+        for r, _f in enumerate(factors):
             new = cid[: -len("__r0")] + f"__r{r}"
             if r:
                 shutil.copytree(dst / cid, dst / new)
@@ -74,8 +74,24 @@ def make_run(dst: Path, factors: list[float]) -> Path:
 def cli(base: Path, cand: Path, tmp_path: Path, *gates: str, resamples: int = 500) -> tuple[int, dict, str]:
     out = tmp_path / f"{base.name}-{cand.name}.json"
     args = [x for g in gates for x in ("--gate", g)]
-    r = subprocess.run([sys.executable, "-m", "specbench", "compare", str(base), str(cand), *args, "--json", str(out),
-                        "--resamples", str(resamples)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specbench",
+            "compare",
+            str(base),
+            str(cand),
+            *args,
+            "--json",
+            str(out),
+            "--resamples",
+            str(resamples),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return r.returncode, json.loads(out.read_text()) if out.exists() else {}, r.stdout + r.stderr
 
 
@@ -88,16 +104,19 @@ def test_a_whole_run_slowdown_with_one_repeat_is_inconclusive_within_run_only(tm
     1. Each e2e check says it was past the tolerance inside the run (the old verdict: FAIL) but not
     past the noise floor, and is inconclusive (exit 3)."""
     base, cand = make_run(tmp_path / "base", [1.0]), make_run(tmp_path / "busy", [2.4])
-    code, data, out = cli(base, cand, tmp_path, "acceptance_length:-3%", "per_position[*]:-2pp", GATE,
-                          resamples=2000)  # as in CI: with fewer, Holm over 32 checks could pass it anyway
+    code, data, out = cli(
+        base, cand, tmp_path, "acceptance_length:-3%", "per_position[*]:-2pp", GATE, resamples=2000
+    )  # as in CI: with fewer, Holm over 32 checks could pass it anyway
     assert code == 3, out
     assert not data["regressions"]
     e2e = checks(data, "e2e_p50_ms")
     assert len(e2e) == 8 and {g["status"] for g in e2e} == {"inconclusive"}
     for g in e2e:
         assert g["scope"] == WITHIN
-        assert "within-run only: past the tolerance inside this run, but not past the noise floor of e2e_p50_ms" in (
-            g["message"])
+        assert (
+            "within-run only: past the tolerance inside this run, but not past the noise floor of e2e_p50_ms"
+            in (g["message"])
+        )
     assert {g["status"] for c in data["cells"] for g in c["gates"] if g["metric"] != "e2e_p50_ms"} == {"pass"}
     row = next(m for c in data["cells"] for m in c["metrics"] if m["name"] == "e2e_p50_ms")
     assert row["scope"] == WITHIN and "within-run only: 1 vs 1 repeats" in row["method"] and row["verdict"] == "~"
@@ -108,8 +127,7 @@ def test_a_slowdown_beyond_the_noise_floor_fails(tmp_path):
     """6x: past (1 + 10%) x 3.5 = 3.85x of the baseline's e2e median in every cell: exit 1. (Holm
     over 32 checks asks p <= 0.08%: a bootstrap p-value needs 2000 resamples to get there.)"""
     base, cand = make_run(tmp_path / "base", [1.0]), make_run(tmp_path / "slow", [6.0])
-    code, data, out = cli(base, cand, tmp_path, "acceptance_length:-3%", "per_position[*]:-2pp", GATE,
-                          resamples=2000)
+    code, data, out = cli(base, cand, tmp_path, "acceptance_length:-3%", "per_position[*]:-2pp", GATE, resamples=2000)
     assert code == 1, out
     failed = data["regressions"]
     assert {g["metric"] for g in failed} == {"e2e_p50_ms"} and len(failed) == 8
@@ -137,8 +155,9 @@ def test_repeats_are_the_unit_a_consistent_regression_fails(tmp_path):
     e2e = checks(data, "e2e_p50_ms")
     assert len(e2e) == 8 and {g["status"] for g in e2e} == {"fail"} and {g["scope"] for g in e2e} == {BETWEEN}
     row = next(m for c in data["cells"] for m in c["metrics"] if m["name"] == "e2e_p50_ms")
-    assert row["method"].startswith("between repeats: one value per repeat (the median over its requests), Welch t, "
-                                    "3 vs 3 repeats")
+    assert row["method"].startswith(
+        "between repeats: one value per repeat (the median over its requests), Welch t, 3 vs 3 repeats"
+    )
 
 
 def test_repeats_a_shift_within_their_spread_is_no_regression(tmp_path):
@@ -162,8 +181,9 @@ def test_the_speedup_per_repeat_is_over_the_same_repeat_of_its_baseline(tmp_path
     """Repeat 1 of every cell, baseline cells included, ran 2x slower: each repeat's speed-up is
     the same, so the between-repeat interval is of zero width around no change: a pass."""
     base = make_run(tmp_path / "base", [1.0, 2.0])
-    comp = compare_sides(load_side(base), load_side(make_run(tmp_path / "cand", [1.0, 2.0])),
-                         [parse_gate("speedup:-5%")])
+    comp = compare_sides(
+        load_side(base), load_side(make_run(tmp_path / "cand", [1.0, 2.0])), [parse_gate("speedup:-5%")]
+    )
     rows = [r for c in comp.cells for r in c.rows if r.name == "speedup"]
     assert rows and all(r.scope == BETWEEN and r.se == pytest.approx(0.0, abs=1e-12) for r in rows)
     assert comp.exit_code == 0
@@ -185,8 +205,9 @@ def _rerun_pairs(runs: list[Path]):
                 if cell is not None:
                     cell.unattested = []
             groups.setdefault(entry[0], []).append(entry)
-    return [(a, b) for members in groups.values() for i, a in enumerate(members) for j, b in enumerate(members)
-            if i != j]
+    return [
+        (a, b) for members in groups.values() for i, a in enumerate(members) for j, b in enumerate(members) if i != j
+    ]
 
 
 def test_committed_same_vm_reruns_do_not_fail_each_other(tmp_path):
@@ -243,8 +264,12 @@ def test_a_noise_floor_file(tmp_path):
     assert floors["ttft_p50_ms"].change == DEFAULT_FLOORS["ttft_p50_ms"]
     from specbench.errors import ConfigError
 
-    for bad, why in (("e2e_p50_ms: -50%", "positive change"), ("speedup: +10%", "negative change"),
-                     ("acceptance_length: 5%", "not a latency or throughput metric"), ("[1, 2]", "mapping")):
+    for bad, why in (
+        ("e2e_p50_ms: -50%", "positive change"),
+        ("speedup: +10%", "negative change"),
+        ("acceptance_length: 5%", "not a latency or throughput metric"),
+        ("[1, 2]", "mapping"),
+    ):
         f.write_text(bad + "\n")
         with pytest.raises(ConfigError, match=why):
             load_floors(f)

@@ -6,9 +6,9 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from simruns import P
 from typer.testing import CliRunner
 
-from simruns import P
 from specbench.cli.main import app
 
 ON = {"mla": "on", "output_norm": "on"}
@@ -47,8 +47,9 @@ def test_regression_exit_1_names_cell_and_metric(pair):
 def test_outputs(pair, tmp_path):
     md, xml, js, png, summary = (tmp_path / n for n in ("r.md", "r.xml", "r.json", "r.png", "step.md"))
     summary.write_text("earlier step\n")
-    code, out = run(*pair, "--markdown", md, "--junit", xml, "--json", js, "--plot", png,
-                    env={"GITHUB_STEP_SUMMARY": str(summary)})
+    code, out = run(
+        *pair, "--markdown", md, "--junit", xml, "--json", js, "--plot", png, env={"GITHUB_STEP_SUMMARY": str(summary)}
+    )
     assert code == 1, out
     text = md.read_text()
     assert "❌" in text and "| p_0 |" in text and "🔴 worse" in text and "**FAIL**" in text

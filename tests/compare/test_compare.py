@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from simruns import P
 
 from specbench.compare import DEFAULT_GATES, compare_sides, load_side, parse_gate
 from specbench.io import load_json
-
-from simruns import P
 
 ON = {"mla": "on", "output_norm": "on"}
 OFF = {"mla": "on", "output_norm": "off"}
@@ -17,8 +16,10 @@ DEFAULT = [parse_gate(g) for g in DEFAULT_GATES]
 
 
 def _cells(p_off, units=40, drafts=25, **extra):
-    return [{"axes": ON, "p": P, "units": units, "drafts": drafts, **extra},
-            {"axes": OFF, "p": p_off, "units": units, "drafts": drafts, **extra}]
+    return [
+        {"axes": ON, "p": P, "units": units, "drafts": drafts, **extra},
+        {"axes": OFF, "p": p_off, "units": units, "drafts": drafts, **extra},
+    ]
 
 
 def _rows(comp, cell):
@@ -89,11 +90,21 @@ def test_noise_only_passes(make_run):
 
 
 def test_repeats_pooled_and_one_sided_cells_reported(make_run):
-    base = make_run("base", [{"axes": ON, "p": P, "units": 10, "drafts": 20, "repeat": 0},
-                             {"axes": ON, "p": P, "units": 10, "drafts": 20, "repeat": 1},
-                             {"axes": OFF, "p": P, "units": 10, "drafts": 20}])
-    cand = make_run("cand", [{"axes": ON, "p": P, "units": 10, "drafts": 20},
-                             {"axes": {"mla": "off", "output_norm": "on"}, "p": P, "units": 10, "drafts": 20}])
+    base = make_run(
+        "base",
+        [
+            {"axes": ON, "p": P, "units": 10, "drafts": 20, "repeat": 0},
+            {"axes": ON, "p": P, "units": 10, "drafts": 20, "repeat": 1},
+            {"axes": OFF, "p": P, "units": 10, "drafts": 20},
+        ],
+    )
+    cand = make_run(
+        "cand",
+        [
+            {"axes": ON, "p": P, "units": 10, "drafts": 20},
+            {"axes": {"mla": "off", "output_norm": "on"}, "p": P, "units": 10, "drafts": 20},
+        ],
+    )
     comp = compare_sides(load_side(base), load_side(cand), DEFAULT)
     assert [c.name for c in comp.cells if not c.missing] == ["mla=on, output_norm=on"]
     assert comp.cells[0].base_ids == ["mla-on__output_norm-on__r0", "mla-on__output_norm-on__r1"]
@@ -107,9 +118,13 @@ def test_repeats_pooled_and_one_sided_cells_reported(make_run):
 
 def test_failed_cell_is_reported_not_compared(make_run):
     base = make_run("base", _cells(P))
-    cand = make_run("cand", [{"axes": ON, "p": P, "units": 10, "drafts": 20},
-                             {"axes": OFF, "p": P, "units": 10, "drafts": 20, "status": "failed",
-                              "reason": "server died"}])
+    cand = make_run(
+        "cand",
+        [
+            {"axes": ON, "p": P, "units": 10, "drafts": 20},
+            {"axes": OFF, "p": P, "units": 10, "drafts": 20, "status": "failed", "reason": "server died"},
+        ],
+    )
     comp = compare_sides(load_side(base), load_side(cand), DEFAULT)
     assert comp.only_base == ["mla=on, output_norm=off"]
     assert any("server died" in w for w in comp.warnings)
@@ -147,8 +162,10 @@ def test_cells_that_ran_together_or_on_other_hosts_are_warned(make_run):
 
     cells = [{"axes": {"mla": m}, "p": P, "units": 5, "drafts": 20} for m in ("on", "off")]
     run = make_run("ray", cells, manifest={"cell_hosts": {"mla-on__r0": "n1", "mla-off__r0": "n1"}})
-    spans = {"mla-on__r0": ("2026-12-03T06:00:00+00:00", "2026-12-03T06:02:00+00:00"),
-             "mla-off__r0": ("2026-12-03T06:01:00+00:00", "2026-12-03T06:03:00+00:00")}
+    spans = {
+        "mla-on__r0": ("2026-12-03T06:00:00+00:00", "2026-12-03T06:02:00+00:00"),
+        "mla-off__r0": ("2026-12-03T06:01:00+00:00", "2026-12-03T06:03:00+00:00"),
+    }
     for cid, (start, end) in spans.items():
         p = run / cid / "cell.json"
         p.write_text(json.dumps({**json.loads(p.read_text()), "started_at": start, "ended_at": end}))

@@ -29,14 +29,19 @@ def _broken_norm(run, dest):
     """A copy of ``run`` whose output_norm=on cells hold the output_norm=off cells' measurements."""
     shutil.copytree(run, dest)
     manifest = load_json(dest / "manifest.json")
-    cells = {cid: load_json(dest / cid / "cell.json") for cid in manifest["cells"] if (dest / cid / "cell.json").exists()}
+    cells = {
+        cid: load_json(dest / cid / "cell.json") for cid in manifest["cells"] if (dest / cid / "cell.json").exists()
+    }
     swapped = 0
     for cid, cell in cells.items():
         axes = cell["axes"]
         if axes.get("output_norm") != "on":
             continue
-        twin = next(c for c, other in cells.items()
-                    if other["axes"] == {**axes, "output_norm": "off"} and other["repeat"] == cell["repeat"])
+        twin = next(
+            c
+            for c, other in cells.items()
+            if other["axes"] == {**axes, "output_norm": "off"} and other["repeat"] == cell["repeat"]
+        )
         for name in ("acceptance.json", "requests.jsonl", "summary.json"):
             if (run / twin / name).exists():
                 shutil.copyfile(run / twin / name, dest / cid / name)
@@ -54,8 +59,9 @@ def test_same_run_is_no_regression(default_study):
 def test_output_norm_off_is_a_regression(default_study, tmp_path):
     cand = _broken_norm(default_study, tmp_path / "cand")
     md, xml, js = tmp_path / "r.md", tmp_path / "r.xml", tmp_path / "r.json"
-    code, out = _compare(default_study, cand, "--markdown", md, "--junit", xml, "--json", js,
-                         "--plot", tmp_path / "p.png")
+    code, out = _compare(
+        default_study, cand, "--markdown", md, "--junit", xml, "--json", js, "--plot", tmp_path / "p.png"
+    )
     assert code == 1, out
     assert "output_norm=on: per_position[0]" in out
     data = json.loads(js.read_text())

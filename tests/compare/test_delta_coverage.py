@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 import pytest
-
 from realcells import paired_delta_coverage, populations
+
 from specbench.analysis.counts import Counts
 from specbench.compare.intervals import paired_acceptance_deltas
 
@@ -44,9 +44,13 @@ def test_paired_change_covers_at_least_93_percent(n):
     for a, b in itertools.permutations(sorted(POPS), 2):
         if OPEN in a or OPEN in b:
             continue
-        low.update({f"{a} -> {b} {key}": cov for key, (cov, given) in
-                    paired_delta_coverage(POPS[a], POPS[b], n, DRAWS, rng).items()
-                    if given >= DRAWS // 4 and cov < 0.93 - _slack(given)})
+        low.update(
+            {
+                f"{a} -> {b} {key}": cov
+                for key, (cov, given) in paired_delta_coverage(POPS[a], POPS[b], n, DRAWS, rng).items()
+                if given >= DRAWS // 4 and cov < 0.93 - _slack(given)
+            }
+        )
     assert not low, low
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from simulate import mdc_power
 
 

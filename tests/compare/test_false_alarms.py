@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 import pytest
+from simulate import simulate_units
 
 from specbench.compare.checks import holm_reject
 from specbench.compare.intervals import acceptance_deltas, one_sided_p, paired_acceptance_deltas
-from simulate import simulate_units
 
 P = [0.77, 0.55, 0.35]
 NOMINAL = 0.025
@@ -61,8 +61,10 @@ def _paired(rng, n):
 @pytest.fixture(scope="module")
 def simulated():
     """{kind: {n: (rates, coverage)}}, simulated once for the tests below."""
-    return {kind: {n: _false_alarms(fn, n, seed=n) for n in (3, 5, 10, 20)}
-            for kind, fn in (("unpaired", _unpaired), ("paired", _paired))}
+    return {
+        kind: {n: _false_alarms(fn, n, seed=n) for n in (3, 5, 10, 20)}
+        for kind, fn in (("unpaired", _unpaired), ("paired", _paired))
+    }
 
 
 @pytest.mark.parametrize("kind", ["unpaired", "paired"])
@@ -70,8 +72,10 @@ def test_one_sided_false_alarm_rate_at_most_nominal(kind, simulated):
     measured = {n: rates for n, (rates, _) in simulated[kind].items()}
     limit = _allowance(TRIALS)
     worst = max(r for rates in measured.values() for r in rates.values())
-    assert worst <= limit, f"{kind}: one-sided false-alarm rates {measured} (nominal {NOMINAL}, allowed up to {limit:.4f} " \
-                           f"= nominal + 2 MC SE at {TRIALS} trials)"
+    assert worst <= limit, (
+        f"{kind}: one-sided false-alarm rates {measured} (nominal {NOMINAL}, allowed up to {limit:.4f} "
+        f"= nominal + 2 MC SE at {TRIALS} trials)"
+    )
 
 
 def test_interval_level_is_95_not_90(simulated):
@@ -89,7 +93,9 @@ def test_holm_controls_family_wise_rate_over_positions_and_cells():
     for _ in range(trials):
         pvals = []
         for _cell in range(4):
-            d = acceptance_deltas(simulate_units(P, 20, 30, rng, spread=0.3), simulate_units(P, 20, 30, rng, spread=0.3))
+            d = acceptance_deltas(
+                simulate_units(P, 20, 30, rng, spread=0.3), simulate_units(P, 20, 30, rng, spread=0.3)
+            )
             pvals += [one_sided_p(-d[f"p{i}"].point, 0.0, d[f"p{i}"].se, d[f"p{i}"].df) for i in range(3)]
         any_raw += any(p < alpha for p in pvals)
         any_holm += any(holm_reject(pvals, alpha))
@@ -111,14 +117,32 @@ def test_holm_turns_a_lone_marginal_failure_into_a_pass_and_says_so():
     def result(cell, metric, status, p):
         return GateResult(cell, "per_position[*]:0", metric, status, "m", p_value=p, control="per check")
 
-    cells = [CellComparison(f"c{i}", {}, [], [], 1, 1, "request",
-                            gates=[result(f"c{i}", f"per_position[{j}]", "fail" if (i, j) == (0, 0) else "pass",
-                                          0.02 if (i, j) == (0, 0) else 0.5) for j in range(3)])
-             for i in range(4)]
+    cells = [
+        CellComparison(
+            f"c{i}",
+            {},
+            [],
+            [],
+            1,
+            1,
+            "request",
+            gates=[
+                result(
+                    f"c{i}",
+                    f"per_position[{j}]",
+                    "fail" if (i, j) == (0, 0) else "pass",
+                    0.02 if (i, j) == (0, 0) else 0.5,
+                )
+                for j in range(3)
+            ],
+        )
+        for i in range(4)
+    ]
     comp = Comparison("b", "c", cells, [], [], [], [], ["per_position[*]:0"], False, 0.95, 0)
     holm(comp, 0.025)
     (g,) = [g for g in comp.checks if g.metric == "per_position[0]" and g.cell == "c0"]
     assert g.status == "pass" and "not after Holm over all 12 checks" in g.notes[0]
-    assert all(x.control == "run-level: family-wise <= 2.5% one-sided over all 12 decided checks (Holm)"
-               for x in comp.checks)
+    assert all(
+        x.control == "run-level: family-wise <= 2.5% one-sided over all 12 decided checks (Holm)" for x in comp.checks
+    )
     assert comp.exit_code == 0

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from realruns import BASELINE, SPEC_CELLS, run
 
 from specbench.compare.gates import decide, parse_gate
-from realruns import BASELINE, SPEC_CELLS, run
 
 
 def _few_prompt_load(dst: Path, n_prompts: int, lose_token: bool, prompt_ids: bool = True) -> Path:
@@ -32,8 +32,13 @@ def _few_prompt_load(dst: Path, n_prompts: int, lose_token: bool, prompt_ids: bo
                 sd["accepted_per_position"][j] -= 1
                 sd["accepted_tokens"] -= 1
             r.update(spec_decode=sd, prompt_id=src["prompt_id"] if prompt_ids else None)
-            units.append({**acc["per_request"]["units"][i % n_prompts], "accepted_tokens": sd["accepted_tokens"],
-                          "accepted_per_position": sd["accepted_per_position"]})
+            units.append(
+                {
+                    **acc["per_request"]["units"][i % n_prompts],
+                    "accepted_tokens": sd["accepted_tokens"],
+                    "accepted_per_position": sd["accepted_per_position"],
+                }
+            )
         f.write_text("".join(json.dumps(r) + "\n" for r in rows))
         tot = {k: sum(u[k] for u in units) for k in ("num_drafts", "draft_tokens", "accepted_tokens")}
         tot["accepted_per_position"] = [sum(u["accepted_per_position"][i] for u in units) for i in range(3)]
@@ -66,8 +71,9 @@ def test_a_zero_width_interval_around_a_change_never_decides(tmp_path):
     assert code == 3, out
     assert "a zero-width interval never decides" in out and "0 failed" in out
     # no change at all (every unit identical on both sides) is a pass, not a zero-width verdict
-    code, out = run(base, _few_prompt_load(tmp_path / "c2", 1, lose_token=False, prompt_ids=False),
-                    "--gate", "acceptance_length:0")
+    code, out = run(
+        base, _few_prompt_load(tmp_path / "c2", 1, lose_token=False, prompt_ids=False), "--gate", "acceptance_length:0"
+    )
     assert code == 0, out
 
 

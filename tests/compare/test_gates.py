@@ -8,33 +8,39 @@ from specbench.compare.gates import GRAMMAR, GateError, decide, load_gate_file, 
 from specbench.compare.metrics import METRICS
 
 
-@pytest.mark.parametrize("expr, metric, index, value, unit", [
-    ("acceptance_length:-3%", "mean_acceptance_length", None, -3.0, "%"),
-    ("mean_acceptance_length:-0.1", "mean_acceptance_length", None, -0.1, "abs"),
-    ("per_position[0]:-0.02", "per_position", 0, -0.02, "abs"),
-    ("per_position[*]:-2pp", "per_position", -1, -2.0, "pp"),
-    ("ttft_p50_ms:+10%", "ttft_p50_ms", None, 10.0, "%"),
-    ("draft_acceptance_rate:-1pp", "draft_acceptance_rate", None, -1.0, "pp"),
-    ("conditional[1]:-0.05", "conditional", 1, -0.05, "abs"),
-    ("per_position[2]:0", "per_position", 2, 0.0, "abs"),
-    (" acceptance_length : -3% ", "mean_acceptance_length", None, -3.0, "%"),
-])
+@pytest.mark.parametrize(
+    "expr, metric, index, value, unit",
+    [
+        ("acceptance_length:-3%", "mean_acceptance_length", None, -3.0, "%"),
+        ("mean_acceptance_length:-0.1", "mean_acceptance_length", None, -0.1, "abs"),
+        ("per_position[0]:-0.02", "per_position", 0, -0.02, "abs"),
+        ("per_position[*]:-2pp", "per_position", -1, -2.0, "pp"),
+        ("ttft_p50_ms:+10%", "ttft_p50_ms", None, 10.0, "%"),
+        ("draft_acceptance_rate:-1pp", "draft_acceptance_rate", None, -1.0, "pp"),
+        ("conditional[1]:-0.05", "conditional", 1, -0.05, "abs"),
+        ("per_position[2]:0", "per_position", 2, 0.0, "abs"),
+        (" acceptance_length : -3% ", "mean_acceptance_length", None, -3.0, "%"),
+    ],
+)
 def test_parse_valid(expr, metric, index, value, unit):
     g = parse_gate(expr)
     assert (g.metric.name, g.index, g.value, g.unit) == (metric, index, value, unit)
 
 
-@pytest.mark.parametrize("expr, fragment", [
-    ("acceptance_length", "not of the form"),
-    ("acceptance_length:-3x", "not of the form"),
-    ("latency:-3%", "unknown metric 'latency'"),
-    ("per_position:-2pp", "needs a position"),
-    ("acceptance_length[0]:-3%", "has no positions"),
-    ("acceptance_length:+3%", "must be written -3%"),
-    ("ttft_p50_ms:-10%", "must be written +10%"),
-    ("acceptance_length:-2pp", "only applies to fractions"),
-    ("per_position[a]:-2pp", "not of the form"),
-])
+@pytest.mark.parametrize(
+    "expr, fragment",
+    [
+        ("acceptance_length", "not of the form"),
+        ("acceptance_length:-3x", "not of the form"),
+        ("latency:-3%", "unknown metric 'latency'"),
+        ("per_position:-2pp", "needs a position"),
+        ("acceptance_length[0]:-3%", "has no positions"),
+        ("acceptance_length:+3%", "must be written -3%"),
+        ("ttft_p50_ms:-10%", "must be written +10%"),
+        ("acceptance_length:-2pp", "only applies to fractions"),
+        ("per_position[a]:-2pp", "not of the form"),
+    ],
+)
 def test_parse_malformed_names_expression_and_grammar(expr, fragment):
     with pytest.raises(GateError) as exc:
         parse_gate(expr)
@@ -85,13 +91,16 @@ def test_gate_file(tmp_path):
     assert load_gate_file(f)[0].all_positions
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("gates:\n  - acceptance_length:+3%\n", "gates[0]"),
-    ("gates:\n  - gate: per_position[0]:-1pp\n    cell: {a: b}\n", "gates.0.cell: Extra inputs are not permitted"),
-    ("gatez: []\n", "gatez"),
-    ("gates: []\n", "no gates"),
-    ("gates: [\n", "not readable YAML"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("gates:\n  - acceptance_length:+3%\n", "gates[0]"),
+        ("gates:\n  - gate: per_position[0]:-1pp\n    cell: {a: b}\n", "gates.0.cell: Extra inputs are not permitted"),
+        ("gatez: []\n", "gatez"),
+        ("gates: []\n", "no gates"),
+        ("gates: [\n", "not readable YAML"),
+    ],
+)
 def test_gate_file_errors_name_file_and_item(tmp_path, text, fragment):
     f = tmp_path / "gates.yaml"
     f.write_text(text)

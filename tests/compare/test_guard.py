@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from simruns import MANIFEST, P
+
 from specbench.compare.guard import _FIELDS, mismatches, unchecked
 from specbench.compare.sides import load_side
 
@@ -36,9 +36,21 @@ def test_each_field_difference_is_reported(make_run, label, path):
 def test_the_promised_fields_are_all_there():
     """model, draft, k, prompts, sampling and machine (docs/gate.md): none may be dropped silently."""
     labels = {f[0] for f in _FIELDS}
-    assert {"vLLM version", "model", "draft", "k (num_speculative_tokens)", "prompt set", "temperature",
-            "max_tokens", "sampling seed", "number of requests", "machine CPU", "machine CPU count",
-            "machine memory (GiB)", "machine GPUs"} <= labels
+    assert {
+        "vLLM version",
+        "model",
+        "draft",
+        "k (num_speculative_tokens)",
+        "prompt set",
+        "temperature",
+        "max_tokens",
+        "sampling seed",
+        "number of requests",
+        "machine CPU",
+        "machine CPU count",
+        "machine memory (GiB)",
+        "machine GPUs",
+    } <= labels
 
 
 def test_measured_k_per_cell(make_run):

@@ -19,9 +19,9 @@ import shutil
 
 import numpy as np
 import pytest
+from realaa import BASELINE, aa_sides, population
 from typer.testing import CliRunner
 
-from realaa import BASELINE, aa_sides, population
 from specbench.cli.main import app
 from specbench.compare import DEFAULT_GATES, compare_sides, parse_gate
 
@@ -41,8 +41,10 @@ def _aa_exit_rates(n: int, holm: bool, gates=GATES) -> dict[int, float]:
 @pytest.mark.parametrize("n", [3, 5, 10, 20])
 def test_whole_run_aa_exit_1_rate_at_most_5_percent(n):
     rates = _aa_exit_rates(n, holm=True)
-    assert rates[1] <= LIMIT, f"{n} prompts per cell: A/A exit-code rates {rates} over {TRIALS} compares of 6 cells " \
-                              f"x {len(GATES)} gate lines (allowed exit 1 <= {LIMIT})"
+    assert rates[1] <= LIMIT, (
+        f"{n} prompts per cell: A/A exit-code rates {rates} over {TRIALS} compares of 6 cells "
+        f"x {len(GATES)} gate lines (allowed exit 1 <= {LIMIT})"
+    )
 
 
 @pytest.mark.slow
@@ -51,8 +53,10 @@ def test_without_the_correction_the_same_studies_fail_often():
     gates the per-check rate is now low on its own (the change's variance is floored at the
     within-draw variance: 0% / 0.8% / 4% exit 1 at 3 / 5 / 10 prompts without Holm); gating every
     statistic at 0 (AL, DAR, p_i, alpha_i: 48 checks) measured 11.6% without Holm, 0% with it."""
-    every = [parse_gate(g) for g in ("acceptance_length:0", "draft_acceptance_rate:0", "per_position[*]:0",
-                                     "conditional[*]:0")]
+    every = [
+        parse_gate(g)
+        for g in ("acceptance_length:0", "draft_acceptance_rate:0", "per_position[*]:0", "conditional[*]:0")
+    ]
     assert _aa_exit_rates(10, holm=False, gates=every)[1] > 0.07
     assert _aa_exit_rates(10, holm=True, gates=every)[1] <= LIMIT
 
@@ -61,15 +65,36 @@ def test_the_correction_and_the_number_of_checks_are_stated(tmp_path):
     cand = tmp_path / "cand"
     shutil.copytree(BASELINE, cand, ignore=shutil.ignore_patterns("server.log", "*.prom"))
     md, js = tmp_path / "r.md", tmp_path / "r.json"
-    result = CliRunner().invoke(app, ["compare", str(BASELINE), str(cand), "--gate", "acceptance_length:-3%",
-                                      "--gate", "per_position[*]:-2pp", "--gate", "acceptance_length:0",
-                                      "--markdown", str(md), "--json", str(js)], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(BASELINE),
+            str(cand),
+            "--gate",
+            "acceptance_length:-3%",
+            "--gate",
+            "per_position[*]:-2pp",
+            "--gate",
+            "acceptance_length:0",
+            "--markdown",
+            str(md),
+            "--json",
+            str(js),
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert result.exit_code == 0, result.output
     said = "<= 2.5% one-sided for the whole compare, Holm over all 30 decided checks (every cell x every gate line)"
     assert said in result.output and said in md.read_text()
     data = json.loads(js.read_text())
-    assert data["error_control"] == {"method": "holm", "scope": "run", "alpha_one_sided": 0.025, "checks": 30,
-                                     "inconclusive_not_tested": 0}
+    assert data["error_control"] == {
+        "method": "holm",
+        "scope": "run",
+        "alpha_one_sided": 0.025,
+        "checks": 30,
+        "inconclusive_not_tested": 0,
+    }
     controls = {g["control"] for c in data["cells"] for g in c["gates"]}
     assert controls == {"run-level: family-wise <= 2.5% one-sided over all 30 decided checks (Holm)"}
 
@@ -83,13 +108,23 @@ def test_a_lone_marginal_failure_of_a_plain_gate_is_corrected_across_cells():
     def result(cell, gate, status, p):
         return GateResult(cell, gate, "mean_acceptance_length", status, "m", p_value=p, control="per check")
 
-    cells = [CellComparison(f"c{i}", {}, [], [], 1, 1, "request",
-                            gates=[result(f"c{i}", "acceptance_length:0", "fail" if i == 0 else "pass",
-                                          0.02 if i == 0 else 0.5),
-                                   result(f"c{i}", "acceptance_length:-3%", "pass", 0.9)])
-             for i in range(6)]
-    comp = Comparison("b", "c", cells, [], [], [], [], ["acceptance_length:0", "acceptance_length:-3%"], False,
-                      0.95, 0)
+    cells = [
+        CellComparison(
+            f"c{i}",
+            {},
+            [],
+            [],
+            1,
+            1,
+            "request",
+            gates=[
+                result(f"c{i}", "acceptance_length:0", "fail" if i == 0 else "pass", 0.02 if i == 0 else 0.5),
+                result(f"c{i}", "acceptance_length:-3%", "pass", 0.9),
+            ],
+        )
+        for i in range(6)
+    ]
+    comp = Comparison("b", "c", cells, [], [], [], [], ["acceptance_length:0", "acceptance_length:-3%"], False, 0.95, 0)
     holm(comp, 0.025)
     assert comp.exit_code == 0
     (g,) = [g for g in comp.checks if g.cell == "c0" and g.gate == "acceptance_length:0"]

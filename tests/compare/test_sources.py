@@ -25,12 +25,16 @@ def _per_request_regressed(cell_dir: Path, scale: float) -> None:
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     units = acc["per_request"]["units"]
     req = acc["per_request"]["counts"]
-    req.update(accepted_tokens=sum(u["accepted_tokens"] for u in units),
-               accepted_per_position=[sum(u["accepted_per_position"][i] for u in units) for i in range(3)])
+    req.update(
+        accepted_tokens=sum(u["accepted_tokens"] for u in units),
+        accepted_per_position=[sum(u["accepted_per_position"][i] for u in units) for i in range(3)],
+    )
     prom = acc["prometheus"]["counts"]
-    acc["agreement"] = {"logs_vs_prometheus": True, "per_request_vs_prometheus": False,
-                        "details": {"per_request": {k: [req[k], prom[k]] for k in ("accepted_tokens",
-                                                                                   "accepted_per_position")}}}
+    acc["agreement"] = {
+        "logs_vs_prometheus": True,
+        "per_request_vs_prometheus": False,
+        "details": {"per_request": {k: [req[k], prom[k]] for k in ("accepted_tokens", "accepted_per_position")}},
+    }
     (cell_dir / "acceptance.json").write_text(json.dumps(acc))
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specbench.run.collect import NO_SPEC_COUNTS
 from realruns import BASELINE, SPEC_CELLS, run
 
+from specbench.run.collect import NO_SPEC_COUNTS
 
 ZERO = {"num_drafts": 0, "draft_tokens": 0, "accepted_tokens": 0, "accepted_per_position": [0, 0, 0]}
 
@@ -17,9 +17,24 @@ def _no_drafts(cell_dir: Path) -> None:
     """The load ran, every request finished, no source counted a draft."""
     f = cell_dir / "requests.jsonl"
     rows = [json.loads(line) for line in f.read_text().splitlines()]
-    f.write_text("".join(json.dumps({**r, "spec_decode": {**r["spec_decode"], **ZERO, "acceptance_histogram": None,
-                                                          "per_step_accepted": [], "per_step_drafted": []}}) + "\n"
-                         for r in rows))
+    f.write_text(
+        "".join(
+            json.dumps(
+                {
+                    **r,
+                    "spec_decode": {
+                        **r["spec_decode"],
+                        **ZERO,
+                        "acceptance_histogram": None,
+                        "per_step_accepted": [],
+                        "per_step_drafted": [],
+                    },
+                }
+            )
+            + "\n"
+            for r in rows
+        )
+    )
     acc = json.loads((cell_dir / "acceptance.json").read_text())
     acc["prometheus"]["counts"].update(ZERO)
     acc["logs"] = {"counts": None, "windows": []}
@@ -41,8 +56,13 @@ def test_a_candidate_that_made_no_drafts_fails(copy, tmp_path):
     assert data["checks"] == {"pass": 0, "fail": 24, "inconclusive": 0}  # AL + 3 positions in 6 cells
     assert "speculation off in the candidate: 0 drafts over 20 finished requests" in out
     assert "where the baseline made 471 drafts" in out
-    al = next(m for c in data["cells"] if c["base_ids"] == [SPEC_CELLS[0]] for m in c["metrics"]
-              if m["name"] == "mean_acceptance_length")
+    al = next(
+        m
+        for c in data["cells"]
+        if c["base_ids"] == [SPEC_CELLS[0]]
+        for m in c["metrics"]
+        if m["name"] == "mean_acceptance_length"
+    )
     assert al["cand"] == 1.0 and al["verdict"] == "worse"
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from realspeed import speedup_aa, speedup_population
 
 POP = speedup_population()

@@ -35,8 +35,24 @@ def _copy(tmp_path: Path, name: str, edit=None) -> Path:
 def _compare(base: Path, cand: Path, tmp_path: Path, *gates: str) -> tuple[int, dict, str]:
     out = tmp_path / f"{base.name}-{cand.name}.json"
     args = [x for g in gates for x in ("--gate", g)]
-    r = subprocess.run([sys.executable, "-m", "specbench", "compare", str(base), str(cand), *args, "--json", str(out),
-                        "--resamples", "500"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specbench",
+            "compare",
+            str(base),
+            str(cand),
+            *args,
+            "--json",
+            str(out),
+            "--resamples",
+            "500",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return r.returncode, json.loads(out.read_text()) if out.exists() else {}, r.stdout + r.stderr
 
 
@@ -70,15 +86,17 @@ def test_speedup_gate_fails_when_the_cell_gets_slower(tmp_path):
     rc, data, out = _compare(base, slow, tmp_path, "speedup:-5%")
     assert rc == 1, out
     row = _row(data, "mla=on, output_norm=on", "speedup")
-    rows = {c: [json.loads(x) for x in (slow / c / "requests.jsonl").read_text().splitlines()]
-            for c in (CELL, BASE_CELL)}
+    rows = {
+        c: [json.loads(x) for x in (slow / c / "requests.jsonl").read_text().splitlines()] for c in (CELL, BASE_CELL)
+    }
     rate = lambda rs: sum(r["output_tokens"] for r in rs) / sum(r["e2e_s"] for r in rs)  # noqa: E731
     assert row["cand"] == pytest.approx(rate(rows[CELL]) / rate(rows[BASE_CELL]))
     assert row["cand"] < row["base"] and row["verdict"] == "worse"
     assert [g["metric"] for g in data["regressions"]] == ["speedup"]
     # unchanged cells pass the same gate
-    assert all(g["status"] != "fail" for c in data["cells"] if c["name"] != "mla=on, output_norm=on"
-               for g in c["gates"])
+    assert all(
+        g["status"] != "fail" for c in data["cells"] if c["name"] != "mla=on, output_norm=on" for g in c["gates"]
+    )
 
 
 @pytest.mark.slow

@@ -12,7 +12,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from realruns import BASELINE, SPEC_CELLS, run
 
 
@@ -61,8 +60,11 @@ def test_one_failed_repeat_makes_a_pass_inconclusive(copy):
     cid = SPEC_CELLS[0]
     shutil.copytree(copy / cid, copy / (cid[:-1] + "1"))
     f = copy / (cid[:-1] + "1") / "cell.json"
-    f.write_text(json.dumps({**json.loads(f.read_text()), "repeat": 1, "cell_id": cid[:-1] + "1",
-                             "status": "failed", "reason": "oom"}))
+    f.write_text(
+        json.dumps(
+            {**json.loads(f.read_text()), "repeat": 1, "cell_id": cid[:-1] + "1", "status": "failed", "reason": "oom"}
+        )
+    )
     m = json.loads((copy / "manifest.json").read_text())
     m["cells"].append(cid[:-1] + "1")
     (copy / "manifest.json").write_text(json.dumps(m))
@@ -71,10 +73,13 @@ def test_one_failed_repeat_makes_a_pass_inconclusive(copy):
     assert "1 repeat(s) of this cell failed" in out and "5 passed, 0 failed, 1 inconclusive" in out
 
 
-@pytest.mark.parametrize("gate, fragment", [
-    ("per_position[7]:-2pp", "position 7 does not exist: the runs have k = 3"),
-    ("conditional[3]:0", "position 3 does not exist"),
-])
+@pytest.mark.parametrize(
+    "gate, fragment",
+    [
+        ("per_position[7]:-2pp", "position 7 does not exist: the runs have k = 3"),
+        ("conditional[3]:0", "position 3 does not exist"),
+    ],
+)
 def test_position_no_run_has_is_a_usage_error(gate, fragment):
     code, out = run(BASELINE, BASELINE, "--gate", gate)
     assert code == 2 and fragment in out
@@ -97,13 +102,18 @@ def test_gate_file_selector(tmp_path):
 def test_single_scrapes_without_units_are_inconclusive(tmp_path):
     """Reproducer 2: two single /metrics scrapes (100 drafts each, AL 2.70 vs 2.60): was exit 1
     from a point estimate alone; now no verdict, and the output says how to get units."""
+
     def scrape(name: str, accepted: list[int]) -> Path:
         lab = 'engine="0",model_name="m"'
-        lines = [f"vllm:spec_decode_num_drafts_total{{{lab}}} 100.0",
-                 f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} 300.0",
-                 f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {float(sum(accepted))}"]
-        lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{i}"}} {float(a)}'
-                  for i, a in enumerate(accepted)]
+        lines = [
+            f"vllm:spec_decode_num_drafts_total{{{lab}}} 100.0",
+            f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} 300.0",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {float(sum(accepted))}",
+        ]
+        lines += [
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{i}"}} {float(a)}'
+            for i, a in enumerate(accepted)
+        ]
         p = tmp_path / name
         p.write_text("\n".join(lines) + "\n")
         return p
@@ -140,16 +150,24 @@ def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path)
     requests of the same prompt form one unit (not independent ones)."""
     js = tmp_path / "r.json"
     run(BASELINE, copy, "--json", js)
-    methods = {m["method"] for c in json.loads(js.read_text())["cells"] for m in c["metrics"]
-               if m["name"] == "mean_acceptance_length"}
+    methods = {
+        m["method"]
+        for c in json.loads(js.read_text())["cells"]
+        for m in c["metrics"]
+        if m["name"] == "mean_acceptance_length"
+    }
     assert methods == {"paired by prompt, t with jackknife SE, 20 prompts"}
     for cid in SPEC_CELLS:  # the 20 requests now use 5 prompts, 4 times each
         f = copy / cid / "requests.jsonl"
         rows = [json.loads(line) for line in f.read_text().splitlines()]
         f.write_text("".join(json.dumps({**r, "prompt_id": f"p{i % 5}"}) + "\n" for i, r in enumerate(rows)))
     run(copy, copy, "--json", js)
-    methods = {m["method"] for c in json.loads(js.read_text())["cells"] for m in c["metrics"]
-               if m["name"] == "mean_acceptance_length"}
+    methods = {
+        m["method"]
+        for c in json.loads(js.read_text())["cells"]
+        for m in c["metrics"]
+        if m["name"] == "mean_acceptance_length"
+    }
     assert methods == {"paired by prompt, t with jackknife SE, 5 prompts"}
 
 
@@ -179,9 +197,13 @@ def test_an_errored_request_leaves_its_prompt_out_of_both_sides(copy, tmp_path):
     code, out = run(BASELINE, copy, "--json", js)
     assert code == 0, out
     data = json.loads(js.read_text())
-    assert any(w.startswith("mla=on, output_norm=on: acceptance paired by prompt: 19 prompts on both sides; "
-                            "unmatched, left out: 1 of 20 baseline prompts, 0 of 19 candidate prompts")
-               for w in data["warnings"]), data["warnings"]
+    assert any(
+        w.startswith(
+            "mla=on, output_norm=on: acceptance paired by prompt: 19 prompts on both sides; "
+            "unmatched, left out: 1 of 20 baseline prompts, 0 of 19 candidate prompts"
+        )
+        for w in data["warnings"]
+    ), data["warnings"]
     cell = next(c for c in data["cells"] if c["base_ids"] == [cid])
     assert cell["pairing"]["only_in_baseline"] == [rows[0]["prompt_id"]] and cell["pairing"]["shared"] == 19
     al = next(m for m in cell["metrics"] if m["name"] == "mean_acceptance_length")
@@ -193,7 +215,7 @@ def test_impossible_counts_are_left_out_never_tabled(copy, tmp_path):
     f = copy / cid / "acceptance.json"
     acc = json.loads(f.read_text())
     acc["prometheus"]["counts"]["accepted_tokens"] = -5  # e.g. a counter reset diffed by an old version
-    acc["per_request"]["units"][3]["accepted_per_position"][0] = 10 ** 6  # p_0 > 1
+    acc["per_request"]["units"][3]["accepted_per_position"][0] = 10**6  # p_0 > 1
     f.write_text(json.dumps(acc))
     js = tmp_path / "r.json"
     run(BASELINE, copy, "--json", js)
@@ -214,8 +236,10 @@ def test_bare_log_with_windows_at_different_k_is_refused(tmp_path):
         head.format(s=1) + "Mean acceptance length: 2.50, Accepted throughput: 1.0 tokens/s, Drafted throughput: "
         "1.0 tokens/s, Accepted: 15 tokens, Drafted: 30 tokens, Per-position acceptance rate: 0.800, 0.500, 0.200, "
         "Avg Draft acceptance rate: 50.0%\n"
-        + head.format(s=11) + "Mean acceptance length: 2.20, Accepted throughput: 1.0 tokens/s, Drafted throughput: "
+        + head.format(s=11)
+        + "Mean acceptance length: 2.20, Accepted throughput: 1.0 tokens/s, Drafted throughput: "
         "1.0 tokens/s, Accepted: 12 tokens, Drafted: 20 tokens, Per-position acceptance rate: 0.800, 0.400, "
-        "Avg Draft acceptance rate: 60.0%\n")
+        "Avg Draft acceptance rate: 60.0%\n"
+    )
     code, out = run(log, log)
     assert code == 2 and "different k (k=2, k=3)" in out, out

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import shutil
 
+from simruns import P
 from typer.testing import CliRunner
 
-from simruns import P
 from specbench.cli.main import app
 
 ON = {"mla": "on", "output_norm": "on"}
@@ -76,8 +76,12 @@ def test_plot_has_a_delta_panel_with_the_gate_interval_and_tolerance(make_run):
     fig = overlay_figure([("norm off", bands(base.cells[cell.key].units), bands(cand.cells[cell.key].units), d)])
     top, bottom = fig.axes[:2]
     assert "Δ" in bottom.get_ylabel()
-    tol = [seg for coll in bottom.collections for seg in coll.get_segments() if len(seg) == 2
-           and seg[0][1] == seg[1][1] and seg[0][0] != seg[1][0]]
+    tol = [
+        seg
+        for coll in bottom.collections
+        for seg in coll.get_segments()
+        if len(seg) == 2 and seg[0][1] == seg[1][1] and seg[0][0] != seg[1][0]
+    ]
     assert sorted({round(float(seg[0][1]), 6) for seg in tol}) == [-2.0]  # -2pp, in the panel's pp units
     failed = d.status.index("fail")
     points = [line for line in bottom.get_lines() if line.get_marker() == "D"]

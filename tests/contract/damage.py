@@ -16,12 +16,40 @@ import yaml
 
 DEEP = "__DEEP__"
 HOSTILE: list[Any] = [
-    None, True, False, 0, -1, 10 ** 30, 1e308, float("inf"), float("nan"), "", " ", "\0", "a\0b", "../../etc/passwd",
-    "/etc", "x" * 10_000, [], {}, [1], [None], {"a": 1}, {"": None}, "[]", "{}", "1e12", "-0", "ñ\u202e", DEEP,
+    None,
+    True,
+    False,
+    0,
+    -1,
+    10**30,
+    1e308,
+    float("inf"),
+    float("nan"),
+    "",
+    " ",
+    "\0",
+    "a\0b",
+    "../../etc/passwd",
+    "/etc",
+    "x" * 10_000,
+    [],
+    {},
+    [1],
+    [None],
+    {"a": 1},
+    {"": None},
+    "[]",
+    "{}",
+    "1e12",
+    "-0",
+    "ñ\u202e",
+    DEEP,
 ]
-ALIAS_BOMB = ("bomb_a: &a [x, x, x, x, x, x, x, x, x, x]\nbomb_b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-              "bomb_c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nbomb_d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-              "bomb_e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nbomb_f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n")
+ALIAS_BOMB = (
+    "bomb_a: &a [x, x, x, x, x, x, x, x, x, x]\nbomb_b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "bomb_c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nbomb_d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "bomb_e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nbomb_f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+)
 
 
 def paths(tree: Any, prefix: tuple = ()) -> list[tuple]:
@@ -48,7 +76,7 @@ def swap_type(value: Any, rng: random.Random) -> Any:
     if isinstance(value, bool):
         return rng.choice([str(value).lower(), int(value), None])
     if isinstance(value, (int, float)):
-        return rng.choice([str(value), [value], float(value) + 0.5, -value, value * 10 ** 12, True])
+        return rng.choice([str(value), [value], float(value) + 0.5, -value, value * 10**12, True])
     if isinstance(value, str):
         return rng.choice([[value], {value: value}, len(value), value * 3, value[: len(value) // 2], 1.5])
     if isinstance(value, list):
@@ -62,7 +90,7 @@ def mutate_tree(tree: Any, rng: random.Random, avoid: tuple = ()) -> tuple[Any, 
     """A deep copy of ``tree`` with one damage; returns (tree, description). ``avoid``: path prefixes
     left alone (where secrets sit, so a test can check they stay hidden)."""
     tree = json.loads(json.dumps(tree, allow_nan=True))
-    candidates = [p for p in paths(tree) if not any(p[:len(a)] == a for a in avoid)]
+    candidates = [p for p in paths(tree) if not any(p[: len(a)] == a for a in avoid)]
     if not candidates:
         return rng.choice(HOSTILE), "root replaced"
     path = rng.choice(candidates)
@@ -105,12 +133,14 @@ def mutate_text(data: bytes, rng: random.Random, fmt: str) -> tuple[bytes, str]:
         return bytes(b), "bytes flipped"
     if op == "insert":
         at = rng.randrange(n + 1)
-        junk = rng.choice([b"\0", b"\xff\xfe", b"{", b"[", b": :", b"\n  - ", b"&x ", b"*x", b"!!python/object:os.system"])
+        junk = rng.choice(
+            [b"\0", b"\xff\xfe", b"{", b"[", b": :", b"\n  - ", b"&x ", b"*x", b"!!python/object:os.system"]
+        )
         return data[:at] + junk + data[at:], f"inserted {junk!r} at {at}"
     if op == "dup_line" and fmt == "yaml":
         lines = data.split(b"\n")
         i = rng.randrange(len(lines))
-        return b"\n".join(lines[:i + 1] + [lines[i]] + lines[i + 1:]), f"line {i + 1} duplicated"
+        return b"\n".join(lines[: i + 1] + [lines[i]] + lines[i + 1 :]), f"line {i + 1} duplicated"
     if op == "garbage":
         return bytes(rng.randrange(256) for _ in range(rng.randint(1, 2000))), "binary garbage"
     if op == "empty":

@@ -35,8 +35,12 @@ class Case:
 
 
 def _base(results_dir: Path) -> dict[str, Any]:
-    return {"name": "hostile", "serve": {"model": MODEL, "per_request_metrics": "off"},
-            "load": {"num_requests": 4}, "results_dir": str(results_dir)}
+    return {
+        "name": "hostile",
+        "serve": {"model": MODEL, "per_request_metrics": "off"},
+        "load": {"num_requests": 4},
+        "results_dir": str(results_dir),
+    }
 
 
 def _write(path: Path, text: str) -> Path:
@@ -49,10 +53,22 @@ def _command(rng: random.Random, p: Path) -> list[Any]:
 
 
 # -- recursive and amplifying aliases ------------------------------------------------------------
-RECURSIVE = ["&a [*a]", "&a {b: *a}", "&a [x, [y, *a]]", "&a {b: [1, {c: *a}]}", "&a [&b [*a, *b]]",
-             "&a [[[[[*a]]]]]", "&a {k: &b {j: *a}}"]
-PLACES = [("top", None), ("serve.env", ("serve", "env")), ("load.num_requests", ("load", "num_requests")),
-          ("matrix", ("matrix",)), ("serve.extra_args", ("serve", "extra_args"))]
+RECURSIVE = [
+    "&a [*a]",
+    "&a {b: *a}",
+    "&a [x, [y, *a]]",
+    "&a {b: [1, {c: *a}]}",
+    "&a [&b [*a, *b]]",
+    "&a [[[[[*a]]]]]",
+    "&a {k: &b {j: *a}}",
+]
+PLACES = [
+    ("top", None),
+    ("serve.env", ("serve", "env")),
+    ("load.num_requests", ("load", "num_requests")),
+    ("matrix", ("matrix",)),
+    ("serve.extra_args", ("serve", "extra_args")),
+]
 
 
 def alias_cases(rng: random.Random, d: Path, n: int, gate_argv: list[Any]) -> list[Case]:
@@ -67,18 +83,35 @@ def alias_cases(rng: random.Random, d: Path, n: int, gate_argv: list[Any]) -> li
                 key = "x_" + where.replace(".", "_")
                 text = f"{key}: {node}\n" + body if path is None else body + f"{key}: {node}\n"
                 p = _write(d / f"alias{i}.yaml", text)
-                out.append(Case("aliases", f"recursive {node!r} in a config", _command(rng, p), {2}, [str(p)],
-                                said="recursive alias"))
+                out.append(
+                    Case(
+                        "aliases",
+                        f"recursive {node!r} in a config",
+                        _command(rng, p),
+                        {2},
+                        [str(p)],
+                        said="recursive alias",
+                    )
+                )
             else:
                 p = _write(d / f"alias{i}.yaml", yaml.safe_dump(_base(d / "res")))
                 key = ".".join(path or ("serve", "env", "X"))
-                out.append(Case("aliases", f"recursive {node!r} in --set {key}", [*_command(rng, p), "--set",
-                                f"{key}={node}"], {2}, [key], said="recursive alias"))
+                out.append(
+                    Case(
+                        "aliases",
+                        f"recursive {node!r} in --set {key}",
+                        [*_command(rng, p), "--set", f"{key}={node}"],
+                        {2},
+                        [key],
+                        said="recursive alias",
+                    )
+                )
         elif kind < 0.75:  # recursive in a gate file
             node = rng.choice(RECURSIVE)
             g = _write(d / f"gate{i}.yaml", f"x: {node}\ngates: {rng.choice(['*a', '[acceptance_length:-3%]'])}\n")
-            out.append(Case("aliases", f"recursive {node!r} in a gate file", [*gate_argv, "--gate-file", g], {2},
-                            [str(g)]))
+            out.append(
+                Case("aliases", f"recursive {node!r} in a gate file", [*gate_argv, "--gate-file", g], {2}, [str(g)])
+            )
         else:  # amplifying: one long string aliased many times, or a doubling chain
             if rng.random() < 0.6:
                 size, times = rng.choice([20_000, 50_000, 100_000]), rng.choice([50, 200, 1000])
@@ -87,7 +120,8 @@ def alias_cases(rng: random.Random, d: Path, n: int, gate_argv: list[Any]) -> li
             else:
                 levels, fan = rng.randint(6, 9), rng.randint(9, 12)
                 text = "l0: &l0 [x]\n" + "".join(
-                    f"l{j}: &l{j} [{', '.join([f'*l{j - 1}'] * fan)}]\n" for j in range(1, levels))
+                    f"l{j}: &l{j} [{', '.join([f'*l{j - 1}'] * fan)}]\n" for j in range(1, levels)
+                )
                 what = f"{levels} levels of {fan} aliases"
             p = _write(d / f"amp{i}.yaml", text + yaml.safe_dump(_base(d / "res")))
             out.append(Case("aliases", what, _command(rng, p), {2}, [str(p)]))
@@ -112,11 +146,22 @@ def secret_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
         cfg, sets, shown = _base(d / f"res{i}"), [], [s]
         form = rng.randrange(12)
         if form == 0:
-            cfg["serve"]["env"] = {rng.choice(["HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "MY_PASSWORD"]): s}
+            cfg["serve"]["env"] = {
+                rng.choice(["HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "MY_PASSWORD"]): s
+            }
         elif form == 1:
-            cfg["serve"]["extra_args"] = rng.choice([["--api-key", s], ["--api-key", "-" + s], ["--api-key", "--" + s],
-                                                     ["-api-key", s], [f"--api-key={s}"], ["--hf-token", s],
-                                                     ["--api-k", s], ["--api-key", "k0" + s, s]])
+            cfg["serve"]["extra_args"] = rng.choice(
+                [
+                    ["--api-key", s],
+                    ["--api-key", "-" + s],
+                    ["--api-key", "--" + s],
+                    ["-api-key", s],
+                    [f"--api-key={s}"],
+                    ["--hf-token", s],
+                    ["--api-k", s],
+                    ["--api-key", "k0" + s, s],
+                ]
+            )
         elif form == 2:
             cfg["serve"]["extra_args"] = ["--otlp-traces-endpoint", url]
             shown = [pw]
@@ -149,26 +194,52 @@ def secret_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
             sets.append(rng.choice(["serve.port=x", "load.num_requests=-1", "serve.nope=1"]))
         p = _write(d / f"secret{i}.yaml", yaml.safe_dump(cfg, sort_keys=False))
         refused = broken or form in (8, 9, 11)  # not YAML; a URL is no model
-        out.append(Case("secrets", f"form {form}, {'with' if broken else 'no'} other error, sets {len(sets)}",
-                        [*_command(rng, p), *[x for v in sets for x in ("--set", v)]],
-                        {2} if refused else {0}, secrets=shown))
+        out.append(
+            Case(
+                "secrets",
+                f"form {form}, {'with' if broken else 'no'} other error, sets {len(sets)}",
+                [*_command(rng, p), *[x for v in sets for x in ("--set", v)]],
+                {2} if refused else {0},
+                secrets=shown,
+            )
+        )
     return out
 
 
 # -- strict types --------------------------------------------------------------------------------
-INT_FIELDS = [("serve", "port"), ("serve", "tensor_parallel_size"), ("serve", "max_model_len"),
-              ("serve", "max_num_seqs"), ("load", "num_requests"), ("load", "concurrency"), ("load", "max_tokens"),
-              ("load", "seed"), ("serve", "speculative", "num_speculative_tokens")]
+INT_FIELDS = [
+    ("serve", "port"),
+    ("serve", "tensor_parallel_size"),
+    ("serve", "max_model_len"),
+    ("serve", "max_num_seqs"),
+    ("load", "num_requests"),
+    ("load", "concurrency"),
+    ("load", "max_tokens"),
+    ("load", "seed"),
+    ("serve", "speculative", "num_speculative_tokens"),
+]
 BOOL_FIELDS = [("serve", "enforce_eager"), ("serve", "trust_remote_code")]
 FLOAT_FIELDS = [("load", "temperature"), ("serve", "startup_timeout_s")]
-WRONG = {"int": [True, False, "80", "3", 4.5, [1], {"a": 1}, "0x10", "1e3"],
-         "bool": ["yes", "true", "on", 1, 0, "1", [True]],
-         "float": ["0.5", True, [0.1], {"a": 1.0}, "inf"]}
-RIGHT = {("serve", "port"): 8000, ("serve", "tensor_parallel_size"): 1, ("serve", "max_model_len"): 512,
-         ("serve", "max_num_seqs"): 4, ("load", "num_requests"): 8, ("load", "concurrency"): 2,
-         ("load", "max_tokens"): 16, ("load", "seed"): 0, ("serve", "speculative", "num_speculative_tokens"): 3,
-         ("serve", "enforce_eager"): True, ("serve", "trust_remote_code"): False, ("load", "temperature"): 0.5,
-         ("serve", "startup_timeout_s"): 30}
+WRONG = {
+    "int": [True, False, "80", "3", 4.5, [1], {"a": 1}, "0x10", "1e3"],
+    "bool": ["yes", "true", "on", 1, 0, "1", [True]],
+    "float": ["0.5", True, [0.1], {"a": 1.0}, "inf"],
+}
+RIGHT = {
+    ("serve", "port"): 8000,
+    ("serve", "tensor_parallel_size"): 1,
+    ("serve", "max_model_len"): 512,
+    ("serve", "max_num_seqs"): 4,
+    ("load", "num_requests"): 8,
+    ("load", "concurrency"): 2,
+    ("load", "max_tokens"): 16,
+    ("load", "seed"): 0,
+    ("serve", "speculative", "num_speculative_tokens"): 3,
+    ("serve", "enforce_eager"): True,
+    ("serve", "trust_remote_code"): False,
+    ("load", "temperature"): 0.5,
+    ("serve", "startup_timeout_s"): 30,
+}
 
 
 def _set_in(cfg: dict, path: tuple, value: Any) -> None:
@@ -180,7 +251,9 @@ def _set_in(cfg: dict, path: tuple, value: Any) -> None:
 
 def strict_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
     out = []
-    fields = [(f, "int") for f in INT_FIELDS] + [(f, "bool") for f in BOOL_FIELDS] + [(f, "float") for f in FLOAT_FIELDS]
+    fields = (
+        [(f, "int") for f in INT_FIELDS] + [(f, "bool") for f in BOOL_FIELDS] + [(f, "float") for f in FLOAT_FIELDS]
+    )
     for i in range(n):
         path, kind = rng.choice(fields)
         right = rng.random() < 0.12  # controls: right types still pass
@@ -202,19 +275,35 @@ def strict_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
 
 
 # -- empty and NUL values ------------------------------------------------------------------------
-EMPTY_FIELDS = {("serve", "model"): {2}, ("serve", "speculative", "draft"): {2}, ("results_dir",): {2},
-                ("name",): {2}, ("serve", "host"): {2}, ("serve", "env", "X"): {0, 2},
-                ("load", "prompts", "file"): {2}}
+EMPTY_FIELDS = {
+    ("serve", "model"): {2},
+    ("serve", "speculative", "draft"): {2},
+    ("results_dir",): {2},
+    ("name",): {2},
+    ("serve", "host"): {2},
+    ("serve", "env", "X"): {0, 2},
+    ("load", "prompts", "file"): {2},
+}
 
 
 def empty_cases(rng: random.Random, d: Path, n: int, run: Path) -> list[Case]:
     out = []
-    cli = [(["report", "--out", ""], "--out"), (["run", "--dry-run", "--out", ""], "--out"),
-           (["report", run, "--out", d / "rep", "--seed", "-1"], "--seed"), (["compare", run, run, "--seed", "-1"], "--seed"),
-           (["compare", run, run, "--json", ""], "--json"), (["compare", run, run, "--markdown", ""], "--markdown"),
-           (["parse", ""], ""), (["validate", ""], ""), (["compare", "", run], ""), (["report", "", "--out", d / "r"], ""),
-           (["parse", "a\0b"], ""), (["validate", "a\0b"], ""), (["report", "a\0b", "--out", d / "r"], ""),
-           (["compare", run, run, "--json", "a\0b"], "--json")]
+    cli = [
+        (["report", "--out", ""], "--out"),
+        (["run", "--dry-run", "--out", ""], "--out"),
+        (["report", run, "--out", d / "rep", "--seed", "-1"], "--seed"),
+        (["compare", run, run, "--seed", "-1"], "--seed"),
+        (["compare", run, run, "--json", ""], "--json"),
+        (["compare", run, run, "--markdown", ""], "--markdown"),
+        (["parse", ""], ""),
+        (["validate", ""], ""),
+        (["compare", "", run], ""),
+        (["report", "", "--out", d / "r"], ""),
+        (["parse", "a\0b"], ""),
+        (["validate", "a\0b"], ""),
+        (["report", "a\0b", "--out", d / "r"], ""),
+        (["compare", run, run, "--json", "a\0b"], "--json"),
+    ]
     for i in range(n):
         if rng.random() < 0.25:
             argv, flag = rng.choice(cli)
@@ -229,8 +318,9 @@ def empty_cases(rng: random.Random, d: Path, n: int, run: Path) -> list[Case]:
         _set_in(cfg, path, value)
         p = _write(d / f"empty{i}.yaml", yaml.safe_dump(cfg, sort_keys=False))
         dotted = ".".join(path)
-        out.append(Case("empty/NUL", f"{dotted}: {value!r}", _command(rng, p), {2} if nul else allowed,
-                        [dotted, str(p)]))
+        out.append(
+            Case("empty/NUL", f"{dotted}: {value!r}", _command(rng, p), {2} if nul else allowed, [dotted, str(p)])
+        )
     return out
 
 
@@ -240,20 +330,33 @@ def oversized_cases(rng: random.Random, d: Path, n: int, gate_argv: list[Any]) -
     for i in range(n):
         size = rng.choice([260_000, 400_000, 1_000_000, 3_000_000])
         shape = rng.choice(["list", "string", "keys", "comment"])
-        filler = {"list": "x: [" + "1, " * (size // 3) + "]\n", "string": "x: '" + "y" * size + "'\n",
-                  "keys": "".join(f"k{j}: {j}\n" for j in range(size // 8)), "comment": "#" + "c" * size + "\n"}[shape]
+        filler = {
+            "list": "x: [" + "1, " * (size // 3) + "]\n",
+            "string": "x: '" + "y" * size + "'\n",
+            "keys": "".join(f"k{j}: {j}\n" for j in range(size // 8)),
+            "comment": "#" + "c" * size + "\n",
+        }[shape]
         where = rng.choice(["config", "config", "gate", "set"])
         if where == "config":
             p = _write(d / f"big{i}.yaml", yaml.safe_dump(_base(d / "res")) + filler)
-            out.append(Case("oversized", f"{size}-char {shape} in a config", _command(rng, p), {2}, [str(p)],
-                            said="more than"))
+            out.append(
+                Case("oversized", f"{size}-char {shape} in a config", _command(rng, p), {2}, [str(p)], said="more than")
+            )
         elif where == "gate":
             g = _write(d / f"big{i}.yaml", "gates: [acceptance_length:-3%]\n" + filler)
-            out.append(Case("oversized", f"{size}-char {shape} in a gate file", [*gate_argv, "--gate-file", g], {2},
-                            [str(g)]))
+            out.append(
+                Case("oversized", f"{size}-char {shape} in a gate file", [*gate_argv, "--gate-file", g], {2}, [str(g)])
+            )
         else:
             p = _write(d / f"big{i}.yaml", yaml.safe_dump(_base(d / "res")))
             value = "[" + "1, " * (size // 3) + "]" if shape == "list" else "y" * size
-            out.append(Case("oversized", f"{size}-char --set value", [*_command(rng, p), "--set",
-                            f"serve.env.X={value}"], {2}, ["serve.env.X"]))
+            out.append(
+                Case(
+                    "oversized",
+                    f"{size}-char --set value",
+                    [*_command(rng, p), "--set", f"serve.env.X={value}"],
+                    {2},
+                    ["serve.env.X"],
+                )
+            )
     return out

@@ -73,8 +73,7 @@ def tree_hash(*roots: Path) -> dict[str, str]:
     return out
 
 
-def check(case: str, code: int, out: str, err: str, *, allowed=ALLOWED, secrets=SECRETS, files=(),
-          names=()) -> None:
+def check(case: str, code: int, out: str, err: str, *, allowed=ALLOWED, secrets=SECRETS, files=(), names=()) -> None:
     """The contract for one input; ``names``: on exit 2 the error line names one of these."""
     where = f"[{case}] exit {code}\nstderr: {err[-800:]}"
     assert code in allowed, where
@@ -133,8 +132,15 @@ def test_generated_damaged_configs_keep_the_contract(tmp_path):
         code, out, err = invoke(argv)
         # Text damage can move a secret into a field that is echoed (a model path, say): only
         # tree damage, which leaves the secret fields alone, is held to "no secret shown".
-        check(f"config seed=14 i={i} {name}: {what}", code, out, err, allowed={0, 2},
-              secrets=SECRETS if tree_damage else [ENV_SECRET], names=[p])
+        check(
+            f"config seed=14 i={i} {name}: {what}",
+            code,
+            out,
+            err,
+            allowed={0, 2},
+            secrets=SECRETS if tree_damage else [ENV_SECRET],
+            names=[p],
+        )
         assert tree_hash(p) == before, f"config {i} changed by {argv[0]}"
         codes[code] = codes.get(code, 0) + 1
         p.unlink()
@@ -213,8 +219,9 @@ def test_generated_damaged_run_directories_keep_the_contract(tmp_path):
         before = tree_hash(cand)
         outputs = ["--json", out_json] if i % 8 == 0 else []  # each write fsyncs: not every time
         code, out, err = invoke(["compare", base, cand, "--resamples", "100", *outputs])
-        check(f"run seed=1414 i={i}: {what}", code, out, err, allowed=ALLOWED | {1}, files=[out_json],
-              names=[cand, base])
+        check(
+            f"run seed=1414 i={i}: {what}", code, out, err, allowed=ALLOWED | {1}, files=[out_json], names=[cand, base]
+        )
         assert tree_hash(cand) == before, f"run {i} ({what}) changed by compare"
         codes[code] = codes.get(code, 0) + 1
         shutil.rmtree(cand)
@@ -224,8 +231,9 @@ def test_generated_damaged_run_directories_keep_the_contract(tmp_path):
 
 
 # -- gate files ------------------------------------------------------------------------------
-GATES = {"gates": ["acceptance_length:-3%", {"gate": "per_position[*]:-2pp", "cells": {"mla": "on"}},
-                   "ttft_p50_ms:+10%"]}
+GATES = {
+    "gates": ["acceptance_length:-3%", {"gate": "per_position[*]:-2pp", "cells": {"mla": "on"}}, "ttft_p50_ms:+10%"]
+}
 
 
 @pytest.mark.slow
@@ -258,9 +266,20 @@ def test_generated_output_paths_keep_the_contract(tmp_path):
     cand = _small_run(tmp_path / "cand")
     (tmp_path / "a_dir").mkdir()
     (tmp_path / "a_file").write_text("x")
-    specials = [tmp_path / "a_dir", "/proc/specbench-x", cand / "manifest.json", cand / "new.json", base,
-                tmp_path / "a_file" / "below.json", "", "/dev/null", tmp_path / "new" / "deep" / "x.json",
-                tmp_path / "ok.json", "/", cand / "baseline__mla-on__r0" / "cell.json"]
+    specials = [
+        tmp_path / "a_dir",
+        "/proc/specbench-x",
+        cand / "manifest.json",
+        cand / "new.json",
+        base,
+        tmp_path / "a_file" / "below.json",
+        "",
+        "/dev/null",
+        tmp_path / "new" / "deep" / "x.json",
+        tmp_path / "ok.json",
+        "/",
+        cand / "baseline__mla-on__r0" / "cell.json",
+    ]
     flags = ["--json", "--markdown", "--junit", "--plot"]
     suffixes = ["", ".png", ".exe", ".svg", ".json", ".md"]
     rng = random.Random(41)
@@ -280,8 +299,15 @@ def test_generated_output_paths_keep_the_contract(tmp_path):
 def _sb(args: list[str], **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HF_TOKEN": ENV_SECRET}
     env.pop("SPECBENCH_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "specbench", *args], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=kw.pop("cwd", ROOT), **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=kw.pop("cwd", ROOT),
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("source", ["-", "/dev/stdin"])

@@ -45,8 +45,16 @@ from test_contract import (  # noqa: F401
 SEED = 31
 BOUND_S = 30.0
 # (family, cases): 2,010 in-process; the run-directory families are built below.
-N = {"aliases": 330, "secrets": 560, "strict types": 400, "empty/NUL": 280, "oversized": 60,
-     "output paths from the environment": 60, "special files in run directories": 250, "oversized run files": 70}
+N = {
+    "aliases": 330,
+    "secrets": 560,
+    "strict types": 400,
+    "empty/NUL": 280,
+    "oversized": 60,
+    "output paths from the environment": 60,
+    "special files in run directories": 250,
+    "oversized run files": 70,
+}
 
 
 class Hang(Exception):
@@ -116,26 +124,48 @@ def run_dir_cases(rng: random.Random, tmp: Path, base: Path, cand: Path, gate: P
     out = []
     for i in range(N["output paths from the environment"]):
         inside = rng.random() < 0.85
-        target = rng.choice([cand / "manifest.json", cand / cells[0] / "cell.json", cand, cand / "new.md",
-                             cand / cells[-1] / "x" / "y.md", base / "summary.md", gate]) if inside else \
-            tmp / f"summary{i}.md"
+        target = (
+            rng.choice(
+                [
+                    cand / "manifest.json",
+                    cand / cells[0] / "cell.json",
+                    cand,
+                    cand / "new.md",
+                    cand / cells[-1] / "x" / "y.md",
+                    base / "summary.md",
+                    gate,
+                ]
+            )
+            if inside
+            else tmp / f"summary{i}.md"
+        )
         argv = [*compare, "--gate-file", gate] if target == gate else list(compare)
-        case = Case("output paths from the environment", f"GITHUB_STEP_SUMMARY={target}", argv, {2} if inside else {0},
-                    ["GITHUB_STEP_SUMMARY"], env={"GITHUB_STEP_SUMMARY": str(target)},
-                    said="input of this command" if inside else "")
+        case = Case(
+            "output paths from the environment",
+            f"GITHUB_STEP_SUMMARY={target}",
+            argv,
+            {2} if inside else {0},
+            ["GITHUB_STEP_SUMMARY"],
+            env={"GITHUB_STEP_SUMMARY": str(target)},
+            said="input of this command" if inside else "",
+        )
         out.append((case, None, None))  # elsewhere: a full compare (a second), so only a few
-    for i in range(N["special files in run directories"]):
+    for _i in range(N["special files in run directories"]):
         rel = rng.choice(["manifest.json", "C/cell.json", "C/acceptance.json", "C/summary.json", "C/requests.jsonl"])
         target = cand / rel.replace("C", rng.choice(cells))
         kind = rng.choice(SPECIAL)
         command = rng.choice(["compare", "compare-swapped", "report"])
-        argv = {"compare": compare, "compare-swapped": ["compare", cand, base, "--resamples", "100"],
-                "report": ["report", cand, "--out", tmp / "rep", "--resamples", "100"]}[command]
+        argv = {
+            "compare": compare,
+            "compare-swapped": ["compare", cand, base, "--resamples", "100"],
+            "report": ["report", cand, "--out", tmp / "rep", "--resamples", "100"],
+        }[command]
         names = [str(cand)] if rel == "manifest.json" and command == "report" else [str(target)]
-        case = Case("special files in run directories", f"{kind} as {target.relative_to(cand)}, {command}", argv, {2},
-                    names)
+        case = Case(
+            "special files in run directories", f"{kind} as {target.relative_to(cand)}, {command}", argv, {2}, names
+        )
         out.append((case, lambda t=target, k=kind: (touched.append(t), _make_special(t, k, tmp)), restore))
-    for i in range(N["oversized run files"]):
+    for _i in range(N["oversized run files"]):
         rel = rng.choice(["manifest.json", "C/cell.json", "C/acceptance.json", "C/summary.json", "positions"])
         cell = cand / rng.choice(cells[:-1])  # a speculative cell (the last is the baseline)
         if rel == "positions":
@@ -151,6 +181,7 @@ def run_dir_cases(rng: random.Random, tmp: Path, base: Path, cand: Path, gate: P
                 else:
                     a[where]["counts"]["accepted_per_position"] = [1] * n
                 t.write_text(json.dumps(a))
+
             what = f"acceptance.json with {n} positions ({where})"
         else:
             target = cand / rel.replace("C", cell.name)
@@ -160,6 +191,7 @@ def run_dir_cases(rng: random.Random, tmp: Path, base: Path, cand: Path, gate: P
                 touched.append(t)
                 with open(t, "r+b") as fh:
                     fh.truncate(n * 1024 * 1024)
+
             what = f"{target.relative_to(cand)} of {n} MB"
         command = rng.choice(["compare", "report"])
         argv = compare if command == "compare" else ["report", cand, "--out", tmp / "rep", "--resamples", "100"]
@@ -180,8 +212,16 @@ def _run_case(case: Case, seed_i: int, monkeypatch, inputs: list[Path], written:
         raise AssertionError(f"[{where}] {exc}") from None
     took = time.monotonic() - start
     assert took < BOUND_S, f"[{where}] took {took:.1f} s"
-    check(where, code, out, err, allowed=case.allowed, secrets=[ENV_SECRET, *case.secrets], names=case.names,
-          files=[f for d in written if d.exists() for f in (d.rglob("*") if d.is_dir() else [d]) if f.is_file()])
+    check(
+        where,
+        code,
+        out,
+        err,
+        allowed=case.allowed,
+        secrets=[ENV_SECRET, *case.secrets],
+        names=case.names,
+        files=[f for d in written if d.exists() for f in (d.rglob("*") if d.is_dir() else [d]) if f.is_file()],
+    )
     if code == 2 and case.said:
         assert case.said in err, f"[{where}] {err}"
     assert _hash(*inputs) == before, f"[{where}] an input changed"
@@ -196,10 +236,16 @@ def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
     gate = tmp_path / "gates.yaml"
     gate.write_text("gates: [acceptance_length:-3%]\n")
     gate_argv = ["compare", base, cand, "--resamples", "100"]
-    cases = [(c, None, None) for c in (
-        alias_cases(rng, scratch, N["aliases"], gate_argv) + secret_cases(rng, scratch, N["secrets"])
-        + strict_cases(rng, scratch, N["strict types"]) + empty_cases(rng, scratch, N["empty/NUL"], base)
-        + oversized_cases(rng, scratch, N["oversized"], gate_argv))]
+    cases = [
+        (c, None, None)
+        for c in (
+            alias_cases(rng, scratch, N["aliases"], gate_argv)
+            + secret_cases(rng, scratch, N["secrets"])
+            + strict_cases(rng, scratch, N["strict types"])
+            + empty_cases(rng, scratch, N["empty/NUL"], base)
+            + oversized_cases(rng, scratch, N["oversized"], gate_argv)
+        )
+    ]
     cases += run_dir_cases(rng, tmp_path, base, cand, gate)
     counts: dict[str, int] = {}
     seconds: dict[str, float] = {}
@@ -224,8 +270,10 @@ def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
         seconds[case.family] = seconds.get(case.family, 0.0) + took
         slowest = max(slowest, (took, f"{case.family}: {case.what}"))
     total = sum(counts.values())
-    print(f"\n{total} generated hostile inputs in {time.monotonic() - start:.1f} s (seed {SEED}); slowest "
-          f"{slowest[0]:.2f} s ({slowest[1]})")
+    print(
+        f"\n{total} generated hostile inputs in {time.monotonic() - start:.1f} s (seed {SEED}); slowest "
+        f"{slowest[0]:.2f} s ({slowest[1]})"
+    )
     for family, n in counts.items():
         print(f"  {family}: {n} cases, {seconds[family]:.1f} s")
     assert not failures, f"{len(failures)} of {total} cases broke the contract:\n" + "\n".join(failures[:30])
@@ -234,19 +282,24 @@ def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
 
 
 def _relative(run: Path) -> dict[str, str]:
-    return {k[len(str(run)):]: v for k, v in _hash(run).items()}
+    return {k[len(str(run)) :]: v for k, v in _hash(run).items()}
 
 
 def _hash(*roots: Path) -> dict[str, str]:
     """tree_hash, but a file over 64 MB (a sparse one made here) by its size and mtime: reading
     10 GB of zeros twice per case is not the test."""
-    big = {str(p): f"size:{p.stat().st_size}:{p.stat().st_mtime_ns}" for r in roots if r.is_dir()
-           for p in r.rglob("*") if p.is_file() and not p.is_symlink() and p.stat().st_size > 64 << 20}
+    big = {
+        str(p): f"size:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+        for r in roots
+        if r.is_dir()
+        for p in r.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.stat().st_size > 64 << 20
+    }
     if not big:
         return tree_hash(*roots)
     out = {}
     for r in roots:
-        for p in ([r] if not r.is_dir() else sorted(r.rglob("*"))):
+        for p in [r] if not r.is_dir() else sorted(r.rglob("*")):
             if str(p) in big:
                 out[str(p)] = big[str(p)]
             elif p.is_dir() and not p.is_symlink():  # its files come on their own in rglob
@@ -260,8 +313,9 @@ def _hash(*roots: Path) -> dict[str, str]:
 def _spawn(argv: list, **kw) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HF_TOKEN": ENV_SECRET}
     env.pop("SPECBENCH_DEBUG", None)
-    return subprocess.Popen([sys.executable, "-m", "specbench", *map(str, argv)], env=env, cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "specbench", *map(str, argv)], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True, **kw
+    )
 
 
 def test_closed_pipes_and_signals_during_writes_in_real_processes(tmp_path):
@@ -276,8 +330,14 @@ def test_closed_pipes_and_signals_during_writes_in_real_processes(tmp_path):
     log = tmp_path / "big.log"
     log.write_text((run / json.loads((run / "manifest.json").read_text())["cells"][0] / "server.log").read_text() * 200)
     # closed stdout (`>&-`): a usage error, one line
-    argv = rng.choice([["parse", log, "--format", "csv"], ["parse", log, "--format", "jsonl"],
-                       ["compare", run, run, "--resamples", "100"], ["validate", ROOT / "configs" / "default.yaml"]])
+    argv = rng.choice(
+        [
+            ["parse", log, "--format", "csv"],
+            ["parse", log, "--format", "jsonl"],
+            ["compare", run, run, "--resamples", "100"],
+            ["validate", ROOT / "configs" / "default.yaml"],
+        ]
+    )
     proc = _spawn(argv, preexec_fn=lambda: os.close(1))
     err = proc.communicate(timeout=BOUND_S)[1]
     assert proc.returncode == 2 and err.count("\n") == 1 and "standard output is closed" in err, (argv, err)

@@ -27,8 +27,11 @@ def timed(argv: list, bound_s: float = 2.0) -> tuple[int, str, str]:
 
 # -- recursive and amplifying aliases ------------------------------------------------------------
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("body, said", [(RECURSIVE, "recursive alias"), ("a: &a {b: *a}\n", "recursive alias"),
-                                        (AMPLIFIED, "characters of text")], ids=["list", "mapping", "amplified"])
+@pytest.mark.parametrize(
+    "body, said",
+    [(RECURSIVE, "recursive alias"), ("a: &a {b: *a}\n", "recursive alias"), (AMPLIFIED, "characters of text")],
+    ids=["list", "mapping", "amplified"],
+)
 @pytest.mark.parametrize("command", ["validate", "dry-run"])
 def test_recursive_or_amplifying_alias_in_a_config_is_refused_fast(tmp_path, body, said, command):
     p = cfg(tmp_path, body)
@@ -79,7 +82,8 @@ def test_a_set_secret_is_in_no_error_and_not_in_the_manifest(tmp_path, monkeypat
     plan = new_plan(p, overrides=tuple(secret))
     manifest = (plan.run_dir / "manifest.json").read_text()
     assert TOKEN not in manifest and load_json(plan.run_dir / "manifest.json")["overrides"] == [
-        'serve.env.HF_TOKEN="***"']
+        'serve.env.HF_TOKEN="***"'
+    ]
     # --resume takes the hidden value from the environment, never the manifest's "***".
     monkeypatch.setenv("HF_TOKEN", "hf_from_the_environment")
     resumed = resume_plan(plan.run_dir)
@@ -94,8 +98,10 @@ def test_passwords_in_urls_are_not_printed_stored_or_echoed(tmp_path):
     from specbench.run.plan import new_plan
 
     url = f"http://user:{PASSWORD}@collector:4317"
-    body = (f'  per_request_metrics: "off"\n  extra_args: [--otlp-traces-endpoint, "{url}", --api-key, -dashkey1]\n'
-            f'matrix: {{"flag:--collect-detailed-traces": ["{url}"]}}\nresults_dir: {tmp_path / "res"}\n')
+    body = (
+        f'  per_request_metrics: "off"\n  extra_args: [--otlp-traces-endpoint, "{url}", --api-key, -dashkey1]\n'
+        f'matrix: {{"flag:--collect-detailed-traces": ["{url}"]}}\nresults_dir: {tmp_path / "res"}\n'
+    )
     p = cfg(tmp_path, body)
     code, out, err = invoke(["run", "--dry-run", p])
     check("dry-run", code, out, err, allowed={0}, secrets=[PASSWORD, "-dashkey1"])
@@ -131,9 +137,14 @@ def test_debug_shows_the_traceback_but_keeps_exit_2(tmp_path, monkeypatch, comma
     monkeypatch.setenv("SPECBENCH_DEBUG", "0")  # run_cli sets it for --debug; restored after the test
     bad = cfg(tmp_path, "matrix: {1: [a]}\n")
     missing = tmp_path / "missing"
-    argv = {"parse": ["parse", missing], "validate": ["validate", bad], "dry-run": ["run", "--dry-run", bad],
-            "report": ["report", missing, "--out", tmp_path / "rep"], "usage": ["report", "--no-such-flag"],
-            "compare": ["compare", BASELINE_RUN, BASELINE_RUN, "--resamples", "1000000000000"]}[command]
+    argv = {
+        "parse": ["parse", missing],
+        "validate": ["validate", bad],
+        "dry-run": ["run", "--dry-run", bad],
+        "report": ["report", missing, "--out", tmp_path / "rep"],
+        "usage": ["report", "--no-such-flag"],
+        "compare": ["compare", BASELINE_RUN, BASELINE_RUN, "--resamples", "1000000000000"],
+    }[command]
     code, out, err = invoke(["--debug", *argv])
     assert code == 2 and "Traceback" in err and err.rstrip().splitlines()[-1].startswith("error: "), err[-2000:]
 
@@ -145,8 +156,11 @@ STRICT = [
     ("port-string", '  port: "80"\n', "serve.port"),
     ("tp-true", "  tensor_parallel_size: true\n", "serve.tensor_parallel_size"),
     ("eager-yes", '  enforce_eager: "yes"\n', "serve.enforce_eager"),
-    ("k-string", '  speculative: {draft: %s, num_speculative_tokens: "3"}\n' % BASELINE_RUN,
-     "serve.speculative.num_speculative_tokens"),
+    (
+        "k-string",
+        '  speculative: {draft: %s, num_speculative_tokens: "3"}\n' % BASELINE_RUN,
+        "serve.speculative.num_speculative_tokens",
+    ),
     ("requests-float", "load: {num_requests: 4.0}\n", "load.num_requests"),
     ("empty-draft", '  speculative: {draft: ""}\n', "serve.speculative.draft"),
     ("blank-model", 'name: x\nserve: {model: " "}\n', "serve.model"),
@@ -164,17 +178,23 @@ def test_wrong_types_empty_models_and_nul_are_config_errors(tmp_path, body, fiel
 
 
 def test_right_types_still_pass(tmp_path):
-    p = cfg(tmp_path, "  port: 8000\n  enforce_eager: true\n  startup_timeout_s: 5\n"
-                      'load: {temperature: 0, num_requests: 4}\nmatrix: {mla: [on, off], "flag:--x": [1, 2.5, a]}\n')
+    p = cfg(
+        tmp_path,
+        "  port: 8000\n  enforce_eager: true\n  startup_timeout_s: 5\n"
+        'load: {temperature: 0, num_requests: 4}\nmatrix: {mla: [on, off], "flag:--x": [1, 2.5, a]}\n',
+    )
     assert invoke(["validate", p])[0] == 0
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["report", BASELINE_RUN, "--out", ""], "--out"),
-    (["run", "--dry-run", "--out", ""], "--out"),
-    (["report", BASELINE_RUN, "--out", "OUT", "--seed", "-1"], "--seed"),
-    (["compare", BASELINE_RUN, BASELINE_RUN, "--seed", "-1"], "--seed"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["report", BASELINE_RUN, "--out", ""], "--out"),
+        (["run", "--dry-run", "--out", ""], "--out"),
+        (["report", BASELINE_RUN, "--out", "OUT", "--seed", "-1"], "--seed"),
+        (["compare", BASELINE_RUN, BASELINE_RUN, "--seed", "-1"], "--seed"),
+    ],
+)
 def test_empty_out_and_negative_seed_are_usage_errors(tmp_path, monkeypatch, argv, flag):
     monkeypatch.chdir(tmp_path)
     code, out, err = timed([tmp_path / "rep" if a == "OUT" else a for a in argv])
@@ -191,8 +211,9 @@ def test_an_axis_named_like_an_emoji_code_is_printed_as_written(tmp_path):
 
 # -- special files inside run directories --------------------------------------------------------
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("rel", ["manifest.json", "CELL/acceptance.json", "CELL/cell.json", "CELL/summary.json",
-                                 "CELL/requests.jsonl"])
+@pytest.mark.parametrize(
+    "rel", ["manifest.json", "CELL/acceptance.json", "CELL/cell.json", "CELL/summary.json", "CELL/requests.jsonl"]
+)
 @pytest.mark.parametrize("command", ["compare", "report"])
 def test_a_fifo_inside_a_run_directory_is_refused_not_waited_on(tmp_path, rel, command):
     import json
@@ -205,8 +226,11 @@ def test_a_fifo_inside_a_run_directory_is_refused_not_waited_on(tmp_path, rel, c
     target = run / rel.replace("CELL", cell)
     target.unlink()
     os.mkfifo(target)
-    argv = (["compare", BASELINE_RUN, run, "--resamples", "100"] if command == "compare"
-            else ["report", run, "--out", tmp_path / "rep", "--resamples", "100"])
+    argv = (
+        ["compare", BASELINE_RUN, run, "--resamples", "100"]
+        if command == "compare"
+        else ["report", run, "--out", tmp_path / "rep", "--resamples", "100"]
+    )
     code, out, err = timed(argv, bound_s=10)
     if rel == "manifest.json" and command == "report":  # report does not take it for a run directory
         check(command, code, out, err, allowed={2}, names=[run])
@@ -225,8 +249,9 @@ def _spawn(args: list, **kw):
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     env.pop("SPECBENCH_DEBUG", None)
-    return subprocess.Popen([sys.executable, "-m", "specbench", *map(str, args)], env=env, cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "specbench", *map(str, args)], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True, **kw
+    )
 
 
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
@@ -275,8 +300,11 @@ def test_a_long_table_is_plain_text_with_the_records_values(tmp_path):
 
     from specbench.cli.parse_cmd import RICH_TABLE_MAX_ROWS
 
-    lines = [ln for ln in (BASELINE_RUN / "mla-on__output_norm-on__r0" / "server.log").read_text().splitlines(True)
-             if "SpecDecoding metrics:" in ln]
+    lines = [
+        ln
+        for ln in (BASELINE_RUN / "mla-on__output_norm-on__r0" / "server.log").read_text().splitlines(True)
+        if "SpecDecoding metrics:" in ln
+    ]
     log = tmp_path / "long.log"
     log.write_text("".join(lines * (3 * RICH_TABLE_MAX_ROWS // len(lines) + 1)))
     code, out, err = timed(["parse", log, "--format", "jsonl"], bound_s=20)
@@ -300,8 +328,11 @@ def test_a_metrics_file_with_100k_series_is_read_in_seconds(tmp_path):
 
     scrape = BASELINE_RUN / "mla-on__output_norm-on__r0" / "metrics_after.prom"
     big = tmp_path / "big.prom"
-    big.write_text(scrape.read_text() + "# TYPE vllm:x counter\n"
-                   + "".join(f'vllm:x_total{{a="{i}"}} {i}\n' for i in range(100_000)))
+    big.write_text(
+        scrape.read_text()
+        + "# TYPE vllm:x counter\n"
+        + "".join(f'vllm:x_total{{a="{i}"}} {i}\n' for i in range(100_000))
+    )
     start = time.monotonic()
     got = parse_file(big).records
     assert time.monotonic() - start < 10

@@ -35,20 +35,29 @@ BAD_CONFIGS = [
     ("inf-temperature", "load: {temperature: .inf}\n", "load.temperature"),
     ("huge-num-requests", "load: {num_requests: 1000000000000000000000000000000}\n", "load.num_requests"),
     ("mla-vs-env-axis", 'matrix: {mla: ["on", "off"], "env:VLLM_MLA_DISABLE": ["0"]}\n', "VLLM_MLA_DISABLE"),
-    ("k-axis-vs-spec-flag", SPEC + 'matrix: {num_speculative_tokens: [1, 2], "flag:--speculative-config": ["{}"]}\n',
-     "--speculative-config"),
+    (
+        "k-axis-vs-spec-flag",
+        SPEC + 'matrix: {num_speculative_tokens: [1, 2], "flag:--speculative-config": ["{}"]}\n',
+        "--speculative-config",
+    ),
     ("spec-flag-in-extra-args", SPEC + '  extra_args: ["--speculative-config", "{}"]\n', "serve.extra_args"),
     ("duplicate-key", "  host: 127.0.0.1\n  host: 0.0.0.0\n", "duplicate key 'host'"),
     ("unknown-category", "load: {prompts: {categories: [poetry]}}\n", "poetry"),
-    ("million-cell-matrix", "matrix: {" + ", ".join(f'"env:A{i}": [{", ".join(map(str, range(10)))}]'
-                                                      for i in range(6)) + "}\n", "matrix"),
+    (
+        "million-cell-matrix",
+        "matrix: {" + ", ".join(f'"env:A{i}": [{", ".join(map(str, range(10)))}]' for i in range(6)) + "}\n",
+        "matrix",
+    ),
     ("deep-yaml", "load: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper"),
     # over Python's 4300-digit int() limit: was "unexpected ValueError ... report it"
     ("5000-digit-int", "load: {num_requests: " + "9" * 5000 + "}\n", "an integer of 5000 digits"),
-    ("alias-bomb", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-                   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-                   "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
-     "expands to more than"),
+    (
+        "alias-bomb",
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+        "expands to more than",
+    ),
 ]
 
 
@@ -82,8 +91,9 @@ def test_prompt_file_with_a_5000_digit_number_is_a_one_line_error(tmp_path):
 def test_a_million_cell_matrix_is_refused_fast(tmp_path):
     import time
 
-    p = cfg(tmp_path, "matrix: {" + ", ".join(f'"env:A{i}": [{", ".join(map(str, range(10)))}]'
-                                            for i in range(6)) + "}\n")
+    p = cfg(
+        tmp_path, "matrix: {" + ", ".join(f'"env:A{i}": [{", ".join(map(str, range(10)))}]' for i in range(6)) + "}\n"
+    )
     t = time.monotonic()
     assert invoke(["validate", p])[0] == 2
     assert time.monotonic() - t < 2.0
@@ -122,8 +132,11 @@ def test_damaged_run_is_refused_naming_file_and_field(tmp_path, rel, fn, field, 
     run = _small_run(tmp_path / "run")
     _edit(run, rel, fn)
     before = tree_hash(run)
-    argv = (["compare", BASELINE_RUN, run, "--resamples", "100"] if command == "compare"
-            else ["report", run, "--out", tmp_path / "rep", "--resamples", "100"])
+    argv = (
+        ["compare", BASELINE_RUN, run, "--resamples", "100"]
+        if command == "compare"
+        else ["report", run, "--out", tmp_path / "rep", "--resamples", "100"]
+    )
     code, out, err = invoke(argv)
     check(command, code, out, err, allowed={2}, names=[run])
     assert field in err and tree_hash(run) == before
@@ -156,20 +169,26 @@ def test_report_run_run_is_refused_not_a_traceback(tmp_path):
     assert "copies of one run" in err
 
 
-@pytest.mark.parametrize("flag, path, field", [
-    ("--json", "/proc/specbench-x", "/proc/specbench-x"),
-    ("--json", "DIR", "is a directory"),
-    ("--markdown", "CAND/manifest.json", "input of this command"),
-    ("--plot", "x.exe", "--plot"),
-])
+@pytest.mark.parametrize(
+    "flag, path, field",
+    [
+        ("--json", "/proc/specbench-x", "/proc/specbench-x"),
+        ("--json", "DIR", "is a directory"),
+        ("--markdown", "CAND/manifest.json", "input of this command"),
+        ("--plot", "x.exe", "--plot"),
+    ],
+)
 def test_bad_output_paths_exit_2_before_anything_is_written(tmp_path, flag, path, field):
     run = _small_run(tmp_path / "cand")
     (tmp_path / "DIR").mkdir()
     md = tmp_path / "first.md"
     target = {"DIR": str(tmp_path / "DIR"), "CAND/manifest.json": str(run / "manifest.json")}.get(path, path)
     before = tree_hash(run)
-    code, out, err = invoke(["compare", BASELINE_RUN, run, "--resamples", "100", "--markdown", md, flag, target]
-                            if flag != "--markdown" else ["compare", BASELINE_RUN, run, flag, target])
+    code, out, err = invoke(
+        ["compare", BASELINE_RUN, run, "--resamples", "100", "--markdown", md, flag, target]
+        if flag != "--markdown"
+        else ["compare", BASELINE_RUN, run, flag, target]
+    )
     check(flag, code, out, err, allowed={2})
     assert field in err and tree_hash(run) == before
     if flag == "--plot":

@@ -21,8 +21,11 @@ LOG = ROOT / "results" / "baselines" / "cpu-default" / "mla-on__output_norm-on__
 
 @pytest.fixture(scope="module")
 def big_log(tmp_path_factory) -> Path:
-    lines = [ln for ln in LOG.read_text().splitlines(keepends=True) if "SpecDecoding metrics:" in ln
-             or "Avg prompt throughput" in ln]
+    lines = [
+        ln
+        for ln in LOG.read_text().splitlines(keepends=True)
+        if "SpecDecoding metrics:" in ln or "Avg prompt throughput" in ln
+    ]
     path = tmp_path_factory.mktemp("signals") / "big.log"
     with open(path, "w") as fh:
         for _ in range(max(1, 400_000 // len(lines))):
@@ -39,8 +42,13 @@ def _reading(pid: int, path: Path) -> bool:
 
 
 def _busy_then(sig: int, argv: list[str], out_dir: Path, reading: Path) -> tuple[int, list[str]]:
-    proc = subprocess.Popen([sys.executable, "-m", "specbench", *argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and not _reading(proc.pid, reading):
         time.sleep(0.01)
@@ -66,8 +74,13 @@ def test_parse_interrupted_by_sigterm_exits_130(tmp_path, big_log):
 
 def _written_then(sig: int, argv: list[str], out_dir: Path) -> int:
     """Send ``sig`` once the command has started writing ``out_dir`` (its INCOMPLETE marker is there)."""
-    proc = subprocess.Popen([sys.executable, "-m", "specbench", *argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and not (out_dir / "INCOMPLETE").exists():
         time.sleep(0.005)
@@ -91,7 +104,12 @@ def test_a_report_interrupted_while_writing_leaves_a_partial_set_marked_as_such(
     assert "partial set" in (out / "INCOMPLETE").read_text()
     assert not [n for n in names if n.endswith(".tmp")], names
     assert "al_over_time.svg" not in names  # the last figure: the set really is partial
-    whole = subprocess.run([sys.executable, "-m", "specbench", "report", str(run), "--out", str(out),
-                            "--resamples", "100"], capture_output=True, text=True, timeout=300, check=False)
+    whole = subprocess.run(
+        [sys.executable, "-m", "specbench", "report", str(run), "--out", str(out), "--resamples", "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert whole.returncode == 0 and not (out / "INCOMPLETE").exists(), whole.stderr  # a finished set: no marker
     assert "INCOMPLETE" not in whole.stdout

@@ -50,8 +50,11 @@ def _invoke(argv: list) -> tuple[int, list[str]]:
 
 
 def _three(cfg: Path, out_dir: Path) -> dict[str, tuple[int, list[str]]]:
-    return {"validate": _invoke(["validate", cfg]), "dry-run": _invoke(["run", cfg, "--dry-run"]),
-            "run": _invoke(["run", cfg, "--out", out_dir, "--quiet"])}
+    return {
+        "validate": _invoke(["validate", cfg]),
+        "dry-run": _invoke(["run", cfg, "--dry-run"]),
+        "run": _invoke(["run", cfg, "--out", out_dir, "--quiet"]),
+    }
 
 
 def _agree(case: str, got: dict[str, tuple[int, list[str]]]) -> int:
@@ -65,12 +68,26 @@ def _agree(case: str, got: dict[str, tuple[int, list[str]]]) -> int:
 
 
 BAD_SWITCHES = [
-    ("serve.env SPECBENCH_OUTPUT_NORM", lambda d: d["serve"].setdefault("env", {}).update(SPECBENCH_OUTPUT_NORM="sideways")),
-    ("matrix env:SPECBENCH_POS0_MASK", lambda d: d.setdefault("matrix", {}).update({"env:SPECBENCH_POS0_MASK": ["maybe"]})),
-    ("matrix env:SPECBENCH_HEAD_CONTROL", lambda d: d.setdefault("matrix", {}).update({"env:SPECBENCH_HEAD_CONTROL": ["2"]})),
-    ("output_norm on an ngram server", lambda d: (d["serve"]["speculative"].update(method="ngram"),
-                                                  d.setdefault("matrix", {}).update(output_norm=["off"]),
-                                                  d["matrix"].pop("method", None))),
+    (
+        "serve.env SPECBENCH_OUTPUT_NORM",
+        lambda d: d["serve"].setdefault("env", {}).update(SPECBENCH_OUTPUT_NORM="sideways"),
+    ),
+    (
+        "matrix env:SPECBENCH_POS0_MASK",
+        lambda d: d.setdefault("matrix", {}).update({"env:SPECBENCH_POS0_MASK": ["maybe"]}),
+    ),
+    (
+        "matrix env:SPECBENCH_HEAD_CONTROL",
+        lambda d: d.setdefault("matrix", {}).update({"env:SPECBENCH_HEAD_CONTROL": ["2"]}),
+    ),
+    (
+        "output_norm on an ngram server",
+        lambda d: (
+            d["serve"]["speculative"].update(method="ngram"),
+            d.setdefault("matrix", {}).update(output_norm=["off"]),
+            d["matrix"].pop("method", None),
+        ),
+    ),
 ]
 
 

@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from specbench.run.cells import supports_per_request_metrics
 from specbench.load.driver import LoadSpec, request_order, run_load, spec_counts
 from specbench.load.prompts import Prompt
+from specbench.run.cells import supports_per_request_metrics
 
 PROMPTS = [Prompt(f"p{i}", "chat", [{"role": "user", "content": f"q{i}"}]) for i in range(5)]
 
@@ -28,8 +28,15 @@ def test_request_order_is_seeded_and_cycles():
 
 def test_spec_counts_from_vllm_histogram():
     # Shape of vLLM 0.32's metrics.speculative_decoding (RequestSpecDecodeMetrics.to_dict).
-    sd = {"mean_acceptance_length": 2.0, "draft_acceptance_rate": 0.4444, "acceptance_histogram": [2, 1, 0, 3],
-          "num_spec_steps": 6, "num_accepted_draft_tokens": 10, "num_draft_tokens": 18, "num_spec_tokens": 3}
+    sd = {
+        "mean_acceptance_length": 2.0,
+        "draft_acceptance_rate": 0.4444,
+        "acceptance_histogram": [2, 1, 0, 3],
+        "num_spec_steps": 6,
+        "num_accepted_draft_tokens": 10,
+        "num_draft_tokens": 18,
+        "num_spec_tokens": 3,
+    }
     c = spec_counts(sd)
     assert c["num_drafts"] == 6 and c["draft_tokens"] == 18 and c["accepted_tokens"] == 10
     assert c["accepted_per_position"] == [4, 3, 3]
@@ -40,8 +47,10 @@ def test_unreadable_per_request_metrics_lose_only_that_requests_acceptance():
     from specbench.load.driver import _final_usage
 
     rec = {"spec_decode": None}
-    changed = {"usage": {"completion_tokens": 5, "prompt_tokens": 9},
-               "metrics": {"speculative_decoding": {"histogram": [1, 2]}}}  # a renamed field
+    changed = {
+        "usage": {"completion_tokens": 5, "prompt_tokens": 9},
+        "metrics": {"speculative_decoding": {"histogram": [1, 2]}},
+    }  # a renamed field
     _final_usage(changed, rec)
     assert rec["output_tokens"] == 5 and rec["input_tokens"] == 9
     assert rec["spec_decode"] is None and "acceptance_histogram" in rec["spec_decode_error"]
@@ -68,7 +77,7 @@ class _PlainSSE(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         for word in ["a", "b", "c"]:
-            self.wfile.write(f'data: {json.dumps({"choices": [{"delta": {"content": word}}]})}\n\n'.encode())
+            self.wfile.write(f"data: {json.dumps({'choices': [{'delta': {'content': word}}]})}\n\n".encode())
             if fail:
                 self.wfile.write(b'data: {"error": {"message": "engine died", "code": 500}}\n\n')
                 return

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.errors import ServerError
 from specbench.io import load_json, read_jsonl
-from specbench.run.cells import supports_per_request_metrics
 from specbench.load.driver import LoadSpec, run_load, write_outputs
 from specbench.load.prompts import load_prompts
+from specbench.run.cells import supports_per_request_metrics
 from specbench.server import VLLMServer, vllm_available
 from specbench.vllm_main import installed_vllm_version
 
@@ -45,8 +44,20 @@ def server(tmp_path_factory):
     paths = _fixtures()
     tmp = tmp_path_factory.mktemp("vllm")
     spec = json.dumps({"method": "eagle", "model": str(paths.draft), "num_speculative_tokens": K})
-    args = [str(paths.target), "--served-model-name", MODEL, "--enforce-eager", "--max-model-len", "512",
-            "--max-num-seqs", "4", "--speculative-config", spec, "--per-request-spec-decode-metrics", "summary"]
+    args = [
+        str(paths.target),
+        "--served-model-name",
+        MODEL,
+        "--enforce-eager",
+        "--max-model-len",
+        "512",
+        "--max-num-seqs",
+        "4",
+        "--speculative-config",
+        spec,
+        "--per-request-spec-decode-metrics",
+        "summary",
+    ]
     with VLLMServer(args, ENV, tmp / "server.log", state_dir=tmp / "state", startup_timeout_s=600) as srv:
         yield srv
 
@@ -59,7 +70,9 @@ def counters(text: str) -> dict[str, float]:
             if not s.name.endswith("_total"):
                 continue
             if s.name.startswith("vllm:spec_decode") or s.name in (
-                    "vllm:generation_tokens_total", "vllm:prompt_tokens_total"):
+                "vllm:generation_tokens_total",
+                "vllm:prompt_tokens_total",
+            ):
                 key = s.name + (f"[{s.labels['position']}]" if "position" in s.labels else "")
                 out[key] = out.get(key, 0.0) + s.value
     return out
@@ -67,8 +80,13 @@ def counters(text: str) -> dict[str, float]:
 
 def test_bad_model_path_fails_fast_with_tail(tmp_path):
     # First in the module, before the shared server starts: one vLLM process at a time.
-    bad = VLLMServer([str(tmp_path / "no-such-model"), "--enforce-eager"], ENV, tmp_path / "bad.log",
-                     state_dir=tmp_path / "state", startup_timeout_s=300)
+    bad = VLLMServer(
+        [str(tmp_path / "no-such-model"), "--enforce-eager"],
+        ENV,
+        tmp_path / "bad.log",
+        state_dir=tmp_path / "state",
+        startup_timeout_s=300,
+    )
     t0 = time.monotonic()
     with pytest.raises(ServerError, match="exited with status") as err:
         with bad:
@@ -97,8 +115,10 @@ def test_per_request_acceptance_sums_to_prometheus(server, tmp_path):
     assert sum(s["draft_tokens"] for s in sd) == diff["vllm:spec_decode_num_draft_tokens_total"]
     assert sum(s["accepted_tokens"] for s in sd) == diff["vllm:spec_decode_num_accepted_tokens_total"]
     for i in range(K):
-        assert sum(s["accepted_per_position"][i] for s in sd) == \
-            diff[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"]
+        assert (
+            sum(s["accepted_per_position"][i] for s in sd)
+            == diff[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"]
+        )
     # Usage agrees with the token ids streamed, the per-token ITL list and the server's counters.
     for r in reqs:
         assert r["output_tokens"] == len(r["token_ids"]) == 1 + len(r["itl_s"]) > 0
@@ -143,8 +163,9 @@ def test_same_seed_same_text(server):
 
 
 def test_http_errors_are_recorded_not_raised(server, tmp_path):
-    result = run_load(server.url, "no-such-model", load_prompts(["chat"]),
-                      LoadSpec(num_requests=3, concurrency=3, max_tokens=8))
+    result = run_load(
+        server.url, "no-such-model", load_prompts(["chat"]), LoadSpec(num_requests=3, concurrency=3, max_tokens=8)
+    )
     assert [r["error_code"] for r in result.requests] == [404] * 3
     assert all(r["error"].startswith("HTTP 404") for r in result.requests)
     write_outputs(result, tmp_path)
@@ -170,11 +191,42 @@ def test_vllm_bench_serve_result_file_equals_the_metrics_diff(server, tmp_path):
     from specbench.fixtures import build_fixtures
     from specbench.metrics.vllm_bench import read_bench_file, records_from_file, request_rows
 
-    argv = [sys.executable, "-m", "specbench.vllm_main", "bench", "serve", "--backend", "vllm", "--base-url",
-            server.url, "--model", MODEL, "--tokenizer", str(build_fixtures().target), "--dataset-name", "random",
-            "--random-input-len", "32", "--random-output-len", "24", "--num-prompts", "8", "--max-concurrency", "4",
-            "--temperature", "0", "--ready-check-timeout-sec", "0", "--disable-tqdm", "--save-result",
-            "--save-detailed", "--result-dir", str(tmp_path), "--result-filename", "r.json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "specbench.vllm_main",
+        "bench",
+        "serve",
+        "--backend",
+        "vllm",
+        "--base-url",
+        server.url,
+        "--model",
+        MODEL,
+        "--tokenizer",
+        str(build_fixtures().target),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "24",
+        "--num-prompts",
+        "8",
+        "--max-concurrency",
+        "4",
+        "--temperature",
+        "0",
+        "--ready-check-timeout-sec",
+        "0",
+        "--disable-tqdm",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(tmp_path),
+        "--result-filename",
+        "r.json",
+    ]
     before = counters(server.scrape_metrics())
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     after = counters(server.scrape_metrics())
@@ -185,8 +237,9 @@ def test_vllm_bench_serve_result_file_equals_the_metrics_diff(server, tmp_path):
     assert rec.num_drafts == diff["vllm:spec_decode_num_drafts_total"] > 0
     assert rec.draft_tokens == diff["vllm:spec_decode_num_draft_tokens_total"]
     assert rec.accepted_tokens == diff["vllm:spec_decode_num_accepted_tokens_total"]
-    assert rec.accepted_per_position == [diff[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"]
-                                         for i in range(K)]
+    assert rec.accepted_per_position == [
+        diff[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"] for i in range(K)
+    ]
     rows, _ = request_rows(read_bench_file(tmp_path / "r.json")[0])
     assert len(rows) == 8 and all(r["error"] is None for r in rows)
     assert sum(r["output_tokens"] for r in rows) == diff["vllm:generation_tokens_total"]

@@ -43,8 +43,14 @@ def test_chunk_of_several_tokens_gives_equal_per_token_gaps(monkeypatch):
 
     async def go():
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            return await driver._one(client, "m", 0, Prompt("p0", "chat", [{"role": "user", "content": "q"}]),
-                                     LoadSpec(num_requests=1, concurrency=1, max_tokens=6), 0.0)
+            return await driver._one(
+                client,
+                "m",
+                0,
+                Prompt("p0", "chat", [{"role": "user", "content": "q"}]),
+                LoadSpec(num_requests=1, concurrency=1, max_tokens=6),
+                0.0,
+            )
 
     rec = asyncio.run(go())
     assert rec["error"] is None and rec["itl_method"] == "per_token"

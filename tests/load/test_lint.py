@@ -12,8 +12,13 @@ def P(pid: str, text: str) -> Prompt:
 
 
 def test_copy_tasks_and_duplicates_flagged():
-    prompts = [P("a", "Repeat the following text exactly: hello"), P("b", "Copy this paragraph."),
-               P("c", "What is a copy editor?"), P("d", "Tell me a joke"), P("e", "tell me  a JOKE")]
+    prompts = [
+        P("a", "Repeat the following text exactly: hello"),
+        P("b", "Copy this paragraph."),
+        P("c", "What is a copy editor?"),
+        P("d", "Tell me a joke"),
+        P("e", "tell me  a JOKE"),
+    ]
     warnings = lint(prompts)
     assert len(warnings) == 2
     assert "2 prompt(s) ask the model to copy text (a, b)" in warnings[0]
@@ -21,8 +26,15 @@ def test_copy_tasks_and_duplicates_flagged():
 
 
 def test_load_settings_flagged():
-    spec = LoadSpec(num_requests=1, concurrency=1, max_tokens=8, temperature=0.7, top_p=0.9, ignore_eos=True,
-                    extra_body={"temperature": 0})
+    spec = LoadSpec(
+        num_requests=1,
+        concurrency=1,
+        max_tokens=8,
+        temperature=0.7,
+        top_p=0.9,
+        ignore_eos=True,
+        extra_body={"temperature": 0},
+    )
     text = "\n".join(lint([P("a", "hi")], spec))
     for needle in ("ignore_eos is on", "temperature 0.7 > 0", "top_p 0.9 < 1", "extra_body sets 'temperature'"):
         assert needle in text

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from specbench.errors import DependencyError, InputError, SpecbenchError
-from specbench.load.driver import write_outputs
 from specbench.load import llmperf as llmperf_mod
+from specbench.load.driver import write_outputs
 from specbench.load.llmperf import LlmperfSpec, read_llmperf_results, results_name, run_llmperf
 from specbench.load.llmperf_account import server_counts
 from specbench.load.summary import llmperf_row, summarize_rows
@@ -133,13 +133,15 @@ json.dump(summary, open(os.path.join(out, "m_60_12_summary.json"), "w"))
 
 def _prom(ok: int, bad: int, finished: int, gen: int) -> str:
     """/metrics text in vLLM 0.32's format, with the counters the reconciliation reads."""
-    return (f'http_requests_total{{handler="/v1/chat/completions",method="POST",status="2xx"}} {ok}.0\n'
-            f'http_requests_total{{handler="/v1/chat/completions",method="POST",status="4xx"}} {bad}.0\n'
-            'http_requests_total{handler="/metrics",method="GET",status="2xx"} 99.0\n'
-            f'vllm:request_success_total{{engine="0",finished_reason="length",model_name="m"}} {finished}.0\n'
-            f'vllm:generation_tokens_total{{engine="0",model_name="m"}} {gen}.0\n'
-            'vllm:prompt_tokens_total{engine="0",model_name="m"} 100.0\n'
-            'vllm:num_requests_running{engine="0",model_name="m"} 0.0\n')
+    return (
+        f'http_requests_total{{handler="/v1/chat/completions",method="POST",status="2xx"}} {ok}.0\n'
+        f'http_requests_total{{handler="/v1/chat/completions",method="POST",status="4xx"}} {bad}.0\n'
+        'http_requests_total{handler="/metrics",method="GET",status="2xx"} 99.0\n'
+        f'vllm:request_success_total{{engine="0",finished_reason="length",model_name="m"}} {finished}.0\n'
+        f'vllm:generation_tokens_total{{engine="0",model_name="m"}} {gen}.0\n'
+        'vllm:prompt_tokens_total{engine="0",model_name="m"} 100.0\n'
+        'vllm:num_requests_running{engine="0",model_name="m"} 0.0\n'
+    )
 
 
 def _server(before: str, after: str):
@@ -149,6 +151,7 @@ def _server(before: str, after: str):
     def scrape():
         calls.append(1)
         return before if len(calls) == 1 else after
+
     return scrape
 
 
@@ -186,8 +189,9 @@ def checkout(tmp_path, monkeypatch):
 def test_offline_tokenizer_is_caught_before_the_load(tmp_path, checkout, monkeypatch, mode, expected):
     monkeypatch.setenv("STANDIN_TOKENIZER", mode)
     with pytest.raises(DependencyError, match=f"{expected}.*HF_HUB_OFFLINE=1"):
-        run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None,
-                    check_tokenizer_s=2)
+        run_llmperf(
+            "http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None, check_tokenizer_s=2
+        )
     assert not (tmp_path / "out" / "llmperf.log").exists()  # llmperf itself never started
 
 
@@ -195,18 +199,31 @@ def test_observer_prints_the_servers_message_llmperf_drops():
     """The sitecustomize put on llmperf's PYTHONPATH: an HTTP error's body reaches llmperf's output."""
     import subprocess
 
-    code = ("import requests\nr = requests.Response(); r.status_code = 400; r.url = 'http://x/v1/chat/completions'\n"
-            "r._content = b'{\"error\": {\"message\": \"This model\\'s maximum context length is 512 tokens.\"}}'\n"
-            "try:\n    r.raise_for_status()\nexcept requests.HTTPError as e:\n    print('raised', e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(llmperf_mod.OBSERVER)}).stdout
+    code = (
+        "import requests\nr = requests.Response(); r.status_code = 400; r.url = 'http://x/v1/chat/completions'\n"
+        'r._content = b\'{"error": {"message": "This model\\\'s maximum context length is 512 tokens."}}\'\n'
+        "try:\n    r.raise_for_status()\nexcept requests.HTTPError as e:\n    print('raised', e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(llmperf_mod.OBSERVER)},
+    ).stdout
     assert "specbench-llmperf: server answered HTTP 400:" in out and "maximum context length is 512" in out
     assert "raised 400 Client Error" in out  # llmperf's own handling unchanged
 
 
 def _spec(checkout, n=3, **kw):
-    return LlmperfSpec(path=checkout, python=sys.executable, mean_input_tokens=60, mean_output_tokens=12,
-                       max_num_completed_requests=n, **kw)
+    return LlmperfSpec(
+        path=checkout,
+        python=sys.executable,
+        mean_input_tokens=60,
+        mean_output_tokens=12,
+        max_num_completed_requests=n,
+        **kw,
+    )
 
 
 def test_subprocess_path_with_standin(tmp_path, checkout):
@@ -226,8 +243,12 @@ def test_subprocess_path_with_standin(tmp_path, checkout):
     with pytest.raises(DependencyError, match="git clone https://github.com/ray-project/llmperf"):
         run_llmperf("http://127.0.0.1:9", "m", LlmperfSpec(path=tmp_path, python=sys.executable), tmp_path / "o")
     with pytest.raises(DependencyError, match="load.llmperf.python"):
-        run_llmperf("http://127.0.0.1:9", "m", _spec(checkout) if False else LlmperfSpec(
-            path=checkout, python=str(tmp_path / "no-python")), tmp_path / "o")
+        run_llmperf(
+            "http://127.0.0.1:9",
+            "m",
+            _spec(checkout) if False else LlmperfSpec(path=checkout, python=str(tmp_path / "no-python")),
+            tmp_path / "o",
+        )
 
 
 def test_dropped_failed_request_is_counted(tmp_path, checkout, monkeypatch):
@@ -262,11 +283,15 @@ def test_all_failed_gives_failed_records_with_the_reason(tmp_path, checkout, mon
     assert "Warning Or Error: 400 Client Error" in result.requests[0]["error"]
     # The server's own message comes first (llmperf itself never records it).
     assert result.requests[0]["error"].startswith(
-        'HTTP 4xx, dropped by llmperf: server answered HTTP 400: {"object":"error","message":"This model maximum')
+        'HTTP 4xx, dropped by llmperf: server answered HTTP 400: {"object":"error","message":"This model maximum'
+    )
     assert result.spec["accounting"]["llmperf_exit_status"] == 1
     # Without server counts there is nothing to reconcile: one line with llmperf's own message.
-    with pytest.raises(SpecbenchError, match=r"^llmperf exited with status 1: server answered "
-                       r"HTTP 400: .*maximum context length"):
+    with pytest.raises(
+        SpecbenchError,
+        match=r"^llmperf exited with status 1: server answered "
+        r"HTTP 400: .*maximum context length",
+    ):
         run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out2", scrape=lambda: None)
 
 
@@ -278,6 +303,7 @@ def test_wall_clock_limit_kills_the_process_group(tmp_path, checkout, monkeypatc
     with pytest.raises(SpecbenchError, match="wall-clock limit"):
         run_llmperf("http://127.0.0.1:9", "m", spec, tmp_path / "out", scrape=lambda: None, poll_s=0.1)
     import subprocess
+
     left = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True).stdout.split()
     assert not left, f"child of the killed llmperf still running: {left}"
 
@@ -285,8 +311,14 @@ def test_wall_clock_limit_kills_the_process_group(tmp_path, checkout, monkeypatc
 def test_progress_from_tqdm(tmp_path, checkout, monkeypatch):
     monkeypatch.setenv("STANDIN_MODE", "progress")
     seen = []
-    run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None,
-                progress=lambda k, n: seen.append((k, n)))
+    run_llmperf(
+        "http://127.0.0.1:9",
+        "m",
+        _spec(checkout),
+        tmp_path / "out",
+        scrape=lambda: None,
+        progress=lambda k, n: seen.append((k, n)),
+    )
     assert seen[-1] == (3, 3) and seen == sorted(set(seen))  # each count once (chunks may merge redraws)
 
 
@@ -310,7 +342,9 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
     summary = json.loads((tmp_path / "cell" / "summary.json").read_text())
     row = cell_row("r", CellRecord(cell_id="c", status="done"), None, summary)
     assert row["output_tok_per_s"] == 19.5 and row["itl_p50_ms"] is None
-    assert row["llmperf_itl_per_chunk_p50_ms"] == pytest.approx(summary["results_inter_token_latency_s_quantiles_p50"] * 1000)
+    assert row["llmperf_itl_per_chunk_p50_ms"] == pytest.approx(
+        summary["results_inter_token_latency_s_quantiles_p50"] * 1000
+    )
     cell = SideCell(key=(), name="c", axes={})
     _add_latency(cell, tmp_path / "cell" / "requests.jsonl", summary)
     assert cell.summary["output_tok_per_s"] == [19.5] and "itl_p50_ms" not in cell.summary
@@ -321,6 +355,8 @@ def test_compare_says_when_runs_used_different_drivers():
     from specbench.compare.sides import Side
 
     def side(driver):
-        return Side(path=Path(driver), label=driver, manifest={"resolved_config": {"load": {"driver": driver}}}, cells={})
+        return Side(
+            path=Path(driver), label=driver, manifest={"resolved_config": {"load": {"driver": driver}}}, cells={}
+        )
 
     assert "load driver: baseline 'builtin', candidate 'llmperf'" in mismatches(side("builtin"), side("llmperf"))

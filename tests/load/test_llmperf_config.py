@@ -12,8 +12,10 @@ from specbench.config import load_config
 from specbench.errors import ConfigError
 from specbench.load.llmperf import default_input_tokens, llmperf_argv, llmperf_spec
 
-BASE = {"name": "t", "serve": {"model": "fixture:target",
-                                "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3}}}
+BASE = {
+    "name": "t",
+    "serve": {"model": "fixture:target", "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3}},
+}
 
 
 @pytest.fixture
@@ -35,13 +37,16 @@ def _llmperf(**kw):
     return {"driver": "llmperf", "llmperf": {"path": "~/llmperf", "python": sys.executable, **kw.pop("lp", {})}, **kw}
 
 
-@pytest.mark.parametrize("load,expected", [
-    ({"driver": "llmperf", "llmperf": {"path": "/no/llmperf", "python": sys.executable}}, "git clone"),
-    (_llmperf(lp={"python": "~/venv/bin/python"}), "load.llmperf.python"),
-    (_llmperf(prompts={"categories": ["code"]}), "builds its own prompts"),
-    (_llmperf(seed=3), "remove load.seed"),
-    (_llmperf(timeout_s=60), "load.llmperf.test_timeout_s"),
-])
+@pytest.mark.parametrize(
+    "load,expected",
+    [
+        ({"driver": "llmperf", "llmperf": {"path": "/no/llmperf", "python": sys.executable}}, "git clone"),
+        (_llmperf(lp={"python": "~/venv/bin/python"}), "load.llmperf.python"),
+        (_llmperf(prompts={"categories": ["code"]}), "builds its own prompts"),
+        (_llmperf(seed=3), "remove load.seed"),
+        (_llmperf(timeout_s=60), "load.llmperf.test_timeout_s"),
+    ],
+)
 def test_validate_refuses_what_llmperf_cannot_do(tmp_path, home_checkout, load, expected):
     with pytest.raises(ConfigError) as exc:
         _load(tmp_path, load)

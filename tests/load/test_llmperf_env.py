@@ -59,8 +59,9 @@ def setup(tmp_path, monkeypatch):
     (checkout / "token_benchmark_ray.py").write_text("import llmperf.utils\nraise SystemExit(3)\n")
     monkeypatch.setenv("SEEN_DIR", str(seen))
     monkeypatch.setenv("PYTHONPATH", str(user))
-    spec = LlmperfSpec(path=checkout, python=sys.executable, mean_input_tokens=60, mean_output_tokens=12,
-                       max_num_completed_requests=2)
+    spec = LlmperfSpec(
+        path=checkout, python=sys.executable, mean_input_tokens=60, mean_output_tokens=12, max_num_completed_requests=2
+    )
     return spec, seen
 
 
@@ -83,7 +84,9 @@ def test_an_error_in_the_users_sitecustomize_is_reported_as_python_does(setup, t
     env = llmperf_env(spec, "http://127.0.0.1:9", str(tmp_path))
     code = "import requests; print(requests.Response.raise_for_status.__name__)"
     ours = subprocess.run([spec.python, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
-    plain = subprocess.run([spec.python, "-c", "pass"], env={**os.environ}, capture_output=True, text=True, timeout=60, check=False)
+    plain = subprocess.run(
+        [spec.python, "-c", "pass"], env={**os.environ}, capture_output=True, text=True, timeout=60, check=False
+    )
     assert ours.returncode == 0 and ours.stdout.strip() == "_observed_raise_for_status"
     assert "Error in sitecustomize" in plain.stderr and "site proxy down" in plain.stderr
     assert "Error in sitecustomize" in ours.stderr and "site proxy down" in ours.stderr
@@ -93,8 +96,8 @@ def test_the_tokenizer_pre_check_runs_in_exactly_the_loads_environment(setup, tm
     spec, seen = setup
     with pytest.raises(SpecbenchError, match="exited with status 3"):
         run_llmperf("http://127.0.0.1:9", "m", spec, tmp_path / "out", scrape=lambda: None, check_tokenizer_s=60)
-    check, = [json.loads(p.read_text()) for p in seen.glob("check-*.json")]
-    load, = [json.loads(p.read_text()) for p in seen.glob("token_benchmark_ray.py-*.json")]
+    (check,) = [json.loads(p.read_text()) for p in seen.glob("check-*.json")]
+    (load,) = [json.loads(p.read_text()) for p in seen.glob("token_benchmark_ray.py-*.json")]
     assert check["env"] == load["env"]
     assert check["user_site"] and load["user_site"]  # the user's sitecustomize ran in both
     assert check["observer"] and load["observer"]  # and so did the observer

@@ -24,22 +24,41 @@ from tests.conftest import vllm_env
 
 PATH, PYTHON = os.environ.get("SPECBENCH_LLMPERF_PATH"), os.environ.get("SPECBENCH_LLMPERF_PYTHON")
 
-pytestmark = [pytest.mark.vllm,
-              pytest.mark.skipif(not (PATH and PYTHON), reason="set SPECBENCH_LLMPERF_PATH and SPECBENCH_LLMPERF_PYTHON")]
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(not (PATH and PYTHON), reason="set SPECBENCH_LLMPERF_PATH and SPECBENCH_LLMPERF_PYTHON"),
+]
 
 
 def test_real_llmperf_cell_counts_failed_requests(tmp_path):
-    study = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "..", "specbench", "configs",
-                                             "default.yaml")))
+    study = yaml.safe_load(
+        open(os.path.join(os.path.dirname(__file__), "..", "..", "specbench", "configs", "default.yaml"))
+    )
     study.update(name="llmperf-fault", matrix={}, baseline=False, results_dir=str(tmp_path / "results"))
-    study["load"] = {"driver": "llmperf", "num_requests": 16, "concurrency": 4, "max_tokens": 64,
-                     "temperature": 0.0, "warmup_requests": 2, "max_error_rate": 0.5,
-                     "llmperf": {"path": PATH, "python": PYTHON, "mean_input_tokens": 300,
-                                 "extra_args": ["--stddev-input-tokens", "150"]}}
+    study["load"] = {
+        "driver": "llmperf",
+        "num_requests": 16,
+        "concurrency": 4,
+        "max_tokens": 64,
+        "temperature": 0.0,
+        "warmup_requests": 2,
+        "max_error_rate": 0.5,
+        "llmperf": {
+            "path": PATH,
+            "python": PYTHON,
+            "mean_input_tokens": 300,
+            "extra_args": ["--stddev-input-tokens", "150"],
+        },
+    }
     cfg = tmp_path / "study.yaml"
     cfg.write_text(yaml.safe_dump(study))
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", str(cfg)], capture_output=True, text=True,
-                       env=vllm_env(tmp_path), timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(cfg)],
+        capture_output=True,
+        text=True,
+        env=vllm_env(tmp_path),
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (run_dir,) = (tmp_path / "results").iterdir()
     cell_dir = run_dir / "r0"
@@ -61,5 +80,15 @@ def test_real_llmperf_cell_counts_failed_requests(tmp_path):
     acceptance = json.loads((cell_dir / "acceptance.json").read_text())
     print("acceptance:", json.dumps({k: acceptance.get(k) for k in ("derived", "agreement", "warnings")}, indent=1))
     assert acceptance["agreement"]["logs_vs_prometheus"] is True
-    print("summary:", {k: summary[k] for k in ("specbench_output_tok_per_s", "llmperf_output_tok_per_s",
-                                               "results_number_errors", "results_num_requests_started")})
+    print(
+        "summary:",
+        {
+            k: summary[k]
+            for k in (
+                "specbench_output_tok_per_s",
+                "llmperf_output_tok_per_s",
+                "results_number_errors",
+                "results_num_requests_started",
+            )
+        },
+    )

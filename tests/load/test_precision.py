@@ -15,8 +15,7 @@ from specbench.analysis.counts import Counts
 from specbench.config import parse_study
 from specbench.errors import ConfigError
 from specbench.load.driver import LoadResult
-from specbench.load.precision import (ERRORS, MAX_REQUESTS, REACHED, Batch, half_widths, precision_load,
-                                      run_until)
+from specbench.load.precision import ERRORS, MAX_REQUESTS, REACHED, Batch, half_widths, precision_load, run_until
 
 DATA = Path(__file__).parent / "data" / "default_study_request_units.json"
 ROWS = json.loads(DATA.read_text())["cells"]["mla-on__output_norm-off__r0"]
@@ -32,12 +31,18 @@ def sender(prompts: int | None = None, error_from: int | None = None, per_reques
 
     def send(start: int, n: int) -> Batch:
         calls.append((start, n))
-        reqs = [{"id": i, "error": "HTTP 500" if error_from is not None and i >= error_from else None}
-                for i in range(start, start + n)]
-        units = [(f"p{i % (prompts or 10**9)}", unit(ROWS[i % len(ROWS)])) for i in range(start, start + n)
-                 if not reqs[i - start]["error"]]
+        reqs = [
+            {"id": i, "error": "HTTP 500" if error_from is not None and i >= error_from else None}
+            for i in range(start, start + n)
+        ]
+        units = [
+            (f"p{i % (prompts or 10**9)}", unit(ROWS[i % len(ROWS)]))
+            for i in range(start, start + n)
+            if not reqs[i - start]["error"]
+        ]
         scrape = sum((unit(ROWS[i % len(ROWS)]) for i in range(start, start + n)), Counts(0, 0, 0, [0, 0, 0], 3))
         return Batch(reqs, units if per_request else None, scrape)
+
     return send, calls
 
 
@@ -60,8 +65,9 @@ def test_stops_at_max_requests_cutting_the_last_batch():
 
 def test_stops_on_errors_above_the_allowed_rate():
     send, _ = sender(error_from=25)
-    _, out = run_until(send, {"acceptance_length": 0.001}, max_requests=100, batch=10, min_requests=20,
-                       max_error_rate=0.1)
+    _, out = run_until(
+        send, {"acceptance_length": 0.001}, max_requests=100, batch=10, min_requests=20, max_error_rate=0.1
+    )
     assert out.reason == ERRORS and out.requests_sent == 30  # 5 of 30 failed > 10%
 
 
@@ -90,7 +96,7 @@ def test_half_width_is_the_per_cell_interval_s_longer_side():
     from specbench.analysis.bootstrap import PSEUDO_UNITS_UP_TO
 
     units = [unit(r) for r in ROWS]
-    (h,), point = half_widths(units, ["mean_acceptance_length"])[0].values(), None
+    (h,) = half_widths(units, ["mean_acceptance_length"])[0].values()
     d = [u.num_drafts for u in units]
     x = [float(u.accepted_tokens) for u in units]
     y = [float(u.draft_tokens) for u in units]
@@ -103,12 +109,12 @@ def test_half_width_is_the_per_cell_interval_s_longer_side():
     shrunk = (sum(x) + size) / (trials + 2 * size)
     p = [sum(u.accepted_per_position[i] for u in units) / sum(d) for i in range(len(units[0].accepted_per_position))]
     r = trials / sum(d)
-    var_draft = (sum((2 * i + 1) * pi for i, pi in enumerate(p)) - sum(p) ** 2) / r ** 2 / sum(d)
+    var_draft = (sum((2 * i + 1) * pi for i, pi in enumerate(p)) - sum(p) ** 2) / r**2 / sum(d)
     binom = shrunk * (1 - shrunk) / trials
     n_eff = trials / max(1.0, var_units / binom, var_draft / binom)
     c = t.ppf(0.975, len(units) - 1)
     den = 1 + c * c / n_eff
-    mid, w = (q + c * c / (2 * n_eff)) / den, c / den * math.sqrt(q * (1 - q) / n_eff + c * c / (4 * n_eff ** 2))
+    mid, w = (q + c * c / (2 * n_eff)) / den, c / den * math.sqrt(q * (1 - q) / n_eff + c * c / (4 * n_eff**2))
     assert h == pytest.approx(r * max(mid + w - q, q - (mid - w)), rel=1e-9)
 
 
@@ -116,13 +122,16 @@ def test_precision_load_merges_batches_into_one_load():
     class Ld:
         class until:
             ci_half_width = {"acceptance_length": 0.2}
+
         max_requests, batch, min_requests, max_error_rate = 100, 5, 10, 0.0
 
     scrapes = iter(range(1000))
 
     def load_batch(start, n):
-        reqs = [{"id": i, "prompt_id": f"q{i}", "start_s": 0.5, "error": None,
-                 "spec_decode": unit(ROWS[i % 20]).to_dict()} for i in range(start, start + n)]
+        reqs = [
+            {"id": i, "prompt_id": f"q{i}", "start_s": 0.5, "error": None, "spec_decode": unit(ROWS[i % 20]).to_dict()}
+            for i in range(start, start + n)
+        ]
         return LoadResult(requests=reqs, started_at="t", duration_s=1.0, spec={"num_requests": n})
 
     def scrape():
@@ -140,23 +149,42 @@ def test_precision_load_merges_batches_into_one_load():
 BASE = {"name": "x", "serve": {"model": "fixture:target", "speculative": {"draft": "fixture:draft"}}}
 
 
-@pytest.mark.parametrize("load, message", [
-    ({"until": {"ci_half_width": {"acceptance_lenght": 0.05}}, "max_requests": 200},
-     "load.until.ci_half_width.acceptance_lenght: unknown statistic"),
-    ({"until": {"ci_half_width": {"acceptance_length": 0}}, "max_requests": 200},
-     "load.until.ci_half_width.acceptance_length: the half-width must be a positive number"),
-    ({"until": {"ci_half_width": {"acceptance_length": -0.1}}, "max_requests": 200},
-     "load.until.ci_half_width.acceptance_length: the half-width must be a positive number"),
-    ({"until": {"ci_half_width": {}}, "max_requests": 200}, "load.until.ci_half_width: name at least one"),
-    ({"until": {"ci_half_width": {"acceptance_length": 0.05}}}, "load.until: needs load.max_requests"),
-    ({"until": {"ci_half_width": {"acceptance_length": 0.05}}, "max_requests": 200, "num_requests": 50},
-     "load.num_requests: remove it"),
-    ({"max_requests": 200}, "load.max_requests: only with load.until"),
-    ({"until": {"ci_half_width": {"p3": 0.05}}, "max_requests": 200}, "load.until.ci_half_width.p3: no such position"),
-    ({"until": {"ci_half_width": {"p0": 0.05}}, "max_requests": 10}, "load.min_requests: 20 is above max_requests 10"),
-    ({"until": {"ci_half_width": {"p0": 0.05}}, "max_requests": 100, "min_requests": 5},
-     "load.min_requests: 5 is below 20; stopping on the CI's width after fewer requests"),
-])
+@pytest.mark.parametrize(
+    "load, message",
+    [
+        (
+            {"until": {"ci_half_width": {"acceptance_lenght": 0.05}}, "max_requests": 200},
+            "load.until.ci_half_width.acceptance_lenght: unknown statistic",
+        ),
+        (
+            {"until": {"ci_half_width": {"acceptance_length": 0}}, "max_requests": 200},
+            "load.until.ci_half_width.acceptance_length: the half-width must be a positive number",
+        ),
+        (
+            {"until": {"ci_half_width": {"acceptance_length": -0.1}}, "max_requests": 200},
+            "load.until.ci_half_width.acceptance_length: the half-width must be a positive number",
+        ),
+        ({"until": {"ci_half_width": {}}, "max_requests": 200}, "load.until.ci_half_width: name at least one"),
+        ({"until": {"ci_half_width": {"acceptance_length": 0.05}}}, "load.until: needs load.max_requests"),
+        (
+            {"until": {"ci_half_width": {"acceptance_length": 0.05}}, "max_requests": 200, "num_requests": 50},
+            "load.num_requests: remove it",
+        ),
+        ({"max_requests": 200}, "load.max_requests: only with load.until"),
+        (
+            {"until": {"ci_half_width": {"p3": 0.05}}, "max_requests": 200},
+            "load.until.ci_half_width.p3: no such position",
+        ),
+        (
+            {"until": {"ci_half_width": {"p0": 0.05}}, "max_requests": 10},
+            "load.min_requests: 20 is above max_requests 10",
+        ),
+        (
+            {"until": {"ci_half_width": {"p0": 0.05}}, "max_requests": 100, "min_requests": 5},
+            "load.min_requests: 5 is below 20; stopping on the CI's width after fewer requests",
+        ),
+    ],
+)
 def test_config_errors_name_the_field(load, message):
     with pytest.raises(ConfigError) as exc:
         parse_study({**BASE, "load": load}, "c.yaml")
@@ -165,6 +193,15 @@ def test_config_errors_name_the_field(load, message):
 
 
 def test_config_accepts_a_precision_target():
-    s = parse_study({**BASE, "load": {"until": {"ci_half_width": {"acceptance_length": 0.05, "p2": 0.1}},
-                                      "max_requests": 400, "batch": 8}}, "c.yaml")
+    s = parse_study(
+        {
+            **BASE,
+            "load": {
+                "until": {"ci_half_width": {"acceptance_length": 0.05, "p2": 0.1}},
+                "max_requests": 400,
+                "batch": 8,
+            },
+        },
+        "c.yaml",
+    )
     assert s.load.until.ci_half_width == {"acceptance_length": 0.05, "p2": 0.1} and s.load.max_requests == 400

@@ -57,15 +57,17 @@ def _simulate(pool: list[Counts], truth: float, rule, n_studies: int = N_STUDIES
     """(coverage of the final CI, mean requests sent) over ``n_studies`` precision-driven loads."""
     rng = np.random.default_rng(1)
     covered, sent = 0, 0
-    for s in range(n_studies):
+    for _s in range(n_studies):
+
         def send(start: int, n: int) -> Batch:
             idx = rng.integers(0, len(pool), n)
             return Batch([{}] * n, [(f"r{start + i}", pool[j]) for i, j in enumerate(idx)])
 
-        batches, out = run_until(send, {"acceptance_length": TARGET}, max_requests=400, batch=10,
-                                 min_requests=MIN_REQUESTS, rule=rule)
+        batches, out = run_until(
+            send, {"acceptance_length": TARGET}, max_requests=400, batch=10, min_requests=MIN_REQUESTS, rule=rule
+        )
         units = [u for b in batches for _, u in b.request_units]
-        (h, ), point = half_widths(units, [KEY])[0].values(), point_estimates(units)[KEY]  # the final CI
+        (h,), point = half_widths(units, [KEY])[0].values(), point_estimates(units)[KEY]  # the final CI
         covered += abs(point - truth) <= h
         sent += out.requests_sent
     return covered / n_studies, sent / n_studies
@@ -131,13 +133,15 @@ def _coverage_batch1(pool: list[Counts], min_requests: int, target: float, studi
     truth = point_estimates(pool)[KEY]
     hit = 0
     for _ in range(studies):
+
         def send(start: int, n: int) -> Batch:
             return Batch([{}] * n, [(f"r{start + i}", pool[j]) for i, j in enumerate(rng.integers(0, len(pool), n))])
 
-        batches, _ = run_until(send, {"acceptance_length": target}, max_requests=400, batch=1,
-                               min_requests=min_requests)
+        batches, _ = run_until(
+            send, {"acceptance_length": target}, max_requests=400, batch=1, min_requests=min_requests
+        )
         units = [u for b in batches for _, u in b.request_units]
-        (h, ), point = half_widths(units, [KEY])[0].values(), point_estimates(units)[KEY]
+        (h,), point = half_widths(units, [KEY])[0].values(), point_estimates(units)[KEY]
         hit += abs(point - truth) <= h
     return hit / studies
 

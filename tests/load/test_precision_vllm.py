@@ -32,18 +32,35 @@ def precision_run(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("precision-run")
     cfg = {
         "name": "precision",
-        "serve": {"model": "fixture:target", "speculative": {"method": "eagle", "draft": "fixture:draft",
-                                                             "num_speculative_tokens": 3},
-                  "enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4,
-                  "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "log_stats_interval_s": 1},
-        "load": {"until": {"ci_half_width": {"acceptance_length": TARGET}}, "max_requests": 30, "batch": 5,
-                 "min_requests": 20, "concurrency": 4, "max_tokens": 64, "warmup_requests": 2},
+        "serve": {
+            "model": "fixture:target",
+            "speculative": {"method": "eagle", "draft": "fixture:draft", "num_speculative_tokens": 3},
+            "enforce_eager": True,
+            "max_model_len": 512,
+            "max_num_seqs": 4,
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+            "log_stats_interval_s": 1,
+        },
+        "load": {
+            "until": {"ci_half_width": {"acceptance_length": TARGET}},
+            "max_requests": 30,
+            "batch": 5,
+            "min_requests": 20,
+            "concurrency": 4,
+            "max_tokens": 64,
+            "warmup_requests": 2,
+        },
     }
     path = tmp / "study.yaml"
     path.write_text(yaml.safe_dump(cfg))
     env = {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"}
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", str(path), "--results-dir", str(tmp / "results"),
-                        "--quiet"], capture_output=True, text=True, timeout=900, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(path), "--results-dir", str(tmp / "results"), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     return Path(r.stdout.strip().splitlines()[-1])
 
@@ -57,8 +74,10 @@ def test_stops_for_the_recorded_reason(precision_run):
     assert prec["reason"] in (REACHED, MAX_REQUESTS)
     if prec["reason"] == REACHED:
         assert hw <= TARGET
-        assert all(look["half_widths"]["acceptance_length"] is None or look["half_widths"]["acceptance_length"] > TARGET
-                   for look in prec["looks"][:-1])
+        assert all(
+            look["half_widths"]["acceptance_length"] is None or look["half_widths"]["acceptance_length"] > TARGET
+            for look in prec["looks"][:-1]
+        )
     else:
         assert sent == 30 and hw > TARGET
     assert prec["unit"] == "request" and prec["n_units"] == sent  # 30 requests < 109 prompts: none repeats

@@ -31,23 +31,35 @@ def test_category_selection():
 
 def test_user_file_both_forms(tmp_path):
     f = tmp_path / "mine.jsonl"
-    f.write_text(json.dumps({"prompt": "hello there"}) + "\n\n"
-                 + json.dumps({"id": "x", "category": "chat", "messages": [
-                     {"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]}) + "\n")
+    f.write_text(
+        json.dumps({"prompt": "hello there"})
+        + "\n\n"
+        + json.dumps(
+            {
+                "id": "x",
+                "category": "chat",
+                "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+            }
+        )
+        + "\n"
+    )
     p1, p2 = load_prompts(path=f)
     assert (p1.id, p1.category, p1.messages) == ("mine-1", "mine", [{"role": "user", "content": "hello there"}])
     assert (p2.id, p2.category, len(p2.messages)) == ("x", "chat", 2)
     assert [p.id for p in load_prompts(["chat"], path=f)] == ["x"]
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", r"bad\.jsonl:2: not valid JSON"),
-    ('["a"]', r"bad\.jsonl:2: expected a JSON object"),
-    ('{"prompt": "a", "messages": []}', r"bad\.jsonl:2: give exactly one of"),
-    ('{"messages": [{"role": "robot", "content": "x"}]}', r"bad\.jsonl:2: messages\[0\] must be"),
-    ('{"prompt": "x", "temperature": 1}', r"bad\.jsonl:2: unknown field\(s\) temperature"),
-    ('{"id": "a", "prompt": "again"}', r"bad\.jsonl:2: duplicate prompt id 'a'"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", r"bad\.jsonl:2: not valid JSON"),
+        ('["a"]', r"bad\.jsonl:2: expected a JSON object"),
+        ('{"prompt": "a", "messages": []}', r"bad\.jsonl:2: give exactly one of"),
+        ('{"messages": [{"role": "robot", "content": "x"}]}', r"bad\.jsonl:2: messages\[0\] must be"),
+        ('{"prompt": "x", "temperature": 1}', r"bad\.jsonl:2: unknown field\(s\) temperature"),
+        ('{"id": "a", "prompt": "again"}', r"bad\.jsonl:2: duplicate prompt id 'a'"),
+    ],
+)
 def test_bad_lines_name_file_and_line(tmp_path, line, message):
     f = tmp_path / "bad.jsonl"
     f.write_text('{"id": "a", "prompt": "fine"}\n' + line + "\n")

@@ -8,13 +8,24 @@ from specbench.load.summary import summarize
 
 
 def rec(i, ttft, itl, e2e, out, err=None):
-    return {"id": i, "ttft_s": ttft, "itl_s": itl, "e2e_s": e2e, "output_tokens": out, "input_tokens": 10,
-            "error": err, "error_code": 500 if err else None}
+    return {
+        "id": i,
+        "ttft_s": ttft,
+        "itl_s": itl,
+        "e2e_s": e2e,
+        "output_tokens": out,
+        "input_tokens": 10,
+        "error": err,
+        "error_code": 500 if err else None,
+    }
 
 
 def test_errors_count_apart_and_metrics_use_successes_only():
-    reqs = [rec(0, 0.1, [0.01, 0.03], 0.2, 3), rec(1, 0.3, [0.02, 0.02], 0.4, 3),
-            rec(2, None, [], 9.0, None, err="HTTP 500: boom")]
+    reqs = [
+        rec(0, 0.1, [0.01, 0.03], 0.2, 3),
+        rec(1, 0.3, [0.02, 0.02], 0.4, 3),
+        rec(2, None, [], 9.0, None, err="HTTP 500: boom"),
+    ]
     s = summarize(reqs, 2.0, model="m", name="m_summary", concurrency=2, max_tokens=3)
     assert s["results_num_requests_started"] == 3 and s["results_num_completed_requests"] == 2
     assert s["results_number_errors"] == 1 and s["results_error_rate"] == pytest.approx(1 / 3)

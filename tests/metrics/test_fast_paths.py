@@ -18,8 +18,19 @@ PREFIX = "(APIServer pid={pid}) INFO 12-02 20:57:{s:02d} [{mod}] "
 
 
 def _dec(rng: random.Random) -> str:
-    return rng.choice(["0", "0.0", "100.0", "2.70", "12.30", "0.608", "1" * 15, "9" * 15 + "." + "9" * 15,
-                       f"{rng.uniform(0, 500):.{rng.randint(0, 4)}f}"])
+    return rng.choice(
+        [
+            "0",
+            "0.0",
+            "100.0",
+            "2.70",
+            "12.30",
+            "0.608",
+            "1" * 15,
+            "9" * 15 + "." + "9" * 15,
+            f"{rng.uniform(0, 500):.{rng.randint(0, 4)}f}",
+        ]
+    )
 
 
 def _int(rng: random.Random) -> str:
@@ -28,30 +39,50 @@ def _int(rng: random.Random) -> str:
 
 def _spec_line(rng: random.Random) -> str:
     pos = ", ".join(_dec(rng) for _ in range(rng.randint(1, 8)))
-    return (PREFIX.format(pid=rng.randint(1, 99999), s=rng.randint(0, 59), mod="metrics.py:120")
-            + f"SpecDecoding metrics: Mean acceptance length: {_dec(rng)}, Accepted throughput: {_dec(rng)} tokens/s, "
-            f"Drafted throughput: {_dec(rng)} tokens/s, Accepted: {_int(rng)} tokens, Drafted: {_int(rng)} tokens, "
-            f"Per-position acceptance rate: {pos}, Avg Draft acceptance rate: {_dec(rng)}%")
+    return (
+        PREFIX.format(pid=rng.randint(1, 99999), s=rng.randint(0, 59), mod="metrics.py:120")
+        + f"SpecDecoding metrics: Mean acceptance length: {_dec(rng)}, Accepted throughput: {_dec(rng)} tokens/s, "
+        f"Drafted throughput: {_dec(rng)} tokens/s, Accepted: {_int(rng)} tokens, Drafted: {_int(rng)} tokens, "
+        f"Per-position acceptance rate: {pos}, Avg Draft acceptance rate: {_dec(rng)}%"
+    )
 
 
 def _engine_line(rng: random.Random) -> str:
-    tail = rng.choice(["", ", GPU KV cache usage: 1.2%", ", CPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
-                       ", Running: 9 reqs", ", Prefix cache hit rate: 0.0%, Waiting: 3 reqs",
-                       ", Avg prompt throughput: 1.0%"])
-    return (PREFIX.format(pid=rng.randint(1, 99999), s=rng.randint(0, 59), mod="loggers.py:335")
-            + f"Engine {rng.randint(0, 12):03d}: Avg prompt throughput: {_dec(rng)} tokens/s, Avg generation "
-            f"throughput: {_dec(rng)} tokens/s, Running: {_int(rng)} reqs, Waiting: {_int(rng)} reqs{tail}")
+    tail = rng.choice(
+        [
+            "",
+            ", GPU KV cache usage: 1.2%",
+            ", CPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
+            ", Running: 9 reqs",
+            ", Prefix cache hit rate: 0.0%, Waiting: 3 reqs",
+            ", Avg prompt throughput: 1.0%",
+        ]
+    )
+    return (
+        PREFIX.format(pid=rng.randint(1, 99999), s=rng.randint(0, 59), mod="loggers.py:335")
+        + f"Engine {rng.randint(0, 12):03d}: Avg prompt throughput: {_dec(rng)} tokens/s, Avg generation "
+        f"throughput: {_dec(rng)} tokens/s, Running: {_int(rng)} reqs, Waiting: {_int(rng)} reqs{tail}"
+    )
 
 
-PREFIXES = ["(EngineCore_DP0 pid=77) WARNING 12-02 20:57:{s:02d}.123 [{mod}] ", "INFO 12-02 20:57:{s:02d} [{mod}] ",
-            "(APIServer pid=0x1) INFO 12-02 20:57:{s:02d} [{mod}] ", "(A pid=5) INFO 2026-12-02 20:57:{s:02d} [{mod}] ",
-            "[{mod}] (APIServer pid=9) INFO 12-02 20:57:{s:02d} ", "(APIServer pid=3) INFO 12-02 20:57:{s:02d} [{mod}]  "]
+PREFIXES = [
+    "(EngineCore_DP0 pid=77) WARNING 12-02 20:57:{s:02d}.123 [{mod}] ",
+    "INFO 12-02 20:57:{s:02d} [{mod}] ",
+    "(APIServer pid=0x1) INFO 12-02 20:57:{s:02d} [{mod}] ",
+    "(A pid=5) INFO 2026-12-02 20:57:{s:02d} [{mod}] ",
+    "[{mod}] (APIServer pid=9) INFO 12-02 20:57:{s:02d} ",
+    "(APIServer pid=3) INFO 12-02 20:57:{s:02d} [{mod}]  ",
+]
 
 
 def _lines(n: int, seed: int = 13) -> list[str]:
     rng = random.Random(seed)
-    real = [ln.rstrip("\n") for f in sorted(BASELINES.glob("*/server.log"))
-            for ln in f.read_text(errors="replace").splitlines() if "SpecDecoding" in ln or "Engine 0" in ln]
+    real = [
+        ln.rstrip("\n")
+        for f in sorted(BASELINES.glob("*/server.log"))
+        for ln in f.read_text(errors="replace").splitlines()
+        if "SpecDecoding" in ln or "Engine 0" in ln
+    ]
     out = list(real)
     for _ in range(n):
         line = rng.choice([_spec_line, _engine_line])(rng) if rng.random() < 0.8 else rng.choice(real)
@@ -74,7 +105,9 @@ def _splice(line: str, rng: random.Random) -> str:
 def _records(lines: list[str], fast: bool, monkeypatch) -> list:
     monkeypatch.setattr(logs, "FAST_PATHS", fast)
     parser = LineParser("f.log")  # one parser: engine ids carry from engine lines to spec lines
-    return [(r.to_dict() if r is not None else None) for r in (parser.parse_line(ln, i) for i, ln in enumerate(lines, 1))]
+    return [
+        (r.to_dict() if r is not None else None) for r in (parser.parse_line(ln, i) for i, ln in enumerate(lines, 1))
+    ]
 
 
 def test_fast_paths_equal_the_general_path(monkeypatch):
@@ -91,12 +124,12 @@ def test_fast_paths_equal_the_general_path(monkeypatch):
 
 def _fast_spec_matches(line: str) -> bool:
     i = line.find("SpecDecoding metrics:")
-    return i >= 0 and logs.FAST_SPEC_RE.fullmatch(line[i + len("SpecDecoding metrics:"):]) is not None
+    return i >= 0 and logs.FAST_SPEC_RE.fullmatch(line[i + len("SpecDecoding metrics:") :]) is not None
 
 
 def _fast_engine_matches(line: str) -> bool:
     m = logs.ENGINE_RE.search(line)
-    return m is not None and logs.FAST_ENGINE_RE.fullmatch(line[m.start():].split(":", 1)[1]) is not None
+    return m is not None and logs.FAST_ENGINE_RE.fullmatch(line[m.start() :].split(":", 1)[1]) is not None
 
 
 @pytest.mark.parametrize("kind", ["SpecDecoding", "Engine 000"])
@@ -115,9 +148,17 @@ def test_to_dict_is_the_canonical_order_and_a_copy():
 
     from specbench.metrics.record import EngineStatsRecord, SpecDecodeRecord
 
-    for rec in (SpecDecodeRecord(source="vllm", format="f", line=3, accepted_per_position=[5, 2],
-                                 per_position_acceptance=[0.5, 0.2], draft_tokens=9),
-                EngineStatsRecord(source="vllm", format="vllm-engine-stats", engine=1, running_reqs=4)):
+    for rec in (
+        SpecDecodeRecord(
+            source="vllm",
+            format="f",
+            line=3,
+            accepted_per_position=[5, 2],
+            per_position_acceptance=[0.5, 0.2],
+            draft_tokens=9,
+        ),
+        EngineStatsRecord(source="vllm", format="vllm-engine-stats", engine=1, running_reqs=4),
+    ):
         d = asdict(rec)
         want = {"kind": d.pop("kind"), **d}
         got = rec.to_dict()
@@ -129,8 +170,12 @@ def test_to_dict_is_the_canonical_order_and_a_copy():
 
 
 def test_is_candidate_checks_every_prefilter_marker():
-    assert logs.PREFILTER == ("metrics:", "Decode batch", "Avg prompt throughput",  # spelled out in is_candidate
-                              "Draft acceptance rate:")
+    assert logs.PREFILTER == (
+        "metrics:",
+        "Decode batch",
+        "Avg prompt throughput",  # spelled out in is_candidate
+        "Draft acceptance rate:",
+    )
     for marker in logs.PREFILTER:
         assert logs.is_candidate(f"x {marker} y") and not logs.is_candidate(f"x {marker[:-1]} y")
 
@@ -139,10 +184,12 @@ def test_position_cap_is_the_same_on_the_fast_path(monkeypatch):
     """A line of vLLM 0.32's shape with more than MAX_POSITIONS rates is dropped to its other fields
     with a warning on either path (the fast regex once kept all of them, silently)."""
     for n in (logs.MAX_POSITIONS - 1, logs.MAX_POSITIONS, logs.MAX_POSITIONS + 1):
-        line = (PREFIX.format(pid=7, s=0, mod="metrics.py:120") + "SpecDecoding metrics: Mean acceptance length: 2.70, "
-                "Accepted throughput: 12.30 tokens/s, Drafted throughput: 20.10 tokens/s, Accepted: 163 tokens, "
-                f"Drafted: 279 tokens, Per-position acceptance rate: {', '.join(['0.500'] * n)}, "
-                "Avg Draft acceptance rate: 58.4%")
+        line = (
+            PREFIX.format(pid=7, s=0, mod="metrics.py:120") + "SpecDecoding metrics: Mean acceptance length: 2.70, "
+            "Accepted throughput: 12.30 tokens/s, Drafted throughput: 20.10 tokens/s, Accepted: 163 tokens, "
+            f"Drafted: 279 tokens, Per-position acceptance rate: {', '.join(['0.500'] * n)}, "
+            "Avg Draft acceptance rate: 58.4%"
+        )
         got = []
         for fast in (True, False):
             monkeypatch.setattr(logs, "FAST_PATHS", fast)
@@ -166,8 +213,17 @@ def _dense_log(rng: random.Random) -> str:
         for _ in range(rng.randint(5, 60)):
             line = rng.choice([_spec_line, _engine_line])(rng)
             if mixed and rng.random() < 0.2:
-                line = rng.choice(odd + [line + "\n  Number of drafts: 9", line + "\r", "caf\u00e9 " + line,
-                                         line.replace("INFO", "INFO\u00e9"), line + "\n", "| " + line + " |"])
+                line = rng.choice(
+                    odd
+                    + [
+                        line + "\n  Number of drafts: 9",
+                        line + "\r",
+                        "caf\u00e9 " + line,
+                        line.replace("INFO", "INFO\u00e9"),
+                        line + "\n",
+                        "| " + line + " |",
+                    ]
+                )
             out.append(line)
             if block % 4 == 1 and rng.random() < 0.05:  # no marker: only the line shape tells it joins
                 out.append(rng.choice(["  Number of drafts: 9", ", 0.125", "Current speculative depth: 2"]))

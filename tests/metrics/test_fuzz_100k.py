@@ -46,14 +46,76 @@ mean acceptance length: 2.75
 acceptance at token 0: 0.88
 acceptance at token 1: 0.56
 """
-NUMBERS = ["-1", "-0", "+7", "1e309", "-1e309", "1e-320", "nan", "NaN%", "inf", "-inf", "9" * 40, "0.0.1", "",
-           "1,000", "1_000", "\u0663\u0664", "\uff15", "0x1F", ".", "-", "e5", "3.", ".5", "1e5%", "100.0%%"]
-SEPARATORS = [", ", ",", ":", ": ", "%", ",,", " tokens", "\t", "\r", "\x1b[0m", "\x1b[32m", "\x00", "\ufffd",
-              "Position 0:", "metrics:", "SpecDecoding metrics: ", "Speculative metrics: ", "Engine 000: ",
-              "Decode batch. ", "accept len: ", "Per-position acceptance rate: ", "{", "}", '"', "\n", " " * 30,
-              "num_drafts: ", "acceptance at token 9: ", "---Speculative Decoding---", "# TYPE x counter\n"]
-INT_FIELDS = ("line", "pid", "engine", "num_spec_tokens", "num_drafts", "draft_tokens", "accepted_tokens",
-              "emitted_tokens", "current_depth")
+NUMBERS = [
+    "-1",
+    "-0",
+    "+7",
+    "1e309",
+    "-1e309",
+    "1e-320",
+    "nan",
+    "NaN%",
+    "inf",
+    "-inf",
+    "9" * 40,
+    "0.0.1",
+    "",
+    "1,000",
+    "1_000",
+    "\u0663\u0664",
+    "\uff15",
+    "0x1F",
+    ".",
+    "-",
+    "e5",
+    "3.",
+    ".5",
+    "1e5%",
+    "100.0%%",
+]
+SEPARATORS = [
+    ", ",
+    ",",
+    ":",
+    ": ",
+    "%",
+    ",,",
+    " tokens",
+    "\t",
+    "\r",
+    "\x1b[0m",
+    "\x1b[32m",
+    "\x00",
+    "\ufffd",
+    "Position 0:",
+    "metrics:",
+    "SpecDecoding metrics: ",
+    "Speculative metrics: ",
+    "Engine 000: ",
+    "Decode batch. ",
+    "accept len: ",
+    "Per-position acceptance rate: ",
+    "{",
+    "}",
+    '"',
+    "\n",
+    " " * 30,
+    "num_drafts: ",
+    "acceptance at token 9: ",
+    "---Speculative Decoding---",
+    "# TYPE x counter\n",
+]
+INT_FIELDS = (
+    "line",
+    "pid",
+    "engine",
+    "num_spec_tokens",
+    "num_drafts",
+    "draft_tokens",
+    "accepted_tokens",
+    "emitted_tokens",
+    "current_depth",
+)
 
 
 def _seeds() -> tuple[list[str], list[str]]:
@@ -67,7 +129,7 @@ def _seeds() -> tuple[list[str], list[str]]:
     spec_prom = [i for i, ln in enumerate(prom) if "spec_decode" in ln]
     blocks = [BENCH_SERVE, OFFLINE]
     for start in range(spec_prom[0], spec_prom[-1], 12):
-        blocks.append("\n".join(prom[max(0, start - 2): start + 20]))
+        blocks.append("\n".join(prom[max(0, start - 2) : start + 20]))
     return lines, blocks
 
 
@@ -76,14 +138,14 @@ def _mutate(text: str, rng: random.Random) -> str:
         op = rng.randrange(8)
         pos = rng.randint(0, len(text))
         if op == 0 and text:  # byte flip
-            text = text[:pos] + chr(rng.randrange(0xD800)) + text[pos + 1:]
+            text = text[:pos] + chr(rng.randrange(0xD800)) + text[pos + 1 :]
         elif op == 1:  # truncation
             text = text[:pos]
         elif op == 2:  # digit swap
             digits = [i for i, ch in enumerate(text) if ch.isdigit()]
             if digits:
                 i = rng.choice(digits)
-                text = text[:i] + str(rng.randrange(10)) * rng.choice([1, 1, 1, 25]) + text[i + 1:]
+                text = text[:i] + str(rng.randrange(10)) * rng.choice([1, 1, 1, 25]) + text[i + 1 :]
         elif op == 3:  # a number replaced by an extreme or malformed one
             digits = [i for i, ch in enumerate(text) if ch.isdigit()]
             if digits:
@@ -119,7 +181,7 @@ def _inputs(seed: int = 20261203) -> list[str]:
             out.append(_mutate(rng.choice(blocks), rng))
         elif kind < 0.22:  # two lines spliced
             a, b = rng.choice(lines), rng.choice(lines)
-            out.append(a[: rng.randint(0, len(a))] + b[rng.randint(0, len(b)):])
+            out.append(a[: rng.randint(0, len(a))] + b[rng.randint(0, len(b)) :])
         else:
             out.append(_mutate(rng.choice(lines), rng))
     return out
@@ -181,10 +243,12 @@ def test_100k_inputs_as_one_file_match_line_by_line(inputs, tmp_path, monkeypatc
 
 # Regressions the fuzzer found, each on a minimal input.
 def test_non_finite_counter_leaves_field_null():
-    scrape = ("# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total{engine=\"0\"} 10.0\n"
-              "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
-              "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",position=\"0\"} +Inf\n"
-              "# TYPE vllm:spec_decode_num_draft_tokens counter\nvllm:spec_decode_num_draft_tokens_total{engine=\"0\"} NaN\n")
+    scrape = (
+        '# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total{engine="0"} 10.0\n'
+        "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} +Inf\n'
+        '# TYPE vllm:spec_decode_num_draft_tokens counter\nvllm:spec_decode_num_draft_tokens_total{engine="0"} NaN\n'
+    )
     (rec,) = parse_text(scrape)
     assert (rec.num_drafts, rec.draft_tokens, rec.accepted_per_position) == (10, None, None)
 

@@ -16,11 +16,15 @@ from specbench.metrics.parse import parse_text
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.run.collect import log_windows
 
-SPEC = ("SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, Drafted throughput: "
-        "%.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens, Per-position acceptance rate: %s, "
-        "Avg Draft acceptance rate: %.1f%%")
-STATS = ("Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, "
-         "Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%")
+SPEC = (
+    "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, Drafted throughput: "
+    "%.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens, Per-position acceptance rate: %s, "
+    "Avg Draft acceptance rate: %.1f%%"
+)
+STATS = (
+    "Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, "
+    "Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
+)
 LOGGERS = "(APIServer pid=50) INFO 12-03 16:02:10 [loggers.py:335] "
 METRICS = "(APIServer pid=50) INFO 12-03 16:02:10 [metrics.py:120] "
 
@@ -28,8 +32,15 @@ METRICS = "(APIServer pid=50) INFO 12-03 16:02:10 [metrics.py:120] "
 def _pair(prefix: str, accepted: list[int], drafts: int) -> str:
     k = len(accepted)
     per_pos = ", ".join(f"{a / drafts:.3f}" for a in accepted)
-    spec = SPEC % (1 + sum(accepted) / drafts, 10.0, 20.0, sum(accepted), k * drafts, per_pos,
-                   100 * sum(accepted) / (k * drafts))
+    spec = SPEC % (
+        1 + sum(accepted) / drafts,
+        10.0,
+        20.0,
+        sum(accepted),
+        k * drafts,
+        per_pos,
+        100 * sum(accepted) / (k * drafts),
+    )
     return f"{LOGGERS}{prefix}{STATS % (1.0, 2.0, 1, 0, 0.1, 0.0)}\n{METRICS}{spec}\n"
 
 

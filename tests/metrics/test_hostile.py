@@ -20,7 +20,9 @@ def test_a_10mb_line_is_read_up_to_the_cap_and_warned(tmp_path, monkeypatch):
     path.write_text("plain line\n" + PREFIX + HEAD + "0.5, " * 2_000_000 + "Avg Draft acceptance rate: 5.0%\nlast\n")
     seen = []
     real = logs.LineParser.parse_line
-    monkeypatch.setattr(logs.LineParser, "parse_line", lambda self, raw, n, cut=False: seen.append(len(raw)) or real(self, raw, n, cut))
+    monkeypatch.setattr(
+        logs.LineParser, "parse_line", lambda self, raw, n, cut=False: seen.append(len(raw)) or real(self, raw, n, cut)
+    )
     res = parse_file(path)
     assert max(seen) <= logs.MAX_LINE_CHARS  # the parser is never handed more than the cap
     (rec,) = res.records
@@ -33,7 +35,9 @@ def test_a_10mb_line_is_read_up_to_the_cap_and_warned(tmp_path, monkeypatch):
 def test_text_input_has_the_same_cap(monkeypatch):
     seen = []
     real = logs.LineParser.parse_line
-    monkeypatch.setattr(logs.LineParser, "parse_line", lambda self, raw, n, cut=False: seen.append(len(raw)) or real(self, raw, n, cut))
+    monkeypatch.setattr(
+        logs.LineParser, "parse_line", lambda self, raw, n, cut=False: seen.append(len(raw)) or real(self, raw, n, cut)
+    )
     (rec,) = parse_text(PREFIX + HEAD + "0.5, " * 2_000_000)
     assert seen == [logs.MAX_LINE_CHARS]
     assert (rec.accepted_tokens, rec.per_position_acceptance) == (5, None)
@@ -60,20 +64,25 @@ def test_positions_over_the_cap_drop_the_list_and_keep_the_record(tmp_path):
     path = tmp_path / "k.log"
     many = ", ".join(["0.500"] * (logs.MAX_POSITIONS + 1))
     ok = ", ".join(["0.500"] * logs.MAX_POSITIONS)
-    path.write_text(f"{PREFIX}{HEAD}{many}, Avg Draft acceptance rate: 5.0%\n{PREFIX}{HEAD}{ok}, Avg Draft acceptance rate: 5.0%\n")
+    path.write_text(
+        f"{PREFIX}{HEAD}{many}, Avg Draft acceptance rate: 5.0%\n{PREFIX}{HEAD}{ok}, Avg Draft acceptance rate: 5.0%\n"
+    )
     res = parse_file(path)
     over, at_cap = res.records
     assert over.per_position_acceptance is None and (over.accepted_tokens, over.draft_acceptance_rate) == (5, 0.05)
     assert len(at_cap.per_position_acceptance) == logs.MAX_POSITIONS
     assert [w for w in res.warnings if "per-position" in w] == [
         f"{path}:1: {logs.MAX_POSITIONS + 1} per-position values, over the cap of {logs.MAX_POSITIONS}: "
-        "per-position values dropped, the record's other fields kept"]
+        "per-position values dropped, the record's other fields kept"
+    ]
 
 
 def test_summary_positions_over_the_cap(tmp_path):
     path = tmp_path / "offline.txt"
-    path.write_text("num_drafts: 10\nmean acceptance length: 1.5\nacceptance at token 0: 0.5\n"
-                    f"acceptance at token {logs.MAX_POSITIONS}: 0.1\n")
+    path.write_text(
+        "num_drafts: 10\nmean acceptance length: 1.5\nacceptance at token 0: 0.5\n"
+        f"acceptance at token {logs.MAX_POSITIONS}: 0.1\n"
+    )
     res = parse_file(path)
     (rec,) = res.records
     assert (rec.num_drafts, rec.per_position_acceptance) == (10, None)
@@ -91,13 +100,16 @@ def test_warnings_are_capped(tmp_path):
     assert f"{path}: {50 - logs.MAX_WARNINGS} more warning(s) like these" in res.warnings
 
 
-@pytest.mark.parametrize("line", [
-    "Engine " + "0" * 60_000 + " x Avg prompt throughput: 1",     # was quadratic: "0*" then "\d+"
-    "num_drafts" + " " * 60_000 + "x",                             # was quadratic: lazy label + "\s*:"
-    PREFIX + "Mean acceptance length: 2.70" + "," * 60_000,        # commas: one list per value
-    PREFIX + "Mean acceptance length: 2.70, " + "a:" * 30_000,      # 30,000 names
-    PREFIX + HEAD + "0.5, " * 12_000,                              # under the line cap, over the position cap
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Engine " + "0" * 60_000 + " x Avg prompt throughput: 1",  # was quadratic: "0*" then "\d+"
+        "num_drafts" + " " * 60_000 + "x",  # was quadratic: lazy label + "\s*:"
+        PREFIX + "Mean acceptance length: 2.70" + "," * 60_000,  # commas: one list per value
+        PREFIX + "Mean acceptance length: 2.70, " + "a:" * 30_000,  # 30,000 names
+        PREFIX + HEAD + "0.5, " * 12_000,  # under the line cap, over the position cap
+    ],
+)
 def test_hostile_lines_under_the_cap_are_linear(line):
     t0 = time.process_time()
     parse_text(line + "\n" + line)
@@ -111,7 +123,9 @@ def test_pairs_read_per_colon_equal_the_per_comma_reference():
 
     rng = random.Random(7)
     for _ in range(20_000):  # up to 200 characters: both of pairs' branches (under / over 32 commas)
-        body = "".join(rng.choice("ab #:,. 1\u00e9\t%-x,,,:") for _ in range(rng.randint(0, 200)))  # commas often enough for both branches
+        body = "".join(
+            rng.choice("ab #:,. 1\u00e9\t%-x,,,:") for _ in range(rng.randint(0, 200))
+        )  # commas often enough for both branches
         assert pairs(body) == pairs_per_comma(body), body
 
 
@@ -137,8 +151,15 @@ def test_numbers_longer_than_python_converts_never_raise(tmp_path):
     res = parse_file(path)
     spec = [r for r in res.records if r.kind == "spec_decode"]
     assert [(r.line, r.pid, r.accepted_tokens, r.draft_tokens) for r in spec] == [
-        (1, None, 163, 279), (3, 7, None, 279), (4, 8, 163, 279)]
-    proc = subprocess.run([sys.executable, "-m", "specbench", "parse", str(path), "--format", "jsonl"],
-                          capture_output=True, text=True, timeout=120)
+        (1, None, 163, 279),
+        (3, 7, None, 279),
+        (4, 8, 163, 279),
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "specbench", "parse", str(path), "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "unexpected" not in proc.stderr, proc.stderr
     assert len(proc.stdout.splitlines()) == 3

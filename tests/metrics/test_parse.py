@@ -21,9 +21,11 @@ def test_chunked_scan_equals_line_parser(tmp_path, monkeypatch):
 
 def test_chunk_edges_keep_line_numbers_and_replacement_counts(tmp_path, monkeypatch):
     """No final newline, a line longer than several chunks, invalid UTF-8 in and out of hits."""
-    spec = ("(APIServer pid=7) INFO 12-02 20:57:00 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
-            "2.39, Accepted throughput: 39.07 tokens/s, Drafted throughput: 84.19 tokens/s, Accepted: 71 tokens, "
-            "Drafted: 153 tokens, Per-position acceptance rate: 0.608, 0.431, 0.353, Avg Draft acceptance rate: 46.4%")
+    spec = (
+        "(APIServer pid=7) INFO 12-02 20:57:00 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
+        "2.39, Accepted throughput: 39.07 tokens/s, Drafted throughput: 84.19 tokens/s, Accepted: 71 tokens, "
+        "Drafted: 153 tokens, Per-position acceptance rate: 0.608, 0.431, 0.353, Avg Draft acceptance rate: 46.4%"
+    )
     lines = ["plain \xff line", spec, "x" * 700, "caf\xe9 " + spec, "\r", spec]  # last line: no newline
     data = "\n".join(lines).encode("latin-1")
     path = tmp_path / "edges.log"

@@ -9,9 +9,11 @@ from specbench.metrics.prometheus import parse_prometheus
 def _scrape(series: list[tuple[str, int, int, int]]) -> str:
     lines = []
     for labels, d, t, a in series:
-        lines += [f"vllm:spec_decode_num_drafts_total{{{labels}}} {d}.0",
-                  f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {t}.0",
-                  f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {a}.0"]
+        lines += [
+            f"vllm:spec_decode_num_drafts_total{{{labels}}} {d}.0",
+            f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {t}.0",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {a}.0",
+        ]
     return "\n".join(lines) + "\n"
 
 

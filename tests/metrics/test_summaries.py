@@ -15,10 +15,16 @@ SEP = "-" * 50
 
 def printed(drafts: int, accepted: int, positions: list[float], total: int = 0) -> list[str]:
     """The lines spec_decode.py prints after a run."""
-    return [SEP, f"total_num_output_tokens: {total or drafts + accepted}", f"num_drafts: {drafts}",
-            f"num_draft_tokens: {drafts * len(positions)}", f"num_accepted_tokens: {accepted}",
-            f"mean acceptance length: {1 + accepted / drafts:.2f}", SEP,
-            *[f"acceptance at token {i}: {p:.2f}" for i, p in enumerate(positions)]]
+    return [
+        SEP,
+        f"total_num_output_tokens: {total or drafts + accepted}",
+        f"num_drafts: {drafts}",
+        f"num_draft_tokens: {drafts * len(positions)}",
+        f"num_accepted_tokens: {accepted}",
+        f"mean acceptance length: {1 + accepted / drafts:.2f}",
+        SEP,
+        *[f"acceptance at token {i}: {p:.2f}" for i, p in enumerate(positions)],
+    ]
 
 
 def _records(text: str, tmp_path, chunk: int | None = None, monkeypatch=None) -> list[dict]:
@@ -28,8 +34,10 @@ def _records(text: str, tmp_path, chunk: int | None = None, monkeypatch=None) ->
         from specbench.metrics import parse
 
         monkeypatch.setattr(parse, "CHUNK_BYTES", chunk)
-    got = [[r.to_dict() for r in recs if r.kind == "spec_decode"]
-           for recs in (parse_text(text, file=str(path)), parse_file(path).records)]
+    got = [
+        [r.to_dict() for r in recs if r.kind == "spec_decode"]
+        for recs in (parse_text(text, file=str(path)), parse_file(path).records)
+    ]
     assert got[0] == got[1]
     return got[0]
 
@@ -53,11 +61,17 @@ def test_two_runs_printed_one_after_the_other_are_two_records(tmp_path):
     overwrote the first's in one record)."""
     text = "\n".join(printed(100, 175, [0.88, 0.56, 0.31]) + printed(200, 150, [0.5, 0.25])) + "\n"
     assert [_fields(r) for r in _records(text, tmp_path)] == [
-        (2, 100, 2.75, [0.88, 0.56, 0.31]), (12, 200, 1.75, [0.5, 0.25])]
-    positions_twice = "\n".join(["```", *printed(100, 175, [0.88])[7:], "```", "", "```", SEP,
-                                 *printed(200, 150, [0.5])[7:], "```"]) + "\n"
-    assert [_fields(r) for r in _records(positions_twice, tmp_path)] == [(2, None, None, [0.88]),
-                                                                        (7, None, None, [0.5])]
+        (2, 100, 2.75, [0.88, 0.56, 0.31]),
+        (12, 200, 1.75, [0.5, 0.25]),
+    ]
+    positions_twice = (
+        "\n".join(["```", *printed(100, 175, [0.88])[7:], "```", "", "```", SEP, *printed(200, 150, [0.5])[7:], "```"])
+        + "\n"
+    )
+    assert [_fields(r) for r in _records(positions_twice, tmp_path)] == [
+        (2, None, None, [0.88]),
+        (7, None, None, [0.5]),
+    ]
 
 
 def test_blank_and_fence_lines_inside_a_block_up_to_the_gap(tmp_path):
@@ -68,24 +82,38 @@ def test_blank_and_fence_lines_inside_a_block_up_to_the_gap(tmp_path):
     assert [_fields(r) for r in _records(near, tmp_path)] == [(2, 100, 2.75, [0.88, 0.56])]
     far = "\n".join(lines[:6] + [""] * (MAX_GAP + 1) + lines[6:]) + "\n"
     first_position = 6 + (MAX_GAP + 1) + 2  # after the counts, the blank lines and the separator
-    assert [_fields(r) for r in _records(far, tmp_path)] == [(2, 100, 2.75, None),
-                                                             (first_position, None, None, [0.88, 0.56])]
+    assert [_fields(r) for r in _records(far, tmp_path)] == [
+        (2, 100, 2.75, None),
+        (first_position, None, None, [0.88, 0.56]),
+    ]
     prose = "\n".join(lines[:6] + ["", "and the positions:", ""] + lines[6:]) + "\n"
     assert len(_records(prose, tmp_path)) == 2  # text between: two blocks
 
 
-@pytest.mark.parametrize("lines", [
-    ["acceptance at token 3: 0.26", "acceptance at token 4: 0.18"],  # not from token 0: no list
-    ["acceptance at token 0: 0.71", "...", "acceptance at token 9: 0.02"],  # elided
-])
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["acceptance at token 3: 0.26", "acceptance at token 4: 0.18"],  # not from token 0: no list
+        ["acceptance at token 0: 0.71", "...", "acceptance at token 9: 0.02"],  # elided
+    ],
+)
 def test_per_position_lines_that_do_not_give_the_whole_list_give_no_record(lines, tmp_path):
     assert _records("\n".join(["```", SEP, *lines, "```"]) + "\n", tmp_path) == []
 
 
 def test_a_block_cut_by_any_chunk_boundary_is_whole(tmp_path, monkeypatch):
-    text = ("".join(f"INFO plain line {i}\n" for i in range(30)) + "```\n" + SEP + "\n"
-            + "\n".join(printed(100, 175, [0.88, 0.56, 0.31])[7:]) + "\n" + SEP + "\n```\n\n```\n"
-            + "\n".join(printed(200, 150, [0.5, 0.25])) + "\n```\nplain tail\n")
+    text = (
+        "".join(f"INFO plain line {i}\n" for i in range(30))
+        + "```\n"
+        + SEP
+        + "\n"
+        + "\n".join(printed(100, 175, [0.88, 0.56, 0.31])[7:])
+        + "\n"
+        + SEP
+        + "\n```\n\n```\n"
+        + "\n".join(printed(200, 150, [0.5, 0.25]))
+        + "\n```\nplain tail\n"
+    )
     want = _records(text, tmp_path)
     assert [_fields(r) for r in want] == [(33, None, None, [0.88, 0.56, 0.31]), (41, 200, 1.75, [0.5, 0.25])]
     for chunk in range(48, 900, 29):

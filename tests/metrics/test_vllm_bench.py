@@ -37,11 +37,13 @@ def scrape_diff(before: int, after: int) -> dict[str, object]:
     """What the benchmark between scrapes ``before`` and ``after`` did, from /metrics alone."""
     a, b = counters(DATA / "scrapes" / f"{before:02d}.prom"), counters(DATA / "scrapes" / f"{after:02d}.prom")
     d = {k: int(b[k] - a.get(k, 0.0)) for k in b}
-    return {"num_drafts": d["vllm:spec_decode_num_drafts_total"],
-            "draft_tokens": d["vllm:spec_decode_num_draft_tokens_total"],
-            "accepted_tokens": d["vllm:spec_decode_num_accepted_tokens_total"],
-            "accepted_per_position": [d[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"] for i in range(K)],
-            "generation_tokens": d["vllm:generation_tokens_total"]}
+    return {
+        "num_drafts": d["vllm:spec_decode_num_drafts_total"],
+        "draft_tokens": d["vllm:spec_decode_num_draft_tokens_total"],
+        "accepted_tokens": d["vllm:spec_decode_num_accepted_tokens_total"],
+        "accepted_per_position": [d[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"] for i in range(K)],
+        "generation_tokens": d["vllm:generation_tokens_total"],
+    }
 
 
 @pytest.mark.parametrize("name, before, after", [("plain", 0, 1), ("detailed", 1, 2)])
@@ -149,8 +151,11 @@ def test_a_file_without_later_keys_still_gives_per_request_rows(tmp_path):
     spec_decode_*, failed, latencies, queue_times, endpoint_type; e.g. the older benchmark_serving.py
     layout). TTFT and ITL still come per request; e2e is not there to read."""
     dropped = ("failed", "latencies", "queue_times", "endpoint_type")
-    data = {k: v for k, v in json.loads((DATA / "detailed.json").read_text()).items()
-            if not k.startswith("spec_decode") and k not in dropped}
+    data = {
+        k: v
+        for k, v in json.loads((DATA / "detailed.json").read_text()).items()
+        if not k.startswith("spec_decode") and k not in dropped
+    }
     f = tmp_path / "older.json"
     f.write_text(json.dumps(data))
     (res,) = read_bench_file(f)

@@ -54,12 +54,12 @@ def _env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "200"}
 
 
-
 def _gc_crash(run: Path) -> bool:
     """Some cell failed, and every failed cell died of the GC-during-tracing stack overflow."""
     failed = [p.parent for p in run.glob("*/cell.json") if json.loads(p.read_text())["status"] != "done"]
     return bool(failed) and all(
-        all(s in (d / "server.log").read_text(errors="replace") for s in GC_STACK_OVERFLOW) for d in failed)
+        all(s in (d / "server.log").read_text(errors="replace") for s in GC_STACK_OVERFLOW) for d in failed
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +80,17 @@ def compiled_run(tmp_path_factory) -> Path:
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1500, env=_env(tmp), cwd=ROOT)
     run = Path(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else None
     if r.returncode == 3 and run is not None and _gc_crash(run):
-        r = subprocess.run([sys.executable, "-m", "specbench", "run", "--resume", str(run), "--quiet"],
-                           capture_output=True, text=True, timeout=900, env=_env(tmp), cwd=ROOT)
-    reasons = [f"{p.parent.name}: {json.loads(p.read_text()).get('reason')}" for p in run.glob("*/cell.json")] if run else []
+        r = subprocess.run(
+            [sys.executable, "-m", "specbench", "run", "--resume", str(run), "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=_env(tmp),
+            cwd=ROOT,
+        )
+    reasons = (
+        [f"{p.parent.name}: {json.loads(p.read_text()).get('reason')}" for p in run.glob("*/cell.json")] if run else []
+    )
     assert r.returncode == 0, f"{r.stdout[-2000:]}{r.stderr[-2000:]}\ncells: {reasons}"
     print(f"compiled study: {time.monotonic() - t0:.0f} s")
     return run
@@ -126,7 +134,6 @@ def test_counts_as_the_eager_variant_not_as_shipped(compiled_run, default_study)
     assert lo["agreement"]["logs_vs_prometheus"] is True
     assert lo["prometheus"]["counts"]["num_drafts"] > 30
     p2 = lo["ci"]["intervals"]["p2"]
-    eager = {v: _acc(default_study / EAGER.format(v))["derived"]["per_position"][2]
-             for v in ("on", VARIANT)}
+    eager = {v: _acc(default_study / EAGER.format(v))["derived"]["per_position"][2] for v in ("on", VARIANT)}
     assert eager[VARIANT] < eager["on"], eager  # the eager split the check relies on
     assert p2[1] < (eager[VARIANT] + eager["on"]) / 2, (p2, eager)

@@ -28,10 +28,21 @@ from specbench.plugin import CONTROL_VAR, ENV_VAR, HEAD_VAR
 pytestmark = pytest.mark.vllm
 
 K = 3
-PROMPTS = ["def parse(path):", "What does the json module do?", "class Config:", "for key, value in items:",
-           "Explain a dataclass.", "raise ValueError(", "import os\nimport sys\n", "return self._data"]
-COUNTERS = {"vllm:spec_decode_num_drafts_total": "drafts", "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
-            "vllm:spec_decode_num_accepted_tokens_total": "accepted"}
+PROMPTS = [
+    "def parse(path):",
+    "What does the json module do?",
+    "class Config:",
+    "for key, value in items:",
+    "Explain a dataclass.",
+    "raise ValueError(",
+    "import os\nimport sys\n",
+    "return self._data",
+]
+COUNTERS = {
+    "vllm:spec_decode_num_drafts_total": "drafts",
+    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens_total": "accepted",
+}
 
 
 @dataclass
@@ -53,8 +64,10 @@ def _counts(text: str) -> dict:
 
 
 def _diff(before: dict, after: dict) -> dict:
-    return {k: ([b - a for a, b in zip(before[k], after[k])] if isinstance(after[k], list) else after[k] - before[k])
-            for k in after}
+    return {
+        k: ([b - a for a, b in zip(before[k], after[k])] if isinstance(after[k], list) else after[k] - before[k])
+        for k in after
+    }
 
 
 def _serve(workdir, name: str, method: str, env: dict[str, str]) -> Served:
@@ -63,17 +76,37 @@ def _serve(workdir, name: str, method: str, env: dict[str, str]) -> Served:
     target = resolve_fixture_ref("fixture:heads-target", build=True)
     draft = target if method == "deepseek_mtp" else resolve_fixture_ref("fixture:heads-draft", build=True)
     spec = json.dumps({"method": method, "model": draft, "num_speculative_tokens": K})
-    args = [target, "--enforce-eager", "--max-model-len", "512", "--max-num-seqs", "4", "--dtype", "bfloat16",
-            "--speculative-config", spec, "--served-model-name", "tiny"]
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0",
-           "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu"), **env}
+    args = [
+        target,
+        "--enforce-eager",
+        "--max-model-len",
+        "512",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--speculative-config",
+        spec,
+        "--served-model-name",
+        "tiny",
+    ]
+    env = {
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_MLA_DISABLE": "0",
+        "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu"),
+        **env,
+    }
     log = workdir / name / "server.log"
     texts = []
     with VLLMServer(args, env, log) as server, httpx.Client(base_url=server.url, timeout=120) as client:
         before = _counts(server.scrape_metrics())
         for prompt in PROMPTS:
-            body = {"model": "tiny", "messages": [{"role": "user", "content": prompt}], "max_tokens": 32,
-                    "temperature": 0}
+            body = {
+                "model": "tiny",
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": 32,
+                "temperature": 0,
+            }
             r = client.post("/v1/chat/completions", json=body)
             r.raise_for_status()
             texts.append(r.json()["choices"][0]["message"]["content"])

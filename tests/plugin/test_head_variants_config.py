@@ -35,11 +35,17 @@ def test_mtp_study_drafts_with_the_targets_own_layer():
 
 
 def test_unknown_pos0_mask_value_is_a_config_error_before_launch():
-    study = parse_study({
-        "name": "x", "serve": {"model": "fixture:heads-target",
-                               "speculative": {"method": "eagle", "draft": "fixture:heads-draft"}},
-        "matrix": {"env:SPECBENCH_POS0_MASK": ["off", "yes"]},
-    }, "x.yaml")
+    study = parse_study(
+        {
+            "name": "x",
+            "serve": {
+                "model": "fixture:heads-target",
+                "speculative": {"method": "eagle", "draft": "fixture:heads-draft"},
+            },
+            "matrix": {"env:SPECBENCH_POS0_MASK": ["off", "yes"]},
+        },
+        "x.yaml",
+    )
     with pytest.raises(ConfigError, match=r"SPECBENCH_POS0_MASK='yes'.*off, on"):
         check_cells(expand(study))
 
@@ -54,9 +60,14 @@ def test_seed_questions_cross_method_output_norm_and_pos0_mask():
         assert c.cell_id == f"method-{method}__output_norm-{norm}__pos0_mask-{mask}__r0"
         conf = json.loads(c.args[c.args.index("--speculative-config") + 1])
         # the MTP cells draft with the served model's own layer, the EAGLE cells with the head
-        assert conf["method"] == {"eagle": "eagle", "deepseek_mtp": "mtp"}[method] and conf["model"] == (target if method == "deepseek_mtp" else head)
-        assert (c.env["SPECBENCH_HEAD"], c.env["SPECBENCH_OUTPUT_NORM"], c.env["SPECBENCH_POS0_MASK"]) == \
-            ({"eagle": "eagle", "deepseek_mtp": "mtp"}[method], norm, mask)
+        assert conf["method"] == {"eagle": "eagle", "deepseek_mtp": "mtp"}[method] and conf["model"] == (
+            target if method == "deepseek_mtp" else head
+        )
+        assert (c.env["SPECBENCH_HEAD"], c.env["SPECBENCH_OUTPUT_NORM"], c.env["SPECBENCH_POS0_MASK"]) == (
+            {"eagle": "eagle", "deepseek_mtp": "mtp"}[method],
+            norm,
+            mask,
+        )
         assert c.spec["head_variant"] == {"output_norm": norm, "pos0_mask": mask, "control": False}
         seen.add((method, norm, mask))
     assert len(seen) == len(spec) == 12
@@ -79,26 +90,34 @@ def test_bad_switch_in_a_config_exits_2_before_anything_runs(tmp_path):
     data["serve"]["env"]["SPECBENCH_OUTPUT_NORM"] = "OFF"
     config = tmp_path / "bad.yaml"
     config.write_text(yaml.safe_dump(data))
-    proc = subprocess.run([sys.executable, "-m", "specbench", "run", str(config), "--results-dir", str(tmp_path / "r")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(config), "--results-dir", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "bad.yaml: SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
-    proc = subprocess.run([sys.executable, "-m", "specbench", "validate", str(config)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specbench", "validate", str(config)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2 and "SPECBENCH_OUTPUT_NORM='OFF'" in proc.stderr
 
 
 def test_mtp_method_needs_no_draft_and_other_methods_do():
     base = {"name": "x", "serve": {"model": "fixture:heads-target", "speculative": {"method": "deepseek_mtp"}}}
     (cell,) = expand(parse_study(base, "x.yaml"))
-    assert json.loads(cell.args[cell.args.index("--speculative-config") + 1])["model"] == \
-        resolve_fixture_ref("fixture:heads-target")
+    assert json.loads(cell.args[cell.args.index("--speculative-config") + 1])["model"] == resolve_fixture_ref(
+        "fixture:heads-target"
+    )
     with pytest.raises(ConfigError, match=r"x.yaml: matrix.method: 'eagle' needs serve.speculative.draft"):
         parse_study({**base, "matrix": {"method": ["deepseek_mtp", "eagle"]}}, "x.yaml")
-    both = {"name": "x", "serve": {"model": "fixture:heads-target",
-                                   "speculative": {"method": "eagle", "draft": "fixture:heads-draft"}},
-            "matrix": {"method": ["eagle", "deepseek_mtp"], "draft": ["fixture:heads-draft", "fixture:draft"]}}
+    both = {
+        "name": "x",
+        "serve": {"model": "fixture:heads-target", "speculative": {"method": "eagle", "draft": "fixture:heads-draft"}},
+        "matrix": {"method": ["eagle", "deepseek_mtp"], "draft": ["fixture:heads-draft", "fixture:draft"]},
+    }
     with pytest.raises(ConfigError, match=r"matrix.draft: an MTP method drafts with the served model's own layer"):
         parse_study(both, "x.yaml")
     with pytest.raises(ConfigError, match=r"matrix.method\[0\]: must be a vLLM speculative method name"):
@@ -106,9 +125,11 @@ def test_mtp_method_needs_no_draft_and_other_methods_do():
 
 
 def test_pos0_mask_axis_and_its_env_axis_collide():
-    study = {"name": "x", "serve": {"model": "fixture:heads-target",
-                                    "speculative": {"method": "eagle", "draft": "fixture:heads-draft"}},
-             "matrix": {"pos0_mask": ["off", "on"], "env:SPECBENCH_POS0_MASK": ["off"]}}
+    study = {
+        "name": "x",
+        "serve": {"model": "fixture:heads-target", "speculative": {"method": "eagle", "draft": "fixture:heads-draft"}},
+        "matrix": {"pos0_mask": ["off", "on"], "env:SPECBENCH_POS0_MASK": ["off"]},
+    }
     with pytest.raises(ConfigError, match=r"matrix.env:SPECBENCH_POS0_MASK: collides with matrix.pos0_mask"):
         load_config_data(study)
 

@@ -10,8 +10,19 @@ import pytest
 
 from specbench.errors import ConfigError
 from specbench.plugin import (
-    CONTROL_VAR, ENV_VAR, HEAD_VAR, MTP_ARCH, PLUGIN_NAME, POS0_MASK_VAR, REGISTERED_ARCH, SWITCHABLE_VAR, Switches,
-    check_variant_supported, plugin_env, register, switches_from_env,
+    CONTROL_VAR,
+    ENV_VAR,
+    HEAD_VAR,
+    MTP_ARCH,
+    PLUGIN_NAME,
+    POS0_MASK_VAR,
+    REGISTERED_ARCH,
+    SWITCHABLE_VAR,
+    Switches,
+    check_variant_supported,
+    plugin_env,
+    register,
+    switches_from_env,
 )
 from specbench.plugin.switches import variant_cache_key
 
@@ -48,11 +59,17 @@ def test_no_specbench_variable_is_inert(registry, caplog):
     assert registry.models == before and caplog.text == ""
 
 
-@pytest.mark.parametrize("env", [
-    {ENV_VAR: "on"}, {HEAD_VAR: "eagle", ENV_VAR: "", POS0_MASK_VAR: "off"}, {HEAD_VAR: "eagle", ENV_VAR: "on", POS0_MASK_VAR: "off"},
-    {HEAD_VAR: "mtp", ENV_VAR: "on", POS0_MASK_VAR: "on"}, {HEAD_VAR: "mtp", ENV_VAR: "on"},
-    {HEAD_VAR: "eagle", CONTROL_VAR: "0"},
-])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {ENV_VAR: "on"},
+        {HEAD_VAR: "eagle", ENV_VAR: "", POS0_MASK_VAR: "off"},
+        {HEAD_VAR: "eagle", ENV_VAR: "on", POS0_MASK_VAR: "off"},
+        {HEAD_VAR: "mtp", ENV_VAR: "on", POS0_MASK_VAR: "on"},
+        {HEAD_VAR: "mtp", ENV_VAR: "on"},
+        {HEAD_VAR: "eagle", CONTROL_VAR: "0"},
+    ],
+)
 def test_shipped_values_register_nothing(registry, monkeypatch, caplog, env):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -68,10 +85,16 @@ def _registered(registry, before) -> dict[str, type]:
 
 
 # Every non-shipped (output_norm, pos0_mask) of each head: EAGLE ships (on, off), MTP (on, on).
-@pytest.mark.parametrize("head,norm,mask", [
-    (h, n, m) for h, shipped in (("eagle", ("on", "off")), ("mtp", ("on", "on")))
-    for n in ("on", "logits-only", "off") for m in ("off", "on") if (n, m) != shipped
-])
+@pytest.mark.parametrize(
+    "head,norm,mask",
+    [
+        (h, n, m)
+        for h, shipped in (("eagle", ("on", "off")), ("mtp", ("on", "on")))
+        for n in ("on", "logits-only", "off")
+        for m in ("off", "on")
+        if (n, m) != shipped
+    ],
+)
 def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm, mask):
     from specbench.plugin import mtp_variants, variants
 
@@ -79,7 +102,7 @@ def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm
         monkeypatch.setenv(k, v)
     before = dict(registry.models)
     register()
-    (arch, cls), = _registered(registry, before).items()
+    ((arch, cls),) = _registered(registry, before).items()
     assert arch == {"eagle": REGISTERED_ARCH, "mtp": MTP_ARCH}[head]
     module = {"eagle": variants, "mtp": mtp_variants}[head]
     assert cls is module.VARIANT_CLASS  # one class per head: the variant is data it starts with
@@ -120,8 +143,9 @@ def test_without_a_head_each_head_is_compared_with_its_own_shipped_values(regist
     assert set(_registered(registry, before)) == {REGISTERED_ARCH, MTP_ARCH}
 
 
-@pytest.mark.parametrize("head,cls_name", [("eagle", "EagleDeepseekV3SpecbenchVariants"),
-                                           ("mtp", "DeepSeekMTPSpecbenchVariants")])
+@pytest.mark.parametrize(
+    "head,cls_name", [("eagle", "EagleDeepseekV3SpecbenchVariants"), ("mtp", "DeepSeekMTPSpecbenchVariants")]
+)
 def test_control_registers_the_reimplemented_shipped_forward(registry, monkeypatch, caplog, head, cls_name):
     monkeypatch.setenv(HEAD_VAR, head)
     monkeypatch.setenv(CONTROL_VAR, "1")
@@ -135,18 +159,30 @@ def test_control_registers_the_reimplemented_shipped_forward(registry, monkeypat
 
 def test_switch_values():
     assert switches_from_env({}) == Switches("on", None, False, None)
-    assert switches_from_env({POS0_MASK_VAR: " on ", ENV_VAR: "off", CONTROL_VAR: "1", HEAD_VAR: "mtp"}) == \
-        Switches("off", True, True, "mtp")
-    for var, bad, allowed in ((POS0_MASK_VAR, "1", "off, on"), (ENV_VAR, "Off", "on, off, logits-only"),
-                              (CONTROL_VAR, "yes", "0, 1"), (HEAD_VAR, "medusa", "eagle, mtp")):
+    assert switches_from_env({POS0_MASK_VAR: " on ", ENV_VAR: "off", CONTROL_VAR: "1", HEAD_VAR: "mtp"}) == Switches(
+        "off", True, True, "mtp"
+    )
+    for var, bad, allowed in (
+        (POS0_MASK_VAR, "1", "off, on"),
+        (ENV_VAR, "Off", "on, off, logits-only"),
+        (CONTROL_VAR, "yes", "0, 1"),
+        (HEAD_VAR, "medusa", "eagle, mtp"),
+    ):
         with pytest.raises(ConfigError, match=rf"{var}={bad!r}.*{allowed}"):
             switches_from_env({var: bad})
 
 
-@pytest.mark.parametrize(("variant", "mask", "expect"), [
-    ("on", False, ("norm", "norm")), ("logits-only", False, ("norm", "sum")), ("off", False, ("sum", "sum")),
-    ("on", True, ("norm", "norm")), ("logits-only", True, ("norm", "sum")), ("off", True, ("sum", "sum")),
-])
+@pytest.mark.parametrize(
+    ("variant", "mask", "expect"),
+    [
+        ("on", False, ("norm", "norm")),
+        ("logits-only", False, ("norm", "sum")),
+        ("off", False, ("sum", "sum")),
+        ("on", True, ("norm", "norm")),
+        ("logits-only", True, ("norm", "sum")),
+        ("off", True, ("sum", "sum")),
+    ],
+)
 def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
     """Runs the EAGLE class's forward (vLLM's real construction needs a server) on a stub module
     holding the variant buffers. Stub layers record what they are given, so the test sees the
@@ -225,8 +261,9 @@ def test_mtp_variant_forward_is_vllms_but_for_its_switches(variant, mask):
 
     ids, positions = torch.tensor([5, 6, 7]), torch.tensor([0, 1, 2])
     embeds, hidden = torch.arange(6.0).reshape(3, 2) + 1, torch.ones(3, 2)
-    shipped = deepseek_mtp.DeepSeekMultiTokenPredictorLayer.forward(_mtp_stub({}, "on", True), ids, positions,
-                                                                     hidden, embeds)
+    shipped = deepseek_mtp.DeepSeekMultiTokenPredictorLayer.forward(
+        _mtp_stub({}, "on", True), ids, positions, hidden, embeds
+    )
     seen: dict = {}
     out = mtp_variants.layer_forward(_mtp_stub(seen, variant, mask), ids, positions, hidden, embeds)
     assert bool((seen["enorm_in"][0] == 0).all()) == mask and bool((seen["enorm_in"][1:] != 0).all())
@@ -274,8 +311,11 @@ def test_unknown_value_in_another_server_is_logged_and_ignored(registry, monkeyp
         register()
     assert registry.models == before
     (record,) = caplog.records
-    assert record.levelname == "WARNING" and "SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant; use one of on, off, logits-only; ignored" \
+    assert (
+        record.levelname == "WARNING"
+        and "SPECBENCH_OUTPUT_NORM='OFF' is not a known output-norm variant; use one of on, off, logits-only; ignored"
         in record.getMessage()
+    )
 
 
 def test_mismatched_vllm_head_names_version_and_what_is_missing(monkeypatch):
@@ -301,8 +341,11 @@ def test_mismatched_mtp_layer_names_version_and_what_is_missing(monkeypatch):
 
     mtp_variants.verify_wrapped_classes("0.32.0")  # the installed one is as expected
     monkeypatch.setattr(mtp_variants, "_BASE_LAYER", OldLayer)
-    with pytest.raises(RuntimeError, match=r"vLLM 0\.9\.0's MTP layer: missing the position-0 mask .*"
-                                           r"the post-norm carried state"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"vLLM 0\.9\.0's MTP layer: missing the position-0 mask .*"
+        r"the post-norm carried state",
+    ):
         mtp_variants.verify_wrapped_classes("0.9.0")
 
 
@@ -320,8 +363,11 @@ def test_a_head_file_of_an_unchecked_vllm_release_is_refused_naming_the_version(
     changed = tmp_path / CHECKED_SOURCES[head][0]
     changed.write_bytes(open(vllm_module.__file__, "rb").read() + b"\n# patched\n")
     monkeypatch.setattr(vllm_module, "__file__", str(changed))
-    with pytest.raises(RuntimeError, match=rf"refuses: vLLM 0\.33\.0's {CHECKED_SOURCES[head][0]} \(sha256 \w{{12}}\) "
-                                           r"is not the file of the releases the plugin was checked against"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"refuses: vLLM 0\.33\.0's {CHECKED_SOURCES[head][0]} \(sha256 \w{{12}}\) "
+        r"is not the file of the releases the plugin was checked against",
+    ):
         mod.verify_wrapped_classes("0.33.0")
 
 
@@ -379,6 +425,8 @@ def test_plugin_env(monkeypatch):
     assert plugin_env({CONTROL_VAR: "1"}, "mtp") == {HEAD_VAR: "mtp"}
     assert plugin_env({ENV_VAR: "off"}, "ngram") == {}  # refused before launch (check_variant_supported)
     assert plugin_env({ENV_VAR: "on"}, "eagle", {"VLLM_PLUGINS": "lora_resolver"}) == {
-        HEAD_VAR: "eagle", "VLLM_PLUGINS": f"lora_resolver,{PLUGIN_NAME}"}
+        HEAD_VAR: "eagle",
+        "VLLM_PLUGINS": f"lora_resolver,{PLUGIN_NAME}",
+    }
     assert plugin_env({ENV_VAR: "off", "VLLM_PLUGINS": f" {PLUGIN_NAME} "}, "eagle", {})["VLLM_PLUGINS"] == PLUGIN_NAME
     assert plugin_env({ENV_VAR: "off"}, "eagle", {"VLLM_PLUGINS": ""})["VLLM_PLUGINS"] == PLUGIN_NAME

@@ -95,7 +95,9 @@ def test_pos0_mask_moves_nothing_beyond_the_cis_here(cells, method, norm):
     """The mask only changes the draft's KV entry of the first prompt token; this head's attention is weak."""
     a, b = cells[_id(method, norm, "off")], cells[_id(method, norm, "on")]
     for stat in ("mean_acceptance_length", "p0"):
-        assert _ci(a, stat)[0] <= float(b[stat]) <= _ci(a, stat)[1] or _ci(b, stat)[0] <= float(a[stat]) <= _ci(b, stat)[1]
+        assert (
+            _ci(a, stat)[0] <= float(b[stat]) <= _ci(a, stat)[1] or _ci(b, stat)[0] <= float(a[stat]) <= _ci(b, stat)[1]
+        )
 
 
 @pytest.mark.parametrize("norm", NORMS)

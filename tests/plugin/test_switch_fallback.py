@@ -39,8 +39,15 @@ class Recording(GroupedExecutor):
 
 def _cells():
     serve = {"model": "org/m", "speculative": {"draft": "org/d"}, "per_request_metrics": "off"}
-    study = parse_study({"name": "t", "serve": serve, "baseline": False,
-                         "matrix": {"output_norm": ["on", "off"], "load:concurrency": [1, 2]}}, "s.yaml")
+    study = parse_study(
+        {
+            "name": "t",
+            "serve": serve,
+            "baseline": False,
+            "matrix": {"output_norm": ["on", "off"], "load:concurrency": [1, 2]},
+        },
+        "s.yaml",
+    )
     (group,) = group_cells(expand(study), study.serve.host)  # one optimistic shared server
     return study, group
 
@@ -58,7 +65,8 @@ def test_a_server_that_cannot_switch_gives_each_variant_its_own_server(tmp_path)
 
     # one server per variant, the load cells of a variant still sharing it; every cell ran once
     assert sorted(map(sorted, executor.servers)) == sorted(
-        sorted(c.cell_id for c in group if head_variant(c) == v) for v in {head_variant(c) for c in group})
+        sorted(c.cell_id for c in group if head_variant(c) == v) for v in {head_variant(c) for c in group}
+    )
     assert sorted(r.cell_id for r in records) == sorted(c.cell_id for c in group)
     assert all(r.server_group["head_switch_fallback"] == reason for r in records)
     # the probed server's log is kept apart from the per-variant servers' directories

@@ -41,8 +41,16 @@ from specbench.run.groups import reset_prefix_cache
 pytestmark = pytest.mark.vllm
 
 K = 3
-PROMPTS = ["def parse(path):", "What does the json module do?", "class Config:", "for key, value in items:",
-           "Explain a dataclass.", "raise ValueError(", "import os\nimport sys\n", "return self._data"]
+PROMPTS = [
+    "def parse(path):",
+    "What does the json module do?",
+    "class Config:",
+    "for key, value in items:",
+    "Explain a dataclass.",
+    "raise ValueError(",
+    "import os\nimport sys\n",
+    "return self._data",
+]
 GC_STACK_OVERFLOW = ("Cannot recover from stack overflow", "Garbage-collecting")
 CACHE_LINE = re.compile(r"saved AOT compiled function to (\S+)/torch_compile_cache/")
 VARIANTS = [(n, m) for n in ("on", "logits-only", "off") for m in (False, True)]
@@ -54,8 +62,19 @@ def _args(method: str) -> list[str]:
     target = resolve_fixture_ref("fixture:heads-target", build=True)
     draft = target if method == "deepseek_mtp" else resolve_fixture_ref("fixture:heads-draft", build=True)
     spec = json.dumps({"method": method, "model": draft, "num_speculative_tokens": K})
-    return [target, "--max-model-len", "512", "--max-num-seqs", "4", "--dtype", "bfloat16",
-            "--speculative-config", spec, "--served-model-name", "tiny"]
+    return [
+        target,
+        "--max-model-len",
+        "512",
+        "--max-num-seqs",
+        "4",
+        "--dtype",
+        "bfloat16",
+        "--speculative-config",
+        spec,
+        "--served-model-name",
+        "tiny",
+    ]
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
@@ -69,8 +88,12 @@ def _load(server) -> tuple[int, list[int]]:
     before = prometheus_counts(server.scrape_metrics())
     with httpx.Client(base_url=server.url, timeout=300) as client:
         for prompt in PROMPTS:
-            body = {"model": "tiny", "messages": [{"role": "user", "content": prompt}], "max_tokens": 48,
-                    "temperature": 0}
+            body = {
+                "model": "tiny",
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": 48,
+                "temperature": 0,
+            }
             client.post("/v1/chat/completions", json=body).raise_for_status()
     diff = diff_counts(prometheus_counts(server.scrape_metrics()), before)
     return diff.num_drafts, list(diff.accepted_per_position)

@@ -44,8 +44,11 @@ def _spec_counts(text: str) -> tuple[int, list[int]]:
 def _from_default_study(run_dir, cell: str) -> VariantResult:
     d = run_dir / cell
     before, after = (_spec_counts((d / f"metrics_{w}.prom").read_text()) for w in ("before", "after"))
-    return VariantResult(after[0] - before[0], [b - a for a, b in zip(before[1], after[1])],
-                         (d / "server.log").read_text(errors="replace"))
+    return VariantResult(
+        after[0] - before[0],
+        [b - a for a, b in zip(before[1], after[1])],
+        (d / "server.log").read_text(errors="replace"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +78,9 @@ def test_on_is_vllm_as_shipped_or_the_switched_control(output_norm_results):
     """Its own server: nothing registered (vLLM as shipped). On the shared server: the plugin's
     class, switched to the shipped values (which counts exactly as shipped: test_control_vllm.py)."""
     log_text = output_norm_results["on"].log_text
-    assert ("nothing registered" in log_text and "specbench output_norm variant" not in log_text) \
-        or _switched("on") in log_text
+    assert ("nothing registered" in log_text and "specbench output_norm variant" not in log_text) or _switched(
+        "on"
+    ) in log_text
 
 
 def test_every_variant_speculates(output_norm_results):

@@ -10,9 +10,18 @@ from specbench.render.plots.concurrency import concurrency_series, write_concurr
 
 def _s(cell: str, tok: float, al: float, cost: float) -> Speedup:
     point = {"output_tok_per_s": tok, "tpot": tok * 1.05, "e2e": tok, "decomposition": al / cost, "cost_ratio": cost}
-    return Speedup(cell=cell, baseline="b-" + cell, n_spec=8, n_base=8, paired=True,
-                   spec={"mean_acceptance_length": al}, base={}, point=point,
-                   intervals={k: (v * 0.9, v * 1.1) for k, v in point.items()}, confidence=0.95)
+    return Speedup(
+        cell=cell,
+        baseline="b-" + cell,
+        n_spec=8,
+        n_base=8,
+        paired=True,
+        spec={"mean_acceptance_length": al},
+        base={},
+        point=point,
+        intervals={k: (v * 0.9, v * 1.1) for k, v in point.items()},
+        confidence=0.95,
+    )
 
 
 AXES = {f"c{c}-{m}": {"concurrency": str(c), "mla": m} for c in (1, 2, 4) for m in ("on", "off")}

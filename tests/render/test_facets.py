@@ -21,8 +21,9 @@ def test_one_panel_per_value_one_line_per_cell_with_its_ci(tmp_path):
         value = ax.get_title().split(" = ")[1]
         mine = {r["SPECBENCH_POS0_MASK"]: r for r in rows if r["output_norm"] == value}
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert len(labels) == 2 and all(f"AL {float(r['mean_acceptance_length']):.2f}" in " ".join(labels)
-                                        for r in mine.values())
+        assert len(labels) == 2 and all(
+            f"AL {float(r['mean_acceptance_length']):.2f}" in " ".join(labels) for r in mine.values()
+        )
         lines = [ln for ln in ax.get_lines() if ln.get_linestyle() in ("-", "--")]
         ys = sorted(tuple(round(y, 6) for y in ln.get_ydata()) for ln in lines)
         assert ys == sorted(tuple(round(float(r[f"p{i}"]), 6) for i in range(3)) for r in mine.values())
@@ -32,6 +33,16 @@ def test_one_panel_per_value_one_line_per_cell_with_its_ci(tmp_path):
 
 def test_cli_names_a_missing_column(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        facets.main([str(RUN), str(tmp_path / "x.png"), "--panel", "method", "--color", "output_norm",
-                     "--style", "SPECBENCH_POS0_MASK"])
+        facets.main(
+            [
+                str(RUN),
+                str(tmp_path / "x.png"),
+                "--panel",
+                "method",
+                "--color",
+                "output_norm",
+                "--style",
+                "SPECBENCH_POS0_MASK",
+            ]
+        )
     assert exc.value.code == 2 and "no column 'method'" in capsys.readouterr().err

@@ -9,8 +9,14 @@ from specbench.render.tables import cell_title, column_chunks, titles
 
 
 def test_one_missing_glyph_for_none_and_nan():
-    assert fmt.num(None) == fmt.num(math.nan) == fmt.pp(None) == fmt.short(None) == fmt.with_ci(None, (1, 2)) \
+    assert (
+        fmt.num(None)
+        == fmt.num(math.nan)
+        == fmt.pp(None)
+        == fmt.short(None)
+        == fmt.with_ci(None, (1, 2))
         == fmt.MISSING
+    )
     assert fmt.num(-0.5, 2, sign=True) == "-0.50" and fmt.num(0.5, 2, sign=True) == "+0.50"
     assert fmt.pp(0.0125) == "+1.25pp" and fmt.times(1.234) == "1.23×"
 
@@ -23,12 +29,17 @@ def test_interval_beside_its_value_or_a_note_when_there_is_none():
 
 
 def test_titles_show_the_axis_values_that_vary():
-    cells = [("mla-on__output_norm-on__r0", {"mla": "on", "output_norm": "on"}, False, 0),
-             ("mla-on__output_norm-off__r0", {"mla": "on", "output_norm": "off"}, False, 0),
-             ("baseline__mla-on__r0", {"mla": "on", "output_norm": "none"}, True, 0)]
+    cells = [
+        ("mla-on__output_norm-on__r0", {"mla": "on", "output_norm": "on"}, False, 0),
+        ("mla-on__output_norm-off__r0", {"mla": "on", "output_norm": "off"}, False, 0),
+        ("baseline__mla-on__r0", {"mla": "on", "output_norm": "none"}, True, 0),
+    ]
     # mla takes one value: left out of the speculative cells' titles; the baseline says what it is
-    assert titles(cells) == {"mla-on__output_norm-on__r0": "norm on", "mla-on__output_norm-off__r0": "norm off",
-                             "baseline__mla-on__r0": "no spec"}
+    assert titles(cells) == {
+        "mla-on__output_norm-on__r0": "norm on",
+        "mla-on__output_norm-off__r0": "norm off",
+        "baseline__mla-on__r0": "no spec",
+    }
     both = cells + [("mla-off__output_norm-on__r0", {"mla": "off", "output_norm": "on"}, False, 0)]
     assert titles(both)["mla-off__output_norm-on__r0"] == "MLA off · norm on"
     assert titles(both)["baseline__mla-on__r0"] == "no spec · MLA on"  # never "output_norm=none"

@@ -12,8 +12,10 @@ import pytest
 from specbench.render.plots.study import divergence_figure, divergence_matrix, speedup_figure
 from specbench.report.study import analyse_run
 
-RUN = Path(os.environ.get("SPECBENCH_TEST_RUN_DIR") or Path(__file__).resolve().parents[2] / "results" / "baselines"
-           / "cpu-default")
+RUN = Path(
+    os.environ.get("SPECBENCH_TEST_RUN_DIR")
+    or Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+)
 
 
 @pytest.fixture(scope="module")

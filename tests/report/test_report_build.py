@@ -14,15 +14,30 @@ from specbench.metrics.record import SpecDecodeRecord
 from specbench.report.build import build_report, render_markdown, write_report
 from specbench.report.inputs import parse_label
 
-OUTPUTS = ["summary.md", "acceptance.csv", "per_position.png", "per_position.svg", "al_over_time.png",
-           "al_over_time.svg"]
+OUTPUTS = [
+    "summary.md",
+    "acceptance.csv",
+    "per_position.png",
+    "per_position.svg",
+    "al_over_time.png",
+    "al_over_time.svg",
+]
 
 
 def write_records(path, windows):
     """Canonical records (what `specbench parse` writes), one V1 window per (accepted, drafted, rates)."""
-    rows = [SpecDecodeRecord(source="vllm", format="v1", file=str(path), line=i + 1, accepted_tokens=a,
-                             draft_tokens=t, per_position_acceptance=p).to_dict()
-            for i, (a, t, p) in enumerate(windows)]
+    rows = [
+        SpecDecodeRecord(
+            source="vllm",
+            format="v1",
+            file=str(path),
+            line=i + 1,
+            accepted_tokens=a,
+            draft_tokens=t,
+            per_position_acceptance=p,
+        ).to_dict()
+        for i, (a, t, p) in enumerate(windows)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -97,10 +112,14 @@ def make_run_dir(tmp_path):
     for cell_id, value, alpha in cells:
         windows = _simulated_units(rng, alpha)
         prom = sum(windows[1:], windows[0])
-        acc = build_acceptance(num_spec_tokens=3, prom=prom, windows=windows, window_warnings=[], req_units=None,
-                               per_request_mode="off")
-        write_cell(run, {"cell_id": cell_id, "axes": {"output_norm": value}, "repeat": 0, "is_baseline": False,
-                         "status": "done"}, acc)
+        acc = build_acceptance(
+            num_spec_tokens=3, prom=prom, windows=windows, window_warnings=[], req_units=None, per_request_mode="off"
+        )
+        write_cell(
+            run,
+            {"cell_id": cell_id, "axes": {"output_norm": value}, "repeat": 0, "is_baseline": False, "status": "done"},
+            acc,
+        )
     write_manifest(run, {"run_id": "run1", "cells": [c for c, _, _ in cells], "axes": ["output_norm"]})
     return run
 
@@ -120,8 +139,10 @@ def test_report_on_run_dir_states_significant_difference(tmp_path):
 
 
 def test_rate_only_file_is_reported_apart(tmp_path):
-    rows = [SpecDecodeRecord(source="sglang", format="sglang", file="sg.log", line=i, mean_acceptance_length=al)
-            for i, al in ((1, 2.5), (2, 3.1))]
+    rows = [
+        SpecDecodeRecord(source="sglang", format="sglang", file="sg.log", line=i, mean_acceptance_length=al)
+        for i, al in ((1, 2.5), (2, 3.1))
+    ]
     f = tmp_path / "sg.jsonl"
     f.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in rows))
     rep = build_report([f], n_resamples=200)
@@ -135,10 +156,26 @@ def test_failed_cell_is_listed_not_compared(tmp_path):
     from specbench.run.store import write_cell, write_manifest
 
     run = make_run_dir(tmp_path)
-    write_cell(run, {"cell_id": "output_norm-x__r0", "axes": {"output_norm": "x"}, "repeat": 0,
-                     "is_baseline": False, "status": "failed", "reason": "server died (exit 1)"}, None)
-    write_manifest(run, {"run_id": "run1", "cells": ["output_norm-on__r0", "output_norm-off__r0", "output_norm-x__r0"],
-                         "axes": ["output_norm"]})
+    write_cell(
+        run,
+        {
+            "cell_id": "output_norm-x__r0",
+            "axes": {"output_norm": "x"},
+            "repeat": 0,
+            "is_baseline": False,
+            "status": "failed",
+            "reason": "server died (exit 1)",
+        },
+        None,
+    )
+    write_manifest(
+        run,
+        {
+            "run_id": "run1",
+            "cells": ["output_norm-on__r0", "output_norm-off__r0", "output_norm-x__r0"],
+            "axes": ["output_norm"],
+        },
+    )
     rep = build_report([run], n_resamples=200)
     assert len(rep.comparisons) == 1
     failed = [g for g in rep.groups if g.label == "output_norm-x__r0"][0]
@@ -180,8 +217,15 @@ def test_report_labels_real_log_and_prometheus_pair(tmp_path):
 
     pytest.importorskip("specbench.metrics.parse")
     data = Path(__file__).parents[1] / "analysis" / "data"
-    rep = build_report([], [("log", data / "real_v1_server.log"), ("prom", data / "real_metrics_before.prom"),
-                            ("prom", data / "real_metrics_after.prom")], n_resamples=300)
+    rep = build_report(
+        [],
+        [
+            ("log", data / "real_v1_server.log"),
+            ("prom", data / "real_metrics_before.prom"),
+            ("prom", data / "real_metrics_after.prom"),
+        ],
+        n_resamples=300,
+    )
     s = rep.summary.set_index("label")
     assert s.loc["log", "num_drafts"] == 541 and s.loc["log", "n_units"] == 6
     # the scrape pair is one unit: exact counts of the load, but no CI
@@ -196,14 +240,15 @@ def test_counts_that_disagree_between_sources_are_said(tmp_path):
     from specbench.records import Acceptance, load
     from specbench.report.inputs import group_from_acceptance
 
-    src = Path(__file__).resolve().parents[2] / "results/baselines/cpu-default/mla-on__output_norm-on__r0/acceptance.json"
+    src = (
+        Path(__file__).resolve().parents[2] / "results/baselines/cpu-default/mla-on__output_norm-on__r0/acceptance.json"
+    )
     acc = load(Acceptance, src)
     assert not group_from_acceptance("c", acc, "c").warnings
     acc.agreement.logs_vs_prometheus = False
     acc.agreement.details = {"logs": {"num_drafts": [40, 100]}}
     warnings = group_from_acceptance("c", acc, "c").warnings
     assert warnings == ["log windows disagree with the Prometheus counts {'num_drafts': [40, 100]}"]
-
 
 
 def test_cells_from_before_attestation_are_said_to_be_not_attested():

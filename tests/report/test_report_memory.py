@@ -11,15 +11,19 @@ import pytest
 from specbench.analysis import bootstrap
 from specbench.analysis.counts import Counts
 
-LINE = ("(APIServer pid=7) INFO 12-02 13:26:42 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.70, "
-        "Accepted throughput: 1.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: {a} tokens, Drafted: 9 tokens, "
-        "Per-position acceptance rate: 0.500, 0.250, 0.125, Avg Draft acceptance rate: 55.6%\n")
+LINE = (
+    "(APIServer pid=7) INFO 12-02 13:26:42 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.70, "
+    "Accepted throughput: 1.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: {a} tokens, Drafted: 9 tokens, "
+    "Per-position acceptance rate: 0.500, 0.250, 0.125, Avg Draft acceptance rate: 55.6%\n"
+)
 
 
 def test_batched_resamples_are_the_one_matrix_draws(monkeypatch):
     rng = np.random.default_rng(0)
-    units = [Counts(num_drafts=3, draft_tokens=9, accepted_tokens=int(a), accepted_per_position=[int(a), 0, 0])
-             for a in rng.integers(0, 4, size=101)]
+    units = [
+        Counts(num_drafts=3, draft_tokens=9, accepted_tokens=int(a), accepted_per_position=[int(a), 0, 0])
+        for a in rng.integers(0, 4, size=101)
+    ]
     whole = bootstrap.bootstrap(units, n_resamples=500, seed=3)
     monkeypatch.setattr(bootstrap, "_BATCH_ELEMENTS", 1000)  # 9 resamples per batch
     batched = bootstrap.bootstrap(units, n_resamples=500, seed=3)
@@ -54,12 +58,16 @@ def _server_log(path: Path, windows: int) -> None:
             acc, drafted = int(rng.integers(50, 300)), int(rng.integers(300, 400))
             t = f"12-02 13:{i // 60 % 60:02d}:{i % 60:02d}"
             pos = ", ".join(f"{p:.3f}" for p in rng.random(3))
-            fh.write(f"(APIServer pid=7) INFO {t} [loggers.py:257] Engine 000: Avg prompt throughput: 12.3 tokens/s, "
-                     "Avg generation throughput: 301.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache "
-                     "usage: 1.2%, Prefix cache hit rate: 0.0%\n")
-            fh.write(f"(APIServer pid=7) INFO {t} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.70, "
-                     f"Accepted throughput: 12.30 tokens/s, Drafted throughput: 20.10 tokens/s, Accepted: {acc} tokens, "
-                     f"Drafted: {drafted} tokens, Per-position acceptance rate: {pos}, Avg Draft acceptance rate: 58.4%\n")
+            fh.write(
+                f"(APIServer pid=7) INFO {t} [loggers.py:257] Engine 000: Avg prompt throughput: 12.3 tokens/s, "
+                "Avg generation throughput: 301.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache "
+                "usage: 1.2%, Prefix cache hit rate: 0.0%\n"
+            )
+            fh.write(
+                f"(APIServer pid=7) INFO {t} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.70, "
+                f"Accepted throughput: 12.30 tokens/s, Drafted throughput: 20.10 tokens/s, Accepted: {acc} tokens, "
+                f"Drafted: {drafted} tokens, Per-position acceptance rate: {pos}, Avg Draft acceptance rate: 58.4%\n"
+            )
             fh.write('(APIServer pid=7) INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' * 8)
 
 
@@ -117,7 +125,9 @@ def test_report_holds_less_than_its_records(tmp_path, monkeypatch):
     _, small_records, _, small_peak = measure(1_000)
     rep, records, counting, peak = measure(3_000)
     assert len(rep.windows) == 3_000 and len(rep.groups[0].warnings) > 3_000  # all counted, warnings kept
-    assert counting <= 1.15 * records, f"reading: {counting / 1e6:.2f} MB above parsing for {records / 1e6:.2f} MB of records"
+    assert counting <= 1.15 * records, (
+        f"reading: {counting / 1e6:.2f} MB above parsing for {records / 1e6:.2f} MB of records"
+    )
     extra, grew = records - small_records, peak - small_peak
     assert grew <= 1.5 * extra, f"report: {grew / 1e6:.2f} MB more at the peak for {extra / 1e6:.2f} MB more records"
     # Held in pyarrow buffers, which tracemalloc does not see: pandas' default str dtype for the
@@ -147,10 +157,12 @@ def test_report_does_not_import_scipy_stats(tmp_path):
 
     log = tmp_path / "server.log"
     _server_log(log, 30)
-    code = ("import sys\nfrom specbench.report.build import build_report\n"
-            "from specbench.render.plots.acceptance import cumulative_al\n"
-            "rep = build_report([sys.argv[1]], n_resamples=200)\ncum = cumulative_al(rep.windows)\n"
-            "print(cum['high'].notna().sum(), 'scipy.stats' in sys.modules, 'scipy.special' in sys.modules)")
+    code = (
+        "import sys\nfrom specbench.report.build import build_report\n"
+        "from specbench.render.plots.acceptance import cumulative_al\n"
+        "rep = build_report([sys.argv[1]], n_resamples=200)\ncum = cumulative_al(rep.windows)\n"
+        "print(cum['high'].notna().sum(), 'scipy.stats' in sys.modules, 'scipy.special' in sys.modules)"
+    )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split() == ["29", "False", "True"]
@@ -164,19 +176,26 @@ def test_streamed_groups_equal_groups_from_all_records(tmp_path):
 
     data = Path(__file__).resolve().parents[1] / "analysis" / "data"
     v0 = tmp_path / "v0.log"
-    v0.write_text("".join(
-        f"INFO 10-16 19:05:{s} metrics.py:367] Speculative metrics: Draft acceptance rate: 0.650, System efficiency: "
-        f"0.598, Number of speculative tokens: 3, Number of accepted tokens: {a}, Number of draft tokens: {d}, "
-        f"Number of emitted tokens: {e}.\n" for s, a, d, e in ((17, 8547, 13311, 10616), (27, 9547, 14811, 12116),
-                                                                (37, 100, 150, 150))))
+    v0.write_text(
+        "".join(
+            f"INFO 10-16 19:05:{s} metrics.py:367] Speculative metrics: Draft acceptance rate: 0.650, System efficiency: "
+            f"0.598, Number of speculative tokens: 3, Number of accepted tokens: {a}, Number of draft tokens: {d}, "
+            f"Number of emitted tokens: {e}.\n"
+            for s, a, d, e in ((17, 8547, 13311, 10616), (27, 9547, 14811, 12116), (37, 100, 150, 150))
+        )
+    )
     sgl = tmp_path / "sgl.log"
-    sgl.write_text("[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 108, token usage: 0.00, "
-                   "accept len: 2.17, accept rate: 0.54, cuda graph: True, gen throughput (token/s): 0.39, "
-                   "#queue-req: 0, \n")
+    sgl.write_text(
+        "[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 108, token usage: 0.00, "
+        "accept len: 2.17, accept rate: 0.54, cuda graph: True, gen throughput (token/s): 0.39, "
+        "#queue-req: 0, \n"
+    )
     bad = tmp_path / "bad.log"
     bad.write_bytes(LINE.format(a=3).encode() + b"\xff\xfe\n" + LINE.format(a=99).encode())
-    members = {"mixed": [bad, data / "real_v1_server.log", v0, sgl],
-               "prom": [data / "real_metrics_before.prom", data / "real_metrics_after.prom", sgl]}
+    members = {
+        "mixed": [bad, data / "real_v1_server.log", v0, sgl],
+        "prom": [data / "real_metrics_before.prom", data / "real_metrics_after.prom", sgl],
+    }
     labels = [(name, p) for name, paths in members.items() for p in paths]
     streamed = groups_from_files([], labels)
     assert [g.label for g in streamed] == list(members)

@@ -40,8 +40,12 @@ def _rows(run: Path, cell: str) -> list[dict]:
 
 
 def _report(run: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    r = subprocess.run([sys.executable, "-m", "specbench", "report", str(run), "--out", str(out), "--resamples", "500"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "report", str(run), "--out", str(out), "--resamples", "500"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     div = pd.read_csv(out / "divergence.csv")
     speed = pd.read_csv(out / "speedup.csv") if (out / "speedup.csv").exists() else pd.DataFrame()
@@ -61,7 +65,9 @@ def test_default_study_mla_divergence_and_speedup(default_study, tmp_path):
     # per-step arrays (detailed level) agree with vLLM's own histogram, request by request
     for r in a + b:
         sd = r["spec_decode"]
-        assert len(sd["per_step_accepted"]) == sd["num_drafts"] and sum(sd["per_step_accepted"]) == sd["accepted_tokens"]
+        assert (
+            len(sd["per_step_accepted"]) == sd["num_drafts"] and sum(sd["per_step_accepted"]) == sd["accepted_tokens"]
+        )
         hist = [sd["per_step_accepted"].count(j) for j in range(sd["num_spec_tokens"] + 1)]
         assert hist == sd["acceptance_histogram"]
     assert not math.isnan(row.prefix_al_a) and not math.isnan(row.prefix_al_b)
@@ -76,7 +82,8 @@ def test_default_study_mla_divergence_and_speedup(default_study, tmp_path):
     assert s.speedup_output_tok_per_s_ci_low <= s.speedup_output_tok_per_s <= s.speedup_output_tok_per_s_ci_high
     # decomposition = AL * t_plain / t_verify from the code's own reported figures
     assert s.speedup_decomposition == pytest.approx(
-        s.cell_mean_acceptance_length * s.baseline_tpot_s / s.cell_t_verify_s)
+        s.cell_mean_acceptance_length * s.baseline_tpot_s / s.cell_t_verify_s
+    )
     assert set(speed.cell) == {c for c in div.cell_a.tolist() + div.cell_b.tolist() if not c.startswith("baseline")}
 
 
@@ -93,8 +100,14 @@ def _twins_run(tmp_path: Path) -> Path:
     cfg = tmp_path / "twins.yaml"
     cfg.write_text(yaml.safe_dump(data))
     results = tmp_path / "results"
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results), "--quiet"],
-                       capture_output=True, text=True, timeout=1200, env=vllm_env(tmp_path), cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=vllm_env(tmp_path),
+        cwd=ROOT,
+    )
     run = Path(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else results
     reasons = [f"{p.parent.name}: {json.loads(p.read_text()).get('reason')}" for p in run.glob("*/cell.json")]
     assert r.returncode == 0, f"{r.stdout[-2000:]}{r.stderr[-2000:]}\ncells: {reasons}"

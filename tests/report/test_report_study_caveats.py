@@ -6,12 +6,24 @@ from specbench.report.study import CellRequests, timing_caveats
 
 
 def _cell(label, start, end, host=None, baseline=False):
-    return CellRequests(label=label, axes={}, repeat=0, is_baseline=baseline, rows=[], load_tok_per_s=None,
-                        host=host, window=(f"2026-12-03T06:{start}+00:00", f"2026-12-03T06:{end}+00:00"))
+    return CellRequests(
+        label=label,
+        axes={},
+        repeat=0,
+        is_baseline=baseline,
+        rows=[],
+        load_tok_per_s=None,
+        host=host,
+        window=(f"2026-12-03T06:{start}+00:00", f"2026-12-03T06:{end}+00:00"),
+    )
 
 
 def test_sequential_cells_on_one_machine_have_no_caveat():
-    base, a, b = _cell("base", "00:00", "01:00", baseline=True), _cell("a", "01:00", "02:00"), _cell("b", "02:00", "03:00")
+    base, a, b = (
+        _cell("base", "00:00", "01:00", baseline=True),
+        _cell("a", "01:00", "02:00"),
+        _cell("b", "02:00", "03:00"),
+    )
     assert timing_caveats(a, base, [base, a, b]) == []
 
 

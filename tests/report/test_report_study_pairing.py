@@ -74,8 +74,10 @@ def test_old_single_baseline_run_leaves_mla_off_cells_unpaired(tmp_path):
 def test_a_baseline_per_mla_value_pairs_each_cell_with_its_own():
     study = analyse_run(RUN, n_resamples=200)
     assert not study.unmatched
-    assert {s.cell: s.baseline for s in study.speedups} == {**{c: "baseline__mla-on__r0" for c in ON},
-                                                              **{c: "baseline__mla-off__r0" for c in OFF}}
+    assert {s.cell: s.baseline for s in study.speedups} == {
+        **{c: "baseline__mla-on__r0" for c in ON},
+        **{c: "baseline__mla-off__r0" for c in OFF},
+    }
     # the two baselines ran at different speeds, so a wrong pairing would show in the figures
     assert _rate(RUN / "baseline__mla-on__r0") != pytest.approx(_rate(RUN / "baseline__mla-off__r0"), rel=1e-3)
     new = {s.cell: s for s in study.speedups}

@@ -28,10 +28,15 @@ pytestmark = pytest.mark.vllm
 
 WRONG = {
     "mla": ({"mla": False}, "attestation: mla: asked for off, vLLM ran on"),
-    "method": ({"method": "deepseek_mtp", "vllm_method": "mtp"}, "attestation: spec_method: asked for 'mtp', vLLM ran 'eagle'"),
+    "method": (
+        {"method": "deepseek_mtp", "vllm_method": "mtp"},
+        "attestation: spec_method: asked for 'mtp', vLLM ran 'eagle'",
+    ),
     "k": ({"num_speculative_tokens": 2}, "attestation: num_speculative_tokens: asked for 2, vLLM ran 3"),
-    "head": ({"head_variant": {"output_norm": "off", "pos0_mask": "off", "control": False}},
-             "attestation: head_variant.output_norm: asked for 'off', vLLM ran 'on'"),
+    "head": (
+        {"head_variant": {"output_norm": "off", "pos0_mask": "off", "control": False}},
+        "attestation: head_variant.output_norm: asked for 'off', vLLM ran 'on'",
+    ),
 }
 
 
@@ -39,15 +44,25 @@ WRONG = {
 def run(tmp_path_factory):
     pytest.importorskip("vllm")
     tmp = tmp_path_factory.mktemp("attest")
-    study = parse_study({
-        "name": "attest",
-        "serve": {"model": "fixture:target", "enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4,
-                  "speculative": {"method": "eagle", "draft": "fixture:draft", "num_speculative_tokens": 3},
-                  "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "log_stats_interval_s": 1, "startup_timeout_s": 600},
-        "matrix": {"mla": ["on"]},
-        "load": {"num_requests": 4, "concurrency": 2, "max_tokens": 24, "warmup_requests": 1},
-        "baseline": False,
-    }, "attest.yaml")
+    study = parse_study(
+        {
+            "name": "attest",
+            "serve": {
+                "model": "fixture:target",
+                "enforce_eager": True,
+                "max_model_len": 512,
+                "max_num_seqs": 4,
+                "speculative": {"method": "eagle", "draft": "fixture:draft", "num_speculative_tokens": 3},
+                "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+                "log_stats_interval_s": 1,
+                "startup_timeout_s": 600,
+            },
+            "matrix": {"mla": ["on"]},
+            "load": {"num_requests": 4, "concurrency": 2, "max_tokens": 24, "warmup_requests": 1},
+            "baseline": False,
+        },
+        "attest.yaml",
+    )
     (honest,) = expand(study, fixture_resolver(study))
     cells = [honest]
     for name, (claim, _) in WRONG.items():
@@ -73,8 +88,11 @@ def test_the_honest_cell_is_measured_with_its_claim_attested(run):
     assert cell.status == "done", cell.reason
     a, spec = cell.attested, cell.spec
     assert a["workers"] == 1 and a["mla"] is True and spec["mla"] is True
-    assert (a["spec_method"], a["num_speculative_tokens"]) == (spec["vllm_method"], spec["num_speculative_tokens"]) \
+    assert (
+        (a["spec_method"], a["num_speculative_tokens"])
+        == (spec["vllm_method"], spec["num_speculative_tokens"])
         == ("eagle", 3)
+    )
     assert a["head_variant"] == spec["head_variant"] == {"output_norm": "on", "pos0_mask": "off", "control": False}
     assert a["model_runner"].endswith("CPUModelRunner") and a["draft_class"].endswith("EagleDeepseekV3ForCausalLM")
     assert a["compilation"]["enforce_eager"] is True and spec["compiled"] is False

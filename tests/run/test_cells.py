@@ -20,9 +20,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def _study(**over):
     data = {
         "name": "t",
-        "serve": {"model": "fixture:target", "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3},
-                  "enforce_eager": True, "max_model_len": 512, "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
-                  "per_request_metrics": "off"},
+        "serve": {
+            "model": "fixture:target",
+            "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3},
+            "enforce_eager": True,
+            "max_model_len": 512,
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+            "per_request_metrics": "off",
+        },
         "matrix": {"mla": ["on", "off"], "output_norm": ["on", "off"]},
         "baseline": True,
     }
@@ -37,9 +42,13 @@ def _ident(ref: str) -> str:
 def test_default_matrix_order_ids_and_one_baseline_per_mla_value():
     cells = expand(_study(), _ident)
     assert [c.cell_id for c in cells] == [
-        "mla-on__output_norm-on__r0", "mla-on__output_norm-off__r0",
-        "mla-off__output_norm-on__r0", "mla-off__output_norm-off__r0",
-        "baseline__mla-on__r0", "baseline__mla-off__r0"]
+        "mla-on__output_norm-on__r0",
+        "mla-on__output_norm-off__r0",
+        "mla-off__output_norm-on__r0",
+        "mla-off__output_norm-off__r0",
+        "baseline__mla-on__r0",
+        "baseline__mla-off__r0",
+    ]
     on, off = cells[-2:]
     assert on.is_baseline and on.axes == {"mla": "on", "output_norm": "none"}
     assert off.is_baseline and off.axes == {"mla": "off", "output_norm": "none"}
@@ -49,19 +58,23 @@ def test_default_matrix_order_ids_and_one_baseline_per_mla_value():
 
 
 def test_no_target_axis_keeps_the_plain_baseline_id():
-    cells = expand(_study(matrix={"output_norm": ["on", "off"], "num_speculative_tokens": [1, 3]}, repeats=2),
-                   _ident)
+    cells = expand(_study(matrix={"output_norm": ["on", "off"], "num_speculative_tokens": [1, 3]}, repeats=2), _ident)
     assert [c.cell_id for c in cells if c.is_baseline] == ["baseline__r0", "baseline__r1"]
     assert cells[-1].axes == {"output_norm": "none", "num_speculative_tokens": "none"}
 
 
 def test_env_and_flag_axes_are_target_axes_unless_listed_as_draft_axes():
-    study = _study(matrix={"output_norm": ["on"], "env:FOO": ["a", "b"], "flag:--seed": [1, 2],
-                           "env:DRAFT_ONLY": ["x", "y"]},
-                   baseline={"enabled": True, "draft_axes": ["env:DRAFT_ONLY"]})
+    study = _study(
+        matrix={"output_norm": ["on"], "env:FOO": ["a", "b"], "flag:--seed": [1, 2], "env:DRAFT_ONLY": ["x", "y"]},
+        baseline={"enabled": True, "draft_axes": ["env:DRAFT_ONLY"]},
+    )
     bases = [c for c in expand(study, _ident) if c.is_baseline]
-    assert [c.cell_id for c in bases] == ["baseline__FOO-a__seed-1__r0", "baseline__FOO-a__seed-2__r0",
-                                          "baseline__FOO-b__seed-1__r0", "baseline__FOO-b__seed-2__r0"]
+    assert [c.cell_id for c in bases] == [
+        "baseline__FOO-a__seed-1__r0",
+        "baseline__FOO-a__seed-2__r0",
+        "baseline__FOO-b__seed-1__r0",
+        "baseline__FOO-b__seed-2__r0",
+    ]
     b = bases[-1]
     assert b.env["FOO"] == "b" and b.args[b.args.index("--seed") + 1] == "2"
     assert "DRAFT_ONLY" not in b.env and b.axes["env:DRAFT_ONLY"] == "none"
@@ -109,9 +122,16 @@ def test_argv_and_env_of_a_cell():
 
 
 def test_generic_axes_repeats_and_k():
-    study = _study(matrix={"num_speculative_tokens": [2, 4], "env:FOO": ["a"],
-                           "flag:--max-num-batched-tokens": [256], "flag:--disable-log-requests": [True, False]},
-                   repeats=2, baseline=False)
+    study = _study(
+        matrix={
+            "num_speculative_tokens": [2, 4],
+            "env:FOO": ["a"],
+            "flag:--max-num-batched-tokens": [256],
+            "flag:--disable-log-requests": [True, False],
+        },
+        repeats=2,
+        baseline=False,
+    )
     cells = expand(study, _ident)
     assert len(cells) == 2 * 1 * 1 * 2 * 2
     c = cells[0]
@@ -157,12 +177,17 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
     data["serve"]["extra_args"] = ["--api-key", "sk-verysecret"]
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(data))
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", "--dry-run", str(cfg)], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", "--dry-run", str(cfg)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for cid in ("mla-on__output_norm-on__r0", "mla-off__output_norm-off__r0", "baseline__mla-on__r0",
-                "baseline__mla-off__r0"):
+    for cid in (
+        "mla-on__output_norm-on__r0",
+        "mla-off__output_norm-off__r0",
+        "baseline__mla-on__r0",
+        "baseline__mla-off__r0",
+    ):
         assert f"[{cid}]" in out
     assert out.count("argv: ") == 8
     assert "VLLM_MLA_DISABLE=1" in out and "SPECBENCH_OUTPUT_NORM=off" in out

@@ -29,9 +29,19 @@ def test_counts_equal_is_exact_and_names_fields():
 
 
 def test_request_units_skip_failed_and_need_every_success():
-    reqs = [{"id": 0, "error": None, "spec_decode": {"num_drafts": 5, "draft_tokens": 15, "accepted_tokens": 6,
-                                                     "accepted_per_position": [4, 2, 0]}},
-            {"id": 1, "error": "HTTP 500", "spec_decode": None}]
+    reqs = [
+        {
+            "id": 0,
+            "error": None,
+            "spec_decode": {
+                "num_drafts": 5,
+                "draft_tokens": 15,
+                "accepted_tokens": 6,
+                "accepted_per_position": [4, 2, 0],
+            },
+        },
+        {"id": 1, "error": "HTTP 500", "spec_decode": None},
+    ]
     units = collect.request_units(reqs)
     assert len(units) == 1 and units[0].accepted_tokens == 6
     reqs.append({"id": 2, "error": None, "spec_decode": None})
@@ -42,8 +52,9 @@ def test_build_acceptance_agreement_and_ci_unit():
     windows = [C(40, 50, [30, 15, 5]), C(60, 80, [45, 25, 10])]
     prom = windows[0] + windows[1]
     reqs = [C(25, 30, [18, 9, 3]), C(25, 35, [20, 10, 5]), C(50, 65, [37, 21, 7])]
-    acc = collect.build_acceptance(num_spec_tokens=3, prom=prom, windows=windows, window_warnings=[],
-                                   req_units=reqs, per_request_mode="auto")
+    acc = collect.build_acceptance(
+        num_spec_tokens=3, prom=prom, windows=windows, window_warnings=[], req_units=reqs, per_request_mode="auto"
+    )
     assert acc.agreement.dump() == {"logs_vs_prometheus": True, "per_request_vs_prometheus": True, "details": {}}
     assert acc.derived.mean_acceptance_length == pytest.approx(1 + 130 / 100)
     assert acc.derived.per_position == pytest.approx([0.75, 0.40, 0.15])
@@ -53,8 +64,9 @@ def test_build_acceptance_agreement_and_ci_unit():
     assert lo <= 0.75 <= hi
     assert len(acc.logs.windows) == 2 and acc.per_request.counts.num_drafts == 100
 
-    off = collect.build_acceptance(num_spec_tokens=3, prom=prom, windows=windows[:1], window_warnings=[],
-                                   req_units=reqs, per_request_mode="off")
+    off = collect.build_acceptance(
+        num_spec_tokens=3, prom=prom, windows=windows[:1], window_warnings=[], req_units=reqs, per_request_mode="off"
+    )
     assert off.per_request is None and off.agreement.per_request_vs_prometheus is None
     assert off.agreement.logs_vs_prometheus is False
     assert off.agreement.details["logs"]["num_drafts"] == [40, 100]
@@ -78,8 +90,14 @@ def test_counter_reset_is_flagged_not_measured():
     assert prom.num_drafts == -110
     why = collect.reset_problem(prom)
     assert why and "negative count" in why and "re-run the cell" in why
-    acc = collect.build_acceptance(num_spec_tokens=3, prom=prom, windows=[C(40, 50, [30, 15, 5])],
-                                   window_warnings=[], req_units=None, per_request_mode="auto")
+    acc = collect.build_acceptance(
+        num_spec_tokens=3,
+        prom=prom,
+        windows=[C(40, 50, [30, 15, 5])],
+        window_warnings=[],
+        req_units=None,
+        per_request_mode="auto",
+    )
     assert why in acc.warnings
     assert acc.derived.dump() == {} and acc.ci is None
     assert acc.prometheus.counts.num_drafts == -110

@@ -32,8 +32,11 @@ LOG_LINE = re.compile(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted:
 def prom_totals(path: Path) -> dict:
     """Spec-decode counters of one scrape, summed over engines (prometheus_client's parser)."""
     out = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "pos": [0] * K, "present": False}
-    names = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
-             "vllm:spec_decode_num_accepted_tokens": "accepted"}
+    names = {
+        "vllm:spec_decode_num_drafts": "drafts",
+        "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+        "vllm:spec_decode_num_accepted_tokens": "accepted",
+    }
     for fam in text_string_to_metric_families(path.read_text()):
         for s in fam.samples:
             if not s.name.endswith("_total"):
@@ -48,10 +51,12 @@ def prom_totals(path: Path) -> dict:
 
 
 def _diff(after: dict, before: dict) -> dict:
-    return {"num_drafts": after["drafts"] - before["drafts"],
-            "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
-            "accepted_tokens": after["accepted"] - before["accepted"],
-            "accepted_per_position": [a - b for a, b in zip(after["pos"], before["pos"])]}
+    return {
+        "num_drafts": after["drafts"] - before["drafts"],
+        "draft_tokens": after["draft_tokens"] - before["draft_tokens"],
+        "accepted_tokens": after["accepted"] - before["accepted"],
+        "accepted_per_position": [a - b for a, b in zip(after["pos"], before["pos"])],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +96,10 @@ def test_every_cell_is_attested_as_its_name_claims(run):
         if c.is_baseline:
             assert a["speculation"] is False and a["spec_method"] is None and spec["method"] is None, cid
             continue
-        assert a["spec_method"] == spec["vllm_method"] == "eagle" and a["num_speculative_tokens"] == spec[
-            "num_speculative_tokens"] == K, cid
+        assert (
+            a["spec_method"] == spec["vllm_method"] == "eagle"
+            and a["num_speculative_tokens"] == spec["num_speculative_tokens"] == K
+        ), cid
         assert a["head_variant"]["output_norm"] == c.axes["output_norm"] == spec["head_variant"]["output_norm"], cid
         # CPU: MLA on forces chunked prefill and prefix caching off (cpu.py), a confound of the MLA contrast
         assert (a["chunked_prefill"], a["prefix_caching"]) == ((False, False) if spec["mla"] else (True, True)), cid
@@ -121,8 +128,13 @@ def test_raw_log_lines_cover_warmup_and_load_exactly(default_study):
     # what the counters gained since the previous cell on that server (since the server started for
     # a cell with its own server or the first of a shared one): warmup + load, nothing twice.
     previous: dict[str, dict] = {}  # server group id -> counters after its last cell so far
-    cells = sorted(SPEC_CELLS, key=lambda c: ((_cell(default_study, c).get("server_group") or {}).get("id", c),
-                                            (_cell(default_study, c).get("server_group") or {}).get("index", 0)))
+    cells = sorted(
+        SPEC_CELLS,
+        key=lambda c: (
+            (_cell(default_study, c).get("server_group") or {}).get("id", c),
+            (_cell(default_study, c).get("server_group") or {}).get("index", 0),
+        ),
+    )
     for cid in cells:
         d = default_study / cid
         gid = (_cell(default_study, cid).get("server_group") or {}).get("id", cid)
@@ -230,11 +242,35 @@ def test_logits_only_lowers_acceptance_at_depth(acc, mla):
 
 def test_cells_table_and_manifest(default_study, run):
     csv = pd.read_csv(default_study / "cells.csv")
-    for col in ("run_id", "cell_id", "repeat", "status", "is_baseline", "mla", "output_norm", "num_spec_tokens",
-                "num_drafts", "draft_tokens", "accepted_tokens", "mean_acceptance_length",
-                "mean_acceptance_length_ci_low", "mean_acceptance_length_ci_high", "draft_acceptance_rate",
-                "p0", "p0_ci_low", "p0_ci_high", "p2", "a0", "requests", "errors", "output_tok_per_s",
-                "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "e2e_p50_ms"):
+    for col in (
+        "run_id",
+        "cell_id",
+        "repeat",
+        "status",
+        "is_baseline",
+        "mla",
+        "output_norm",
+        "num_spec_tokens",
+        "num_drafts",
+        "draft_tokens",
+        "accepted_tokens",
+        "mean_acceptance_length",
+        "mean_acceptance_length_ci_low",
+        "mean_acceptance_length_ci_high",
+        "draft_acceptance_rate",
+        "p0",
+        "p0_ci_low",
+        "p0_ci_high",
+        "p2",
+        "a0",
+        "requests",
+        "errors",
+        "output_tok_per_s",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "itl_p50_ms",
+        "e2e_p50_ms",
+    ):
         assert col in csv.columns, col
     assert len(csv) == len(SPEC_CELLS) + len(_baselines(run)) and set(csv.status) == {"done"}
     spec = csv[~csv.is_baseline.astype(bool)]
@@ -255,8 +291,12 @@ def test_resume_of_complete_run_runs_nothing(default_study, tmp_path):
     copy = tmp_path / default_study.name
     shutil.copytree(default_study, copy)
     before = {p: p.stat().st_mtime_ns for p in copy.rglob("cell.json")}
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", "--resume", str(copy), "--quiet"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", "--resume", str(copy), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert {p: p.stat().st_mtime_ns for p in copy.rglob("cell.json")} == before
 

@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 import re
+from pathlib import Path
 
 from rich.console import Console
 
+from specbench.report.screen import final_table
 from specbench.run import store
 from specbench.run.cells import Cell
-from specbench.report.screen import final_table
 from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, make_display
 
 
 def _run(tmp_path):
     run_dir = tmp_path / "run"
-    store.write_manifest(run_dir, {"run_id": "r1", "axes": ["mla"],
-                                   "cells": ["mla-on__r0", "mla-off__r0", "baseline__mla-on__r0"]})
-    acc = {"prometheus": {"counts": {"num_drafts": 100, "draft_tokens": 300, "accepted_tokens": 150}},
-           "derived": {"mean_acceptance_length": 2.5, "draft_acceptance_rate": 0.5, "per_position": [0.75, 0.5, 0.25]},
-           "ci": {"unit": "request", "n_units": 20, "intervals": {"mean_acceptance_length": [2.25, 2.75], "p0": [0.7, 0.8]}}}
+    store.write_manifest(
+        run_dir, {"run_id": "r1", "axes": ["mla"], "cells": ["mla-on__r0", "mla-off__r0", "baseline__mla-on__r0"]}
+    )
+    acc = {
+        "prometheus": {"counts": {"num_drafts": 100, "draft_tokens": 300, "accepted_tokens": 150}},
+        "derived": {"mean_acceptance_length": 2.5, "draft_acceptance_rate": 0.5, "per_position": [0.75, 0.5, 0.25]},
+        "ci": {
+            "unit": "request",
+            "n_units": 20,
+            "intervals": {"mean_acceptance_length": [2.25, 2.75], "p0": [0.7, 0.8]},
+        },
+    }
     store.write_cell(run_dir, {"cell_id": "mla-on__r0", "axes": {"mla": "on"}, "status": "done"}, acc)
     store.write_cell(run_dir, {"cell_id": "mla-off__r0", "axes": {"mla": "off"}, "status": "failed"}, None)
-    store.write_cell(run_dir, {"cell_id": "baseline__mla-on__r0", "axes": {"mla": "on"}, "is_baseline": True,
-                               "status": "done"}, None)
+    store.write_cell(
+        run_dir, {"cell_id": "baseline__mla-on__r0", "axes": {"mla": "on"}, "is_baseline": True, "status": "done"}, None
+    )
     return run_dir
 
 
@@ -36,8 +44,9 @@ def _render(table) -> str:
 
 def test_final_table_shows_al_and_p_with_cis(tmp_path):
     text = _render(final_table(_run(tmp_path)))
-    rows = {line.split("  ")[0].strip(): line for line in text.splitlines()
-            if line.strip().startswith(("MLA", "no spec"))}
+    rows = {
+        line.split("  ")[0].strip(): line for line in text.splitlines() if line.strip().startswith(("MLA", "no spec"))
+    }
     # titled as report/compare title cells, not by directory name
     assert set(rows) == {"MLA on", "MLA off", "no spec · MLA on"}, rows
     assert "2.50 [2.25, 2.75]" in rows["MLA on"] and "0.750" in rows["MLA on"] and "0.250" in rows["MLA on"]
@@ -84,8 +93,13 @@ def test_plain_display_prints_state_changes_once(tmp_path):
     d.update("mla-on__r0", "failed", reason="server died")
     lines = out.getvalue().splitlines()
     assert lines[0] == "specbench: 1 cells"
-    assert lines[1:] == ["  mla-on__r0: starting", "  mla-on__r0: load 0/20", "  mla-on__r0: load 20/20",
-                         "  mla-on__r0: done  AL 2.50  p0 0.750", "  mla-on__r0: failed: server died"]
+    assert lines[1:] == [
+        "  mla-on__r0: starting",
+        "  mla-on__r0: load 0/20",
+        "  mla-on__r0: load 20/20",
+        "  mla-on__r0: done  AL 2.50  p0 0.750",
+        "  mla-on__r0: failed: server died",
+    ]
     assert "\x1b[" not in out.getvalue()
 
 

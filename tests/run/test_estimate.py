@@ -32,16 +32,36 @@ def dry_run(config: Path) -> tuple[int, str, str]:
 
 def printed_plan(text: str) -> dict:
     """The numbers the dry-run prints, read back as a user would."""
-    head = re.search(r"^# \S+: (\d+) cells \((\d+) speculative, (\d+) baseline\) on (\d+) server\(s\) = "
-                     r"(\d+) cold start\(s\)", text, re.MULTILINE)
-    req = re.search(r"^# requests: ([\d,]+) = (\d+) cells x ([\d,]+) \+ (\d+) warm-up\(s\) x ([\d,]+)", text, re.MULTILINE)
+    head = re.search(
+        r"^# \S+: (\d+) cells \((\d+) speculative, (\d+) baseline\) on (\d+) server\(s\) = "
+        r"(\d+) cold start\(s\)",
+        text,
+        re.MULTILINE,
+    )
+    req = re.search(
+        r"^# requests: ([\d,]+) = (\d+) cells x ([\d,]+) \+ (\d+) warm-up\(s\) x ([\d,]+)", text, re.MULTILINE
+    )
     wall = re.search(r"^# wall time: (?:about )?(.+?) = start-ups (.+?) \+ load (.+?) \(", text, re.MULTILINE)
-    rows = re.findall(r"^#\s+(\d+)\s+(\d+)\s+([\d,]+)\s+(\S+(?: s| min)?)\s+(\S+(?: s| min)?)\s+(\S+)$", text, re.MULTILINE)
+    rows = re.findall(
+        r"^#\s+(\d+)\s+(\d+)\s+([\d,]+)\s+(\S+(?: s| min)?)\s+(\S+(?: s| min)?)\s+(\S+)$", text, re.MULTILINE
+    )
     assert head and req and wall, text[:2000]
-    num = lambda s: int(s.replace(",", ""))
-    return {"cells": int(head[1]), "spec": int(head[2]), "baselines": int(head[3]), "servers": int(head[4]),
-            "cold_starts": int(head[5]), "requests": num(req[1]), "wall": wall[1], "startups": wall[2],
-            "load": wall[3], "rows": [(int(r[1]), num(r[2]), r[3], r[4], r[5]) for r in rows]}
+
+    def num(s: str) -> int:
+        return int(s.replace(",", ""))
+
+    return {
+        "cells": int(head[1]),
+        "spec": int(head[2]),
+        "baselines": int(head[3]),
+        "servers": int(head[4]),
+        "cold_starts": int(head[5]),
+        "requests": num(req[1]),
+        "wall": wall[1],
+        "startups": wall[2],
+        "load": wall[3],
+        "rows": [(int(r[1]), num(r[2]), r[3], r[4], r[5]) for r in rows],
+    }
 
 
 def _from_yaml(path: Path) -> dict:
@@ -56,19 +76,30 @@ def _from_yaml(path: Path) -> dict:
     baselines = math.prod(len(v) for a, v in matrix.items() if a == "mla") if data.get("baseline") else 0
     spec = variants * others
     n, warm = load.get("num_requests", 20), load.get("warmup_requests", 2)
-    return {"cells": spec + baselines, "spec": spec, "baselines": baselines, "servers": others + baselines,
-            "switching": others if variants > 1 else 0, "fallback_extra": others * (variants - 1),
-            "cells_per_server": sorted([variants] * others + [1] * baselines, reverse=True),
-            "requests": (spec + baselines) * n + (others + baselines) * warm, "n": n, "warm": warm}
+    return {
+        "cells": spec + baselines,
+        "spec": spec,
+        "baselines": baselines,
+        "servers": others + baselines,
+        "switching": others if variants > 1 else 0,
+        "fallback_extra": others * (variants - 1),
+        "cells_per_server": sorted([variants] * others + [1] * baselines, reverse=True),
+        "requests": (spec + baselines) * n + (others + baselines) * warm,
+        "n": n,
+        "warm": warm,
+    }
 
 
-@pytest.mark.parametrize("name, servers", [
-    ("deepseek-r1-eagle.yaml", 6),  # 2 MLA x {eagle, deepseek_mtp} + 2 baselines (was 26: one per cell)
-    ("seed-questions.yaml", 3),  # one per method + the baseline, on the CPU twin (was 8)
-    ("default.yaml", 4),  # one per MLA value + a baseline each, as before
-    ("head_variants.yaml", 1),
-    ("k_sweep.yaml", 4),  # k needs a new server: 3 + the baseline
-])
+@pytest.mark.parametrize(
+    "name, servers",
+    [
+        ("deepseek-r1-eagle.yaml", 6),  # 2 MLA x {eagle, deepseek_mtp} + 2 baselines (was 26: one per cell)
+        ("seed-questions.yaml", 3),  # one per method + the baseline, on the CPU twin (was 8)
+        ("default.yaml", 4),  # one per MLA value + a baseline each, as before
+        ("head_variants.yaml", 1),
+        ("k_sweep.yaml", 4),  # k needs a new server: 3 + the baseline
+    ],
+)
 def test_dry_run_counts_are_what_the_matrix_says(name, servers, monkeypatch, tmp_path):
     monkeypatch.setenv("SPECBENCH_TIMINGS_FILE", str(tmp_path / "none.json"))  # nothing measured
     code, out, err = dry_run(ROOT / "configs" / name)
@@ -81,8 +112,10 @@ def test_dry_run_counts_are_what_the_matrix_says(name, servers, monkeypatch, tmp
     assert sum(r[1] for r in got["rows"]) == got["requests"]
     assert got["wall"] == "unknown" and "never measured here: start-up of" in out
     if want["switching"]:  # the worst case if the start-up probe says no: a server per variant
-        assert (f"#   {want['switching']} of them switch head variants in place; if a server's start-up probe says "
-                f"it cannot, its variants get a server each (up to {want['fallback_extra']} more cold start(s))") in out
+        assert (
+            f"#   {want['switching']} of them switch head variants in place; if a server's start-up probe says "
+            f"it cannot, its variants get a server each (up to {want['fallback_extra']} more cold start(s))"
+        ) in out
     else:
         assert "switch head variants in place" not in out
     assert out.count("\n[") == got["cells"]  # every cell's argv still follows
@@ -99,9 +132,15 @@ class Timed:
     def run_cell(self, cell, ctx):
         i = self.first.get(cell.cell_id)
         per = self.per_request[cell.is_baseline]
-        return {"cell_id": cell.cell_id, "axes": cell.axes, "repeat": 0, "is_baseline": cell.is_baseline,
-                "status": "done", "spec": cell.spec,
-                "timings": {"startup_s": 0.0 if i is None else self.startup[i], "load_s": per * self.n}}, None
+        return {
+            "cell_id": cell.cell_id,
+            "axes": cell.axes,
+            "repeat": 0,
+            "is_baseline": cell.is_baseline,
+            "status": "done",
+            "spec": cell.spec,
+            "timings": {"startup_s": 0.0 if i is None else self.startup[i], "load_s": per * self.n},
+        }, None
 
 
 def test_wall_time_is_the_sum_of_what_earlier_runs_measured_here(monkeypatch, tmp_path):
@@ -113,11 +152,22 @@ def test_wall_time_is_the_sum_of_what_earlier_runs_measured_here(monkeypatch, tm
     monkeypatch.setenv("SPECBENCH_TIMINGS_FILE", str(tmp_path / "timings.json"))
     cfg = tmp_path / "s.yaml"
     n, warm = 4, 2
-    cfg.write_text(yaml.safe_dump({
-        "name": "t", "serve": {"model": "org/m", "speculative": {"draft": "org/d"}, "enforce_eager": True,
-                               "per_request_metrics": "off"},
-        "matrix": {"mla": ["on", "off"], "output_norm": ["on", "off"]}, "baseline": True,
-        "load": {"num_requests": n, "warmup_requests": warm}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "serve": {
+                    "model": "org/m",
+                    "speculative": {"draft": "org/d"},
+                    "enforce_eager": True,
+                    "per_request_metrics": "off",
+                },
+                "matrix": {"mla": ["on", "off"], "output_norm": ["on", "off"]},
+                "baseline": True,
+                "load": {"num_requests": n, "warmup_requests": warm},
+            }
+        )
+    )
     code, out, _ = dry_run(cfg)
     assert code == 0 and printed_plan(out)["wall"] == "unknown"
 
@@ -140,12 +190,20 @@ def test_a_failed_cell_records_nothing_and_other_settings_stay_unknown(monkeypat
     from specbench.run import timings
 
     path = tmp_path / "timings.json"
-    rec = CellRecord(cell_id="c", status="failed", spec={"method": "eagle", "compiled": True},
-                     timings={"startup_s": 9.0, "load_s": 3.0})
+    rec = CellRecord(
+        cell_id="c",
+        status="failed",
+        spec={"method": "eagle", "compiled": True},
+        timings={"startup_s": 9.0, "load_s": 3.0},
+    )
     timings.note_cell("org/m", rec, 4, 64, 10, "r", path)
     assert not path.exists()
-    rec = CellRecord(cell_id="c", status="done", spec={"method": "eagle", "compiled": True},
-                     timings={"startup_s": 9.0, "load_s": 3.0})
+    rec = CellRecord(
+        cell_id="c",
+        status="done",
+        spec={"method": "eagle", "compiled": True},
+        timings={"startup_s": 9.0, "load_s": 3.0},
+    )
     timings.note_cell("org/m", rec, 4, 64, 10, "r", path)
     kept = timings.read(path)
     assert [v["startup_s"] for v in kept["startups"].values()] == [9.0]
@@ -162,8 +220,14 @@ def test_the_cold_starts_benchmark_reports_what_the_dry_run_plans(monkeypatch, t
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cold_starts.py"), "--json"], capture_output=True,
-                         text=True, timeout=300, cwd=ROOT, check=False)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "cold_starts.py"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     rows = {r["config"]: r for r in map(json.loads, out.stdout.splitlines())}
     assert set(rows) == {f"configs/{p.name}" for p in (ROOT / "configs").glob("*.yaml")}

@@ -20,9 +20,15 @@ from specbench.run.runner import EXIT_OK, EXIT_SOME_FAILED, RunPlan, execute
 
 
 def _plan(tmp_path):
-    study = parse_study({"name": "t", "serve": {"model": "org/model", "speculative": {"draft": "org/draft"},
-                                                "per_request_metrics": "off"},
-                         "matrix": {"mla": ["on", "off"]}, "baseline": True}, "test")
+    study = parse_study(
+        {
+            "name": "t",
+            "serve": {"model": "org/model", "speculative": {"draft": "org/draft"}, "per_request_metrics": "off"},
+            "matrix": {"mla": ["on", "off"]},
+            "baseline": True,
+        },
+        "test",
+    )
     cells = expand(study)
     run_dir = tmp_path / "run"
     manifest = {"run_id": "r", "axes": ["mla"], "cells": [c.cell_id for c in cells], "status": "running"}
@@ -31,9 +37,12 @@ def _plan(tmp_path):
 
 
 def _acc(d, a):
-    return {"prometheus": {"counts": {"num_drafts": d, "draft_tokens": 3 * d, "accepted_tokens": a,
-                                      "accepted_per_position": None}},
-            "derived": {"mean_acceptance_length": 1 + a / d, "per_position": [0.7]}}
+    return {
+        "prometheus": {
+            "counts": {"num_drafts": d, "draft_tokens": 3 * d, "accepted_tokens": a, "accepted_per_position": None}
+        },
+        "derived": {"mean_acceptance_length": 1 + a / d, "per_position": [0.7]},
+    }
 
 
 class Scripted:
@@ -49,8 +58,14 @@ class Scripted:
         what = self.outcomes.pop(0)
         if what == "interrupt":
             raise KeyboardInterrupt
-        rec = {"cell_id": cell.cell_id, "axes": cell.axes, "repeat": 0, "is_baseline": cell.is_baseline,
-               "status": what, "reason": None if what == "done" else "server died"}
+        rec = {
+            "cell_id": cell.cell_id,
+            "axes": cell.axes,
+            "repeat": 0,
+            "is_baseline": cell.is_baseline,
+            "status": what,
+            "reason": None if what == "done" else "server died",
+        }
         return rec, (_acc(100, 150) if what == "done" else None)
 
 
@@ -90,9 +105,15 @@ def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
     import specbench.io
     from specbench.run import store as store_mod
 
-    study = parse_study({"name": "t", "serve": {"model": "org/model", "speculative": {"draft": "org/draft"},
-                                                "per_request_metrics": "off"},
-                         "matrix": {"mla": ["on", "off"], "env:X": ["a", "b", "c", "d", "e"]}, "baseline": True}, "test")
+    study = parse_study(
+        {
+            "name": "t",
+            "serve": {"model": "org/model", "speculative": {"draft": "org/draft"}, "per_request_metrics": "off"},
+            "matrix": {"mla": ["on", "off"], "env:X": ["a", "b", "c", "d", "e"]},
+            "baseline": True,
+        },
+        "test",
+    )
     cells = expand(study)
     run_dir = tmp_path / "run"
     manifest = {"run_id": "r", "axes": list(study.matrix), "cells": [c.cell_id for c in cells], "status": "running"}

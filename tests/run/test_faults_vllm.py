@@ -37,10 +37,16 @@ STEP_TIMEOUT_S = 600  # one server start on a loaded 2-core machine takes up to 
 def _study(tmp_path: Path, port: int) -> Path:
     data = {
         "name": "faults",
-        "serve": {"model": "fixture:target", "port": port,
-                  "speculative": {"method": "eagle", "draft": "fixture:draft", "num_speculative_tokens": 3},
-                  "enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4, "log_stats_interval_s": 1,
-                  "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": CONFIG_SECRET}},
+        "serve": {
+            "model": "fixture:target",
+            "port": port,
+            "speculative": {"method": "eagle", "draft": "fixture:draft", "num_speculative_tokens": 3},
+            "enforce_eager": True,
+            "max_model_len": 512,
+            "max_num_seqs": 4,
+            "log_stats_interval_s": 1,
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": CONFIG_SECRET},
+        },
         "matrix": {"mla": ["on", "off"]},
         "load": {"num_requests": 16, "concurrency": 2, "max_tokens": 48, "warmup_requests": 0},
     }
@@ -114,24 +120,31 @@ def test_killed_server_then_ctrl_c_then_resume(tmp_path, signalable):
     cfg = _study(tmp_path, taken)
     results = tmp_path / "results"
     out, err = open(tmp_path / "stdout", "w+"), open(tmp_path / "stderr", "w+")
-    proc = subprocess.Popen([sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results),
-                             "--quiet"], stdout=out, stderr=err, env=_env(tmp_path), start_new_session=True,
-                            **signalable)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results), "--quiet"],
+        stdout=out,
+        stderr=err,
+        env=_env(tmp_path),
+        start_new_session=True,
+        **signalable,
+    )
     try:
-        run_dir = _wait_for("the run directory", lambda: next(iter(results.glob("*/manifest.json")), None),
-                            proc).parent
+        run_dir = _wait_for("the run directory", lambda: next(iter(results.glob("*/manifest.json")), None), proc).parent
         cell1, cell2 = json.loads((run_dir / "manifest.json").read_text())["cells"]
 
         # 1. SIGKILL cell 1's whole vLLM process group once its load is under way.
-        _wait_for("cell 1's load", lambda: _log_has(run_dir / cell1 / "server.log", "POST /v1/chat/completions"),
-                  proc)
+        _wait_for("cell 1's load", lambda: _log_has(run_dir / cell1 / "server.log", "POST /v1/chat/completions"), proc)
         (server,) = _servers(proc)
         killed = [server, *server.children(recursive=True)]
         os.killpg(server.pid, signal.SIGKILL)
 
         # 2. Ctrl-C while cell 2's server is starting.
-        _wait_for("cell 2's server", lambda: _log_has(run_dir / cell2 / "server.log", "specbench:") and _servers(proc),
-                  proc, poll_s=0.2)
+        _wait_for(
+            "cell 2's server",
+            lambda: _log_has(run_dir / cell2 / "server.log", "specbench:") and _servers(proc),
+            proc,
+            poll_s=0.2,
+        )
         procs, groups = _tree(proc)
         assert len(groups) >= 2, groups  # specbench's own group and cell 2's server group (at least)
         os.killpg(proc.pid, signal.SIGINT)
@@ -153,12 +166,19 @@ def test_killed_server_then_ctrl_c_then_resume(tmp_path, signalable):
     assert first["log_tail"] and first["timings"]["startup_s"] > 0
     errors = [json.loads(line) for line in (run_dir / cell1 / "requests.jsonl").read_text().splitlines()]
     assert any(r.get("error") for r in errors)  # it was killed mid-load, not before or after
-    assert first["port"] != taken and f"port {taken} on 127.0.0.1 is taken" in (run_dir / cell1 / "server.log").read_text()
+    assert (
+        first["port"] != taken and f"port {taken} on 127.0.0.1 is taken" in (run_dir / cell1 / "server.log").read_text()
+    )
     assert second["status"] == "failed" and "interrupted" in second["reason"]
 
     # 3. --resume completes both cells with the run's own config.
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", "--resume", str(run_dir), "--quiet"],
-                       capture_output=True, text=True, timeout=2 * STEP_TIMEOUT_S, env=_env(tmp_path))
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", "--resume", str(run_dir), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=2 * STEP_TIMEOUT_S,
+        env=_env(tmp_path),
+    )
     blocker.close()
     assert r.returncode == 0, r.stderr[-3000:]
     run = load_run(run_dir)

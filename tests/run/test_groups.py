@@ -15,20 +15,27 @@ from specbench.run.runner import RunContext
 
 
 def _study(matrix, **over):
-    data = {"name": "t", "serve": {"model": "org/m", "speculative": {"draft": "org/d"}, "per_request_metrics": "off"},
-            "matrix": matrix, **over}
+    data = {
+        "name": "t",
+        "serve": {"model": "org/m", "speculative": {"draft": "org/d"}, "per_request_metrics": "off"},
+        "matrix": matrix,
+        **over,
+    }
     return parse_study(data, "s.yaml")
 
 
-@pytest.mark.parametrize("matrix, message", [
-    ({"load:concurrency": [0]}, "s.yaml: matrix.load:concurrency[0]: must be a positive integer"),
-    ({"load:concurrency": [2, True]}, "s.yaml: matrix.load:concurrency[1]: must be a positive integer"),
-    ({"load:max_tokens": [1.5]}, "s.yaml: matrix.load:max_tokens[0]: must be a positive integer"),
-    ({"load:temperature": [-1]}, "s.yaml: matrix.load:temperature[0]: must be a number from 0 to 100"),
-    ({"load:category": ["chat", "poetry"]}, "s.yaml: matrix.load:category[1]: unknown prompt category 'poetry'"),
-    ({"load:request_rate": [1]}, "unknown load axis 'load:request_rate'; use one of load:concurrency"),
-    ({"load:concurrency": [1, 1]}, "s.yaml: matrix.load:concurrency: values repeat"),
-])
+@pytest.mark.parametrize(
+    "matrix, message",
+    [
+        ({"load:concurrency": [0]}, "s.yaml: matrix.load:concurrency[0]: must be a positive integer"),
+        ({"load:concurrency": [2, True]}, "s.yaml: matrix.load:concurrency[1]: must be a positive integer"),
+        ({"load:max_tokens": [1.5]}, "s.yaml: matrix.load:max_tokens[0]: must be a positive integer"),
+        ({"load:temperature": [-1]}, "s.yaml: matrix.load:temperature[0]: must be a number from 0 to 100"),
+        ({"load:category": ["chat", "poetry"]}, "s.yaml: matrix.load:category[1]: unknown prompt category 'poetry'"),
+        ({"load:request_rate": [1]}, "unknown load axis 'load:request_rate'; use one of load:concurrency"),
+        ({"load:concurrency": [1, 1]}, "s.yaml: matrix.load:concurrency: values repeat"),
+    ],
+)
 def test_bad_load_axes_are_one_line_errors(matrix, message):
     with pytest.raises(ConfigError) as err:
         _study(matrix)
@@ -48,7 +55,11 @@ def test_cells_differing_only_in_load_share_a_group_baselines_too():
     groups = group_cells(cells)
     assert [[c.load["concurrency"] for c in g] for g in groups] == [[1, 2, 4]] * 4
     assert [(g[0].is_baseline, g[0].axes["mla"]) for g in groups] == [
-        (False, "on"), (False, "off"), (True, "on"), (True, "off")]
+        (False, "on"),
+        (False, "off"),
+        (True, "on"),
+        (True, "off"),
+    ]
     # a group's cells need the same server: same argv and env
     for g in groups:
         assert len({tuple(c.args) for c in g}) == 1 and len({tuple(sorted(c.env.items())) for c in g}) == 1
@@ -60,8 +71,10 @@ def test_speedup_pairs_each_cell_with_the_baseline_at_its_concurrency():
     cells = expand(_study({"load:concurrency": [1, 4]}, baseline=True))
     bases = [(c.axes, c.repeat, c.cell_id) for c in cells if c.is_baseline]
     spec = [c for c in cells if not c.is_baseline]
-    assert [pick_baseline(c.axes, 0, bases) for c in spec] == ["baseline__concurrency-1__r0",
-                                                                "baseline__concurrency-4__r0"]
+    assert [pick_baseline(c.axes, 0, bases) for c in spec] == [
+        "baseline__concurrency-1__r0",
+        "baseline__concurrency-4__r0",
+    ]
 
 
 def test_repeats_and_other_axes_keep_their_own_servers():
@@ -107,25 +120,44 @@ def test_dry_run_says_how_many_servers(tmp_path):
     import yaml
 
     cfg = tmp_path / "s.yaml"
-    cfg.write_text(yaml.safe_dump({"name": "t", "serve": {"model": "org/m", "per_request_metrics": "off"},
-                                   "matrix": {"mla": ["on", "off"], "load:concurrency": [1, 2, 4]}}))
-    out = subprocess.run([sys.executable, "-m", "specbench", "run", str(cfg), "--dry-run"], capture_output=True,
-                         text=True, timeout=120)
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "serve": {"model": "org/m", "per_request_metrics": "off"},
+                "matrix": {"mla": ["on", "off"], "load:concurrency": [1, 2, 4]},
+            }
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(cfg), "--dry-run"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
-    assert "6 cells (6 speculative, 0 baseline) on 2 server(s) = 2 cold start(s)" in out.stdout and 'load={"concurrency": 4}' in out.stdout
+    assert (
+        "6 cells (6 speculative, 0 baseline) on 2 server(s) = 2 cold start(s)" in out.stdout
+        and 'load={"concurrency": 4}' in out.stdout
+    )
 
 
 # Head variants switched in place (plugin/switch.py; the real proof is tests/plugin/test_switch_vllm.py).
 
+
 def _variant_study(matrix, eager=True, host="127.0.0.1", share=True, method="eagle", baseline=True):
-    serve = {"model": "org/m", "speculative": {"draft": "org/d", "method": method}, "per_request_metrics": "off",
-             "enforce_eager": eager, "host": host, "share_servers": share}
+    serve = {
+        "model": "org/m",
+        "speculative": {"draft": "org/d", "method": method},
+        "per_request_metrics": "off",
+        "enforce_eager": eager,
+        "host": host,
+        "share_servers": share,
+    }
     return parse_study({"name": "t", "serve": serve, "matrix": matrix, "baseline": baseline}, "s.yaml")
 
 
 def test_head_variants_of_an_eager_eagle_server_share_it():
-    study = _variant_study({"mla": ["on", "off"], "output_norm": ["on", "logits-only", "off"],
-                            "env:SPECBENCH_POS0_MASK": ["off", "on"]})
+    study = _variant_study(
+        {"mla": ["on", "off"], "output_norm": ["on", "logits-only", "off"], "env:SPECBENCH_POS0_MASK": ["off", "on"]}
+    )
     groups = group_cells(expand(study), study.serve.host)
     spec = [g for g in groups if not g[0].is_baseline]
     assert len(spec) == 2 and all(len(g) == 6 for g in spec)  # one server per MLA value
@@ -166,8 +198,9 @@ def test_head_variants_of_compiled_and_mtp_servers_share_one(over):
 def test_the_control_variant_keeps_its_own_server():
     """SPECBENCH_HEAD_CONTROL=1 registers the re-implemented forward at start-up by design: a
     control cell never shares a server with the variants it controls for."""
-    study = _variant_study({"output_norm": ["on", "off"], "env:SPECBENCH_HEAD_CONTROL": ["0", "1"]}, baseline=False,
-                           eager=False)
+    study = _variant_study(
+        {"output_norm": ["on", "off"], "env:SPECBENCH_HEAD_CONTROL": ["0", "1"]}, baseline=False, eager=False
+    )
     groups = group_cells(expand(study), study.serve.host)
     controls = [g for g in groups if g[0].env.get("SPECBENCH_HEAD_CONTROL") == "1"]
     assert sorted(len(g) for g in groups) == [1, 1, 2] and [len(g) for g in controls] == [1, 1]

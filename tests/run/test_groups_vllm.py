@@ -38,17 +38,29 @@ def grouped_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("grouped")
     cfg = {
         "name": "conc",
-        "serve": {"model": "fixture:target", "enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4,
-                  "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3},
-                  "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "log_stats_interval_s": 1, "startup_timeout_s": 600},
+        "serve": {
+            "model": "fixture:target",
+            "enforce_eager": True,
+            "max_model_len": 512,
+            "max_num_seqs": 4,
+            "speculative": {"draft": "fixture:draft", "num_speculative_tokens": 3},
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+            "log_stats_interval_s": 1,
+            "startup_timeout_s": 600,
+        },
         "matrix": {"load:concurrency": CONC},
         "load": {"num_requests": 8, "max_tokens": 32, "warmup_requests": 2},
         "results_dir": str(tmp / "results"),
     }
     path = tmp / "study.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "specbench", "run", str(path), "--quiet"], capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(path), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (run_dir,) = (tmp / "results").iterdir()
     return run_dir
@@ -78,8 +90,9 @@ def test_one_server_for_three_concurrencies(grouped_run, baseline):
     assert [c["timings"]["startup_s"] > 0 for c in cells] == [True, False, False]
     assert [c["prefix_cache_reset"] for c in cells] == ["first load", "done", "done"]
     if baseline:  # no speculation: no spec-decode counts in any cell's window
-        assert all(json.loads((grouped_run / c["cell_id"] / "acceptance.json").read_text())["baseline_ok"]
-                   for c in cells)
+        assert all(
+            json.loads((grouped_run / c["cell_id"] / "acceptance.json").read_text())["baseline_ok"] for c in cells
+        )
 
 
 def test_counts_agree_exactly_per_cell(grouped_run):
@@ -104,7 +117,11 @@ def test_counts_agree_exactly_per_cell(grouped_run):
         per_request = sum_counts(request_units(reqs))
         for total in (sum_counts(windows), per_request):
             assert (total.num_drafts, total.draft_tokens, total.accepted_tokens, total.accepted_per_position) == (
-                prom.num_drafts, prom.draft_tokens, prom.accepted_tokens, prom.accepted_per_position), c["cell_id"]
+                prom.num_drafts,
+                prom.draft_tokens,
+                prom.accepted_tokens,
+                prom.accepted_per_position,
+            ), c["cell_id"]
         acc = json.loads((d / "acceptance.json").read_text())
         assert acc["agreement"]["logs_vs_prometheus"] is True
         assert acc["agreement"]["per_request_vs_prometheus"] is True
@@ -123,14 +140,28 @@ def test_a_group_whose_server_fails_fails_every_cell_with_the_reason(tmp_path):
     pytest.importorskip("vllm")
     import os
 
-    cfg = {"name": "dead", "results_dir": str(tmp_path / "results"),
-           "serve": {"model": "fixture:target", "enforce_eager": True, "extra_args": ["--max-num-seqs", "many"],
-                     "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "startup_timeout_s": 300},
-           "matrix": {"load:concurrency": [1, 2]}, "load": {"num_requests": 2, "warmup_requests": 0}}
+    cfg = {
+        "name": "dead",
+        "results_dir": str(tmp_path / "results"),
+        "serve": {
+            "model": "fixture:target",
+            "enforce_eager": True,
+            "extra_args": ["--max-num-seqs", "many"],
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+            "startup_timeout_s": 300,
+        },
+        "matrix": {"load:concurrency": [1, 2]},
+        "load": {"num_requests": 2, "warmup_requests": 0},
+    }
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "specbench", "run", str(path), "--quiet"], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp_path), "NO_COLOR": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", str(path), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp_path), "NO_COLOR": "1"},
+    )
     assert proc.returncode == 3, proc.stderr[-2000:]
     (run_dir,) = (tmp_path / "results").iterdir()
     cells = _cells(run_dir)

@@ -19,8 +19,16 @@ STANDINS = ROOT / "tests" / "load"
 def test_a_server_that_exits_at_start_is_recorded_with_its_status(tmp_path, monkeypatch):
     monkeypatch.setattr(VLLMServer, "entry_module", "standin_vllm")
     study = load_config(ROOT / "configs" / "default.yaml")
-    cell = Cell(cell_id="c__r0", axes={"mla": "on"}, repeat=0, is_baseline=False, args=["crash"],
-                env={"PYTHONPATH": str(STANDINS)}, num_spec_tokens=3, model="m")
+    cell = Cell(
+        cell_id="c__r0",
+        axes={"mla": "on"},
+        repeat=0,
+        is_baseline=False,
+        args=["crash"],
+        env={"PYTHONPATH": str(STANDINS)},
+        num_spec_tokens=3,
+        model="m",
+    )
     ctx = RunContext(study=study, run_dir=tmp_path, prompts=[], display=QuietDisplay())
     record, acc = LocalExecutor().run_cell(cell, ctx)
     assert acc is None and record.status == "failed"

@@ -23,8 +23,10 @@ from specbench.run.runner import RunPlan, execute
 
 
 def _plan(tmp_path):
-    study = parse_study({"name": "t", "serve": {"model": "org/model", "per_request_metrics": "off"},
-                         "matrix": {"mla": ["on", "off"]}}, "test")
+    study = parse_study(
+        {"name": "t", "serve": {"model": "org/model", "per_request_metrics": "off"}, "matrix": {"mla": ["on", "off"]}},
+        "test",
+    )
     cells = expand(study)
     run_dir = tmp_path / "run"
     manifest = {"run_id": "r", "axes": ["mla"], "cells": [c.cell_id for c in cells], "status": "planned"}
@@ -38,8 +40,14 @@ class Scripted:
 
     def run_cell(self, cell, ctx):
         self.outcomes.pop(0)
-        return {"cell_id": cell.cell_id, "axes": cell.axes, "repeat": 0, "is_baseline": False,
-                "status": "done", "reason": None}, None
+        return {
+            "cell_id": cell.cell_id,
+            "axes": cell.axes,
+            "repeat": 0,
+            "is_baseline": False,
+            "status": "done",
+            "reason": None,
+        }, None
 
 
 class Boom:

@@ -76,7 +76,10 @@ def test_cell_files_round_trip(tmp_path):
     (real / "c" / "cell.json").write_text("{}")
     write_cell_files(real, "c", files)
     assert sorted(p.relative_to(real / "c").as_posix() for p in (real / "c").rglob("*") if p.is_file()) == [
-        "cell.json", "llmperf/x_summary.json", "server.log"]
+        "cell.json",
+        "llmperf/x_summary.json",
+        "server.log",
+    ]
     with pytest.raises(ValueError, match="outside"):
         write_cell_files(real, "c", {"../escape": b""})
 
@@ -93,8 +96,13 @@ def test_cell_finished_during_cancel_is_kept_whole(tmp_path):
     (run_dir / "c" / "acceptance.json").write_text("{}")  # stale, from an earlier attempt
     ctx = RunContext(study=None, run_dir=run_dir, prompts=[], display=None)
     acc = {"derived": {"mean_acceptance_length": 2.5}}
-    out = {"record": {"cell_id": "c", "status": "done", "reason": None, "log_tail": None},
-           "acceptance": acc, "files": {"server.log": b"log"}, "node": "node-7", "tmp_dir": "/tmp/x"}
+    out = {
+        "record": {"cell_id": "c", "status": "done", "reason": None, "log_tail": None},
+        "acceptance": acc,
+        "files": {"server.log": b"log"},
+        "node": "node-7",
+        "tmp_dir": "/tmp/x",
+    }
     fake_ray = type("FakeRay", (), {"get": staticmethod(lambda ref: out)})
     RayExecutor()._save_interrupted(fake_ray, "ref", type("Cell", (), {"cell_id": "c"})(), ctx)
     assert json.loads((run_dir / "c" / "acceptance.json").read_text())["derived"] == acc["derived"]
@@ -119,9 +127,15 @@ def _need_ray() -> None:
 def _config(tmp: Path) -> Path:
     data = {
         "name": "ray",
-        "serve": {"model": "fixture:target", "enforce_eager": True, "max_model_len": 512,
-                  "speculative": {"method": "eagle", "draft": "fixture:draft", "num_speculative_tokens": 3},
-                  "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "log_stats_interval_s": 1, "startup_timeout_s": 400},
+        "serve": {
+            "model": "fixture:target",
+            "enforce_eager": True,
+            "max_model_len": 512,
+            "speculative": {"method": "eagle", "draft": "fixture:draft", "num_speculative_tokens": 3},
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+            "log_stats_interval_s": 1,
+            "startup_timeout_s": 400,
+        },
         "matrix": {"flag:--max-num-seqs": ["4", "many"]},
         "load": {"num_requests": 6, "max_tokens": 16, "concurrency": 2, "warmup_requests": 1},
     }
@@ -170,8 +184,14 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     ray_args = ["--executor", "ray", "--max-concurrent-cells", "2", "--quiet"]
 
     # 1. Interrupt while the good cell's server starts.
-    proc = subprocess.Popen([*cmd, str(_config(tmp_path)), "--results-dir", str(tmp_path / "results"), *ray_args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **signalable)
+    proc = subprocess.Popen(
+        [*cmd, str(_config(tmp_path)), "--results-dir", str(tmp_path / "results"), *ray_args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        **signalable,
+    )
     servers: dict[int, psutil.Process] = {}
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -195,8 +215,9 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     assert run.cells[GOOD].status == "failed" and "interrupted" in run.cells[GOOD].cell["reason"]
 
     # 2. --resume reruns both failed cells on Ray; the bad one fails again, the run goes on.
-    r = subprocess.run([*cmd, "--resume", str(run_dir), *ray_args], capture_output=True, text=True,
-                       env=env, timeout=600)
+    r = subprocess.run(
+        [*cmd, "--resume", str(run_dir), *ray_args], capture_output=True, text=True, env=env, timeout=600
+    )
     assert r.returncode == 3, r.stderr[-3000:]
     run = store.load_run(run_dir)
     assert run.manifest["status"] == "some_failed"
@@ -228,12 +249,18 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
         assert counts[key] == diff and diff > 0
 
     # 5. report and compare read it unchanged.
-    rep = subprocess.run([*cmd[:-1], "report", str(run_dir), "--out", str(tmp_path / "report")],
-                         capture_output=True, text=True, env=env, timeout=300)
+    rep = subprocess.run(
+        [*cmd[:-1], "report", str(run_dir), "--out", str(tmp_path / "report")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert rep.returncode == 0, rep.stderr[-2000:]
     assert (tmp_path / "report" / "summary.md").is_file()
-    cmp = subprocess.run([*cmd[:-1], "compare", str(run_dir), str(run_dir)], capture_output=True, text=True,
-                         env=env, timeout=300)
+    cmp = subprocess.run(
+        [*cmd[:-1], "compare", str(run_dir), str(run_dir)], capture_output=True, text=True, env=env, timeout=300
+    )
     # the bad cell failed on both sides: its gate checks cannot be decided (exit 3), never a pass
     assert cmp.returncode == 3, cmp.stdout[-2000:] + cmp.stderr[-2000:]
     assert "0 failed" in cmp.stdout and "failed in the baseline" in cmp.stdout

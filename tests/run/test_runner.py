@@ -36,9 +36,15 @@ def vllm_env(tmp: Path) -> dict[str, str]:
 def _config(tmp_path: Path, **over) -> Path:
     data = {
         "name": "fail",
-        "serve": {"model": "fixture:target", "enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4,
-                  "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": SECRET_TOKEN},
-                  "extra_args": ["--api-key", SECRET_KEY], "startup_timeout_s": 300},
+        "serve": {
+            "model": "fixture:target",
+            "enforce_eager": True,
+            "max_model_len": 512,
+            "max_num_seqs": 4,
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": SECRET_TOKEN},
+            "extra_args": ["--api-key", SECRET_KEY],
+            "startup_timeout_s": 300,
+        },
         # vLLM's argument parser rejects both values: each server exits at once with status 2.
         "matrix": {"flag:--max-num-seqs": ["many", "lots"]},
         "load": {"num_requests": 2, "warmup_requests": 0},
@@ -51,8 +57,13 @@ def _config(tmp_path: Path, **over) -> Path:
 
 def _run(args, tmp_path, timeout=600):
     pytest.importorskip("vllm")
-    return subprocess.run([sys.executable, "-m", "specbench", "run", *args], capture_output=True, text=True,
-                          timeout=timeout, env=vllm_env(tmp_path))
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=vllm_env(tmp_path),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +110,18 @@ def test_resume_refuses_changed_config(failed_run, tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ctrl_c_stops_server_and_keeps_run(tmp_path, sig, signalable):
     pytest.importorskip("vllm")
-    cfg = _config(tmp_path, matrix={}, serve={**yaml.safe_load(_config(tmp_path).read_text())["serve"],
-                                               "extra_args": []})
+    cfg = _config(
+        tmp_path, matrix={}, serve={**yaml.safe_load(_config(tmp_path).read_text())["serve"], "extra_args": []}
+    )
     results = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results),
-                             "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=vllm_env(tmp_path), **signalable)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", "run", str(cfg), "--results-dir", str(results), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=vllm_env(tmp_path),
+        **signalable,
+    )
     try:
         deadline = time.monotonic() + 300
         log = None
@@ -140,16 +157,26 @@ def test_load_errors_above_threshold_fail_the_cell_and_the_api_key_is_sent(tmp_p
     prompts = tmp_path / "prompts.jsonl"
     long_text = " ".join(f"w{i}" for i in range(1500))  # > 512 tokens with the fixture tokenizer
     prompts.write_text("\n".join(json.dumps({"prompt": t}) for t in ["Say hi.", long_text, long_text + " again"]))
-    cfg = _config(tmp_path, matrix={}, load={"num_requests": 3, "concurrency": 3, "warmup_requests": 0,
-                                             "max_tokens": 8, "max_error_rate": 0.5,
-                                             "prompts": {"path": str(prompts)}})
+    cfg = _config(
+        tmp_path,
+        matrix={},
+        load={
+            "num_requests": 3,
+            "concurrency": 3,
+            "warmup_requests": 0,
+            "max_tokens": 8,
+            "max_error_rate": 0.5,
+            "prompts": {"path": str(prompts)},
+        },
+    )
     r = _run([str(cfg), "--results-dir", str(tmp_path / "results"), "--quiet"], tmp_path)
     assert r.returncode == 3, r.stderr
     run_dir = Path(r.stdout.strip().splitlines()[-1])
     (cell,) = load_run(run_dir).cells.values()
     assert cell.status == "failed"
-    assert cell.cell["reason"].startswith("2/3 requests failed (max_error_rate 0.5); first error: HTTP 400"), \
-        cell.cell["reason"]
+    assert cell.cell["reason"].startswith("2/3 requests failed (max_error_rate 0.5); first error: HTTP 400"), cell.cell[
+        "reason"
+    ]
     reqs = [json.loads(x) for x in (run_dir / cell.cell["cell_id"] / "requests.jsonl").read_text().splitlines()]
     assert sorted(q["error_code"] or 0 for q in reqs) == [0, 400, 400]
     assert [q["output_tokens"] for q in reqs if not q["error_code"]] == [8]
@@ -164,10 +191,15 @@ def test_interrupt_test_holds_when_the_suite_starts_with_sigint_ignored(tmp_path
     launch really ignored SIGINT on entry, so this check cannot pass vacuously."""
     node = "tests/run/test_runner.py::test_ctrl_c_stops_server_and_keeps_run[SIGINT]"
     probe = "import signal; print('SIGINT ignored on entry:', signal.getsignal(signal.SIGINT) == signal.SIG_IGN)"
-    script = ('"$0" -c "$1" & wait $!; '
-              '"$0" -m pytest -q -n 0 -p no:cacheprovider --basetemp "$2" "$3" & wait $!')
+    script = '"$0" -c "$1" & wait $!; "$0" -m pytest -q -n 0 -p no:cacheprovider --basetemp "$2" "$3" & wait $!'
     root = Path(__file__).resolve().parents[2]
-    r = subprocess.run(["bash", "-c", script, sys.executable, probe, str(tmp_path / "inner"), node],
-                       capture_output=True, text=True, timeout=600, cwd=root, env=vllm_env(tmp_path))
+    r = subprocess.run(
+        ["bash", "-c", script, sys.executable, probe, str(tmp_path / "inner"), node],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=root,
+        env=vllm_env(tmp_path),
+    )
     assert "SIGINT ignored on entry: True" in r.stdout, r.stdout
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]

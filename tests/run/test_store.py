@@ -20,27 +20,47 @@ AXES = ["mla", "output_norm"]
 
 
 def _acceptance(d, a, pos):
-    return {"definition": "x", "num_spec_tokens": 3,
-            "prometheus": {"counts": {"num_drafts": d, "draft_tokens": 3 * d, "accepted_tokens": a,
-                                      "accepted_per_position": pos}},
-            "derived": {"mean_acceptance_length": 1 + a / d, "draft_acceptance_rate": a / (3 * d),
-                        "per_position": [p / d for p in pos], "conditional": [pos[0] / d, pos[1] / pos[0],
-                                                                              pos[2] / pos[1]]},
-            "ci": {"unit": "window", "confidence": 0.95, "intervals": {"mean_acceptance_length": [2.0, 2.4],
-                                                                       "p0": [0.7, 0.8]}}}
+    return {
+        "definition": "x",
+        "num_spec_tokens": 3,
+        "prometheus": {
+            "counts": {"num_drafts": d, "draft_tokens": 3 * d, "accepted_tokens": a, "accepted_per_position": pos}
+        },
+        "derived": {
+            "mean_acceptance_length": 1 + a / d,
+            "draft_acceptance_rate": a / (3 * d),
+            "per_position": [p / d for p in pos],
+            "conditional": [pos[0] / d, pos[1] / pos[0], pos[2] / pos[1]],
+        },
+        "ci": {
+            "unit": "window",
+            "confidence": 0.95,
+            "intervals": {"mean_acceptance_length": [2.0, 2.4], "p0": [0.7, 0.8]},
+        },
+    }
 
 
 def _make_run(tmp_path: Path) -> Path:
     run_dir = tmp_path / "run"
-    cells = [("mla-on__output_norm-on__r0", {"mla": "on", "output_norm": "on"}, False, "done", (100, 120, [70, 35, 15])),
-             ("mla-off__output_norm-on__r0", {"mla": "off", "output_norm": "on"}, False, "failed", None),
-             ("baseline__r0", {"mla": "on", "output_norm": "none"}, True, "done", None)]
-    store.write_manifest(run_dir, {"run_id": "r1", "axes": AXES, "cells": [c[0] for c in cells] + ["never-ran__r0"],
-                                   "status": "some_failed"})
+    cells = [
+        ("mla-on__output_norm-on__r0", {"mla": "on", "output_norm": "on"}, False, "done", (100, 120, [70, 35, 15])),
+        ("mla-off__output_norm-on__r0", {"mla": "off", "output_norm": "on"}, False, "failed", None),
+        ("baseline__r0", {"mla": "on", "output_norm": "none"}, True, "done", None),
+    ]
+    store.write_manifest(
+        run_dir,
+        {"run_id": "r1", "axes": AXES, "cells": [c[0] for c in cells] + ["never-ran__r0"], "status": "some_failed"},
+    )
     triples = []
     for cid, axes, base, status, counts in cells:
-        rec = {"cell_id": cid, "axes": axes, "repeat": 0, "is_baseline": base, "status": status,
-               "reason": None if status == "done" else "server died"}
+        rec = {
+            "cell_id": cid,
+            "axes": axes,
+            "repeat": 0,
+            "is_baseline": base,
+            "status": status,
+            "reason": None if status == "done" else "server died",
+        }
         acc = _acceptance(*counts) if counts else None
         store.write_cell(run_dir, rec, acc)
         summary = {"results_ttft_s_quantiles_p50": 0.25, "results_num_completed_requests": 20} if counts else None
@@ -94,8 +114,15 @@ def test_atomic_write_keeps_old_file_when_interrupted(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "version", "not-object"])
-@pytest.mark.parametrize("target", ["manifest.json", "mla-on__output_norm-on__r0/acceptance.json",
-                                    "mla-on__output_norm-on__r0/cell.json", "mla-on__output_norm-on__r0/summary.json"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "manifest.json",
+        "mla-on__output_norm-on__r0/acceptance.json",
+        "mla-on__output_norm-on__r0/cell.json",
+        "mla-on__output_norm-on__r0/summary.json",
+    ],
+)
 def test_bad_files_are_refused_naming_the_file(tmp_path, target, damage):
     run_dir = _make_run(tmp_path)
     p = run_dir / target
@@ -121,8 +148,12 @@ def test_bad_files_are_refused_naming_the_file(tmp_path, target, damage):
 def test_cli_resume_of_corrupt_run_exits_2_naming_file(tmp_path):
     run_dir = _make_run(tmp_path)
     (run_dir / "mla-on__output_norm-on__r0" / "cell.json").write_text('{"schema_version": 1, "cell_id"')
-    r = subprocess.run([sys.executable, "-m", "specbench", "run", "--resume", str(run_dir)], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "run", "--resume", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert "cell.json" in r.stderr and "Traceback" not in r.stderr
 
@@ -175,8 +206,20 @@ def test_damaged_cell_advice_leads_to_a_rerun(tmp_path):
 
 def test_axis_mixing_ints_and_strings_is_written_as_text(tmp_path):
     # e.g. matrix {"flag:--max-num-seqs": [4, "many"]}: Parquet refuses a column of mixed types.
-    cells = [({"cell_id": f"c{i}", "axes": {"flag:--max-num-seqs": v}, "repeat": 0, "status": "done",
-               "is_baseline": False}, None, None) for i, v in enumerate([4, "many"])]
+    cells = [
+        (
+            {
+                "cell_id": f"c{i}",
+                "axes": {"flag:--max-num-seqs": v},
+                "repeat": 0,
+                "status": "done",
+                "is_baseline": False,
+            },
+            None,
+            None,
+        )
+        for i, v in enumerate([4, "many"])
+    ]
     store.write_tables(tmp_path, "r", ["flag:--max-num-seqs"], cells)
     parquet = pd.read_parquet(tmp_path / "cells.parquet")
     csv = pd.read_csv(tmp_path / "cells.csv", dtype=str)

@@ -25,8 +25,12 @@ from specbench.run.sweep import is_sweep_dir, point_axes, sections  # noqa: E402
 
 SWEEP = DATA / "sweep"
 # sweep order: serve combs, then bench combs (max_concurrency 1, 4), then runs; scrape 02 is before it
-SCRAPES = {"max_num_seqs-4__max_concurrency-1__r0": (2, 3), "max_num_seqs-4__max_concurrency-1__r1": (3, 4),
-           "max_num_seqs-4__max_concurrency-4__r0": (4, 5), "max_num_seqs-4__max_concurrency-4__r1": (5, 6)}
+SCRAPES = {
+    "max_num_seqs-4__max_concurrency-1__r0": (2, 3),
+    "max_num_seqs-4__max_concurrency-1__r1": (3, 4),
+    "max_num_seqs-4__max_concurrency-4__r0": (4, 5),
+    "max_num_seqs-4__max_concurrency-4__r1": (5, 6),
+}
 
 
 def invoke(*args):
@@ -42,8 +46,9 @@ def test_sweep_cells_axes_and_counts_equal_the_metrics_diff():
         assert cell.cell["axes"] == {"max_num_seqs": 4, "max_concurrency": int(cid.split("-")[2][0])}
         assert cell.cell["repeat"] == int(cid[-1])
         counts = cell.acceptance["prometheus"]["counts"]
-        assert {k: counts[k] for k in ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")} \
-            == {k: v for k, v in scrape_diff(before, after).items() if k != "generation_tokens"}, cid
+        assert {k: counts[k] for k in ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")} == {
+            k: v for k, v in scrape_diff(before, after).items() if k != "generation_tokens"
+        }, cid
         assert counts["derived"] == []
     assert run.manifest["axes"] == ["max_num_seqs", "max_concurrency"]
     assert run.manifest["resolved_config"]["serve"]["model"] == "tiny"
@@ -52,9 +57,14 @@ def test_sweep_cells_axes_and_counts_equal_the_metrics_diff():
 def test_directory_names_give_serve_bench_and_workload_axes():
     data = {"max_num_seqs": 4, "max_concurrency": 16, "max_model_len": 512, "completed": 12, "run_number": 0}
     assert sections("SERVE--max_num_seqs=4-max_model_len=512-BENCH--max_concurrency=16") == {
-        "serve": "max_num_seqs=4-max_model_len=512", "bench": "max_concurrency=16"}
+        "serve": "max_num_seqs=4-max_model_len=512",
+        "bench": "max_concurrency=16",
+    }
     assert point_axes("SERVE--max_num_seqs=4-max_model_len=512-BENCH--max_concurrency=16", data) == {
-        "max_num_seqs": 4, "max_model_len": 512, "max_concurrency": 16}
+        "max_num_seqs": 4,
+        "max_model_len": 512,
+        "max_concurrency": 16,
+    }
     # a comb named by _benchmark_name: one axis named after the part; serve_workload's WL- part
     assert point_axes("SERVE--eagle-k3-BENCH--max_concurrency=16", data) == {"serve": "eagle-k3", "max_concurrency": 16}
     assert point_axes("BENCH--max_concurrency=16-WL--max_concurrency=16", data) == {"max_concurrency": 16}
@@ -136,7 +146,7 @@ def test_compare_result_files_with_latency_units_and_provenance():
 def test_a_sweep_with_a_bad_run_file_is_one_line_exit_2(tmp_path):
     bad = tmp_path / "sweep"
     shutil.copytree(SWEEP, bad)
-    (bad / "SERVE--max_num_seqs=4-BENCH--max_concurrency=1" / "run=0.json").write_text("{\"duration\": 1,")
+    (bad / "SERVE--max_num_seqs=4-BENCH--max_concurrency=1" / "run=0.json").write_text('{"duration": 1,')
     with pytest.raises(InputError, match="run=0.json"):
         read_run(bad)
     code, out = invoke("report", bad, "--out", tmp_path / "r")

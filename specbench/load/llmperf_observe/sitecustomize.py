@@ -39,8 +39,9 @@ def _chain() -> None:
 
 
 def _report(exc: BaseException) -> None:
-    print("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s" % (type(exc).__name__, exc),
-          file=_sys.stderr)
+    print(
+        "Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s" % (type(exc).__name__, exc), file=_sys.stderr
+    )
 
 
 _chain()

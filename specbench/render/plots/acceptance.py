@@ -103,8 +103,13 @@ def cumulative_al(df: pd.DataFrame, confidence: float = 0.95, max_points: int = 
     return pd.DataFrame(rows, columns=["n", "al", "low", "high"])
 
 
-def plot_al_over_time(ax: Axes, windows: pd.DataFrame, summary: pd.DataFrame | None = None,
-                      enc: Encoding | None = None, confidence: float = 0.95) -> None:
+def plot_al_over_time(
+    ax: Axes,
+    windows: pd.DataFrame,
+    summary: pd.DataFrame | None = None,
+    enc: Encoding | None = None,
+    confidence: float = 0.95,
+) -> None:
     """Cumulative AL per group over its units in order (log windows in time order, a run's requests
     in id order), with its CI as error bars: where it settles is the group's AL, how fast it
     settles is how much the order mattered. ``windows`` is
@@ -117,8 +122,17 @@ def plot_al_over_time(ax: Axes, windows: pd.DataFrame, summary: pd.DataFrame | N
         cum = cumulative_al(df.sort_values("window"), confidence)
         style = enc.style(str(label), j)
         xs = [x + (j - (n - 1) / 2) * 0.08 for x in cum["n"]]
-        draw_ci(ax, xs, list(cum["al"]), list(cum["low"]), list(cum["high"]), style, label=style.title,
-                markersize=3, capsize=2)
+        draw_ci(
+            ax,
+            xs,
+            list(cum["al"]),
+            list(cum["low"]),
+            list(cum["high"]),
+            style,
+            label=style.title,
+            markersize=3,
+            capsize=2,
+        )
         points += [x for x in cum["al"] if not math.isnan(x)]
     if points:  # the first few intervals are huge (t with 1-2 df): the points set the scale, AL >= 1
         ax.set_ylim(max(0.95, min(points) - 0.6), max(points) + 0.6)
@@ -151,15 +165,19 @@ def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: En
     return fig
 
 
-def al_over_time_figure(windows: pd.DataFrame, summary: pd.DataFrame | None = None, enc: Encoding | None = None,
-                        confidence: float = 0.95) -> Figure:
+def al_over_time_figure(
+    windows: pd.DataFrame, summary: pd.DataFrame | None = None, enc: Encoding | None = None, confidence: float = 0.95
+) -> Figure:
     labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
     enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
     fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.subplots()
     plot_al_over_time(ax, windows, summary, enc, confidence)
-    ax.set_title(f"AL pooled over the units so far (includes the bonus token); error bars: {confidence:.0%} CI "
-                 "(t, linearized SE)", fontsize="medium")
+    ax.set_title(
+        f"AL pooled over the units so far (includes the bonus token); error bars: {confidence:.0%} CI "
+        "(t, linearized SE)",
+        fontsize="medium",
+    )
     fig.suptitle("Acceptance length as units accumulate")
     shared_legend(fig, enc)
     return fig

@@ -31,6 +31,7 @@ class Band:
 @dataclass
 class DeltaRow:
     """Δp_i of one cell as the comparison computed it (the gate's interval) and the allowed harm."""
+
     delta: list[float | None]
     ci: list[tuple[float, float] | None]
     tolerance: list[float | None]  # allowed drop (>= 0); None where no gate checked the position
@@ -75,8 +76,17 @@ def draw_levels(ax, base: Band | None, cand: Band | None) -> None:
         if band is None:
             continue
         xs = [i + dx for i in range(len(band.p))]
-        draw_ci(ax, xs, band.p, band.low, band.high, color=colour, marker=marker, linestyle="-",
-                label=f"{label} ({band.n_units} units)")
+        draw_ci(
+            ax,
+            xs,
+            band.p,
+            band.low,
+            band.high,
+            color=colour,
+            marker=marker,
+            linestyle="-",
+            label=f"{label} ({band.n_units} units)",
+        )
     ax.set_ylabel("$p_i$")
     ax.set_ylim(0, 1.05)
     ax.grid(True, alpha=0.3)
@@ -95,8 +105,16 @@ def draw_delta(ax, d: DeltaRow | None) -> None:
     colours = {"fail": "tab:red", "inconclusive": "goldenrod"}
     for i, v, ci in pts:
         lo, hi = ci if ci is not None else (math.nan, math.nan)
-        draw_ci(ax, [i], [v * 100], [lo * 100], [hi * 100], color=colours.get(d.status[i], "black"), marker="D",
-                linestyle="None")
+        draw_ci(
+            ax,
+            [i],
+            [v * 100],
+            [lo * 100],
+            [hi * 100],
+            color=colours.get(d.status[i], "black"),
+            marker="D",
+            linestyle="None",
+        )
     for i, tol in enumerate(d.tolerance):
         if tol is not None:
             ax.hlines(-tol * 100, i - 0.35, i + 0.35, color="tab:red", linestyle="--", linewidth=1.2)
@@ -106,8 +124,9 @@ def draw_delta(ax, d: DeltaRow | None) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def save_overlay(path: Path, panels: list[tuple[str, Band | None, Band | None, DeltaRow | None]],
-                 confidence: float = 0.95) -> None:
+def save_overlay(
+    path: Path, panels: list[tuple[str, Band | None, Band | None, DeltaRow | None]], confidence: float = 0.95
+) -> None:
     """:func:`overlay_figure`, written atomically as PNG/SVG/PDF (by the file's suffix)."""
     fig = overlay_figure(panels, confidence)
     fmt = Path(path).suffix.lstrip(".").lower() or "png"
@@ -121,9 +140,7 @@ def overlay_figure(panels: list[tuple[str, Band | None, Band | None, DeltaRow | 
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-
-    panels = [p for p in panels if p[1] is not None or p[2] is not None] or [("no per-position data", None, None,
-                                                                               None)]
+    panels = [p for p in panels if p[1] is not None or p[2] is not None] or [("no per-position data", None, None, None)]
     cols = min(len(panels), 4)
     rows = math.ceil(len(panels) / cols)
     fig = Figure(figsize=(3.6 * cols + 0.6, 4.6 * rows + 0.8), layout="constrained")
@@ -147,11 +164,19 @@ def overlay_figure(panels: list[tuple[str, Band | None, Band | None, DeltaRow | 
             top.set_ylabel("")
             bottom.set_ylabel("")
     level = f"{int(round(confidence * 100))}%"
-    handles = [Line2D([], [], color=SIDES[0][1], marker=SIDES[0][2], label="baseline (its CI)"),
-               Line2D([], [], color=SIDES[1][1], marker=SIDES[1][2], label="candidate (its CI)"),
-               Line2D([], [], color="black", marker="D", linestyle="None",
-                      label=f"Δ = cand − base, {level} CI the gate uses (red: failed)"),
-               Line2D([], [], color="tab:red", linestyle="--", label="gate tolerance (a fail: whole CI below)")]
+    handles = [
+        Line2D([], [], color=SIDES[0][1], marker=SIDES[0][2], label="baseline (its CI)"),
+        Line2D([], [], color=SIDES[1][1], marker=SIDES[1][2], label="candidate (its CI)"),
+        Line2D(
+            [],
+            [],
+            color="black",
+            marker="D",
+            linestyle="None",
+            label=f"Δ = cand − base, {level} CI the gate uses (red: failed)",
+        ),
+        Line2D([], [], color="tab:red", linestyle="--", label="gate tolerance (a fail: whole CI below)"),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small", frameon=False)
     fig.suptitle("Per-position acceptance: levels (top) and the change the gate judges (bottom)")
     return fig

@@ -24,8 +24,9 @@ AXIS = "concurrency"  # axis_label("load:concurrency")
 SHOWN = ("output_tok_per_s", "tpot")
 
 
-def concurrency_series(speedups: list[Speedup], cell_axes: dict[str, dict[str, str]]
-                       ) -> dict[str, list[tuple[int, Speedup]]]:
+def concurrency_series(
+    speedups: list[Speedup], cell_axes: dict[str, dict[str, str]]
+) -> dict[str, list[tuple[int, Speedup]]]:
     """Speed-ups grouped by the cell's other axes (the series label), sorted by concurrency.
     Cells without a concurrency axis value are left out."""
     series: dict[str, list[tuple[int, Speedup]]] = {}
@@ -61,8 +62,9 @@ def plot_speedup_vs_concurrency(ax: Axes, series: dict[str, list[tuple[int, Spee
         xs = [c for c, _ in points]
         for key in SHOWN:
             vals, err = _err(points, key)
-            ax.errorbar(xs, vals, yerr=err, fmt=styles[key], color=f"C{i}", capsize=3,
-                        label=f"{label}: {SPEEDUP_LABELS[key]}")
+            ax.errorbar(
+                xs, vals, yerr=err, fmt=styles[key], color=f"C{i}", capsize=3, label=f"{label}: {SPEEDUP_LABELS[key]}"
+            )
     ax.axhline(1.0, color="black", linewidth=1, linestyle=":")
     _x_axis(ax, series)
     ax.set_ylabel("speed-up over the baseline at the same concurrency (×)")
@@ -73,11 +75,17 @@ def plot_speedup_vs_concurrency(ax: Axes, series: dict[str, list[tuple[int, Spee
 def plot_why(ax: Axes, series: dict[str, list[tuple[int, Speedup]]]) -> None:
     for i, (label, points) in enumerate(series.items()):
         xs = [c for c, _ in points]
-        ax.plot(xs, [s.spec.get("mean_acceptance_length", math.nan) for _, s in points], "-o", color=f"C{i}",
-                label=f"{label}: acceptance length")
+        ax.plot(
+            xs,
+            [s.spec.get("mean_acceptance_length", math.nan) for _, s in points],
+            "-o",
+            color=f"C{i}",
+            label=f"{label}: acceptance length",
+        )
         vals, err = _err(points, "cost_ratio")
-        ax.errorbar(xs, vals, yerr=err, fmt="--^", color=f"C{i}", capsize=3,
-                    label=f"{label}: verify step cost (plain steps)")
+        ax.errorbar(
+            xs, vals, yerr=err, fmt="--^", color=f"C{i}", capsize=3, label=f"{label}: verify step cost (plain steps)"
+        )
     _x_axis(ax, series)
     ax.set_ylabel("tokens per verify step / its cost")
     ax.grid(True, alpha=0.3)

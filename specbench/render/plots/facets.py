@@ -41,8 +41,9 @@ def positions(rows: list[dict[str, str]]) -> list[int]:
     return out
 
 
-def plot_panel(ax: Axes, rows: list[dict[str, str]], color: str, style: str,
-               colors: dict[str, str], styles: dict[str, str]) -> None:
+def plot_panel(
+    ax: Axes, rows: list[dict[str, str]], color: str, style: str, colors: dict[str, str], styles: dict[str, str]
+) -> None:
     """One line per cell over draft positions, error bars = the cell's CI of p_i."""
     pos = positions(rows)
     n = max(len(rows), 1)
@@ -51,11 +52,22 @@ def plot_panel(ax: Axes, rows: list[dict[str, str]], color: str, style: str,
         ys = [float(r[f"p{i}"]) for i in pos]
         lo = [y - float(r[f"p{i}_ci_low"]) for i, y in zip(pos, ys)]
         hi = [float(r[f"p{i}_ci_high"]) - y for i, y in zip(pos, ys)]
-        al = (float(r["mean_acceptance_length"]), float(r["mean_acceptance_length_ci_low"]),
-              float(r["mean_acceptance_length_ci_high"]))
+        al = (
+            float(r["mean_acceptance_length"]),
+            float(r["mean_acceptance_length_ci_low"]),
+            float(r["mean_acceptance_length_ci_high"]),
+        )
         label = f"{color} {r[color]}, {style} {r[style]}: AL {al[0]:.2f} [{al[1]:.2f}, {al[2]:.2f}]"
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, color=colors[r[color]],
-                    linestyle=styles[r[style]], label=label)
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[lo, hi],
+            marker="o",
+            capsize=3,
+            color=colors[r[color]],
+            linestyle=styles[r[style]],
+            label=label,
+        )
     ax.set_xticks(pos)
     ax.set_xlabel("draft position i")
     ax.set_ylim(-0.02, 1.0)  # p_i = 0 stays visible

@@ -42,8 +42,9 @@ def divergence_matrix(pairs: list[PairDivergence]) -> tuple[list[str], np.ndarra
     return cells, share, median, text
 
 
-def _heatmap(ax: Axes, matrix: np.ndarray, labels: list[str], cmap: str, vmin: float, vmax: float,
-             text: list[list[str]]) -> AxesImage:
+def _heatmap(
+    ax: Axes, matrix: np.ndarray, labels: list[str], cmap: str, vmin: float, vmax: float, text: list[list[str]]
+) -> AxesImage:
     import matplotlib
 
     colours = matplotlib.colormaps[cmap].with_extremes(bad="#eeeeee")
@@ -57,8 +58,7 @@ def _heatmap(ax: Axes, matrix: np.ndarray, labels: list[str], cmap: str, vmin: f
             elif text[i][j]:
                 v = matrix[i, j]
                 dark = not math.isnan(v) and (v - vmin) / ((vmax - vmin) or 1) > 0.6
-                ax.text(j, i, text[i][j], ha="center", va="center", fontsize=small,
-                        color="white" if dark else "black")
+                ax.text(j, i, text[i][j], ha="center", va="center", fontsize=small, color="white" if dark else "black")
     ax.set_xticks(range(n), labels, rotation=35, ha="right", fontsize=small)
     ax.set_yticks(range(n), labels, fontsize=small)
     ax.tick_params(length=0)
@@ -79,8 +79,10 @@ def divergence_figure(pairs: list[PairDivergence], title: Callable[[str], str] =
     ax_s.set_title("prompts with identical greedy output (identical / prompts)", fontsize="medium")
     unit = pairs[0].unit if pairs else "token"
     top = float(np.nanmax(median)) if np.isfinite(median).any() else 1.0
-    mtext = [[("" if math.isnan(median[i, j]) else f"{median[i, j]:g}") if i != j else "" for j in range(n)]
-             for i in range(n)]
+    mtext = [
+        [("" if math.isnan(median[i, j]) else f"{median[i, j]:g}") if i != j else "" for j in range(n)]
+        for i in range(n)
+    ]
     im = _heatmap(ax_m, median, labels, "Oranges", 0.0, max(top, 1.0), mtext)
     fig.colorbar(im, ax=ax_m, shrink=0.8, label=f"{unit} position")
     ax_m.set_title(f"median {unit} position where outputs first differ", fontsize="medium")
@@ -89,8 +91,12 @@ def divergence_figure(pairs: list[PairDivergence], title: Callable[[str], str] =
     return fig
 
 
-KIND_STYLE = {"output_tok_per_s": ("tab:blue", "o"), "tpot": ("tab:green", "s"), "e2e": ("tab:purple", "^"),
-              "decomposition": ("tab:orange", "D")}
+KIND_STYLE = {
+    "output_tok_per_s": ("tab:blue", "o"),
+    "tpot": ("tab:green", "s"),
+    "e2e": ("tab:purple", "^"),
+    "decomposition": ("tab:orange", "D"),
+}
 
 
 def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str] = _same) -> None:
@@ -110,8 +116,18 @@ def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str]
             hi.append(s.intervals[key][1])
             values += [x for x in (v, *s.intervals[key]) if x is not None and math.isfinite(x) and x > 0]
         if xs:
-            draw_ci(ax, ys, xs, lo, hi, horizontal=True, color=colour, marker=marker, linestyle="None",
-                    label=SPEEDUP_LABELS[key])
+            draw_ci(
+                ax,
+                ys,
+                xs,
+                lo,
+                hi,
+                horizontal=True,
+                color=colour,
+                marker=marker,
+                linestyle="None",
+                label=SPEEDUP_LABELS[key],
+            )
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
     span = max(abs(math.log(min(values))), abs(math.log(max(values))), math.log(1.25)) * 1.08
@@ -151,6 +167,5 @@ def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same)
     conf = f"{speedups[0].confidence:.0%}" if speedups else "95%"
     ax.set_title(f"error bars: {conf} bootstrap CI over requests", fontsize="medium")
     fig.suptitle("Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost")
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small",
-               frameon=False)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small", frameon=False)
     return fig

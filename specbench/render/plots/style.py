@@ -14,8 +14,18 @@ from typing import Any, Sequence
 
 from specbench.render.tables import axis_name, cell_title, varying_axes
 
-COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
-           "tab:cyan", "tab:gray"]
+COLOURS = [
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:olive",
+    "tab:cyan",
+    "tab:gray",
+]
 LINESTYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 NONE = "none"
@@ -50,13 +60,29 @@ def encode(groups: Sequence[tuple[str, dict[str, Any] | None]]) -> Encoding:
     with_axes = [(lab, {k: str(v) for k, v in ax.items()}) for lab, ax in groups if ax]
     varying = varying_axes(ax for _, ax in with_axes) if with_axes else []
     distinct = len({tuple(sorted(ax.items())) for _, ax in with_axes}) == len(with_axes)  # several runs: not
-    if len(with_axes) != len(groups) or not distinct or not varying or len(varying) > 3 or any(
-            len({ax.get(a) for _, ax in with_axes}) > len(pal) for a, pal in zip(_order(varying, with_axes),
-                                                                                  (COLOURS, LINESTYLES, MARKERS))):
-        styles = {lab: Style(lab, cell_title(ax, show=varying, fallback=lab) if ax and distinct else lab,
-                             COLOURS[i % len(COLOURS)], "-", "o") for i, (lab, ax) in enumerate(groups)}
-        return Encoding(styles, [("", [(s.title, {"color": s.color, "linestyle": "-", "marker": "o"})
-                                       for s in styles.values()])])
+    if (
+        len(with_axes) != len(groups)
+        or not distinct
+        or not varying
+        or len(varying) > 3
+        or any(
+            len({ax.get(a) for _, ax in with_axes}) > len(pal)
+            for a, pal in zip(_order(varying, with_axes), (COLOURS, LINESTYLES, MARKERS))
+        )
+    ):
+        styles = {
+            lab: Style(
+                lab,
+                cell_title(ax, show=varying, fallback=lab) if ax and distinct else lab,
+                COLOURS[i % len(COLOURS)],
+                "-",
+                "o",
+            )
+            for i, (lab, ax) in enumerate(groups)
+        }
+        return Encoding(
+            styles, [("", [(s.title, {"color": s.color, "linestyle": "-", "marker": "o"}) for s in styles.values()])]
+        )
     order = _order(varying, with_axes)
     palettes = [("color", COLOURS), ("linestyle", LINESTYLES), ("marker", MARKERS)]
     values = {a: list(dict.fromkeys(ax[a] for _, ax in with_axes if ax.get(a, NONE) != NONE)) for a in order}
@@ -98,12 +124,14 @@ def shared_legend(fig, enc: Encoding, extra: list[tuple[str, dict[str, Any]]] | 
         handles.append(Line2D([], [], **kw))
         labels.append(text)
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(handles), 6), fontsize="small",
-                   frameon=False)
+        fig.legend(
+            handles, labels, loc="outside lower center", ncols=min(len(handles), 6), fontsize="small", frameon=False
+        )
 
 
-def draw_ci(ax, xs, ys, lo, hi, style: Style | None = None, *, horizontal: bool = False, label: str | None = None,
-            **kw) -> None:
+def draw_ci(
+    ax, xs, ys, lo, hi, style: Style | None = None, *, horizontal: bool = False, label: str | None = None, **kw
+) -> None:
     """Points with their interval as error bars (missing ends drawn as no bar)."""
     import math
 

@@ -23,14 +23,21 @@ for w in range(6):
     logging = SpecDecodingLogging()
     logging.observe(stats)
     out = []
-    logging.log(lambda fmt, *args: out.append(fmt % args))
+    logging.log(lambda fmt, *args: out.append(fmt % args))  # noqa: B023 - called at once
     t = f"12-02 13:{26 + w // 6:02d}:{(w * 10) % 60:02d}"
-    lines.append(f"(APIServer pid=4242) INFO {t} [loggers.py:257] Engine 000: Avg prompt throughput: 12.5 tokens/s, "
-                 f"Avg generation throughput: 301.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, "
-                 f"GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%")
+    lines.append(
+        f"(APIServer pid=4242) INFO {t} [loggers.py:257] Engine 000: Avg prompt throughput: 12.5 tokens/s, "
+        f"Avg generation throughput: 301.2 tokens/s, Running: 4 reqs, Waiting: 0 reqs, "
+        f"GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%"
+    )
     lines.append(f"(APIServer pid=4242) INFO {t} [metrics.py:120] {out[0]}")
-    truth.append({"num_drafts": stats.num_drafts, "draft_tokens": stats.num_draft_tokens,
-                  "accepted_tokens": stats.num_accepted_tokens,
-                  "accepted_per_position": stats.num_accepted_tokens_per_pos})
+    truth.append(
+        {
+            "num_drafts": stats.num_drafts,
+            "draft_tokens": stats.num_draft_tokens,
+            "accepted_tokens": stats.num_accepted_tokens,
+            "accepted_per_position": stats.num_accepted_tokens_per_pos,
+        }
+    )
 (HERE / "vllm_v1_windows.log").write_text("\n".join(lines) + "\n")
 (HERE / "vllm_v1_windows.truth.json").write_text(json.dumps(truth, indent=1) + "\n")

@@ -50,15 +50,46 @@ def scrape(url: str) -> None:
 
 
 def bench_args(url: str, tokenizer: str) -> list[str]:
-    return [sys.executable, "-m", "specbench.vllm_main", "bench", "serve", "--backend", "vllm", "--base-url", url,
-            "--model", MODEL, "--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", "32",
-            "--random-output-len", "32", "--num-prompts", "12", "--max-concurrency", "4", "--temperature", "0",
-            "--seed", "0", "--ready-check-timeout-sec", "0", "--disable-tqdm"]
+    return [
+        sys.executable,
+        "-m",
+        "specbench.vllm_main",
+        "bench",
+        "serve",
+        "--backend",
+        "vllm",
+        "--base-url",
+        url,
+        "--model",
+        MODEL,
+        "--tokenizer",
+        tokenizer,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "32",
+        "--num-prompts",
+        "12",
+        "--max-concurrency",
+        "4",
+        "--temperature",
+        "0",
+        "--seed",
+        "0",
+        "--ready-check-timeout-sec",
+        "0",
+        "--disable-tqdm",
+    ]
 
 
 def bench(url: str, tokenizer: str, name: str, extra: list[str], tmp: Path) -> None:
-    argv = bench_args(url, tokenizer) + ["--save-result", "--result-dir", str(tmp), "--result-filename",
-                                         f"{name}.json"] + extra
+    argv = (
+        bench_args(url, tokenizer)
+        + ["--save-result", "--result-dir", str(tmp), "--result-filename", f"{name}.json"]
+        + extra
+    )
     proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
     (HERE / f"{name}.stdout.txt").write_text(proc.stdout)
     if proc.returncode:
@@ -76,9 +107,30 @@ def sweep(url: str, port: int, tokenizer: str, tmp: Path) -> None:
     scraper_file.write_text(SCRAPER)
     after = f"{sys.executable} {scraper_file} {url} {HERE / 'scrapes'} {','.join(KEEP)}"
     bench_cmd = " ".join(bench_args(url, tokenizer))
-    argv = [sys.executable, "-m", "specbench.vllm_main", "bench", "sweep", "serve", "--serve-cmd", sleeper,
-            "--bench-cmd", bench_cmd, "--after-bench-cmd", after, "--serve-params", str(serve_params),
-            "--bench-params", str(params), "--num-runs", "2", "-o", str(tmp / "out"), "-e", "sweep"]
+    argv = [
+        sys.executable,
+        "-m",
+        "specbench.vllm_main",
+        "bench",
+        "sweep",
+        "serve",
+        "--serve-cmd",
+        sleeper,
+        "--bench-cmd",
+        bench_cmd,
+        "--after-bench-cmd",
+        after,
+        "--serve-params",
+        str(serve_params),
+        "--bench-params",
+        str(params),
+        "--num-runs",
+        "2",
+        "-o",
+        str(tmp / "out"),
+        "-e",
+        "sweep",
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True)
     (HERE / "sweep.stdout.txt").write_text(proc.stdout)
     if proc.returncode:
@@ -98,8 +150,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="specbench-vllm-bench-") as t:
         tmp = Path(t)
         spec = json.dumps({"method": "eagle", "model": str(paths.draft), "num_speculative_tokens": K})
-        args = [str(paths.target), "--served-model-name", MODEL, "--enforce-eager", "--max-model-len", "512",
-                "--max-num-seqs", "4", "--speculative-config", spec]
+        args = [
+            str(paths.target),
+            "--served-model-name",
+            MODEL,
+            "--enforce-eager",
+            "--max-model-len",
+            "512",
+            "--max-num-seqs",
+            "4",
+            "--speculative-config",
+            spec,
+        ]
         env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_TARGET_DEVICE": "cpu"}
         t0 = time.monotonic()
         with VLLMServer(args, env, tmp / "server.log", state_dir=tmp / "state", startup_timeout_s=600) as srv:
