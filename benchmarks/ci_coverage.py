@@ -2,7 +2,7 @@
 
 Population: each committed cell's per-request counts (results/baselines/*/*/requests.jsonl). One
 simulated cell draws n requests with replacement and computes the interval acceptance.json,
-``report`` and ``compare`` print (:func:`specbench.analysis.bootstrap.jackknife_t`); it covers when
+``report`` and ``compare`` print (:func:`specbench.analysis.intervals.cell_intervals`); it covers when
 it holds the population's value (the ratio of its summed counts). Printed per cell x statistic x n:
 coverage (target >= 93% at 95% nominal, at 3, 5 and 10 requests; 20 is shown too) and the share
 of draws with no interval (the statistic undefined in the draw, e.g. alpha_2 when no request drawn

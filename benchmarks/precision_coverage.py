@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import cell_intervals
 from specbench.load.precision import Batch, run_until
 
 RUN = Path(__file__).resolve().parents[1] / "results" / "baselines" / "cpu-default"
@@ -36,7 +36,7 @@ def cell_pool(cell: str, run: Path = RUN) -> list[Counts]:
 
 
 def truth(pool: list[Counts]) -> float:
-    return jackknife_t(pool).point[KEY]
+    return cell_intervals(pool).point[KEY]
 
 
 def coverage(
@@ -69,7 +69,7 @@ def coverage(
             min_requests=min_requests,
             **rule,
         )
-        iv = jackknife_t(units)
+        iv = cell_intervals(units)
         lo, hi = iv[KEY]
         hit += lo <= al <= hi
         sent += out.requests_sent

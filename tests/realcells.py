@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.analysis.bootstrap import common_k, count_matrix, count_stats, jackknife_t
 from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import cell_intervals, common_k, count_matrix, count_stats
 
 BASELINES = Path(__file__).resolve().parents[1] / "results" / "baselines"
 
@@ -47,7 +47,7 @@ def coverage(units: list[Counts], n: int, draws: int, rng: np.random.Generator) 
     hits = {key: 0 for key in true}
     given = {key: 0 for key in true}
     for _ in range(draws):
-        iv = jackknife_t([units[i] for i in rng.integers(0, len(units), n)])
+        iv = cell_intervals([units[i] for i in rng.integers(0, len(units), n)])
         for key, value in true.items():
             lo, hi = iv[key]
             if math.isnan(lo):
@@ -68,7 +68,7 @@ def paired_delta_coverage(
     ``n`` prompts are drawn with replacement and each side takes those prompts' requests from its
     own cell (the cells sent the same prompts in the same order); truth = the difference of the
     two populations' summed-count statistics."""
-    from specbench.compare.intervals import paired_acceptance_deltas
+    from specbench.analysis.deltas import paired_acceptance_deltas
 
     k = min(common_k(base), common_k(cand))
     tb, tc = (count_stats(count_matrix(u, k).sum(axis=0), k) for u in (base, cand))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.analysis.bootstrap import jackknife_t
+from specbench.analysis.intervals import cell_intervals
 from specbench.cli.main import run_cli
 from specbench.compare.sides import load_side
 from specbench.records import Acceptance, load
@@ -118,7 +118,7 @@ def _check_one_interval(run: Path, tmp_path: Path) -> None:
         assert (row["unit"], int(row["n_units"])) == (ci.unit, ci.n_units), cid
         assert (shown["unit_kind"], shown["base_units"]) == (ci.unit, ci.n_units), cid
         assert (units.unit_kind, len(units.units)) == (ci.unit, ci.n_units), cid
-        iv = jackknife_t(units.units)
+        iv = cell_intervals(units.units)
         assert ci.intervals, cid
         for key, (lo, hi) in ci.intervals.items():
             assert _close(lo, _num(row[f"{key}_ci_low"])) and _close(hi, _num(row[f"{key}_ci_high"])), (

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts, acceptance, total
+from specbench.analysis.intervals import cell_intervals
 from specbench.metrics.record import SpecDecodeRecord
 
 _RECORD_COLUMNS = list(SpecDecodeRecord(source="", format="").to_dict())
@@ -38,7 +38,7 @@ def summary_frame(
 
     Point estimates come from ``totals[label]`` when given (e.g. exact Prometheus counts) and from
     the sum of the group's units otherwise; the CIs always run over the units (t with a jackknife
-    SE, :func:`~specbench.analysis.bootstrap.jackknife_t`). ``unit`` names what a unit is ("window"
+    SE, :func:`~specbench.analysis.intervals.cell_intervals`). ``unit`` names what a unit is ("window"
     or "request"), per group when a dict. ``ci_degenerate`` marks groups with a single unit, whose
     interval is (x, x).
     """
@@ -56,7 +56,7 @@ def summary_frame(
             rows.append(row)
             continue
         acc = acceptance(pooled)
-        ci = jackknife_t(units, confidence=confidence) if units else None
+        ci = cell_intervals(units, confidence=confidence) if units else None
         row["ci_degenerate"] = bool(ci is None or ci.degenerate)
         row["num_spec_tokens"] = pooled.num_spec_tokens
         row["num_drafts"] = pooled.num_drafts

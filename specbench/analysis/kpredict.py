@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.analysis.bootstrap import percentile_interval, resample_weights
+from specbench.analysis.intervals import percentile_interval, resample_weights
 from specbench.analysis.speedup import N_BASE_COLUMNS, request_matrix
 
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(N_BASE_COLUMNS)

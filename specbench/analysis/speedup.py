@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.analysis.bootstrap import percentile_interval, resample_weights
+from specbench.analysis.intervals import percentile_interval, resample_weights
 
 SPEEDUPS = ("output_tok_per_s", "tpot", "e2e", "decomposition")
 SPEEDUP_LABELS = {

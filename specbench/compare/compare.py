@@ -1,7 +1,7 @@
 """Compare two sides cell by cell: point estimates, deltas, CIs, verdicts and gates.
 
 Pure: :class:`~specbench.compare.sides.Side` objects in, a :class:`Comparison` out; rendering
-and exit-code choice live elsewhere. Intervals come from :mod:`specbench.compare.intervals`
+and exit-code choice live elsewhere. Intervals come from :mod:`specbench.analysis.deltas`
 (acceptance: jackknife t, paired by prompt over the prompts both sides have, see
 :mod:`specbench.compare.pairing`; latency medians: BCa; latency and throughput over repeats when
 both sides have 2+, else within-run only and held to a noise floor: :mod:`specbench.compare.noise`).
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from specbench.compare import intervals as iv
+from specbench.analysis import deltas as iv
 from specbench.compare.gates import Gate
 from specbench.compare.metrics import METRICS, row_name, stat_key
 from specbench.compare.pairing import Pairing, pair

@@ -282,7 +282,7 @@ def decide(
     it is a bootstrap one, for the p-value and the SE; ``why`` says why there is no CI). The minimum
     detectable change is for this check alone; a compare re-states it for its correction.
     ``tolerance`` replaces the gate's allowed harm (the noise floor's, specbench/compare/noise.py)."""
-    from specbench.compare.intervals import bootstrap_p, one_sided_p
+    from specbench.analysis.deltas import bootstrap_p, one_sided_p
 
     name = name or row_name(gate.metric, gate.index)
     if base is None or cand is None or _nan(base) or _nan(cand):

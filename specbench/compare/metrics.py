@@ -97,5 +97,5 @@ def row_name(metric: Metric, index: int | None) -> str:
 
 
 def stat_key(metric: Metric, index: int | None) -> str:
-    """The key of this metric in :mod:`specbench.analysis.bootstrap` intervals."""
+    """The key of this metric in :mod:`specbench.analysis.intervals` intervals."""
     return f"{metric.stat_prefix}{index}" if metric.indexed else metric.name

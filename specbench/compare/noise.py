@@ -141,7 +141,7 @@ def scope_rows(
 ) -> None:
     """Give every run-level row its scope: its interval from the repeats when both sides have >= 2,
     else labelled within-run only with the floor it is held to."""
-    from specbench.compare import intervals as iv
+    from specbench.analysis import deltas as iv
 
     floors = floors or default_floors()
     for row in rows:

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from specbench.analysis.bootstrap import jackknife_var, percentile_interval, resample_weights
+from specbench.analysis.deltas import Delta, scaled_delta
 from specbench.analysis.divergence import compare_outputs
+from specbench.analysis.intervals import jackknife_var, percentile_interval, resample_weights
 from specbench.analysis.speedup import paired_order, request_matrix
-from specbench.compare.intervals import Delta, scaled_delta
 
 _OUT, _E2E = 1, 2  # request_matrix columns
 

@@ -12,7 +12,7 @@ estimate "looked good" would pick the samples that happen to look good and shift
 (tests/load/test_precision_coverage.py simulates both and measures the final CI's coverage).
 
 **The interval is the per-cell CI everywhere** (acceptance.json, ``report``, the gate's one-sample
-form; :func:`specbench.analysis.bootstrap.jackknife_t`): point = the statistic of the summed counts
+form; :func:`specbench.analysis.intervals.cell_intervals`): point = the statistic of the summed counts
 (AL = 1 + accepted / drafts, p_i = accepted_per_position[i] / drafts, DAR = accepted / draft
 tokens; docs/methods.md "Counts and definitions"), SE = jackknife over units, half-width = t(0.95, units - 1)
 * SE. Not the percentile bootstrap: with a stop rule on top it covered 90.5-91% where 95% is meant
@@ -41,8 +41,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import cell_intervals
 from specbench.records import ci_units, diff_counts, request_units
 
 # The config's statistic names -> keys of :func:`count_stats` (config.py validates `until` against it).
@@ -89,11 +89,11 @@ def half_widths(
     units: list[Counts], keys: list[str], *, confidence: float = 0.95
 ) -> tuple[dict[str, float | None], dict[str, float]]:
     """({key: half-width or None}, point estimates) of the jackknife-t interval over ``units``
-    (:func:`specbench.analysis.bootstrap.jackknife_t`, the per-cell CI everywhere). None below
+    (:func:`specbench.analysis.intervals.cell_intervals`, the per-cell CI everywhere). None below
     2 units or where a leave-one-out statistic is undefined."""
     if not units:
         return {key: None for key in keys}, {}
-    iv = jackknife_t(units, confidence)
+    iv = cell_intervals(units, confidence)
     out: dict[str, float | None] = {}
     for key in keys:
         h = iv.half_width.get(key, math.nan)  # unclipped: a clip at 0 or 1 is not precision

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.analysis.acceptance import DEFINITION, significant
+from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.frames import summary_frame, window_frame
 from specbench.attest import axis_fields, confounds, not_attested
-from specbench.compare.intervals import acceptance_deltas
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
 from specbench.render import format as fmt
@@ -203,7 +203,7 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
 
 def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]:
     """Cells of one run that differ in one axis, with compare's interval of the difference (the
-    jackknife t of :func:`specbench.compare.intervals.acceptance_deltas`, unpaired)."""
+    jackknife t of :func:`specbench.analysis.deltas.acceptance_deltas`, unpaired)."""
     out = []
     cells = [g for g in groups if g.axes is not None and g.units]
     # the first value an axis takes in run order is the reference side ("base")

@@ -6,7 +6,7 @@
 - Per request: the driver's per-request spec-decode counts, summed (when the server exposes them).
 
 Counts must agree EXACTLY; a mismatch is recorded with its details, not hidden. Derived statistics
-(AL, DAR, p_i, alpha_i) come from the Prometheus counts; the CI (jackknife-t, analysis/bootstrap.py)
+(AL, DAR, p_i, alpha_i) come from the Prometheus counts; the CI (jackknife-t, analysis/intervals.py)
 is over requests when per-request data exists, else over log windows. Pure functions: text and
 dicts in, dicts out.
 """
@@ -17,8 +17,8 @@ import math
 from typing import Any
 
 from specbench.analysis.acceptance import DEFINITION, Counts, acceptance, counts_from_records
-from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import invalid_reason, total
+from specbench.analysis.intervals import cell_intervals
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records import (
     CI,
@@ -128,7 +128,7 @@ def build_acceptance(
     ci = None
     units, unit = ci_units(use_req, windows, prom)
     if units and prom is not None and prom.num_drafts and not reset:
-        iv = jackknife_t(units)
+        iv = cell_intervals(units)
         ci = CI(
             unit=unit,
             method=iv.method,

@@ -18,9 +18,9 @@ import math
 import numpy as np
 import pytest
 
-from specbench.analysis.bootstrap import SCORE_JACKKNIFE
 from specbench.analysis.counts import Counts
 from specbench.analysis.frames import summary_frame
+from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.load.precision import half_widths
 from specbench.run.collect import build_acceptance
 

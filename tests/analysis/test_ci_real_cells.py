@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from realcells import coverage, populations
 
-from specbench.analysis.bootstrap import jackknife_t
 from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import cell_intervals
 
 DRAWS = 200
 POPS = populations()
@@ -47,7 +47,7 @@ def test_a_rate_of_zero_in_the_sample_still_has_a_width():
     # output norm off: p_2 is 0 in most requests; three of them give jackknife SE 0. The interval
     # must not be [0, 0] (it would claim p_2 = 0 exactly and fail any candidate with one token).
     units = [Counts(40, 120, 21, [21, 0, 0], 3), Counts(42, 126, 22, [22, 0, 0], 3), Counts(33, 99, 30, [30, 0, 0], 3)]
-    iv = jackknife_t(units)
+    iv = cell_intervals(units)
     lo, hi = iv["p2"]
     assert lo == 0.0 and hi > 0.01 and iv.point["p2"] == 0.0
     assert iv["a1"][0] == 0.0 and iv["a1"][1] > 0.01  # alpha_1 = 0 of 73 accepted first tokens

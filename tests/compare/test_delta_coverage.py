@@ -6,7 +6,7 @@ the candidate side the same prompts' requests from cell B (paired by prompt, as 
 pairs them); the true change is cell B's summed-count statistic minus cell A's, from the
 populations, independent of the code under test.
 
-Before the within-draw floor (compare/intervals.py ``_floored``), 237 of 718 cell pair x statistic
+Before the within-draw floor (analysis/deltas.py ``_floored``), 237 of 718 cell pair x statistic
 x size cases covered < 93%, down to 68% (p_2, alpha_2 near 0 with output norm off: 0 in every
 prompt drawn, jackknife SE 0). With it, every case without the MLA-on logits-only cell covers
 >= 93%; that cell's p_2 holds two outlier requests of 20 (14 of 16 drafts accepted at position 2,
@@ -23,7 +23,7 @@ import pytest
 from realcells import paired_delta_coverage, populations
 
 from specbench.analysis.counts import Counts
-from specbench.compare.intervals import paired_acceptance_deltas
+from specbench.analysis.deltas import paired_acceptance_deltas
 
 OPEN = "mla-on__output_norm-logits-only"  # the cell the floor does not fix (docstring)
 DRAWS = 150

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from simulate import simulate_units
 
+from specbench.analysis.deltas import acceptance_deltas, one_sided_p, paired_acceptance_deltas
 from specbench.compare.checks import holm_reject
-from specbench.compare.intervals import acceptance_deltas, one_sided_p, paired_acceptance_deltas
 
 P = [0.77, 0.55, 0.35]
 NOMINAL = 0.025

@@ -86,14 +86,14 @@ def test_without_per_request_counts_each_batch_is_a_unit():
 
 
 def test_half_width_is_the_per_cell_interval_s_longer_side():
-    """The stop rule reads the per-cell interval (analysis/bootstrap.py ``jackknife_t``): checked by
+    """The stop rule reads the per-cell interval (analysis/intervals.py ``cell_intervals``): checked by
     hand for AL, the Wilson score interval of DAR with the design effect from the jackknife over
     the units plus pseudo-units at 0 and 1, scaled by drafted tokens per draft."""
     import math
 
     from scipy.stats import t
 
-    from specbench.analysis.bootstrap import PSEUDO_UNITS_UP_TO
+    from specbench.analysis.intervals import PSEUDO_UNITS_UP_TO
 
     units = [unit(r) for r in ROWS]
     (h,) = half_widths(units, ["mean_acceptance_length"])[0].values()

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbench.analysis.bootstrap import point_estimates
 from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import point_estimates
 from specbench.load.precision import Batch, Look, half_widths, precise_enough, run_until
 
 K, MAX_TOKENS = 3, 64

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from specbench.analysis.bootstrap import SCORE_JACKKNIFE
 from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.load.precision import MAX_REQUESTS, REACHED, half_widths
 
 pytestmark = pytest.mark.vllm

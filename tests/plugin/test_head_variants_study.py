@@ -100,7 +100,7 @@ def groups():
 
 def _delta(groups, base: str, cand: str) -> dict[str, tuple[float, float]]:
     """Bootstrap CI of cand - base over requests (specbench report's own comparison)."""
-    from specbench.analysis.bootstrap import bootstrap_delta
+    from specbench.analysis.intervals import bootstrap_delta
 
     return bootstrap_delta(groups[base].units, groups[cand].units, n_resamples=2000, seed=0)
 

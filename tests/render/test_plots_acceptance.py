@@ -96,7 +96,7 @@ def test_cumulative_al_sums_counts_and_ends_at_the_pooled_al():
     r = (9 + 20 + 15 + 40) / (10 + 100 + 30 + 60)
     resid = np.array([9, 20, 15, 40]) - r * np.array([10, 100, 30, 60])
     se = math.sqrt(n / (n - 1) * float(np.sum(resid**2))) / 200
-    from specbench.compare.intervals import t_quantile
+    from specbench.analysis.deltas import t_quantile
 
     assert cum["high"].iloc[3] == pytest.approx(1 + r + t_quantile(0.95, 3) * se)
 

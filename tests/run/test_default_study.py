@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from specbench.analysis.bootstrap import SCORE_JACKKNIFE
+from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.run.store import load_run
 
 pytestmark = pytest.mark.vllm

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from specbench.analysis.bootstrap import t_quantile
+from specbench.analysis.intervals import t_quantile
 from specbench.io import atomic_write_bytes
 from specbench.render.plots.style import Encoding, draw_ci, encode, shared_legend
 

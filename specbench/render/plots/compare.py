@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.analysis.acceptance import Counts
-from specbench.analysis.bootstrap import jackknife_t
+from specbench.analysis.intervals import cell_intervals
 from specbench.io import atomic_write_bytes
 
 SIDES = (("baseline", "tab:blue", "o"), ("candidate", "tab:orange", "s"))
@@ -42,7 +42,7 @@ def bands(units: list[Counts], *, confidence: float = 0.95) -> Band | None:
     """p_i and its per-side jackknife-t CI (degenerate with one unit: no interval)."""
     if not units:
         return None
-    iv = jackknife_t(units, confidence=confidence)
+    iv = cell_intervals(units, confidence=confidence)
     k = sum(1 for key in iv.point if key.startswith("p") and key[1:].isdigit())
     if not k:
         return None

@@ -27,8 +27,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from specbench.analysis.bootstrap import common_k, count_matrix, count_stats, jackknife_var, t_quantile, within_var
 from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import common_k, count_matrix, count_stats, jackknife_var, t_quantile, within_var
 
 
 @dataclass
@@ -95,7 +95,7 @@ def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float 
 
 def _floored(var_jackknife: float, var_within: float, point: float) -> float:
     """The change's variance: the jackknife's, but never below the two sides' within-draw sampling
-    variance (:func:`~specbench.analysis.bootstrap.within_var`). Why: drawn from the committed
+    variance (:func:`~specbench.analysis.intervals.within_var`). Why: drawn from the committed
     default study's cells, a change between two different cells (true change known from their
     requests) was covered < 93% in 237 of 718 cell pair x statistic x size cases at 3-10 prompts,
     down to 68% (p_2 and alpha_2 near 0: 0 in every prompt drawn, jackknife SE 0); with the floor

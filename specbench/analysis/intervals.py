@@ -1,11 +1,13 @@
-"""Confidence intervals for acceptance statistics (ratio estimator over units).
+"""Confidence intervals for acceptance statistics (ratio estimator over units): the statistics' one
+home with :mod:`specbench.analysis.deltas` (the change between two cells, used by compare), next to
+the windows, speed-up, divergence and k prediction modules of this package.
 
 A unit is a window (log line), a request or a prompt. Statistics are always recomputed from
 SUMMED counts, so no rate is ever averaged.
 
 Per-cell intervals (acceptance.json, `report`, `compare --plot`, the precision-driven load) are
-:func:`jackknife_t` (the name is historical: it is now a score interval with a jackknife design
-effect, see its docstring for why). Why not the percentile :func:`bootstrap`: over few units it is
+:func:`cell_intervals` (a score interval with a jackknife design effect, see its docstring for why;
+it replaced the jackknife-t). Why not the percentile :func:`bootstrap`: over few units it is
 too narrow. Simulated with overdispersed units (tests/analysis/test_ci_coverage.py), the 95%
 bootstrap covered ~75% at 3 units, ~82% at 5 and ~88% at 10. A cell's units are often few: log
 windows, when vLLM has no per-request counts (before 0.32), one per stats interval.
@@ -28,7 +30,7 @@ JACKKNIFE_T = "jackknife-t"  # the per-cell interval before the score interval (
 # misses); at 20 units full-size pseudo-units made the default study's intervals 1.4-3.9x the
 # jackknife-t's width (shrunk: 1.1-2.2x), and no longer separated cells that plainly differ.
 PSEUDO_UNITS_UP_TO = 10
-SCORE_JACKKNIFE = "score, jackknife design effect"  # Intervals.method of :func:`jackknife_t`
+SCORE_JACKKNIFE = "score, jackknife design effect"  # Intervals.method of :func:`cell_intervals`
 
 
 class Intervals(dict):
@@ -51,7 +53,7 @@ class Intervals(dict):
     ):
         super().__init__(*args)
         self.method = method
-        self.half_width = half_width or {}  # jackknife_t only: t * SE before any clip
+        self.half_width = half_width or {}  # cell_intervals only: t * SE before any clip
         self.n_units = n_units
         self.n_resamples = n_resamples
         self.confidence = confidence
@@ -223,7 +225,7 @@ def _unit_var(x: np.ndarray, y: np.ndarray) -> float:
         return jackknife_var((xa.sum() - xa) / (ya.sum() - ya))
 
 
-def jackknife_t(units: list[Counts], confidence: float = 0.95) -> Intervals:
+def cell_intervals(units: list[Counts], confidence: float = 0.95) -> Intervals:
     """The per-cell interval for AL, DAR, p_i, alpha_i over ``units`` (acceptance.json, report,
     compare's plots, the precision-driven load's stop rule: one function everywhere).
 
@@ -247,7 +249,7 @@ def jackknife_t(units: list[Counts], confidence: float = 0.95) -> Intervals:
     stops on it). One unit gives ``(x, x)`` marked ``degenerate``; a statistic undefined in the
     summed counts (alpha_i when nothing was accepted at i-1) gets ``(nan, nan)``."""
     if not units:
-        raise ValueError("jackknife_t needs at least one unit")
+        raise ValueError("cell_intervals needs at least one unit")
     k = common_k(units)
     m = count_matrix(units, k)
     sums = m.sum(axis=0)
@@ -366,7 +368,7 @@ __all__ = [
     "bootstrap_delta",
     "common_k",
     "count_matrix",
-    "jackknife_t",
+    "cell_intervals",
     "jackknife_var",
     "percentile_interval",
     "point_estimates",
