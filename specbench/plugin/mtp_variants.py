@@ -92,21 +92,7 @@ def compute_logits(self, hidden_states: torch.Tensor, spec_step_idx: int = 0) ->
 
 def _layer_init(self, *args, **kwargs):
     _BASE_LAYER.__init__(self, *args, **kwargs)
-    missing = [a for a in LAYER_ATTRS if not hasattr(self, a)]
-    if missing:
-        raise RuntimeError(
-            f"specbench head variants: vLLM's deepseek_mtp layer has no {missing}; "
-            "this vLLM's MTP layer differs from the one the plugin was written for (vLLM 0.32)"
-        )
-    norm, mask = _initial["variant"]
-    select.add_variant_buffers(self, norm, mask, device=select.weights_device(self))
-    # The same line as the EAGLE side's, so a log check reads both heads alike.
-    logger.info(
-        "specbench output_norm variant '%s' loaded (pos0_mask %s): %s",
-        norm,
-        "on" if mask else "off",
-        type(self).__qualname__,
-    )
+    select.init_variant_module(self, LAYER_ATTRS, "deepseek_mtp layer", _initial["variant"], logger)
 
 
 VariantLayer = type(

@@ -34,6 +34,28 @@ def add_variant_buffers(module: torch.nn.Module, output_norm: str, pos0_mask: bo
         module.register_buffer(name, torch.tensor(value, dtype=torch.bool, device=device), persistent=False)
 
 
+def init_variant_module(
+    module: torch.nn.Module, required: tuple[str, ...], where: str, variant: tuple[str, bool], log
+) -> None:
+    """After vLLM's own ``__init__`` of a head's module: check it has what the variant forward reads
+    (RuntimeError naming ``where`` otherwise), add the variant buffers set to ``variant``, and log
+    the load line (one wording for both heads, so a log check reads them alike)."""
+    missing = [a for a in required if not hasattr(module, a)]
+    if missing:
+        raise RuntimeError(
+            f"specbench head variants: vLLM's {where} has no {missing}; this vLLM's head differs from "
+            "the one the plugin was written for (vLLM 0.32)"
+        )
+    norm, mask = variant
+    add_variant_buffers(module, norm, mask, device=weights_device(module))
+    log.info(
+        "specbench output_norm variant '%s' loaded (pos0_mask %s): %s",
+        norm,
+        "on" if mask else "off",
+        type(module).__qualname__,
+    )
+
+
 def weights_device(module: torch.nn.Module):
     """Where ``module``'s weights live (None: it has none), for its buffers to sit beside them."""
     return next((p.device for p in module.parameters()), None)

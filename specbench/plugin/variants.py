@@ -68,20 +68,7 @@ def variant_forward(self, input_ids: torch.Tensor, positions: torch.Tensor, hidd
 
 def _inner_init(self, *args, **kwargs):
     _BASE_INNER.__init__(self, *args, **kwargs)
-    missing = [a for a in INNER_ATTRS if not hasattr(self, a)]
-    if missing:
-        raise RuntimeError(
-            f"specbench head variants: vLLM's deepseek_eagle.DeepseekV2Model has no {missing}; "
-            "this vLLM's EAGLE head differs from the one the plugin was written for (vLLM 0.32)"
-        )
-    norm, mask = _initial["variant"]
-    select.add_variant_buffers(self, norm, mask, device=select.weights_device(self))
-    logger.info(
-        "specbench output_norm variant '%s' loaded (pos0_mask %s): %s",
-        norm,
-        "on" if mask else "off",
-        type(self).__qualname__,
-    )
+    select.init_variant_module(self, INNER_ATTRS, "deepseek_eagle.DeepseekV2Model", _initial["variant"], logger)
 
 
 VariantInner = type(

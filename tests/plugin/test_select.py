@@ -145,3 +145,21 @@ def test_buffers_are_not_weights():
     head = Head("off", True, "cpu")
     assert not set(select.BUFFERS) & set(head.state_dict())
     assert select.has_variant(head) and not select.has_variant(torch.nn.Linear(2, 2))
+
+
+def test_a_head_module_is_checked_then_given_its_buffers_and_a_load_line(caplog):
+    """Both heads' __init__ (EAGLE inner model, MTP layer) go through init_variant_module: a module
+    missing what the variant forward reads is refused naming it; otherwise it starts at the variant
+    asked for, read back from its buffers, and says so in the log."""
+    import logging
+
+    log = logging.getLogger("test.specbench.select")
+    bare = torch.nn.Module()
+    with pytest.raises(RuntimeError, match=r"deepseek_mtp layer has no \['shared_head'\]"):
+        select.init_variant_module(bare, ("shared_head",), "deepseek_mtp layer", ("off", True), log)
+    head = torch.nn.Module()
+    head.norm = torch.nn.Linear(2, 2)
+    with caplog.at_level(logging.INFO, logger="test.specbench.select"):
+        select.init_variant_module(head, ("norm",), "deepseek_eagle.DeepseekV2Model", ("logits-only", True), log)
+    assert select.read_variant(head) == ("logits-only", True)
+    assert "specbench output_norm variant 'logits-only' loaded (pos0_mask on): Module" in caplog.text
