@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -102,8 +103,21 @@ def head_variant(cell: Cell) -> tuple[str, bool]:
     from specbench.plugin.switches import head_of_method
 
     sw = switches_from_env(cell.env)
-    head = sw.head or head_of_method((cell.spec or {}).get("method") or "eagle") or "eagle"
+    head = sw.head or head_of_method(configured_method(cell)) or "eagle"
     return sw.output_norm, sw.mask_for(head)
+
+
+def configured_method(cell: Cell) -> str:
+    """The speculative method the cell's server is started with (its ``--speculative-config``), not
+    the one the cell claims: what is enacted follows the configuration, attestation checks the claim."""
+    args = list(cell.args)
+    for i, a in enumerate(args[:-1]):
+        if a == "--speculative-config":
+            try:
+                return str(json.loads(args[i + 1]).get("method") or "eagle")
+            except (ValueError, AttributeError):
+                break
+    return "eagle"
 
 
 def head_switchable(cell: Cell, host: str) -> bool:

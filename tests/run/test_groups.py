@@ -3,6 +3,8 @@ one-server run is tests/run/test_groups_vllm.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from specbench.config import parse_study
@@ -204,3 +206,21 @@ def test_the_control_variant_keeps_its_own_server():
     groups = group_cells(expand(study), study.serve.host)
     controls = [g for g in groups if g[0].env.get("SPECBENCH_HEAD_CONTROL") == "1"]
     assert sorted(len(g) for g in groups) == [1, 1, 2] and [len(g) for g in controls] == [1, 1]
+
+
+def test_the_variant_enacted_follows_the_server_configuration_not_the_claim():
+    """An EAGLE server's cell that claims an MTP method (a wrong claim, which attestation fails) is
+    still switched to the EAGLE head's shipped mask, not to the MTP head's: the switch enacts what the
+    server is configured with; the claim is only checked."""
+    import copy
+
+    from specbench.run.groups import configured_method, head_variant
+
+    study = _variant_study({"mla": ["on", "off"]}, baseline=False)  # no switch in the env: no SPECBENCH_HEAD
+    honest = expand(study)[0]
+    assert "SPECBENCH_HEAD" not in honest.env
+    claim = dataclasses.replace(
+        honest, spec={**copy.deepcopy(honest.spec), "method": "deepseek_mtp", "vllm_method": "mtp"}
+    )
+    assert configured_method(claim) == "eagle"
+    assert head_variant(claim) == head_variant(honest) == ("on", False)
