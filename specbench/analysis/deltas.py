@@ -58,8 +58,15 @@ def _finite(*xs: float) -> bool:
     return all(x is not None and math.isfinite(x) for x in xs)
 
 
-def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float = 0.95) -> dict[str, Delta]:
-    """Unpaired: each side's units independent (windows, repeats, requests without prompt ids)."""
+def acceptance_deltas(
+    base: list[Counts], cand: list[Counts], confidence: float = 0.95, floor: bool = True
+) -> dict[str, Delta]:
+    """Unpaired: each side's units independent (windows, repeats, requests without prompt ids).
+
+    ``floor`` False for repeats as units (compare's between-run path): a repeat pools a whole load,
+    so the repeats' own spread is the between-run variance they are there to measure; the
+    within-draw floor with df = min(n) - 1 = 1 from two repeats made every two-repeat check blind
+    (a 46% AL drop passed: tests/run/test_sweep.py)."""
     k = common_k(base, cand)
     mb, mc = count_matrix(base, k), count_matrix(cand, k)
     pb, pc = count_stats(mb.sum(axis=0), k), count_stats(mc.sum(axis=0), k)
@@ -81,7 +88,8 @@ def acceptance_deltas(base: list[Counts], cand: list[Counts], confidence: float 
         if not _finite(vb, vc):
             out[key] = Delta(point, why="not defined in every leave-one-out subset")
             continue
-        se = math.sqrt(_floored(vb + vc, fb.get(key, math.nan) + fc.get(key, math.nan), point))
+        within = fb.get(key, math.nan) + fc.get(key, math.nan) if floor else math.nan
+        se = math.sqrt(_floored(vb + vc, within, point))
         df = _conservative_df(len(base), len(cand))
         out[key] = Delta(
             point,

@@ -206,7 +206,7 @@ def _acceptance_rows(
         ub, uc = list(pr.base.values()), list(pr.cand.values())
     else:
         ub, uc = list(pr.base), list(pr.cand)
-        deltas = iv.acceptance_deltas(ub, uc, conf)
+        deltas = iv.acceptance_deltas(ub, uc, conf, floor="repeat" not in (bc.unit_kind, cc.unit_kind))
         if pr.kind == "unpaired":
             for d in deltas.values():
                 d.method = f"unpaired (no prompt in common), {d.method}" if d.method else d.method
