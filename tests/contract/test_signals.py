@@ -113,3 +113,44 @@ def test_a_report_interrupted_while_writing_leaves_a_partial_set_marked_as_such(
     )
     assert whole.returncode == 0 and not (out / "INCOMPLETE").exists(), whole.stderr  # a finished set: no marker
     assert "INCOMPLETE" not in whole.stdout
+
+
+_INTERRUPTED_INSIDE_AN_EXTENSION = """
+import ctypes
+from specbench.cli import main as cli_main
+
+
+def run_cli(argv=None):
+    # What an extension module does when it runs Python through PyRun_String (seen in a report
+    # 1 time in ~60 when SIGTERM came during its figures): the KeyboardInterrupt is handled, yet
+    # CPython's "unhandled KeyboardInterrupt" flag is left set.
+    run = ctypes.pythonapi.PyRun_String
+    run.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object]
+    run.restype = ctypes.py_object
+    try:
+        run(b"raise KeyboardInterrupt", 257, {}, {})  # 257: Py_file_input
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+cli_main.run_cli = run_cli
+cli_main.main()
+"""
+
+
+def test_a_handled_interrupt_exits_130_even_when_cpython_flagged_it_unhandled(tmp_path):
+    """CI once saw ``python -m specbench report`` end by SIGINT (status -2) instead of 130: under
+    ``-m`` CPython kills the process with SIGINT after exit when an interrupt raised inside
+    ``PyRun_String`` set its flag, though specbench caught the interrupt. Run as ``-m`` (the path
+    that reads the flag), with the flag set for certain."""
+    (tmp_path / "interrupted_inside.py").write_text(_INTERRUPTED_INSIDE_AN_EXTENSION)
+    proc = subprocess.run(
+        [sys.executable, "-m", "interrupted_inside"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 130, (proc.returncode, proc.stderr[-2000:])
