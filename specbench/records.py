@@ -1,5 +1,6 @@
-"""Typed records of a run directory: what ``manifest.json``, ``cell.json``, ``acceptance.json`` and
-each line of ``requests.jsonl`` hold (docs/internals.md "Results directory").
+"""Typed records of a run directory: what ``manifest.json``, ``cell.json`` and ``acceptance.json``
+hold (docs/internals.md "Results directory"); a line of ``requests.jsonl`` is
+:class:`specbench.model.requests.RequestRecord`, a ``counts`` object :class:`specbench.model.counts.Counts`.
 
 Writers build these models and save ``record.dump()``; readers get them from :func:`load`, which
 validates the file once, so code past the loader reads attributes instead of guessing at dict
@@ -8,110 +9,39 @@ and the field (InputError, exit 2).
 
 On-disk format: ``dump()`` gives exactly the keys the writer set (``exclude_unset``), in the order
 the fields are declared here, which is the order specbench has always written them; unknown keys
-(a newer writer's) are kept and written back. Types are strict (a count is an integer, never
-``true`` or ``"3"``), fields are optional where older files (results/baselines/*) lack them.
-``schema_version`` is checked by :func:`specbench.io.load_json` and written by ``save_json``; the
-models only carry it.
+(a newer writer's) are kept and written back, except inside a ``counts`` object, which is always
+its six keys (Counts). Types are strict (a count is an integer, never ``true`` or ``"3"``), fields
+are optional where older files (results/baselines/*) lack them. ``schema_version`` is checked by
+:func:`specbench.io.load_json` and written by ``save_json``; the models only carry it.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar, Union
+from typing import Any, Optional
 
-from annotated_types import Len
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from specbench.analysis.counts import Counts
-from specbench.errors import InputError
 from specbench.io import load_json
-
-Num = Union[StrictInt, StrictFloat]
-Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]
-Interval = Annotated[list[Optional[Num]], Len(2, 2)]
-# A draft of more than MAX_POSITIONS tokens is refused as the log parser refuses one (logs.MAX_POSITIONS):
-# an acceptance.json claiming 10^6 positions took minutes and gigabytes to report.
-MAX_POSITIONS = 256
-Positions = Annotated[list[StrictInt], Len(0, MAX_POSITIONS)]
-Fractions = Annotated[list[Optional[Num]], Len(0, MAX_POSITIONS)]
-K = Annotated[StrictInt, Field(ge=0, le=MAX_POSITIONS)]
-
-R = TypeVar("R", bound="Record")
+from specbench.model.base import Fractions, Interval, K, Num, R, Record, Scalar
+from specbench.model.counts import Counts
+from specbench.model.requests import RequestRecord, requests_of
 
 
-class Record(BaseModel):
-    """Base of every record: unknown keys kept, strict types, dump = what was set."""
-
-    model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True)
-
-    # Checked by specbench.io.load_json (refuses other versions) and written first by save_json.
-    schema_version: Optional[StrictInt] = None
-
-    def dump(self) -> dict[str, Any]:
-        """The JSON object to write (keys set by the writer or read from the file, in field order)."""
-        return self.model_dump(exclude_unset=True, by_alias=True)
-
-    @classmethod
-    def parse(cls: type[R], data: Any, file: Path | str, fix: str = "re-run the cell") -> R:
-        """Validate ``data`` read from ``file``; InputError naming the file and the first bad field."""
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise InputError(f"{file}: {_first_problem(exc)}; {fix}") from None
-
-
-def _first_problem(exc: ValidationError) -> str:
-    err = exc.errors(include_url=False)[0]
-    # Pydantic puts the union member it tried into the path ("int", "list[int]", "function-after[...]"):
-    # only the field path and the message mean something to a user.
-    parts = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p))]
-    where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
-    return f"{where or 'top level'}: {err['msg'].lower()}"
-
-
-_UNION_TAG = re.compile(r"^(int|float|str|bool|list|dict|none|[a-z-]+\[.*\])$")
-
-
-# -- counts --------------------------------------------------------------------------------------
-class CountsRecord(Record):
-    """A ``counts`` object: a :class:`~specbench.analysis.counts.Counts` as written."""
-
-    num_drafts: StrictInt
-    draft_tokens: StrictInt
-    accepted_tokens: StrictInt
-    accepted_per_position: Optional[Positions] = None
-    num_spec_tokens: Optional[K] = None
-    derived: list[StrictStr] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, c: Counts | None) -> "CountsRecord | None":
-        return None if c is None else cls.model_validate(c.to_dict())
-
-    def counts(self, origin: str | None = None) -> Counts:
-        return Counts(
-            num_drafts=self.num_drafts,
-            draft_tokens=self.draft_tokens,
-            accepted_tokens=self.accepted_tokens,
-            accepted_per_position=None if self.accepted_per_position is None else list(self.accepted_per_position),
-            num_spec_tokens=self.num_spec_tokens,
-            derived=tuple(self.derived),
-            origin=origin,
-        )
-
-
+# -- acceptance ----------------------------------------------------------------------------------
+# Each ``counts`` object is a Counts (specbench/model/counts.py): validated and written through it.
 class Total(Record):
-    counts: Optional[CountsRecord] = None
+    counts: Optional[Counts] = None
 
 
 class Windows(Record):
-    counts: Optional[CountsRecord] = None
-    windows: list[CountsRecord] = Field(default_factory=list)
+    counts: Optional[Counts] = None
+    windows: list[Counts] = Field(default_factory=list)
 
 
 class PerRequest(Record):
-    counts: Optional[CountsRecord] = None
-    units: list[CountsRecord] = Field(default_factory=list)
+    counts: Optional[Counts] = None
+    units: list[Counts] = Field(default_factory=list)
 
 
 class Agreement(Record):
@@ -159,7 +89,7 @@ class Acceptance(Record):
     @property
     def total(self) -> Counts | None:
         """The exact Prometheus counts (the point estimate's input), or None."""
-        return None if self.prometheus.counts is None else self.prometheus.counts.counts()
+        return self.prometheus.counts
 
     def intervals(self) -> dict[str, Interval]:
         return self.ci.intervals if self.ci is not None else {}
@@ -254,86 +184,6 @@ class Manifest(Record):
     head_switch_fallbacks: list[dict[str, Any]] = Field(default_factory=list)
     resumed_at: list[StrictStr] = Field(default_factory=list)
     error: Optional[StrictStr] = None  # status "failed": the error that stopped the run
-
-
-# -- requests ------------------------------------------------------------------------------------
-class SpecDecode(Record):
-    """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver)."""
-
-    num_spec_tokens: Optional[K] = None
-    num_drafts: Optional[StrictInt] = None
-    draft_tokens: Optional[StrictInt] = None
-    accepted_tokens: Optional[StrictInt] = None
-    accepted_per_position: Optional[Positions] = None
-    acceptance_histogram: Optional[Annotated[list[StrictInt], Len(0, MAX_POSITIONS + 1)]] = None
-    per_step_accepted: Optional[list[StrictInt]] = None
-    per_step_drafted: Optional[list[StrictInt]] = None
-
-    @property
-    def complete(self) -> bool:
-        """All three counts present (a request's Counts can be built)."""
-        return None not in (self.num_drafts, self.draft_tokens, self.accepted_tokens)
-
-    def counts(self, origin: str | None = None) -> Counts:
-        drafts, drafted, accepted = self.num_drafts, self.draft_tokens, self.accepted_tokens
-        if drafts is None or drafted is None or accepted is None:  # not self.complete
-            raise ValueError(f"incomplete spec_decode counts{f' ({origin})' if origin else ''}")
-        return Counts(
-            num_drafts=drafts,
-            draft_tokens=drafted,
-            accepted_tokens=accepted,
-            accepted_per_position=self.accepted_per_position,
-            num_spec_tokens=self.num_spec_tokens,
-            origin=origin,
-        )
-
-
-class RequestRecord(Record):
-    """One line of ``requests.jsonl`` (built-in driver, llmperf or ``vllm bench serve`` rows).
-
-    Readers tag rows with the cell's repeat under ``_repeat`` (never written)."""
-
-    model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True, populate_by_name=True)
-
-    id: Optional[Union[StrictInt, StrictStr]] = None
-    prompt_id: Optional[StrictStr] = None
-    category: Optional[StrictStr] = None
-    start_s: Optional[Num] = None
-    ttft_s: Optional[Num] = None
-    # Validated as floats (an int gap reads as x.0): half the cost of an int-or-float union per
-    # element, and requests.jsonl is only read through this model, never rewritten.
-    itl_s: Optional[list[float]] = None
-    e2e_s: Optional[Num] = None
-    output_tokens: Optional[Num] = None
-    input_tokens: Optional[Num] = None
-    chunks: Optional[StrictInt] = None
-    text: Optional[StrictStr] = None
-    token_ids: Optional[list[StrictInt]] = None
-    finish_reason: Optional[StrictStr] = None
-    itl_method: Optional[StrictStr] = None
-    error: Optional[StrictStr] = None
-    error_code: Optional[Union[StrictInt, StrictStr]] = None
-    spec_decode: Optional[SpecDecode] = None
-    repeat: Optional[StrictInt] = Field(default=None, alias="_repeat", exclude=True)
-
-    @property
-    def ok(self) -> bool:
-        """Finished without an error."""
-        return not self.error and not self.error_code
-
-
-def requests_of(rows: list[dict[str, Any]], file: Path | str = "requests") -> list[RequestRecord]:
-    """Rows as :class:`RequestRecord`; InputError naming the row and field of a damaged one."""
-    out = []
-    for n, row in enumerate(rows, 1):
-        if isinstance(row, RequestRecord):
-            out.append(row)
-            continue
-        try:
-            out.append(RequestRecord.model_validate(row))
-        except ValidationError as exc:
-            raise InputError(f"{file}:{n}: {_first_problem(exc)}; re-run the cell or delete the file") from None
-    return out
 
 
 def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "record") -> R:

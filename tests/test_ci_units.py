@@ -33,11 +33,11 @@ POINT_KEYS = {"mean_acceptance_length": "mean_acceptance_length", "draft_accepta
 
 def _collect_ci(acc: Acceptance):
     """What run/collect.py writes for this cell's stored counts (the CI of acceptance.json)."""
-    reqs = [u.counts() for u in acc.per_request.units] if acc.per_request is not None else None
+    reqs = list(acc.per_request.units) if acc.per_request is not None else None
     rebuilt = build_acceptance(
         num_spec_tokens=acc.num_spec_tokens,
         prom=acc.total,
-        windows=[w.counts() for w in acc.logs.windows],
+        windows=list(acc.logs.windows),
         window_warnings=[],
         req_units=reqs,
         per_request_mode="off" if reqs is None else "on",

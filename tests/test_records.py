@@ -13,7 +13,8 @@ import pytest
 from specbench.analysis.counts import Counts
 from specbench.errors import InputError
 from specbench.io import load_json, read_jsonl
-from specbench.records import Acceptance, CellRecord, Manifest, load, requests_of
+from specbench.model.requests import requests_of
+from specbench.records import Acceptance, CellRecord, Manifest, load
 from specbench.run import collect, store
 from specbench.run.cells import Cell
 

@@ -1,14 +1,27 @@
-"""Exact acceptance counts and the statistics derived from them (docs/methods.md "Counts and definitions").
+"""The statistics derived from exact acceptance counts (docs/methods.md "Counts and definitions").
 
-:class:`Counts` is what gets summed: windows, requests and scrape differences all become Counts, and
-every statistic is recomputed from the sums (a ratio estimator), never averaged across windows.
+:class:`~specbench.model.counts.Counts` (the one typed form of the counts) is what gets summed:
+windows, requests and scrape differences all become Counts, and every statistic is recomputed from
+the sums (a ratio estimator), never averaged across windows.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+
+from specbench.model.counts import Counts
+
+# Counts is imported from here by most of analysis, compare, load and the tests.
+__all__ = [
+    "DEFINITION",
+    "AcceptanceStats",
+    "Counts",
+    "acceptance",
+    "conditional_from_unconditional",
+    "invalid_reason",
+    "total",
+]
 
 DEFINITION = (
     "unconditional per-position acceptance p_i = accepted_per_position[i] / num_drafts (vLLM's definition); "
@@ -19,69 +32,6 @@ DEFINITION = (
 
 # Slack for comparing ratios of exact integers (only float noise, nothing printed).
 _EXACT_TOL = 1e-9
-
-
-@dataclass(slots=True)
-class Counts:
-    """Exact counts over some set of verify steps ("drafts").
-
-    ``derived`` names fields that analysis computed rather than read (e.g. ``num_drafts`` from
-    ``draft_tokens / k``, ``accepted_per_position`` from printed rates); ``origin`` says where the
-    counts came from (``file:line``), for warnings and plots.
-    """
-
-    num_drafts: int
-    draft_tokens: int
-    accepted_tokens: int
-    accepted_per_position: list[int] | None = None
-    num_spec_tokens: int | None = None
-    derived: tuple[str, ...] = ()
-    origin: str | None = None
-    time: str | None = None
-
-    def __add__(self, other: "Counts") -> "Counts":
-        if not isinstance(other, Counts):
-            return NotImplemented
-        pos = None
-        a, b = self.accepted_per_position, other.accepted_per_position
-        if a is not None and b is not None and len(a) == len(b):
-            pos = [x + y for x, y in zip(a, b)]
-        k = self.num_spec_tokens if self.num_spec_tokens == other.num_spec_tokens else None
-        derived = tuple(dict.fromkeys(self.derived + other.derived))
-        if (a is None) != (b is None) or (a is not None and b is not None and len(a) != len(b)):
-            derived = tuple(dict.fromkeys(derived + ("accepted_per_position dropped (mixed lengths)",)))
-        return Counts(
-            num_drafts=self.num_drafts + other.num_drafts,
-            draft_tokens=self.draft_tokens + other.draft_tokens,
-            accepted_tokens=self.accepted_tokens + other.accepted_tokens,
-            accepted_per_position=pos,
-            num_spec_tokens=k,
-            derived=derived,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "num_drafts": self.num_drafts,
-            "draft_tokens": self.draft_tokens,
-            "accepted_tokens": self.accepted_tokens,
-            "accepted_per_position": self.accepted_per_position,
-            "num_spec_tokens": self.num_spec_tokens,
-            "derived": list(self.derived),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any], *, origin: str | None = None) -> "Counts":
-        """Read the ``counts`` objects of ``acceptance.json``; raises KeyError/TypeError on bad shape."""
-        pos = d.get("accepted_per_position")
-        return cls(
-            num_drafts=int(d["num_drafts"]),
-            draft_tokens=int(d["draft_tokens"]),
-            accepted_tokens=int(d["accepted_tokens"]),
-            accepted_per_position=None if pos is None else [int(x) for x in pos],
-            num_spec_tokens=None if d.get("num_spec_tokens") is None else int(d["num_spec_tokens"]),
-            derived=tuple(d.get("derived") or ()),
-            origin=origin,
-        )
 
 
 def invalid_reason(c: Counts) -> str | None:

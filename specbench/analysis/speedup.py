@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from specbench.analysis.intervals import percentile_interval, resample_weights
+from specbench.model.requests import requests_of
 
 SPEEDUPS = ("output_tok_per_s", "tpot", "e2e", "decomposition")
 SPEEDUP_LABELS = {
@@ -53,8 +54,6 @@ def request_matrix(rows: list[dict[str, Any]] | list, positions: int = 0) -> tup
     """Keys ``(repeat, id, prompt_id)`` and columns [1, out, e2e, ttft, drafts, accepted] of the
     requests that finished with >= 2 tokens (drafts/accepted NaN without per-request counts), then
     ``positions`` columns of accepted-per-position counts (NaN where a request lacks them)."""
-    from specbench.records import requests_of
-
     keys, cols = [], []
     for r in requests_of(rows):
         if not r.ok or r.e2e_s is None or r.ttft_s is None:

@@ -316,8 +316,8 @@ def _valid(units: list[Counts], where: str, warnings: list[str]) -> list[Counts]
 def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> tuple[list[Counts], str | None]:
     """Per-request units when they carry positions, else log windows, else the exact total."""
     warnings = warnings if warnings is not None else []
-    req = [u.counts() for u in (acc.per_request.units if acc.per_request is not None else [])]
-    win = [u.counts() for u in acc.logs.windows]
+    req = list(acc.per_request.units) if acc.per_request is not None else []
+    win = list(acc.logs.windows)
     total = [acc.total] if acc.total is not None else []
     req = _valid(req, f"{where}: per_request.units", warnings)
     win = _valid(win, f"{where}: logs.windows", warnings)
@@ -377,7 +377,7 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
 def _measured_zero(acc: Acceptance) -> bool:
     """A source of acceptance.json counted drafts and found none (not: nothing was recorded)."""
     prom = acc.total
-    req = [u.counts() for u in acc.per_request.units] if acc.per_request is not None else []
+    req = list(acc.per_request.units) if acc.per_request is not None else []
     return (prom is not None and prom.num_drafts == 0 and not invalid_reason(prom)) or (
         bool(req) and all(u.num_drafts == 0 for u in req)
     )

@@ -34,6 +34,7 @@ from typing import Any
 from specbench.metrics import paste
 from specbench.metrics.fields import fraction, integer, number, number_list, pairs, strip_ansi
 from specbench.metrics.record import EngineStatsRecord, Record, SpecDecodeRecord
+from specbench.model.counts import MAX_POSITIONS
 
 SPEC_MARKERS = ("SpecDecoding metrics:", "Speculative metrics:")
 SGLANG_MARKER = "Decode batch"
@@ -48,8 +49,8 @@ PREFILTER = ("metrics:", "Decode batch", "Avg prompt throughput", "Draft accepta
 # reading a capped line stays in the microseconds; the cut field is dropped (see _trusted).
 MAX_LINE_CHARS = 65536
 # vLLM sets no maximum on num_speculative_tokens; real ones stay well under 64. A record claiming
-# more keeps its counts but not its per-position values (downstream code sizes arrays by k).
-MAX_POSITIONS = 256
+# more than MAX_POSITIONS (the counts model's cap) keeps its counts but not its per-position values
+# (downstream code sizes arrays by k).
 MAX_WARNINGS = 20
 
 # Integers a log field can hold have at most 15 digits (as in the fast paths): Python refuses to

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from specbench.model.counts import Counts
+
 Source = Literal["vllm", "sglang", "prometheus", "vllm-bench-serve", "vllm-offline"]
 
 
@@ -44,6 +46,14 @@ class _Located:
 
 @dataclass
 class SpecDecodeRecord(_Located):
+    """A ``SpecDecoding metrics:`` line, a scrape's spec-decode series or a printed summary.
+
+    The count fields are the canonical record's, each ``None`` when the text does not print it (so
+    the record cannot hold a :class:`Counts`, whose counts are all required); :meth:`counts` gives
+    the Counts when it printed them all. Counts from a partial record (drafts reconstructed from
+    ``draft_tokens / k``, positions from printed rates) are analysis's to derive, labelled as derived
+    (:mod:`specbench.analysis.windows`)."""
+
     cumulative: bool = False
     num_spec_tokens: int | None = None
     num_drafts: int | None = None
@@ -59,6 +69,14 @@ class SpecDecodeRecord(_Located):
     system_efficiency: float | None = None
     current_depth: int | None = None
     kind: str = field(default="spec_decode")
+
+    def counts(self) -> Counts | None:
+        """The exact counts as printed (origin: the file), or None when any of the three is missing."""
+        d, t, a = self.num_drafts, self.draft_tokens, self.accepted_tokens
+        if d is None or t is None or a is None:
+            return None
+        pos = self.accepted_per_position
+        return Counts(d, t, a, None if pos is None else list(pos), self.num_spec_tokens, origin=self.file)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SpecDecodeRecord":

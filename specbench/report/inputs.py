@@ -209,10 +209,10 @@ def group_from_acceptance(
     label: str, acc: Acceptance, where: str, axes: dict[str, str] | None = None, repeat: int | None = None
 ) -> Group:
     """A cell's ``acceptance.json``: Prometheus totals; per-request units or log windows for the CI."""
-    prom = acc.prometheus.counts.counts(origin=where) if acc.prometheus.counts is not None else None
-    windows = [w.counts(origin=f"{where} logs.windows[{i}]") for i, w in enumerate(acc.logs.windows)]
+    prom = acc.prometheus.counts.at(where) if acc.prometheus.counts is not None else None
+    windows = [w.at(f"{where} logs.windows[{i}]") for i, w in enumerate(acc.logs.windows)]
     units_of = acc.per_request.units if acc.per_request is not None else []
-    requests = [u.counts(origin=f"{where} per_request.units[{i}]") for i, u in enumerate(units_of)]
+    requests = [u.at(f"{where} per_request.units[{i}]") for i, u in enumerate(units_of)]
     units, unit = ci_units(requests, windows, prom)
     warnings = list(acc.warnings)
     agreement = acc.agreement

@@ -24,7 +24,6 @@ from specbench.records import (
     CI,
     Acceptance,
     Agreement,
-    CountsRecord,
     Derived,
     PerRequest,
     Total,
@@ -45,19 +44,7 @@ def prometheus_counts(text: str, file: str | None = None) -> Counts | None:
     from specbench.metrics.parse import parse_prometheus
 
     recs = [r for r in parse_prometheus(text, file=file) if isinstance(r, SpecDecodeRecord)]
-    units = [_record_to_counts(r) for r in recs if r.num_drafts is not None]
-    return total(units)
-
-
-def _record_to_counts(r: SpecDecodeRecord) -> Counts:
-    return Counts(
-        num_drafts=int(r.num_drafts or 0),
-        draft_tokens=int(r.draft_tokens or 0),
-        accepted_tokens=int(r.accepted_tokens or 0),
-        accepted_per_position=None if r.accepted_per_position is None else list(r.accepted_per_position),
-        num_spec_tokens=r.num_spec_tokens,
-        origin=r.file,
-    )
+    return total([c for r in recs if (c := r.counts()) is not None])
 
 
 def log_windows(log_text: str, after_line: int, file: str | None = None) -> tuple[list[Counts], list[str]]:
@@ -140,11 +127,9 @@ def build_acceptance(
     return Acceptance(
         definition=DEFINITION,
         num_spec_tokens=num_spec_tokens,
-        prometheus=Total(counts=CountsRecord.of(prom)),
-        logs=Windows(counts=CountsRecord.of(log_total), windows=[CountsRecord.of(w) for w in windows]),
-        per_request=None
-        if not use_req
-        else PerRequest(counts=CountsRecord.of(req_total), units=[CountsRecord.of(u) for u in use_req]),
+        prometheus=Total(counts=prom),
+        logs=Windows(counts=log_total, windows=windows),
+        per_request=None if not use_req else PerRequest(counts=req_total, units=use_req),
         agreement=Agreement(
             logs_vs_prometheus=logs_ok,
             per_request_vs_prometheus=req_ok,
@@ -168,8 +153,8 @@ def baseline_acceptance(prom_before: Counts | None, prom_after: Counts | None, w
         baseline=True,
         spec_metrics="absent" if absent else ("zero" if zero else "present"),
         baseline_ok=zero and not windows,
-        prometheus=Total(counts=CountsRecord.of(d)),
-        logs=Windows(counts=CountsRecord.of(total(windows)), windows=[CountsRecord.of(w) for w in windows]),
+        prometheus=Total(counts=d),
+        logs=Windows(counts=total(windows), windows=windows),
         per_request=None,
         agreement=Agreement(logs_vs_prometheus=not windows and zero, per_request_vs_prometheus=None, details={}),
         derived=Derived(),

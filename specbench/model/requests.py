@@ -1,0 +1,97 @@
+"""A request's row: one line of ``requests.jsonl`` (:class:`RequestRecord`), with its spec-decode
+counts (:class:`SpecDecode`). Below the statistics in the layers, so analysis (speed-up, divergence)
+reads rows through the same model the run directory's readers use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional, Union
+
+from annotated_types import Len
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from specbench.errors import InputError
+from specbench.model.base import K, Num, Positions, Record, first_problem
+from specbench.model.counts import MAX_POSITIONS, Counts
+
+
+class SpecDecode(Record):
+    """A request's spec-decode counts (vLLM's per-request metrics, canonicalised by the driver).
+
+    Every count is optional (a server may report some), so the row keeps them as written and
+    :meth:`counts` gives the :class:`Counts` when all three are there."""
+
+    num_spec_tokens: Optional[K] = None
+    num_drafts: Optional[StrictInt] = None
+    draft_tokens: Optional[StrictInt] = None
+    accepted_tokens: Optional[StrictInt] = None
+    accepted_per_position: Optional[Positions] = None
+    acceptance_histogram: Optional[Annotated[list[StrictInt], Len(0, MAX_POSITIONS + 1)]] = None
+    per_step_accepted: Optional[list[StrictInt]] = None
+    per_step_drafted: Optional[list[StrictInt]] = None
+
+    @property
+    def complete(self) -> bool:
+        """All three counts present (a request's Counts can be built)."""
+        return None not in (self.num_drafts, self.draft_tokens, self.accepted_tokens)
+
+    def counts(self, origin: str | None = None) -> Counts:
+        drafts, drafted, accepted = self.num_drafts, self.draft_tokens, self.accepted_tokens
+        if drafts is None or drafted is None or accepted is None:  # not self.complete
+            raise ValueError(f"incomplete spec_decode counts{f' ({origin})' if origin else ''}")
+        return Counts(
+            num_drafts=drafts,
+            draft_tokens=drafted,
+            accepted_tokens=accepted,
+            accepted_per_position=self.accepted_per_position,
+            num_spec_tokens=self.num_spec_tokens,
+            origin=origin,
+        )
+
+
+class RequestRecord(Record):
+    """One line of ``requests.jsonl`` (built-in driver, llmperf or ``vllm bench serve`` rows).
+
+    Readers tag rows with the cell's repeat under ``_repeat`` (never written)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True, populate_by_name=True)
+
+    id: Optional[Union[StrictInt, StrictStr]] = None
+    prompt_id: Optional[StrictStr] = None
+    category: Optional[StrictStr] = None
+    start_s: Optional[Num] = None
+    ttft_s: Optional[Num] = None
+    # Validated as floats (an int gap reads as x.0): half the cost of an int-or-float union per
+    # element, and requests.jsonl is only read through this model, never rewritten.
+    itl_s: Optional[list[float]] = None
+    e2e_s: Optional[Num] = None
+    output_tokens: Optional[Num] = None
+    input_tokens: Optional[Num] = None
+    chunks: Optional[StrictInt] = None
+    text: Optional[StrictStr] = None
+    token_ids: Optional[list[StrictInt]] = None
+    finish_reason: Optional[StrictStr] = None
+    itl_method: Optional[StrictStr] = None
+    error: Optional[StrictStr] = None
+    error_code: Optional[Union[StrictInt, StrictStr]] = None
+    spec_decode: Optional[SpecDecode] = None
+    repeat: Optional[StrictInt] = Field(default=None, alias="_repeat", exclude=True)
+
+    @property
+    def ok(self) -> bool:
+        """Finished without an error."""
+        return not self.error and not self.error_code
+
+
+def requests_of(rows: list[dict[str, Any]], file: Path | str = "requests") -> list[RequestRecord]:
+    """Rows as :class:`RequestRecord`; InputError naming the row and field of a damaged one."""
+    out = []
+    for n, row in enumerate(rows, 1):
+        if isinstance(row, RequestRecord):
+            out.append(row)
+            continue
+        try:
+            out.append(RequestRecord.model_validate(row))
+        except ValidationError as exc:
+            raise InputError(f"{file}:{n}: {first_problem(exc)}; re-run the cell or delete the file") from None
+    return out
