@@ -131,7 +131,7 @@ def _id_value(axis: str, value: Any) -> Any:
 def default_resolver(ref: str) -> str:
     """Leaves fixture refs as placeholders (validate / dry-run without building the fixtures)."""
     if ref in FIXTURE_REFS:
-        return resolve_fixture_ref(ref)  # builds the fixture (importing torch then) on first use
+        return resolve_fixture_ref(ref)  # its path only: nothing is built here
     return ref
 
 
