@@ -71,6 +71,10 @@ MALFORMED = [
     ),
     (_with("baseline", {"draft_axes": ["env:D"]}), "baseline.draft_axes[0]: 'env:D' is not an env:/flag: axis"),
     (_with("baseline", {"draft_axes": ["env:"]}), "baseline.draft_axes[0]: 'env:' is not an env:/flag: axis"),
+    (
+        {**_with("serve.extra_args", ["--seed", "1"]), "matrix": {"flag:--seed": [1, 2]}},
+        "matrix.flag:--seed: --seed is also in serve.extra_args; keep one of the two",
+    ),
     (_with("serve.modle", "x"), "serve.modle: unknown field"),
     (_with("lod", {}), "lod: unknown field"),
     (_without("serve.model"), "serve.model: required field is missing"),
