@@ -10,27 +10,24 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Literal, Optional, Sequence, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from specbench.axis import ENV_NAME, SPEC_AXES, Axis, parse_axis
+from specbench.config_checks import check_study
+from specbench.config_overrides import apply_overrides, shown_override
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
-from specbench.load.precision import PRECISION_METRICS  # defined with the rule that uses it
+from specbench.io import read_bytes
+from specbench.load.llmperf_checks import check_llmperf
+from specbench.load.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule that uses them
+from specbench.load.prompts import CATEGORIES
 from specbench.safe_yaml import LimitError, load_yaml
 
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_FLAG_NAME = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
-
-# Axes that only make sense with speculation; the baseline cell reports them as "none".
-SPEC_AXES = ("method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
-BUILTIN_AXES = ("mla", "method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
-# Load settings as axes: cells that differ only in these share one server (run/groups.py).
-# Load has no request rate (the built-in driver is closed-loop), so there is no load:request_rate.
-LOAD_AXES = ("load:concurrency", "load:max_tokens", "load:temperature", "load:category")
 OUTPUT_NORM_VALUES = ("on", "off", "logits-only")
 # Speculative methods whose draft is the served model's own MTP layer (vLLM 0.32 renamed
 # deepseek_mtp to mtp and still accepts both): no separate draft model.
@@ -38,6 +35,8 @@ MTP_METHODS = ("deepseek_mtp", "mtp")
 _METHOD = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+# Field defaults are given as ``default=``: type checkers read only the keyword as a default (with
+# a positional one, ``Field(default_factory=Load)`` no longer type-checks: Load() would need arguments).
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, strict=True)
 
@@ -81,7 +80,7 @@ class Speculative(_Strict):
     # The draft model (an EAGLE head, ...). For deepseek_mtp / mtp it may be left out: the draft is
     # the served model's own MTP layer. With a ``method`` axis it is the head of the non-MTP cells.
     draft: Optional[str] = None
-    num_speculative_tokens: int = Field(3, ge=1, le=64)
+    num_speculative_tokens: int = Field(default=3, ge=1, le=64)
 
     _draft = field_validator("draft")(lambda cls, v: v if v is None else check_model_ref(v))
 
@@ -97,20 +96,20 @@ class Serve(_Strict):
     model: str
     served_model_name: Optional[str] = None
     speculative: Optional[Speculative] = None
-    tensor_parallel_size: int = Field(1, ge=1)
-    max_model_len: Optional[int] = Field(None, ge=16)
-    max_num_seqs: Optional[int] = Field(None, ge=1)
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    max_model_len: Optional[int] = Field(default=None, ge=16)
+    max_num_seqs: Optional[int] = Field(default=None, ge=1)
     trust_remote_code: bool = False
     dtype: Optional[str] = None
     enforce_eager: bool = False
     extra_args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     host: str = "127.0.0.1"
-    port: Optional[int] = Field(None, ge=1, le=65535)
-    startup_timeout_s: float = Field(600, gt=0)
+    port: Optional[int] = Field(default=None, ge=1, le=65535)
+    startup_timeout_s: float = Field(default=600, gt=0)
     # vLLM logs a SpecDecoding window per stats interval (default 10 s); short windows let the
     # runner see the window that closes after the load quickly.
-    log_stats_interval_s: float = Field(1.0, gt=0, le=60)
+    log_stats_interval_s: float = Field(default=1.0, gt=0, le=60)
     # Per-request spec-decode counts (vLLM --per-request-spec-decode-metrics, 0.32+): summary = the
     # per-request histogram; detailed = also the ordered accepted/drafted count of every verify step
     # (needed for common-prefix acceptance; costs two list appends per step in the scheduler and a
@@ -128,7 +127,7 @@ class Serve(_Strict):
     @classmethod
     def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
         for name in v:
-            if not _ENV_NAME.match(name):
+            if not ENV_NAME.match(name):
                 raise ValueError(f"{name!r} is not an environment variable name")
         return v
 
@@ -158,10 +157,10 @@ class Llmperf(_Strict):
     path: Optional[str] = None
     python: Optional[str] = None  # the interpreter of llmperf's own venv (it pins pydantic < 2.5)
     # None: derived from serve.max_model_len when set (half of what max_tokens leaves), else 550.
-    mean_input_tokens: Optional[int] = Field(None, ge=1)
+    mean_input_tokens: Optional[int] = Field(default=None, ge=1)
     # llmperf's --timeout is for the whole load (its per-request timeout is fixed at 180 s).
     # None: num_requests / concurrency rounds of 180 s each.
-    test_timeout_s: Optional[int] = Field(None, gt=0)
+    test_timeout_s: Optional[int] = Field(default=None, gt=0)
     extra_args: list[str] = Field(default_factory=list)
 
 
@@ -189,22 +188,22 @@ class Until(_Strict):
 
 class Load(_Strict):
     driver: Literal["builtin", "llmperf"] = "builtin"
-    num_requests: int = Field(20, ge=1)
+    num_requests: int = Field(default=20, ge=1)
     # Precision-driven load (specbench/load/precision.py): batches of `batch` requests until
     # `until` holds or `max_requests` were sent; the first check waits for `min_requests`.
     until: Optional[Until] = None
-    max_requests: Optional[int] = Field(None, ge=2)
-    batch: int = Field(10, ge=1)
-    min_requests: int = Field(20, ge=2)
-    concurrency: int = Field(4, ge=1)
-    max_tokens: int = Field(64, ge=1)
-    temperature: float = Field(0.0, ge=0.0)
+    max_requests: Optional[int] = Field(default=None, ge=2)
+    batch: int = Field(default=10, ge=1)
+    min_requests: int = Field(default=20, ge=2)
+    concurrency: int = Field(default=4, ge=1)
+    max_tokens: int = Field(default=64, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
     seed: int = 0
-    timeout_s: float = Field(300, gt=0)
+    timeout_s: float = Field(default=300, gt=0)
     prompts: Prompts = Field(default_factory=Prompts)
-    warmup_requests: int = Field(2, ge=0)
+    warmup_requests: int = Field(default=2, ge=0)
     # A cell whose load fails more than this fraction of requests is recorded as failed.
-    max_error_rate: float = Field(0.0, ge=0.0, le=1.0)
+    max_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     llmperf: Optional[Llmperf] = None
 
     @model_validator(mode="after")
@@ -223,8 +222,6 @@ class Load(_Strict):
             )
         if self.driver != "builtin":
             raise ValueError("until: needs driver 'builtin' (llmperf cannot be sent in batches)")
-        from specbench.load.precision import MIN_REQUESTS_FLOOR
-
         if self.min_requests < MIN_REQUESTS_FLOOR:
             raise ValueError(
                 f"min_requests: {self.min_requests} is below {MIN_REQUESTS_FLOOR}; stopping on the CI's "
@@ -237,11 +234,9 @@ class Load(_Strict):
 
     @model_validator(mode="after")
     def _llmperf_needs_path(self) -> "Load":
-        if self.driver == "llmperf" and (self.llmperf is None or not self.llmperf.path):
-            raise ValueError("driver 'llmperf' needs load.llmperf.path (a clone of ray-project/llmperf)")
         if self.driver == "llmperf":
-            from specbench.load.llmperf_checks import check_llmperf
-
+            if self.llmperf is None or not self.llmperf.path:
+                raise ValueError("driver 'llmperf' needs load.llmperf.path (a clone of ray-project/llmperf)")
             try:
                 check_llmperf(self.llmperf.path, self.llmperf.python or "python")
             except SpecbenchError as exc:
@@ -280,7 +275,7 @@ class Study(_Strict):
     serve: Serve
     matrix: dict[str, list[AxisValue]] = Field(default_factory=dict)
     load: Load = Field(default_factory=Load)
-    repeats: int = Field(1, ge=1, le=100)
+    repeats: int = Field(default=1, ge=1, le=100)
     baseline: Baseline = Field(default_factory=lambda: Baseline(enabled=False))
     # local: cells one after another; ray: cells as Ray tasks (specbench run --executor ray).
     executor: Literal["local", "ray"] = "local"
@@ -312,11 +307,10 @@ class Study(_Strict):
             return v
         out: dict[str, list[Any]] = {}
         for axis, values in v.items():
-            if not isinstance(axis, str):
-                raise ValueError(f"{axis!r}: an axis name is a string (mla, env:NAME, flag:--option, ...)")
+            parsed = parse_axis(axis)  # AxisError is a ValueError: it reads "matrix.<axis>: ..."
             if not isinstance(values, list) or not values:
                 raise ValueError(f"{axis}: must be a non-empty list of values")
-            out[axis] = [_axis_value(axis, i, val) for i, val in enumerate(values)]
+            out[axis] = [_axis_value(parsed, i, val) for i, val in enumerate(values)]
             if len(set(map(str, out[axis]))) != len(out[axis]):
                 raise ValueError(f"{axis}: values repeat")
         return out
@@ -339,8 +333,6 @@ class Study(_Strict):
                     "load.prompts.categories, not both"
                 )
             if self.load.prompts.path is None:
-                from specbench.load.prompts import CATEGORIES
-
                 for i, v in enumerate(self.matrix["load:category"]):
                     if v not in CATEGORIES:
                         raise ValueError(
@@ -375,20 +367,22 @@ class Study(_Strict):
             return self
         if self.serve.speculative is None:
             raise ValueError("load.until: needs serve.speculative (it steers on acceptance statistics)")
-        ks = self.matrix.get("num_speculative_tokens") or [self.serve.speculative.num_speculative_tokens]
+        # The axis's values are integers (checked by _builtin_axis_value); int() says so to mypy.
+        ks = [int(k) for k in self.matrix.get("num_speculative_tokens", [])]
+        k = min(ks or [self.serve.speculative.num_speculative_tokens])
         for name in self.load.until.ci_half_width:
             m = _POSITION_METRIC.match(name)
-            if m and int(m.group(1)) >= min(ks):
+            if m and int(m.group(1)) >= k:
                 raise ValueError(
                     f"load.until.ci_half_width.{name}: no such position with "
-                    f"num_speculative_tokens {min(ks)} (p0 .. p{min(ks) - 1})"
+                    f"num_speculative_tokens {k} (p0 .. p{k - 1})"
                 )
         return self
 
     @model_validator(mode="after")
     def _draft_axes_in_matrix(self) -> "Study":
         for i, axis in enumerate(self.baseline.draft_axes):
-            if not axis.startswith(("env:", "flag:")) or axis not in self.matrix:
+            if axis not in self.matrix or parse_axis(axis).kind not in ("env", "flag"):
                 raise ValueError(
                     f"baseline.draft_axes[{i}]: {axis!r} is not an env:/flag: axis of the matrix "
                     "(speculative axes are draft-only already; mla changes the target)"
@@ -400,58 +394,52 @@ class Study(_Strict):
         return self.serve.served_model_name or self.serve.model
 
 
-def _axis_value(axis: str, i: int, value: Any) -> Any:
-    where = f"{axis}[{i}]"
-    if axis == "mla":
-        return _wrap(where, lambda: _on_off(value, ("on", "off")))
-    if axis == "output_norm":
-        return _wrap(where, lambda: _on_off(value, OUTPUT_NORM_VALUES))
-    if axis == "pos0_mask":
-        return _wrap(where, lambda: _on_off(value, ("off", "on")))
-    if axis == "method":
-        if not isinstance(value, str) or not _METHOD.match(value):
-            raise ValueError(f"{where}: must be a vLLM speculative method name (eagle, deepseek_mtp, ...)")
-        return value
-    if axis == "num_speculative_tokens":
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-            raise ValueError(f"{where}: must be an integer from 1 to 64")
-        return value
-    if axis == "draft":
-        if not isinstance(value, str):
-            raise ValueError(f"{where}: must be a model path or hub id")
-        return _wrap(where, lambda: check_model_ref(value))
-    if axis.startswith("load:"):
+def _axis_value(axis: Axis, i: int, value: Any) -> Any:
+    where = f"{axis.text}[{i}]"
+    if axis.kind == "load":
         return _load_axis_value(axis, where, value)
-    if axis.startswith("env:"):
-        if not _ENV_NAME.match(axis[4:]):
-            raise ValueError(f"{axis}: {axis[4:]!r} is not an environment variable name")
+    if axis.kind == "env":
         if isinstance(value, bool):
             return "1" if value else "0"
         if not isinstance(value, (str, int, float)):
             raise ValueError(f"{where}: must be a string or number")
         return str(value)
-    if axis.startswith("flag:"):
-        if not _FLAG_NAME.match(axis[5:]):
-            raise ValueError(f"{axis}: {axis[5:]!r} is not a long option like '--max-num-batched-tokens'")
-        if axis[5:] in ("--host", "--port"):
-            raise ValueError(f"{axis}: set serve.host / serve.port instead")
+    if axis.kind == "flag":
+        if axis.name in ("--host", "--port"):
+            raise ValueError(f"{axis.text}: set serve.host / serve.port instead")
         if not isinstance(value, (str, int, float, bool)):
             raise ValueError(f"{where}: must be a string, number or boolean")
         return value
-    raise ValueError(
-        f"unknown axis {axis!r}; use one of {', '.join(BUILTIN_AXES)}, 'env:NAME', 'flag:--option' "
-        f"or {', '.join(LOAD_AXES)}"
-    )
+    return _builtin_axis_value(axis.name, where, value)
 
 
-def _load_axis_value(axis: str, where: str, value: Any) -> Any:
-    if axis not in LOAD_AXES:
-        raise ValueError(f"unknown load axis {axis!r}; use one of {', '.join(LOAD_AXES)}")
-    if axis in ("load:concurrency", "load:max_tokens"):
+def _builtin_axis_value(name: str, where: str, value: Any) -> Any:
+    if name == "mla":
+        return _wrap(where, lambda: _on_off(value, ("on", "off")))
+    if name == "output_norm":
+        return _wrap(where, lambda: _on_off(value, OUTPUT_NORM_VALUES))
+    if name == "pos0_mask":
+        return _wrap(where, lambda: _on_off(value, ("off", "on")))
+    if name == "method":
+        if not isinstance(value, str) or not _METHOD.match(value):
+            raise ValueError(f"{where}: must be a vLLM speculative method name (eagle, deepseek_mtp, ...)")
+        return value
+    if name == "num_speculative_tokens":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+            raise ValueError(f"{where}: must be an integer from 1 to 64")
+        return value
+    assert name == "draft", name  # parse_axis admits no other built-in
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: must be a model path or hub id")
+    return _wrap(where, lambda: check_model_ref(value))
+
+
+def _load_axis_value(axis: Axis, where: str, value: Any) -> Any:
+    if axis.name in ("concurrency", "max_tokens"):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000_000:
             raise ValueError(f"{where}: must be a positive integer (at most 10000000)")
         return value
-    if axis == "load:temperature":
+    if axis.name == "temperature":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
             raise ValueError(f"{where}: must be a number from 0 to 100")
         return float(value)
@@ -460,7 +448,7 @@ def _load_axis_value(axis: str, where: str, value: Any) -> Any:
     return value
 
 
-def _wrap(where: str, fn):
+def _wrap(where: str, fn: Callable[[], str]) -> str:
     try:
         return fn()
     except ValueError as exc:
@@ -512,15 +500,11 @@ def parse_study(data: Any, source: str) -> Study:
         study = Study.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_first_error(exc)}") from None
-    from specbench.config_checks import check_study
-
     check_study(study, source)  # collisions, NUL, host, bounds, matrix size
     return study
 
 
 def read_config_bytes(path: Path) -> bytes:
-    from specbench.io import read_bytes
-
     return read_bytes(path, "config file", missing="see configs/default.yaml for an example", error=ConfigError)
 
 
@@ -539,8 +523,6 @@ def load_config(path: Path, overrides: Sequence[str] = ()) -> Study:
         kind = "" if isinstance(exc, LimitError) else "YAML syntax error: "
         raise ConfigError(f"{where}: {kind}{problem}") from None
     if overrides:
-        from specbench.config_overrides import apply_overrides, shown_override
-
         shown = " ".join(shown_override(o) for o in overrides)
         return parse_study(apply_overrides(data, overrides), f"{path} with --set {shown}")
     return parse_study(data, str(path))

@@ -20,7 +20,9 @@ import math
 import re
 from typing import Any
 
+from specbench.axis import Axis, parse_axis
 from specbench.errors import ConfigError, InputError
+from specbench.load.prompts import load_prompts
 
 MAX_CELLS = 10_000  # each cell is a vLLM server start (about a minute): 10^4 is a week of runs
 MAX_REQUESTS = 10_000_000
@@ -106,8 +108,9 @@ def _size(matrix: dict, repeats: int):
 def _collisions(study: Any):
     matrix, serve = study.matrix, study.serve
     for axis, name in _ENV_SETTERS.items():
-        if axis in matrix and f"env:{name}" in matrix:
-            yield f"matrix.env:{name}", f"collides with matrix.{axis} (which sets {name}); keep one of the two"
+        env_axis = Axis("env", name).text
+        if axis in matrix and env_axis in matrix:
+            yield f"matrix.{env_axis}", f"collides with matrix.{axis} (which sets {name}); keep one of the two"
         if axis in matrix and name in serve.env:
             yield f"serve.env.{name}", f"collides with matrix.{axis} (which sets {name} per cell); remove it"
     spec_in_args = any(a.split("=", 1)[0] == "--speculative-config" for a in serve.extra_args)
@@ -122,9 +125,9 @@ def _collisions(study: Any):
                 ),
             )
     flags = {a.split("=", 1)[0] for a in serve.extra_args if a.startswith("--")}
-    for axis in matrix:
-        if axis.startswith("flag:") and axis[5:] in flags:
-            yield f"matrix.{axis}", f"{axis[5:]} is also in serve.extra_args; keep one of the two"
+    for parsed in map(parse_axis, matrix):  # the matrix's keys were parsed when it was validated
+        if parsed.kind == "flag" and parsed.name in flags:
+            yield f"matrix.{parsed.text}", f"{parsed.name} is also in serve.extra_args; keep one of the two"
 
 
 def _host_ok(host: str) -> bool:
@@ -137,8 +140,6 @@ def _host_ok(host: str) -> bool:
 
 def check_prompts(study: Any, source: str) -> None:
     """Read the study's prompts now, so a bad category or file fails before anything is created."""
-    from specbench.load.prompts import load_prompts
-
     prompts = study.load.prompts
     try:
         loaded = load_prompts(categories=prompts.categories, path=prompts.path)

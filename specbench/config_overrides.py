@@ -15,6 +15,8 @@ import re
 from typing import Any, Sequence
 
 from specbench.errors import ConfigError
+from specbench.redact import redact_urls, redact_value
+from specbench.safe_yaml import load_yaml
 
 _KEY = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_:][\w:-]*)*$")
 
@@ -25,8 +27,6 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key = key.strip()
     if not sep or not _KEY.match(key):
         raise ConfigError(f"--set {text!r}: expected KEY.PATH=VALUE, e.g. --set load.num_requests=40")
-    from specbench.safe_yaml import load_yaml
-
     try:
         value = load_yaml(raw) if raw.strip() else ""
     except Exception as exc:  # noqa: BLE001 - any YAML problem is the user's value
@@ -40,8 +40,6 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def shown_override(text: str) -> str:
     """``key.path=value`` as it may be printed or stored (manifest.json's ``overrides``): a secret
     in the value hidden as the manifest's ``resolved_config`` hides it (``serve.env.HF_TOKEN="***"``)."""
-    from specbench.redact import redact_urls, redact_value
-
     try:
         path, value = parse_override(text)
     except ConfigError:  # shown only in its own error, which does not echo the value

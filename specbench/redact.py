@@ -39,7 +39,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from pathlib import Path
 from typing import Any, Iterable
+
+from specbench.axis import parse_axis
+from specbench.io import atomic_write_text
 
 REDACTED = "***"
 
@@ -204,11 +208,15 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
 
 # -- matrix axes -------------------------------------------------------------------------------
 def secret_axis(axis: str) -> bool:
-    """Whether the values of matrix axis ``axis`` are secrets (``env:*KEY*``, ``flag:--api-key``)."""
-    if axis.startswith("env:"):
-        return secret_env_name(axis[4:])
-    if axis.startswith("flag:"):
-        return secret_flag(axis[5:]) is not None
+    """Whether the values of matrix axis ``axis`` are secrets (``env:*KEY*``, ``flag:--api-key``).
+
+    Read by its prefix alone (not strict): a malformed axis is refused by the config's validation,
+    but an override (``--set matrix.env:1_TOKEN=[...]``) is shown in that very refusal first."""
+    parsed = parse_axis(axis, strict=False)
+    if parsed.kind == "env":
+        return secret_env_name(parsed.name)
+    if parsed.kind == "flag":
+        return secret_flag(parsed.name) is not None
     return False
 
 
@@ -261,10 +269,6 @@ def redact_value(path: tuple[str, ...], value: Any) -> Any:
 def scrub_file(path, secrets: list[str]) -> None:
     """Replace every secret in a text file (a server log) in place, atomically; a no-op when there
     is nothing to hide."""
-    from pathlib import Path
-
-    from specbench.io import atomic_write_text
-
     path = Path(path)
     if not path.is_file() or not [s for s in secrets if s and len(s) >= 4]:
         return

