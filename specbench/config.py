@@ -15,9 +15,9 @@ from typing import Any, Literal, Optional, Sequence, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from specbench.analysis.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
-from specbench.load.precision import PRECISION_METRICS  # defined with the rule that uses it
 from specbench.safe_yaml import LimitError, load_yaml
 
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
@@ -190,7 +190,7 @@ class Until(_Strict):
 class Load(_Strict):
     driver: Literal["builtin", "llmperf"] = "builtin"
     num_requests: int = Field(20, ge=1)
-    # Precision-driven load (specbench/load/precision.py): batches of `batch` requests until
+    # Precision-driven load (specbench/load/precision.py; the rule: analysis/precision.py): batches of `batch` requests until
     # `until` holds or `max_requests` were sent; the first check waits for `min_requests`.
     until: Optional[Until] = None
     max_requests: Optional[int] = Field(None, ge=2)
@@ -223,8 +223,6 @@ class Load(_Strict):
             )
         if self.driver != "builtin":
             raise ValueError("until: needs driver 'builtin' (llmperf cannot be sent in batches)")
-        from specbench.load.precision import MIN_REQUESTS_FLOOR
-
         if self.min_requests < MIN_REQUESTS_FLOOR:
             raise ValueError(
                 f"min_requests: {self.min_requests} is below {MIN_REQUESTS_FLOOR}; stopping on the CI's "
