@@ -198,6 +198,7 @@ def predict_k(
     named = all(key[2] is not None for key in ks)
     paired = named and len(set(ks)) == len(ks) and all(sorted(x, key=repr) == sorted(ks, key=repr) for x in keysets)
     rng = np.random.default_rng(seed)
+    weights: dict[str | int, np.ndarray]  # "src", "base" and each measured k
     if paired:
         w = resample_weights(len(ks), n_resamples, rng)
         weights = {"src": w, "base": w, **{kk: w for kk in others}}

@@ -200,7 +200,7 @@ def _acceptance_rows(
         deltas = iv.paired_acceptance_deltas(pr.base, pr.cand, conf)
         ub, uc = list(pr.base.values()), list(pr.cand.values())
     else:
-        ub, uc = list(pr.base), list(pr.cand)
+        ub, uc = (list(u.values() if isinstance(u, dict) else u) for u in (pr.base, pr.cand))
         deltas = iv.acceptance_deltas(ub, uc, conf, floor="repeat" not in (bc.unit_kind, cc.unit_kind))
         if pr.kind == "unpaired":
             for d in deltas.values():
@@ -272,7 +272,7 @@ def _spec_off_rows(bc: SideCell) -> list[MetricRow]:
 def _agree(cell: SideCell, units: list[Counts], side: str, warnings: list[str]) -> None:
     u = total(list(units))
     e = cell.exact
-    if e is None:
+    if u is None or e is None:
         return
     if (u.num_drafts, u.accepted_tokens) != (e.num_drafts, e.accepted_tokens):
         warnings.append(
