@@ -190,7 +190,7 @@ class Until(_Strict):
 class Load(_Strict):
     driver: Literal["builtin", "llmperf"] = "builtin"
     num_requests: int = Field(20, ge=1)
-    # Precision-driven load (specbench/load/precision.py; the rule: analysis/precision.py): batches of `batch` requests until
+    # Precision-driven load (specbench/load/precision.py): batches of `batch` requests until
     # `until` holds or `max_requests` were sent; the first check waits for `min_requests`.
     until: Optional[Until] = None
     max_requests: Optional[int] = Field(None, ge=2)
