@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from specbench.analysis.counts import Counts
-from specbench.load.precision import MIN_REQUESTS_FLOOR, Batch, run_until
+from specbench.analysis.precision import MIN_REQUESTS_FLOOR
+from specbench.load.precision import Batch, run_until
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "load" / "data" / "default_study_request_units.json"
 

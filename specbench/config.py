@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal, Optional, Sequence, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from specbench.analysis.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
 from specbench.axis import ENV_NAME, SPEC_AXES, Axis, parse_axis
 from specbench.config_checks import check_study
 from specbench.config_overrides import apply_overrides, shown_override
@@ -22,7 +23,6 @@ from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
 from specbench.io import read_bytes
 from specbench.load.llmperf_checks import check_llmperf
-from specbench.load.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule that uses them
 from specbench.load.prompts import CATEGORIES
 from specbench.safe_yaml import LimitError, load_yaml
 

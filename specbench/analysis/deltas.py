@@ -149,7 +149,7 @@ def paired_acceptance_deltas(
         if not _finite(point):
             out[key] = Delta(None, why="not defined on both sides")
             continue
-        if lb is None:
+        if lb is None or lc is None:
             out[key] = Delta(point, why=f"too few prompts for an interval ({n}; needs >= 2)")
             continue
         with np.errstate(invalid="ignore"):

@@ -214,7 +214,7 @@ def compare_outputs(a: str, rows_a: list[dict[str, Any]], b: str, rows_b: list[d
     for ra in rows_a:
         rb = by_b.pop(_key(ra), None)
         oa, ob = output_of(ra), (output_of(rb) if rb is not None else None)
-        if oa is None or ob is None or oa[1] != ob[1]:
+        if rb is None or oa is None or ob is None or oa[1] != ob[1]:
             unpaired += 1
             continue
         if ra.get("prompt_id") != rb.get("prompt_id"):
@@ -256,7 +256,7 @@ def _add_side(
 ) -> Counts | None:
     """Adds one request's counts to ``side``; returns its common-prefix counts (None when unknown)."""
     plain = plain_counts(spec)
-    if plain is None:
+    if spec is None or plain is None:
         return None
     side.plain.append(plain)
     if spec.get("per_step_accepted") is None and plain.num_drafts == 0:

@@ -67,7 +67,8 @@ def _matrix(units: list[Counts]) -> tuple[np.ndarray, int]:
     k = lens.pop() if len(lens) == 1 else -1
     k = max(k, 0)
     rows = [
-        [u.num_drafts, u.draft_tokens, u.accepted_tokens] + (list(u.accepted_per_position) if k else []) for u in units
+        [u.num_drafts, u.draft_tokens, u.accepted_tokens] + (list(u.accepted_per_position or []) if k else [])
+        for u in units
     ]
     return np.asarray(rows, dtype=np.float64), k
 

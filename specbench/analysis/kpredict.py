@@ -156,6 +156,12 @@ def _includes_zero(ci: tuple[float, float]) -> bool | None:
     return bool(ci[0] <= 0 <= ci[1])
 
 
+def _order(keys: list[tuple], wanted: list[tuple]) -> list[int]:
+    """Row indices that put rows keyed by ``keys`` in the order of ``wanted``."""
+    index: dict[tuple, int] = {key: i for i, key in enumerate(keys)}
+    return [index[key] for key in wanted]
+
+
 def _decode(s: np.ndarray) -> np.ndarray:
     return s[..., _E2E] - s[..., _TTFT]
 
@@ -192,13 +198,12 @@ def predict_k(
     named = all(key[2] is not None for key in ks)
     paired = named and len(set(ks)) == len(ks) and all(sorted(x, key=repr) == sorted(ks, key=repr) for x in keysets)
     rng = np.random.default_rng(seed)
+    weights: dict[str | int, np.ndarray]  # "src", "base" and each measured k
     if paired:
         w = resample_weights(len(ks), n_resamples, rng)
         weights = {"src": w, "base": w, **{kk: w for kk in others}}
-        mb = mb[[{key: i for i, key in enumerate(kb)}[key] for key in ks]]
-        others = {
-            kk: (ks, m[[{key: i for i, key in enumerate(o)}[key] for key in ks]]) for kk, (o, m) in others.items()
-        }
+        mb = mb[_order(kb, ks)]
+        others = {kk: (ks, m[_order(o, ks)]) for kk, (o, m) in others.items()}
     else:
         weights = {
             "src": resample_weights(len(ks), n_resamples, rng),
@@ -237,8 +242,12 @@ def predict_k(
     for kk in range(1, k + 1):
         kp = KPoint(
             k=kk,
-            **{name: float(point[(name, kk)]) for name in ("al_pred", "cost_model", "speedup_pred")},
-            **{f"{name}_ci": ci[(name, kk)] for name in ("al_pred", "cost_model", "speedup_pred")},
+            al_pred=float(point[("al_pred", kk)]),
+            al_pred_ci=ci[("al_pred", kk)],
+            cost_model=float(point[("cost_model", kk)]),
+            cost_model_ci=ci[("cost_model", kk)],
+            speedup_pred=float(point[("speedup_pred", kk)]),
+            speedup_pred_ci=ci[("speedup_pred", kk)],
         )
         if kk in measured:
             kp.cell = measured[kk][0]

@@ -408,9 +408,14 @@ def rate_only_summary(records: Iterable[Any]) -> RateOnlySummary | None:
         for r in rows
     ]
     with_al = [r for r in rows if r.mean_acceptance_length is not None]
-    if with_al and all(r.num_drafts for r in with_al):
-        d = sum(r.num_drafts for r in with_al)  # type: ignore[misc]
-        al = 1 + sum(r.num_drafts * (r.mean_acceptance_length - 1) for r in with_al) / d  # type: ignore[operator]
+    weights = [
+        (r.num_drafts, r.mean_acceptance_length)
+        for r in with_al
+        if r.num_drafts and r.mean_acceptance_length is not None
+    ]
+    if with_al and len(weights) == len(with_al):
+        d = sum(n for n, _ in weights)
+        al = 1 + sum(n * (m - 1) for n, m in weights) / d
         return RateOnlySummary(len(rows), True, al, per, "AL combined weighted by num_drafts (exact)")
     return RateOnlySummary(
         len(rows), False, None, per, "no draft counts printed: values are per line as printed, not combined"

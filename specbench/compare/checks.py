@@ -20,15 +20,12 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of
+from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of, minimum_detectable, weak_note
 from specbench.compare.metrics import row_name
 from specbench.compare.noise import WITHIN, allowed, floor_note, not_after_holm, within_run
-
-if TYPE_CHECKING:
-    from specbench.compare.results import CellComparison, Comparison, MetricRow
-    from specbench.compare.sides import Side, SideCell
+from specbench.compare.results import CellComparison, Comparison, GateResult, MetricRow
+from specbench.compare.sides import Side, SideCell
 
 
 def validate(gates: list[Gate], base: Side, cand: Side) -> None:
@@ -39,20 +36,20 @@ def validate(gates: list[Gate], base: Side, cand: Side) -> None:
             axes.setdefault(axis, set()).update(values)
     ks = [k for k in (base.max_k(), cand.max_k()) if k]
     for g in gates:
-        for axis, values in g.cells:
+        for axis, wanted in g.cells:
             if axis not in axes:
                 have = ", ".join(sorted(axes)) or "none (single files)"
                 raise GateError(
                     f"{_where(g)}gate {g.describe()!r}: no cell of either run has an axis {axis!r} (axes: {have}); "
                     "fix the cells: selector"
                 )
-            unknown = [v for v in values if v not in axes[axis]]
+            unknown = [v for v in wanted if v not in axes[axis]]
             if unknown:
                 raise GateError(
                     f"{_where(g)}gate {g.describe()!r}: no cell of either run has {axis}={unknown[0]} "
                     f"(values: {', '.join(sorted(axes[axis]))}); fix the cells: selector"
                 )
-        if g.metric.indexed and not g.all_positions and ks and g.index >= max(ks):
+        if g.metric.indexed and g.index is not None and not g.all_positions and ks and g.index >= max(ks):
             raise GateError(
                 f"{_where(g)}gate {g.expr!r}: position {g.index} does not exist: the runs have k = {max(ks)} "
                 f"(positions 0..{max(ks) - 1})"
@@ -69,13 +66,11 @@ def applies(gate: Gate, axes: dict, is_baseline: bool, k: int | None) -> bool:
         return False
     if is_baseline and gate.metric.source in ("acceptance", "study"):
         return False  # a no-speculation cell has no acceptance, and is the reference of speedup
-    return not (gate.metric.indexed and not gate.all_positions and k and gate.index >= k)
+    return not (gate.metric.indexed and gate.index is not None and not gate.all_positions and k and gate.index >= k)
 
 
 def missing_cells(base: Side, cand: Side) -> list[CellComparison]:
     """A row-less CellComparison for every cell that is not finished on both sides, saying why."""
-    from specbench.compare.results import CellComparison
-
     out = []
     keys = dict.fromkeys(list(base.cells) + list(cand.cells) + list(base.failed) + list(cand.failed))
     for key in keys:
@@ -127,8 +122,6 @@ def _any_cell(key, base: Side, cand: Side):
 
 def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> None:
     """Fill every cell's gate results, list gates that matched nothing, adjust for the number of checks (Holm)."""
-    from specbench.compare.results import GateResult
-
     for cell in comp.cells:
         info = _any_cell(cell.key, base, cand)
         if cell.missing:
@@ -185,8 +178,6 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
 
 def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCell, confidence: float = 0.95) -> None:
     """The checks of every gate that applies to this matched cell (Holm needs every cell: not here)."""
-    from specbench.compare.results import GateResult
-
     by_name = {r.name: r for r in cell.rows}
     k = min([x for x in (bc.num_spec_tokens, cc.num_spec_tokens) if x] or [0]) or None
     failed = bc.failed_repeats + cc.failed_repeats
@@ -316,8 +307,6 @@ def holm(comp: Comparison, alpha: float) -> None:
 def detectable(comp: Comparison) -> None:
     """Each decided check's minimum detectable change at the level it was held to: alpha / m under
     Holm over m checks (what a lone true harm must reach), alpha per check without it."""
-    from specbench.compare.gates import minimum_detectable, weak_note
-
     alpha = (1 - comp.confidence) / 2
     m = max(comp.decided, 1) if comp.holm else 1
     for g in comp.checks:
@@ -357,7 +346,10 @@ def verdict(row: MetricRow) -> str:
     only rows: and past the noise floor), else ``~``."""
     if row.delta is None or row.ci is None or any(math.isnan(x) for x in (row.delta, *row.ci)):
         return "~"
-    harm, (lo, hi) = harm_of(row.metric, row.delta, row.ci)
+    harm, harm_ci = harm_of(row.metric, row.delta, row.ci)
+    if harm_ci is None:  # not reached: row.ci is set
+        return "~"
+    lo, hi = harm_ci
     worse = better = row.tolerance or 0.0
     if row.floor is not None and row.base is not None:  # within-run only: a whole-run shift is no change
         worse, better = (allowed(row.metric, row.base, worse, row.floor, w) for w in (True, False))

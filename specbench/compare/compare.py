@@ -15,12 +15,17 @@ is past the row's tolerance (its gate's, else 0); else ``~``.
 from __future__ import annotations
 
 import math
+from typing import SupportsFloat
 
 import numpy as np
 
 from specbench.analysis import deltas as iv
+from specbench.analysis.counts import Counts, total
+from specbench.attest import confounds
+from specbench.compare import checks
 from specbench.compare.gates import Gate
-from specbench.compare.metrics import METRICS, row_name, stat_key
+from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
+from specbench.compare.noise import scope_rows, scope_warning
 from specbench.compare.pairing import Pairing, pair
 
 # The records of a comparison live one layer down (results.py), so checks and noise can use them
@@ -33,6 +38,8 @@ from specbench.compare.results import (
     MetricRow,
 )
 from specbench.compare.sides import Side, SideCell
+from specbench.compare.study import speedup_delta, study_figures
+from specbench.run.cells import draft_axes_of, pick_baseline
 
 
 def compare_sides(
@@ -54,8 +61,6 @@ def compare_sides(
     side (default :func:`specbench.compare.noise.default_floors`). GateError (exit 2) for a gate no
     run can satisfy (unknown axis or value, position >= k).
     """
-    from specbench.compare import checks
-
     checks.validate(gates, base, cand)
     cells = []
     warnings: list[str] = []
@@ -94,8 +99,6 @@ def compare_sides(
         holm=holm,
     )
     checks.apply_gates(comp, gates, base, cand)
-    from specbench.compare.noise import scope_warning
-
     comp.warnings += scope_warning(comp)
     return comp
 
@@ -103,8 +106,6 @@ def compare_sides(
 def _matching_baseline(side: Side, cell: SideCell) -> SideCell | None:
     """The side's no-speculation cell serving the same target as ``cell`` (same MLA, same target
     env/flag axes), or None: speed-up and divergence are never measured against another target."""
-    from specbench.run.cells import draft_axes_of, pick_baseline
-
     bases = [(c.axes, None, c) for c in side.cells.values() if c.is_baseline]
     return pick_baseline(cell.axes, None, bases, draft_axes_of(side.manifest))
 
@@ -130,8 +131,6 @@ def compare_cell(
     rows, pairing = _acceptance_rows(bc, cc, confidence, warnings)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
     rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
-    from specbench.compare.noise import scope_rows
-
     scope_rows(rows, bc, cc, refs, confidence, floors)
     clashes = [f"{side}: {d}" for side, c in (("baseline", bc), ("candidate", cc)) for d in c.disagreements]
     if clashes:  # every check: traffic outside the load, or lost requests, touch latency too
@@ -162,8 +161,6 @@ def compare_cell(
                 + "; re-run the side with this specbench, whose servers report what they run"
             )
         )
-    from specbench.attest import confounds
-
     differ = confounds(bc.attested, cc.attested)
     if differ:
         warnings.append(
@@ -185,8 +182,6 @@ def compare_cell(
         blocks=blocks,
         pairing=None if pairing is None else pairing.summary(),
     )
-    from specbench.compare import checks
-
     if gates:
         checks.apply_cell(out, gates, bc, cc, confidence)
     checks.finish_rows(out)
@@ -201,11 +196,11 @@ def _acceptance_rows(
     if not bc.units or not cc.units:
         return [], None
     pr = pair(bc.prompt_clusters(), cc.prompt_clusters(), bc.units, cc.units)
-    if pr.kind == "paired":
+    if isinstance(pr.base, dict) and isinstance(pr.cand, dict):  # paired: {prompt id: counts}
         deltas = iv.paired_acceptance_deltas(pr.base, pr.cand, conf)
         ub, uc = list(pr.base.values()), list(pr.cand.values())
     else:
-        ub, uc = list(pr.base), list(pr.cand)
+        ub, uc = (list(u.values() if isinstance(u, dict) else u) for u in (pr.base, pr.cand))
         deltas = iv.acceptance_deltas(ub, uc, conf, floor="repeat" not in (bc.unit_kind, cc.unit_kind))
         if pr.kind == "unpaired":
             for d in deltas.values():
@@ -215,17 +210,19 @@ def _acceptance_rows(
         deltas = {key: iv.Delta(d.point, why=few) for key, d in deltas.items()}
     k = iv.common_k(ub, uc)
     pb, pc = (iv.count_stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
-    exact = (
-        pr.complete and bc.exact is not None and cc.exact is not None and not bc.exact_missing and not cc.exact_missing
-    )
-    if exact:  # exact /metrics counts for the point; the units only for the interval's width
+    xb, xc = bc.exact, cc.exact
+    if pr.complete and xb is not None and xc is not None and not bc.exact_missing and not cc.exact_missing:
+        # exact /metrics counts for the point; the units only for the interval's width
         for side, cell, units in (("baseline", bc, ub), ("candidate", cc, uc)):
             _agree(cell, units, side, warnings)
-        k_exact = min(k, len(bc.exact.accepted_per_position or []), len(cc.exact.accepted_per_position or []))
-        eb, ec = (iv.count_stats(iv.count_matrix([c.exact], k_exact).sum(axis=0), k_exact) for c in (bc, cc))
+        k_exact = min(k, len(xb.accepted_per_position or []), len(xc.accepted_per_position or []))
+        eb, ec = (iv.count_stats(iv.count_matrix([x], k_exact).sum(axis=0), k_exact) for x in (xb, xc))
         pb = {key: (eb[key] if key in eb else v) for key, v in pb.items()}
         pc = {key: (ec[key] if key in ec else v) for key, v in pc.items()}
-    specs = [(METRICS["mean_acceptance_length"], None), (METRICS["draft_acceptance_rate"], None)]
+    specs: list[tuple[Metric, int | None]] = [
+        (METRICS["mean_acceptance_length"], None),
+        (METRICS["draft_acceptance_rate"], None),
+    ]
     specs += [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
     rows = []
     for metric, i in specs:
@@ -249,7 +246,10 @@ def _spec_off_rows(bc: SideCell) -> list[MetricRow]:
     k = iv.common_k(bc.units, bc.units)
     counts = [bc.exact] if bc.exact is not None and not bc.exact_missing else bc.units
     pb = iv.count_stats(iv.count_matrix(counts, k).sum(axis=0), k)
-    specs = [(METRICS["mean_acceptance_length"], None), (METRICS["draft_acceptance_rate"], None)]
+    specs: list[tuple[Metric, int | None]] = [
+        (METRICS["mean_acceptance_length"], None),
+        (METRICS["draft_acceptance_rate"], None),
+    ]
     specs += [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
     rows = []
     for metric, i in specs:
@@ -269,11 +269,11 @@ def _spec_off_rows(bc: SideCell) -> list[MetricRow]:
     return rows
 
 
-def _agree(cell: SideCell, units, side: str, warnings: list[str]) -> None:
-    from specbench.analysis.counts import total
-
+def _agree(cell: SideCell, units: list[Counts], side: str, warnings: list[str]) -> None:
     u = total(list(units))
     e = cell.exact
+    if u is None or e is None:
+        return
     if (u.num_drafts, u.accepted_tokens) != (e.num_drafts, e.accepted_tokens):
         warnings.append(
             f"{cell.name} ({side}): per-{cell.unit_kind} units count {u.num_drafts} drafts / "
@@ -344,8 +344,6 @@ def _throughput_row(bc: SideCell, cc: SideCell, conf: float) -> MetricRow | None
 def _study_rows(
     bc: SideCell, cc: SideCell, refs: tuple[SideCell | None, SideCell | None], n: int, seed: int, conf: float
 ) -> list[MetricRow]:
-    from specbench.compare.study import speedup_delta, study_figures
-
     rb, rc = refs
     if bc.is_baseline or cc.is_baseline or rb is None or rc is None:
         return []
@@ -369,5 +367,5 @@ def _study_rows(
     ]
 
 
-def _finite(x: float | None) -> float | None:
+def _finite(x: SupportsFloat | None) -> float | None:
     return None if x is None or math.isnan(x) else float(x)

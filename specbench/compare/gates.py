@@ -38,8 +38,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from specbench.analysis.deltas import bootstrap_p, one_sided_p
 from specbench.compare.metrics import METRICS, Metric, resolve, row_name
 from specbench.errors import ConfigError
+from specbench.io import read_text
+from specbench.safe_yaml import load_yaml
 
 GRAMMAR = (
     "METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%  per_position[*]:-2pp  "
@@ -163,9 +166,6 @@ def load_gate_file(path: Path) -> list[Gate]:
         model_config = ConfigDict(extra="forbid")
         gates: list[str | _Item]
 
-    from specbench.io import read_text
-    from specbench.safe_yaml import load_yaml
-
     path = Path(path)
     text = read_text(path, "gate file", fix="pass a YAML list of gates", error=GateError)
     try:
@@ -282,8 +282,6 @@ def decide(
     it is a bootstrap one, for the p-value and the SE; ``why`` says why there is no CI). The minimum
     detectable change is for this check alone; a compare re-states it for its correction.
     ``tolerance`` replaces the gate's allowed harm (the noise floor's, specbench/compare/noise.py)."""
-    from specbench.analysis.deltas import bootstrap_p, one_sided_p
-
     name = name or row_name(gate.metric, gate.index)
     if base is None or cand is None or _nan(base) or _nan(cand):
         return Decision("inconclusive", message=f"{name}: not measured on both sides")

@@ -17,9 +17,9 @@ def junit_xml(comp: Comparison) -> str:
     checks = comp.checks
     n = comp.counts
     attrs = dict(tests=str(len(checks)), failures=str(n["fail"]), errors=str(n["inconclusive"]), skipped="0")
-    suites = ET.Element("testsuites", name="specbench compare", **attrs)
+    suites = ET.Element("testsuites", {"name": "specbench compare", **attrs})
     suite = ET.SubElement(
-        suites, "testsuite", name=f"specbench compare {comp.base_label} vs {comp.cand_label}", **attrs
+        suites, "testsuite", {"name": f"specbench compare {comp.base_label} vs {comp.cand_label}", **attrs}
     )
     titles = cell_titles(comp)  # what the terminal and Markdown call the cells and metrics
     for g in checks:

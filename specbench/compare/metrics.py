@@ -91,7 +91,7 @@ def resolve(name: str) -> Metric | None:
     return METRICS.get(ALIASES.get(name, name))
 
 
-def row_name(metric: Metric, index: int | None) -> str:
+def row_name(metric: Metric, index: int | str | None) -> str:
     """How a metric instance is named in tables and gate results: ``per_position[0]``."""
     return f"{metric.name}[{index}]" if metric.indexed else metric.name
 

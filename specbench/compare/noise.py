@@ -27,15 +27,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from specbench.compare.gates import Decision, Gate
-    from specbench.compare.metrics import Metric
-    from specbench.compare.results import MetricRow
-    from specbench.compare.sides import SideCell
+from specbench.analysis import deltas as iv
+from specbench.analysis.speedup import cell_stats, request_matrix, speedups
+from specbench.compare.gates import POWER, Decision, Gate, decide, minimum_detectable
+from specbench.compare.metrics import METRICS, Metric
+from specbench.compare.results import MetricRow
+from specbench.compare.sides import SideCell
+from specbench.errors import ConfigError
+from specbench.io import read_text
+from specbench.safe_yaml import load_yaml
 
 BETWEEN = "between repeats"
 WITHIN = "within-run only"
@@ -77,11 +81,6 @@ def load_floors(path: Path) -> dict[str, Floor]:
     signed in its harmful direction, as a gate). Metrics it leaves out keep their default floor.
     ConfigError naming the file and the entry when it is malformed."""
     import yaml
-
-    from specbench.compare.metrics import METRICS
-    from specbench.errors import ConfigError
-    from specbench.io import read_text
-    from specbench.safe_yaml import load_yaml
 
     path = Path(path)
     fix = "write {metric: SIGNED_CHANGE}, e.g. {e2e_p50_ms: +80%, output_tok_per_s: -45%}"
@@ -141,8 +140,6 @@ def scope_rows(
 ) -> None:
     """Give every run-level row its scope: its interval from the repeats when both sides have >= 2,
     else labelled within-run only with the floor it is held to."""
-    from specbench.analysis import deltas as iv
-
     floors = floors or default_floors()
     for row in rows:
         if row.name not in RUN_LEVEL:
@@ -194,8 +191,6 @@ def repeat_values(name: str, cell: SideCell, ref: SideCell | None) -> list[float
 
 
 def _repeat_speedups(cell: SideCell, ref: SideCell) -> list[float]:
-    from specbench.analysis.speedup import cell_stats, request_matrix, speedups
-
     out = []
     for r in sorted(set(cell.repeats) & set(ref.repeats), key=repr):
         _, ms = request_matrix([x for x in cell.requests if x.get("_repeat") == r])
@@ -211,8 +206,6 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     """A decided check of a within-run-only row: a failure stands only past the noise floor, else
     it is inconclusive; a pass is labelled. The p-value is the floor's test (Holm), and ``floor``
     the harm the check can fail past (its minimum detectable change)."""
-    from specbench.compare.gates import decide, minimum_detectable
-
     if decision.status not in ("pass", "fail") or row.floor is None or row.base is None:
         return decision
     limit = allowed(row.metric, row.base, decision.tolerance or 0.0, row.floor)
@@ -283,8 +276,6 @@ def scope_warning(comp) -> list[str]:
 
 def floor_note(tol: float, floor: float, mdc: float) -> str:
     """A within-run check's power: it fails only past the floor, and more requests do not move that."""
-    from specbench.compare.gates import POWER
-
     return (
         f"this check cannot see a change of {tol:.4g}: {WITHIN}, it fails only past {floor:.4g} (the tolerance "
         f"with the noise floor) and detects {mdc:.4g} with {POWER:.0%} probability; more requests do not "

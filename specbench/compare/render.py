@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from specbench.compare.compare import Comparison, MetricRow
 from specbench.render import format as fmt
+from specbench.render.tables import titles
 
 VERDICT_STYLE = {"worse": "bold red", "better": "green", "~": "dim"}
 VERDICT_MD = {"worse": "🔴 worse", "better": "🟢 better", "~": "~"}
@@ -68,7 +69,7 @@ def weak_gates(comp: Comparison) -> list[str]:
         checks = [g for g in comp.checks if g.gate == gate and g.mdc is not None]
         weak = [g for g in checks if any(n.startswith("this check cannot see") for n in g.notes)]
         if weak:
-            worst = max(weak, key=lambda g: g.mdc / g.tolerance if g.tolerance else 0)
+            worst = max(weak, key=lambda g: (g.mdc or 0.0) / g.tolerance if g.tolerance else 0)
             note = next(n for n in worst.notes if n.startswith("this check cannot see"))
             out.append(
                 f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance; worst: "
@@ -114,8 +115,6 @@ def short_metric(name: str) -> str:
 
 def cell_titles(comp: Comparison) -> dict[str, str]:
     """``{cell name: title}``: the axis values that vary, ``no spec`` for a baseline."""
-    from specbench.render.tables import titles
-
     return titles([(c.name, {k: str(v) for k, v in c.axes.items()}, c.is_baseline, None) for c in comp.cells])
 
 

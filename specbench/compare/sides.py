@@ -14,10 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specbench.analysis.acceptance import Counts
+from specbench.analysis.acceptance import Counts, counts_from_records
 from specbench.analysis.counts import invalid_reason
+from specbench.analysis.windows import window_k
+from specbench.attest import not_attested
+from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
+from specbench.io import read_jsonl_lines
+from specbench.load.summary import summary_columns
+from specbench.metrics.parse import parse_file
+from specbench.metrics.vllm_bench import looks_like_bench_file
 from specbench.records import Acceptance, ci_units
+from specbench.run.collect import NO_SPEC_COUNTS
+from specbench.run.read import read_run
+from specbench.run.sweep import load_bench_file, side_notes
 
 CellKey = tuple[tuple[str, str], ...]
 
@@ -135,8 +145,10 @@ class Side:
 
     def max_k(self) -> int | None:
         """The largest k of any speculative cell; None when some speculative cell's k is unknown."""
-        ks = [c.num_spec_tokens for c in list(self.cells.values()) + list(self.failed.values()) if not c.is_baseline]
-        return max(ks) if ks and all(ks) else None
+        cells: list[SideCell | FailedCell] = [*self.cells.values(), *self.failed.values()]
+        ks = [c.num_spec_tokens for c in cells if not c.is_baseline]
+        known = [k for k in ks if k]
+        return max(known) if ks and len(known) == len(ks) else None
 
 
 def cell_key(axes: dict[str, Any]) -> CellKey:
@@ -160,20 +172,12 @@ def load_side(path: Path) -> Side:
         raise InputError(f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file")
     if path.is_dir():
         return _load_run_dir(path)  # a specbench run, or a `vllm bench sweep serve` directory (run/read.py)
-    from specbench.metrics.vllm_bench import looks_like_bench_file
-
     if looks_like_bench_file(path):
-        from specbench.run.sweep import load_bench_file
-
         return _load_run_dir(path, load_bench_file(path))
     return _load_file(path)
 
 
 def _load_file(path: Path) -> Side:
-    from specbench.analysis.acceptance import counts_from_records
-    from specbench.analysis.windows import window_k
-    from specbench.metrics.parse import parse_file
-
     result = parse_file(path)
     windows, warnings = counts_from_records(result.records)
     windows = [w for w in windows if w.num_drafts]
@@ -209,8 +213,6 @@ def _load_file(path: Path) -> Side:
 
 
 def _load_run_dir(path: Path, run=None) -> Side:
-    from specbench.run.read import read_run
-
     run = run if run is not None else read_run(path)
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
@@ -230,8 +232,6 @@ def _load_run_dir(path: Path, run=None) -> Side:
             why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
             side.skipped.append(why)
             base = bool(rec.is_baseline)
-            from specbench.run.collect import NO_SPEC_COUNTS
-
             planned = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
             not_done.setdefault(
                 key,
@@ -266,8 +266,6 @@ def _load_run_dir(path: Path, run=None) -> Side:
             side.failed[key] = failed
     side.warnings += _timing_warnings(run)
     if str(run.manifest.get("source", "")).startswith("vllm bench"):
-        from specbench.run.sweep import side_notes
-
         side.warnings += side_notes(run)
     return side
 
@@ -328,9 +326,7 @@ def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> t
 def _add_attestation(cell: SideCell, cell_id: str, rec) -> None:
     """What vLLM confirmed of this repeat's claim: MLA for every cell; k and the head variant for a
     speculative one (a run from before attestation confirms nothing)."""
-    from specbench.attest import not_attested
-
-    fields = ("mla",) if rec.is_baseline else ("mla", "num_speculative_tokens", "head_variant")
+    fields: tuple[str, ...] = ("mla",) if rec.is_baseline else ("mla", "num_speculative_tokens", "head_variant")
     attested = rec.attested
     if attested is not None and not rec.is_baseline and (rec.spec or {}).get("head_variant") is None:
         fields = ("mla", "num_speculative_tokens")  # a method without a DeepSeek head: no variant to confirm
@@ -360,8 +356,6 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
     else:
         cell.exact = exact if cell.exact is None else cell.exact + exact
     cell.units.extend(units)
-    from specbench.compare.values import check_k
-
     for i, u in enumerate(units):
         if u.accepted_per_position is not None:
             cell.ks_seen.setdefault(len(u.accepted_per_position), f"{where} ({kind} unit {i})")
@@ -414,6 +408,8 @@ def _planned_k(axes: dict[str, Any], manifest: dict[str, Any]) -> int | None:
     if k is None:
         spec = ((manifest.get("resolved_config") or {}).get("serve") or {}).get("speculative") or {}
         k = spec.get("num_speculative_tokens")
+    if k is None:
+        return None
     try:
         return int(k)
     except (TypeError, ValueError):
@@ -431,11 +427,7 @@ def _add_latency(
     repeat: Any = None,
     rows: list[dict[str, Any]] | None = None,
 ) -> None:
-    from specbench.compare.values import check_k, check_rows
-
     if rows is None and requests_path.exists():
-        from specbench.io import read_jsonl_lines
-
         numbered, where = read_jsonl_lines(requests_path), str(requests_path)
     else:  # in memory (a `vllm bench` result): rows numbered from 1
         numbered, where = list(enumerate(rows or [], 1)), f"{requests_path.parent} (requests of the benchmark result)"
@@ -453,8 +445,6 @@ def _add_latency(
                 if value is not None:
                     cell.latency.setdefault(metric, []).append(float(value))
                     cell.latency_repeat.setdefault(metric, []).append(repeat)
-    from specbench.load.summary import summary_columns
-
     columns = summary_columns(summary)
     for metric in _SUMMARY_METRICS:
         value = columns.get(metric)

@@ -36,7 +36,9 @@ from typing import Any, Callable
 
 import httpx
 
+from specbench.io import save_json, write_jsonl
 from specbench.load.prompts import Prompt
+from specbench.load.summary import summarize
 
 
 @dataclass
@@ -302,9 +304,6 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 def write_outputs(result: LoadResult, out_dir: Path, name: str | None = None) -> None:
     """Write ``requests.jsonl`` and ``summary.json`` (llmperf's key names) into ``out_dir``."""
-    from specbench.io import save_json, write_jsonl
-    from specbench.load.summary import summarize
-
     out_dir = Path(out_dir)
     write_jsonl(out_dir / "requests.jsonl", result.requests)
     save_json(

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specbench.errors import InputError, SpecbenchError
+from specbench.io import read_text
 from specbench.load import llmperf_account as account
 from specbench.load.driver import LoadResult
 from specbench.load.llmperf_checks import (  # noqa: F401
@@ -352,7 +353,6 @@ def read_llmperf_results(results_dir: Path, name: str | None = None) -> LoadResu
 
 
 def _read_json(path: Path, kind: type) -> Any:
-    from specbench.io import read_text
 
     text = read_text(path, "llmperf result file", missing="was llmperf run with --results-dir here?")
     try:

@@ -7,54 +7,30 @@ statistic's half-width is at most its target, or when ``max_requests`` were sent
 requests failed than ``load.max_error_rate`` allows. Why it stopped, the half-widths reached and
 the requests sent go to cell.json under ``precision``.
 
-**The stop rule reads only widths**, never the point estimate: a rule that stopped when the
-estimate "looked good" would pick the samples that happen to look good and shift the estimate
-(tests/load/test_precision_coverage.py simulates both and measures the final CI's coverage).
-
-**The interval is the per-cell CI everywhere** (acceptance.json, ``report``, the gate's one-sample
-form; :func:`specbench.analysis.intervals.cell_intervals`): point = the statistic of the summed counts
-(AL = 1 + accepted / drafts, p_i = accepted_per_position[i] / drafts, DAR = accepted / draft
-tokens; docs/methods.md "Counts and definitions"), SE = jackknife over units, half-width = t(0.95, units - 1)
-* SE. Not the percentile bootstrap: with a stop rule on top it covered 90.5-91% where 95% is meant
-(simulated, 1000 studies, ~40-50 requests), the jackknife-t 95% (tests/load/test_precision_coverage.py).
-
-**A floor on the first look** (``MIN_REQUESTS_FLOOR``, 20; the config refuses less): with a look
-after a handful of requests the jackknife SE is itself noisy, the width rule stops exactly when it
-happens to be small, and the final CI misses the truth far more than 5% of the time. Simulated on
-the committed default study's requests with a look after every request (batch 1;
-benchmarks/precision_coverage.py): min_requests 2 / 5 / 10 left the final 95% CI covering as little
-as 77% / 84% / 89% (logits-only cell), min_requests 20 at least 93.3% for every cell and target
-(1000 studies each; 30: 93.8%). tests/load/test_precision_coverage.py keeps a seeded check.
+This module drives the load: when to look, how many requests to send next, which units the
+requests sent so far make. The statistics (the stop rule, its interval, the first-look floor and
+why) are :mod:`specbench.analysis.precision`'s.
 
 **Units**: per-request counts (vLLM ``--per-request-spec-decode-metrics``), with the requests of one
 prompt summed into one unit: at temperature 0 a repeated prompt repeats its counts, so counting
 repeats as independent would shrink the CI without new information. While no prompt repeats
-(``max_requests`` <= the prompt set) a unit is a request, exactly as in acceptance.json. Without
-per-request counts each batch is one unit (its /metrics diff; batches as clusters): cruder (a
-batch of 10 requests is one unit) and it differs from the report's CI, which then runs over log
-windows; the record says ``unit: "batch"``.
+(``max_requests`` <= the prompt set) a unit is a request, exactly as in acceptance.json
+(``records.ci_units`` chooses, as for every CI). Without per-request counts each batch is one unit
+(its /metrics diff; batches as clusters): cruder (a batch of 10 requests is one unit) and it
+differs from the report's CI, which then runs over log windows; the record says ``unit: "batch"``.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 from specbench.analysis.counts import Counts
-from specbench.analysis.intervals import cell_intervals
+from specbench.analysis.precision import INTERVAL, Look, ci_key, half_widths, precise_enough
 from specbench.records import ci_units, diff_counts, request_units
 
-# The config's statistic names -> keys of :func:`count_stats` (config.py validates `until` against it).
-PRECISION_METRICS = {"acceptance_length": "mean_acceptance_length", "draft_acceptance_rate": "draft_acceptance_rate"}
 REACHED, MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
-MIN_REQUESTS_FLOOR = 20  # fewer requests before the first look break the final CI's coverage (above)
-INTERVAL = "t with jackknife SE over units (df = units - 1; counts summed, statistics recomputed)"
-
-
-def ci_key(metric: str) -> str:
-    """The config's statistic name -> the key of :func:`count_stats`."""
-    return PRECISION_METRICS.get(metric, metric)
 
 
 @dataclass
@@ -65,40 +41,6 @@ class Batch:
     requests: list[dict[str, Any]]
     request_units: list[tuple[str, Counts]] | None
     scrape_diff: Counts | None = None
-
-
-@dataclass
-class Look:
-    """One check after a batch: requests sent so far, units, half-widths and point estimates.
-
-    The stop rule gets the whole look but must only read ``half_widths`` (``point`` is here so the
-    coverage test can show that a rule peeking at it breaks the interval)."""
-
-    requests: int
-    n_units: int
-    half_widths: dict[str, float | None]
-    point: dict[str, float] = field(default_factory=dict)
-
-
-def precise_enough(look: Look, targets: dict[str, float]) -> bool:
-    """The stop rule: every target statistic has an interval no wider than its target."""
-    return all(look.half_widths.get(k) is not None and look.half_widths[k] <= t for k, t in targets.items())
-
-
-def half_widths(
-    units: list[Counts], keys: list[str], *, confidence: float = 0.95
-) -> tuple[dict[str, float | None], dict[str, float]]:
-    """({key: half-width or None}, point estimates) of the jackknife-t interval over ``units``
-    (:func:`specbench.analysis.intervals.cell_intervals`, the per-cell CI everywhere). None below
-    2 units or where a leave-one-out statistic is undefined."""
-    if not units:
-        return {key: None for key in keys}, {}
-    iv = cell_intervals(units, confidence)
-    out: dict[str, float | None] = {}
-    for key in keys:
-        h = iv.half_width.get(key, math.nan)  # unclipped: a clip at 0 or 1 is not precision
-        out[key] = None if iv.degenerate or not math.isfinite(h) else h
-    return out, iv.point
 
 
 def clustered(batches: list[Batch]) -> tuple[list[Counts], str]:
@@ -211,8 +153,6 @@ def precision_load(
     ``scrape()`` gives the cumulative /metrics counts; its diff around a batch is that batch's unit
     when the server gives no per-request counts. Between batches the load drains (a closed loop
     waits for its last request), so throughput of such a cell includes one drain per batch."""
-    import time
-
     parts: list[tuple[float, Any]] = []
     t_first: list[float] = []
 
@@ -236,8 +176,6 @@ def precision_load(
 
 
 def _merge(parts: list[tuple[float, Any]], duration_s: float, sent: int) -> Any:
-    from dataclasses import replace
-
     first = parts[0][1]
     requests = []
     for offset, res in parts:

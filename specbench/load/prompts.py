@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.errors import InputError
+from specbench.io import read_text
 
 CATEGORIES = ("chat", "code", "math", "summarisation", "reasoning")
 _ROLES = {"system", "user", "assistant"}
@@ -59,7 +60,6 @@ def load_prompts(categories: list[str] | None = None, path: Path | None = None) 
 
 
 def _read_file(path: Path) -> list[Prompt]:
-    from specbench.io import read_text
 
     text = read_text(path, "prompt file", fix="it must be UTF-8 JSONL")
     prompts = _parse_lines(text, str(path), path.stem)

@@ -46,6 +46,7 @@ from typing import Any
 
 from specbench.attest import ATTEST_VAR
 from specbench.errors import ConfigError
+from specbench.plugin.attest import install
 from specbench.plugin.switches import (
     CONTROL_VAR,
     ENV_VAR,
@@ -63,6 +64,7 @@ from specbench.plugin.switches import (
     mask_label,
     switches_from_env,
 )
+from specbench.vllm_main import installed_vllm_version
 
 __all__ = [
     "CONTROL_VAR",
@@ -103,8 +105,6 @@ def register() -> None:
     """vLLM general-plugin hook. Inert unless a specbench variable asks for a non-shipped head."""
     env = os.environ
     if env.get(ATTEST_VAR, "").strip() == "1":
-        from specbench.plugin.attest import install
-
         install()  # every worker prints what it runs (specbench.attest reads it)
     if not any_switch_set(env):
         return  # a server specbench did not configure: touch nothing, say nothing
@@ -126,8 +126,6 @@ def register() -> None:
         return
     from vllm.model_executor.models import ModelRegistry
 
-    from specbench.vllm_main import installed_vllm_version
-
     version = installed_vllm_version() or "unknown"
     for head, (norm, mask) in todo.items():
         ModelRegistry.register_model(HEADS[head][0], _variant_class(head, norm, mask, version))
@@ -147,7 +145,7 @@ def register() -> None:
 
 def _variant_class(head: str, norm: str, mask: bool, version: str) -> type:
     """The head's one variant class, set to start at (norm, mask)."""
-    from specbench.plugin import mtp_variants, variants  # import vLLM: only inside a vLLM process
+    from specbench.plugin import mtp_variants, variants  # lazy: pulls in vllm (only inside a vLLM process)
 
     module: Any = variants if head == "eagle" else mtp_variants
     module.verify_wrapped_classes(version)

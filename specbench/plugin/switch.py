@@ -27,7 +27,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from specbench.errors import ConfigError, ServerError
+from specbench.plugin.attest import _head_of, draft_model, read_head_variant
 from specbench.plugin.switches import HEAD_VAR, SWITCHABLE_VAR, head_of_method
+from specbench.vllm_main import installed_vllm_version
 
 EXTENSION = "specbench.plugin.switch.HeadSwitch"
 RPC_METHOD = "specbench_set_head_variant"
@@ -55,8 +57,7 @@ def server_additions(method: str | None = None) -> tuple[list[str], dict[str, st
 
 def _why_not(worker) -> str | None:
     """Why this worker cannot switch its draft head in place (None: it can)."""
-    from specbench.plugin.attest import _head_of, draft_model
-    from specbench.plugin.select import has_variant
+    from specbench.plugin.select import has_variant  # lazy: pulls in torch
 
     runner = getattr(worker, "model_runner", None)
     draft = draft_model(runner)
@@ -68,10 +69,9 @@ def _why_not(worker) -> str | None:
     head = _head_of(draft)
     if head is None:
         return f"the draft model is {type(draft).__name__}, not a DeepSeek head the plugin switches"
-    from specbench.plugin import mtp_variants, variants
-    from specbench.vllm_main import installed_vllm_version
+    from specbench.plugin import mtp_variants, variants  # lazy: pulls in vllm
 
-    module = variants if head == "eagle" else mtp_variants
+    module: Any = variants if head == "eagle" else mtp_variants
     try:
         module.verify_wrapped_classes(installed_vllm_version() or "unknown")
     except RuntimeError as exc:
@@ -89,8 +89,6 @@ class HeadSwitch:
     methods answer JSON and never raise, so a refused switch leaves the engine serving."""
 
     def specbench_head_switch_probe(self) -> str:
-        from specbench.plugin.attest import draft_model, read_head_variant
-
         try:
             reason = _why_not(self)
             variant = read_head_variant(draft_model(getattr(self, "model_runner", None)))
@@ -99,8 +97,7 @@ class HeadSwitch:
         return json.dumps({"switchable": reason is None, "reason": reason, "variant": variant}, sort_keys=True)
 
     def specbench_set_head_variant(self, spec: str) -> str:
-        from specbench.plugin import select
-        from specbench.plugin.attest import draft_model, read_head_variant
+        from specbench.plugin import select  # lazy: pulls in torch
 
         try:
             wanted = json.loads(spec)
@@ -117,7 +114,7 @@ class HeadSwitch:
             now = read_head_variant(draft_model(getattr(self, "model_runner", None)))
             logger.warning("specbench head variant switch refused: %s (still %s)", exc, json.dumps(now, sort_keys=True))
             return json.dumps({"refused": f"{type(exc).__name__}: {exc}", "variant": now}, sort_keys=True)
-        draft = draft_model(self.model_runner)
+        draft = draft_model(getattr(self, "model_runner", None))  # a vLLM worker's (mixed in)
         for m in draft.modules():
             if select.has_variant(m):
                 select.set_variant(m, output_norm, pos0_mask)

@@ -21,7 +21,7 @@ import pytest
 from specbench.analysis.counts import Counts
 from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
-from specbench.load.precision import half_widths
+from specbench.analysis.precision import half_widths
 from specbench.run.collect import build_acceptance
 
 K = 3

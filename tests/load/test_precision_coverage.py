@@ -25,7 +25,8 @@ import pytest
 
 from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import point_estimates
-from specbench.load.precision import Batch, Look, half_widths, precise_enough, run_until
+from specbench.analysis.precision import MIN_REQUESTS_FLOOR, Look, half_widths, precise_enough
+from specbench.load.precision import Batch, run_until
 
 K, MAX_TOKENS = 3, 64
 N_STUDIES = 1000
@@ -155,8 +156,6 @@ def test_optional_stopping_keeps_coverage_at_the_floor_and_below_it(cell):
     (benchmarks/precision_coverage.py); the per-cell score interval keeps both >= 93% (measured
     95-98%, 400 studies: the check allows two Monte Carlo SEs below 93%). The floor stays: it was
     what held coverage under the jackknife-t, and it is what the docs promise."""
-    from specbench.load.precision import MIN_REQUESTS_FLOOR
-
     pool = _committed_pool(cell)
     assert len(pool) == 20
     for min_requests in (2, MIN_REQUESTS_FLOOR):

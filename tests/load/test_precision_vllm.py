@@ -20,7 +20,8 @@ import yaml
 
 from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import SCORE_JACKKNIFE
-from specbench.load.precision import MAX_REQUESTS, REACHED, half_widths
+from specbench.analysis.precision import half_widths
+from specbench.load.precision import MAX_REQUESTS, REACHED
 
 pytestmark = pytest.mark.vllm
 TARGET = 0.15
