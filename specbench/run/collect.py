@@ -92,6 +92,10 @@ def counts_equal(a: Counts | None, b: Counts | None) -> tuple[bool, dict[str, An
     return not diffs, diffs
 
 
+def _records(units: list[Counts]) -> list[CountsRecord]:
+    return [r for r in map(CountsRecord.of, units) if r is not None]  # none is: every unit is a Counts
+
+
 def _finite(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
@@ -141,10 +145,8 @@ def build_acceptance(
         definition=DEFINITION,
         num_spec_tokens=num_spec_tokens,
         prometheus=Total(counts=CountsRecord.of(prom)),
-        logs=Windows(counts=CountsRecord.of(log_total), windows=[CountsRecord.of(w) for w in windows]),
-        per_request=None
-        if not use_req
-        else PerRequest(counts=CountsRecord.of(req_total), units=[CountsRecord.of(u) for u in use_req]),
+        logs=Windows(counts=CountsRecord.of(log_total), windows=_records(windows)),
+        per_request=None if not use_req else PerRequest(counts=CountsRecord.of(req_total), units=_records(use_req)),
         agreement=Agreement(
             logs_vs_prometheus=logs_ok,
             per_request_vs_prometheus=req_ok,
@@ -169,7 +171,7 @@ def baseline_acceptance(prom_before: Counts | None, prom_after: Counts | None, w
         spec_metrics="absent" if absent else ("zero" if zero else "present"),
         baseline_ok=zero and not windows,
         prometheus=Total(counts=CountsRecord.of(d)),
-        logs=Windows(counts=CountsRecord.of(total(windows)), windows=[CountsRecord.of(w) for w in windows]),
+        logs=Windows(counts=CountsRecord.of(total(windows)), windows=_records(windows)),
         per_request=None,
         agreement=Agreement(logs_vs_prometheus=not windows and zero, per_request_vs_prometheus=None, details={}),
         derived=Derived(),
