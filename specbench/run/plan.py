@@ -92,7 +92,7 @@ def _spec_method(cell: Cell) -> str:
 def _hub_cache_dir(repo_id: str) -> Path | None:
     """The local snapshot of a hub model if its config.json is in the Hugging Face cache."""
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # lazy: optional, comes with vLLM
     except ImportError:
         return None
     try:
