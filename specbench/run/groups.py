@@ -9,8 +9,9 @@ baseline-ness and repeat) run one after another on one server:
     since the start add up to /metrics -> scrape (before) -> load -> wait until the windows after
     'before' add up to the /metrics diff -> scrape (after)  -> stop
 
-That is :meth:`LocalExecutor._measure` per cell, so each cell's counts are checked exactly as for a
-cell with its own server: log windows, per-request totals and the /metrics diff. A window belongs
+That is run/measure.py's :func:`measure_cell` per cell, inside run/lifecycle.py's :class:`CellLife`
+(the failure branches and the save, as for a cell with its own server), so each cell's counts are
+checked exactly as for a cell with its own server: log windows, per-request totals and the /metrics diff. A window belongs
 to the cell whose 'before' line precedes it (log line offsets), so no window is counted twice.
 
 Warmup runs once per server: it absorbs the first-request costs (graph capture, allocator growth)
