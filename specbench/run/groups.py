@@ -266,6 +266,7 @@ class GroupedExecutor(LocalExecutor):
             argv = session.argv()
             version = server.vllm_version() if dead_reason is None else None
             for i, cell in enumerate(group if cannot_switch is None else []):
+                cctx = cell_context(ctx, cell, warmup=(i == 0))  # a ConfigError here leaves the cell's dir alone
                 life = CellLife(cell, ctx)
                 record = life.record
                 record.argv, record.port, record.vllm_version = argv, server.port, version
@@ -274,7 +275,6 @@ class GroupedExecutor(LocalExecutor):
                 record.timings.startup_s = info["startup_s"] if i == 0 else 0.0
                 if dead_reason is None and not server.is_alive():
                     dead_reason = "the group's server died before this cell"
-                cctx = cell_context(ctx, cell, warmup=(i == 0))
                 steps = partial(self._on_shared_server, cell, cctx, life, session, switching, dead_reason, i == 0)
                 try:
                     acc = life.run(server, steps)
