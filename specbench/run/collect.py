@@ -19,6 +19,7 @@ from typing import Any
 from specbench.analysis.acceptance import DEFINITION, Counts, acceptance, counts_from_records
 from specbench.analysis.counts import invalid_reason, total
 from specbench.analysis.intervals import cell_intervals
+from specbench.metrics.parse import parse_prometheus, parse_text
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records import (
     CI,
@@ -41,16 +42,12 @@ NO_SPEC_COUNTS = "no spec-decode counts in /metrics after the load (is speculati
 
 def prometheus_counts(text: str, file: str | None = None) -> Counts | None:
     """Cumulative spec-decode counters of one scrape, summed over engines; None if there are none."""
-    from specbench.metrics.parse import parse_prometheus
-
     recs = [r for r in parse_prometheus(text, file=file) if isinstance(r, SpecDecodeRecord)]
     return total([c for r in recs if (c := r.counts()) is not None])
 
 
 def log_windows(log_text: str, after_line: int, file: str | None = None) -> tuple[list[Counts], list[str]]:
     """SpecDecoding windows printed on lines > ``after_line`` (1-based line numbers of the log)."""
-    from specbench.metrics.parse import parse_text
-
     records = [r for r in parse_text(log_text, file=file) if (r.line or 0) > after_line]
     return counts_from_records(records)
 

@@ -9,8 +9,9 @@ baseline-ness and repeat) run one after another on one server:
     since the start add up to /metrics -> scrape (before) -> load -> wait until the windows after
     'before' add up to the /metrics diff -> scrape (after)  -> stop
 
-That is :meth:`LocalExecutor._measure` per cell, so each cell's counts are checked exactly as for a
-cell with its own server: log windows, per-request totals and the /metrics diff. A window belongs
+That is run/measure.py's :func:`measure_cell` per cell, inside run/lifecycle.py's :class:`CellLife`
+(the failure branches and the save, as for a cell with its own server), so each cell's counts are
+checked exactly as for a cell with its own server: log windows, per-request totals and the /metrics diff. A window belongs
 to the cell whose 'before' line precedes it (log line offsets), so no window is counted twice.
 
 Warmup runs once per server: it absorbs the first-request costs (graph capture, allocator growth)
@@ -38,28 +39,36 @@ import dataclasses
 import ipaddress
 import json
 import time
-from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+import httpx
 
 from specbench import redact
 from specbench.axis import parse_axis
-from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
-from specbench.plugin.switch import DEV_MODE_ENV  # a light module: no vLLM import
-from specbench.run import store
+from specbench.config import Load
+from specbench.errors import ConfigError, ServerError
+from specbench.io import atomic_write_text
+from specbench.plugin.switch import DEV_MODE_ENV, probe, server_additions, switch_variant, switchable
+from specbench.plugin.switches import HEAD_VAR, SWITCH_VARS, head_of_method, switches_from_env
+from specbench.records import Acceptance, CellRecord
 from specbench.run.cells import Cell
-from specbench.run.runner import (
-    WAIT_EXTRA_S,
+from specbench.run.lifecycle import (
     CellFailed,
-    LocalExecutor,
+    CellLife,
     RunContext,
-    _log_lines,
-    _remove_tree,
-    _short_state_dir,
+    ServerSession,
     attest_cell,
-    close_record,
-    new_record,
+    log_lines,
+    remove_tree,
+    stats_wait_s,
 )
+from specbench.run.measure import measure_cell
+from specbench.run.runner import LocalExecutor
+from specbench.server import VLLMServer
 
+Result = tuple[CellRecord, Acceptance | None]
 SERVERS_DIR = "servers"
 
 
@@ -91,8 +100,6 @@ VARIANT_AXES = ("output_norm", "pos0_mask", "env:SPECBENCH_OUTPUT_NORM", "env:SP
 
 def shipped_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` without the variables that select a head variant (the server then starts as shipped)."""
-    from specbench.plugin import HEAD_VAR, SWITCH_VARS
-
     return {k: v for k, v in env.items() if k not in (*SWITCH_VARS, HEAD_VAR)}
 
 
@@ -100,9 +107,6 @@ def head_variant(cell: Cell) -> tuple[str, bool]:
     """(output_norm, pos0_mask) the cell's server is configured to run on its DeepSeek head (the
     switches in its environment, what the plugin reads; pos0 mask: that head's shipped value when
     unset). What the cell claims is its ``spec``; attestation holds the two against each other."""
-    from specbench.plugin import switches_from_env
-    from specbench.plugin.switches import head_of_method
-
     sw = switches_from_env(cell.env)
     head = sw.head or head_of_method(configured_method(cell)) or "eagle"
     return sw.output_norm, sw.mask_for(head)
@@ -126,8 +130,6 @@ def head_switchable(cell: Cell, host: str) -> bool:
     from what the cell asks for (its ``spec``). Optimistic in every compile mode: the variants are
     data in the module, so a compiled graph stays valid across a switch; the runner's probe at
     start-up confirms it and falls back to a server per variant where the server says it cannot."""
-    from specbench.plugin.switch import switchable
-
     spec = cell.spec or {}
     if cell.is_baseline or cell.draft is None or spec.get("head_variant") is None:
         return False  # no DeepSeek head, or an unknown switch value (plan.check_cells refuses it)
@@ -144,10 +146,10 @@ def _control_not_compared(cell: Cell) -> Cell:
     variant = (cell.spec or {}).get("head_variant")
     if not variant:
         return cell
-    return dataclasses.replace(cell, spec={**cell.spec, "head_variant": {**variant, "control": None}})
+    return dataclasses.replace(cell, spec={**(cell.spec or {}), "head_variant": {**variant, "control": None}})
 
 
-def load_settings(load: Any) -> dict[str, Any]:
+def load_settings(load: Load) -> dict[str, Any]:
     """What a cell's load was, for cell.json (the effective values, axis or not)."""
     cats = load.prompts.categories
     return {
@@ -191,11 +193,9 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def reset_prefix_cache(server, tries: int = 20, pause_s: float = 0.25) -> str:
+def reset_prefix_cache(server: VLLMServer, tries: int = 20, pause_s: float = 0.25) -> str:
     """POST /reset_prefix_cache; "done", "refused" (still false after retries: blocks held) or
     "unavailable" (no dev-mode endpoint). Not resetting changes prefill cost, not the counts."""
-    import httpx
-
     for _ in range(tries):
         try:
             resp = httpx.post(f"{server.url}/reset_prefix_cache", timeout=10.0)
@@ -215,7 +215,7 @@ def reset_prefix_cache(server, tries: int = 20, pause_s: float = 0.25) -> str:
 class GroupedExecutor(LocalExecutor):
     """The local executor, with cells that differ only in load axes sharing one server."""
 
-    def run_cells(self, cells: list[Cell], ctx: RunContext) -> Iterator[tuple[dict, dict | None]]:
+    def run_cells(self, cells: list[Cell], ctx: RunContext) -> Iterator[Result]:
         serve = ctx.study.serve
         for group in group_cells(cells, serve.host, serve.share_servers):
             if len(group) == 1:
@@ -223,21 +223,17 @@ class GroupedExecutor(LocalExecutor):
             else:
                 yield from self.run_group(group, ctx)
 
-    def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[dict, dict | None]:
+    def run_cell(self, cell: Cell, ctx: RunContext) -> Result:
         record, acc = super().run_cell(cell, cell_context(ctx, cell) if cell.load else ctx)
         record.load = load_settings(cell_context(ctx, cell).study.load)
         return record, acc
 
-    def run_group(self, group: list[Cell], ctx: RunContext) -> Iterator[tuple[dict, dict | None]]:
-        from specbench.redact import redact_argv
-        from specbench.server import VLLMServer
-
+    def run_group(self, group: list[Cell], ctx: RunContext) -> Iterator[Result]:
         serve, first = ctx.study.serve, group[0]
         gid = first.cell_id
         gdir = ctx.run_dir / SERVERS_DIR / gid
-        _remove_tree(gdir)
+        remove_tree(gdir)
         gdir.mkdir(parents=True, exist_ok=True)
-        log_path = gdir / "server.log"
         env, args = dict(first.env), list(first.args)
         # vLLM 0.32 serves /reset_prefix_cache and /collective_rpc only with VLLM_SERVER_DEV_MODE=1
         # (its own `vllm bench sweep serve` sets it too): only where nothing but this machine can reach them
@@ -247,96 +243,79 @@ class GroupedExecutor(LocalExecutor):
         # values, ask every worker whether it can switch (probe), switch before each cell.
         switching = len({head_variant(c) for c in group}) > 1
         if switching:
-            from specbench.plugin.switch import server_additions
-
             extra_args, extra_env = server_additions((first.spec or {}).get("method") or "eagle")
             env, args = {**shipped_env(env), **extra_env}, args + extra_args
-        state_dir = _short_state_dir()
-        kwargs = {"python": ctx.python} if ctx.python else {}
-        server = VLLMServer(
-            args,
-            env,
-            log_path,
-            host=serve.host,
-            port=serve.port,
-            startup_timeout_s=serve.startup_timeout_s,
-            state_dir=state_dir,
-            **kwargs,
-        )
-        secrets = redact.secret_values(env, args, include_process_env=True)
-        info = {
+        session = ServerSession(ctx, args, env, gdir / "server.log")
+        server = session.server
+        info: dict[str, Any] = {
             "id": gid,
             "cells": [c.cell_id for c in group],
             "log": f"{SERVERS_DIR}/{gid}/server.log",
             "startup_s": None,
             "dev_mode": env.get(DEV_MODE_ENV) == "1",
         }
-        wait_s = 3 * serve.log_stats_interval_s + WAIT_EXTRA_S
         slice_start, dead_reason, cannot_switch = 0, None, None
         try:
             ctx.display.update(gid, "starting")
-            t0 = time.monotonic()
             try:
-                server.start()
-                info["startup_s"] = round(time.monotonic() - t0, 2)
+                session.start()
+                info["startup_s"] = session.startup_s
             except ServerError as exc:
                 dead_reason = "the group's server did not start: " + str(exc).split("\n", 1)[0]
             if switching and dead_reason is None:
-                from specbench.plugin.switch import probe
-
                 cannot_switch = probe(server.url)  # not None: no cell runs here; see below
-            argv = redact_argv(server.argv) if server.port is not None else None
+            argv = session.argv()
             version = server.vllm_version() if dead_reason is None else None
             for i, cell in enumerate(group if cannot_switch is None else []):
-                record = new_record(cell, ctx.study)
-                cctx = cell_context(ctx, cell, warmup=(i == 0))
+                cctx = cell_context(ctx, cell, warmup=(i == 0))  # a ConfigError here leaves the cell's dir alone
+                life = CellLife(cell, ctx)
+                record = life.record
                 record.argv, record.port, record.vllm_version = argv, server.port, version
                 record.load = load_settings(cell_context(ctx, cell).study.load)
                 record.server_group = {**info, "index": i}
                 record.timings.startup_s = info["startup_s"] if i == 0 else 0.0
-                d = store.cell_dir(ctx.run_dir, cell.cell_id)
-                _remove_tree(d)  # a resumed cell starts clean, as in run_cell
-                d.mkdir(parents=True, exist_ok=True)
-                acc = None
+                if dead_reason is None and not server.is_alive():
+                    dead_reason = "the group's server died before this cell"
+                steps = partial(self._on_shared_server, cell, cctx, life, session, switching, dead_reason, i == 0)
                 try:
-                    if dead_reason is None and not server.is_alive():
-                        dead_reason = "the group's server died before this cell"
-                    if dead_reason is not None:
-                        raise CellFailed(dead_reason)
-                    ctx.display.update(cell.cell_id, "starting")
-                    switched, asked = None, cell
-                    if switching:
-                        record.head_variant = self._switch(server, cell)
-                        switched = record.head_variant["workers"]
-                        asked = _control_not_compared(cell)
-                    attest_cell(asked, record, log_path, switched)
-                    record.prefix_cache_reset = "first load" if i == 0 else reset_prefix_cache(server)
-                    acc = self._measure(cell, cctx, server, d, log_path, wait_s, record)
-                    record.status = "done"
-                except CellFailed as exc:
-                    record.reason, record.exit_status = exc.reason, exc.exit_status
-                except SpecbenchError as exc:
-                    if isinstance(exc, (ConfigError, DependencyError)):
-                        raise
-                    record.reason = str(exc).split("\n", 1)[0]
+                    acc = life.run(server, steps)
                 except KeyboardInterrupt:
-                    record.reason = "interrupted (Ctrl-C)"
-                    self._finish_group_cell(ctx, record, server, secrets, log_path, d, slice_start)
+                    self._finish_group_cell(life, session, slice_start)
                     raise
                 if record.status != "done" and dead_reason is None and not server.is_alive():
                     dead_reason = f"the group's server died during cell {cell.cell_id}"
-                slice_start = self._finish_group_cell(ctx, record, server, secrets, log_path, d, slice_start)
+                slice_start = self._finish_group_cell(life, session, slice_start)
                 yield record, acc
         finally:
-            server.stop()
-            redact.scrub_file(log_path, secrets)
-            _remove_tree(state_dir)
+            session.stop()
         if cannot_switch is not None:  # this server is stopped: the cells get a server per variant
             yield from self._server_per_variant(group, ctx, cannot_switch)
 
-    def _server_per_variant(
-        self, group: list[Cell], ctx: RunContext, reason: str
-    ) -> Iterator[tuple[dict, dict | None]]:
+    def _on_shared_server(
+        self,
+        cell: Cell,
+        cctx: RunContext,
+        life: CellLife,
+        session: ServerSession,
+        switching: bool,
+        dead_reason: str | None,
+        first_cell: bool,
+    ) -> Acceptance:
+        """A cell's steps on the group's running server: (switch its head), attest, measure."""
+        record, server = life.record, session.server
+        if dead_reason is not None:
+            raise CellFailed(dead_reason)
+        cctx.display.update(cell.cell_id, "starting")
+        switched, asked = None, cell
+        if switching:
+            record.head_variant = self._switch(server.url, cell)
+            switched = record.head_variant["workers"]
+            asked = _control_not_compared(cell)
+        attest_cell(asked, record, session.log_path, switched)
+        record.prefix_cache_reset = "first load" if first_cell else reset_prefix_cache(server)
+        return measure_cell(cell, cctx, server, life.dir, session.log_path, stats_wait_s(cctx), record)
+
+    def _server_per_variant(self, group: list[Cell], ctx: RunContext, reason: str) -> Iterator[Result]:
         """The probe said the shared server cannot switch its head: never run a cell on the wrong
         variant; each variant gets a server of its own, started with that variant in its
         environment (cells differing only in load still share it). The reason goes to the manifest,
@@ -344,7 +323,7 @@ class GroupedExecutor(LocalExecutor):
         reason = redact.scrub_text(reason, redact.secret_values(group[0].env, group[0].args, include_process_env=True))
         gdir = ctx.run_dir / SERVERS_DIR / group[0].cell_id
         probed = gdir.with_name(gdir.name + ".cannot-switch")  # the probed server's log, kept apart
-        _remove_tree(probed)
+        remove_tree(probed)
         gdir.rename(probed)
         note = {"server": f"{SERVERS_DIR}/{probed.name}", "cells": [c.cell_id for c in group], "reason": reason}
         ctx.switch_fallbacks.append(note)
@@ -359,13 +338,11 @@ class GroupedExecutor(LocalExecutor):
                 yield record, acc
 
     @staticmethod
-    def _switch(server, cell: Cell) -> dict[str, Any]:
+    def _switch(url: str, cell: Cell) -> dict[str, Any]:
         """Switch the running server to ``cell``'s head variant; what each worker now runs, which
         must be that variant in every worker before the cell starts (else the cell fails)."""
-        from specbench.plugin.switch import switch_variant
-
         output_norm, pos0_mask = head_variant(cell)
-        workers = switch_variant(server.url, output_norm, pos0_mask)
+        workers = switch_variant(url, output_norm, pos0_mask)
         want = (output_norm, "on" if pos0_mask else "off")
         wrong = [
             f"worker {i} runs {w}"
@@ -377,19 +354,12 @@ class GroupedExecutor(LocalExecutor):
         return {"output_norm": output_norm, "pos0_mask": want[1], "switched_in_place": True, "workers": workers}
 
     @staticmethod
-    def _finish_group_cell(
-        ctx: RunContext, record: dict, server, secrets, log_path: Path, d: Path, slice_start: int
-    ) -> int:
-        """Write the cell's slice of the group log and, if it failed, its record; returns where the
-        next slice starts."""
-        from specbench.io import atomic_write_text
-
-        text, n = _log_lines(log_path)
+    def _finish_group_cell(life: CellLife, session: ServerSession, slice_start: int) -> int:
+        """The cell's part on the shared server ends: write its slice of the group log (scrubbed)
+        and close its record; returns where the next slice starts."""
+        text, n = log_lines(session.log_path)
         lines = text.splitlines(keepends=True)[slice_start:n]
-        atomic_write_text(d / "server.log", redact.scrub_text("".join(lines), secrets))
-        record.server_group = {**record.server_group, "log_lines": [slice_start + 1, n]}
-        close_record(record, server, secrets)
-        if record.status != "done":
-            redact.scrub_file(d / "server.log", secrets)
-            store.write_cell(ctx.run_dir, record, None)
+        atomic_write_text(life.dir / "server.log", redact.scrub_text("".join(lines), session.secrets))
+        life.record.server_group = {**(life.record.server_group or {}), "log_lines": [slice_start + 1, n]}
+        life.close(session.server, session.secrets)
         return n

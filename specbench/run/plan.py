@@ -11,17 +11,27 @@ the same message (tests/contract/test_validation_pipeline.py).
 
 from __future__ import annotations
 
+import copy
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Callable
 
+import specbench
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
 from specbench.config_checks import check_prompts
+from specbench.config_overrides import shown_override
 from specbench.errors import ConfigError, InputError
-from specbench.redact import REDACTED
+from specbench.fixtures import resolve_fixture_ref
+from specbench.plugin import SWITCH_VARS, check_variant_supported, switches_from_env
+from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
 from specbench.run import store
 from specbench.run.cells import Cell, default_resolver, expand
-from specbench.run.runner import RunPlan, utc_now
+from specbench.run.lifecycle import utc_now
+from specbench.run.machine import fingerprint
+from specbench.run.read import read_run
+from specbench.run.runner import RunPlan
+from specbench.vllm_main import installed_vllm_version
 
 
 def make_run_id(study: Study, now: datetime | None = None) -> str:
@@ -30,15 +40,13 @@ def make_run_id(study: Study, now: datetime | None = None) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{study.name}"
 
 
-def fixture_resolver(study: Study):
+def fixture_resolver(study: Study) -> Callable[[str], str]:
     """Builds the tiny fixtures once if the study names them; maps refs to their paths."""
-    refs = {study.serve.model, *(v for v in study.matrix.get("draft", []))}
+    refs = {study.serve.model, *(str(v) for v in study.matrix.get("draft", []))}
     if study.serve.speculative and study.serve.speculative.draft:
         refs.add(study.serve.speculative.draft)
     resolved: dict[str, str] = {}
     if refs & set(FIXTURE_REFS):
-        from specbench.fixtures import resolve_fixture_ref
-
         resolved = {ref: resolve_fixture_ref(ref, build=True) for ref in sorted(refs & set(FIXTURE_REFS))}
 
     def resolve(ref: str) -> str:
@@ -52,19 +60,15 @@ def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> Non
     ``SPECBENCH_POS0_MASK``, ``SPECBENCH_HEAD_CONTROL``, from an axis or ``serve.env``) or switches
     the plugin cannot apply to a cell's head. The error names the config file, so the user knows
     what to edit."""
-    from specbench.plugin import check_variant_supported
-
     try:
-        _check_variants(cells, check_variant_supported)
+        _check_variants(cells)
     except ConfigError as exc:
         if config_path is None:
             raise
         raise ConfigError(f"{config_path}: {exc}") from None
 
 
-def _check_variants(cells: list[Cell], check_variant_supported) -> None:
-    from specbench.plugin import SWITCH_VARS, switches_from_env
-
+def _check_variants(cells: list[Cell]) -> None:
     for c in cells:
         switches = switches_from_env(c.env)  # an unknown value fails here, not inside vLLM
         if c.is_baseline or not c.draft or not any(c.env.get(v, "").strip() for v in SWITCH_VARS):
@@ -88,7 +92,7 @@ def _spec_method(cell: Cell) -> str:
 def _hub_cache_dir(repo_id: str) -> Path | None:
     """The local snapshot of a hub model if its config.json is in the Hugging Face cache."""
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # lazy: optional, comes with vLLM
     except ImportError:
         return None
     try:
@@ -100,16 +104,10 @@ def _hub_cache_dir(repo_id: str) -> Path | None:
 
 def redacted_config(study: Study) -> dict:
     """The resolved config as the manifest stores it (secrets hidden: :func:`specbench.redact.redact_config`)."""
-    from specbench.redact import redact_config
-
     return redact_config(study.model_dump(mode="json"))
 
 
 def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: list[Cell]) -> dict:
-    import specbench
-    from specbench.run.machine import fingerprint
-    from specbench.vllm_main import installed_vllm_version
-
     return {
         "run_id": run_id,
         "specbench_version": specbench.__version__,
@@ -157,8 +155,6 @@ def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tupl
     run_dir.mkdir(parents=True)
     manifest = _manifest(study, run_id, Path(os.path.abspath(config_path)), sha, cells)
     if overrides:  # --resume applies them again to the same file (secrets from the environment)
-        from specbench.config_overrides import shown_override
-
         manifest["overrides"] = [shown_override(o) for o in overrides]
     store.write_manifest(run_dir, manifest)
     return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=run_id, manifest=manifest)
@@ -167,8 +163,6 @@ def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tupl
 def resume_plan(run_dir: Path) -> RunPlan:
     """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
     run_dir = Path(run_dir)
-    from specbench.run.read import read_run
-
     run = read_run(run_dir, resuming=True)
     manifest = run.manifest
     if str(manifest.get("source", "")).startswith("vllm bench"):
@@ -229,10 +223,6 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
     variable from the environment; ``--hf-token ***`` is dropped (the hub reads ``HF_TOKEN``);
     ``--api-key ***`` becomes ``VLLM_API_KEY`` (vLLM reads it; the load sends it). A secret the
     environment does not hold is an error naming it. Returns (config, names taken from environ)."""
-    import copy
-
-    from specbench.redact import REDACTED, is_hidden_axis_value, secret_flag, secret_spans
-
     data = copy.deepcopy(resolved)
     fix = f"export it, or restore {config_path} and resume again"
     used: list[str] = []
@@ -243,8 +233,10 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
                 f"{source}: matrix.{axis}: secret values are kept only as hashes; "
                 f"restore {config_path} (the run's config) and resume again"
             )
-    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
-    env = serve.get("env") if isinstance(serve.get("env"), dict) else {}
+    serve_raw = data.get("serve")
+    serve: dict[str, Any] = serve_raw if isinstance(serve_raw, dict) else {}
+    env_raw = serve.get("env")
+    env: dict[str, Any] = env_raw if isinstance(env_raw, dict) else {}
     for name, value in list(env.items()):
         if value == REDACTED:
             if name not in environ:
@@ -262,16 +254,16 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
             if not hidden:
                 continue
             nargs = secret_flag(args[start])
-            name = "VLLM_API_KEY" if nargs == "+" else "HF_TOKEN" if nargs == "?" else None
-            if name is None or name not in environ:
+            var = "VLLM_API_KEY" if nargs == "+" else "HF_TOKEN" if nargs == "?" else None
+            if var is None or var not in environ:
                 raise ConfigError(
                     f"{source}: serve.extra_args: {args[start].split('=')[0]} was redacted when the "
-                    f"run was saved{f' and {name} is not set' if name else ''}; {fix}"
+                    f"run was saved{f' and {var} is not set' if var else ''}; {fix}"
                 )
             if nargs == "+":
-                env["VLLM_API_KEY"] = environ[name]
+                env["VLLM_API_KEY"] = environ[var]
             keep = [i for i in keep if not start <= i < end]
-            used.append(name)
+            used.append(var)
         serve["extra_args"] = [args[i] for i in keep]
     llmperf = (data.get("load") or {}).get("llmperf") if isinstance(data.get("load"), dict) else None
     if isinstance(llmperf, dict) and REDACTED in " ".join(map(str, llmperf.get("extra_args") or [])):
@@ -290,8 +282,6 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
 
 def _redacted_url(value, path: str = "") -> str | None:
     # The field path of the first URL whose user info redact_urls hid, if any.
-    from specbench.redact import redact_urls
-
     if isinstance(value, dict):
         return next((p for k, v in value.items() if (p := _redacted_url(v, f"{path}.{k}".lstrip(".")))), None)
     if isinstance(value, list):

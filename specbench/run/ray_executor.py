@@ -16,17 +16,29 @@ interrupted; only tasks still running after ``grace_s`` (or on a second Ctrl-C) 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError
+from specbench.io import atomic_write_bytes
+from specbench.load.prompts import Prompt
+from specbench.records import Acceptance, CellRecord, as_record, load
 from specbench.run import store
 from specbench.run.cells import Cell
+from specbench.run.display import QuietDisplay
+from specbench.run.groups import GroupedExecutor
+from specbench.run.lifecycle import RunContext, new_record
+from specbench.run.plan import fixture_resolver
+
+Result = tuple[CellRecord, Acceptance | None]
 
 # Written by execute() through store.write_cell, last, so cell.json marks the cell complete.
 _DRIVER_FILES = {store.CELL_JSON, store.ACCEPTANCE_JSON}
@@ -49,15 +61,15 @@ class RayOptions:
     init_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def import_ray():
+def import_ray() -> Any:
     try:
-        import ray
+        import ray  # lazy: an optional extra, only for this executor
     except ImportError:
         raise DependencyError(MISSING_RAY) from None
     return ray
 
 
-def cell_resources(study, nodes: list[dict[str, float]], cpus_per_cell: float) -> dict[str, float]:
+def cell_resources(study: Study, nodes: list[dict[str, float]], cpus_per_cell: float) -> dict[str, float]:
     """The Ray resources one cell reserves, refused (ConfigError) when no node could ever hold them.
 
     ``nodes`` are the alive nodes' total resources. With GPUs in the cluster a cell reserves
@@ -81,8 +93,6 @@ def cell_resources(study, nodes: list[dict[str, float]], cpus_per_cell: float) -
 def check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """Refuse at once a HOST:PORT (or ray://HOST:PORT) nobody listens on: ray.init would retry for
     minutes. ``auto`` and other forms are left to Ray."""
-    import re
-
     m = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)", address)
     if not m:
         return
@@ -95,14 +105,10 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
         ) from None
 
 
-def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
-    """The Ray task: run one cell here with the local executor and return its files and record."""
-    from specbench.records import CellRecord, load
-    from specbench.run.display import QuietDisplay
-    from specbench.run.groups import GroupedExecutor
-    from specbench.run.plan import fixture_resolver
-    from specbench.run.runner import RunContext
-
+def run_cell_on_node(cell: Cell, study: Study, prompts: list[Prompt]) -> dict[str, Any]:
+    """The Ray task: run one cell here with the local executor and return its files and record.
+    The cell's life (start, attest, measure, failure branches, save) is the local one
+    (run/lifecycle.py), so a cell fails on a node exactly as it fails locally."""
     fixture_resolver(study)  # fixture refs resolve to the same cache path on every node: build it here
     tmp = Path(tempfile.mkdtemp(prefix="specbench-ray-"))
     try:
@@ -110,6 +116,8 @@ def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
         try:
             # One server per cell on Ray (load-axis groups are local only); GroupedExecutor.run_cell
             # applies the cell's load axes.
+            record: CellRecord
+            acc: Acceptance | None
             record, acc = GroupedExecutor().run_cell(cell, ctx)
         except KeyboardInterrupt:  # ray.cancel: the server is stopped and the cell saved as failed
             record, acc = load(CellRecord, store.cell_dir(tmp, cell.cell_id) / store.CELL_JSON), None
@@ -126,7 +134,7 @@ def run_cell_on_node(cell: Cell, study, prompts: list) -> dict[str, Any]:
 
 def read_cell_files(cell_dir: Path) -> dict[str, bytes]:
     """Every file of a cell directory except the ones the driver writes itself."""
-    out = {}
+    out: dict[str, bytes] = {}
     for p in sorted(cell_dir.rglob("*")):
         rel = p.relative_to(cell_dir).as_posix()
         if p.is_file() and rel not in _DRIVER_FILES:
@@ -136,8 +144,6 @@ def read_cell_files(cell_dir: Path) -> dict[str, bytes]:
 
 def write_cell_files(run_dir: Path, cell_id: str, files: dict[str, bytes]) -> None:
     """Replace the cell directory's files with ``files`` (a resumed cell drops its old ones)."""
-    from specbench.io import atomic_write_bytes
-
     d = store.cell_dir(run_dir, cell_id)
     for rel, data in files.items():
         if rel.startswith("/") or ".." in Path(rel).parts:
@@ -156,10 +162,10 @@ class RayExecutor:
     def __init__(self, options: RayOptions | None = None):
         self.options = options or RayOptions()
 
-    def run_cell(self, cell: Cell, ctx) -> tuple[dict, dict | None]:
+    def run_cell(self, cell: Cell, ctx: RunContext) -> Result:
         return next(iter(self.run_cells([cell], ctx)))
 
-    def run_cells(self, cells: list[Cell], ctx) -> Iterator[tuple[dict, dict | None]]:
+    def run_cells(self, cells: list[Cell], ctx: RunContext) -> Iterator[Result]:
         ray = import_ray()
         started = self._connect(ray)
         try:
@@ -168,7 +174,7 @@ class RayExecutor:
             if started:
                 ray.shutdown()
 
-    def _connect(self, ray) -> bool:
+    def _connect(self, ray: Any) -> bool:
         """Join or start Ray; True when this call started it (and so shuts it down)."""
         if ray.is_initialized():
             return False
@@ -188,13 +194,14 @@ class RayExecutor:
             ) from None
         return True
 
-    def _run(self, ray, cells: list[Cell], ctx) -> Iterator[tuple[dict, dict | None]]:
+    def _run(self, ray: Any, cells: list[Cell], ctx: RunContext) -> Iterator[Result]:
         nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
         resources = cell_resources(ctx.study, nodes, self.options.cpus_per_cell)
         task = ray.remote(run_cell_on_node).options(max_retries=0, **resources)
         limit = self.options.max_concurrent_cells or len(cells)
         study_ref, prompts_ref = ray.put(ctx.study), ray.put(ctx.prompts)
-        queue, running = list(cells), {}
+        queue = list(cells)
+        running: dict[Any, Cell] = {}  # Ray object ref -> its cell
         try:
             while queue or running:
                 while queue and len(running) < limit:
@@ -208,7 +215,7 @@ class RayExecutor:
             self._cancel(ray, running, ctx)
             raise
 
-    def _collect(self, ray, ref, cell: Cell, ctx) -> tuple[dict, dict | None]:
+    def _collect(self, ray: Any, ref: Any, cell: Cell, ctx: RunContext) -> Result:
         try:
             out = ray.get(ref)
         except ray.exceptions.RayError as exc:
@@ -224,7 +231,7 @@ class RayExecutor:
         record.node = out["node"]
         return record, out["acceptance"]
 
-    def _cancel(self, ray, running: dict, ctx) -> None:
+    def _cancel(self, ray: Any, running: dict[Any, Cell], ctx: RunContext) -> None:
         """Ctrl-C (or an error): cancel gently so each task stops its server, then force."""
         if not running:
             return
@@ -242,7 +249,7 @@ class RayExecutor:
             for ref in running:
                 ray.cancel(ref, force=True)
 
-    def _save_interrupted(self, ray, ref, cell: Cell, ctx) -> None:
+    def _save_interrupted(self, ray: Any, ref: Any, cell: Cell, ctx: RunContext) -> None:
         # As locally, the interrupted cell is saved as failed so --resume reruns it.
         try:
             out = ray.get(ref)
@@ -254,10 +261,8 @@ class RayExecutor:
         ctx.cell_hosts[cell.cell_id] = out["node"]
 
 
-def _relocated(out: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def _relocated(out: dict[str, Any], run_dir: Path) -> CellRecord:
     """The task's record with paths into its node-local run dir pointing into the real one."""
-    from specbench.records import CellRecord, as_record
-
     record = as_record(CellRecord, out["record"]).model_copy(deep=True)
     if record.reason is not None:
         record.reason = record.reason.replace(out["tmp_dir"], str(run_dir))
@@ -266,10 +271,8 @@ def _relocated(out: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     return record
 
 
-def failed_record(cell: Cell, study, reason: str):
+def failed_record(cell: Cell, study: Study, reason: str) -> CellRecord:
     """A cell record for a cell whose task never reported (same keys as the local executor's)."""
-    from specbench.run.runner import new_record
-
     record = new_record(cell, study)
     record.reason, record.ended_at = reason, record.started_at
     return record

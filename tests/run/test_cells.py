@@ -12,7 +12,10 @@ import pytest
 import yaml
 
 from specbench.config import load_config, parse_study
-from specbench.run.cells import expand, pick_baseline, target_mismatch
+from specbench.redact import redact_argv
+from specbench.run.cells import draft_axes_of, expand, pick_baseline, supports_per_request_metrics, target_mismatch
+from specbench.server import server_argv
+from specbench.vllm_main import installed_vllm_version
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,8 +176,6 @@ def test_per_request_level_is_passed_through(mode, level):
 
 
 def test_auto_asks_for_detailed_per_step_arrays_on_vllm_with_the_flag():
-    from specbench.run.cells import supports_per_request_metrics
-    from specbench.vllm_main import installed_vllm_version
 
     cells = expand(_study(serve={**_study().serve.model_dump(), "per_request_metrics": "auto"}), _ident)
     spec = [c for c in cells if not c.is_baseline]
@@ -208,8 +209,6 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
     assert "hf_supersecretvalue" not in out and "sk-verysecret" not in out
     assert "HF_TOKEN=***" in out
     # The argv printed is the one the server would run: built by the server's own builder.
-    from specbench.redact import redact_argv
-    from specbench.server import server_argv
 
     for c in expand(load_config(cfg)):
         assert "  argv: " + shlex.join(redact_argv(server_argv(c.args, "127.0.0.1", "<free port>"))) + "\n" in out
@@ -232,7 +231,6 @@ def test_legacy_expansion_reproduces_a_pre_per_target_baseline_run():
 
 
 def test_draft_axes_are_read_from_a_run_manifest():
-    from specbench.run.cells import draft_axes_of
 
     assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True, "draft_axes": ["env:D"]}}}) == ["env:D"]
     assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True}}}) == []  # an older run

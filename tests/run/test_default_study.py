@@ -19,6 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.analysis.intervals import SCORE_JACKKNIFE
+from specbench.report.build import build_report
 from specbench.run.store import load_run
 
 pytestmark = pytest.mark.vllm
@@ -305,7 +306,6 @@ def test_report_shows_the_attested_confounds_beside_every_mla_contrast(default_s
     """On CPU, MLA on forces chunked prefill and prefix caching off (vLLM's cpu.py): every MLA
     contrast of the report says so, from the cells' attested records; the output-norm contrasts,
     served alike, show none; nothing is "not attested" in a run made today."""
-    from specbench.report.build import build_report
 
     report = build_report([default_study], n_resamples=200)
     mla = [c for c in report.comparisons if c.axis == "mla"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from specbench.report.screen import final_table
+from specbench.report.screen import final_screen, final_table
 from specbench.run import store
 from specbench.run.cells import Cell
 from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, make_display
@@ -57,8 +57,6 @@ def test_final_screen_answers_the_study_in_40_lines_and_fits_80_columns():
     """The committed default study: per cell AL [CI], p_i, tok/s, speed-up [CI] over its own
     baseline; one line per contrast, significant ones first; where the report is."""
     from pathlib import Path
-
-    from specbench.report.screen import final_screen
 
     run = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
     wide, narrow = _render_at(final_screen(run), 120), _render_at(final_screen(run), 80)
@@ -135,7 +133,6 @@ def test_live_display_shows_time_in_state_and_an_estimate_of_the_rest():
 def test_a_plain_display_ends_with_the_screen_it_was_given_and_none_without():
     """The CLI hands the display report.screen.final_screen (report sits above run); a display
     without one prints no final screen rather than failing."""
-    from specbench.report.screen import final_screen
 
     run = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
     out = io.StringIO()

@@ -19,6 +19,12 @@ import pytest
 import yaml
 
 from specbench.cli.main import run_cli
+from specbench.records import CellRecord
+from specbench.run import timings
+from specbench.run.display import QuietDisplay
+from specbench.run.groups import group_cells
+from specbench.run.plan import new_plan
+from specbench.run.runner import execute
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,10 +150,6 @@ class Timed:
 
 
 def test_wall_time_is_the_sum_of_what_earlier_runs_measured_here(monkeypatch, tmp_path):
-    from specbench.run.display import QuietDisplay
-    from specbench.run.groups import group_cells
-    from specbench.run.plan import new_plan
-    from specbench.run.runner import execute
 
     monkeypatch.setenv("SPECBENCH_TIMINGS_FILE", str(tmp_path / "timings.json"))
     cfg = tmp_path / "s.yaml"
@@ -186,8 +188,6 @@ def test_wall_time_is_the_sum_of_what_earlier_runs_measured_here(monkeypatch, tm
 
 
 def test_a_failed_cell_records_nothing_and_other_settings_stay_unknown(monkeypatch, tmp_path):
-    from specbench.records import CellRecord
-    from specbench.run import timings
 
     path = tmp_path / "timings.json"
     rec = CellRecord(

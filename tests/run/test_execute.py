@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+import specbench.io
 from specbench.config import parse_study
 from specbench.run import store
+from specbench.run import store as store_mod
 from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
 from specbench.run.runner import EXIT_OK, EXIT_SOME_FAILED, RunPlan, execute
@@ -102,8 +104,6 @@ def test_interrupt_keeps_finished_cells(tmp_path):
 def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
     """cells.csv is rewritten after every cell from rows kept in memory (store.Tables): the reads of
     cell.json / summary.json grow with the cells, not with their square (each used to re-read all)."""
-    import specbench.io
-    from specbench.run import store as store_mod
 
     study = parse_study(
         {

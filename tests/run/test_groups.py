@@ -8,11 +8,12 @@ import dataclasses
 import pytest
 
 from specbench.config import parse_study
+from specbench.config_checks import check_prompts
 from specbench.errors import ConfigError
 from specbench.load.prompts import load_prompts
 from specbench.run.cells import expand, pick_baseline
 from specbench.run.display import QuietDisplay
-from specbench.run.groups import cell_context, group_cells, head_variant, load_settings, shipped_env
+from specbench.run.groups import cell_context, configured_method, group_cells, head_variant, load_settings, shipped_env
 from specbench.run.runner import RunContext
 
 
@@ -106,7 +107,6 @@ def test_cell_context_applies_the_cell_load_and_narrows_prompts(tmp_path):
 
 
 def test_category_missing_from_the_users_prompt_file_fails_before_the_run(tmp_path):
-    from specbench.config_checks import check_prompts
 
     f = tmp_path / "p.jsonl"
     f.write_text('{"category": "chat", "prompt": "hi"}\n')
@@ -213,8 +213,6 @@ def test_the_variant_enacted_follows_the_server_configuration_not_the_claim():
     still switched to the EAGLE head's shipped mask, not to the MTP head's: the switch enacts what the
     server is configured with; the claim is only checked."""
     import copy
-
-    from specbench.run.groups import configured_method, head_variant
 
     study = _variant_study({"mla": ["on", "off"]}, baseline=False)  # no switch in the env: no SPECBENCH_HEAD
     honest = expand(study)[0]

@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specbench.analysis.acceptance import counts_from_records
 from specbench.analysis.counts import total as sum_counts
+from specbench.metrics.parse import parse_text
 from specbench.run.collect import diff_counts, prometheus_counts, request_units
 
 pytestmark = pytest.mark.vllm
@@ -96,8 +98,6 @@ def test_one_server_for_three_concurrencies(grouped_run, baseline):
 
 
 def test_counts_agree_exactly_per_cell(grouped_run):
-    from specbench.analysis.acceptance import counts_from_records
-    from specbench.metrics.parse import parse_text
 
     cells = _cells(grouped_run)
     full = (grouped_run / cells[0]["server_group"]["log"]).read_text().splitlines(keepends=True)

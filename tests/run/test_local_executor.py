@@ -9,6 +9,7 @@ from specbench.config import load_config
 from specbench.records import CellRecord, load
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
+from specbench.run.measure import wait_log_matches
 from specbench.run.runner import LocalExecutor, RunContext
 from specbench.server import VLLMServer
 
@@ -54,7 +55,6 @@ class _Scrapes:
 
 def test_wait_log_matches_sums_the_printed_windows_to_the_metrics_diff():
     """The wait the runner does before each scrape, on a real cell's files (results/baselines)."""
-    from specbench.run.runner import wait_log_matches
 
     cell = ROOT / "results" / "baselines" / "cpu-default" / "mla-on__output_norm-on__r0"
     _, prom, windows, _, matched = wait_log_matches(_Scrapes(cell), cell / "server.log", 0, None, timeout_s=0.5)

@@ -16,6 +16,7 @@ import pytest
 
 from specbench.config import parse_study
 from specbench.errors import InputError
+from specbench.procs import kill_tree
 from specbench.run import store
 from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
@@ -122,7 +123,6 @@ def test_sighup_takes_the_ctrl_c_path(tmp_path):
 def test_llmperf_is_killed_with_its_whole_process_group(tmp_path):
     # A stand-in for llmperf that starts a worker in its group (as Ray does) and hangs: killing
     # only the leader PID would leave the worker running.
-    from specbench.procs import kill_tree
 
     pidfile = tmp_path / "worker.pid"
     script = textwrap.dedent(f"""

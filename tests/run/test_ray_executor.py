@@ -26,7 +26,8 @@ import yaml
 
 from specbench.errors import ConfigError
 from specbench.run import store
-from specbench.run.ray_executor import cell_resources, check_reachable, read_cell_files, write_cell_files
+from specbench.run.ray_executor import RayExecutor, cell_resources, check_reachable, read_cell_files, write_cell_files
+from specbench.run.runner import RunContext
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_RUN = ROOT / "results" / "baselines" / "cpu-default"  # a committed local run of the default study
@@ -88,8 +89,6 @@ def test_cell_finished_during_cancel_is_kept_whole(tmp_path):
     """A task that finished just before Ctrl-C's cancel reached it returns a done cell: the driver
     keeps its acceptance and node (a done cell is never rerun by --resume, so nothing would refill
     them), and an earlier attempt's acceptance.json never stands beside a new failed record."""
-    from specbench.run.ray_executor import RayExecutor
-    from specbench.run.runner import RunContext
 
     run_dir = tmp_path / "run"
     (run_dir / "c").mkdir(parents=True)

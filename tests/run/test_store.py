@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from specbench.errors import InputError
-from specbench.io import save_json
-from specbench.redact import secret_values
+from specbench.io import load_json, save_json
+from specbench.redact import scrub_file, secret_values
 from specbench.run import store
+from specbench.run.plan import resume_plan
 
 AXES = ["mla", "output_norm"]
 
@@ -172,7 +173,6 @@ def test_secret_values_and_scrub(tmp_path):
     assert set(secrets) == {"hf_abcdef123", "sk-123456", "sk-argvsecret", "hf_eqsecret"}
     log = tmp_path / "server.log"
     log.write_text("args: --api-key sk-argvsecret token=hf_abcdef123 seqs 4 disable 1\n")
-    from specbench.redact import scrub_file
 
     scrub_file(log, secrets)
     text = log.read_text()
@@ -183,9 +183,6 @@ def test_damaged_cell_advice_leads_to_a_rerun(tmp_path):
     # The error's advice must work: deleting the damaged cell's directory makes --resume plan
     # exactly that cell again (planned only here: no server starts).
     import shutil
-
-    from specbench.io import load_json
-    from specbench.run.plan import resume_plan
 
     run_dir = tmp_path / "run"
     shutil.copytree(Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default", run_dir)
