@@ -17,7 +17,6 @@ import typer
 from specbench.cli.common import console, handle_errors, nonempty_path, sigterm_as_interrupt
 from specbench.errors import ConfigError
 from specbench.redact import redact_argv, redact_env
-from specbench.run.display import make_display
 
 # The cores below are imported inside the commands (each marked ``# lazy:``): config, plan, estimate
 # and the executors pull in numpy and pydantic, the server and llmperf modules httpx and psutil, and
@@ -244,6 +243,7 @@ def register(app: typer.Typer) -> None:
             _print_dry_run(_config_or_default(config), sets)
             return
         from specbench.report.screen import final_screen  # lazy: pulls in pandas
+        from specbench.run.display import make_display  # lazy: 6 ms of rich.live and fractions at start-up
         from specbench.run.plan import new_plan, resume_plan  # lazy: pulls in numpy and pydantic
         from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
 
