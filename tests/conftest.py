@@ -100,25 +100,30 @@ def _uses_module_fixture(item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into node ids
 def pytest_collection_modifyitems(config, items) -> None:
-    """Keep tests that share an expensive fixture on one worker (see the module docstring):
+    """Keep tests that share an expensive fixture on one worker (see the module docstring), and
+    start the long ones first:
 
     - a test that reads the default study joins its group, and so does any test of its module
       that uses a module-scoped fixture (it may be the same one);
-    - the other tests of a module that has module-scoped fixtures, or that starts vLLM (whose
-      tests may reach module fixtures through ``request.getfixturevalue``), stay together;
-    - any other test goes to whichever worker is free.
+    - every test of a module that starts vLLM stays with its module (its tests may reach module
+      fixtures through ``request.getfixturevalue``), and so does any other test that uses a
+      module-scoped fixture; the module's tests that use none go to whichever worker is free;
+    - ``slow`` tests are handed out first (xdist hands out work in collection order, groups of
+      many tests first), so the two workers finish together instead of one waiting on a long
+      test that started last.
     """
     studied = {_module_of(i) for i in items if "default_study" in i.fixturenames}
-    shared = {_module_of(i) for i in items if _uses_module_fixture(i) or i.get_closest_marker("vllm")}
+    with_vllm = {_module_of(i) for i in items if i.get_closest_marker("vllm")}
     for item in items:
         module = _module_of(item)
         if "default_study" in item.fixturenames or (module in studied and _uses_module_fixture(item)):
             group = "default_study"
-        elif module in shared:
+        elif module in with_vllm or _uses_module_fixture(item):
             group = module
         else:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: otherwise as collected
 
 
 def vllm_env(tmp: Path) -> dict[str, str]:

@@ -21,13 +21,13 @@ from specbench.cli.outputs import guard_outputs
 from specbench.errors import EXIT_INCONCLUSIVE, EXIT_OK, InputError
 from specbench.io import atomic_write_text, save_json
 
-# The compare core (numpy, pydantic, scipy; matplotlib for --plot) is imported inside the functions
-# that use it, so `specbench --help` and the other commands never load it.
+# The compare core (numpy, pydantic; matplotlib for --plot) is imported inside the functions that
+# use it (each marked ``# lazy:``), so `specbench --help` and the other commands never load it.
 
 
 def _parse_gates(values: Optional[list[str]]):
     # Runs while click parses arguments: a malformed gate is a usage error (exit 2) before any work.
-    from specbench.compare.gates import GateError, parse_gate  # the compare core: see the top
+    from specbench.compare.gates import GateError, parse_gate  # lazy: pulls in numpy and pydantic
 
     try:
         return [parse_gate(v) for v in values or []]
@@ -133,10 +133,10 @@ def compare(
     ] = False,
 ) -> None:
     """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
-    from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate  # the core
-    from specbench.compare.guard import mismatches, unchecked
-    from specbench.compare.noise import load_floors
-    from specbench.compare.render import print_table
+    from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate  # lazy: numpy
+    from specbench.compare.guard import mismatches, unchecked  # lazy: pulls in numpy and pydantic
+    from specbench.compare.noise import load_floors  # lazy: pulls in numpy and pydantic
+    from specbench.compare.render import print_table  # lazy: pulls in numpy and pydantic
 
     guard_outputs(
         [baseline, candidate, gate_file, noise_floor],
@@ -222,9 +222,9 @@ def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
 
 
 def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
-    from specbench.compare.junit import junit_xml  # the compare core: see the top
-    from specbench.compare.render import cell_titles
-    from specbench.compare.render import markdown as render_markdown
+    from specbench.compare.junit import junit_xml  # lazy: pulls in numpy and pydantic
+    from specbench.compare.render import cell_titles  # lazy: pulls in numpy and pydantic
+    from specbench.compare.render import markdown as render_markdown  # lazy: pulls in numpy and pydantic
 
     if markdown is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
         text = render_markdown(comp)
@@ -242,7 +242,7 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
     if json_out is not None:
         save_json(json_out, comp.to_dict())
     if plot is not None:
-        from specbench.render.plots.compare import bands, delta_rows, save_overlay  # matplotlib: --plot only
+        from specbench.render.plots.compare import bands, delta_rows, save_overlay  # lazy: pulls in matplotlib
 
         kw = dict(confidence=comp.confidence)
         names = cell_titles(comp)

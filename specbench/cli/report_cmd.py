@@ -54,11 +54,11 @@ def register(app: typer.Typer) -> None:
         ] = 0,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
-        # the report core (pandas, numpy; matplotlib when writing figures) loads only when the command
-        # runs, so `specbench --help` and the other commands never pay for it
-        from specbench.report.build import build_report, table_rows, write_report
-        from specbench.report.inputs import parse_label
-        from specbench.report.kpredict import recommendation
+        # the report core loads only when the command runs, so `specbench --help` and the other
+        # commands never pay for it
+        from specbench.report.build import build_report, table_rows, write_report  # lazy: pulls in pandas
+        from specbench.report.inputs import parse_label  # lazy: pulls in numpy and pydantic
+        from specbench.report.kpredict import recommendation  # lazy: pulls in numpy
 
         labels = [parse_label(x) for x in (label or [])]
         guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})

@@ -15,20 +15,25 @@ from typing import Annotated, Optional
 import typer
 
 from specbench.cli.common import console, handle_errors, nonempty_path, sigterm_as_interrupt
+from specbench.errors import ConfigError
+from specbench.redact import redact_argv, redact_env
+
+# The cores below are imported inside the commands (each marked ``# lazy:``): config, plan, estimate
+# and the executors pull in numpy and pydantic, the server and llmperf modules httpx and psutil, and
+# the final screen pandas, none of which ``specbench --help`` or ``validate``'s argument errors need.
 
 
 def _config_or_default(config: Optional[Path]) -> Path:
     if config is not None:
         return config
-    from specbench.config import packaged_default_config
+    from specbench.config import packaged_default_config  # lazy: pulls in numpy and pydantic
 
     return packaged_default_config()
 
 
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
-    from specbench.redact import redact_argv, redact_env
-    from specbench.run.plan import validated
-    from specbench.server import server_argv
+    from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
+    from specbench.server import server_argv  # lazy: pulls in httpx and psutil
 
     study, cells = validated(config, overrides)  # the same checks, and refusals, as run and validate
     serve = study.serve
@@ -50,8 +55,8 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
 
 def _plan_lines(config: Path, study, cells) -> list[str]:
     """The plan's summary: cells, servers (= cold starts), requests, wall time, one row per server."""
-    from specbench.run.estimate import duration, estimate
-    from specbench.run.groups import group_cells
+    from specbench.run.estimate import duration, estimate  # lazy: pulls in numpy and pydantic
+    from specbench.run.groups import group_cells  # lazy: pulls in numpy and pydantic
 
     serve = study.serve
     ray = study.executor == "ray"  # Ray runs a server per cell (load-axis groups are local only)
@@ -121,8 +126,7 @@ def _switch_note(groups) -> list[str]:
 
 def _print_llmperf(study, cell, out) -> None:
     """llmperf's exact command lines (warmup, load) for a cell; the model is the served name."""
-    from specbench.load.llmperf import llmperf_argv, llmperf_spec
-    from specbench.redact import redact_argv
+    from specbench.load.llmperf import llmperf_argv, llmperf_spec  # lazy: pulls in httpx and psutil
 
     ld = study.load
     model = cell.model
@@ -140,17 +144,15 @@ def _print_llmperf(study, cell, out) -> None:
 
 
 def _executor(kind: str, address: Optional[str], max_concurrent: Optional[int], cpus_per_cell: float):
-    from specbench.errors import ConfigError
-
     if kind == "local":
         if address is not None or max_concurrent is not None:
             raise ConfigError("--address and --max-concurrent-cells need --executor ray")
-        from specbench.run.groups import GroupedExecutor
+        from specbench.run.groups import GroupedExecutor  # lazy: pulls in numpy and pydantic
 
         return GroupedExecutor()  # cells on this machine; cells differing only in load axes share a server
     if kind != "ray":
         raise ConfigError(f"--executor {kind!r}: use local or ray")
-    from specbench.run.ray_executor import RayExecutor, RayOptions, import_ray
+    from specbench.run.ray_executor import RayExecutor, RayOptions, import_ray  # lazy: pulls in numpy and pydantic
 
     import_ray()  # say what to install before any cell starts
     return RayExecutor(RayOptions(address=address, max_concurrent_cells=max_concurrent, cpus_per_cell=cpus_per_cell))
@@ -227,8 +229,6 @@ def register(app: typer.Typer) -> None:
         ] = 1.0,
     ) -> None:
         """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
-        from specbench.errors import ConfigError
-
         sets = tuple(overrides or ())
         if results_dir is not None and results_dir_alias is not None:
             raise ConfigError("give --out or its old name --results-dir, not both")
@@ -242,10 +242,10 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError("--dry-run does not combine with --resume")
             _print_dry_run(_config_or_default(config), sets)
             return
-        from specbench.report.screen import final_screen
-        from specbench.run.display import make_display
-        from specbench.run.plan import new_plan, resume_plan
-        from specbench.run.runner import execute
+        from specbench.report.screen import final_screen  # lazy: pulls in pandas
+        from specbench.run.display import make_display  # lazy: 6 ms of rich.live and fractions at start-up
+        from specbench.run.plan import new_plan, resume_plan  # lazy: pulls in numpy and pydantic
+        from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
 
         with sigterm_as_interrupt():
             plan = (
@@ -289,7 +289,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Check a study config without running anything (exit 0 valid, 2 invalid)."""
-        from specbench.run.plan import validated
+        from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
 
         path = _config_or_default(config)
         _, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run

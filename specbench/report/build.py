@@ -403,9 +403,9 @@ def render_markdown(report: Report) -> str:
 
 def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
-    # matplotlib only when figures are written (run's end-of-run screen imports this module)
+    # lazy: pulls in matplotlib, only when figures are written (run's end-of-run screen imports this module)
     from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
-    from specbench.render.plots.style import encode
+    from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

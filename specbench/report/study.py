@@ -508,9 +508,9 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same
     # pandas and matplotlib only when files are written (run's end-of-run screen imports this module)
     import pandas as pd
 
-    from specbench.render.plots.acceptance import save_figure
-    from specbench.render.plots.concurrency import write_concurrency_plot
-    from specbench.render.plots.study import divergence_figure, speedup_figure
+    from specbench.render.plots.acceptance import save_figure  # lazy: pulls in matplotlib
+    from specbench.render.plots.concurrency import write_concurrency_plot  # lazy: pulls in matplotlib
+    from specbench.render.plots.study import divergence_figure, speedup_figure  # lazy: pulls in matplotlib
 
     paths: list[Path] = []
     for name, records in (

@@ -147,6 +147,7 @@ def _coverage_batch1(pool: list[Counts], min_requests: int, target: float, studi
     return hit / studies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", ["mla-on__output_norm-on__r0", "mla-on__output_norm-logits-only__r0"])
 def test_optional_stopping_keeps_coverage_at_the_floor_and_below_it(cell):
     """Against the committed default study's requests, looking after every request (batch 1: the most

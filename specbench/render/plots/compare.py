@@ -16,6 +16,7 @@ from pathlib import Path
 from specbench.analysis.acceptance import Counts
 from specbench.analysis.intervals import cell_intervals
 from specbench.io import atomic_write_bytes
+from specbench.render.plots.style import draw_ci
 
 SIDES = (("baseline", "tab:blue", "o"), ("candidate", "tab:orange", "s"))
 
@@ -69,9 +70,6 @@ def delta_rows(cell) -> DeltaRow | None:
 
 
 def draw_levels(ax, base: Band | None, cand: Band | None) -> None:
-    # style imports matplotlib: only when a plot is drawn (compare imports this module for its data rows)
-    from specbench.render.plots.style import draw_ci
-
     for band, (label, colour, marker), dx in ((base, SIDES[0], -0.06), (cand, SIDES[1], 0.06)):
         if band is None:
             continue
@@ -93,9 +91,6 @@ def draw_levels(ax, base: Band | None, cand: Band | None) -> None:
 
 
 def draw_delta(ax, d: DeltaRow | None) -> None:
-    # style imports matplotlib: only when a plot is drawn (compare imports this module for its data rows)
-    from specbench.render.plots.style import draw_ci
-
     ax.axhline(0.0, color="black", linewidth=0.8)
     if d is None:
         ax.text(0.5, 0.5, "no Δ", transform=ax.transAxes, ha="center", va="center", color="gray")
