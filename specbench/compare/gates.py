@@ -32,6 +32,7 @@ family-wise rate over every check it made, all cells x all gate lines, with Holm
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -242,15 +243,24 @@ def minimum_detectable(tol: float, se: float, df: float | None, alpha: float, m:
     probability POWER; a little above t_(1-alpha/m) + t_POWER at few df). ``alpha / m`` is the
     level Holm asks of a lone true harm among ``m`` checks. Tolerance + CI half-width, printed
     before, is the harm detected about half of the time."""
-    from scipy.optimize import brentq
-    from scipy.stats import nct, norm, t
+    from scipy.stats import norm
 
     if not df:
         return tol + float(norm.ppf(1 - alpha / m) + norm.ppf(POWER)) * se
-    crit = float(t.ppf(1 - alpha / m, df))
+    return tol + _noncentrality(1 - alpha / m, float(df)) * se
+
+
+@functools.lru_cache(maxsize=1024)
+def _noncentrality(level: float, df: float) -> float:
+    """The noncentrality at which a t with ``df`` passes its ``level`` quantile with probability
+    POWER. A root search over the noncentral t (~1.5 ms); a compare asks it for every check with the
+    same few (level, df), and the Monte Carlo tests ask it thousands of times."""
+    from scipy.optimize import brentq
+    from scipy.stats import nct, t
+
+    crit = float(t.ppf(level, df))
     start = crit + float(t.ppf(POWER, df))
-    ncp = brentq(lambda x: nct.sf(crit, df, x) - POWER, start / 2, start * 4 + 10)
-    return tol + ncp * se
+    return float(brentq(lambda x: nct.sf(crit, df, x) - POWER, start / 2, start * 4 + 10))
 
 
 def weak_note(tol: float, mdc: float) -> str | None:

@@ -21,6 +21,8 @@ from specbench.errors import InputError
 from specbench.io import MAX_JSON_BYTES, atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
 from specbench.load.summary import summary_columns
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
+from specbench.run.cells import axis_label
+from specbench.safe_yaml import loads_json
 
 MANIFEST = "manifest.json"
 CELL_JSON = "cell.json"
@@ -211,8 +213,6 @@ class Tables:
 
 
 def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summary: dict | None) -> dict[str, Any]:
-    from specbench.run.cells import axis_label
-
     row: dict[str, Any] = {
         "run_id": run_id,
         "cell_id": cell.cell_id,
@@ -267,8 +267,6 @@ def _ci(row: dict, name: str, ci) -> None:
 
 
 def _frame(pd, rows: list[dict], axes: list[str]):
-    from specbench.run.cells import axis_label
-
     axis_cols = [axis_label(a) for a in axes]
     metric_cols = [
         "num_spec_tokens",
@@ -375,8 +373,6 @@ def _cell_fix(message: str, cell_path: Path, run_dir: Path) -> str:
 
 def load_summary(path: Path) -> dict | None:
     # summary.json keeps llmperf's key names (no schema_version: llmperf tools read it as is).
-    from specbench.safe_yaml import loads_json
-
     if not path.exists():
         return None
     text = read_text(

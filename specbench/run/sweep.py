@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from specbench.analysis.acceptance import DEFINITION, acceptance, counts_from_records
 from specbench.errors import InputError
 from specbench.metrics.vllm_bench import (
     PROVENANCE,
@@ -37,6 +38,7 @@ from specbench.metrics.vllm_bench import (
     spec_record,
     summary,
 )
+from specbench.run.cells import _slug
 from specbench.run.store import CellData, Run
 
 RUN_FILE_RE = re.compile(r"^run=(\d+)\.json$")
@@ -105,8 +107,6 @@ def point_axes(name: str, data: dict[str, Any]) -> dict[str, Any]:
 
 def _acceptance(res: BenchResult) -> tuple[dict[str, Any] | None, list[str]]:
     """An ``acceptance.json``-shaped dict: vllm bench's /metrics difference as the exact total."""
-    from specbench.analysis.acceptance import DEFINITION, acceptance, counts_from_records
-
     rec, warnings = spec_record(res)
     if rec is None:
         return None, warnings
@@ -208,8 +208,6 @@ def load_sweep(path: Path | str) -> Run:
 
 def _cell_id(axes: dict[str, Any], point_id: str, repeat: int) -> str:
     """``max_num_seqs-4__max_concurrency-1__r0``, as ``specbench run`` names its cells."""
-    from specbench.run.cells import _slug
-
     parts = [f"{k}-{_slug(v)}" for k, v in axes.items()] or [point_id]
     return "__".join(parts + [f"r{repeat}"])
 
