@@ -131,6 +131,8 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
     (``/dev/stdout``) are written through; an input of the running command is refused. New
     files get the mode ``open()`` would give them (umask), replaced files keep theirs."""
     path = Path(path)
+    if _stop.marked_depth:
+        honour_stop()  # an output of a marked set: a stop asked for is not written past
     owner = written_input(path)
     if owner is not None:
         raise InputError(f"{path}: is an input of this command ({owner}); write the output elsewhere")
@@ -179,6 +181,38 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
 INCOMPLETE = "INCOMPLETE"
 
 
+# A stop asked for by a signal (SIGTERM/SIGHUP/SIGINT, see cli.common.sigterm_as_interrupt). The
+# signal handler raises KeyboardInterrupt where the main thread is, and C extension code can swallow
+# it (seen: numpy's dtype comparison under pandas clears the error, ~2 reports in 100 SIGTERMed
+# while rendering), so the stop is also kept here and honoured at the next output write of a marked
+# set and when the command ends: a lost interrupt never becomes a whole-looking set and exit 0.
+class _Stop:
+    requested = False
+    marked_depth = 0  # how many marked_incomplete blocks are open
+
+
+_stop = _Stop()
+
+
+def request_stop() -> None:
+    _stop.requested = True
+
+
+def clear_stop() -> None:
+    _stop.requested = False
+
+
+def stop_requested() -> bool:
+    return _stop.requested
+
+
+def honour_stop() -> None:
+    """Raise KeyboardInterrupt once if a stop was asked for and not yet acted on."""
+    if _stop.requested:
+        _stop.requested = False
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def marked_incomplete(out_dir: Path, command: str) -> Iterator[None]:
     """While inside, ``out_dir`` holds a file ``INCOMPLETE`` saying its files are a partial set:
@@ -192,7 +226,12 @@ def marked_incomplete(out_dir: Path, command: str) -> Iterator[None]:
         "failed): the files here are a partial set, some may be from an earlier run. Run the "
         "command again; this file is removed when every output is written.\n",
     )
-    yield
+    _stop.marked_depth += 1
+    try:
+        yield
+        honour_stop()  # a stop whose interrupt was lost: the set stays marked
+    finally:
+        _stop.marked_depth -= 1
     marker.unlink(missing_ok=True)
 
 

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, SpecbenchError
+from specbench.io import clear_stop, honour_stop, request_stop
 from specbench.redact import redact_urls
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -143,11 +144,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
     finished cells are kept, exit 130. A second SIGTERM or Ctrl-C while stopping kills at once."""
 
     def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+        request_stop()  # kept too: C extension code can swallow the KeyboardInterrupt (io.honour_stop)
         raise KeyboardInterrupt
 
     # SIGHUP (terminal closed, SSH lost) too: the servers run in their own sessions and would
-    # otherwise outlive specbench.
-    signals = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    # otherwise outlive specbench. SIGINT (Ctrl-C) raises the same way as Python's own handler does.
+    signals = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    clear_stop()
     try:
         previous = {s: signal.signal(s, interrupt) for s in signals}
     except ValueError:  # not the main thread (e.g. an embedding test runner): leave them alone
@@ -155,9 +158,11 @@ def sigterm_as_interrupt() -> Iterator[None]:
         return
     try:
         yield
+        honour_stop()  # the command went on to its end after a lost interrupt: it still ends as one
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        clear_stop()
 
 
 def nonempty_path(text: str) -> Path:
