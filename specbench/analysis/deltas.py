@@ -10,7 +10,9 @@ statistic from the remaining sums, take the jackknife variance; Welch-Satterthwa
 freedom for two independent sides. When both sides carry per-request counts with prompt ids the
 change is **paired by prompt**: a unit is a prompt (a cluster: every request and repeat of that
 prompt, on both sides), one prompt is left out of both sides at once, df = prompts - 1. Repeated
-prompts and repeats are then never counted as independent. The A/A simulation test
+prompts and repeats are then never counted as independent; the paired interval also takes MOVER's
+limits from the two cells' score intervals where they are wider (:func:`paired_acceptance_deltas`
+says why). The A/A simulation test
 (tests/compare/test_false_alarms.py) measures the one-sided false-alarm rate at 3-20 units.
 
 Latency medians are not smooth (the jackknife is inconsistent for a median): they get a BCa
@@ -143,6 +145,14 @@ def paired_acceptance_deltas(
     The point is the change of the pooled statistic (all prompts of both sides); the jackknife
     leaves one prompt out of both sides together, so the prompt-to-prompt spread shared by the two
     sides cancels out of the standard error. df = prompts - 1.
+
+    The interval is the wider, on each side, of that t (within-draw floor included) and MOVER's
+    limits from the two cells' own score intervals (:func:`_mover`). Why: drawn from the committed
+    default study, the t alone covered a real change between two cells < 93% in 19 of 690 cell pair
+    x statistic x size cases at 3-10 prompts, all with the MLA-on logits-only cell (p_2 rests on two
+    outlier requests of 20, which most draws miss: lowest 79.8%); MOVER alone 87.5% at 3 prompts
+    (r from 3 prompts is noisy); the wider of the two >= 98.2% in every case
+    (benchmarks/gate_error_rates.py, section 5), at a printed MDC of 0.091 for 0.088 (docs/methods.md).
     """
     ids = sorted(set(base) | set(cand))
     zero = Counts(0, 0, 0, None)
@@ -172,13 +182,13 @@ def paired_acceptance_deltas(
             continue
         se = math.sqrt(_floored(var, fb.get(key, math.nan) + fc.get(key, math.nan), point))
         lo, hi = _t_ci(point, se, n - 1, confidence)
-        sides = (ib.get(key), ic.get(key))
-        if se == 0 or any(s is None or not _finite(*s) for s in sides):
+        side_b, side_c = ib.get(key), ic.get(key)
+        if se == 0 or side_b is None or side_c is None or not _finite(*side_b, *side_c):
             # a zero-width t interval stays zero-width (never decides: _floored); a side with fewer
             # than 2 prompts with trials for the statistic has no score interval: the t alone
             out[key] = Delta(point, (lo, hi), se, float(n - 1), f"paired by prompt, t with jackknife SE, {n} prompts")
             continue
-        m_lo, m_hi = _mover(float(pb[key]), float(pc[key]), sides[0], sides[1], _correlation(lb[key], lc[key]))
+        m_lo, m_hi = _mover(float(pb[key]), float(pc[key]), side_b, side_c, _correlation(lb[key], lc[key]))
         lo, hi = min(lo, m_lo), max(hi, m_hi)
         out[key] = Delta(
             point,
