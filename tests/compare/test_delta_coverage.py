@@ -8,9 +8,11 @@ populations, independent of the code under test.
 
 Before the within-draw floor (analysis/deltas.py ``_floored``), 237 of 718 cell pair x statistic
 x size cases covered < 93%, down to 68% (p_2, alpha_2 near 0 with output norm off: 0 in every
-prompt drawn, jackknife SE 0). With it, every case without the MLA-on logits-only cell covers
+prompt drawn, jackknife SE 0). With it, every case without the MLA-on logits-only cell covered
 >= 93%; that cell's p_2 holds two outlier requests of 20 (14 of 16 drafts accepted at position 2,
-else 0-4), and pairs with it still cover 76-92% at 5-10 prompts (left open: docs/gate.md).
+else 0-4), and pairs with it still covered 79.8-92% at 3-10 prompts (19 of 690 cases). The
+interval now also takes MOVER's limits from the two cells' score intervals where they are wider
+(analysis/deltas.py ``_mover``): benchmarks/gate_error_rates.py measures >= 98% in every case.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from realcells import paired_delta_coverage, populations
 from specbench.analysis.counts import Counts
 from specbench.analysis.deltas import paired_acceptance_deltas
 
-OPEN = "mla-on__output_norm-logits-only"  # the cell the floor does not fix (docstring)
+WORST = ("mla-on__output_norm-logits-only__r0", "mla-on__output_norm-off__r0")  # p_2: 79.8% at 5 with the t
 DRAWS = 150
 POPS = {name.split("/")[1]: units for name, units in populations().items() if name.startswith("cpu-default/")}
 
@@ -42,8 +44,6 @@ def test_paired_change_covers_at_least_93_percent(n):
     rng = np.random.default_rng(4000 + n)
     low = {}
     for a, b in itertools.permutations(sorted(POPS), 2):
-        if OPEN in a or OPEN in b:
-            continue
         low.update(
             {
                 f"{a} -> {b} {key}": cov
@@ -52,6 +52,14 @@ def test_paired_change_covers_at_least_93_percent(n):
             }
         )
     assert not low, low
+
+
+def test_the_worst_pair_of_the_jackknife_t_covers_at_5_prompts():
+    """The case the floored jackknife t missed most (p_2 of the MLA-on logits-only cell, whose two
+    outlier requests most draws of 5 prompts miss): 400 draws, about a second."""
+    draws = 400
+    cov, given = paired_delta_coverage(POPS[WORST[0]], POPS[WORST[1]], 5, draws, np.random.default_rng(29))["p2"]
+    assert given >= draws // 2 and cov >= 0.93 - _slack(given), (cov, given)
 
 
 def test_a_rate_that_is_zero_in_every_prompt_still_has_spread():

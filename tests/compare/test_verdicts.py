@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from realruns import BASELINE, SPEC_CELLS, run
 
+from specbench.analysis.deltas import PAIRED_MOVER
+
 
 def _fail_cells(run_dir: Path) -> None:
     for cid in SPEC_CELLS:
@@ -156,7 +158,7 @@ def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path)
         for m in c["metrics"]
         if m["name"] == "mean_acceptance_length"
     }
-    assert methods == {"paired by prompt, t with jackknife SE, 20 prompts"}
+    assert methods == {f"paired by prompt, {PAIRED_MOVER}, 20 prompts"}
     for cid in SPEC_CELLS:  # the 20 requests now use 5 prompts, 4 times each
         f = copy / cid / "requests.jsonl"
         rows = [json.loads(line) for line in f.read_text().splitlines()]
@@ -168,7 +170,7 @@ def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path)
         for m in c["metrics"]
         if m["name"] == "mean_acceptance_length"
     }
-    assert methods == {"paired by prompt, t with jackknife SE, 5 prompts"}
+    assert methods == {f"paired by prompt, {PAIRED_MOVER}, 5 prompts"}
 
 
 def test_each_check_prints_its_smallest_detectable_change(tmp_path):
@@ -207,7 +209,7 @@ def test_an_errored_request_leaves_its_prompt_out_of_both_sides(copy, tmp_path):
     cell = next(c for c in data["cells"] if c["base_ids"] == [cid])
     assert cell["pairing"]["only_in_baseline"] == [rows[0]["prompt_id"]] and cell["pairing"]["shared"] == 19
     al = next(m for m in cell["metrics"] if m["name"] == "mean_acceptance_length")
-    assert al["delta"] == 0.0 and al["method"] == "paired by prompt, t with jackknife SE, 19 prompts"
+    assert al["delta"] == 0.0 and al["method"] == f"paired by prompt, {PAIRED_MOVER}, 19 prompts"
 
 
 def test_impossible_counts_are_left_out_never_tabled(copy, tmp_path):
