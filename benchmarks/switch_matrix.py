@@ -20,105 +20,23 @@ server's cold start (target: < 1 %). Exit 1 if any variant differs. About 14 com
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
+# The heads fixture's argv, environment, load and compiled start-up are test support
+# (tests/plugin/heads_serving.py), shared with the tests; benchmarks run from a checkout, which has it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "plugin"))
+from heads_serving import VARIANTS  # noqa: E402
+from heads_serving import heads_args as _args  # noqa: E402
+from heads_serving import heads_env as _env  # noqa: E402
+from heads_serving import sequential_load as _load  # noqa: E402
+from heads_serving import serve as _serve  # noqa: E402
 
-from specbench.attest import ATTEST_VAR
-from specbench.errors import ServerError
-from specbench.fixtures import resolve_fixture_ref
-from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
-from specbench.run.collect import diff_counts, prometheus_counts
-from specbench.run.groups import reset_prefix_cache
-from specbench.server import VLLMServer
-
-K = 3
-PROMPTS = [
-    "def parse(path):",
-    "What does the json module do?",
-    "class Config:",
-    "for key, value in items:",
-    "Explain a dataclass.",
-    "raise ValueError(",
-    "import os\nimport sys\n",
-    "return self._data",
-]
-VARIANTS = [(n, m) for n in ("on", "logits-only", "off") for m in (False, True)]
-
-
-def _args(method: str) -> list[str]:
-    target = resolve_fixture_ref("fixture:heads-target", build=True)
-    draft = target if method == "deepseek_mtp" else resolve_fixture_ref("fixture:heads-draft", build=True)
-    spec = json.dumps({"method": method, "model": draft, "num_speculative_tokens": K})
-    return [
-        target,
-        "--max-model-len",
-        "512",
-        "--max-num-seqs",
-        "4",
-        "--dtype",
-        "bfloat16",
-        "--speculative-config",
-        spec,
-        "--served-model-name",
-        "tiny",
-    ]
-
-
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    return {
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_MLA_DISABLE": "0",
-        ATTEST_VAR: "1",
-        "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu"),
-        **extra,
-    }
-
-
-def _load(server) -> tuple[int, ...]:
-    before = prometheus_counts(server.scrape_metrics())
-    with httpx.Client(base_url=server.url, timeout=300) as client:
-        for prompt in PROMPTS:
-            body = {
-                "model": "tiny",
-                "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": 48,
-                "temperature": 0,
-            }
-            client.post("/v1/chat/completions", json=body).raise_for_status()
-    diff = diff_counts(prometheus_counts(server.scrape_metrics()), before)
-    return (diff.num_drafts, *diff.accepted_per_position)
-
-
-GC_STACK_OVERFLOW = ("Cannot recover from stack overflow", "Garbage-collecting")
-
-
-@contextlib.contextmanager
-def _serve(args: list[str], env: dict[str, str], log: Path):
-    """A started server, stopped on exit; a compiled start that died of the known vLLM-CPU 0.32
-    GC-during-tracing stack overflow (tests/plugin/test_compiled_vllm.py) is retried once."""
-    for attempt in (0, 1):
-        server = VLLMServer(args, env, log)
-        try:
-            server.start()
-            break
-        except ServerError:
-            server.stop()
-            text = log.read_text(errors="replace") if log.exists() else ""
-            if attempt or not all(s in text for s in GC_STACK_OVERFLOW):
-                raise
-            print(f"  {log.parent.name}: vLLM-CPU GC flake at start-up, retried once", flush=True)
-    try:
-        yield server
-    finally:
-        server.stop()
+from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch  # noqa: E402
+from specbench.run.groups import reset_prefix_cache  # noqa: E402
 
 
 def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:

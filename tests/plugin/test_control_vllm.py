@@ -14,30 +14,18 @@ the same batches and their counts are deterministic.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 
 import httpx
 import pytest
+from heads_serving import PROMPTS, K, chat, heads_args, heads_env
 from prometheus_client.parser import text_string_to_metric_families
 
-from specbench.fixtures import resolve_fixture_ref
 from specbench.plugin import CONTROL_VAR, ENV_VAR, HEAD_VAR
+from specbench.server import VLLMServer
 
 pytestmark = pytest.mark.vllm
 
-K = 3
-PROMPTS = [
-    "def parse(path):",
-    "What does the json module do?",
-    "class Config:",
-    "for key, value in items:",
-    "Explain a dataclass.",
-    "raise ValueError(",
-    "import os\nimport sys\n",
-    "return self._data",
-]
 COUNTERS = {
     "vllm:spec_decode_num_drafts_total": "drafts",
     "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
@@ -71,45 +59,12 @@ def _diff(before: dict, after: dict) -> dict:
 
 
 def _serve(workdir, name: str, method: str, env: dict[str, str]) -> Served:
-    from specbench.server import VLLMServer
-
-    target = resolve_fixture_ref("fixture:heads-target", build=True)
-    draft = target if method == "deepseek_mtp" else resolve_fixture_ref("fixture:heads-draft", build=True)
-    spec = json.dumps({"method": method, "model": draft, "num_speculative_tokens": K})
-    args = [
-        target,
-        "--enforce-eager",
-        "--max-model-len",
-        "512",
-        "--max-num-seqs",
-        "4",
-        "--dtype",
-        "bfloat16",
-        "--speculative-config",
-        spec,
-        "--served-model-name",
-        "tiny",
-    ]
-    env = {
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_MLA_DISABLE": "0",
-        "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu"),
-        **env,
-    }
+    # eager; no attestation variable: started as a user would start vLLM
+    args, env = heads_args(method, eager=True), heads_env(env, attest=False)
     log = workdir / name / "server.log"
-    texts = []
     with VLLMServer(args, env, log) as server, httpx.Client(base_url=server.url, timeout=120) as client:
         before = _counts(server.scrape_metrics())
-        for prompt in PROMPTS:
-            body = {
-                "model": "tiny",
-                "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": 32,
-                "temperature": 0,
-            }
-            r = client.post("/v1/chat/completions", json=body)
-            r.raise_for_status()
-            texts.append(r.json()["choices"][0]["message"]["content"])
+        texts = [chat(client, prompt, 32) for prompt in PROMPTS]
         after = _counts(server.scrape_metrics())
     return Served(_diff(before, after), texts, log.read_text(errors="replace"))
 

@@ -23,106 +23,29 @@ specbench's; see tests/plugin/test_compiled_vllm.py) is retried once; any other 
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
 
-import httpx
 import pytest
+from heads_serving import VARIANTS
+from heads_serving import heads_args as _args
+from heads_serving import heads_env as _env
+from heads_serving import sequential_load as _load
+from heads_serving import serve as _serve
 
-from specbench.attest import ATTEST_VAR, attest
+from specbench.attest import attest
 from specbench.errors import ConfigError
-from specbench.fixtures import resolve_fixture_ref
 from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
-from specbench.run.collect import diff_counts, prometheus_counts
 from specbench.run.groups import reset_prefix_cache
 
 pytestmark = pytest.mark.vllm
 
-K = 3
-PROMPTS = [
-    "def parse(path):",
-    "What does the json module do?",
-    "class Config:",
-    "for key, value in items:",
-    "Explain a dataclass.",
-    "raise ValueError(",
-    "import os\nimport sys\n",
-    "return self._data",
-]
-GC_STACK_OVERFLOW = ("Cannot recover from stack overflow", "Garbage-collecting")
 CACHE_LINE = re.compile(r"saved AOT compiled function to (\S+)/torch_compile_cache/")
-VARIANTS = [(n, m) for n in ("on", "logits-only", "off") for m in (False, True)]
 FRESH = {"eagle": [("logits-only", False), ("off", True)], "deepseek_mtp": [("logits-only", True)]}
 START = {"eagle": ("on", False), "deepseek_mtp": ("on", True)}  # what each head ships
 
 
-def _args(method: str) -> list[str]:
-    target = resolve_fixture_ref("fixture:heads-target", build=True)
-    draft = target if method == "deepseek_mtp" else resolve_fixture_ref("fixture:heads-draft", build=True)
-    spec = json.dumps({"method": method, "model": draft, "num_speculative_tokens": K})
-    return [
-        target,
-        "--max-model-len",
-        "512",
-        "--max-num-seqs",
-        "4",
-        "--dtype",
-        "bfloat16",
-        "--speculative-config",
-        spec,
-        "--served-model-name",
-        "tiny",
-    ]
-
-
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_MLA_DISABLE": "0", ATTEST_VAR: "1", **extra}
-    env["VLLM_TARGET_DEVICE"] = os.environ.get("VLLM_TARGET_DEVICE", "cpu")
-    return env
-
-
-def _load(server) -> tuple[int, list[int]]:
-    """Sequential greedy load; returns (drafts, accepted per position) from the /metrics diff."""
-    before = prometheus_counts(server.scrape_metrics())
-    with httpx.Client(base_url=server.url, timeout=300) as client:
-        for prompt in PROMPTS:
-            body = {
-                "model": "tiny",
-                "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": 48,
-                "temperature": 0,
-            }
-            client.post("/v1/chat/completions", json=body).raise_for_status()
-    diff = diff_counts(prometheus_counts(server.scrape_metrics()), before)
-    return diff.num_drafts, list(diff.accepted_per_position)
-
-
 def _now(server) -> list:
     return [a["variant"] for a in switch._rpc(server.url, switch.PROBE_METHOD, [], None, 30)]
-
-
-@contextlib.contextmanager
-def _serve(args: list[str], env: dict[str, str], log):
-    """A started compiled server, stopped on exit; retried once after the GC flake only."""
-    from specbench.errors import ServerError
-    from specbench.server import VLLMServer
-
-    for attempt in (0, 1):
-        server = VLLMServer(args, env, log)
-        try:
-            server.start()
-            break
-        except ServerError:
-            server.stop()
-            text = log.read_text(errors="replace") if log.exists() else ""
-            if attempt or not all(s in text for s in GC_STACK_OVERFLOW):
-                raise
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _runs(method: str, work) -> dict:
