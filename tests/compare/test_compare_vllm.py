@@ -63,10 +63,15 @@ def test_output_norm_off_is_a_regression(default_study, tmp_path):
         default_study, cand, "--markdown", md, "--junit", xml, "--json", js, "--plot", tmp_path / "p.png"
     )
     assert code == 1, out
-    assert "output_norm=on: per_position[0]" in out
     data = json.loads(js.read_text())
     failed_cells = {r["cell"] for r in data["regressions"]}
     assert failed_cells and all("output_norm=on" in c for c in failed_cells)
+    # Every broken cell fails its AL gate (a ~40% drop). Which
+    # per-position checks also clear Holm over all 24 checks varies with the run: p_0's drop of
+    # 12-15pp is "worse" in every run (asserted below), but at 20 requests its paired interval
+    # (MOVER, wider than the t it replaced) put it past Holm in one CI run and not in the next.
+    broken = {c["name"] for c in data["cells"] if c["axes"].get("output_norm") == "on"}
+    assert {r["cell"] for r in data["regressions"] if r["metric"] == "mean_acceptance_length"} == broken
     # Independent check of the size of the drop from the files themselves (exact Prometheus counts).
     for cell in data["cells"]:
         if cell["axes"].get("output_norm") != "on":
