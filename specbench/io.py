@@ -202,10 +202,6 @@ def clear_stop() -> None:
     _stop.requested = False
 
 
-def stop_requested() -> bool:
-    return _stop.requested
-
-
 def honour_stop() -> None:
     """Raise KeyboardInterrupt once if a stop was asked for and not yet acted on."""
     if _stop.requested:
