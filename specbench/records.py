@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
+from specbench.analysis.counts import invalid_reason
 from specbench.io import load_json
 from specbench.model.base import Fractions, Interval, K, Num, R, Record, Scalar
 from specbench.model.counts import Counts
@@ -114,6 +115,30 @@ def ci_units(requests: list[Counts] | None, windows: list[Counts], total: Counts
         if len(units) > 1:
             return units, kind
     return ([total] if total is not None and total.num_drafts else []), "total"
+
+
+def acceptance_units(acc: Acceptance, where: str | Path) -> tuple[list[Counts], str, list[str]]:
+    """A stored cell's CI units, their kind, and a warning for each unit left out: what ``report``
+    and ``compare`` both read from an acceptance.json. Counts no real run could give (more accepted
+    than drafted, ...) are named and left out, never pooled; :func:`ci_units` chooses from the rest."""
+    warnings: list[str] = []
+
+    def valid(units: list[Counts], name: str) -> list[Counts]:
+        out = []
+        for i, u in enumerate(units):
+            field = f"{name}[{i}]"
+            bad = invalid_reason(u)
+            if bad:
+                warnings.append(f"{where}: {field}: invalid counts ({bad}); left out")
+            else:
+                out.append(u.at(f"{where} {field}"))
+        return out
+
+    req = valid(list(acc.per_request.units) if acc.per_request is not None else [], "per_request.units")
+    win = valid(list(acc.logs.windows), "logs.windows")
+    total = valid([acc.total] if acc.total is not None else [], "prometheus.counts")
+    units, kind = ci_units(req, win, total[0] if total else None)
+    return units, kind, warnings
 
 
 # -- cell and manifest ---------------------------------------------------------------------------

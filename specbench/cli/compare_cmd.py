@@ -38,7 +38,10 @@ def _parse_gates(values: Optional[list[str]]):
 def compare(
     baseline: Annotated[
         Path,
-        typer.Argument(metavar="BASE", help="Baseline: a run directory (results/<run-id>) or a log / /metrics file."),
+        typer.Argument(
+            metavar="BASE",
+            help="Baseline: a run directory (results/<run-id>), a vllm bench result or sweep, one cell's acceptance.json, or a log / /metrics / `specbench parse` JSONL file.",
+        ),
     ],
     candidate: Annotated[Path, typer.Argument(metavar="CAND", help="Candidate, same kinds as BASE.")],
     gate: Annotated[

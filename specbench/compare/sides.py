@@ -14,20 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specbench.analysis.acceptance import Counts, counts_from_records
+from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
 from specbench.analysis.windows import window_k
 from specbench.attest import not_attested
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
-from specbench.io import read_jsonl_lines
 from specbench.load.summary import summary_columns
-from specbench.metrics.parse import parse_file
-from specbench.metrics.vllm_bench import looks_like_bench_file
-from specbench.records import Acceptance, ci_units
+from specbench.records import Acceptance, acceptance_units, load
 from specbench.run.collect import NO_SPEC_COUNTS
-from specbench.run.read import read_run
-from specbench.run.sweep import load_bench_file, side_notes
+from specbench.run.read import input_kind, read_run, read_windows
+from specbench.run.sweep import side_notes
 
 CellKey = tuple[tuple[str, str], ...]
 
@@ -166,21 +163,37 @@ UNCHECKED = (
 
 
 def load_side(path: Path) -> Side:
-    """Read a run directory or one log / /metrics file; InputError (exit 2) naming what is wrong."""
+    """Read a run, one cell's acceptance.json, or one log / /metrics / ``specbench parse`` file, as
+    :mod:`specbench.run.read` (report's reader too) reads it; InputError (exit 2) naming what is wrong."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file")
-    if path.is_dir():
-        return _load_run_dir(path)  # a specbench run, or a `vllm bench sweep serve` directory (run/read.py)
-    if looks_like_bench_file(path):
-        return _load_run_dir(path, load_bench_file(path))
+    kind = input_kind(path)
+    if kind == "run":
+        return _load_run_dir(path)
+    if kind == "acceptance":
+        return _load_acceptance(path)
     return _load_file(path)
 
 
+def _load_acceptance(path: Path) -> Side:
+    """One cell's acceptance.json: a one-cell side named after its cell directory."""
+    name = path.parent.name or path.name
+    cell = SideCell(key=(), name=name, axes={}, cell_ids=[name])
+    side = Side(path=path, label=name, manifest=None, cells={(): cell})
+    acc = load(Acceptance, path)
+    if acc.baseline:
+        raise InputError(f"{path}: a baseline cell (no speculation): nothing to compare; pass a speculative cell")
+    _add_acceptance(cell, acc, path, side.warnings)
+    if not cell.units:
+        raise InputError(f"{path}: no spec-decode counts in this acceptance.json; pass a cell that drafted")
+    side.warnings.append(f"{name}: {UNCHECKED.format(what='a lone acceptance.json')}")
+    return side
+
+
 def _load_file(path: Path) -> Side:
-    result = parse_file(path)
-    windows, warnings = counts_from_records(result.records)
-    windows = [w for w in windows if w.num_drafts]
+    read = read_windows([path])
+    windows, warnings = [w for w in read.windows if w.num_drafts], read.warnings
     ks = sorted({window_k(w) for w in windows}, key=str)
     if len(ks) > 1:
         raise InputError(
@@ -197,8 +210,8 @@ def _load_file(path: Path) -> Side:
         name=path.name,
         axes={},
         cell_ids=[path.name],
-        units=windows,
-        unit_kind="window" if len(windows) > 1 else "total",
+        units=read.units,
+        unit_kind=read.unit,
         num_spec_tokens=_k(windows),
     )
     return Side(
@@ -206,14 +219,12 @@ def _load_file(path: Path) -> Side:
         label=path.name,
         manifest=None,
         cells={(): cell},
-        warnings=[
-            f"{path.name}: {w}" for w in [*result.warnings, *warnings, UNCHECKED.format(what="a log or /metrics file")]
-        ],
+        warnings=[f"{path.name}: {w}" for w in [*warnings, UNCHECKED.format(what="a log or /metrics file")]],
     )
 
 
-def _load_run_dir(path: Path, run=None) -> Side:
-    run = run if run is not None else read_run(path)
+def _load_run_dir(path: Path) -> Side:
+    run = read_run(path)
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
     side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
@@ -256,7 +267,7 @@ def _load_run_dir(path: Path, run=None) -> Side:
         if not foreign:
             _add_attestation(cell, cell_id, rec)
         _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
-        _add_latency(cell, data.dir / "requests.jsonl", data.summary, rec.repeat, data.requests)
+        _add_latency(cell, *data.request_rows(), data.summary, rec.repeat)
         if cell.num_spec_tokens is None and not cell.is_baseline:
             cell.num_spec_tokens = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
     for key, failed in not_done.items():
@@ -299,28 +310,12 @@ def _timing_warnings(run) -> list[str]:
     return out
 
 
-def _valid(units: list[Counts], where: str, warnings: list[str]) -> list[Counts]:
-    """Units that can be real; the others are named in a warning and left out (never pooled)."""
-    out = []
-    for i, u in enumerate(units):
-        bad = invalid_reason(u)
-        if bad:
-            warnings.append(f"{where}[{i}]: invalid counts ({bad}); left out")
-        else:
-            out.append(u)
-    return out
-
-
 def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> tuple[list[Counts], str | None]:
-    """Per-request units when they carry positions, else log windows, else the exact total."""
-    warnings = warnings if warnings is not None else []
-    req = list(acc.per_request.units) if acc.per_request is not None else []
-    win = list(acc.logs.windows)
-    total = [acc.total] if acc.total is not None else []
-    req = _valid(req, f"{where}: per_request.units", warnings)
-    win = _valid(win, f"{where}: logs.windows", warnings)
-    total = _valid(total, f"{where}: prometheus.counts", warnings)
-    return ci_units(req, win, total[0] if total else None)
+    """The cell's CI units as report reads them too (records.acceptance_units); invalid ones warned of."""
+    units, kind, left_out = acceptance_units(acc, where)
+    if warnings is not None:
+        warnings += left_out
+    return units, kind
 
 
 def _add_attestation(cell: SideCell, cell_id: str, rec) -> None:
@@ -422,15 +417,11 @@ def _errored(row: dict[str, Any]) -> bool:
 
 def _add_latency(
     cell: SideCell,
-    requests_path: Path,
+    numbered: list[tuple[int, dict[str, Any]]],
+    where: str,
     summary: dict[str, Any] | None,
     repeat: Any = None,
-    rows: list[dict[str, Any]] | None = None,
 ) -> None:
-    if rows is None and requests_path.exists():
-        numbered, where = read_jsonl_lines(requests_path), str(requests_path)
-    else:  # in memory (a `vllm bench` result): rows numbered from 1
-        numbered, where = list(enumerate(rows or [], 1)), f"{requests_path.parent} (requests of the benchmark result)"
     for k, line in check_rows(numbered, where, _errored).items():
         cell.ks_seen.setdefault(k, f"{where}:{line}")
     check_k(cell.ks_seen, cell.name)

@@ -37,7 +37,7 @@ V0_GAUGES = {
 
 def looks_like_prometheus(text: str) -> bool:
     head = text[:4096]
-    return "# TYPE " in head or "# HELP " in head or head.lstrip().startswith("vllm:")
+    return "# TYPE " in head or "# HELP " in head or head.lstrip().startswith("vllm:") or "\nvllm:" in head
 
 
 SCRAPE_LABELS = frozenset({"instance", "job"})

@@ -26,6 +26,7 @@ from specbench.report.inputs import Group, groups_from_files, groups_from_run, i
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
 from specbench.run.cells import axis_label
 from specbench.run.read import read_run
+from specbench.run.store import Run
 
 MAX_WARNINGS_SHOWN = 20
 
@@ -118,17 +119,17 @@ def build_report(
     studies = []
     files = [p for p in inputs if not is_run_dir(p)]
     run_dirs = [p for p in inputs if is_run_dir(p)]
-    _distinct_runs(run_dirs)
+    runs = _distinct_runs(run_dirs)  # each run read once, every part of the report reads that
     prefix = len(run_dirs) > 1  # several runs: cell labels carry the run id
     names: dict[str, str] = {}
-    for run_dir in run_dirs:
-        names.update(run_titles(run_dir, prefix=prefix))
-        run_groups = groups_from_run(run_dir, prefix=prefix)
+    for run in runs:
+        names.update(titles_of(run, prefix=prefix))
+        run_groups = groups_from_run(run, prefix=prefix)
         for g in run_groups:
             g.title = names.get(g.label, g.label)
         groups += run_groups
         comparisons += _comparisons(run_groups, confidence)
-        studies.append(analyse_run(run_dir, prefix=prefix, n_resamples=n_resamples, seed=seed, confidence=confidence))
+        studies.append(analyse_run(run, prefix=prefix, n_resamples=n_resamples, seed=seed, confidence=confidence))
     groups += groups_from_files(files, labels or [])
     counted = {g.label: g.units for g in groups}
     summary = summary_frame(
@@ -164,7 +165,7 @@ def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
     return titles_of(read_run(run_dir), prefix=prefix)
 
 
-def titles_of(run, *, prefix: bool = False) -> dict[str, str]:
+def titles_of(run: Run, *, prefix: bool = False) -> dict[str, str]:
     """:func:`run_titles` of a run already loaded (:class:`specbench.run.store.Run`)."""
     cells = [
         (
@@ -179,9 +180,9 @@ def titles_of(run, *, prefix: bool = False) -> dict[str, str]:
     return {head + cid: head + t for cid, t in titles(cells).items()}
 
 
-def _distinct_runs(run_dirs: list[Path]) -> None:
-    """Cell labels of several runs carry the run id: the same run twice (or a copy of it) would give
-    two groups one label. Refused, naming both."""
+def _distinct_runs(run_dirs: list[Path]) -> list[Run]:
+    """Each run read once, in order. Cell labels of several runs carry the run id: the same run
+    twice (or a copy of it) would give two groups one label. Refused, naming both."""
     import os
 
     seen: dict[str, Path] = {}
@@ -191,14 +192,17 @@ def _distinct_runs(run_dirs: list[Path]) -> None:
             raise ConfigError(f"report: {run_dir} is given twice ({seen[real]}); give each run once")
         seen[real] = run_dir
     ids: dict[str, Path] = {}
+    runs = []
     for run_dir in run_dirs:
-        run_id = str(read_run(run_dir).run_id)
+        runs.append(read_run(run_dir))
+        run_id = str(runs[-1].run_id)
         if run_id in ids:
             raise ConfigError(
                 f"report: {ids[run_id]} and {run_dir} are copies of one run ({run_id}); report one, "
                 "or compare them with 'specbench compare'"
             )
         ids[run_id] = run_dir
+    return runs
 
 
 def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]:

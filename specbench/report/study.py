@@ -29,11 +29,12 @@ from specbench.analysis.divergence import (
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
-from specbench.io import atomic_write_text, read_jsonl
+from specbench.io import atomic_write_text
 from specbench.render import format as fmt
 from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 from specbench.run.cells import axis_label, draft_axes_of, pick_baseline, target_mismatch
-from specbench.run.read import read_run
+from specbench.run.read import as_run
+from specbench.run.store import Run
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.
@@ -64,22 +65,22 @@ class StudyAnalysis:
     cell_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # cell label -> axes (plots by axis)
 
 
-def read_cells(path: Path, *, prefix: bool = False) -> list[CellRequests]:
+def read_cells(path: Path | Run, *, prefix: bool = False) -> list[CellRequests]:
     """The finished cells of a run directory with their request rows (tagged with ``_repeat``)."""
     return _read_run(path, prefix)[0]
 
 
-def _read_run(path: Path, prefix: bool) -> tuple[list[CellRequests], list[str]]:
+def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[str]]:
     """Finished cells and the run's draft-only axes."""
-    run = read_run(path)
+    run = as_run(path)
     out = []
 
     for cell_id, cell in run.cells.items():
-        req = cell.dir / "requests.jsonl"
-        if cell.status != "done" or not req.exists():
+        if cell.status != "done" or not cell.has_requests():
             continue
+        numbered, _ = cell.request_rows()
         rec = cell.record
-        rows = [{**r, "_repeat": rec.repeat} for r in read_jsonl(req)]
+        rows = [{**r, "_repeat": rec.repeat} for _, r in numbered]
         tput = (cell.summary or {}).get("results_mean_output_throughput_token_per_s")
         out.append(
             CellRequests(
@@ -123,11 +124,13 @@ def _overlap(a: CellRequests, b: CellRequests) -> bool:
 
 
 def analyse_run(
-    path: Path, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+    path: Path | Run, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
 ) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
     cells, draft_axes = _read_run(path, prefix)
-    study = StudyAnalysis(source=str(path), cell_axes={c.label: c.axes for c in cells})
+    study = StudyAnalysis(
+        source=str(path.path if isinstance(path, Run) else path), cell_axes={c.label: c.axes for c in cells}
+    )
     for a, b in combinations(cells, 2):
         if a.repeat != b.repeat:
             continue
@@ -160,11 +163,15 @@ def analyse_run(
     return study
 
 
-def run_speedups(path: Path, *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> StudyAnalysis:
+def run_speedups(
+    path: Path | Run, *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> StudyAnalysis:
     """Only each speculative cell's speed-up over its own baseline (no divergence pairs): what the
     run's final screen shows."""
     cells, draft_axes = _read_run(path, False)
-    study = StudyAnalysis(source=str(path), cell_axes={c.label: c.axes for c in cells})
+    study = StudyAnalysis(
+        source=str(path.path if isinstance(path, Run) else path), cell_axes={c.label: c.axes for c in cells}
+    )
     _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
     return study
 

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench.errors import InputError
-from specbench.io import MAX_JSON_BYTES, atomic_write_bytes, atomic_write_text, load_json, read_text, save_json
+from specbench.io import (
+    MAX_JSON_BYTES,
+    atomic_write_bytes,
+    atomic_write_text,
+    load_json,
+    read_jsonl_lines,
+    read_text,
+    save_json,
+)
 from specbench.load.summary import summary_columns
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.run.cells import axis_label
@@ -28,6 +36,7 @@ MANIFEST = "manifest.json"
 CELL_JSON = "cell.json"
 ACCEPTANCE_JSON = "acceptance.json"
 SUMMARY_JSON = "summary.json"
+REQUESTS_JSONL = "requests.jsonl"
 
 BASE_COLUMNS = ["run_id", "cell_id", "repeat", "status", "is_baseline"]
 TAIL_COLUMNS = [
@@ -74,6 +83,19 @@ class CellData:
     @property
     def status(self) -> str:
         return self.record.status
+
+    def has_requests(self) -> bool:
+        """The cell kept its requests (a requests.jsonl, possibly empty, or rows in memory)."""
+        return self.requests is not None or (self.dir / REQUESTS_JSONL).exists()
+
+    def request_rows(self) -> tuple[list[tuple[int, dict[str, Any]]], str]:
+        """``(line number, row)`` of each request and where they were read: the cell's
+        requests.jsonl, or the rows held in memory (a vllm bench result, numbered from 1); no rows
+        when the cell has neither. What report and compare both read a cell's requests from."""
+        path = self.dir / REQUESTS_JSONL
+        if self.requests is None and path.exists():
+            return read_jsonl_lines(path), str(path)
+        return list(enumerate(self.requests or [], 1)), f"{self.dir} (requests of the benchmark result)"
 
 
 @dataclass

@@ -77,7 +77,7 @@ def test_parse_label():
 
 
 def test_missing_file_is_input_error(tmp_path):
-    with pytest.raises(InputError, match="not found"):
+    with pytest.raises(InputError, match="nope.log: no such run directory or file"):
         build_report([tmp_path / "nope.log"])
 
 
