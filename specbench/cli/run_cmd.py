@@ -23,6 +23,17 @@ from specbench.redact import redact_argv, redact_env
 # the final screen pandas, none of which ``specbench --help`` or ``validate``'s argument errors need.
 
 
+# run and validate take the same overrides, checked alike (run/plan.validated)
+SetOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--set",
+        metavar="KEY.PATH=VALUE",
+        help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.",
+    ),
+]
+
+
 def _config_or_default(config: Optional[Path]) -> Path:
     if config is not None:
         return config
@@ -175,14 +186,7 @@ def register(app: typer.Typer) -> None:
                 help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.",
             ),
         ] = False,
-        overrides: Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--set",
-                metavar="KEY.PATH=VALUE",
-                help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.",
-            ),
-        ] = None,
+        overrides: SetOption = None,
         resume: Annotated[
             Optional[Path],
             typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR."),
@@ -279,14 +283,7 @@ def register(app: typer.Typer) -> None:
                 metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
             ),
         ] = None,
-        overrides: Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--set",
-                metavar="KEY.PATH=VALUE",
-                help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.",
-            ),
-        ] = None,
+        overrides: SetOption = None,
     ) -> None:
         """Check a study config without running anything (exit 0 valid, 2 invalid)."""
         from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
