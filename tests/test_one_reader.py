@@ -185,3 +185,21 @@ def test_a_report_reads_each_run_once(monkeypatch, tmp_path):
 def test_a_labelled_run_directory_is_refused_naming_the_flag():
     with pytest.raises(ConfigError, match=r"--label x=.*cpu-head-variants: a run is labelled by its cells' axes"):
         groups_from_files([], [("x", STUDY)])
+
+
+def test_vllm_bench_results_of_one_name_are_two_runs(tmp_path):
+    """vllm bench result files carry no run id (their name stands in): two files of one name in two
+    directories are two runs to report, each labelled by its path, with compare's units."""
+    data = ROOT / "tests" / "metrics" / "data" / "vllm_bench"
+    paths = []
+    for name, src in (("a", "plain.json"), ("b", "detailed.json")):
+        (tmp_path / name).mkdir()
+        paths.append(shutil.copy(data / src, tmp_path / name / "result.json"))
+    report = report_build.build_report([Path(p) for p in paths])
+    groups = {g.label: g for g in report.groups}
+    assert sorted(groups) == [f"{p}/result" for p in paths]
+    for p in paths:
+        cell = load_side(Path(p)).cells[()]
+        group = groups[f"{p}/result"]
+        assert (group.unit, [_key(u) for u in group.units]) == (cell.unit_kind, [_key(u) for u in cell.units])
+        assert group.units and group.units[0].num_drafts > 0

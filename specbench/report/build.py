@@ -191,11 +191,16 @@ def _distinct_runs(run_dirs: list[Path]) -> list[Run]:
         if real in seen:
             raise ConfigError(f"report: {run_dir} is given twice ({seen[real]}); give each run once")
         seen[real] = run_dir
+    runs = [read_run(run_dir) for run_dir in run_dirs]
+    named = [str(r.run_id) for r in runs]
+    for run, run_dir in zip(runs, run_dirs):
+        if named.count(str(run.run_id)) > 1 and str(run.manifest.get("source") or "").startswith("vllm bench"):
+            # vllm bench results have no run id (theirs is the file or directory name): two of one
+            # name are two runs, each labelled by its path
+            run.manifest["run_id"] = str(run_dir)
     ids: dict[str, Path] = {}
-    runs = []
-    for run_dir in run_dirs:
-        runs.append(read_run(run_dir))
-        run_id = str(runs[-1].run_id)
+    for run, run_dir in zip(runs, run_dirs):
+        run_id = str(run.run_id)
         if run_id in ids:
             raise ConfigError(
                 f"report: {ids[run_id]} and {run_dir} are copies of one run ({run_id}); report one, "
