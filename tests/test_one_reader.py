@@ -20,6 +20,7 @@ from test_ci_units import _collect_ci  # the CI run/collect.py writes for a cell
 from typer.testing import CliRunner
 
 from specbench.analysis.intervals import cell_intervals
+from specbench.cli.compare_cmd import same_run
 from specbench.cli.main import app, run_cli
 from specbench.compare.sides import load_side
 from specbench.errors import ConfigError
@@ -195,6 +196,10 @@ def test_vllm_bench_results_of_one_name_are_two_runs(tmp_path):
     for name, src in (("a", "plain.json"), ("b", "detailed.json")):
         (tmp_path / name).mkdir()
         paths.append(shutil.copy(data / src, tmp_path / name / "result.json"))
+    a, b = (Path(p) for p in paths)
+    assert same_run(a, b, load_side(a), load_side(b)) is None  # compare: not "copies of one run" either
+    copy = shutil.copytree(STUDY, tmp_path / "copy")
+    assert "copies of one run" in (same_run(STUDY, copy, load_side(STUDY), load_side(copy)) or "")
     report = report_build.build_report([Path(p) for p in paths])
     groups = {g.label: g for g in report.groups}
     assert sorted(groups) == [f"{p}/result" for p in paths]

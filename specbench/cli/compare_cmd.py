@@ -215,7 +215,9 @@ def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
     delta is then 0 by construction and a pass says nothing."""
     if os.path.realpath(baseline) == os.path.realpath(candidate):
         return f"baseline and candidate are the same path ({baseline}): every change is 0 by construction"
-    ids = [(s.manifest or {}).get("run_id") for s in (base, cand)]
+    from specbench.run.read import own_run_id  # lazy: the readers pull in numpy and pydantic
+
+    ids = [own_run_id(s.manifest) for s in (base, cand)]
     if ids[0] and ids[0] == ids[1]:
         return (
             f"baseline and candidate are copies of one run ({ids[0]}): every change is 0 by construction; "

@@ -25,7 +25,7 @@ from specbench.report.csvfile import csv_chunks
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
 from specbench.run.cells import axis_label
-from specbench.run.read import read_run
+from specbench.run.read import own_run_id, read_run
 from specbench.run.store import Run
 
 MAX_WARNINGS_SHOWN = 20
@@ -194,10 +194,8 @@ def _distinct_runs(run_dirs: list[Path]) -> list[Run]:
     runs = [read_run(run_dir) for run_dir in run_dirs]
     named = [str(r.run_id) for r in runs]
     for run, run_dir in zip(runs, run_dirs):
-        if named.count(str(run.run_id)) > 1 and str(run.manifest.get("source") or "").startswith("vllm bench"):
-            # vllm bench results have no run id (theirs is the file or directory name): two of one
-            # name are two runs, each labelled by its path
-            run.manifest["run_id"] = str(run_dir)
+        if named.count(str(run.run_id)) > 1 and own_run_id(run.manifest) is None:
+            run.manifest["run_id"] = str(run_dir)  # two vllm bench results of one name: labelled by path
     ids: dict[str, Path] = {}
     for run, run_dir in zip(runs, run_dirs):
         run_id = str(run.run_id)

@@ -79,6 +79,15 @@ def as_run(run: Path | Run) -> Run:
     return run if isinstance(run, Run) else read_run(run)
 
 
+def own_run_id(manifest: dict[str, Any] | None) -> str | None:
+    """The id a specbench run gave itself, which its copies share; None for a vllm bench result or
+    sweep read as a run, whose "id" is only its file or directory name (two of one name are two runs)."""
+    if not manifest or str(manifest.get("source") or "").startswith("vllm bench"):
+        return None
+    run_id = manifest.get("run_id")
+    return str(run_id) if run_id else None
+
+
 @dataclass
 class FileUnits:
     """The spec-decode windows of one or more ``records`` files, as a cell's CI units."""
