@@ -62,12 +62,17 @@ MDC_PROMPTS, MDC_DRAFTS = 20, 40
 MDC_SHIFTS = np.random.default_rng(5).normal(0.0, 0.5, size=MDC_PROMPTS)
 
 
-def mdc_side(label: str, p: list[float], rng: np.random.Generator):
+def mdc_shifts(prompts: int) -> np.ndarray:
+    """The prompts' fixed logit shifts (MDC_SHIFTS at the study's 20 prompts)."""
+    return np.random.default_rng(5).normal(0.0, 0.5, size=prompts)
+
+
+def mdc_side(label: str, p: list[float], rng: np.random.Generator, prompts: int = MDC_PROMPTS):
     """One side of the MDC study: a Side with one cell of per-request counts named by prompt."""
     from specbench.analysis.counts import total
     from specbench.compare.sides import Side, SideCell
 
-    units = simulate_units(p, MDC_PROMPTS, MDC_DRAFTS, rng, shifts=MDC_SHIFTS)
+    units = simulate_units(p, prompts, MDC_DRAFTS, rng, shifts=mdc_shifts(prompts))
     cell = SideCell(
         key=(),
         name="cell",
@@ -82,12 +87,15 @@ def mdc_side(label: str, p: list[float], rng: np.random.Generator):
     return Side(path=None, label=label, manifest={"run_id": label}, cells={(): cell})
 
 
-def mdc_power(pilots: int, trials: int, rng: np.random.Generator) -> tuple[float, dict[str, float], set[str]]:
+def mdc_power(
+    pilots: int, trials: int, rng: np.random.Generator, prompts: int = MDC_PROMPTS
+) -> tuple[float, dict[str, float], set[str]]:
     """(median MDC printed for p_0 over ``pilots`` A/A compares, {figure: detection rate when the
     true drop of p_0 equals it} over ``trials`` compares each, the error-control lines printed).
 
     The figures: "mdc" (what compare prints now) and "tolerance + half-width" (what it printed
-    before issue 29)."""
+    before issue 29). At fewer prompts than the study's 20 the drop can pass p_1 and p_2, which are
+    then capped at the new p_0 (unconditional p_i never rise with i)."""
     from scipy.optimize import brentq
     from scipy.special import expit, logit
     from scipy.stats import t
@@ -95,26 +103,28 @@ def mdc_power(pilots: int, trials: int, rng: np.random.Generator) -> tuple[float
     from specbench.compare import compare_sides, parse_gate
 
     gates = [parse_gate("per_position[*]:0")]
+    shifts = mdc_shifts(prompts)
 
     def p0_check(comp):
         return next(g for g in comp.checks if g.metric == "per_position[0]")
 
     def true_p0(p0: float) -> float:  # expected pooled p_0 of the prompts (equal drafts each)
-        return float(expit(logit(p0) + MDC_SHIFTS).mean())
+        return float(expit(logit(p0) + shifts).mean())
 
-    pilot = [
-        p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", MDC_P, rng), gates)) for _ in range(pilots)
-    ]
+    def side(label: str, p: list[float]):
+        return mdc_side(label, p, rng, prompts)
+
+    pilot = [p0_check(compare_sides(side("b", MDC_P), side("c", MDC_P), gates)) for _ in range(pilots)]
     mdc = float(np.median([g.mdc for g in pilot]))
     half_width_mdc = float(np.median([t.ppf(0.975, g.df) * g.se for g in pilot]))
     rates = {}
     for name, drop in (("mdc", mdc), ("tolerance + half-width", half_width_mdc)):
-        p0 = brentq(lambda x: true_p0(MDC_P[0]) - true_p0(x) - drop, MDC_P[1], MDC_P[0])  # noqa: B023
-        assert abs(p0 + MDC_P[0] - 1) < 0.03  # the drop straddles 0.5
+        p0 = brentq(lambda x: true_p0(MDC_P[0]) - true_p0(x) - drop, 1e-3, MDC_P[0])  # noqa: B023
+        if prompts == MDC_PROMPTS:
+            assert abs(p0 + MDC_P[0] - 1) < 0.03  # the drop straddles 0.5
+        cand = [p0, *(min(p, p0) for p in MDC_P[1:])]
         hits = sum(
-            p0_check(compare_sides(mdc_side("b", MDC_P, rng), mdc_side("c", [p0, *MDC_P[1:]], rng), gates)).status
-            == "fail"
-            for _ in range(trials)
+            p0_check(compare_sides(side("b", MDC_P), side("c", cand), gates)).status == "fail" for _ in range(trials)
         )
         rates[name] = hits / trials
     return mdc, rates, {g.control for g in pilot}
