@@ -27,3 +27,21 @@ def test_a_drop_equal_to_the_printed_mdc_is_detected_80_percent_of_the_time():
     # 80% promised; MC SE at 400 trials is 2 points
     assert rates["mdc"] >= 0.76, f"detection at the printed MDC {mdc:.4f}: {rates}"
     assert rates["tolerance + half-width"] < 0.65, rates  # the old figure promised more than it caught
+
+
+@pytest.mark.parametrize("prompts", [5, 20])
+def test_with_few_units_detects_says_it_is_a_lower_bound(prompts):
+    """At 5 prompts a drop equal to the printed figure was caught about half the time
+    (benchmarks/gate_error_rates.py section 2): the legend says so there, and only there."""
+    from simulate import MDC_P, mdc_side
+
+    from specbench.compare import compare_sides, parse_gate
+    from specbench.compare.render import FEW_UNITS_NOTE, markdown
+
+    rng = np.random.default_rng(3)
+    comp = compare_sides(
+        mdc_side("b", MDC_P, rng, prompts), mdc_side("c", MDC_P, rng, prompts), [parse_gate("per_position[*]:0")]
+    )
+    dfs = {g.df for g in comp.checks if g.mdc is not None}
+    assert dfs == {prompts - 1}, dfs
+    assert (FEW_UNITS_NOTE in markdown(comp)) is (prompts < 10)
