@@ -144,6 +144,12 @@ def jackknife_var(loo: np.ndarray) -> float:
     return float((n - 1) / n * np.sum((loo - loo.mean()) ** 2))
 
 
+def jackknife_vars(loo: np.ndarray) -> np.ndarray:
+    """:func:`jackknife_var` of each column of ``(n, statistics)`` leave-one-out values."""
+    n = loo.shape[0]
+    return (n - 1) / n * np.sum((loo - loo.mean(axis=0)) ** 2, axis=0)
+
+
 def count_matrix(units: list[Counts], k: int) -> np.ndarray:
     """Rows [D, draft_tokens, A, acc_pos_0..k-1] (positions truncated to k; k = 0 drops them)."""
     return np.asarray(
@@ -214,16 +220,25 @@ def _score(q: float, n_eff: float, c: float) -> tuple[float, float]:
     return (0.0 if q <= 0 else max(0.0, mid - h)), (1.0 if q >= 1 else min(1.0, mid + h))
 
 
-def _unit_var(x: np.ndarray, y: np.ndarray) -> float:
-    """Jackknife variance of ``Σx / Σy`` over the units with trials plus two pseudo-units of
-    their average size (shrinking past ``PSEUDO_UNITS_UP_TO`` units), one with none of its trials a
-    success and one with all: an unseen kind of unit (a prompt the head never gets right, one it
-    always does) then still widens the interval."""
-    x, y = x[y > 0], y[y > 0]
-    size = y.sum() / len(y) * min(1.0, PSEUDO_UNITS_UP_TO / len(y))
-    xa, ya = np.append(x, [0.0, size]), np.append(y, [size, size])
+def _unit_vars(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per column of ``(units, statistics)`` successes ``x`` and trials ``y``: the jackknife variance
+    of ``Σx / Σy`` over the units with trials plus two pseudo-units of their average size (shrinking
+    past ``PSEUDO_UNITS_UP_TO`` units), one with none of its trials a success and one with all: an
+    unseen kind of unit (a prompt the head never gets right, one it always does) then still widens
+    the interval. Every statistic of a cell in one pass: per statistic, numpy's per-call cost on a
+    few dozen units was most of a cell's interval (and of the simulations that measure it)."""
+    valid = y > 0
+    cnt = valid.sum(axis=0)
+    xv, yv = np.where(valid, x, 0.0), np.where(valid, y, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return jackknife_var((xa.sum() - xa) / (ya.sum() - ya))
+        size = yv.sum(axis=0) / cnt * np.minimum(1.0, PSEUDO_UNITS_UP_TO / cnt)
+        sx, sy = xv.sum(axis=0) + size, yv.sum(axis=0) + 2 * size
+        # leave-one-out ratios: each unit with trials, then the pseudo-units (0 of size, size of size)
+        loo = np.vstack([(sx - xv) / (sy - yv), sx / (sy - size), (sx - size) / (sy - size)])
+        keep = np.vstack([valid, np.ones((2, x.shape[1]), dtype=bool)])
+        n = cnt + 2
+        mean = np.where(keep, loo, 0.0).sum(axis=0) / n
+        return (n - 1) / n * np.where(keep, (loo - mean) ** 2, 0.0).sum(axis=0)
 
 
 def cell_intervals(units: list[Counts], confidence: float = 0.95) -> Intervals:
@@ -277,21 +292,26 @@ def cell_intervals(units: list[Counts], confidence: float = 0.95) -> Intervals:
         parts[f"a{i}"] = (m[:, 3 + i], m[:, 0] if i == 0 else m[:, 2 + i], None)
     out: dict[str, tuple[float, float]] = {}
     half: dict[str, float] = {}
-    for key, (x, y, var_within) in parts.items():
-        trials = float(y.sum())
+    xs = np.column_stack([x for x, _, _ in parts.values()])
+    ys = np.column_stack([y for _, y, _ in parts.values()])
+    unit_vars = _unit_vars(xs, ys)
+    successes, all_trials = xs.sum(axis=0), ys.sum(axis=0)
+    informatives = np.count_nonzero(ys, axis=0)
+    for col, (key, (_, _, var_within)) in enumerate(parts.items()):
+        trials = float(all_trials[col])
         q = point[key]
         # units with trials for this statistic (alpha_2 only has them where a 2nd token was accepted)
-        informative = int(np.count_nonzero(y))
+        informative = int(informatives[col])
         if informative < 2 or not math.isfinite(q):
             out[key], half[key] = (math.nan, math.nan), math.nan
             continue
         # the binomial variance at the pseudo-units' shrunk proportion, never 0: at q = 0 (no
         # request drawn accepted at i) a design effect must still widen the interval
-        size = trials / informative * min(1.0, PSEUDO_UNITS_UP_TO / informative)  # as in _unit_var
-        shrunk = (float(x.sum()) + size) / (trials + 2 * size)
+        size = trials / informative * min(1.0, PSEUDO_UNITS_UP_TO / informative)  # as in _unit_vars
+        shrunk = (float(successes[col]) + size) / (trials + 2 * size)
         binom = shrunk * (1 - shrunk) / trials
         deff = 1.0
-        for v in (_unit_var(x, y), var_within):
+        for v in (float(unit_vars[col]), var_within):
             if v is not None and math.isfinite(v):
                 deff = max(deff, v / binom)
         out[key] = _score(q, trials / deff, c if informative == n else t_quantile(confidence, informative - 1))
@@ -371,6 +391,7 @@ __all__ = [
     "count_matrix",
     "cell_intervals",
     "jackknife_var",
+    "jackknife_vars",
     "percentile_interval",
     "point_estimates",
     "resample_weights",

@@ -332,6 +332,7 @@ def test_server_counts_from_a_real_scrape():
 def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout):
     """cells.csv's output_tok_per_s is the server-true figure and its itl_p50_ms never llmperf's per-chunk ITL."""
     from specbench.compare.sides import SideCell, _add_latency
+    from specbench.io import read_jsonl_lines
     from specbench.records import CellRecord
     from specbench.run.store import cell_row
 
@@ -346,7 +347,8 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
         summary["results_inter_token_latency_s_quantiles_p50"] * 1000
     )
     cell = SideCell(key=(), name="c", axes={})
-    _add_latency(cell, tmp_path / "cell" / "requests.jsonl", summary)
+    requests = tmp_path / "cell" / "requests.jsonl"
+    _add_latency(cell, read_jsonl_lines(requests), str(requests), summary)
     assert cell.summary["output_tok_per_s"] == [19.5] and "itl_p50_ms" not in cell.summary
 
 
