@@ -105,6 +105,8 @@ def pytest_collection_modifyitems(config, items) -> None:
 
     - a test that reads the default study joins its group, and so does any test of its module
       that uses a module-scoped fixture (it may be the same one);
+    - tests that import vLLM or torch into the worker (``imports_vllm``, no server) share one worker,
+      which pays that import once;
     - every test of a module that starts vLLM stays with its module (its tests may reach module
       fixtures through ``request.getfixturevalue``), and so does any other test that uses a
       module-scoped fixture; the module's tests that use none go to whichever worker is free;
@@ -118,6 +120,8 @@ def pytest_collection_modifyitems(config, items) -> None:
         module = _module_of(item)
         if "default_study" in item.fixturenames or (module in studied and _uses_module_fixture(item)):
             group = "default_study"
+        elif item.get_closest_marker("imports_vllm") and module not in with_vllm:
+            group = "imports_vllm"  # one worker imports vLLM / torch for all of them
         elif module in with_vllm or _uses_module_fixture(item):
             group = module
         else:

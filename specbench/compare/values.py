@@ -73,7 +73,9 @@ def check_k(ks: dict[int, str], cell: str) -> None:
 
 
 def _fields(row: dict[str, Any]) -> Iterator[tuple[str, Any, bool]]:
-    """``(field, value, must be whole)`` of every count and time of a row, list items one by one."""
+    """``(field, value, must be whole)`` of every count and time of a row, list items one by one.
+    A field's name is only written out for a bad value: rows carry lists of hundreds of
+    inter-token gaps, and naming each item was most of what compare spent reading a cell."""
     for names, whole, prefix, d in (
         (_COUNTS, False, "", row),
         (_TIMES, False, "", row),
@@ -84,9 +86,20 @@ def _fields(row: dict[str, Any]) -> Iterator[tuple[str, Any, bool]]:
         for name in names:
             value = d.get(name)
             if isinstance(value, list):
-                yield from ((f"{prefix}{name}[{i}]", v, whole) for i, v in enumerate(value))
+                if not all(_fine(v, whole) for v in value):
+                    yield from ((f"{prefix}{name}[{i}]", v, whole) for i, v in enumerate(value))
             else:
                 yield f"{prefix}{name}", value, whole
+
+
+def _fine(value: Any, whole: bool) -> bool:
+    """A finite number >= 0 (a whole one where ``whole``), or a value that is no number at all (a
+    type error is records' to report): what :func:`_problem` lets pass, without building a message."""
+    if type(value) is float:
+        return 0.0 <= value < math.inf and (not whole or value.is_integer())
+    if type(value) is int:
+        return value >= 0
+    return _problem(value, whole) is None
 
 
 def _problem(value: Any, whole: bool) -> str | None:

@@ -26,7 +26,7 @@ from specbench.plugin import (
 )
 from specbench.plugin.switches import variant_cache_key
 
-pytestmark = pytest.mark.slow  # imports vLLM (~20 s of CPU per worker); no server
+pytestmark = [pytest.mark.slow, pytest.mark.imports_vllm]  # imports vLLM (~20 s of CPU per worker); no server
 
 ALL_VARS = (ENV_VAR, POS0_MASK_VAR, CONTROL_VAR, HEAD_VAR, SWITCHABLE_VAR)
 

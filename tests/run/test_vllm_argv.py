@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted([*ROOT.glob("configs/*.yaml"), ROOT / "specbench" / "configs" / "default.yaml"])
 
 
+pytestmark = pytest.mark.imports_vllm  # vLLM's own parser, in this process
+
+
 @pytest.fixture(scope="module")
 def serve():
     pytest.importorskip("vllm")
