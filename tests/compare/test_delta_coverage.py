@@ -39,6 +39,7 @@ def _slack(draws: int) -> float:
     return 3 * math.sqrt(0.93 * 0.07 / draws)
 
 
+@pytest.mark.slow  # a coverage simulation over every committed cell pair: ~4 s a size
 @pytest.mark.parametrize("n", [3, 5, 10])
 def test_paired_change_covers_at_least_93_percent(n):
     rng = np.random.default_rng(4000 + n)

@@ -228,6 +228,7 @@ def _run_case(case: Case, seed_i: int, monkeypatch, inputs: list[Path], written:
     return took
 
 
+@pytest.mark.slow  # a whole-CLI sweep over 2,010 generated inputs (~25 s of CPU)
 def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
     rng = random.Random(SEED)
     scratch = tmp_path / "s"
