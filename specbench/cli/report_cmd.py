@@ -108,7 +108,9 @@ def _print_table(rep, table_rows) -> None:
     cells = flat
     if len(column_chunks(widths(flat), first, console.width)) > 1:  # too wide: each interval under its value
         cells = [[c.replace(" [", "\n[", 1) for c in col] for col in flat]
-    title: str | None = f"Acceptance ({rep.confidence:.0%} CI, t with jackknife SE; AL = 1 + accepted/drafts)"
+    title: str | None = (
+        f"Acceptance ({rep.confidence:.0%} CI: score interval, jackknife design effect; AL = 1 + accepted/drafts)"
+    )
     for chunk in column_chunks(widths(cells), first, console.width):
         table = Table(title=title, title_justify="left")
         title = None

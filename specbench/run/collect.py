@@ -6,9 +6,9 @@
 - Per request: the driver's per-request spec-decode counts, summed (when the server exposes them).
 
 Counts must agree EXACTLY; a mismatch is recorded with its details, not hidden. Derived statistics
-(AL, DAR, p_i, alpha_i) come from the Prometheus counts; the CI (jackknife-t, analysis/intervals.py)
-is over requests when per-request data exists, else over log windows. Pure functions: text and
-dicts in, dicts out.
+(AL, DAR, p_i, alpha_i) come from the Prometheus counts; the CI (score interval with a jackknife
+design effect, analysis/intervals.py) is over requests when per-request data exists, else over log
+windows. Pure functions: text and dicts in, dicts out.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def _encoding(summary: pd.DataFrame, enc: Encoding | None) -> Encoding:
 
 
 def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Encoding | None = None) -> None:
-    """One line per group over draft positions, its jackknife-t CI as error bars; colour, line style
+    """One line per group over draft positions, its per-cell CI (score interval, jackknife design effect) as error bars; colour, line style
     and marker from ``enc`` (the study's axes; one colour per group without one).
 
     ``summary`` is :func:`~specbench.analysis.frames.summary_frame` output; ``stat`` is "p"
@@ -160,7 +160,9 @@ def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: En
     plot_per_position(ax_a, summary, "a", enc)
     ax_p.set_title(_STATS["p"][1], fontsize="medium")
     ax_a.set_title(_STATS["a"][1], fontsize="medium")
-    fig.suptitle(f"Acceptance per draft position (error bars: {confidence:.0%} CI, t with jackknife SE)")
+    fig.suptitle(
+        f"Acceptance per draft position (error bars: {confidence:.0%} CI, score interval with jackknife design effect)"
+    )
     shared_legend(fig, enc)
     return fig
 

@@ -3,8 +3,9 @@ colour by a second axis and line style by a third, CIs as error bars.
 
 For studies that cross several switches (configs/seed-questions.yaml: method x output_norm x
 pos0_mask), where one line per cell in one panel is unreadable. Reads the run's ``cells.csv``
-(point estimates from the exact /metrics counts, CIs as acceptance.json recorded them: jackknife-t
-over requests, or percentile bootstrap in runs written before that).
+(point estimates from the exact /metrics counts, CIs as acceptance.json recorded them, named in
+its ``ci_method`` column: the score interval with a jackknife design effect, or in older runs the
+jackknife-t or the percentile bootstrap).
 
     python -m specbench.render.plots.facets RUN_DIR OUT.png --panel method --color output_norm --style pos0_mask
 """
