@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hostile_cases import (
     Case,
     alias_cases,

@@ -27,6 +27,24 @@ class Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def _reap_then_die(engine: subprocess.Popen):
+    """A SIGTERM handler that ends the way vLLM's API server does: it waits for its engine core
+    (the group's SIGTERM reached it too; SIGKILLing the group stays the caller's job if it does not
+    end), then dies of the signal. An engine core left to outlive it would be reparented to init as
+    a zombie, and some inits reap those only after a second or more: each stop() would wait that
+    out. Only the child in the group is waited for: the escaped one is stop()'s to kill."""
+
+    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
+        try:
+            engine.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    return handler
+
+
 def main() -> None:
     argv = sys.argv[1:]
     mode = argv[1]
@@ -45,9 +63,11 @@ def main() -> None:
     if mode in ("healthy", "ignore-term", "escape"):
         # Children like vLLM's engine core: one in the group, one that escapes it with setsid.
         sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
-        subprocess.Popen(sleeper)
+        engine = subprocess.Popen(sleeper)
         if mode == "escape":
             subprocess.Popen(sleeper, start_new_session=True)
+        if mode != "ignore-term":
+            signal.signal(signal.SIGTERM, _reap_then_die(engine))
     server = http.server.HTTPServer((host, port), Health)
     print(f"standin: serving on {host}:{port}", flush=True)
     server.serve_forever()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,8 +82,9 @@ passes, then does what real llmperf f1d6bed was measured doing (STANDIN_MODE):
 ok: writes its result files; drop: a request answered 400 kills its thread before it is recorded
 (the Ray worker's warning and the thread's ZeroDivisionError in the output), exit 0 with one row
 fewer; allfail: every thread dies, then metrics_summary on no rows raises KeyError, no files;
-hang: never ends (with a child in its process group); progress: tqdm's \\r-redrawn bar."""
-import json, os, shutil, subprocess, sys, time
+hang: never ends (with a child in its process group, whose pid it prints); progress: tqdm's
+\\r-redrawn bar."""
+import json, os, shutil, signal, subprocess, sys, time
 args = sys.argv[1:]
 val = lambda flag: args[args.index(flag) + 1]
 assert os.environ["OPENAI_API_BASE"] == "http://127.0.0.1:9/v1", os.environ["OPENAI_API_BASE"]
@@ -107,7 +110,19 @@ def fail_request():
     except requests.HTTPError as e:
         print(f"Warning Or Error: {e}", flush=True)
 if mode == "hang":
-    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    def reap_then_die(signum, frame):
+        # The group's SIGTERM reached the child too: reap it before dying of the signal, so it is
+        # not left a zombie for init to reap (some inits take a second or more, which kill_tree
+        # would wait out). A child that got no SIGTERM is still running when this process ends.
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    signal.signal(signal.SIGTERM, reap_then_die)
+    print(f"standin child {child.pid}", flush=True)
     time.sleep(600)
 if mode == "progress":
     for k in range(4):
@@ -185,12 +200,16 @@ def checkout(tmp_path, monkeypatch):
     return d
 
 
-@pytest.mark.parametrize("mode,expected", [("empty", "tokenizer is empty"), ("hang", "did not load within 2 s")])
-def test_offline_tokenizer_is_caught_before_the_load(tmp_path, checkout, monkeypatch, mode, expected):
+# The hanging tokenizer is waited out whatever the limit, so 1 s is enough; the empty one ends on its
+# own, so its limit is only an upper bound that a loaded machine's start-up never reaches.
+@pytest.mark.parametrize(
+    "mode,expected,limit_s", [("empty", "tokenizer is empty", 60), ("hang", "did not load within 1 s", 1)]
+)
+def test_offline_tokenizer_is_caught_before_the_load(tmp_path, checkout, monkeypatch, mode, expected, limit_s):
     monkeypatch.setenv("STANDIN_TOKENIZER", mode)
     with pytest.raises(DependencyError, match=f"{expected}.*HF_HUB_OFFLINE=1"):
         run_llmperf(
-            "http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None, check_tokenizer_s=2
+            "http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=lambda: None, check_tokenizer_s=limit_s
         )
     assert not (tmp_path / "out" / "llmperf.log").exists()  # llmperf itself never started
 
@@ -296,16 +315,37 @@ def test_all_failed_gives_failed_records_with_the_reason(tmp_path, checkout, mon
 
 
 def test_wall_clock_limit_kills_the_process_group(tmp_path, checkout, monkeypatch):
-    monkeypatch.setenv("STANDIN_MODE", "hang")
-    monkeypatch.setattr(llmperf_mod, "STARTUP_GRACE_S", 1)
-    monkeypatch.setattr(llmperf_mod, "REQUEST_TIMEOUT_S", 0)
-    spec = _spec(checkout, test_timeout_s=1)
-    with pytest.raises(SpecbenchError, match="wall-clock limit"):
-        run_llmperf("http://127.0.0.1:9", "m", spec, tmp_path / "out", scrape=lambda: None, poll_s=0.1)
-    import subprocess
+    import psutil
 
-    left = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True).stdout.split()
-    assert not left, f"child of the killed llmperf still running: {left}"
+    monkeypatch.setenv("STANDIN_MODE", "hang")
+    monkeypatch.setattr(llmperf_mod, "STARTUP_GRACE_S", 0)
+    monkeypatch.setattr(llmperf_mod, "REQUEST_TIMEOUT_S", 0)
+    spec = _spec(checkout, test_timeout_s=0)  # a limit of 0 s: passed at the first poll it is checked
+    log = tmp_path / "out" / "llmperf.log"
+    calls = []
+
+    def child_pid() -> int | None:
+        found = re.search(r"standin child (\d+)", log.read_text()) if log.exists() else None
+        return int(found.group(1)) if found else None
+
+    def scrape():
+        # Read before llmperf starts, then on each poll before the limit is checked: from the first
+        # poll on, wait (at most 60 s) until the stand-in has started its child, so the limit is
+        # only reached with the whole group up, however slowly a loaded machine starts it.
+        calls.append(1)
+        deadline = time.monotonic() + 60
+        while len(calls) > 1 and child_pid() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    with pytest.raises(SpecbenchError, match="wall-clock limit"):
+        run_llmperf("http://127.0.0.1:9", "m", spec, tmp_path / "out", scrape=scrape, poll_s=0.1)
+    pid = child_pid()
+    assert pid is not None, "the stand-in was killed before it started its child"
+    try:
+        left = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        left = False
+    assert not left, f"child {pid} of the killed llmperf still running"
 
 
 def test_progress_from_tqdm(tmp_path, checkout, monkeypatch):
