@@ -310,6 +310,7 @@ class VLLMServer:
     def _wait_healthy(self, started: float) -> None:
         assert self._proc is not None
         deadline = started + self.startup_timeout_s
+        pause = 0.05  # grows to 0.5 s: a server that is up at once is seen at once, a slow one polled gently
         with httpx.Client(timeout=2.0, trust_env=False) as client:
             while True:
                 code = self._proc.poll()
@@ -328,7 +329,8 @@ class VLLMServer:
                             "(raise startup_timeout_s if the model is large)"
                         )
                     )
-                time.sleep(0.5)
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
 
     def _join_tee(self) -> None:
         join_started(self._tee, timeout=5.0)
