@@ -133,6 +133,7 @@ def _hammer(root: str, worker: int, queue) -> None:
     queue.put(bad)
 
 
+@pytest.mark.slow  # imports vLLM into the worker
 @pytest.mark.imports_vllm
 def test_servers_writing_at_once_never_tear_an_entry(tmp_path):
     pytest.importorskip("vllm")

@@ -32,6 +32,7 @@ def test_every_committed_cell_is_a_population():
     assert any("output_norm-off" in name for name in POPS) and any("logits-only" in name for name in POPS)
 
 
+@pytest.mark.slow  # a coverage simulation over every committed cell
 @pytest.mark.parametrize("n", [3, 5, 10])
 def test_coverage_at_least_93_percent_in_every_cell(n):
     rng = np.random.default_rng(20261204 + n)

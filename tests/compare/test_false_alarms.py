@@ -67,6 +67,7 @@ def simulated():
     }
 
 
+@pytest.mark.slow  # the A/A simulation behind `simulated` (~7 s)
 @pytest.mark.parametrize("kind", ["unpaired", "paired"])
 def test_one_sided_false_alarm_rate_at_most_nominal(kind, simulated):
     measured = {n: rates for n, (rates, _) in simulated[kind].items()}
@@ -78,6 +79,7 @@ def test_one_sided_false_alarm_rate_at_most_nominal(kind, simulated):
     )
 
 
+@pytest.mark.slow  # the A/A simulation behind `simulated`
 def test_interval_level_is_95_not_90(simulated):
     """Two-sided coverage of the 95% interval at 20 units (where it is near exact): a 90% interval
     (coverage ~0.90) fails this; 0.93 is 3 MC SE below 0.95 and 4 above 0.90."""

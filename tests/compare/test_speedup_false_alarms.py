@@ -18,6 +18,7 @@ POP = speedup_population()
 TRIALS = 150  # x 6 cells = 900 A/A checks per size: Monte Carlo SE ~0.5 points at 2.5%
 
 
+@pytest.mark.slow  # an A/A simulation per size
 @pytest.mark.parametrize("n", [2, 3, 5, 10, 20])
 def test_speedup_aa_false_alarms_at_most_nominal_plus_one_point(n):
     harm, other, none = speedup_aa(POP, n, TRIALS, np.random.default_rng(20261204 + n))

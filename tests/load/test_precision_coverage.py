@@ -92,6 +92,7 @@ def test_pool_is_as_overdispersed_as_the_default_study(population):
     assert abs(sim[:, 0].mean() - measured[:, 0].mean()) < 3
 
 
+@pytest.mark.slow  # 1,000 simulated precision-driven loads
 def test_stopping_on_width_keeps_the_nominal_coverage(population):
     pool, truth = population
     coverage, mean_sent = _simulate(pool, truth, precise_enough)
@@ -101,6 +102,7 @@ def test_stopping_on_width_keeps_the_nominal_coverage(population):
     assert 20 < mean_sent < 400  # it did stop on precision, after a varying number of batches
 
 
+@pytest.mark.slow  # 2 x 400 simulated precision-driven loads
 def test_stopping_when_the_result_looks_significant_breaks_coverage(population):
     """The mutation the rule must never make: peek at the estimate. Here a user stops as soon as the
     CI excludes a reference AL that is in fact the true one (an A/A comparison: "sampling to a

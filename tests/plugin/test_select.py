@@ -86,6 +86,7 @@ def test_eager_selection_is_the_python_branch_forward_bit_for_bit():
             assert all(torch.equal(a, b) for a, b in zip(got, want)), (norm, mask)
 
 
+@pytest.mark.slow  # torch.compile (Inductor) of the module: ~4 s of CPU
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_compiled_graph_follows_in_place_switches_without_retracing(device):
     """One graph, compiled at the shipped EAGLE values, switched through all six variants and back:
