@@ -10,6 +10,8 @@ ms between real reruns failed ``e2e_p50_ms:+10%``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.cli.main import run_cli
 from specbench.compare import compare_sides, load_side, parse_gate
 from specbench.compare.noise import BETWEEN, DEFAULT_FLOORS, WITHIN, Floor, load_floors
 
@@ -72,27 +75,16 @@ def make_run(dst: Path, factors: list[float]) -> Path:
 
 
 def cli(base: Path, cand: Path, tmp_path: Path, *gates: str, resamples: int = 500) -> tuple[int, dict, str]:
+    """``specbench compare`` in this process (run_cli: the command's own code path, streams
+    captured); the real process's exit status and streams are checked by
+    test_the_noise_floor_flag_replaces_the_default and the contract tests."""
     out = tmp_path / f"{base.name}-{cand.name}.json"
     args = [x for g in gates for x in ("--gate", g)]
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "specbench",
-            "compare",
-            str(base),
-            str(cand),
-            *args,
-            "--json",
-            str(out),
-            "--resamples",
-            str(resamples),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return r.returncode, json.loads(out.read_text()) if out.exists() else {}, r.stdout + r.stderr
+    argv = ["compare", str(base), str(cand), *args, "--json", str(out), "--resamples", str(resamples)]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = run_cli(argv)
+    return code, json.loads(out.read_text()) if out.exists() else {}, stdout.getvalue() + stderr.getvalue()
 
 
 def checks(data: dict, metric: str) -> list[dict]:
