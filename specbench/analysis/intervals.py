@@ -138,16 +138,16 @@ def t_quantile(confidence: float, df: float) -> float:
     return float(stdtrit(df, 1 - (1 - confidence) / 2))
 
 
-def jackknife_var(loo: np.ndarray) -> float:
-    """Jackknife variance from the ``n`` leave-one-out values of a statistic."""
-    n = len(loo)
-    return float((n - 1) / n * np.sum((loo - loo.mean()) ** 2))
-
-
 def jackknife_vars(loo: np.ndarray) -> np.ndarray:
-    """:func:`jackknife_var` of each column of ``(n, statistics)`` leave-one-out values."""
+    """Jackknife variance of each column of ``(n, statistics)`` leave-one-out values (of the one
+    statistic when ``loo`` is 1-D)."""
     n = loo.shape[0]
     return (n - 1) / n * np.sum((loo - loo.mean(axis=0)) ** 2, axis=0)
+
+
+def jackknife_var(loo: np.ndarray) -> float:
+    """Jackknife variance from the ``n`` leave-one-out values of a statistic."""
+    return float(jackknife_vars(loo))
 
 
 def count_matrix(units: list[Counts], k: int) -> np.ndarray:
@@ -230,9 +230,10 @@ def _unit_vars(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     valid = y > 0
     cnt = valid.sum(axis=0)
     xv, yv = np.where(valid, x, 0.0), np.where(valid, y, 0.0)
+    trials = yv.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        size = yv.sum(axis=0) / cnt * np.minimum(1.0, PSEUDO_UNITS_UP_TO / cnt)
-        sx, sy = xv.sum(axis=0) + size, yv.sum(axis=0) + 2 * size
+        size = trials / cnt * np.minimum(1.0, PSEUDO_UNITS_UP_TO / cnt)
+        sx, sy = xv.sum(axis=0) + size, trials + 2 * size
         # leave-one-out ratios: each unit with trials, then the pseudo-units (0 of size, size of size)
         loo = np.vstack([(sx - xv) / (sy - yv), sx / (sy - size), (sx - size) / (sy - size)])
         keep = np.vstack([valid, np.ones((2, x.shape[1]), dtype=bool)])

@@ -3,8 +3,8 @@
 Pure: :class:`~specbench.compare.sides.Side` objects in, a :class:`Comparison` out; rendering
 and exit-code choice live elsewhere. Intervals come from :mod:`specbench.analysis.deltas`
 (acceptance: paired by prompt over the prompts both sides have, MOVER of the two cells' score
-intervals and never narrower than the jackknife t, see :mod:`specbench.compare.pairing`; latency medians: BCa; latency and throughput over repeats when
-both sides have 2+, else within-run only and held to a noise floor: :mod:`specbench.compare.noise`).
+intervals and never narrower than the jackknife t, see :mod:`specbench.compare.pairing`; latency
+medians: BCa; latency and throughput over repeats when both sides have 2+, else within-run only and held to a noise floor: :mod:`specbench.compare.noise`).
 Acceptance point estimates come from the exact /metrics diff when both sides have one and every
 prompt was paired (units then only give the interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
 Gate checks are applied by :mod:`specbench.compare.checks`.

@@ -23,9 +23,7 @@ def _definition(x: list[float], y: list[float]) -> float:
     size = math.fsum(b for _, b in units) / n * min(1.0, PSEUDO_UNITS_UP_TO / n)
     units += [(0.0, size), (size, size)]
     sx, sy = math.fsum(a for a, _ in units), math.fsum(b for _, b in units)
-    loo = [(sx - a) / (sy - b) for a, b in units]
-    mean = math.fsum(loo) / len(loo)
-    return (len(loo) - 1) / len(loo) * math.fsum((v - mean) ** 2 for v in loo)
+    return _jackknife_definition([(sx - a) / (sy - b) for a, b in units])
 
 
 def _matrices(rng: np.random.Generator, n: int, stats: int) -> tuple[np.ndarray, np.ndarray]:
@@ -48,9 +46,16 @@ def test_unit_vars_are_the_definition_for_every_statistic(n):
             assert got[col] == pytest.approx(want, rel=1e-9, abs=1e-15), (n, col)
 
 
-def test_jackknife_vars_are_the_one_column_variance_per_column():
+def _jackknife_definition(loo: list[float]) -> float:
+    mean = math.fsum(loo) / len(loo)
+    return (len(loo) - 1) / len(loo) * math.fsum((v - mean) ** 2 for v in loo)
+
+
+def test_jackknife_vars_are_the_one_statistic_variance_per_column():
     loo = np.random.default_rng(5).random((12, 6))
-    assert jackknife_vars(loo) == pytest.approx([jackknife_var(loo[:, c]) for c in range(6)], rel=1e-12)
+    want = [_jackknife_definition(loo[:, c].tolist()) for c in range(6)]
+    assert jackknife_vars(loo) == pytest.approx(want, rel=1e-12)
+    assert jackknife_var(loo[:, 2]) == pytest.approx(want[2], rel=1e-12)
 
 
 def test_correlations_are_pearson_per_column_and_0_without_spread():

@@ -36,8 +36,8 @@ def _encoding(summary: pd.DataFrame, enc: Encoding | None) -> Encoding:
 
 
 def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Encoding | None = None) -> None:
-    """One line per group over draft positions, its per-cell CI (score interval, jackknife design effect) as error bars; colour, line style
-    and marker from ``enc`` (the study's axes; one colour per group without one).
+    """One line per group over draft positions, its per-cell CI (score interval, jackknife design
+    effect) as error bars; colour, line style and marker from ``enc`` (the study's axes; one colour per group without one).
 
     ``summary`` is :func:`~specbench.analysis.frames.summary_frame` output; ``stat`` is "p"
     (unconditional p_i) or "a" (conditional alpha_i).

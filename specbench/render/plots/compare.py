@@ -1,5 +1,5 @@
-"""``compare --plot``: per cell, p_i of baseline and candidate (each side's per-cell CI: score interval, jackknife design effect), and under
-it the difference Δp_i = cand − base with the CI the gate decides on and the gate's tolerance.
+"""``compare --plot``: per cell, p_i of baseline and candidate (each side's per-cell CI: score
+interval, jackknife design effect), and under it the difference Δp_i = cand − base with the CI the gate decides on and the gate's tolerance.
 
 Two sides' intervals overlapping does not mean "no regression" (the gate judges the interval of
 the difference), so the Δ panel is the one to read; the top panel shows where the levels are.
@@ -40,7 +40,7 @@ class DeltaRow:
 
 
 def bands(units: list[Counts], *, confidence: float = 0.95) -> Band | None:
-    """p_i and its per-side CI (cell_intervals) (degenerate with one unit: no interval)."""
+    """p_i and its per-side CI, :func:`cell_intervals` (degenerate with one unit: no interval)."""
     if not units:
         return None
     iv = cell_intervals(units, confidence=confidence)
