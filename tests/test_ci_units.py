@@ -65,7 +65,7 @@ def test_every_baseline_has_speculative_cells():
 @pytest.mark.slow  # report (with its figures) and compare over every committed run
 @pytest.mark.parametrize("run", BASELINES, ids=[p.name for p in BASELINES])
 def test_acceptance_report_and_compare_print_one_interval(run: Path, tmp_path: Path):
-    _check_one_interval(run, tmp_path)
+    _check_one_interval(run, tmp_path, plots=True)  # figures too: every committed run must plot
 
 
 def _zero_draft_unit(unit: dict) -> dict:
@@ -93,12 +93,12 @@ def test_one_interval_where_the_old_choices_disagreed(change, tmp_path: Path):
             else:
                 acc["per_request"]["units"] = [change(u) for u in units]
             path.write_text(json.dumps(acc))
-    _check_one_interval(run, tmp_path)
+    _check_one_interval(run, tmp_path, plots=False)
 
 
-def _check_one_interval(run: Path, tmp_path: Path) -> None:
+def _check_one_interval(run: Path, tmp_path: Path, plots: bool) -> None:
     out, cmp_json = tmp_path / "report", tmp_path / "compare.json"
-    assert run_cli(["report", str(run), "--out", str(out)]) == 0
+    assert run_cli(["report", str(run), "--out", str(out), "--plots" if plots else "--no-plots"]) == 0
     with (out / "acceptance.csv").open(newline="") as f:
         report = {row["label"]: row for row in csv.DictReader(f)}
     assert run_cli(["compare", str(run), str(run), "--json", str(cmp_json)]) in (0, 3)

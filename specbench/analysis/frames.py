@@ -34,11 +34,11 @@ def summary_frame(
     unit: str | dict[str, str] = "window",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """One row per group: pooled counts, AL, DAR, p_i, alpha_i and their jackknife-t CIs.
+    """One row per group: pooled counts, AL, DAR, p_i, alpha_i and their CIs.
 
     Point estimates come from ``totals[label]`` when given (e.g. exact Prometheus counts) and from
-    the sum of the group's units otherwise; the CIs always run over the units (t with a jackknife
-    SE, :func:`~specbench.analysis.intervals.cell_intervals`). ``unit`` names what a unit is ("window"
+    the sum of the group's units otherwise; the CIs always run over the units (the score interval
+    with a jackknife design effect, :func:`~specbench.analysis.intervals.cell_intervals`). ``unit`` names what a unit is ("window"
     or "request"), per group when a dict. ``ci_degenerate`` marks groups with a single unit, whose
     interval is (x, x).
     """

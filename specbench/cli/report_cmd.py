@@ -52,6 +52,14 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[
             int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")
         ] = 0,
+        plots: Annotated[
+            bool,
+            typer.Option(
+                "--plots/--no-plots",
+                help="Write the figures (PNG + SVG). --no-plots writes summary.md and the CSVs only, "
+                "without loading matplotlib (a CI job that reads the tables saves most of the time).",
+            ),
+        ] = True,
     ) -> None:
         """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
         # the report core loads only when the command runs, so `specbench --help` and the other
@@ -65,7 +73,7 @@ def register(app: typer.Typer) -> None:
         if not inputs and not labels:
             raise ConfigError("report: give at least one FILE, run directory or --label NAME=FILE")
         rep = build_report(list(inputs or []), labels, n_resamples=resamples, seed=seed)
-        paths = write_report(rep, out)
+        paths = write_report(rep, out, plots)
         _print_table(rep, table_rows)
         for g in rep.groups:
             if g.warnings:

@@ -16,6 +16,7 @@ import pandas as pd
 from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.frames import summary_frame, window_frame
+from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.attest import axis_fields, confounds, not_attested
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
@@ -315,7 +316,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, plots: bool = True) -> str:
+    """summary.md; ``plots``: whether the figures were written (the file list names only what is there)."""
     pct = f"{report.confidence:.0%}"
     out = [
         "# specbench acceptance report",
@@ -324,10 +326,12 @@ def render_markdown(report: Report) -> str:
         "",
         f"**Acceptance definition:** {DEFINITION}.",
         "",
-        f"**Intervals:** {pct} t intervals with a jackknife standard error over the group's units (log windows "
-        "or requests, see the units column; df = units - 1): leave one unit out, sum the others' counts and "
-        "recompute every statistic (ratio estimator; rates are never averaged). The regression gate uses the "
-        "same interval; a percentile bootstrap is too narrow over few units (~75% coverage at 3 windows). "
+        f"**Intervals:** {pct} score intervals with a jackknife design effect (`{SCORE_JACKKNIFE}`) over the "
+        "group's units (log windows or requests, see the units column): each statistic is a proportion of summed counts (rates are never averaged) "
+        "and gets Wilson's score interval, its trials divided by a design effect from the jackknife over the "
+        "units (leave one unit out, recompute from the others' sums) and with the t quantile "
+        "(df = units with trials - 1) in place of z. It stays inside the statistic's range and never has zero "
+        "width; a percentile bootstrap is too narrow over few units (~75% coverage at 3 windows). "
         "Point estimates use exact Prometheus counts where the input has them. "
         '"no CI" marks a group with a single unit, where no interval can be estimated.',
         "",
@@ -394,37 +398,48 @@ def render_markdown(report: Report) -> str:
         "## Files",
         "",
         "- `acceptance.csv`: the table above, one row per group, with CI columns",
-        "- `per_position.png` / `.svg`: p_i and α_i per draft position",
-        "- `al_over_time.png` / `.svg`: cumulative AL (units so far, in order) with its CI",
     ]
+    if plots:
+        out += [
+            "- `per_position.png` / `.svg`: p_i and α_i per draft position",
+            "- `al_over_time.png` / `.svg`: cumulative AL (units so far, in order) with its CI",
+        ]
+    figure = ", `{0}.png` / `.svg`" if plots else ""
     if any(st.pairs for st in report.studies):
-        out.append("- `divergence.csv`, `divergence.png` / `.svg`: output divergence between cells")
+        out.append(f"- `divergence.csv`{figure.format('divergence')}: output divergence between cells")
     if any(st.speedups for st in report.studies):
-        out.append("- `speedup.csv`, `speedup.png` / `.svg`: speed-up over the baseline cell")
-        if any("concurrency" in axes for st in report.studies for axes in st.cell_axes.values()):
+        out.append(f"- `speedup.csv`{figure.format('speedup')}: speed-up over the baseline cell")
+        if plots and any("concurrency" in axes for st in report.studies for axes in st.cell_axes.values()):
             out.append("- `speedup_vs_concurrency.png` / `.svg`: speed-up, AL and step cost per concurrency")
     if any(st.kpredictions for st in report.studies):
         out.append("- `kprediction.csv`: AL and speed-up predicted at each k' <= k, beside measured cells")
+    if not plots:
+        out.append("- no figures: the report was written with `--no-plots`")
     out.append("")
     return "\n".join(out)
 
 
-def write_report(report: Report, out_dir: Path) -> list[Path]:
-    """Write summary.md, acceptance.csv and the two figures (PNG + SVG) into ``out_dir``."""
-    # lazy: pulls in matplotlib, only when figures are written (run's end-of-run screen imports this module)
-    from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
-    from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
-
+def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path]:
+    """Write summary.md, acceptance.csv, the study CSVs and (``plots``) the figures (PNG + SVG) into
+    ``out_dir``. Without ``plots`` matplotlib is never imported."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "summary.md", out_dir / "acceptance.csv"]
     with marked_incomplete(out_dir, "report"):  # an interrupted report leaves a marked partial set
-        atomic_write_text(paths[0], render_markdown(report))
+        atomic_write_text(paths[0], render_markdown(report, plots))
         atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
-        enc = encode([(g.label, g.axes) for g in report.groups])
-        paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
-        paths += save_figure(
-            al_over_time_figure(report.windows, report.summary, enc, report.confidence), out_dir / "al_over_time"
-        )
-        paths += write_study_outputs(report.studies, out_dir, report.title)
+        if plots:
+            # lazy: pulls in matplotlib, only when figures are written (run's end-of-run screen imports
+            # this module)
+            from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
+            from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
+
+            enc = encode([(g.label, g.axes) for g in report.groups])
+            paths += save_figure(
+                per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position"
+            )
+            paths += save_figure(
+                al_over_time_figure(report.windows, report.summary, enc, report.confidence), out_dir / "al_over_time"
+            )
+        paths += write_study_outputs(report.studies, out_dir, report.title, plots)
     return paths

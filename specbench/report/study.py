@@ -507,17 +507,13 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     return out
 
 
-def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same) -> list[Path]:
-    """divergence.csv / speedup.csv and the two figures (PNG + SVG), when there is anything to show;
-    ``title(label)`` names a cell in the figures."""
+def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same, plots: bool = True) -> list[Path]:
+    """divergence.csv / speedup.csv / kprediction.csv and (``plots``) their figures (PNG + SVG), when
+    there is anything to show; ``title(label)`` names a cell in the figures."""
     import io
 
     # pandas and matplotlib only when files are written (run's end-of-run screen imports this module)
     import pandas as pd
-
-    from specbench.render.plots.acceptance import save_figure  # lazy: pulls in matplotlib
-    from specbench.render.plots.concurrency import write_concurrency_plot  # lazy: pulls in matplotlib
-    from specbench.render.plots.study import divergence_figure, speedup_figure  # lazy: pulls in matplotlib
 
     paths: list[Path] = []
     for name, records in (
@@ -531,6 +527,12 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same
             pd.DataFrame(rows).to_csv(buf, index=False)
             atomic_write_text(Path(out_dir) / f"{name}.csv", buf.getvalue())
             paths.append(Path(out_dir) / f"{name}.csv")
+    if not plots:
+        return paths
+    from specbench.render.plots.acceptance import save_figure  # lazy: pulls in matplotlib
+    from specbench.render.plots.concurrency import write_concurrency_plot  # lazy: pulls in matplotlib
+    from specbench.render.plots.study import divergence_figure, speedup_figure  # lazy: pulls in matplotlib
+
     pairs = [p for s in studies for p, _ in s.pairs]
     speeds = [x for s in studies for x in s.speedups]
     if pairs:

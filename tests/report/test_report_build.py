@@ -186,7 +186,6 @@ def test_failed_cell_is_listed_not_compared(tmp_path):
 def test_report_on_real_vllm_log(tmp_path):
     from pathlib import Path
 
-    pytest.importorskip("specbench.metrics.parse")
     data = Path(__file__).parents[1] / "analysis" / "data"
     truth = json.loads((data / "vllm_v1_windows.truth.json").read_text())
     rep = build_report([data / "vllm_v1_windows.log"], n_resamples=300)
@@ -215,7 +214,6 @@ def test_single_acceptance_json_file_is_a_group(tmp_path):
 def test_report_labels_real_log_and_prometheus_pair(tmp_path):
     from pathlib import Path
 
-    pytest.importorskip("specbench.metrics.parse")
     data = Path(__file__).parents[1] / "analysis" / "data"
     rep = build_report(
         [],
