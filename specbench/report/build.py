@@ -429,15 +429,13 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
         atomic_write_text(paths[0], render_markdown(report, plots))
         atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
         if plots:
-            # lazy: pulls in matplotlib, only when figures are written (run's end-of-run screen imports
-            # this module)
+            # matplotlib only when figures are written (run's end-of-run screen imports this module)
+            # lazy: pulls in matplotlib
             from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
             from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
 
             enc = encode([(g.label, g.axes) for g in report.groups])
-            paths += save_figure(
-                per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position"
-            )
+            paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
             paths += save_figure(
                 al_over_time_figure(report.windows, report.summary, enc, report.confidence), out_dir / "al_over_time"
             )
