@@ -2,10 +2,11 @@
 in-place write that a compiled graph (and, on a GPU, a captured CUDA graph) obeys without a
 re-trace, and each variant computes exactly what a Python-branch forward of that variant does.
 
-The module below has the shape of the plugin's heads: a mask on the input embedding at position 0,
-a fused "norm with residual" returning (normed, summed), then a pick of (for logits, carried). The
-independent source is :func:`branch_forward`, the variant written with Python ``if``s (what the
-plugin shipped before: correct eager, frozen into the graph once compiled).
+The module (tests/plugin/torch_head.py: Head) has the shape of the plugin's heads: a mask on the
+input embedding at position 0, a fused "norm with residual" returning (normed, summed), then a pick
+of (for logits, carried). The independent source is torch_head.branch_forward, the variant written
+with Python ``if``s (what the plugin shipped before: correct eager, frozen into the graph once
+compiled).
 
 On CPU this runs Inductor's C++ backend; with CUDA it also runs ``mode="reduce-overhead"`` (CUDA
 graphs), which the lead runs on a GPU machine.
@@ -13,71 +14,20 @@ graphs), which the lead runs on a GPU machine.
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
-import torch
 
-from specbench.plugin import select
-
-VARIANTS = list(itertools.product(select.NORM_FLAGS, (False, True)))
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-class Head(torch.nn.Module):
-    def __init__(self, output_norm: str, pos0_mask: bool, device: str):
-        super().__init__()
-        torch.manual_seed(0)
-        self.embed = torch.nn.Embedding(50, 16, device=device)
-        self.fc = torch.nn.Linear(32, 16, device=device)
-        self.weight = torch.nn.Parameter(torch.rand(16, device=device) + 0.5)
-        select.add_variant_buffers(self, output_norm, pos0_mask, device=device)
-
-    def norm(self, x, residual):
-        summed = x + residual
-        return summed * torch.rsqrt(summed.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, summed
-
-    def forward(self, ids, positions, hidden):
-        embeds = select.mask_pos0(self, self.embed(ids), positions)
-        x = self.fc(torch.cat([embeds, hidden], dim=-1))
-        normed, summed = self.norm(torch.tanh(x), x)
-        return select.for_logits(self, normed, summed), select.carried(self, normed, summed)
-
-
-def branch_forward(head: Head, output_norm: str, pos0_mask: bool, ids, positions, hidden):
-    embeds = head.embed(ids)
-    if pos0_mask:
-        embeds = torch.where(positions.unsqueeze(-1) == 0, 0, embeds)
-    x = head.fc(torch.cat([embeds, hidden], dim=-1))
-    normed, summed = head.norm(torch.tanh(x), x)
-    picked = {True: normed, False: summed}
-    logits, carry = select.NORM_FLAGS[output_norm]
-    return picked[logits], picked[carry]
-
-
-def _inputs(device: str):
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, 50, (6,), generator=g).to(device)
-    positions = torch.tensor([0, 1, 2, 0, 1, 5], device=device)  # two sequences' position 0
-    hidden = torch.randn(6, 16, generator=g).to(device)
-    return ids, positions, hidden
-
-
-class CountingBackend:
-    """Inductor, counting how often Dynamo hands it a graph (a re-trace is a second call)."""
-
-    def __init__(self):
-        self.compiles = 0
-
-    def __call__(self, gm, example_inputs):
-        from torch._inductor.compile_fx import compile_fx
-
-        self.compiles += 1
-        return compile_fx(gm, example_inputs)
+# torch is imported inside the tests, so that collecting this module (on every xdist worker, even
+# when its tests are deselected) does not import torch; so are torch_head and specbench.plugin.select,
+# which import it.
 
 
 def test_eager_selection_is_the_python_branch_forward_bit_for_bit():
-    head, args = Head("on", False, "cpu"), _inputs("cpu")
+    import torch
+    from torch_head import VARIANTS, Head, branch_forward, inputs
+
+    from specbench.plugin import select
+
+    head, args = Head("on", False, "cpu"), inputs("cpu")
     with torch.no_grad():
         for norm, mask in VARIANTS:
             select.set_variant(head, norm, mask)
@@ -87,13 +37,20 @@ def test_eager_selection_is_the_python_branch_forward_bit_for_bit():
 
 
 @pytest.mark.slow  # torch.compile (Inductor) of the module: ~4 s of CPU
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_a_compiled_graph_follows_in_place_switches_without_retracing(device):
     """One graph, compiled at the shipped EAGLE values, switched through all six variants and back:
     each output equals a graph compiled fresh at that variant, bit for bit, and Dynamo never
     re-traced. The variants really differ (else the check would pass vacuously)."""
+    import torch
+    from torch_head import VARIANTS, CountingBackend, Head, inputs
+
+    from specbench.plugin import select
+
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA graphs need a GPU")
     torch._dynamo.reset()
-    args = _inputs(device)
+    args = inputs(device)
     head = Head("on", False, device)
     backend = CountingBackend()
     compiled = torch.compile(head, backend=backend, fullgraph=True)
@@ -114,11 +71,17 @@ def test_a_compiled_graph_follows_in_place_switches_without_retracing(device):
     assert len(distinct) == len(VARIANTS), "some variants computed the same outputs"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_a_captured_cuda_graph_follows_in_place_switches():
     """The GPU path vLLM takes: a CUDA graph captured once at the shipped values replays each
     variant exactly as an eager forward of that variant (the buffers are read at their address)."""
-    args = _inputs("cuda")
+    import torch
+    from torch_head import VARIANTS, Head, branch_forward, inputs
+
+    from specbench.plugin import select
+
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA graphs need a GPU")
+    args = inputs("cuda")
     head = Head("on", False, "cuda")
     static = [a.clone() for a in args]
     with torch.no_grad():
@@ -136,6 +99,10 @@ def test_a_captured_cuda_graph_follows_in_place_switches():
 
 
 def test_an_unknown_variant_is_refused_before_anything_is_written():
+    from torch_head import Head
+
+    from specbench.plugin import select
+
     head = Head("logits-only", True, "cpu")
     with pytest.raises(ValueError, match="unknown output_norm 'of'"):
         select.set_variant(head, "of", False)
@@ -143,6 +110,11 @@ def test_an_unknown_variant_is_refused_before_anything_is_written():
 
 
 def test_buffers_are_not_weights():
+    import torch
+    from torch_head import Head
+
+    from specbench.plugin import select
+
     head = Head("off", True, "cpu")
     assert not set(select.BUFFERS) & set(head.state_dict())
     assert select.has_variant(head) and not select.has_variant(torch.nn.Linear(2, 2))
@@ -153,6 +125,10 @@ def test_a_head_module_is_checked_then_given_its_buffers_and_a_load_line(caplog)
     missing what the variant forward reads is refused naming it; otherwise it starts at the variant
     asked for, read back from its buffers, and says so in the log."""
     import logging
+
+    import torch
+
+    from specbench.plugin import select
 
     log = logging.getLogger("test.specbench.select")
     bare = torch.nn.Module()
