@@ -1,8 +1,9 @@
 """One cell, one interval: for every committed baseline under results/baselines, every speculative
 cell and every metric, the interval acceptance.json gets (run/collect.py's build_acceptance, rebuilt
 from the cell's stored counts so a change of interval method is followed), the one
-``specbench report`` prints (its acceptance.csv) and the one ``specbench compare`` (the run against
-itself) computes over its units are the same, over the same unit kind and number of units.
+``specbench report`` prints (its acceptance.csv), the one ``specbench compare`` (the run against
+itself) computes over its units and the AL [CI] of the run's end screen (report/screen.py) are the
+same, over the same unit kind and number of units.
 
 compare prints only changes (self vs self: 0), so its side is checked through what it prints about
 each cell (unit kind, number of units, the point estimates in --json) and the interval over the
@@ -12,18 +13,24 @@ never with numbers written here."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import shutil
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from specbench.analysis.intervals import cell_intervals
 from specbench.cli.main import run_cli
 from specbench.compare.sides import load_side
 from specbench.records import Acceptance, load
+from specbench.render import format as fmt
+from specbench.report.build import titles_of
+from specbench.report.screen import final_table
 from specbench.run.collect import build_acceptance
+from specbench.run.read import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = sorted(p for p in (ROOT / "results" / "baselines").iterdir() if (p / "manifest.json").exists())
@@ -106,6 +113,15 @@ def _check_one_interval(run: Path, tmp_path: Path, plots: bool) -> None:
     side = load_side(run)
     side_cells = {cid: cell for cell in side.cells.values() for cid in cell.cell_ids}
 
+    names = titles_of(read_run(run))
+    buf = io.StringIO()
+    Console(file=buf, width=200, color_system=None).print(final_table(run))
+    screen = {
+        name: line
+        for line in buf.getvalue().splitlines()
+        for name in names.values()
+        if line.strip().startswith(f"{name}  ")
+    }
     checked = 0
     for cell_dir in sorted(c for c in run.iterdir() if (c / "acceptance.json").exists()):
         acc = load(Acceptance, cell_dir / "acceptance.json")
@@ -130,6 +146,12 @@ def _check_one_interval(run: Path, tmp_path: Path, plots: bool) -> None:
             )
             assert _close(lo, iv[key][0]) and _close(hi, iv[key][1]), (cid, key, "compare", (lo, hi), iv[key])
             checked += 1
+        # the run's end screen: AL [CI] as the report's table prints it (2 decimals)
+        al = _num(row["mean_acceptance_length"])
+        shown_al = fmt.with_ci(
+            al, (_num(row["mean_acceptance_length_ci_low"]), _num(row["mean_acceptance_length_ci_high"])), 2
+        )
+        assert f" {shown_al} " in screen[names[cid]], (cid, "screen", shown_al, screen[names[cid]])
         for metric in shown["metrics"]:
             key = POINT_KEYS.get(metric["name"]) or (
                 f"p{metric['index']}" if metric["name"].startswith("per_position") else None

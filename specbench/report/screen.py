@@ -12,7 +12,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from specbench.analysis.intervals import cell_intervals
 from specbench.errors import SpecbenchError
+from specbench.records import acceptance_units
 from specbench.render import format as fmt
 from specbench.report.build import contrasts, titles_of
 from specbench.report.study import run_speedups
@@ -26,7 +28,9 @@ def _fmt(x: Any, digits: int = 3) -> str:
 def final_table(run_dir: Path) -> Table:
     """Per cell: AL [95% CI], p_i, output tok/s and the speed-up over its own baseline [95% CI], read
     back from the run directory itself; cells titled as `report` and `compare` title them
-    (``MLA on · norm off``, ``no spec · MLA on``)."""
+    (``MLA on · norm off``, ``no spec · MLA on``). The AL interval is recomputed from the stored
+    counts over the units `report` and `compare` choose (records.acceptance_units), so all three
+    print one interval, also for runs stored under an older interval method."""
     run = read_run(run_dir)
     names = titles_of(run)
     speed = _speedups(run_dir)
@@ -58,7 +62,7 @@ def final_table(run_dir: Path) -> Table:
         if c.acc is None or c.acc.baseline:
             t.add_row(name, *status, *(["-"] * (1 + k)), _fmt(base_tps.get(cid), 1), "-")
             continue
-        derived, ci = c.acc.derived, c.acc.ci
+        derived = c.acc.derived
         pos = derived.per_position
         s = speed.get(cid)
         up = (
@@ -67,7 +71,9 @@ def final_table(run_dir: Path) -> Table:
             else f"{fmt.num(s.point['output_tok_per_s'], 2)}× [{fmt.num(s.intervals['output_tok_per_s'][0], 2)}, "
             f"{fmt.num(s.intervals['output_tok_per_s'][1], 2)}]"
         )
-        interval = ci.interval("mean_acceptance_length") if ci is not None else None
+        # the interval report and compare print (the stored one may be of an older method)
+        units, _, _ = acceptance_units(c.acc, Path(run_dir) / cid / "acceptance.json")
+        interval = cell_intervals(units).get("mean_acceptance_length") if len(units) > 1 else None
         t.add_row(
             name,
             *status,
@@ -94,7 +100,7 @@ def final_screen(run_dir: Path):
     lines: list[Table | Text] = [final_table(run_dir)]
     found = contrasts(run_dir)
     if found:
-        lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, jackknife SE, unpaired):"))
+        lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, floored jackknife SE, unpaired):"))
         lines += [Text(f"- {c.line()}") for c in found]
     lines.append(Text(f"Report, plots and divergence: specbench report {run_dir} --out {run_dir}/report"))
     return Group(*lines)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.imports_vllm  # torch in the worker: on the one worker that imports it anyway
+
 # torch is imported inside the tests, so that collecting this module (on every xdist worker, even
 # when its tests are deselected) does not import torch; so are torch_head and specbench.plugin.select,
 # which import it.

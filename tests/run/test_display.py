@@ -8,10 +8,18 @@ from pathlib import Path
 
 from rich.console import Console
 
+from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import cell_intervals
+from specbench.render import format as fmt
 from specbench.report.screen import final_screen, final_table
 from specbench.run import store
 from specbench.run.cells import Cell
 from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, make_display
+
+UNITS = [
+    {"num_drafts": 25, "draft_tokens": 75, "accepted_tokens": a, "accepted_per_position": pos}
+    for a, pos in ((30, [15, 10, 5]), (40, [20, 12, 8]), (40, [20, 13, 7]), (40, [20, 15, 5]))
+]
 
 
 def _run(tmp_path):
@@ -22,11 +30,13 @@ def _run(tmp_path):
     acc = {
         "prometheus": {"counts": {"num_drafts": 100, "draft_tokens": 300, "accepted_tokens": 150}},
         "derived": {"mean_acceptance_length": 2.5, "draft_acceptance_rate": 0.5, "per_position": [0.75, 0.5, 0.25]},
+        # stored by an older interval method: the screen recomputes from the units, as report does
         "ci": {
             "unit": "request",
-            "n_units": 20,
+            "n_units": 4,
             "intervals": {"mean_acceptance_length": [2.25, 2.75], "p0": [0.7, 0.8]},
         },
+        "per_request": {"units": [dict(u) for u in UNITS]},
     }
     store.write_cell(run_dir, {"cell_id": "mla-on__r0", "axes": {"mla": "on"}, "status": "done"}, acc)
     store.write_cell(run_dir, {"cell_id": "mla-off__r0", "axes": {"mla": "off"}, "status": "failed"}, None)
@@ -49,7 +59,10 @@ def test_final_table_shows_al_and_p_with_cis(tmp_path):
     }
     # titled as report/compare title cells, not by directory name
     assert set(rows) == {"MLA on", "MLA off", "no spec · MLA on"}, rows
-    assert "2.50 [2.25, 2.75]" in rows["MLA on"] and "0.750" in rows["MLA on"] and "0.250" in rows["MLA on"]
+    units = [Counts(num_spec_tokens=3, **u) for u in UNITS]
+    al = fmt.with_ci(2.5, cell_intervals(units)["mean_acceptance_length"], 2)
+    assert f" {al} " in rows["MLA on"] and "[2.25, 2.75]" not in rows["MLA on"], (al, rows["MLA on"])
+    assert "0.750" in rows["MLA on"] and "0.250" in rows["MLA on"]
     assert "failed" in rows["MLA off"]  # a status column only when a cell did not finish
 
 
