@@ -1,0 +1,68 @@
+"""What ``specbench report --no-plots`` saves, against ``specbench report`` on the same run in the
+same session, and against a bare interpreter (``python -c pass``) as the floor.
+
+A CI job that reads summary.md or acceptance.csv does not need the figures; writing them (PNG and
+SVG of each, through matplotlib) is most of what a report costs. Each command runs ``--repeats``
+times in alternating order into a fresh directory; the median wall time of each and the ratios are
+printed.
+
+    .venv/bin/python benchmarks/report_plots.py                     # ~1 minute
+    .venv/bin/python benchmarks/report_plots.py --run results/baselines/cpu-seed-questions
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _time(argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--run", default="results/baselines/cpu-default")
+    args = ap.parse_args(argv)
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        commands = {
+            "python -c pass": lambda r: [py, "-c", "pass"],
+            "specbench report": lambda r: [py, "-m", "specbench", "report", args.run, "--out", f"{tmp}/p{r}"],
+            "specbench report --no-plots": lambda r: [
+                py,
+                "-m",
+                "specbench",
+                "report",
+                args.run,
+                "--out",
+                f"{tmp}/n{r}",
+                "--no-plots",
+            ],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        names = list(commands)
+        for r in range(args.repeats):
+            for name in names if r % 2 == 0 else reversed(names):
+                times[name].append(_time(commands[name](r)))
+    median = {name: statistics.median(ts) for name, ts in times.items()}
+    full = median["specbench report"]
+    print(f"report of {args.run}, {args.repeats} runs each, median wall time")
+    print(f"{'command':<32} {'median s':>9} {'x report':>9}")
+    for name, m in median.items():
+        print(f"{name:<32} {m:9.3f} {m / full:9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
