@@ -6,7 +6,6 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from specbench.analysis.counts import Counts, acceptance, total
@@ -90,46 +89,3 @@ def summary_frame(
     )
     cols = head + [c for s in stats for c in (s, f"{s}_ci_low", f"{s}_ci_high")] + ["derived", "warnings"]
     return pd.DataFrame(rows, columns=cols)
-
-
-def window_frame(groups: dict[str, list[Counts]]) -> pd.DataFrame:
-    """One row per unit (window/request) per group, in order: the data behind "AL over time".
-
-    Built from arrays, not a dict (or an AcceptanceStats) per unit: those cost more than the
-    Counts they describe on a long log. AL = 1 + A/D and p0 = accepted_0/D are the values
-    :func:`~specbench.analysis.counts.acceptance` gives (nan without drafts)."""
-    if not any(groups.values()):
-        return pd.DataFrame([], columns=_WINDOW_COLUMNS)
-    cols: dict[str, list] = {c: [] for c in _WINDOW_COLUMNS}
-    for label, units in groups.items():
-        n = len(units)
-        d = np.fromiter((u.num_drafts for u in units), dtype=np.int64, count=n)
-        a = np.fromiter((u.accepted_tokens for u in units), dtype=np.int64, count=n)
-        first = np.fromiter(
-            (u.accepted_per_position[0] if u.accepted_per_position else math.nan for u in units),
-            dtype=np.float64,
-            count=n,
-        )
-        with np.errstate(divide="ignore", invalid="ignore"):
-            al = np.where(d != 0, 1 + a / d, math.nan)
-            p0 = np.where(d != 0, first / d, math.nan)
-        for col, part in zip(
-            _WINDOW_COLUMNS,
-            ([label] * n, np.arange(n), [u.time for u in units], [u.origin for u in units], d, a, al, p0),
-        ):
-            cols[col].append(part)
-    # Text columns stay Python objects: pandas' default str dtype copies them into pyarrow buffers,
-    # measured at ~1 KB of RSS per window (+6 MB for 5,300 windows), several times the Counts.
-    data = {
-        c: (
-            pd.Series([x for part in parts for x in part], dtype=object)
-            if c in _TEXT_COLUMNS
-            else np.concatenate(parts)
-        )
-        for c, parts in cols.items()
-    }
-    return pd.DataFrame(data, columns=_WINDOW_COLUMNS)
-
-
-_WINDOW_COLUMNS = ["label", "window", "time", "origin", "num_drafts", "accepted_tokens", "mean_acceptance_length", "p0"]
-_TEXT_COLUMNS = ("label", "time", "origin")

@@ -268,10 +268,15 @@ def cell_intervals(units: list[Counts], confidence: float = 0.95) -> Intervals:
     if not units:
         raise ValueError("cell_intervals needs at least one unit")
     k = common_k(units)
-    m = count_matrix(units, k)
+    return matrix_intervals(count_matrix(units, k), k, confidence)
+
+
+def matrix_intervals(m: np.ndarray, k: int, confidence: float = 0.95) -> Intervals:
+    """:func:`cell_intervals` of the units whose counts are the rows of ``m`` (:func:`count_matrix`
+    of them at ``k`` positions): a prefix of the rows is the interval over the first units."""
     sums = m.sum(axis=0)
     point = {name: float(v) for name, v in count_stats(sums, k).items()}
-    n = len(units)
+    n = len(m)
     if n == 1:
         return Intervals(
             {key: (v, v) for key, v in point.items()},
@@ -322,6 +327,27 @@ def cell_intervals(units: list[Counts], confidence: float = 0.95) -> Intervals:
         out["mean_acceptance_length"] = (1 + r * lo, 1 + r * hi)
         half["mean_acceptance_length"] = r * half["draft_acceptance_rate"]
     return Intervals(out, n_units=n, confidence=confidence, point=point, method=SCORE_JACKKNIFE, half_width=half)
+
+
+def cumulative_intervals(
+    units: list[Counts], key: str = "mean_acceptance_length", confidence: float = 0.95, max_points: int = 200
+) -> list[tuple[int, float, float, float]]:
+    """``(n, point, low, high)`` of statistic ``key`` over the first n units, at up to ``max_points``
+    evenly spaced n (always the last): each the :func:`cell_intervals` of that prefix, so the last
+    is the cell's own interval. One unit (or a statistic undefined so far) has no interval (nan).
+    The counts are read once; a day-long log's windows cost ``max_points`` matrix passes."""
+    if not units:
+        return []
+    k = common_k(units)
+    m = count_matrix(units, k)
+    ns = np.unique(np.linspace(1, len(units), num=min(len(units), max_points)).round().astype(int))
+    out = []
+    for n in ns:
+        iv = matrix_intervals(m[:n], k, confidence)
+        point = iv.point.get(key, math.nan)
+        lo, hi = (math.nan, math.nan) if iv.degenerate else iv.get(key, (math.nan, math.nan))
+        out.append((int(n), float(point), float(lo), float(hi)))
+    return out
 
 
 def bootstrap(units: list[Counts], n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Intervals:

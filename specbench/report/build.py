@@ -15,7 +15,7 @@ import pandas as pd
 
 from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.analysis.deltas import acceptance_deltas
-from specbench.analysis.frames import summary_frame, window_frame
+from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.attest import axis_fields, confounds, not_attested
 from specbench.errors import ConfigError, SpecbenchError
@@ -93,7 +93,6 @@ class CellDifference:
 class Report:
     groups: list[Group]
     summary: pd.DataFrame
-    windows: pd.DataFrame
     confidence: float
     n_resamples: int
     seed: int
@@ -149,7 +148,6 @@ def build_report(
     return Report(
         groups=groups,
         summary=summary,
-        windows=window_frame(counted),
         confidence=confidence,
         n_resamples=n_resamples,
         seed=seed,
@@ -437,7 +435,8 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
             enc = encode([(g.label, g.axes) for g in report.groups])
             paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
             paths += save_figure(
-                al_over_time_figure(report.windows, report.summary, enc, report.confidence), out_dir / "al_over_time"
+                al_over_time_figure({g.label: g.units for g in report.groups}, report.summary, enc, report.confidence),
+                out_dir / "al_over_time",
             )
         paths += write_study_outputs(report.studies, out_dir, report.title, plots)
     return paths

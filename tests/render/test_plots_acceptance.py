@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.counts import Counts
-from specbench.analysis.frames import summary_frame, window_frame
+from specbench.analysis.frames import summary_frame
 from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, plot_per_position, save_figure
 
 
@@ -27,7 +27,7 @@ def test_per_position_and_al_over_time_files(tmp_path):
     g = groups()
     summary = summary_frame(g)
     paths = save_figure(per_position_figure(summary), tmp_path / "per_position")
-    paths += save_figure(al_over_time_figure(window_frame(g), summary), tmp_path / "al_over_time")
+    paths += save_figure(al_over_time_figure(g, summary), tmp_path / "al_over_time")
     assert [p.name for p in paths] == ["per_position.png", "per_position.svg", "al_over_time.png", "al_over_time.svg"]
     for p in paths:
         data = p.read_bytes()
@@ -78,37 +78,31 @@ def test_each_axis_is_encoded_once_with_one_shared_legend():
     assert "$p_i$" in fig.axes[0].get_ylabel() and r"\alpha" in fig.axes[1].get_ylabel()
 
 
-def test_cumulative_al_sums_counts_and_ends_at_the_pooled_al():
-    import pandas as pd
-
-    from specbench.render.plots.acceptance import cumulative_al
+def test_cumulative_al_sums_counts_and_its_last_interval_is_the_cells():
+    """Each point: AL over the first n units from summed counts (checked against a plain sum), with
+    the per-cell interval of those n units; the last is the group's own interval (the table's)."""
+    from specbench.analysis.intervals import cell_intervals, cumulative_intervals
 
     # unequal drafts per unit: averaging the units' rates would give another number
-    df = pd.DataFrame({"num_drafts": [10, 100, 30, 60, 45], "accepted_tokens": [9, 20, 15, 40, 30]})
-    cum = cumulative_al(df)
-    assert cum["al"].iloc[-1] == pytest.approx(1 + 114 / 245)
-    assert cum["al"].iloc[1] == pytest.approx(1 + 29 / 110)
-    assert np.isnan(cum["low"].iloc[0])  # one unit: no interval
-    widths = (cum["high"] - cum["low"]).iloc[1:]
-    assert widths.iloc[-1] < widths.iloc[0] and (cum["low"] <= cum["al"]).iloc[1:].all()
-    # the interval from running sums equals the one computed from each prefix's residuals
-    n = 4
-    r = (9 + 20 + 15 + 40) / (10 + 100 + 30 + 60)
-    resid = np.array([9, 20, 15, 40]) - r * np.array([10, 100, 30, 60])
-    se = math.sqrt(n / (n - 1) * float(np.sum(resid**2))) / 200
-    from specbench.analysis.deltas import t_quantile
-
-    assert cum["high"].iloc[3] == pytest.approx(1 + r + t_quantile(0.95, 3) * se)
+    raw = [(10, 9, [6, 3]), (100, 20, [15, 5]), (30, 15, [10, 5]), (60, 40, [25, 15]), (45, 30, [20, 10])]
+    units = [Counts(d, 2 * d, a, pos, 2) for d, a, pos in raw]
+    cum = cumulative_intervals(units)
+    assert [c[0] for c in cum] == [1, 2, 3, 4, 5]
+    for n, al, lo, hi in cum:
+        assert al == pytest.approx(1 + sum(a for _, a, _ in raw[:n]) / sum(d for d, _, _ in raw[:n]))
+        if n == 1:
+            assert math.isnan(lo) and math.isnan(hi)  # one unit: no interval
+        else:
+            assert (lo, hi) == cell_intervals(units[:n])["mean_acceptance_length"] and lo < al < hi
+    assert cum[-1][2:] == cell_intervals(units)["mean_acceptance_length"]
 
 
 def test_cumulative_al_of_a_long_log_is_a_bounded_number_of_points_ending_at_the_pooled_al():
-    import pandas as pd
-
-    from specbench.render.plots.acceptance import cumulative_al
+    from specbench.analysis.intervals import cumulative_intervals
 
     rng = np.random.default_rng(0)
     d = rng.integers(1, 50, size=30_000)
     a = rng.binomial(3 * d, 0.5)
-    cum = cumulative_al(pd.DataFrame({"num_drafts": d, "accepted_tokens": a}), max_points=200)
-    assert len(cum) == 200 and cum["n"].iloc[-1] == 30_000 and cum["n"].iloc[0] == 1
-    assert cum["al"].iloc[-1] == pytest.approx(1 + a.sum() / d.sum())
+    cum = cumulative_intervals([Counts(int(x), 3 * int(x), int(y)) for x, y in zip(d, a)], max_points=200)
+    assert len(cum) == 200 and cum[-1][0] == 30_000 and cum[0][0] == 1
+    assert cum[-1][1] == pytest.approx(1 + a.sum() / d.sum())

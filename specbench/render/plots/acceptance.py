@@ -1,4 +1,4 @@
-"""Acceptance plots. Functions take data (the frames of :mod:`specbench.analysis.frames`) and an Axes;
+"""Acceptance plots. Functions take data (the frames of :mod:`specbench.analysis.frames`, or a group's units) and an Axes;
 figures are built without pyplot's global state and rendered with the Agg backend."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from specbench.analysis.intervals import t_quantile
+from specbench.analysis.counts import Counts
+from specbench.analysis.intervals import cumulative_intervals
 from specbench.io import atomic_write_bytes
 from specbench.render.plots.style import Encoding, draw_ci, encode, shared_legend
 
@@ -73,68 +73,39 @@ def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Enc
 MAX_CUMULATIVE_POINTS = 200
 
 
-def cumulative_al(df: pd.DataFrame, confidence: float = 0.95, max_points: int = MAX_CUMULATIVE_POINTS) -> pd.DataFrame:
-    """AL pooled over the first n units (1 + ΣA/ΣD: counts summed, never rates averaged), with a t
-    interval from the ratio's linearized standard error over those n units, at up to ``max_points``
-    evenly spaced n (always the last). Linear in the number of units: running sums give each
-    prefix's Σ(a - r·d)² = Σa² - 2rΣad + r²Σd²."""
-    d = df["num_drafts"].to_numpy(dtype=float)
-    a = df["accepted_tokens"].to_numpy(dtype=float)
-    total = len(df)
-    if total == 0:
-        return pd.DataFrame(columns=["n", "al", "low", "high"])
-    cd, ca = np.cumsum(d), np.cumsum(a)
-    caa, cad, cdd = np.cumsum(a * a), np.cumsum(a * d), np.cumsum(d * d)
-    ns = np.unique(np.linspace(1, total, num=min(total, max_points)).round().astype(int))
-    rows = []
-    for n in ns:
-        sd, sa = cd[n - 1], ca[n - 1]
-        if sd <= 0:
-            rows.append((n, math.nan, math.nan, math.nan))
-            continue
-        r = sa / sd
-        if n < 2:
-            rows.append((n, 1 + r, math.nan, math.nan))
-            continue
-        ss = max(float(caa[n - 1] - 2 * r * cad[n - 1] + r * r * cdd[n - 1]), 0.0)
-        se = math.sqrt(n / (n - 1) * ss) / sd
-        h = t_quantile(confidence, n - 1) * se
-        rows.append((n, 1 + r, 1 + r - h, 1 + r + h))
-    return pd.DataFrame(rows, columns=["n", "al", "low", "high"])
-
-
 def plot_al_over_time(
     ax: Axes,
-    windows: pd.DataFrame,
+    groups: dict[str, list[Counts]],
     summary: pd.DataFrame | None = None,
     enc: Encoding | None = None,
     confidence: float = 0.95,
 ) -> None:
     """Cumulative AL per group over its units in order (log windows in time order, a run's requests
     in id order), with its CI as error bars: where it settles is the group's AL, how fast it
-    settles is how much the order mattered. ``windows`` is
-    :func:`~specbench.analysis.frames.window_frame` output."""
-    labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
+    settles is how much the order mattered. Each point is AL pooled over the first n units with the
+    per-cell interval over them (:func:`~specbench.analysis.intervals.cumulative_intervals`), so
+    the last is the interval of the group's row in the table. ``groups``: label -> units, the
+    units the table's CI runs over."""
+    labels = [label for label, units in groups.items() if units]
     enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
     n = max(len(labels), 1)
     points: list[float] = []
-    for j, (label, df) in enumerate(windows.groupby("label", sort=False)):
-        cum = cumulative_al(df.sort_values("window"), confidence)
+    for j, label in enumerate(labels):
+        cum = cumulative_intervals(groups[label], "mean_acceptance_length", confidence, MAX_CUMULATIVE_POINTS)
         style = enc.style(str(label), j)
-        xs = [x + (j - (n - 1) / 2) * 0.08 for x in cum["n"]]
         draw_ci(
             ax,
-            xs,
-            list(cum["al"]),
-            list(cum["low"]),
-            list(cum["high"]),
+            [c[0] + (j - (n - 1) / 2) * 0.08 for c in cum],
+            [c[1] for c in cum],
+            [c[2] for c in cum],
+            [c[3] for c in cum],
             style,
             label=style.title,
             markersize=3,
             capsize=2,
         )
-        points += [x for x in cum["al"] if not math.isnan(x)]
-    if points:  # the first few intervals are huge (t with 1-2 df): the points set the scale, AL >= 1
+        points += [c[1] for c in cum if not math.isnan(c[1])]
+    if points:  # the first few intervals are wide (2-3 units): the points set the scale, AL >= 1
         ax.set_ylim(max(0.95, min(points) - 0.6), max(points) + 0.6)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     unit = "units"
@@ -168,16 +139,19 @@ def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: En
 
 
 def al_over_time_figure(
-    windows: pd.DataFrame, summary: pd.DataFrame | None = None, enc: Encoding | None = None, confidence: float = 0.95
+    groups: dict[str, list[Counts]],
+    summary: pd.DataFrame | None = None,
+    enc: Encoding | None = None,
+    confidence: float = 0.95,
 ) -> Figure:
-    labels = list(dict.fromkeys(windows["label"])) if len(windows) else []
+    labels = [label for label, units in groups.items() if units]
     enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
     fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.subplots()
-    plot_al_over_time(ax, windows, summary, enc, confidence)
+    plot_al_over_time(ax, groups, summary, enc, confidence)
     ax.set_title(
-        f"AL pooled over the units so far (includes the bonus token); error bars: {confidence:.0%} CI "
-        "(t, linearized SE)",
+        "AL pooled over the units so far (includes the bonus token)\n"
+        f"error bars: {confidence:.0%} CI, score interval with jackknife design effect (the last point's is the table's)",
         fontsize="medium",
     )
     fig.suptitle("Acceptance length as units accumulate")
