@@ -39,7 +39,7 @@ def summary_frame(
     the sum of the group's units otherwise; the CIs always run over the units (the score interval
     with a jackknife design effect, :func:`~specbench.analysis.intervals.cell_intervals`). ``unit`` names what a unit is ("window"
     or "request"), per group when a dict. ``ci_degenerate`` marks groups with a single unit, whose
-    interval is (x, x).
+    interval is (x, x); ``ci_method`` names the interval (empty without one).
     """
     totals = totals or {}
     rows: list[dict[str, Any]] = []
@@ -57,6 +57,7 @@ def summary_frame(
         acc = acceptance(pooled)
         ci = cell_intervals(units, confidence=confidence) if units else None
         row["ci_degenerate"] = bool(ci is None or ci.degenerate)
+        row["ci_method"] = "" if ci is None or ci.degenerate else ci.method  # which interval the CI columns hold
         row["num_spec_tokens"] = pooled.num_spec_tokens
         row["num_drafts"] = pooled.num_drafts
         row["draft_tokens"] = pooled.draft_tokens
@@ -77,6 +78,7 @@ def summary_frame(
         "unit",
         "n_units",
         "ci_degenerate",
+        "ci_method",
         "num_spec_tokens",
         "num_drafts",
         "draft_tokens",

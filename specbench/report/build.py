@@ -360,8 +360,8 @@ def render_markdown(report: Report, plots: bool = True) -> str:
             "## Differences between cells",
             "",
             f"Cells that differ in one axis; Δ = first minus second, {pct} CI of the difference as "
-            "`specbench compare` computes it for unpaired cells (t interval, jackknife SE over units, "
-            "df = min(n) − 1); "
+            "`specbench compare` computes it for unpaired cells (t interval, jackknife SE over units, never "
+            "below the two cells' within-draw sampling SE, df = min(n) − 1); "
             "significant when the CI excludes 0.",
             "",
         ]

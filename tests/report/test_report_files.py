@@ -5,6 +5,7 @@ and k-prediction files are written too."""
 
 from __future__ import annotations
 
+import csv
 import re
 import subprocess
 import sys
@@ -57,8 +58,10 @@ def test_summary_names_the_interval_of_its_table(tmp_path: Path):
     summary = (out / "summary.md").read_text()
     (paragraph,) = [line for line in summary.splitlines() if line.startswith("**Intervals:**")]
     methods = {cell_intervals(c.units).method for c in load_side(RUN).cells.values() if len(c.units) > 1}
-    assert len(methods) == 1 and f"`{methods.pop()}`" in paragraph
+    assert len(methods) == 1 and f"`{next(iter(methods))}`" in paragraph
     assert "jackknife standard error" not in paragraph  # the interval before (jackknife-t)
+    with (out / "acceptance.csv").open(newline="") as f:  # and the CSV names it on every row
+        assert {row["ci_method"] for row in csv.DictReader(f)} == methods
 
 
 def test_no_plots_never_loads_matplotlib(tmp_path: Path):
