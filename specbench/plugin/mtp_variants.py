@@ -138,7 +138,7 @@ def verify_wrapped_classes(vllm_version: str) -> None:
     for name in ("DeepSeekMTP", "DeepSeekMultiTokenPredictor", "DeepSeekMultiTokenPredictorLayer"):
         if not isinstance(getattr(deepseek_mtp, name, None), type):
             problems.append(f"deepseek_mtp.{name}")
-    if isinstance(_BASE_LAYER, type):
+    if inspect.isclass(_BASE_LAYER):
         params = list(inspect.signature(_BASE_LAYER.forward).parameters)
         if params != FORWARD_PARAMS:
             problems.append(

@@ -121,7 +121,7 @@ def verify_wrapped_classes(vllm_version: str) -> None:
     outer = getattr(deepseek_eagle, "EagleDeepseekV3ForCausalLM", None)
     if outer is None:
         problems.append("deepseek_eagle.EagleDeepseekV3ForCausalLM")
-    if not isinstance(_BASE_INNER, type):
+    if not inspect.isclass(_BASE_INNER):
         problems.append("deepseek_eagle.DeepseekV2Model")
     else:
         params = list(inspect.signature(_BASE_INNER.forward).parameters)
