@@ -13,19 +13,9 @@ alternating order; the median wall time of each and the ratios to the peers are 
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _time(argv: list[str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
-    return time.perf_counter() - t0
+from alternating import medians
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,12 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         "specbench --help": [py, "-m", "specbench", "--help"],
         f"specbench validate {args.config}": [py, "-m", "specbench", "validate", args.config],
     }
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    names = list(commands)
-    for r in range(args.repeats):
-        for name in names if r % 2 == 0 else reversed(names):
-            times[name].append(_time(commands[name]))
-    median = {name: statistics.median(ts) for name, ts in times.items()}
+    median = medians({name: (lambda r, argv=argv: argv) for name, argv in commands.items()}, args.repeats)
     bare, torch = median["python -c pass"], median["python -c 'import torch'"]
     print(f"{'command':<48} {'median s':>9} {'x bare python':>14} {'x import torch':>15}")
     for name, m in median.items():

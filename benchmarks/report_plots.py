@@ -13,20 +13,10 @@ printed.
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _time(argv: list[str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
-    return time.perf_counter() - t0
+from alternating import medians
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,12 +40,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--no-plots",
             ],
         }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        names = list(commands)
-        for r in range(args.repeats):
-            for name in names if r % 2 == 0 else reversed(names):
-                times[name].append(_time(commands[name](r)))
-    median = {name: statistics.median(ts) for name, ts in times.items()}
+        median = medians(commands, args.repeats)
     full = median["specbench report"]
     print(f"report of {args.run}, {args.repeats} runs each, median wall time")
     print(f"{'command':<32} {'median s':>9} {'x report':>9}")

@@ -427,8 +427,7 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
         atomic_write_text(paths[0], render_markdown(report, plots))
         atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
         if plots:
-            # matplotlib only when figures are written (run's end-of-run screen imports this module)
-            # lazy: pulls in matplotlib
+            # lazy: matplotlib only when figures are written (run's end-of-run screen imports this module)
             from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
             from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
 
