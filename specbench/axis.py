@@ -28,7 +28,7 @@ BUILTIN_AXES = ("mla", "method", "output_norm", "pos0_mask", "num_speculative_to
 SPEC_AXES = ("method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
 # Load settings as axes: cells that differ only in these share one server (run/groups.py).
 # Load has no request rate (the built-in driver is closed-loop), so there is no load:request_rate.
-LOAD_SETTINGS = ("concurrency", "max_tokens", "temperature", "category")
+LOAD_SETTINGS = ("concurrency", "max_tokens", "temperature", "category", "workload")
 LOAD_AXES = tuple(f"load:{s}" for s in LOAD_SETTINGS)
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

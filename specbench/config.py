@@ -24,6 +24,7 @@ from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: 
 from specbench.io import read_bytes
 from specbench.load.llmperf_checks import check_llmperf
 from specbench.load.prompts import CATEGORIES
+from specbench.load.workloads import JSONL_PREFIX, check_workload
 from specbench.safe_yaml import LimitError, load_yaml
 
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
@@ -201,10 +202,32 @@ class Load(_Strict):
     seed: int = 0
     timeout_s: float = Field(default=300, gt=0)
     prompts: Prompts = Field(default_factory=Prompts)
+    # Where prompts come from (specbench/load/workloads.py): builtin, mt-bench, sharegpt or jsonl:PATH.
+    workload: str = "builtin"
+    # max_tokens: every request asks for load.max_tokens; workload: for the length its workload's
+    # sampler gives the prompt (ShareGPT's first reply, MT-bench's 256), load.max_tokens where none.
+    output_len: Literal["max_tokens", "workload"] = "max_tokens"
     warmup_requests: int = Field(default=2, ge=0)
     # A cell whose load fails more than this fraction of requests is recorded as failed.
     max_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     llmperf: Optional[Llmperf] = None
+
+    @field_validator("workload")
+    @classmethod
+    def _workload(cls, v: str) -> str:
+        check_workload(v)
+        if v.startswith(JSONL_PREFIX) and not _path_is(v[len(JSONL_PREFIX) :], "is_file"):
+            raise ValueError(f"prompt file {v[len(JSONL_PREFIX) :]!r} does not exist")
+        return v
+
+    @model_validator(mode="after")
+    def _one_prompt_source(self) -> "Load":
+        if self.workload != "builtin" and self.prompts.path is not None:
+            raise ValueError(
+                f"workload: {self.workload!r} and prompts.path name two prompt sources; keep one "
+                "(a prompt file is workload jsonl:PATH)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _until_needs_cap(self) -> "Load":
@@ -245,10 +268,10 @@ class Load(_Strict):
             # sonnet.txt with a fixed seed 11111, and times out each request after 180 s).
             # Compared with the defaults, not model_fields_set: a run's manifest holds every field.
             defaults = {n: f.default for n, f in type(self).model_fields.items()}
-            if self.prompts.categories is not None or self.prompts.path is not None:
+            if self.prompts.categories is not None or self.prompts.path is not None or self.workload != "builtin":
                 raise ValueError(
                     "driver 'llmperf' builds its own prompts (sonnet lines, sized by "
-                    "load.llmperf.mean_input_tokens); remove load.prompts"
+                    "load.llmperf.mean_input_tokens); remove load.prompts and load.workload"
                 )
             if self.seed != defaults["seed"]:
                 raise ValueError("driver 'llmperf' seeds its prompt sampler itself (fixed 11111); remove load.seed")
@@ -332,13 +355,36 @@ class Study(_Strict):
                     "matrix.load:category: give the categories either as this axis or in "
                     "load.prompts.categories, not both"
                 )
-            if self.load.prompts.path is None:
+            if "load:workload" in self.matrix:
+                raise ValueError(
+                    "matrix.load:category: each workload has its own categories; cross load:workload "
+                    "with load.prompts.categories instead (report splits every cell by category)"
+                )
+            if self.load.prompts.path is None and self.load.workload == "builtin":
                 for i, v in enumerate(self.matrix["load:category"]):
                     if v not in CATEGORIES:
                         raise ValueError(
                             f"matrix.load:category[{i}]: unknown prompt category {v!r}; built-in "
                             f"categories: {', '.join(CATEGORIES)} (or set load.prompts.path)"
                         )
+        return self
+
+    @model_validator(mode="after")
+    def _workload_axis(self) -> "Study":
+        values = self.matrix.get("load:workload")
+        if values is None:
+            return self
+        if self.load.driver == "llmperf":
+            raise ValueError("matrix.load:workload: driver 'llmperf' builds its own prompts; remove the axis")
+        if self.load.prompts.path is not None:
+            raise ValueError("matrix.load:workload: remove load.prompts.path (a prompt file is workload jsonl:PATH)")
+        if "workload" in self.load.model_fields_set and self.load.workload != "builtin":
+            raise ValueError(
+                "matrix.load:workload: give the workloads either as this axis or in load.workload, not both"
+            )
+        for i, v in enumerate(values):
+            if v.startswith(JSONL_PREFIX) and not _path_is(v[len(JSONL_PREFIX) :], "is_file"):
+                raise ValueError(f"matrix.load:workload[{i}]: prompt file {v[len(JSONL_PREFIX) :]!r} does not exist")
         return self
 
     @model_validator(mode="after")
@@ -443,6 +489,8 @@ def _load_axis_value(axis: Axis, where: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
             raise ValueError(f"{where}: must be a number from 0 to 100")
         return float(value)
+    if axis.name == "workload":
+        return _wrap(where, lambda: check_workload(value))
     if not isinstance(value, str) or not value:
         raise ValueError(f"{where}: must be a prompt category name")
     return value

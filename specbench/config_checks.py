@@ -21,8 +21,9 @@ import re
 from typing import Any
 
 from specbench.axis import Axis, parse_axis
-from specbench.errors import ConfigError, InputError
+from specbench.errors import ConfigError, InputError, SpecbenchError
 from specbench.load.prompts import load_prompts
+from specbench.load.workloads import SHAREGPT_PACKAGE, data_file, load_workload
 
 MAX_CELLS = 10_000  # each cell is a vLLM server start (about a minute): 10^4 is a week of runs
 MAX_REQUESTS = 10_000_000
@@ -141,6 +142,26 @@ def _host_ok(host: str) -> bool:
 def check_prompts(study: Any, source: str) -> None:
     """Read the study's prompts now, so a bad category or file fails before anything is created."""
     prompts = study.load.prompts
+    axis = study.matrix.get("load:workload")
+    names = (
+        [(f"matrix.load:workload[{i}]", w) for i, w in enumerate(axis)]
+        if axis
+        else [("load.workload", study.load.workload)]
+    )
+    for where, name in names:
+        if name == "builtin" and prompts.path is not None:
+            continue  # the prompt file below
+        try:
+            if name == "sharegpt":  # sampled at run time (its filters need the target's tokenizer)
+                if prompts.categories:
+                    raise InputError("sharegpt has no categories; remove load.prompts.categories")
+                data_file(SHAREGPT_PACKAGE)
+            else:
+                load_workload(name, categories=prompts.categories)
+        except SpecbenchError as exc:
+            raise type(exc)(f"{source}: {where}: {exc}") from None
+    if study.load.workload != "builtin" or axis:
+        return
     try:
         loaded = load_prompts(categories=prompts.categories, path=prompts.path)
     except InputError as exc:

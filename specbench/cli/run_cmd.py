@@ -100,6 +100,7 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
             "log-window waits, scrapes and stops add seconds per cell)"
         ),
     ]
+    lines.extend(_prompt_lines(study, per_cell))
     if est.missing:
         more = f" (and {len(est.missing) - 1} more)" if len(est.missing) > 1 else ""
         lines.append(f"#   never measured here: {est.missing[0]}{more}; every run records them")
@@ -114,6 +115,30 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
         "shared across servers)"
     )
     return lines
+
+
+def _prompt_lines(study, per_cell: int) -> list[str]:
+    """How many distinct prompts each workload gives a cell: requests beyond them repeat a prompt,
+    which at temperature 0 is no new evidence."""
+    from specbench.load.workloads import load_workload  # lazy: reads the data files
+
+    ld = study.load
+    names = list(study.matrix.get("load:workload", [])) or [
+        f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload
+    ]
+    if ld.driver == "llmperf":
+        return []
+    out = []
+    for name in names:
+        if name == "sharegpt":
+            out.append(
+                f"# prompts: sharegpt: {per_cell:,} distinct drawn at run time by vLLM's ShareGPT rules (seed {ld.seed})"
+            )
+            continue
+        n = len(load_workload(name, categories=ld.prompts.categories).prompts)
+        repeat = f"; the {per_cell - n:,} requests beyond them repeat prompts (no new evidence)" if per_cell > n else ""
+        out.append(f"# prompts: {name}: {n:,} distinct{repeat}")
+    return out
 
 
 def _switch_note(groups) -> list[str]:

@@ -52,6 +52,9 @@ class LoadSpec:
     top_p: float = 1.0
     ignore_eos: bool = False
     shuffle: bool = True  # seeded permutation of the prompts, cycled
+    # "workload": a prompt's own output length (Prompt.output_len: ShareGPT's first reply, MT-bench's
+    # 256) as its max_tokens, max_tokens where it has none; "max_tokens": max_tokens for every request
+    output_len: str = "max_tokens"
     api_key: str | None = None  # sent as a bearer token, never written out
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -142,7 +145,7 @@ def _body(model: str, prompt: Prompt, spec: LoadSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
         "messages": prompt.messages,
-        "max_tokens": spec.max_tokens,
+        "max_tokens": prompt.output_len if spec.output_len == "workload" and prompt.output_len else spec.max_tokens,
         "temperature": spec.temperature,
         "top_p": spec.top_p,
         # Same seed for every request: a prompt gets the same sample whatever its position.
@@ -164,6 +167,8 @@ async def _one(
         "id": i,
         "prompt_id": prompt.id,
         "category": prompt.category,
+        "workload": prompt.workload,
+        "prompt_sha256": prompt.sha256,
         "start_s": None,
         "ttft_s": None,
         "itl_s": [],

@@ -8,6 +8,7 @@ split by it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,11 +27,23 @@ class Prompt:
     id: str
     category: str
     messages: list[dict[str, str]] = field(hash=False)
+    # Set by a workload (specbench.load.workloads): its name, and the output length its sampler
+    # gives the prompt (ShareGPT: the first reply's token count; MT-bench: 256), used when
+    # load.output_len is "workload".
+    workload: str = "builtin"
+    output_len: int | None = None
 
     @property
     def text(self) -> str:
         """All message contents joined; used for linting and duplicate detection."""
         return "\n".join(m["content"] for m in self.messages)
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the raw first user turn (UTF-8, before any chat template): the same text in two
+        runs, whatever id or template each gave it."""
+        first = next((m["content"] for m in self.messages if m["role"] == "user"), self.messages[0]["content"])
+        return hashlib.sha256(first.encode("utf-8")).hexdigest()
 
 
 def load_prompts(categories: list[str] | None = None, path: Path | None = None) -> list[Prompt]:

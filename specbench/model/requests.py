@@ -59,6 +59,8 @@ class RequestRecord(Record):
     id: Optional[Union[StrictInt, StrictStr]] = None
     prompt_id: Optional[StrictStr] = None
     category: Optional[StrictStr] = None
+    workload: Optional[StrictStr] = None  # builtin, mt-bench, sharegpt, jsonl:PATH
+    prompt_sha256: Optional[StrictStr] = None  # of the raw first user turn, before any chat template
     start_s: Optional[Num] = None
     ttft_s: Optional[Num] = None
     # Validated as floats (an int gap reads as x.0): half the cost of an int-or-float union per

@@ -159,6 +159,8 @@ def load_settings(load: Load) -> dict[str, Any]:
         "max_tokens": load.max_tokens,
         "temperature": load.temperature,
         "category": cats[0] if cats and len(cats) == 1 else cats,
+        "workload": load.workload if load.prompts.path is None else f"jsonl:{load.prompts.path}",
+        "output_len": load.output_len,
         "warmup_requests": load.warmup_requests,
     }
 
@@ -169,7 +171,7 @@ def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunCont
     if not cell.load and warmup:
         return ctx
     load = ctx.study.load
-    update = {k: v for k, v in cell.load.items() if k != "category"}
+    update = {k: v for k, v in cell.load.items() if k not in ("category", "workload")}
     if not warmup:
         update["warmup_requests"] = 0
     prompts = ctx.prompts
@@ -182,6 +184,9 @@ def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunCont
                 f"{load.prompts.path or 'the built-in prompt sets'}"
             )
         update["prompts"] = load.prompts.model_copy(update={"categories": [cat]})
+    if "workload" in cell.load:
+        prompts = [p for p in prompts if p.workload == cell.load["workload"]]
+        update["workload"] = cell.load["workload"]
     study = ctx.study.model_copy(update={"load": load.model_copy(update=update)})
     return dataclasses.replace(ctx, study=study, prompts=prompts)
 

@@ -189,4 +189,5 @@ def _spec(ld: Any, n: int, api_key: str | None = None) -> LoadSpec:
         seed=ld.seed,
         timeout_s=ld.timeout_s,
         api_key=api_key,
+        output_len=ld.output_len,
     )

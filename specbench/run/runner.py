@@ -18,8 +18,9 @@ from typing import Any, Protocol
 from specbench import redact
 from specbench.config import Study
 from specbench.errors import EXIT_FAILED_CELLS as EXIT_SOME_FAILED
-from specbench.errors import EXIT_OK
-from specbench.load.prompts import load_prompts
+from specbench.errors import EXIT_OK, DependencyError, InputError
+from specbench.load.prompts import Prompt
+from specbench.load.workloads import load_workload
 from specbench.records import Acceptance, CellRecord, as_record, load
 from specbench.run import store, timings
 from specbench.run.cells import Cell
@@ -117,9 +118,8 @@ def _mark_failed(plan: RunPlan, exc: BaseException) -> None:
 
 def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     study = plan.study
-    source = study.load.prompts.path
-    prompts = load_prompts(categories=study.load.prompts.categories, path=None if source is None else Path(source))
     manifest = plan.manifest
+    prompts, manifest["workloads"] = study_prompts(study, plan.cells)
     ctx = RunContext(
         study=study,
         run_dir=plan.run_dir,
@@ -167,6 +167,47 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     tables.write()
     display.finish(plan.run_dir, [r for r in records if r])
     return EXIT_OK if not failed else EXIT_SOME_FAILED
+
+
+def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[str, dict[str, Any]]]:
+    """Every workload's prompts the study sends (its load.workload, or each load:workload value),
+    and each workload's provenance for the manifest. A sampled workload (sharegpt) draws as many
+    distinct prompts as a cell sends at most, and reads the target's tokenizer for its filters."""
+    ld = study.load
+    names = list(study.matrix.get("load:workload", [])) or [
+        f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload
+    ]
+    n = max([ld.max_requests or ld.num_requests, *(c.load.get("num_requests", 0) for c in cells)])
+    prompts: list[Prompt] = []
+    provenance: dict[str, dict[str, Any]] = {}
+    for name in names:
+        wl = load_workload(
+            name,
+            num_prompts=n,
+            seed=ld.seed,
+            categories=ld.prompts.categories,
+            tokenizer=lambda: _target_tokenizer(study, cells),
+        )
+        prompts.extend(wl.prompts)
+        provenance[name] = wl.provenance
+    return prompts, provenance
+
+
+def _target_tokenizer(study: Study, cells: list[Cell]) -> Any:
+    model = next((c.args[0] for c in cells if c.args), study.serve.model)
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise DependencyError(
+            "the sharegpt workload counts tokens with transformers; install vLLM (./setup.sh)"
+        ) from None
+    try:
+        return AutoTokenizer.from_pretrained(model, trust_remote_code=bool(study.serve.trust_remote_code))
+    except Exception as exc:  # noqa: BLE001 - any loader failure is one input error
+        raise InputError(
+            f"serve.model {model!r}: cannot load its tokenizer for the sharegpt workload's length filters "
+            f"({type(exc).__name__}); download the model first or use another workload"
+        ) from None
 
 
 def _note_hosts(manifest: dict, ctx: RunContext) -> None:
