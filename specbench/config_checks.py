@@ -23,7 +23,7 @@ from typing import Any
 from specbench.axis import Axis, parse_axis
 from specbench.errors import ConfigError, InputError, SpecbenchError
 from specbench.load.prompts import load_prompts
-from specbench.load.workloads import SHAREGPT_PACKAGE, data_file, load_workload
+from specbench.load.workloads import SHAREGPT_PACKAGE, data_file, is_sampled, load_workload, workload_file
 
 MAX_CELLS = 10_000  # each cell is a vLLM server start (about a minute): 10^4 is a week of runs
 MAX_REQUESTS = 10_000_000
@@ -152,10 +152,11 @@ def check_prompts(study: Any, source: str) -> None:
         if name == "builtin" and prompts.path is not None:
             continue  # the prompt file below
         try:
-            if name == "sharegpt":  # sampled at run time (its filters need the target's tokenizer)
+            if is_sampled(name):  # sampled at run time (its filters need the target's tokenizer)
                 if prompts.categories:
                     raise InputError("sharegpt has no categories; remove load.prompts.categories")
-                data_file(SHAREGPT_PACKAGE)
+                if workload_file(name) is None:
+                    data_file(SHAREGPT_PACKAGE)
             else:
                 load_workload(name, categories=prompts.categories)
         except SpecbenchError as exc:

@@ -120,7 +120,7 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
 def _prompt_lines(study, per_cell: int) -> list[str]:
     """How many distinct prompts each workload gives a cell: requests beyond them repeat a prompt,
     which at temperature 0 is no new evidence."""
-    from specbench.load.workloads import load_workload  # lazy: reads the data files
+    from specbench.load.workloads import is_sampled, load_workload  # lazy: reads the data files
 
     ld = study.load
     names = list(study.matrix.get("load:workload", [])) or [
@@ -130,9 +130,9 @@ def _prompt_lines(study, per_cell: int) -> list[str]:
         return []
     out = []
     for name in names:
-        if name == "sharegpt":
+        if is_sampled(name):
             out.append(
-                f"# prompts: sharegpt: {per_cell:,} distinct drawn at run time by vLLM's ShareGPT rules (seed {ld.seed})"
+                f"# prompts: {name}: {per_cell:,} distinct drawn at run time by vLLM's ShareGPT rules (seed {ld.seed})"
             )
             continue
         n = len(load_workload(name, categories=ld.prompts.categories).prompts)

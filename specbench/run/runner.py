@@ -201,6 +201,9 @@ def _target_tokenizer(study: Study, cells: list[Cell]) -> Any:
         raise DependencyError(
             "the sharegpt workload counts tokens with transformers; install vLLM (./setup.sh)"
         ) from None
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # counting a reply longer than the model's context is fine: only its length is used
     try:
         return AutoTokenizer.from_pretrained(model, trust_remote_code=bool(study.serve.trust_remote_code))
     except Exception as exc:  # noqa: BLE001 - any loader failure is one input error
