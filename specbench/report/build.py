@@ -409,6 +409,8 @@ def render_markdown(report: Report, plots: bool = True) -> str:
         out.append(f"- `speedup.csv`{figure.format('speedup')}: speed-up over the baseline cell")
         if plots and any("concurrency" in axes for st in report.studies for axes in st.cell_axes.values()):
             out.append("- `speedup_vs_concurrency.png` / `.svg`: speed-up, AL and step cost per concurrency")
+    if any(st.categories for st in report.studies):
+        out.append("- `categories.csv`: AL and p_i per prompt category of each speculative cell")
     if any(st.kpredictions for st in report.studies):
         out.append("- `kprediction.csv`: AL and speed-up predicted at each k' <= k, beside measured cells")
     if not plots:

@@ -31,6 +31,13 @@ from specbench.analysis.kpredict import KPrediction, predict_k
 from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
 from specbench.io import atomic_write_text
 from specbench.render import format as fmt
+from specbench.report.categories import (
+    CategoryContrast,
+    CategoryRow,
+    category_records,
+    category_rows,
+    render_categories,
+)
 from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 from specbench.run.cells import axis_label, draft_axes_of, pick_baseline, target_mismatch
 from specbench.run.read import as_run
@@ -63,6 +70,8 @@ class StudyAnalysis:
     common_prefix: list[CommonPrefixIntervals | None] = field(default_factory=list)  # one per pair
     kpredictions: list[KPrediction] = field(default_factory=list)
     cell_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # cell label -> axes (plots by axis)
+    # per speculative cell whose prompts carry two or more categories: its rows and high-vs-low contrast
+    categories: list[tuple[list[CategoryRow], CategoryContrast | None]] = field(default_factory=list)
 
 
 def read_cells(path: Path | Run, *, prefix: bool = False) -> list[CellRequests]:
@@ -159,6 +168,9 @@ def analyse_run(
             "prefix AL table (both cells on the text they share)"
         )
     _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    study.categories = [
+        split for c in cells if not c.is_baseline for split in [category_rows(c.label, c.rows)] if split[0]
+    ]
     study.kpredictions = _k_predictions(cells, study, n_resamples=n_resamples, seed=seed, confidence=confidence)
     return study
 
@@ -425,6 +437,7 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
             out += [f"- {title(x.cell)}: {n}" for x in s.speedups for n in x.notes]
             out += [f"- {title(cell)}: no matching baseline: {why}" for cell, why in s.unmatched]
             out.append("")
+    out += render_categories([c for s in studies for c in s.categories], md_table, title)
     kp = [s for s in studies if s.kpredictions]
     if kp:
         out += ["## Choosing k: predicted from per-position acceptance", "", KPREDICTION_INTRO, ""]
@@ -520,6 +533,7 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same
         ("divergence", divergence_records),
         ("speedup", speedup_records),
         ("kprediction", lambda s: kprediction_records(s.kpredictions, s.source)),
+        ("categories", lambda s: category_records(s.categories)),
     ):
         rows = [r for s in studies for r in records(s)]
         if rows:
