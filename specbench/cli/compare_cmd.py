@@ -2,7 +2,8 @@
 
 Exit codes: 0 every gate check passed, 1 a check failed (a regression; the output names cell and
 metric), 3 none failed but some could not be decided (inconclusive: a cell missing or failed, a
-metric absent, too few units for an interval, a latency / throughput change past its tolerance
+metric absent, too few units for an interval, a check too weak to see a change of its tolerance
+(``--allow-weak`` passes those, labelled), a latency / throughput change past its tolerance
 inside one run but within the noise floor of a whole rerun; ``--allow-inconclusive`` turns 3 into 0
 with a warning), 2 usage or input error (malformed gate, a gate no run can satisfy, missing /
 other-version result files, --strict mismatch).
@@ -112,6 +113,15 @@ def compare(
             help="Exit 0 instead of 3 when no check failed but some could not be decided (a warning says which).",
         ),
     ] = False,
+    allow_weak: Annotated[
+        bool,
+        typer.Option(
+            "--allow-weak",
+            help="Pass checks too weak for their tolerance (power < 80% to see a change of it) when their "
+            "interval passes, instead of counting them inconclusive (exit 3); the headline, Markdown and "
+            "JUnit say so. A check no candidate could fail stays inconclusive.",
+        ),
+    ] = False,
     holm: Annotated[
         bool,
         typer.Option(
@@ -173,6 +183,7 @@ def compare(
         confidence=confidence,
         holm=holm,
         noise_floors=floors,
+        allow_weak=allow_weak,
     )
     note = unchecked(base, cand)
     if note:

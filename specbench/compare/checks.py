@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 
-from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of, minimum_detectable, weak_note
+from specbench.compare import power
+from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of, minimum_detectable
 from specbench.compare.metrics import row_name
-from specbench.compare.noise import WITHIN, allowed, floor_note, not_after_holm, within_run
+from specbench.compare.noise import BETWEEN, WITHIN, allowed, not_after_holm, within_run
 from specbench.compare.results import CellComparison, Comparison, GateResult, MetricRow
 from specbench.compare.sides import Side, SideCell
 
@@ -169,9 +170,11 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
                     control="per check",
                 )
             )
+    comp.family = sum(1 for r in comp.checks if r.status in ("pass", "fail"))
     if comp.holm:
         holm(comp, (1 - comp.confidence) / 2)
     detectable(comp)
+    power.judge(comp)  # after Holm: the level it held each check to is what its power is judged at
     for cell in comp.cells:
         finish_rows(cell)
 
@@ -204,6 +207,7 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
             elif decision.status == "pass" and failed:
                 decision.status = "inconclusive"
                 decision.message += f"; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})"
+            units, unit = _sample(row, gate, cell, bc, cc)
             cell.gates.append(
                 GateResult(
                     cell.name,
@@ -220,8 +224,39 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
                     decision.df,
                     decision.scope,
                     decision.floor,
+                    units,
+                    unit,
                 )
             )
+
+
+def _sample(
+    row: MetricRow | None, gate: Gate, cell: CellComparison, bc: SideCell, cc: SideCell
+) -> tuple[int | None, str]:
+    """How many units a check's SE rests on, and what they are (its "needs ~N prompts")."""
+    if row is None:
+        return None, ""
+    if row.scope == BETWEEN and row.df is not None:
+        return int(row.df) + 1, "repeats"  # Welch over repeats, df = min(n) - 1
+    source = gate.metric.source
+    if source == "acceptance":
+        pr = cell.pairing or {}
+        if pr.get("kind") == "paired":
+            return int(pr["shared"]), "prompts"
+        if pr.get("kind") == "unpaired":
+            return min(int(pr["baseline_prompts"]), int(pr["candidate_prompts"])), "prompts"
+        return min(cell.base_units, cell.cand_units) or None, f"{cell.unit_kind or 'unit'}s"
+    if source == "requests":
+        lb, lc = bc.latency.get(row.name) or [], cc.latency.get(row.name) or []
+        if lb and lc:
+            return min(len(lb), len(lc)), "requests"
+        return min(len(bc.summary.get(row.name) or []), len(cc.summary.get(row.name) or [])) or None, "repeats"
+    if source == "summary":
+        tb, tc = bc.throughput_units()[0], cc.throughput_units()[0]
+        if len(tb) >= 2 and len(tc) >= 2:
+            return min(len(tb), len(tc)), "requests"
+        return min(len(bc.summary.get(row.name) or []), len(cc.summary.get(row.name) or [])) or None, "repeats"
+    return min(len(bc.requests), len(cc.requests)) or None, "requests"
 
 
 def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell, confidence: float):
@@ -314,10 +349,6 @@ def detectable(comp: Comparison) -> None:
             continue
         # within-run only: it can fail only past the noise floor, so that is what it detects from
         g.mdc = minimum_detectable(g.tolerance if g.floor is None else g.floor, g.se, g.df, alpha, m)
-        g.notes = [n for n in g.notes if not n.startswith("this check cannot see")]
-        note = weak_note(g.tolerance, g.mdc) if g.floor is None else floor_note(g.tolerance, g.floor, g.mdc)
-        if note:
-            g.notes.insert(0, note)
 
 
 def run_control(alpha: float, m: int) -> str:

@@ -54,12 +54,14 @@ def compare_sides(
     confidence: float = 0.95,
     holm: bool = True,
     noise_floors: dict | None = None,
+    allow_weak: bool = False,
 ) -> Comparison:
     """Match cells by axis values, compute every metric row, apply every gate that selects a cell.
 
     ``noise_floors``: ``{metric: noise.Floor}`` for latency and throughput checks with one repeat a
     side (default :func:`specbench.compare.noise.default_floors`). GateError (exit 2) for a gate no
-    run can satisfy (unknown axis or value, position >= k).
+    run can satisfy (unknown axis or value, position >= k). A check too weak for its tolerance is
+    inconclusive (:mod:`specbench.compare.power`); ``allow_weak`` passes it, labelled.
     """
     checks.validate(gates, base, cand)
     cells = []
@@ -97,6 +99,7 @@ def compare_sides(
         confidence=confidence,
         n_resamples=n_resamples,
         holm=holm,
+        allow_weak=allow_weak,
     )
     checks.apply_gates(comp, gates, base, cand)
     comp.warnings += scope_warning(comp)

@@ -263,16 +263,6 @@ def _noncentrality(level: float, df: float) -> float:
     return float(brentq(lambda x: nct.sf(crit, df, x) - POWER, start / 2, start * 4 + 10))
 
 
-def weak_note(tol: float, mdc: float) -> str | None:
-    """A note when a check cannot see a change of its own tolerance (it detects only past 2x it)."""
-    if tol > 0 and mdc > 2 * tol:
-        return (
-            f"this check cannot see a change of {tol:.4g}: it detects {mdc:.4g} with {POWER:.0%} probability; "
-            f"it needs ~{((mdc - tol) / tol) ** 2:.1f}x the units per side"
-        )
-    return None
-
-
 def decide(
     gate: Gate,
     base: float | None,
@@ -328,8 +318,7 @@ def decide(
     spread = _spread(se, t_df, replicates, harm_ci, confidence)
     mdc = minimum_detectable(tol, spread, t_df, (1 - confidence) / 2)
     msg = f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr})"
-    notes = [n for n in [weak_note(tol, mdc)] if n]
-    return Decision("fail" if harm_ci[0] > tol else "pass", harm, harm_ci, tol, msg, notes, p, mdc, spread, t_df)
+    return Decision("fail" if harm_ci[0] > tol else "pass", harm, harm_ci, tol, msg, [], p, mdc, spread, t_df)
 
 
 def _spread(se: float | None, df: float | None, replicates, harm_ci: tuple[float, float], confidence: float) -> float:

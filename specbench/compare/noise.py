@@ -33,7 +33,7 @@ import numpy as np
 
 from specbench.analysis import deltas as iv
 from specbench.analysis.speedup import cell_stats, request_matrix, speedups
-from specbench.compare.gates import POWER, Decision, Gate, decide, minimum_detectable
+from specbench.compare.gates import Decision, Gate, decide, minimum_detectable
 from specbench.compare.metrics import METRICS, Metric
 from specbench.compare.results import MetricRow
 from specbench.compare.sides import SideCell
@@ -225,8 +225,6 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     decision.p_value, decision.floor, decision.scope = past.p_value, limit, WITHIN
     if decision.se is not None:  # it can fail only past the limit: that is what it detects from
         decision.mdc = minimum_detectable(limit, decision.se, decision.df, (1 - confidence) / 2)
-        decision.notes = [n for n in decision.notes if not n.startswith("this check cannot see")]
-        decision.notes.insert(0, floor_note(decision.tolerance or 0.0, limit, decision.mdc))
     floor = f"the noise floor of {row.name}, {row.floor.describe()}"
     if decision.status == "fail" and past.status == "fail":
         decision.message += (
@@ -272,12 +270,3 @@ def scope_warning(comp) -> list[str]:
         f"inconclusive unless it is also past the noise floor ({floors}; "
         f"{next(iter(rows.values())).floor.source if rows else DEFAULT_SOURCE}); {HINT}"
     ]
-
-
-def floor_note(tol: float, floor: float, mdc: float) -> str:
-    """A within-run check's power: it fails only past the floor, and more requests do not move that."""
-    return (
-        f"this check cannot see a change of {tol:.4g}: {WITHIN}, it fails only past {floor:.4g} (the tolerance "
-        f"with the noise floor) and detects {mdc:.4g} with {POWER:.0%} probability; more requests do not "
-        "lower that, repeats (2+ a side) do"
-    )

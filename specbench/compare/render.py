@@ -3,6 +3,8 @@ Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting.""
 
 from __future__ import annotations
 
+import math
+
 from specbench.compare.compare import Comparison, MetricRow
 from specbench.render import format as fmt
 from specbench.render.tables import titles
@@ -45,7 +47,21 @@ def fmt_ci(row: MetricRow) -> str:
 
 def tally(comp: Comparison) -> str:
     n = comp.counts
-    return f"{n['pass']} passed, {n['fail']} failed, {n['inconclusive']} inconclusive"
+    text = f"{n['pass']} passed, {n['fail']} failed, {n['inconclusive']} inconclusive"
+    weak = [g for g in comp.weak if g.status == "inconclusive"]
+    if weak:
+        text += f" ({len(weak)} too weak for their tolerance)"
+    return text + weak_allowed(comp)
+
+
+def weak_allowed(comp: Comparison) -> str:
+    """The headline's word on passes that are weak checks --allow-weak let through, or ""."""
+    n = sum(1 for g in comp.weak if g.status == "pass")
+    if not n:
+        return ""
+    return (
+        f"; {n} of the passes are weak checks allowed by --allow-weak: they could not see a change of their tolerance"
+    )
 
 
 def headline(comp: Comparison) -> str:
@@ -63,17 +79,18 @@ def headline(comp: Comparison) -> str:
 
 
 def weak_gates(comp: Comparison) -> list[str]:
-    """One line per gate whose checks cannot see a change of its own tolerance (worst check named)."""
+    """One line per gate whose checks are too weak for its tolerance (power.py; worst check named)."""
     out = []
     for gate in dict.fromkeys(g.gate for g in comp.checks):
         checks = [g for g in comp.checks if g.gate == gate and g.mdc is not None]
-        weak = [g for g in checks if any(n.startswith("this check cannot see") for n in g.notes)]
+        weak = [g for g in checks if g.weak]
         if weak:
-            worst = max(weak, key=lambda g: (g.mdc or 0.0) / g.tolerance if g.tolerance else 0)
-            note = next(n for n in worst.notes if n.startswith("this check cannot see"))
+            worst = max(weak, key=lambda g: (g.mdc or 0.0) / g.tolerance if g.tolerance else math.inf)
+            allowed = sum(1 for g in weak if g.status == "pass")
+            how = f" ({allowed} passed under --allow-weak)" if allowed else ""
             out.append(
-                f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance; worst: "
-                f"{worst.cell}: {worst.metric}: {note}"
+                f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance{how}; worst: "
+                f"{worst.cell}: {worst.metric}: {worst.weak}"
             )
     return out
 
@@ -287,14 +304,14 @@ def _print_notes(comp: Comparison, console) -> None:
     gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
     console.print(f"gates: {gates}; {comp.error_rate}", highlight=False, soft_wrap=True)
     console.print(f"detects: {detects(comp)}", highlight=False, style="dim")
-    style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
+    style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive or comp.weak else "bold green")
     console.print(f"[{style}]{headline(comp)}[/]", highlight=False, soft_wrap=True)
 
 
 def markdown(comp: Comparison) -> str:
     """A self-contained Markdown report: headline, one table per cell, regressions, warnings."""
     level = int(round(comp.confidence * 100))
-    icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or not comp.checks else "✅")
+    icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or comp.weak or not comp.checks else "✅")
     out = [
         f"## {icon} specbench compare: {headline(comp)}",
         "",

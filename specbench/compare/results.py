@@ -55,6 +55,9 @@ class GateResult:
     df: float | None = None
     scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (noise.py)
     floor: float | None = None  # within-run only: the harm it fails past (noise floor with the tolerance)
+    units: int | None = None  # how many units its SE rests on (prompts, requests, repeats): for "needs ~N"
+    unit: str = ""  # what those units are ("prompts", "requests", "windows", "repeats")
+    weak: str = ""  # why it is too weak for its tolerance (power.py): inconclusive, or a pass under --allow-weak
 
 
 @dataclass
@@ -105,6 +108,8 @@ class Comparison:
     n_resamples: int
     unmatched: list[GateResult] = field(default_factory=list)  # gates that selected no cell
     holm: bool = True
+    allow_weak: bool = False  # --allow-weak: checks too weak for their tolerance pass, labelled so
+    family: int | None = None  # checks with an interval, the family Holm held (weak ones included)
 
     @property
     def checks(self) -> list[GateResult]:
@@ -129,8 +134,16 @@ class Comparison:
 
     @property
     def decided(self) -> int:
-        """Checks that were decided (pass or fail): the family the run-level correction covers."""
+        """Checks the run-level correction covers: every check with an interval (pass or fail, and
+        the ones then found too weak to pass: they were tested, their failure would have stood)."""
+        if self.family is not None:
+            return self.family
         return sum(1 for g in self.checks if g.status in ("pass", "fail"))
+
+    @property
+    def weak(self) -> list[GateResult]:
+        """Checks too weak for their tolerance: inconclusive, or passes allowed by --allow-weak."""
+        return [g for g in self.checks if g.weak]
 
     @property
     def error_control(self) -> dict[str, Any]:
@@ -141,7 +154,7 @@ class Comparison:
             "scope": "run" if self.holm else "check",
             "alpha_one_sided": round(alpha, 6),
             "checks": self.decided,
-            "inconclusive_not_tested": len(self.inconclusive),
+            "inconclusive_not_tested": len([g for g in self.inconclusive if not g.weak]),
         }
 
     @property
@@ -149,14 +162,16 @@ class Comparison:
         """Which false-alarm rate the gates control, in words."""
         alpha = (1 - self.confidence) / 2 * 100
         m = self.decided
+        weak = len(self.weak)
+        also = f" ({weak} of them then too weak for their tolerance)" if weak else ""
         if self.holm:
             return (
                 f"false alarms: <= {alpha:.3g}% one-sided for the whole compare, Holm over all {m} decided "
-                "checks (every cell x every gate line)"
+                f"checks (every cell x every gate line){also}"
             )
         return (
             f"false alarms: <= {alpha:.3g}% one-sided per check, no correction (--no-holm): over {m} checks "
-            f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely"
+            f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely{also}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -182,6 +197,8 @@ class Comparison:
             "error_rate": self.error_rate,
             "error_control": self.error_control,
             "holm": self.holm,
+            "allow_weak": self.allow_weak,
+            "weak": len(self.weak),
             "regressions": [asdict(g) for g in self.failures],
             "inconclusive": [asdict(g) for g in self.inconclusive],
             "unmatched_gates": [asdict(g) for g in self.unmatched],

@@ -10,6 +10,9 @@ from pathlib import Path
 from realruns import BASELINE, copy_run, run
 
 CELL = "mla-on__output_norm-on__r0"
+# A tolerance the committed run's 20 prompts can see in every cell (a zero tolerance or a few
+# percent are too weak for a pass since issue 37: tests/compare/test_power.py).
+SEEN = "acceptance_length:-20%"
 
 
 def _copy(tmp_path: Path, name: str) -> Path:
@@ -24,7 +27,7 @@ def _edit_cell(run_dir: Path, cid: str, edit) -> None:
 
 
 def test_the_committed_attested_baseline_passes_against_itself(tmp_path):
-    code, out = run(BASELINE, _copy(tmp_path, "cand"), "--gate", "acceptance_length:0")
+    code, out = run(BASELINE, _copy(tmp_path, "cand"), "--gate", SEEN)
     assert code == 0, out
     assert "not attested" not in out
 
@@ -33,7 +36,7 @@ def test_a_run_from_before_attestation_is_inconclusive_not_a_pass(tmp_path):
     cand = _copy(tmp_path, "cand")
     _edit_cell(cand, CELL, lambda d: (d.pop("attested"), d.pop("spec")))
     js = tmp_path / "r.json"
-    code, out = run(BASELINE, cand, "--gate", "acceptance_length:0", "--json", js)
+    code, out = run(BASELINE, cand, "--gate", SEEN, "--json", js)
     assert code == 3, out
     cell = next(c for c in json.loads(js.read_text())["cells"] if c["base_ids"] == [CELL])
     (why,) = cell["blocked"]
@@ -51,7 +54,7 @@ def test_a_head_variant_vllm_did_not_confirm_blocks_the_baseline_side_too(tmp_pa
         d["attested"]["unattested"] = {"head_variant": "workers disagree: [...]"}
 
     _edit_cell(base, CELL, unconfirmed)
-    code, out = run(base, _copy(tmp_path, "cand"), "--gate", "acceptance_length:0")
+    code, out = run(base, _copy(tmp_path, "cand"), "--gate", SEEN)
     assert code == 3, out
     assert f"baseline: {CELL}: head_variant" in " ".join(out.split())
 
@@ -60,7 +63,7 @@ def test_attested_differences_between_the_runs_are_named(tmp_path):
     cand = _copy(tmp_path, "cand")
     _edit_cell(cand, CELL, lambda d: d["attested"].update(attention_backend="AMX_MLA"))
     js = tmp_path / "r.json"
-    code, out = run(BASELINE, cand, "--gate", "acceptance_length:0", "--json", js)
+    code, out = run(BASELINE, cand, "--gate", SEEN, "--json", js)
     assert code == 0, out  # a different MLA kernel is a confound to show, not a verdict
     warnings = json.loads(js.read_text())["warnings"]
     assert (
@@ -72,6 +75,6 @@ def test_attested_differences_between_the_runs_are_named(tmp_path):
 def test_inputs_no_specbench_server_produced_are_shown_unchecked_not_refused(tmp_path):
     log = BASELINE / CELL / "server.log"
     js = tmp_path / "r.json"
-    code, out = run(log, log, "--json", js)
+    code, out = run(log, log, "--json", js, "--allow-weak")  # 6 log windows see no 3% drop: weak
     assert code == 0, out
     assert any("not attested (a log or /metrics file" in w for w in json.loads(js.read_text())["warnings"])

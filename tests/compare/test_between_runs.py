@@ -109,7 +109,9 @@ def test_a_whole_run_slowdown_with_one_repeat_is_inconclusive_within_run_only(tm
             "within-run only: past the tolerance inside this run, but not past the noise floor of e2e_p50_ms"
             in (g["message"])
         )
-    assert {g["status"] for c in data["cells"] for g in c["gates"] if g["metric"] != "e2e_p50_ms"} == {"pass"}
+    # the acceptance checks pass their intervals, but 40 requests cannot see 3% / 2pp (issue 37)
+    others = [g for c in data["cells"] for g in c["gates"] if g["metric"] != "e2e_p50_ms"]
+    assert all(g["status"] == "pass" or (g["status"] == "inconclusive" and g["weak"]) for g in others)
     row = next(m for c in data["cells"] for m in c["metrics"] if m["name"] == "e2e_p50_ms")
     assert row["scope"] == WITHIN and "within-run only: 1 vs 1 repeats" in row["method"] and row["verdict"] == "~"
     assert "latency/throughput check(s) are within-run only" in out and "e2e_p50_ms +250%" in out
@@ -128,13 +130,23 @@ def test_a_slowdown_beyond_the_noise_floor_fails(tmp_path):
 
 def test_every_run_level_metric_is_held_to_its_floor(tmp_path):
     """2.4x: inside every floor (latency +250%, tok/s -75%, speed-up -70%); no check fails. The
-    speed-up does not move (its baseline cell slowed with it): it passes."""
+    speed-up does not move (its baseline cell slowed with it): it passes its interval (within-run
+    only it cannot see 5%: a pass only under allow_weak, tests/compare/test_power.py)."""
     base, cand = make_run(tmp_path / "base", [1.0]), make_run(tmp_path / "busy", [2.4])
-    comp = compare_sides(load_side(base), load_side(cand), [parse_gate(g) for g in RUN_LEVEL_GATES])
+    gates = [parse_gate(g) for g in RUN_LEVEL_GATES]
+    comp = compare_sides(load_side(base), load_side(cand), gates, allow_weak=True)
     assert not comp.failures
-    assert {g.metric for g in comp.inconclusive} == {"e2e_p50_ms", "ttft_p50_ms", "itl_p50_ms", "output_tok_per_s"}
+    assert {g.metric for g in comp.inconclusive if not g.weak} == {
+        "e2e_p50_ms",
+        "ttft_p50_ms",
+        "itl_p50_ms",
+        "output_tok_per_s",
+    }
     assert all(g.scope == WITHIN for g in comp.checks)
-    assert {g.status for g in comp.checks if g.metric == "speedup"} == {"pass"}
+    speedup = [g for g in comp.checks if g.metric == "speedup"]
+    assert "pass" in {g.status for g in speedup} and all(g.weak for g in speedup)
+    comp = compare_sides(load_side(base), load_side(cand), gates)
+    assert {g.status for g in comp.checks if g.metric == "speedup"} == {"inconclusive"}
 
 
 def test_repeats_are_the_unit_a_consistent_regression_fails(tmp_path):
@@ -157,8 +169,10 @@ def test_repeats_a_shift_within_their_spread_is_no_regression(tmp_path):
     candidate sits inside that spread: the between-repeat interval covers it, no check fails."""
     base = make_run(tmp_path / "base", [1.0, 2.4])
     cand = make_run(tmp_path / "cand", [2.4, 2.4])
-    comp = compare_sides(load_side(base), load_side(cand), [parse_gate(g) for g in RUN_LEVEL_GATES])
-    assert comp.exit_code == 0, [g.message for g in comp.failures + comp.inconclusive]
+    gates = [parse_gate(g) for g in RUN_LEVEL_GATES]
+    # two repeats that differ 2.4x cannot see a 5-10% change (issue 37): no failure, and no pass
+    comp = compare_sides(load_side(base), load_side(cand), gates, allow_weak=True)
+    assert not comp.failures and all(g.weak for g in comp.inconclusive), [g.message for g in comp.inconclusive]
     assert {g.scope for g in comp.checks} == {BETWEEN}
 
 

@@ -30,7 +30,8 @@ def test_identical_runs_all_tilde(make_run):
     base = make_run("base", _cells(P, ttft_ms=(50, 5)), seed=3)
     cand = make_run("cand", _cells(P, ttft_ms=(50, 5)), seed=3)
     comp = compare_sides(load_side(base), load_side(cand), DEFAULT)
-    assert comp.exit_code == 0 and len(comp.cells) == 2
+    # 40 requests cannot see 3% / 2pp: no failure, and the passes are weak (exit 3, issue 37)
+    assert not comp.failures and all(g.weak for g in comp.inconclusive) and len(comp.cells) == 2
     rows = [r for c in comp.cells for r in c.rows]
     assert {r.verdict for r in rows} == {"~"} and all(r.delta == 0 for r in rows)
     assert {r.name for r in rows} >= {"mean_acceptance_length", "per_position[2]", "conditional[1]", "ttft_p50_ms"}
@@ -85,8 +86,8 @@ def test_noise_only_passes(make_run):
     for seed in range(5):
         base = make_run(f"b{seed}", _cells(P, spread=0.4), seed=100 + seed)
         cand = make_run(f"c{seed}", _cells(P, spread=0.4), seed=200 + seed)
-        comp = compare_sides(load_side(base), load_side(cand), DEFAULT, n_resamples=1000)
-        assert comp.exit_code == 0, [g.message for g in comp.failures]
+        comp = compare_sides(load_side(base), load_side(cand), DEFAULT, n_resamples=1000, allow_weak=True)
+        assert comp.exit_code == 0, [g.message for g in comp.failures]  # weak passes: 40 requests
 
 
 def test_repeats_pooled_and_one_sided_cells_reported(make_run):
@@ -111,7 +112,7 @@ def test_repeats_pooled_and_one_sided_cells_reported(make_run):
     assert comp.cells[0].base_units == 20 and comp.cells[0].cand_units == 10
     assert comp.only_base == ["mla=on, output_norm=off"] and comp.only_cand == ["mla=off, output_norm=on"]
     # a cell on one side only cannot pass a gate: every gate that selects it is inconclusive
-    one_sided = {(g.cell, g.gate) for g in comp.inconclusive}
+    one_sided = {(g.cell, g.gate) for g in comp.inconclusive if not g.weak}
     assert one_sided == {(c, g) for c in ("mla=on, output_norm=off", "mla=off, output_norm=on") for g in DEFAULT_GATES}
     assert comp.exit_code == 3
 
@@ -129,8 +130,9 @@ def test_failed_cell_is_reported_not_compared(make_run):
     assert comp.only_base == ["mla=on, output_norm=off"]
     assert any("server died" in w for w in comp.warnings)
     assert comp.exit_code == 3 and not comp.failures
-    assert {g.cell for g in comp.inconclusive} == {"mla=on, output_norm=off"}
-    assert all("failed in the candidate" in g.message and "server died" in g.message for g in comp.inconclusive)
+    missing = [g for g in comp.inconclusive if not g.weak]  # the other cell's checks are weak (10 requests)
+    assert {g.cell for g in missing} == {"mla=on, output_norm=off"}
+    assert all("failed in the candidate" in g.message and "server died" in g.message for g in missing)
 
 
 def test_latency_gate_direction(make_run):
@@ -144,7 +146,7 @@ def test_latency_gate_direction(make_run):
     assert [(g.metric, g.status, g.scope) for g in slower.failures] == [("ttft_p50_ms", "fail", "within-run only")]
     a_bit = compare_sides(load_side(base), load_side(bit), gate)
     assert a_bit.exit_code == 3 and "within-run only" in a_bit.inconclusive[0].message
-    faster = compare_sides(load_side(cand), load_side(base), gate)
+    faster = compare_sides(load_side(cand), load_side(base), gate, allow_weak=True)  # within-run: weak
     assert faster.exit_code == 0 and _rows(faster, "mla=on, output_norm=on")["ttft_p50_ms"].verdict == "better"
 
 
@@ -152,7 +154,8 @@ def test_gate_selector_limits_cells(make_run):
     base = make_run("base", _cells(P), seed=1)
     cand = make_run("cand", _cells([0.60, 0.40, 0.20]), seed=2)
     only_on = [parse_gate("per_position[0]:-2pp", cells={"output_norm": True})]  # YAML's `on`
-    assert compare_sides(load_side(base), load_side(cand), only_on).exit_code == 0
+    comp = compare_sides(load_side(base), load_side(cand), only_on)
+    assert not comp.failures and {g.cell for g in comp.checks} == {"mla=on, output_norm=on"}
 
 
 def test_cells_that_ran_together_or_on_other_hosts_are_warned(make_run):

@@ -87,4 +87,5 @@ def test_disjoint_prompt_sets_are_compared_unpaired_and_labelled_so(copy, tmp_pa
         al = next(m for m in cell["metrics"] if m["name"] == "mean_acceptance_length")
         assert al["method"].startswith("unpaired (no prompt in common), t (df min(n)-1)") and al["df"] == 19
         assert "paired by prompt" not in al["method"]
-    assert code == 0, out  # the same counts under other names: no change either way
+    # the same counts under other names: no change either way (no failure; 20 prompts see no 3% / 2pp)
+    assert code == 3 and "0 failed" in out and "too weak for their tolerance)" in out, out

@@ -86,7 +86,8 @@ def test_the_correction_and_the_number_of_checks_are_stated(tmp_path):
         ],
         env={"COLUMNS": "200"},
     )
-    assert result.exit_code == 0, result.output
+    # no failure; the checks too weak for their tolerance stay in the family Holm held (issue 37)
+    assert result.exit_code == 3 and "0 failed" in result.output, result.output
     said = "<= 2.5% one-sided for the whole compare, Holm over all 30 decided checks (every cell x every gate line)"
     assert said in result.output and said in md.read_text()
     data = json.loads(js.read_text())

@@ -60,5 +60,6 @@ def test_disagreeing_sources_are_inconclusive_with_both_figures(tmp_path):
     assert f"candidate: {CELL}: per-request counts AL {req_al:.3f}" in why
     assert f"/metrics AL {prom_al:.3f}, {prom['num_drafts']} drafts, {prom['accepted_tokens']} accepted" in why
     assert f"per-request counts AL {req_al:.3f}" in out and f"/metrics AL {prom_al:.3f}" in out
-    others = [g["status"] for c in data["cells"] if c["base_ids"] != [CELL] for g in c["gates"]]
-    assert others and set(others) == {"pass"}
+    others = [g for c in data["cells"] if c["base_ids"] != [CELL] for g in c["gates"]]
+    # the untouched cells' checks pass their intervals; 20 prompts cannot see 3%: weak (issue 37)
+    assert others and all(g["status"] == "inconclusive" and g["weak"] for g in others)

@@ -80,7 +80,8 @@ def test_speedup_gate_fails_when_the_cell_gets_slower(tmp_path):
     twice = _copy(tmp_path, "twice", lambda r, b: {**r, "e2e_s": r["ttft_s"] + 2.0 * (r["e2e_s"] - r["ttft_s"])})
     rc, data, out = _compare(base, twice, tmp_path, "speedup:-5%")
     assert rc == 3, out
-    (check,) = data["inconclusive"]
+    # the other cells' checks pass their intervals; within-run only they cannot see 5% (issue 37: weak)
+    (check,) = [g for g in data["inconclusive"] if not g["weak"]]
     assert check["scope"] == "within-run only" and "not past the noise floor of speedup, -70%" in check["message"]
     slow = _copy(tmp_path, "slow", lambda r, b: {**r, "e2e_s": r["ttft_s"] + 10.0 * (r["e2e_s"] - r["ttft_s"])})
     rc, data, out = _compare(base, slow, tmp_path, "speedup:-5%")
@@ -110,9 +111,10 @@ def test_divergence_share_gate(tmp_path):
     ref = [json.loads(x) for x in (base / BASE_CELL / "requests.jsonl").read_text().splitlines()]
     assert row["base"] == 0.0
     assert row["cand"] == pytest.approx(sum(a["token_ids"] != b["token_ids"] for a, b in zip(orig, ref)) / 20)
-    rc, data, out = _compare(base, same, tmp_path, "divergence_share:+10pp")  # fewer divergences: passes
-    assert rc == 0, out
-    assert all(g["status"] == "pass" for c in data["cells"] for g in c["gates"])
+    rc, data, out = _compare(base, same, tmp_path, "divergence_share:+10pp")  # fewer divergences: no failure,
+    # but 20 requests cannot see a 10pp rise from a baseline at 55-85% (issue 37): weak, not a pass
+    assert rc == 3, out
+    assert all(g["status"] == "inconclusive" and g["weak"] for c in data["cells"] for g in c["gates"])
 
 
 def test_divergence_share_without_a_baseline_for_the_target_is_inconclusive(tmp_path):
@@ -127,7 +129,11 @@ def test_divergence_share_without_a_baseline_for_the_target_is_inconclusive(tmp_
     rc, data, out = _compare(base, same, tmp_path, "divergence_share:+10pp")
     assert rc == 3, out
     status = {c["name"]: [g["status"] for g in c["gates"]] for c in data["cells"]}
-    assert status["mla=on, output_norm=on"] == ["pass"] and status["mla=on, output_norm=off"] == ["pass"]
+    weak = {c["name"]: [bool(g["weak"]) for g in c["gates"]] for c in data["cells"]}
+    # the mla=on cells are measured against their baseline: their checks pass their intervals, but
+    # 20 requests cannot see a 10pp rise (issue 37: weak, inconclusive), never "no baseline"
+    assert weak["mla=on, output_norm=on"] == [True] and weak["mla=on, output_norm=off"] == [True]
     for norm in ("on", "logits-only", "off"):
         assert status[f"mla=off, output_norm={norm}"] == ["inconclusive"], status
+        assert weak[f"mla=off, output_norm={norm}"] == [False]
     assert "serving the same target" in out
