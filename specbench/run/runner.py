@@ -10,6 +10,8 @@ finished cells are kept).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,8 +191,28 @@ def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[s
             tokenizer=lambda: _target_tokenizer(study, cells),
         )
         prompts.extend(wl.prompts)
-        provenance[name] = wl.provenance
+        provenance[name] = {**wl.provenance, **_chat_template(study, cells)}
     return prompts, provenance
+
+
+def _chat_template(study: Study, cells: list[Cell]) -> dict[str, Any]:
+    """Which chat template the server applies to every prompt (requests go to /v1/chat/completions):
+    the sha256 of the target's own, read from its directory when the model is local."""
+    model = Path(next((c.args[0] for c in cells if c.args), study.serve.model))
+    for name, read in (
+        ("chat_template.jinja", lambda p: p.read_text(encoding="utf-8")),
+        ("tokenizer_config.json", lambda p: json.loads(p.read_text(encoding="utf-8")).get("chat_template")),
+    ):
+        try:
+            text = read(model / name) if (model / name).is_file() else None
+        except (OSError, ValueError, AttributeError):
+            text = None
+        if isinstance(text, str) and text:
+            return {
+                "chat_template_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                "chat_template_from": name,
+            }
+    return {"chat_template_sha256": None, "chat_template_from": "not read (model not local): the server's default"}
 
 
 def _target_tokenizer(study: Study, cells: list[Cell]) -> Any:
