@@ -182,7 +182,8 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
 def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCell, confidence: float = 0.95) -> None:
     """The checks of every gate that applies to this matched cell (Holm needs every cell: not here)."""
     by_name = {r.name: r for r in cell.rows}
-    k = min([x for x in (bc.num_spec_tokens, cc.num_spec_tokens) if x] or [0]) or None
+    # a position either side has is a check: one the other side lacks is inconclusive, never dropped
+    k = max([x for x in (bc.num_spec_tokens, cc.num_spec_tokens) if x] or [0]) or None
     failed = bc.failed_repeats + cc.failed_repeats
     for gate in gates:
         if not applies(gate, bc.axes, bc.is_baseline, k):
@@ -265,7 +266,20 @@ def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCel
         if gate.all_positions
         else [n for n in [row_name(gate.metric, gate.index)] if n in rows]
     )
-    if not names:
+    kb, kc = bc.num_spec_tokens, cc.num_spec_tokens
+    one_side = []  # positions one side has and the other lacks (k differs): checks that cannot be made
+    if gate.metric.indexed and kb and kc and kb != kc:
+        wanted = range(max(kb, kc)) if gate.all_positions else [gate.index]
+        one_side = [i for i in wanted if i is not None and min(kb, kc) <= i < max(kb, kc)]
+        names = [n for n in names if n not in {row_name(gate.metric, i) for i in one_side}]
+    for i in one_side:
+        name = row_name(gate.metric, i)
+        yield name, Decision(
+            "inconclusive",
+            message=f"{name}: position {i} exists on one side only (baseline k = {kb}, candidate k = {kc}): "
+            "no comparison; compare runs of the same k",
+        )
+    if not names and not one_side:
         name = row_name(gate.metric, "*" if gate.all_positions else gate.index)
         yield name, Decision("inconclusive", message=f"{name}: {_missing(gate, bc, cc)}")
     for n in names:
