@@ -117,6 +117,74 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
     return lines
 
 
+def _gate_sized(
+    config: Path, sets: tuple[str, ...], gates: list[str], baseline: Optional[Path], as_baseline: bool
+) -> tuple[tuple[str, ...], list[str]]:
+    """``sets`` plus ``load.num_requests`` sized so every gated acceptance check can fail against
+    ``baseline`` (specbench/compare/sizing.py), and the lines that say so."""
+    from specbench.compare.gates import parse_gate  # lazy: pulls in numpy
+    from specbench.compare.sizing import describe, size_gates  # lazy: pulls in numpy and scipy
+    from specbench.io import load_json
+    from specbench.load.workloads import is_sampled, load_workload  # lazy: reads the data files
+    from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
+
+    if not gates or baseline is None:
+        raise ConfigError(
+            "--gate, --gate-baseline and --as-baseline go together: --gate EXPR (one or more) and "
+            "--gate-baseline RUN (the run the gate compares against, or a pilot run for --as-baseline)"
+        )
+    if any(o.split("=", 1)[0].strip() in ("load.num_requests", "load.until", "load.max_requests") for o in sets):
+        raise ConfigError("--gate sizes load.num_requests itself; drop that --set")
+    study, _ = validated(config, sets)
+    if study.load.until is not None:
+        raise ConfigError(f"{config}: load.until: --gate sizes a fixed load; remove load.until and load.max_requests")
+    sizing = size_gates(baseline, [parse_gate(g) for g in gates])
+    lines = describe(sizing)
+    ld = study.load
+    if as_baseline:
+        n = sizing.needed
+        lines.append(
+            f"#   --as-baseline: {n:,} distinct prompts per cell, for this run and every candidate gated on it"
+        )
+    else:
+        if sizing.too_weak:
+            raise ConfigError(
+                f"--gate-baseline {baseline}: it sent {sizing.prompts:,} prompts per cell, the gate needs ~{sizing.needed:,} "
+                f"for {len(sizing.too_weak)} check(s) to be able to fail; re-make it with the same --gate flags, "
+                f"--gate-baseline {baseline} and --as-baseline"
+            )
+        # compare pairs prompt by prompt: the candidate sends the baseline's prompts
+        base_load = (load_json(Path(baseline) / "manifest.json").get("resolved_config") or {}).get("load") or {}
+        mine = {"workload": ld.workload, "seed": ld.seed, "output_len": ld.output_len}
+        differ = [
+            f"{key} {base_load.get(key)!r} (here {val!r})"
+            for key, val in mine.items()
+            if base_load.get(key, val) != val
+        ]
+        if differ:
+            raise ConfigError(
+                f"--gate-baseline {baseline}: its load had {', '.join(differ)}; the candidate must send the same "
+                "prompts to be paired with it: --set load.KEY=VALUE to match"
+            )
+        n = int(base_load.get("num_requests") or sizing.prompts)
+        lines.append(f"#   the baseline's {n:,} prompts per cell, paired")
+    if n <= 0:
+        return sets, lines
+    names = list(study.matrix.get("load:workload", [])) or [
+        f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload
+    ]
+    for name in names:
+        if is_sampled(name):
+            continue
+        have = len(load_workload(name, categories=ld.prompts.categories).prompts)
+        if have < n:
+            raise ConfigError(
+                f"the gate needs ~{n:,} distinct prompts per cell; workload {name} has {have:,} (a repeated greedy "
+                "prompt is no new evidence): use --set load.workload=sharegpt, or a looser tolerance"
+            )
+    return (*sets, f"load.num_requests={n}"), lines
+
+
 def _prompt_lines(study, per_cell: int) -> list[str]:
     """How many distinct prompts each workload gives a cell: requests beyond them repeat a prompt,
     which at temperature 0 is no new evidence."""
@@ -256,6 +324,29 @@ def register(app: typer.Typer) -> None:
         cpus_per_cell: Annotated[
             float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")
         ] = 1.0,
+        gates: Annotated[
+            Optional[list[str]],
+            typer.Option(
+                "--gate",
+                metavar="EXPR",
+                help="Size each cell's load so this compare gate can fail (needs --gate-baseline); repeatable.",
+            ),
+        ] = None,
+        gate_baseline: Annotated[
+            Optional[Path],
+            typer.Option(
+                "--gate-baseline",
+                metavar="RUN",
+                help="The run the gate will compare against: its per-prompt spread sizes the load.",
+            ),
+        ] = None,
+        as_baseline: Annotated[
+            bool,
+            typer.Option(
+                "--as-baseline",
+                help="This run will be the new baseline: size it so that it and a candidate made alike can fail.",
+            ),
+        ] = False,
     ) -> None:
         """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
         sets = tuple(overrides or ())
@@ -266,9 +357,16 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(
                 "give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses its own config)"
             )
+        sizing_lines: list[str] = []
+        if gates or gate_baseline is not None or as_baseline:
+            if resume is not None:
+                raise ConfigError("--gate sizes a new run's load; it does not combine with --resume")
+            sets, sizing_lines = _gate_sized(_config_or_default(config), sets, gates or [], gate_baseline, as_baseline)
         if dry_run:
             if resume is not None:
                 raise ConfigError("--dry-run does not combine with --resume")
+            for line in sizing_lines:
+                print(line)
             _print_dry_run(_config_or_default(config), sets)
             return
         from specbench.report.screen import final_screen  # lazy: pulls in pandas
@@ -281,8 +379,12 @@ def register(app: typer.Typer) -> None:
                 resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir, sets)
             )
             display = make_display(quiet, final=final_screen)
+            if sizing_lines:
+                plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+                for line in sizing_lines:
+                    console.print(line, highlight=False, soft_wrap=True, markup=False)
             for note in plan.notes:  # e.g. where --resume took the run's secrets from
                 console.print(f"resume: {note}", highlight=False, soft_wrap=True)
             try:

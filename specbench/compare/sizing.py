@@ -1,0 +1,143 @@
+"""Evidence sized to the gate: how many distinct prompts a cell must send for its gated checks to
+be able to fail (``specbench run --gate EXPR --gate-baseline RUN``).
+
+A gate check passes only when it would have failed a harm of its tolerance T with >= 80% power at
+the level compare holds it to (:mod:`specbench.compare.power`): ``(z_(1-alpha/m) + z_0.8) x SE <= T``,
+SE the standard error of the change and m the number of checks Holm holds together.
+
+compare pairs the two sides prompt by prompt and gives no verdict when more than a fifth of a
+side's prompts have no partner (:mod:`specbench.compare.pairing`): a candidate must send the
+baseline's prompts, the same workload with the same seed and count. The paired change's SE is at
+most that of two independent sides (per-prompt counts of the same prompt do not anti-correlate),
+``sqrt(2 s^2 / n)``, s the per-prompt standard deviation of the statistic, read off a run's own
+units (jackknife SE x sqrt(units)). So n prompts per side see every tolerance when
+
+    n >= 2 s^2 z^2 / T^2
+
+each a distinct prompt (a greedy repeat is no new evidence). ``--gate-baseline RUN`` checks that
+the baseline holds that many and sends the candidate the same prompts; ``--as-baseline`` reads s
+off a pilot run and sizes a new baseline.
+
+The size is fixed before the run from the pilot or baseline, never from the run's own running
+estimate: a load that stops when its own numbers look precise enough picks the samples that happen
+to look so (docs/methods.md, "Precision-driven load"). A margin of 50% covers the pilot's estimate
+of s^2 (its relative SE at 80 prompts is 16-25%), the t quantile at finite prompts and compare's
+floor on the SE (the within-draw variance); at 15% two resampled sides of the sized size still had
+too-weak checks (tests/compare/test_sizing.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specbench.analysis.intervals import count_matrix, count_stats, jackknife_var
+from specbench.compare.gates import POWER, Gate
+from specbench.compare.metrics import row_name, stat_key
+from specbench.compare.sides import load_side
+from specbench.errors import ConfigError
+
+ALPHA = 0.05
+MARGIN = 1.5
+
+
+@dataclass
+class CheckSize:
+    cell: str
+    check: str  # per_position[2]
+    tolerance: float
+    base: float
+    se_base: float
+    sd_unit: float
+    n_alike: int  # prompts each side needs (the candidate sending the baseline's prompts)
+    why: str = ""  # a check that needs nothing: its tolerance reaches the metric's worst value
+
+
+@dataclass
+class Sizing:
+    baseline: str
+    checks: list[CheckSize] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # gates this sizing cannot speak for (latency, speed-up)
+    m: int = 0
+    z: float = 0.0
+    prompts: int = 0  # distinct prompts the run's smallest gated cell sent
+
+    @property
+    def needed(self) -> int:
+        """Distinct prompts per cell and side: the largest any check needs (0 when none needs any)."""
+        return max((c.n_alike for c in self.checks if not c.why), default=0)
+
+    @property
+    def too_weak(self) -> list[CheckSize]:
+        """Checks the run's own prompts are too few for."""
+        return [c for c in self.checks if not c.why and c.n_alike > self.prompts]
+
+    def hardest(self) -> CheckSize | None:
+        sized = [c for c in self.checks if not c.why]
+        return max(sized, key=lambda c: c.n_alike) if sized else None
+
+
+def size_gates(baseline: Path, gates: list[Gate], *, holm: bool = True) -> Sizing:
+    """Prompts per cell each acceptance check of ``gates`` needs against the run ``baseline``."""
+    from scipy.stats import norm
+
+    side = load_side(Path(baseline))
+    out = Sizing(baseline=str(baseline))
+    planned: list[tuple[str, str, Gate, list, int, str]] = []
+    sizes: list[int] = []
+    for gate in gates:
+        if gate.metric.source != "acceptance":
+            out.skipped.append(f"{gate.expr}: {gate.metric.name} is not sized by prompts (timing noise is not)")
+            continue
+        for cell in side.cells.values():
+            if cell.is_baseline or not gate.selects(dict(cell.key)):
+                continue
+            k = cell.num_spec_tokens or 0
+            if len(cell.units) < 2 or not k:
+                raise ConfigError(
+                    f"--gate-baseline {baseline}: cell {cell.name} has {len(cell.units)} unit(s) with counts; "
+                    "sizing needs a baseline run with per-request counts (2 or more requests)"
+                )
+            sizes.append(len(cell.prompt_clusters()) or len(cell.units))
+            indices = list(range(k)) if gate.all_positions else [gate.index]
+            for i in indices:
+                if i is not None and i >= k:
+                    continue  # compare makes that check inconclusive (the baseline has no such position)
+                planned.append((cell.name, row_name(gate.metric, i), gate, cell.units, k, stat_key(gate.metric, i)))
+    out.m = len(planned)
+    out.prompts = min(sizes, default=0)
+    if not planned:
+        return out
+    out.z = float(norm.ppf(1 - ALPHA / (out.m if holm else 1)) + norm.ppf(POWER))
+    for name, check, gate, units, k, key in planned:
+        mat = count_matrix(units, k)
+        total = mat.sum(axis=0)
+        base = float(count_stats(total, k)[key])
+        loo = count_stats(total - mat, k)[key]
+        se_b = math.sqrt(jackknife_var(loo))
+        sd = se_b * math.sqrt(len(units))
+        tol = gate.tolerance(base)
+        worst = base - 1.0 if gate.metric.name == "mean_acceptance_length" else base
+        if tol >= worst:
+            out.checks.append(CheckSize(name, check, tol, base, se_b, sd, 0, "no drop past it is possible"))
+            continue
+        alike = math.ceil(MARGIN * 2 * (sd * out.z / tol) ** 2) if tol > 0 else 10**9
+        out.checks.append(CheckSize(name, check, tol, base, se_b, sd, alike))
+    return out
+
+
+def describe(s: Sizing) -> list[str]:
+    """What the sizing found, one line each (for --dry-run and run's plan)."""
+    hard = s.hardest()
+    if hard is None:
+        return [f"# gate: no acceptance check to size against {s.baseline}"]
+    lines = [
+        f"# gate: {s.m} acceptance check(s) held at alpha {ALPHA}/{s.m} (Holm), power {POWER:.0%} at each tolerance; "
+        f"per-prompt spread read off {s.baseline}"
+    ]
+    lines.append(
+        f"#   ~{s.needed:,} distinct prompts per cell (both sides, paired) to see every tolerance (hardest: "
+        f"{hard.cell} {hard.check}, tolerance {hard.tolerance:.3g}); {s.baseline} sent {s.prompts:,}"
+    )
+    return lines

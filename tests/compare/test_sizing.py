@@ -1,0 +1,127 @@
+"""Evidence sized to the gate (specbench/compare/sizing.py, ``specbench run --gate``): two sides of
+the size the sizing asks for, drawn from a real run's prompts, get no "too weak" check from
+``specbench compare`` (the power rule of specbench/compare/power.py is the independent judge), and a
+third of that size does."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from realruns import run
+
+from specbench.compare.gates import parse_gate
+from specbench.compare.sizing import size_gates
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = ROOT / "results" / "baselines" / "cpu-workloads"
+DEFAULT = ROOT / "results" / "baselines" / "cpu-default"
+GATES = ["acceptance_length:-5%", "per_position[*]:-5pp"]
+KEYS = ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
+
+
+def _resampled(src: Path, dst: Path, n: int, seed: int = 0) -> Path:
+    """A copy of ``src`` whose speculative cells hold ``n`` requests drawn with replacement from the
+    cell's own, each under a prompt id of its own (new prompts of the same population; two draws
+    with different seeds share no prompt id, so compare takes them unpaired, the sizing's bound);
+    acceptance.json's units and totals follow."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    rng = np.random.default_rng(seed)
+    for cell in sorted(p for p in dst.iterdir() if (p / "acceptance.json").is_file()):
+        acc = json.loads((cell / "acceptance.json").read_text())
+        if not acc.get("per_request"):
+            continue
+        rows = [json.loads(x) for x in (cell / "requests.jsonl").read_text().splitlines() if x.strip()]
+        drawn = [
+            {**rows[j], "id": i, "prompt_id": f"draw{seed}-{i}", "prompt_sha256": f"{seed:032x}{i:032x}"}
+            for i, j in enumerate(rng.integers(0, len(rows), n))
+        ]
+        (cell / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in drawn))
+        k = acc["num_spec_tokens"]
+        units = [{**{key: r["spec_decode"][key] for key in KEYS}, "num_spec_tokens": k, "derived": []} for r in drawn]
+        tot = {key: sum(u[key] for u in units) for key in KEYS[:3]}
+        tot["accepted_per_position"] = [sum(u["accepted_per_position"][i] for u in units) for i in range(k)]
+        acc["per_request"]["units"] = units
+        for source in ("per_request", "prometheus", "logs"):
+            acc[source]["counts"].update(tot)
+        acc["logs"]["windows"] = [dict(acc["logs"]["counts"])]
+        acc["derived"], acc["ci"] = {}, None
+        (cell / "acceptance.json").write_text(json.dumps(acc))
+    return dst
+
+
+def test_sides_of_the_sized_size_have_no_weak_check(tmp_path):
+    sizing = size_gates(WORKLOADS, [parse_gate(g) for g in GATES])
+    n = sizing.needed
+    assert 20 < n < 2000 and sizing.prompts == 80 and sizing.too_weak  # 80 prompts are too few here
+    gates = [a for g in GATES for a in ("--gate", g)]
+    base = _resampled(WORKLOADS, tmp_path / "base", n, seed=1)
+    cand = _resampled(WORKLOADS, tmp_path / "cand", n, seed=2)
+    code, out = run(base, cand, *gates, "--verbose")
+    assert "too weak" not in out, out[-3000:]
+    assert code == 0, out[-3000:]
+    # a third of the size is too weak somewhere: the size was needed
+    small_b = _resampled(WORKLOADS, tmp_path / "small_b", n // 3, seed=1)
+    small_c = _resampled(WORKLOADS, tmp_path / "small_c", n // 3, seed=2)
+    code, out = run(small_b, small_c, *gates)
+    assert code == 3 and "too weak" in out, out[-3000:]
+    assert size_gates(base, [parse_gate(g) for g in GATES]).prompts == n
+
+
+def test_a_twenty_request_baseline_is_too_weak_and_says_how_to_remake_it():
+    sizing = size_gates(DEFAULT, [parse_gate(g) for g in GATES])
+    assert sizing.too_weak and sizing.prompts == 20
+    assert sizing.needed > 109  # more than the built-in prompt set holds
+    # checks no candidate can fail (p_1, p_2 of a head with output norm off: baseline ~0) need nothing
+    assert all(c.n_alike == 0 for c in sizing.checks if c.why)
+    assert any(c.why for c in sizing.checks)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gate", "acceptance_length:-5%"], "go together"),
+        (["--gate", "acceptance_length:-5%", "--gate-baseline", str(DEFAULT)], "it sent 20 prompts per cell"),
+        (
+            ["--gate", "acceptance_length:-5%", "--gate-baseline", str(DEFAULT), "--as-baseline"],
+            "workload builtin has 109",
+        ),
+    ],
+)
+def test_run_gate_refusals_exit_2_naming_the_fix(args, message):
+    from typer.testing import CliRunner
+
+    from specbench.cli.main import app
+
+    result = CliRunner().invoke(app, ["run", "--dry-run", *args], env={"COLUMNS": "300"})
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_dry_run_prints_the_sized_load():
+    """--as-baseline from a pilot: the new baseline's size, in the plan's request count."""
+    from typer.testing import CliRunner
+
+    from specbench.cli.main import app
+
+    sizing = size_gates(WORKLOADS, [parse_gate(g) for g in GATES])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--dry-run",
+            "--set",
+            "load.workload=sharegpt",
+            *[a for g in GATES for a in ("--gate", g)],
+            "--gate-baseline",
+            str(WORKLOADS),
+            "--as-baseline",
+        ],
+        env={"COLUMNS": "300"},
+    )
+    assert result.exit_code == 0, result.output
+    assert f"~{sizing.needed:,} distinct prompts per cell (both sides, paired)" in result.output
+    assert f"cells x {sizing.needed:,}" in result.output
