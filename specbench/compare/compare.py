@@ -21,8 +21,9 @@ import numpy as np
 
 from specbench.analysis import deltas as iv
 from specbench.analysis.counts import Counts, total
+from specbench.analysis.intervals import t_quantile, within_var
 from specbench.attest import confounds
-from specbench.compare import checks
+from specbench.compare import checks, exact
 from specbench.compare.gates import Gate
 from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
 from specbench.compare.noise import scope_rows, scope_warning
@@ -209,9 +210,11 @@ def _acceptance_rows(
             for d in deltas.values():
                 d.method = f"unpaired (no prompt in common), {d.method}" if d.method else d.method
     few = pr.too_few()
+    k = iv.common_k(ub, uc)
     if few:  # points stay for the table; no interval, so no verdict
         deltas = {key: iv.Delta(d.point, why=few) for key, d in deltas.items()}
-    k = iv.common_k(ub, uc)
+    else:
+        _flat(deltas, ub, uc, k, paired=isinstance(pr.base, dict), conf=conf)
     pb, pc = (iv.count_stats(iv.count_matrix(u, k).sum(axis=0), k) for u in (ub, uc))
     xb, xc = bc.exact, cc.exact
     if pr.complete and xb is not None and xc is not None and not bc.exact_missing and not cc.exact_missing:
@@ -232,15 +235,42 @@ def _acceptance_rows(
         key = stat_key(metric, i)
         b, c = _finite(pb.get(key)), _finite(pc.get(key))
         d = deltas.get(key) or iv.Delta(None, why="not computed")
-        delta = None if b is None or c is None else c - b
+        scale = exact.scale(metric, b, c)
+        delta = None if b is None or c is None else exact.snap(c - b, scale)
         ci = d.ci
         if ci is not None and delta is not None and d.point is not None:
-            shift = delta - d.point  # re-centre the (symmetric) t interval on the exact point
-            ci = (ci[0] + shift, ci[1] + shift)
+            shift = delta - exact.snap(d.point, scale)  # re-centre the (symmetric) t interval on the exact point
+            lo, hi = exact.snap(ci[0] + shift, scale), exact.snap(ci[1] + shift, scale)
+            ci = (lo, hi) if lo is not None and hi is not None else None
         rows.append(
             MetricRow(row_name(metric, i), metric, i, b, c, delta, ci, se=d.se, df=d.df, method=d.method, why=d.why)
         )
     return rows, pr
+
+
+def _flat(deltas: dict[str, iv.Delta], ub: list[Counts], uc: list[Counts], k: int, paired: bool, conf: float) -> None:
+    """Where every unit shows the same change, exactly (:func:`~specbench.compare.exact.flat_changes`):
+    a zero-width interval around that change (never decides), or around an exact 0 the within-draw
+    floor's t interval, whatever the floats' last bits said."""
+    mb, mc = iv.count_matrix(ub, k), iv.count_matrix(uc, k)
+    floors: dict[str, float] | None = None
+    for key, zero in exact.flat_changes(mb, mc, paired, k).items():
+        d = deltas.get(key)
+        if d is None or d.ci is None or d.point is None or d.df is None:
+            continue
+        why = "every unit shows the same change"
+        if not zero:
+            deltas[key] = iv.Delta(d.point, (d.point, d.point), 0.0, d.df, f"{d.method}; {why}")
+            continue
+        if floors is None:
+            wb, wc = within_var(mb.sum(axis=0), k), within_var(mc.sum(axis=0), k)
+            floors = {s: wb.get(s, math.nan) + wc.get(s, math.nan) for s in wb}
+        var = floors.get(key, math.nan)
+        if not math.isfinite(var) or var <= 0:
+            continue
+        se = math.sqrt(var)
+        h = t_quantile(conf, d.df) * se
+        deltas[key] = iv.Delta(0.0, (-h, h), se, d.df, f"{d.method}; {why}: none (exactly), the within-draw floor's t")
 
 
 def _spec_off_rows(bc: SideCell) -> list[MetricRow]:

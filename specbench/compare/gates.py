@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.deltas import bootstrap_p, one_sided_p
+from specbench.compare.exact import ROUNDING, scale, snap
 from specbench.compare.metrics import METRICS, Metric, resolve, row_name
 from specbench.errors import ConfigError
 from specbench.io import read_text
@@ -287,6 +288,10 @@ def decide(
         return Decision("inconclusive", message=f"{name}: not measured on both sides")
     tol = gate.tolerance(base) if tolerance is None else tolerance
     harm, harm_ci = harm_of(gate.metric, cand - base, None if ci is None or any(map(_nan, ci)) else ci)
+    s = scale(gate.metric, base, cand)  # within rounding of the metric's scale is 0 (compare/exact.py)
+    harm = snap(harm, s) or 0.0
+    if harm_ci is not None:
+        harm_ci = (snap(harm_ci[0], s) or 0.0, snap(harm_ci[1], s) or 0.0)
     word = f"worse by {harm:.4g}" if harm > 0 else (f"better by {-harm:.4g}" if harm < 0 else "unchanged")
     head = f"{name}: base {base:.4g} -> cand {cand:.4g} ({word}"
     if harm_ci is None:
@@ -298,7 +303,7 @@ def decide(
             f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
             f"({why or 'too few units'}); {HINTS[gate.metric.source]}",
         )
-    if harm_ci[1] - harm_ci[0] <= _ZERO_WIDTH * max(1.0, abs(harm)) and abs(harm) > _ZERO_WIDTH:
+    if harm_ci[1] - harm_ci[0] <= ROUNDING * s and harm != 0:
         return Decision(
             "inconclusive",
             harm,
@@ -332,10 +337,6 @@ def _spread(se: float | None, df: float | None, replicates, harm_ci: tuple[float
     if reps is not None and np.isfinite(reps).sum() > 1:
         return float(np.std(reps[np.isfinite(reps)], ddof=1))
     return (harm_ci[1] - harm_ci[0]) / 2 / float(norm.ppf((1 + confidence) / 2))
-
-
-# A CI narrower than this (relative to the change, at least absolutely) has zero width: float noise only.
-_ZERO_WIDTH = 1e-12
 
 
 def _nan(x: float) -> bool:

@@ -159,6 +159,10 @@ def test_throughput_gets_a_ci_from_requests_with_one_repeat(tmp_path):
     assert rows and all(r["ci"] is not None and "per-request" in r["method"] for r in rows)
 
 
+# a copy: every prompt shows no change, exactly, so the interval is the within-draw floor's (exact.py)
+SAME = "; every unit shows the same change: none (exactly), the within-draw floor's t"
+
+
 def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path):
     """Both sides carry per-request counts with prompt ids: the change is paired by prompt, and
     requests of the same prompt form one unit (not independent ones)."""
@@ -170,7 +174,7 @@ def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path)
         for m in c["metrics"]
         if m["name"] == "mean_acceptance_length"
     }
-    assert methods == {f"paired by prompt, {PAIRED_MOVER}, 20 prompts"}
+    assert methods == {f"paired by prompt, {PAIRED_MOVER}, 20 prompts{SAME}"}
     for cid in SPEC_CELLS:  # the 20 requests now use 5 prompts, 4 times each
         f = copy / cid / "requests.jsonl"
         rows = [json.loads(line) for line in f.read_text().splitlines()]
@@ -182,7 +186,7 @@ def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path)
         for m in c["metrics"]
         if m["name"] == "mean_acceptance_length"
     }
-    assert methods == {f"paired by prompt, {PAIRED_MOVER}, 5 prompts"}
+    assert methods == {f"paired by prompt, {PAIRED_MOVER}, 5 prompts{SAME}"}
 
 
 def test_each_check_prints_its_smallest_detectable_change(tmp_path):
@@ -221,7 +225,7 @@ def test_an_errored_request_leaves_its_prompt_out_of_both_sides(copy, tmp_path):
     cell = next(c for c in data["cells"] if c["base_ids"] == [cid])
     assert cell["pairing"]["only_in_baseline"] == [rows[0]["prompt_id"]] and cell["pairing"]["shared"] == 19
     al = next(m for m in cell["metrics"] if m["name"] == "mean_acceptance_length")
-    assert al["delta"] == 0.0 and al["method"] == f"paired by prompt, {PAIRED_MOVER}, 19 prompts"
+    assert al["delta"] == 0.0 and al["method"] == f"paired by prompt, {PAIRED_MOVER}, 19 prompts{SAME}"
 
 
 def test_impossible_counts_are_left_out_never_tabled(copy, tmp_path):
