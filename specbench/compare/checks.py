@@ -194,11 +194,14 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
                 decision = within_run(gate, row, decision, confidence)
             elif row is not None:
                 decision.scope = row.scope
-            holding = sorted((b for b in cell.blocks if b.holds(gate.metric)), key=lambda b: b.status != "inconclusive")
+            # speculation off (0 drafts after a finished load) fails whatever else is unknown: a server
+            # that did not speculate attests no k or head variant, and that must not hide the failure
+            holding = sorted((b for b in cell.blocks if b.holds(gate.metric)), key=lambda b: b.status != "fail")
             block = holding[0] if holding else None
             if block is not None and block.status == "fail":
                 decision.status, decision.p_value = "fail", 0.0  # no sampling error in "no drafts at all"
                 decision.message = f"{name}: {block.reason}"
+                decision.notes = [f"also: {b.reason}" for b in holding[1:]]
             elif block is not None:
                 if decision.status != "inconclusive":
                     decision.message = f"{name}: not decided: {block.reason} ({decision.message})"
@@ -274,10 +277,13 @@ def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCel
         names = [n for n in names if n not in {row_name(gate.metric, i) for i in one_side}]
     for i in one_side:
         name = row_name(gate.metric, i)
-        yield name, Decision(
-            "inconclusive",
-            message=f"{name}: position {i} exists on one side only (baseline k = {kb}, candidate k = {kc}): "
-            "no comparison; compare runs of the same k",
+        yield (
+            name,
+            Decision(
+                "inconclusive",
+                message=f"{name}: position {i} exists on one side only (baseline k = {kb}, candidate k = {kc}): "
+                "no comparison; compare runs of the same k",
+            ),
         )
     if not names and not one_side:
         name = row_name(gate.metric, "*" if gate.all_positions else gate.index)

@@ -64,8 +64,9 @@ class GateResult:
 class Block:
     """A reason that decides checks of a cell whatever their interval says: inconclusive (exit 3,
     never a pass: prompts unmatched, sources that disagree, ...) or, with ``status="fail"``, a
-    failure the interval cannot express (speculation off). New reasons are one more Block; an
-    inconclusive one outranks a fail."""
+    failure the interval cannot express (speculation off). New reasons are one more Block; a fail
+    outranks an inconclusive one (a server that did not speculate attests no k: that must not
+    hide the failure), which is named beside it."""
 
     reason: str
     sources: tuple[str, ...] = ()  # metric sources it holds ("acceptance", ...); () = every check of the cell

@@ -82,3 +82,36 @@ def test_a_cell_that_failed_otherwise_stays_inconclusive(copy):
         f = copy / cid / "cell.json"
         f.write_text(json.dumps({**json.loads(f.read_text()), "status": "failed", "reason": "server died"}))
     assert run(BASELINE, copy)[0] == 3
+
+
+def _no_drafts_no_units(cell_dir: Path) -> None:
+    """The load finished, per-request acceptance absent, /metrics present and counting 0 drafts;
+    vLLM attested a server without speculation (so no k and no head variant either)."""
+    f = cell_dir / "requests.jsonl"
+    rows = [json.loads(line) for line in f.read_text().splitlines()]
+    f.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "spec_decode"}) + "\n" for r in rows))
+    acc = json.loads((cell_dir / "acceptance.json").read_text())
+    acc["prometheus"]["counts"].update(ZERO)
+    acc["logs"], acc["per_request"] = {"counts": None, "windows": []}, None
+    acc["derived"], acc["ci"] = {}, None
+    (cell_dir / "acceptance.json").write_text(json.dumps(acc))
+    f = cell_dir / "cell.json"
+    cell = json.loads(f.read_text())
+    cell["attested"].update(speculation=False, spec_method=None, num_speculative_tokens=None, head_variant=None)
+    f.write_text(json.dumps(cell))
+
+
+def test_speculation_off_without_per_request_units_fails(copy, tmp_path):
+    """Issue 37: exit 3, "no verdict from a point estimate (speculation off in the candidate)": the
+    unattested k and head variant of a server that did not speculate outranked the failure."""
+    for cid in SPEC_CELLS:
+        _no_drafts_no_units(copy / cid)
+    js = tmp_path / "r.json"
+    code, out = run(BASELINE, copy, "--json", js)
+    assert code == 1, out
+    data = json.loads(js.read_text())
+    assert data["checks"] == {"pass": 0, "fail": 24, "inconclusive": 0}
+    assert "speculation off in the candidate: 0 drafts over 20 finished requests" in out
+    assert "no verdict from a point estimate" not in out
+    notes = [n for c in data["cells"] for g in c["gates"] for n in g["notes"]]
+    assert notes and all(n.startswith("also: not attested") for n in notes)  # named, not hidden
