@@ -78,3 +78,22 @@ def test_inputs_no_specbench_server_produced_are_shown_unchecked_not_refused(tmp
     code, out = run(log, log, "--json", js, "--allow-weak")  # 6 log windows see no 3% drop: weak
     assert code == 0, out
     assert any("not attested (a log or /metrics file" in w for w in json.loads(js.read_text())["warnings"])
+
+
+def test_the_shipped_head_served_as_control_or_not_is_the_same_head(tmp_path):
+    """Issue 37: every compare against cpu-default warned "servers differ in head_variant
+    {control=off, ...} vs {control=on, ...}" for cells serving the same shipped variant (a switchable
+    server attests it as the control). A different variant is still named."""
+    cand = _copy(tmp_path, "cand")
+
+    def control(d):
+        d["attested"]["head_variant"] = {"output_norm": "on", "pos0_mask": "off", "control": True}
+
+    _edit_cell(cand, CELL, control)
+    js = tmp_path / "r.json"
+    run(BASELINE, cand, "--gate", SEEN, "--json", js)
+    assert not [w for w in json.loads(js.read_text())["warnings"] if "servers differ" in w]
+    _edit_cell(cand, CELL, lambda d: d["attested"]["head_variant"].update(output_norm="off"))
+    run(BASELINE, cand, "--gate", SEEN, "--json", js)
+    (w,) = [w for w in json.loads(js.read_text())["warnings"] if "servers differ" in w]
+    assert w.startswith("mla=on, output_norm=on: the runs' servers differ") and "head_variant" in w
