@@ -352,10 +352,8 @@ def _parse_lines_from(
         cut = i in cut_lines or len(line) > MAX_LINE_CHARS
         if cut:
             line = line[:MAX_LINE_CHARS]
-        rec = summary.feed(line, i)
-        if rec is not None:
-            yield rec
-        if summary.open or not is_candidate(line):
+        yield from summary.feed(line, i)
+        if summary.took or not is_candidate(line):
             continue
         if cut:
             rec = _parse_cut_line(line, i, line_parser)

@@ -18,6 +18,12 @@ or blank lines between them) stay inside the block, and the "acceptance at token
 (pasted without the counts above them) are a block of their own. A field or position the open block
 already holds, or a count after its per-position lines, starts the next block: two runs printed one
 after the other are two records.
+
+One run is one record, counts and per-position values together (issue 43, item 7): a block that has
+its counts but no per-position line yet stays open across up to :data:`MAX_INTERRUPTION` other lines
+(a log line the server wrote to stderr between the script's prints, a sentence in a paste), which
+the log parser still reads; and the whole summary pasted on one line (as an issue thread shows it
+outside a code fence) is read piece by piece, split before each of the script's labels.
 """
 
 from __future__ import annotations
@@ -47,6 +53,14 @@ OFFLINE_SEPARATOR_RE = re.compile(r"-{3,}")
 FENCE_RE = re.compile(r"[ \t>]*(?:`{3,}|~{3,})[^`]*")
 # Blank or fence lines in a row an offline block keeps open across (separators do not count).
 MAX_GAP = 3
+# Lines of any kind after an offline block's counts that may stand before its first per-position
+# line (the script prints the counts first): the per-position lines after them belong to that run.
+MAX_INTERRUPTION = 8
+# Where a summary pasted on one line is split: before each of the script's labels and separators.
+ONE_LINE_SPLIT_RE = re.compile(
+    r"-{3,}|(?:total_num_output_tokens|num_drafts|num_draft_tokens|num_accepted_tokens"
+    r"|mean acceptance length|acceptance at token \d{1,9})[ \t]*:"
+)
 # What starts a block. "acceptance at token" costs the chunked scan one more pass over every byte
 # (benchmarks/parse_throughput.py, sparse log: 8.1x grep's CPU time before, 8.9x after; the target
 # is <= 10x), so that the per-position lines pasted alone are read too.
@@ -80,7 +94,8 @@ def _fraction(raw: str) -> float | None:
 
 
 class SummaryParser:
-    """Feed every line; complete blocks come back as records."""
+    """Feed every line; complete blocks come back as records. After each :meth:`feed`, ``took``
+    says whether the line belonged to a block (a line that did not is the log parser's to read)."""
 
     def __init__(self, file: str | None = None, warn=None) -> None:
         self.file = file
@@ -91,37 +106,71 @@ class SummaryParser:
         self._positions: dict[int, float] = {}
         self._positions_unknown = False  # elided or over the cap
         self._gap = 0  # blank or fence lines since the offline block's last line
+        self._last = 0  # the offline block's last line
+        self.took = False
 
     @property
     def open(self) -> bool:
         return self._kind is not None
 
-    def feed(self, raw: str, lineno: int) -> SpecDecodeRecord | None:
+    def feed(self, raw: str, lineno: int) -> tuple[SpecDecodeRecord, ...]:
+        """The records ``raw`` completes (a line holding a whole summary may complete more than one)."""
         if self._kind is None and not any(p in raw for p in PREFILTER):
-            return None
+            self.took = False
+            return ()
         plain = strip_ansi(raw).rstrip("\r\n")
+        pieces = _one_line_pieces(plain)
+        if pieces is None:
+            rec = self._feed(plain, lineno)
+            return () if rec is None else (rec,)
+        out = []
+        for piece in pieces:
+            rec = self._feed(piece, lineno)
+            if rec is not None:
+                out.append(rec)
+        self.took = True
+        return tuple(out)
+
+    def _feed(self, plain: str, lineno: int) -> SpecDecodeRecord | None:
         line = _clean(plain)
+        self.took = True
         if self._kind == "bench":
             if self._bench_line(line, lineno):
                 return None
+            self.took = False
             return self.close()
         if self._kind == "offline":
-            if not line or FENCE_RE.fullmatch(plain):
-                self._gap += 1
-                return self.close() if self._gap > MAX_GAP else None
             if self._next_run(line):
                 rec = self.close()
                 self._start_offline(line, lineno)
                 return rec
-            if self._offline_line(line, lineno):
-                self._gap = 0
+            if line and not FENCE_RE.fullmatch(plain) and self._offline_line(line, lineno):
+                self._gap, self._last = 0, lineno
                 return None
+            if BENCH_HEADER_RE.search(line):
+                rec = self.close()
+                self._begin("bench", lineno)
+                return rec
+            blank = not line or FENCE_RE.fullmatch(plain) is not None
+            self.took = blank
+            if self._awaits_positions():
+                # The counts are printed, their per-position lines may still come: this run's.
+                if lineno - self._last <= MAX_INTERRUPTION:
+                    return None
+            elif blank:
+                self._gap += 1
+                if self._gap <= MAX_GAP:
+                    return None
             return self.close()
         if BENCH_HEADER_RE.search(line):
             self._begin("bench", lineno)
             return None
         self._start_offline(line, lineno)
+        self.took = self._kind is not None
         return None
+
+    def _awaits_positions(self) -> bool:
+        return bool(self._values) and not self._positions and not self._positions_unknown
 
     def _start_offline(self, line: str, lineno: int) -> None:
         parts = _label(line)
@@ -170,7 +219,7 @@ class SummaryParser:
 
     def _begin(self, kind: str, lineno: int) -> None:
         self._kind, self._start, self._values, self._positions = kind, lineno, {}, {}
-        self._positions_unknown, self._gap = False, 0
+        self._positions_unknown, self._gap, self._last = False, 0, lineno
 
     def _bench_line(self, line: str, lineno: int) -> bool:
         if line.startswith("=") or not line:
@@ -224,6 +273,17 @@ class SummaryParser:
         if value is not None:
             self._values[field[0]] = value
         return True
+
+
+def _one_line_pieces(plain: str) -> list[str] | None:
+    """A summary pasted on one line, cut before each label and separator; None for any other line
+    (a vLLM stats line has commas between its fields, the script's summary none)."""
+    if plain.count(":") < 2 or "," in plain:
+        return None
+    starts = [m.start() for m in ONE_LINE_SPLIT_RE.finditer(plain)]
+    if sum(plain[i] != "-" for i in starts) < 2:
+        return None
+    return [plain[a:b] for a, b in zip([0, *starts], [*starts, len(plain)]) if plain[a:b].strip()]
 
 
 _OFFLINE_FIELDS = {
