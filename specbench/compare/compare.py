@@ -251,7 +251,7 @@ def _acceptance_rows(
         delta = None if b is None or c is None else exact.snap(c - b, scale)
         ci = d.ci
         if ci is not None and delta is not None and d.point is not None:
-            shift = delta - exact.snap(d.point, scale)  # re-centre the (symmetric) t interval on the exact point
+            shift = delta - (exact.snap(d.point, scale) or 0.0)  # re-centre the t interval on the exact point
             lo, hi = exact.snap(ci[0] + shift, scale), exact.snap(ci[1] + shift, scale)
             ci = (lo, hi) if lo is not None and hi is not None else None
         rows.append(

@@ -82,21 +82,18 @@ def weakness(g: GateResult, row: MetricRow | None) -> tuple[str, bool]:
     show = (lambda x: amount(metric, x)) if metric is not None else (lambda x: f"{x:.4g}")
     head = f"too weak to see {drop} of {show(tol)}"
     sees = f"it detects {show(mdc)} with {POWER:.0%} probability at the level used"
-    largest = (
-        largest_harm(metric, row.base) if metric is not None and row is not None and row.base is not None else None
-    )
+    base = row.base if row is not None else None
+    largest = largest_harm(metric, base) if metric is not None and base is not None else None
     within = g.scope == WITHIN and g.floor is not None
     fails_past = g.floor if within and g.floor is not None else tol  # a within-run check fails only past its floor
     below = _below(row)
     blind = ""  # why not even the worst possible candidate could have failed it
     if largest is not None and tol < largest and mdc > largest:
-        blind = (
-            f"{sees}, more than the largest possible {drop[2:]} from the baseline's {row.base:.4g} ({show(largest)})"
-        )
+        blind = f"{sees}, more than the largest possible {drop[2:]} from the baseline's {base:.4g} ({show(largest)})"
     elif largest is not None and tol < largest and below is not None and fails_past + below >= largest:
         blind = (
             f"its interval reaches {show(below)} below its change, so not even the largest possible {drop[2:]} "
-            f"from the baseline's {row.base:.4g} ({show(largest)}) would have failed it"
+            f"from the baseline's {base:.4g} ({show(largest)}) would have failed it"
         )
     if within:
         if not blind and mdc <= 2 * tol:
