@@ -151,6 +151,8 @@ def check_prompts(study: Any, source: str) -> None:
     for where, name in names:
         if name == "builtin" and prompts.path is not None:
             continue  # the prompt file below
+        if is_sampled(name):
+            _fits_sharegpt(study, source)
         try:
             if is_sampled(name):  # sampled at run time (its filters need the target's tokenizer)
                 if prompts.categories:
@@ -174,3 +176,20 @@ def check_prompts(study: Any, source: str) -> None:
                 f"{source}: matrix.load:category[{i}]: no prompts of category {cat!r} in "
                 f"{prompts.path or 'the built-in prompt sets'}"
             )
+
+
+# vLLM's ShareGPT filters admit prompts of up to 1024 tokens (2048 with the reply); the chat template
+# adds a few more: a server whose context is shorter refuses those requests (HTTP 400).
+SHAREGPT_TEMPLATE_ROOM = 64
+
+
+def _fits_sharegpt(study: Any, source: str) -> None:
+    from specbench.load.workloads import MAX_PROMPT_LEN, MAX_TOTAL_LEN
+
+    ld, limit = study.load, study.serve.max_model_len
+    need = (MAX_TOTAL_LEN if ld.output_len == "workload" else MAX_PROMPT_LEN + ld.max_tokens) + SHAREGPT_TEMPLATE_ROOM
+    if limit is not None and limit < need:
+        raise ConfigError(
+            f"{source}: serve.max_model_len: {limit} is too short for the sharegpt workload (prompts of up to "
+            f"{MAX_PROMPT_LEN} tokens by vLLM's filters, plus the chat template and the output): set it to {need} or more"
+        )

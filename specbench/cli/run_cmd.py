@@ -156,16 +156,22 @@ def _gate_sized(
         # compare pairs prompt by prompt: the candidate sends the baseline's prompts
         base_load = (load_json(Path(baseline) / "manifest.json").get("resolved_config") or {}).get("load") or {}
         mine = {"workload": ld.workload, "seed": ld.seed, "output_len": ld.output_len}
-        differ = [
-            f"{key} {base_load.get(key)!r} (here {val!r})"
-            for key, val in mine.items()
-            if base_load.get(key, val) != val
-        ]
-        if differ:
-            raise ConfigError(
-                f"--gate-baseline {baseline}: its load had {', '.join(differ)}; the candidate must send the same "
-                "prompts to be paired with it: --set load.KEY=VALUE to match"
-            )
+        adopt = []
+        for key, val in mine.items():
+            want = base_load.get(key, val)
+            if want == val:
+                continue
+            if any(o.split("=", 1)[0].strip() == f"load.{key}" for o in sets):
+                raise ConfigError(
+                    f"--gate-baseline {baseline}: its load had {key} {want!r}, --set gives {val!r}; the candidate "
+                    "must send the baseline's prompts to be paired with it"
+                )
+            adopt.append(f"load.{key}={want}")
+        if adopt:
+            sets = (*sets, *adopt)
+            lines.append(f"#   the baseline's prompts: {', '.join(adopt)}")
+            study, _ = validated(config, sets)
+            ld = study.load
         n = int(base_load.get("num_requests") or sizing.prompts)
         lines.append(f"#   the baseline's {n:,} prompts per cell, paired")
     if n <= 0:

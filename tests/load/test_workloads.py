@@ -187,3 +187,33 @@ def test_output_len_workload_sends_each_prompts_own_length():
     assert _body("m", p, spec)["max_tokens"] == 256
     builtin = load_workload("builtin").prompts[0]  # no length of its own: max_tokens
     assert _body("m", builtin, spec)["max_tokens"] == 64
+
+
+def test_a_context_too_short_for_sharegpt_is_refused_at_validation():
+    from typer.testing import CliRunner
+
+    from specbench.cli.main import app
+
+    args = ["validate", "specbench/configs/default.yaml", "--set", "load.workload=sharegpt"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 2
+    assert "serve.max_model_len: 512 is too short for the sharegpt workload" in result.output
+    assert "set it to 1152 or more" in result.output
+    ok = CliRunner().invoke(app, [*args, "--set", "serve.max_model_len=1152"], env={"COLUMNS": "300"})
+    assert ok.exit_code == 0, ok.output
+
+
+def test_workload_axis_and_settings_are_checked_at_validation(tmp_path):
+    from typer.testing import CliRunner
+
+    from specbench.cli.main import app
+
+    base = ["validate", "configs/workloads.yaml"]
+    for sets, message in (
+        (["--set", "matrix.load:workload=[builtin, mtbench]"], "unknown workload 'mtbench'"),
+        (["--set", "load.workload=mt-bench"], "give the workloads either as this axis or in load.workload"),
+        (["--set", "load.prompts.categories=[poetry]"], "load:workload"),
+    ):
+        result = CliRunner().invoke(app, [*base, *sets], env={"COLUMNS": "300"})
+        assert result.exit_code == 2, (sets, result.output)
+        assert message in result.output, (sets, result.output)
