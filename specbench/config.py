@@ -383,9 +383,19 @@ class Study(_Strict):
                 "matrix.load:workload: give the workloads either as this axis or in load.workload, not both"
             )
         for i, v in enumerate(values):
-            if workload_file(v) is not None and not _path_is(str(workload_file(v)), "is_file"):
-                raise ValueError(f"matrix.load:workload[{i}]: prompt file {workload_file(v)!r} does not exist")
+            path = workload_file(str(v))
+            if path is not None and not _path_is(path, "is_file"):
+                raise ValueError(f"matrix.load:workload[{i}]: prompt file {path!r} does not exist")
         return self
+
+    def workload_names(self) -> list[str]:
+        """The workloads the study's cells send: each load:workload value, else load.workload (a
+        load.prompts.path is the workload jsonl:PATH)."""
+        axis = self.matrix.get("load:workload")
+        if axis:
+            return [str(v) for v in axis]
+        ld = self.load
+        return [f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload]
 
     @model_validator(mode="after")
     def _drafts_for_methods(self) -> "Study":

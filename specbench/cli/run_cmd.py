@@ -176,9 +176,7 @@ def _gate_sized(
         lines.append(f"#   the baseline's {n:,} prompts per cell, paired")
     if n <= 0:
         return sets, lines
-    names = list(study.matrix.get("load:workload", [])) or [
-        f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload
-    ]
+    names = study.workload_names()
     for name in names:
         if is_sampled(name):
             continue
@@ -197,9 +195,7 @@ def _prompt_lines(study, per_cell: int) -> list[str]:
     from specbench.load.workloads import is_sampled, load_workload  # lazy: reads the data files
 
     ld = study.load
-    names = list(study.matrix.get("load:workload", [])) or [
-        f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload
-    ]
+    names = study.workload_names()
     if ld.driver == "llmperf":
         return []
     out = []

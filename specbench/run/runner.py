@@ -176,9 +176,7 @@ def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[s
     and each workload's provenance for the manifest. A sampled workload (sharegpt) draws as many
     distinct prompts as a cell sends at most, and reads the target's tokenizer for its filters."""
     ld = study.load
-    names = list(study.matrix.get("load:workload", [])) or [
-        f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload
-    ]
+    names = study.workload_names()
     n = max([ld.max_requests or ld.num_requests, *(c.load.get("num_requests", 0) for c in cells)])
     prompts: list[Prompt] = []
     provenance: dict[str, dict[str, Any]] = {}

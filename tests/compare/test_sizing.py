@@ -112,9 +112,8 @@ def test_dry_run_prints_the_sized_load():
         app,
         [
             "run",
+            "configs/ci-gate.yaml",
             "--dry-run",
-            "--set",
-            "load.workload=sharegpt",
             *[a for g in GATES for a in ("--gate", g)],
             "--gate-baseline",
             str(WORKLOADS),
