@@ -27,7 +27,7 @@ from specbench.compare import checks, exact
 from specbench.compare.gates import Gate
 from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
 from specbench.compare.noise import scope_rows, scope_warning
-from specbench.compare.pairing import Pairing, pair
+from specbench.compare.pairing import Pairing, pair, text_clash
 
 # The records of a comparison live one layer down (results.py), so checks and noise can use them
 # without importing this module; re-exported here, where callers have always found them.
@@ -211,7 +211,13 @@ def _acceptance_rows(
         return _spec_off_rows(bc), None
     if not bc.units or not cc.units:
         return [], None
-    pr = pair(bc.prompt_clusters(), cc.prompt_clusters(), bc.units, cc.units)
+    bcl, ccl = bc.prompt_clusters(), cc.prompt_clusters()
+    clash = text_clash(bc.prompt_texts(), cc.prompt_texts())
+    if clash:  # the same ids, other texts: pairing them would compare different prompts as one
+        warnings.append(f"{bc.name}: {clash}: compared unpaired")
+        bcl = {f"baseline:{p}": c for p, c in bcl.items()}
+        ccl = {f"candidate:{p}": c for p, c in ccl.items()}
+    pr = pair(bcl, ccl, bc.units, cc.units)
     if isinstance(pr.base, dict) and isinstance(pr.cand, dict):  # paired: {prompt id: counts}
         deltas = iv.paired_acceptance_deltas(pr.base, pr.cand, conf)
         ub, uc = list(pr.base.values()), list(pr.cand.values())

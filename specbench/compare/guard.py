@@ -1,6 +1,7 @@
 """Mismatch guard: what differs between the two runs besides the change under test.
 
 Compared from each run's manifest.json: vLLM version, model, draft, method and k, prompt set,
+workload (and, for a workload both runs sent, its data file's and chat template's sha256),
 sampling (temperature, max_tokens, seed, number of requests, a precision-driven load's target and
 cap) and the machine fingerprint (CPU model and count, memory, GPUs; the hostname is left out: CI
 runners are renamed every run). Per matched cell also k as measured. ``specbench compare --strict``
@@ -21,6 +22,8 @@ _FIELDS = [
     ("k (num_speculative_tokens)", ("resolved_config", "serve", "speculative", "num_speculative_tokens")),
     ("dtype", ("resolved_config", "serve", "dtype")),
     ("prompt set", ("resolved_config", "load", "prompts")),
+    ("workload", ("resolved_config", "load", "workload")),
+    ("output length", ("resolved_config", "load", "output_len")),
     ("temperature", ("resolved_config", "load", "temperature")),
     ("max_tokens", ("resolved_config", "load", "max_tokens")),
     ("sampling seed", ("resolved_config", "load", "seed")),
@@ -46,6 +49,8 @@ _FIELDS = [
 _MISSING = object()
 # Fields newer than some manifests (results/baselines/*): absent means what None means, a fixed load.
 _ABSENT_IS_NONE = {"until", "max_requests"}
+# Fields of runs before workloads: absent means the built-in prompts at load.max_tokens.
+_ABSENT_IS_DEFAULT = {"workload": "builtin", "output_len": "max_tokens"}
 
 
 def _get(d: Any, path: tuple[str, ...]) -> Any:
@@ -65,15 +70,30 @@ def mismatches(base: Side, cand: Side) -> list[str]:
         b, c = _get(base.manifest, path), _get(cand.manifest, path)
         if path[-1] in _ABSENT_IS_NONE:
             b, c = (None if v is _MISSING else v for v in (b, c))
+        if path[-1] in _ABSENT_IS_DEFAULT:
+            b, c = (_ABSENT_IS_DEFAULT[path[-1]] if v is _MISSING else v for v in (b, c))
         if b is _MISSING and c is _MISSING:
             continue
         if b != c:
             show = lambda v: "(not recorded)" if v is _MISSING else repr(v)  # noqa: E731
             out.append(f"{label}: baseline {show(b)}, candidate {show(c)}")
+    out += _data_files(base.manifest, cand.manifest)
     for key, bc in base.cells.items():
         cc = cand.cells.get(key)
         if cc is not None and bc.num_spec_tokens and cc.num_spec_tokens and bc.num_spec_tokens != cc.num_spec_tokens:
             out.append(f"{bc.name}: k baseline {bc.num_spec_tokens}, candidate {cc.num_spec_tokens}")
+    return out
+
+
+def _data_files(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+    """A workload both runs sent whose data file or chat template differs (manifest ``workloads``)."""
+    out = []
+    bw, cw = base.get("workloads") or {}, cand.get("workloads") or {}
+    for name in sorted(set(bw) & set(cw)):
+        for key, what in (("sha256", "data file"), ("chat_template_sha256", "chat template")):
+            b, c = (bw[name] or {}).get(key), (cw[name] or {}).get(key)
+            if b and c and b != c:
+                out.append(f"{name} {what} (sha256): baseline {b[:12]}, candidate {c[:12]}")
     return out
 
 

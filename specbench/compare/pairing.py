@@ -86,6 +86,19 @@ class Pairing:
         }
 
 
+def text_clash(base_texts: dict[str, str], cand_texts: dict[str, str]) -> str:
+    """Why prompt ids cannot pair the sides, or "": a shared id whose recorded ``prompt_sha256``
+    differs names two different texts (another data file, another version of it, another sampler)."""
+    shared = [p for p in base_texts if p in cand_texts]
+    differ = [p for p in shared if base_texts[p] != cand_texts[p]]
+    if not differ:
+        return ""
+    return (
+        f"{len(differ)} of {len(shared)} shared prompt ids name different texts on the two sides (first: "
+        f"{differ[0]!r}; another data file or sampler? the manifests' workloads say which)"
+    )
+
+
 def pair(
     base_clusters: dict[str, Counts],
     cand_clusters: dict[str, Counts],

@@ -18,6 +18,7 @@ from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
 from specbench.analysis.windows import window_k
 from specbench.attest import not_attested
+from specbench.axis import SPEC_AXES
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
@@ -97,6 +98,15 @@ class SideCell:
             out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
         return out
 
+    def prompt_texts(self) -> dict[str, str]:
+        """``{prompt id: prompt_sha256}`` of the finished requests that recorded one (runs since
+        workloads): the text each id stood for."""
+        return {
+            str(row["prompt_id"]): str(row["prompt_sha256"])
+            for row in self.requests
+            if not _errored(row) and row.get("prompt_id") is not None and row.get("prompt_sha256")
+        }
+
     def throughput_units(self) -> tuple[list[float], list[float]]:
         """(output tokens, e2e seconds) of each finished request, for throughput's standard error."""
         toks, secs = [], []
@@ -146,6 +156,9 @@ class Side:
         ks = [c.num_spec_tokens for c in cells if not c.is_baseline]
         known = [k for k in ks if k]
         return max(known) if ks and len(known) == len(ks) else None
+
+
+NO_SPEC_KEY = "(no speculation)"
 
 
 def cell_key(axes: dict[str, Any]) -> CellKey:
@@ -238,6 +251,10 @@ def _load_run_dir(path: Path) -> Side:
     for cell_id, data in run.cells.items():
         rec = data.record
         axes = dict(rec.axes)
+        # A study with no speculative axis gives its baseline cells the speculative cells' axes
+        # (configs/workloads.yaml): the key says which is which, or the two would pool as repeats.
+        if rec.is_baseline and not set(axes) & set(SPEC_AXES):
+            axes[NO_SPEC_KEY] = "baseline"
         key = cell_key(axes)
         if data.status != "done":
             why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
