@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import stat
 import sys
@@ -286,10 +287,15 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of every non-blank line, for errors that name the line."""
+    """``(line number, object)`` of every non-blank line, for errors that name the line.
+
+    Lines end at ``\\n`` only (JSON Lines): str.splitlines would also cut at U+2028, U+0085 and
+    the other line breaks JSON allows raw inside a string. A number that is not finite (``NaN``,
+    ``Infinity``, ``1e400``: JSON has none, Python's reader accepts them) is refused naming
+    file:line:field: a count of NaN would otherwise blank a statistic without a word."""
     path = Path(path)
     rows = []
-    lines = read_text(path, fix="re-run the cell or delete the file", regular_only=True).splitlines()
+    lines = read_text(path, fix="re-run the cell or delete the file", regular_only=True).split("\n")
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -299,8 +305,31 @@ def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
             raise InputError(f"{path}:{n}: corrupt JSON line; re-run the cell or delete the file") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{n}: expected a JSON object per line; re-run the cell or delete the file")
+        bad = _non_finite(row)
+        if bad is not None:
+            field, value = bad
+            raise InputError(
+                f"{path}:{n}: {field} is {value}, not a finite number; fix or drop that line "
+                "(or re-run the command that wrote the file)"
+            )
         rows.append((n, row))
     return rows
+
+
+def _non_finite(row: Any) -> tuple[str, float] | None:
+    """``(field path, value)`` of the first NaN or infinite number in a JSON value, or None
+    (walked with a stack: a line nested as deep as the JSON reader allows stays readable)."""
+    stack: list[tuple[str, Any]] = [("", row)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return where or "the line", value
+        elif isinstance(value, dict):
+            stack.extend(reversed([(f"{where}.{k}" if where else str(k), v) for k, v in value.items()]))
+        elif isinstance(value, list):
+            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(value)]))
+    return None
 
 
 def _json_default(obj: Any) -> Any:

@@ -305,6 +305,14 @@ class WindowCounter:
     def add(self, rec: Any) -> None:
         if not isinstance(rec, SpecDecodeRecord):
             return
+        positions = rec.accepted_per_position or rec.per_position_acceptance
+        if rec.num_spec_tokens == 0 and positions:
+            # k = 0 is a run without speculation: per-position values there are a damaged record,
+            # and reading k from them instead (as a missing k is) would hide that.
+            raise InputError(
+                f"{_where(rec)}: num_spec_tokens is 0 but the record has {len(positions)} per-position "
+                "value(s); fix num_spec_tokens (the k the server ran) or drop the per-position values"
+            )
         if not has_counts(rec):
             self.rate_only.append(rec)
             return

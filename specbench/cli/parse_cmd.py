@@ -12,8 +12,7 @@ from typing import Annotated
 import typer
 
 from specbench.cli.common import console, handle_errors, warn
-from specbench.errors import EXIT_USAGE
-from specbench.metrics.parse import SPEC_JSON_HEAD, parse_file, without_gc
+from specbench.metrics.parse import SPEC_JSON_HEAD, no_spec_data, parse_file, without_gc
 from specbench.render import format as render_format
 
 TABLE_COLUMNS = (
@@ -55,27 +54,32 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")
         ] = False,
         strict: Annotated[
-            bool, typer.Option("--strict", help="Exit 2 (input error) when a file has no metrics.")
+            bool,
+            typer.Option(
+                "--strict", help="Exit 2 (input error) when any file has no metrics (without it: when no file has any)."
+            ),
         ] = False,
     ) -> None:
         """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
         as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
         # InputError (exit 2) for an unreadable path
         results = [parse_file(f, engine_stats=include_engine_stats, as_json=as_json) for f in files]
-        empty = False
-        for res in results:
+        without: list[Path] = []  # the files without a spec-decode record
+        for f, res in zip(files, results):
             for w in res.warnings:
                 warn(w)
-            empty |= not any(
+            if not any(
                 r.startswith(SPEC_JSON_HEAD) if isinstance(r, str) else r.kind == "spec_decode" for r in res.records
-            )
+            ):
+                without.append(f)
+        # An input without metrics is an input error (2), never an empty table with exit 0 that reads
+        # as a result: when no file has any, and under --strict when one lacks them; nothing is written.
+        if len(without) == len(files) or (strict and without):
+            raise no_spec_data(without)
         if fmt is OutputFormat.jsonl:
             without_gc(lambda: _write_jsonl([res.records for res in results]))
         else:
             _write_rows(without_gc(lambda: [r.to_dict() for res in results for r in res.records]), fmt)
-        if strict and empty:
-            # An input without metrics is an input error (2), not a regression verdict (1).
-            raise typer.Exit(EXIT_USAGE)
 
 
 def _write_jsonl(line_lists: list[list[str]]) -> None:

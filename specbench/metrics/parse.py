@@ -24,7 +24,7 @@ from specbench.metrics.record_json import json_line
 from specbench.metrics.summaries import PREFILTER as SUMMARY_PREFILTER
 from specbench.metrics.summaries import SummaryParser
 
-__all__ = ["ParseResult", "parse_file", "parse_lines", "parse_prometheus", "parse_text"]
+__all__ = ["ParseResult", "no_spec_data", "parse_file", "parse_lines", "parse_prometheus", "parse_text"]
 
 
 @dataclass
@@ -32,6 +32,17 @@ class ParseResult:
     records: list[Any]  # Record, or its JSON line (str) from parse_file(as_json=True)
     warnings: list[str] = field(default_factory=list)
     replaced_chars: int = 0
+
+
+def no_spec_data(paths: Iterable[Path | str]) -> InputError:
+    """The error for inputs none of which holds speculative-decoding metrics: ``parse`` and
+    ``report`` give it (exit 2) rather than an empty table with exit 0, which reads as a result."""
+    names = [str(p) for p in paths]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return InputError(
+        f"no SpecDecoding data in {shown}: give a vLLM server log with 'SpecDecoding metrics:' lines "
+        "(stats logging on), a /metrics scrape, a printed spec-decode summary or a `vllm bench serve` result"
+    )
 
 
 def parse_lines(lines: Iterable[str], file: str | None = None) -> Iterator[Record]:
@@ -87,16 +98,20 @@ def parse_file(
             fh = io.BytesIO(fh.read())
         head = fh.read(4096)
         fh.seek(0)
+        src: IO[bytes] | _CarriageReturns = fh
+        if b"\r" in head and b"\n" not in head and b"\n" not in fh.read(CHUNK_BYTES):
+            src = _CarriageReturns(fh)  # a CR-only file (classic Mac line ends): its lines end at \r
+        fh.seek(0)
         if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
             bench_records, bench_warnings = vllm_bench.records_from_file(path)
             return ParseResult(records=keep(bench_records), warnings=bench_warnings)
         counter = _ReplacementCounter()
         line_parser = LineParser(name)
         if looks_like_prometheus(head.decode("utf-8", "replace")):
-            text = counter.decode(fh.read())
+            text = counter.decode(src.read())
             records: list[Any] = keep(parse_prometheus(text, file=name))
         else:
-            records = without_gc(lambda: keep(_scan_log(fh, counter, name, line_parser, engine_stats, as_json)))
+            records = without_gc(lambda: keep(_scan_log(src, counter, name, line_parser, engine_stats, as_json)))
     warnings = line_parser.all_warnings()
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")
@@ -375,6 +390,22 @@ def _parse_lines_from(
         rec = summary.close()
         if rec is not None:
             yield rec
+
+
+class _CarriageReturns:
+    """A file whose lines end with a lone \\r, read as if they ended with \\n: each byte read is
+    the file's byte, so offsets and line numbers are those of the file. Only a file with no \\n in
+    its first chunk is read so: in a log with \\n line ends a lone \\r (tqdm's progress bars) is
+    not a line end."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+
+    def read(self, size: int = -1) -> bytes:
+        return self._fh.read(size).replace(b"\r", b"\n")
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._fh.seek(offset, whence)
 
 
 class _ReplacementCounter:

@@ -20,6 +20,7 @@ from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.attest import axis_fields, confounds, not_attested
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
+from specbench.metrics.parse import no_spec_data
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title, titles
 from specbench.report.csvfile import csv_chunks
@@ -130,7 +131,11 @@ def build_report(
         groups += run_groups
         comparisons += _comparisons(run_groups, confidence)
         studies.append(analyse_run(run, prefix=prefix, n_resamples=n_resamples, seed=seed, confidence=confidence))
-    groups += groups_from_files(files, labels or [])
+    file_groups = groups_from_files(files, labels or [])
+    if not runs and all(not g.units and g.total is None and g.rate_only is None for g in file_groups):
+        # An empty table with exit 0 would read as a result: no input held any metric.
+        raise no_spec_data([*files, *(p for _, p in labels or [])])
+    groups += file_groups
     counted = {g.label: g.units for g in groups}
     summary = summary_frame(
         counted,

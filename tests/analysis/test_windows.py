@@ -387,3 +387,24 @@ def test_mixed_k_windows_are_warned():
     assert len(windows) == 2
     (w,) = [w for w in warnings if "different k" in w]
     assert "k=2: 1 window(s), 10 drafts, first at s.log:5" in w and "k=3: 1 window(s)" in w
+
+
+@pytest.mark.parametrize("positions", ["accepted_per_position", "per_position_acceptance"])
+def test_k_zero_with_per_position_values_is_refused_naming_the_record(positions):
+    """Issue 43, item 6: k = 0 with three positions was read as k = 3 (the missing-k rule)."""
+    from specbench.errors import InputError
+
+    values = {"accepted_per_position": [50, 30, 20], "per_position_acceptance": [0.5, 0.3, 0.2]}[positions]
+    rec = SpecDecodeRecord(
+        source="vllm",
+        format="v1",
+        file="server.log",
+        line=7,
+        num_drafts=100,
+        accepted_tokens=100,
+        draft_tokens=300,
+        num_spec_tokens=0,
+        **{positions: values},
+    )
+    with pytest.raises(InputError, match=r"^server\.log:7: num_spec_tokens is 0 but the record has 3 per-position"):
+        counts_from_records([rec])

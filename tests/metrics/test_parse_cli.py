@@ -30,12 +30,24 @@ def test_unreadable_path_exit_2(tmp_path):
     assert len(res.stderr.strip().splitlines()) == 1
 
 
-def test_no_metrics_warns_and_strict_fails(tmp_path):
+def test_no_metrics_in_any_input_is_exit_2_naming_them_and_strict_is_the_same_error(tmp_path):
+    """Issue 43, item 6: an empty table with exit 0 read as a result (a UTF-16 log, /dev/null, a
+    log of another server). Without --strict: exit 2 when no input has metrics, exit 0 when one
+    has; --strict: exit 2 when any lacks them. The same error line, and nothing on stdout."""
     empty = tmp_path / "empty.log"
     empty.write_text("nothing here\n")
-    assert run(empty).returncode == 0
-    res = run(empty, "--strict")
-    assert res.returncode == 2 and "empty.log" in res.stderr
+    utf16 = tmp_path / "utf16.log"
+    utf16.write_bytes((SEED + "\n").encode("utf-16"))
+    good = tmp_path / "good.log"
+    good.write_text(SEED + "\n")
+    for args in ([empty], [empty, utf16], [empty, "--format", "jsonl"], [empty, "--strict"], [empty, good, "--strict"]):
+        res = run(*args)
+        errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+        assert res.returncode == 2 and res.stdout == "", (args, res.stdout)
+        assert len(errors) == 1 and "no SpecDecoding data in" in errors[0] and "empty.log" in errors[0], args
+        assert "good.log" not in errors[0]
+    res = run(empty, good, "--format", "jsonl")
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == 1 and "empty.log" in res.stderr
 
 
 def test_csv_and_table(tmp_path):
@@ -61,3 +73,17 @@ def test_jsonl_is_json_dumps_of_the_records_byte_for_byte(tmp_path):
         res = run(*files, "--format", "jsonl", *flags)
         assert res.returncode == 0
         assert res.stdout == "".join(json.dumps(r.to_dict()) + "\n" for r in recs if r.kind in kinds)
+
+
+def test_cr_only_line_ends_are_read_like_lf(tmp_path):
+    """Issue 43, item 6: a log whose lines end with a lone CR gave 1 of 5 records (its first)."""
+    lf, cr = tmp_path / "lf.log", tmp_path / "cr.log"
+    lf.write_bytes(("noise\n" + "\n".join([SEED] * 5) + "\n").encode())
+    cr.write_bytes(("noise\r" + "\r".join([SEED] * 5) + "\r").encode())
+    rows = {}
+    for f in (lf, cr):
+        res = run(f, "--format", "jsonl")
+        assert res.returncode == 0, res.stderr
+        rows[f.name] = [{k: v for k, v in json.loads(x).items() if k != "file"} for x in res.stdout.splitlines()]
+    assert len(rows["cr.log"]) == 5 and [r["line"] for r in rows["cr.log"]] == [2, 3, 4, 5, 6]
+    assert rows["cr.log"] == rows["lf.log"]

@@ -260,3 +260,23 @@ def test_cells_from_before_attestation_are_said_to_be_not_attested():
     assert variants and all(c.unattested == ["head_variant"] and c.confounds == [] for c in variants)
     assert ksweep and all(c.unattested == ["num_speculative_tokens"] for c in ksweep)
     assert "not attested: head_variant" in variants[0].sentence()
+
+
+def test_no_metrics_in_any_input_is_exit_2_and_nothing_written(tmp_path):
+    """Issue 43, item 6: report on inputs without metrics (a log of another server, a UTF-16 log)
+    wrote an empty table with exit 0; now exit 2 naming them, before any output is written. One
+    input with metrics among them still reports."""
+    empty = tmp_path / "empty.log"
+    empty.write_text("INFO nothing here\n")
+    utf16 = tmp_path / "utf16.log"
+    utf16.write_bytes("SpecDecoding metrics: Accepted: 163 tokens, Drafted: 279 tokens\n".encode("utf-16"))
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(app, ["report", str(empty), str(utf16), "--out", str(out), "--no-plots"])
+    assert res.exit_code == 2, res.output
+    assert "no SpecDecoding data in" in res.output and "empty.log" in res.output and "utf16.log" in res.output
+    assert not out.exists()
+    with pytest.raises(InputError, match="no SpecDecoding data in .*empty.log"):
+        build_report([empty])
+    good = tmp_path / "good.jsonl"
+    write_records(good, [(163, 279, [0.774, 0.581, 0.398])])
+    assert CliRunner().invoke(app, ["report", str(empty), str(good), "--out", str(out), "--no-plots"]).exit_code == 0
