@@ -23,7 +23,15 @@ from typing import Any
 from specbench.axis import Axis, parse_axis
 from specbench.errors import ConfigError, InputError, SpecbenchError
 from specbench.load.prompts import load_prompts
-from specbench.load.workloads import SHAREGPT_PACKAGE, data_file, is_sampled, load_workload, workload_file
+from specbench.load.workloads import (
+    MAX_PROMPT_LEN,
+    MAX_TOTAL_LEN,
+    SHAREGPT_PACKAGE,
+    data_file,
+    is_sampled,
+    load_workload,
+    workload_file,
+)
 
 MAX_CELLS = 10_000  # each cell is a vLLM server start (about a minute): 10^4 is a week of runs
 MAX_REQUESTS = 10_000_000
@@ -184,8 +192,6 @@ SHAREGPT_TEMPLATE_ROOM = 64
 
 
 def _fits_sharegpt(study: Any, source: str) -> None:
-    from specbench.load.workloads import MAX_PROMPT_LEN, MAX_TOTAL_LEN
-
     ld, limit = study.load, study.serve.max_model_len
     need = (MAX_TOTAL_LEN if ld.output_len == "workload" else MAX_PROMPT_LEN + ld.max_tokens) + SHAREGPT_TEMPLATE_ROOM
     if limit is not None and limit < need:
