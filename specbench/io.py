@@ -14,7 +14,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.safe_yaml import loads_json
@@ -44,6 +44,22 @@ def written_input(path: Path) -> Path | None:
     return next((p for p in _PROTECTED if real == p or real.is_relative_to(p)), None)
 
 
+# Outputs written in place, never replaced: the process's own standard streams, and /dev/null (a
+# discarded output). Any other FIFO, socket or device is refused as an output (a FIFO nobody reads
+# would block the write for ever, /dev/full fail it half-way): specbench.cli.outputs refuses one
+# before any work, atomic_write_bytes at the write.
+STREAM_OUTPUTS = (
+    "-",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd/1",
+    "/dev/fd/2",
+    "/proc/self/fd/1",
+    "/proc/self/fd/2",
+    "/dev/null",
+)
+
+
 def _writes_through(path: Path) -> bool:
     """Whether ``path`` must be written in place: ``-``, a FIFO, a device or other special file,
     or a link into /dev or /proc (``/dev/stdout``). Replacing those would destroy them."""
@@ -68,6 +84,69 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words for an error line."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "a special file"
+
+
+def special_kind(path: Path | str) -> str | None:
+    """The kind of ``path`` (links followed) when it exists and is neither a regular file nor a
+    directory: a FIFO, socket or device, judged from ``os.stat`` without opening it (opening a FIFO
+    for reading blocks until a writer comes; reading a device may never end)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else file_kind(mode)
+
+
+def open_input(
+    path: Path | str,
+    what: str = "file",
+    *,
+    missing: str = "check the path",
+    fix: str = "check the path and its permissions",
+    error: type[Exception] = InputError,
+) -> tuple[BinaryIO, int]:
+    """``(binary file, size)`` of a regular file, the one way specbench opens an input file.
+
+    Anything else is refused as ``error`` naming the path and its kind: decided from ``os.stat``
+    before opening (a FIFO is never opened), then from ``fstat`` of a non-blocking open (the path
+    may have been swapped in between). ``size`` is from that ``fstat``: read no more than it."""
+    try:
+        kind = file_kind(os.stat(path).st_mode)
+        if kind != "a regular file":
+            raise error(f"{path}: cannot read {what} (not a regular file: it is {kind}); give a regular file")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                kind = file_kind(st.st_mode)
+                raise error(f"{path}: cannot read {what} (not a regular file: it is {kind}); give a regular file")
+            return os.fdopen(fd, "rb"), st.st_size
+        except BaseException:
+            os.close(fd)
+            raise
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found; {missing}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} ({exc.strerror or exc}); {fix}") from None
+    except ValueError:  # a NUL in the path
+        raise error(f"{path!r}: cannot read {what} (a NUL character in the path); {fix}") from None
+
+
 def read_bytes(
     path: Path | str,
     what: str = "file",
@@ -75,33 +154,28 @@ def read_bytes(
     missing: str = "check the path",
     fix: str = "check the path and its permissions",
     error: type[Exception] = InputError,
-    regular_only: bool = False,
+    regular_only: bool = True,
     max_bytes: int | None = None,
 ) -> bytes:
     """The bytes of ``path``; for anything unreadable one line naming the file, raised as ``error``:
     ``<path>: <what> not found; <missing>`` or ``<path>: cannot read <what> (<why>); <fix>``.
 
-    ``regular_only``: refuse anything but a regular file (a file of a run directory): a FIFO there
-    would block the read for ever, a device never end. Opened without blocking, then checked.
-    ``max_bytes`` (with ``regular_only``): refuse a larger file before reading any of it."""
-    try:
-        if not regular_only:
-            return Path(path).read_bytes()
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise error(f"{path}: cannot read {what} (not a regular file: a FIFO, device or socket); {fix}")
-            size = os.fstat(fd).st_size
-            if max_bytes is not None and size > max_bytes:
-                raise error(
-                    f"{path}: {what} of {size:,} bytes is over the limit of {max_bytes:,} bytes "
-                    f"(no run writes one that large: a damaged or foreign file); {fix}"
-                )
-            return fh.read()
-    except FileNotFoundError:
-        raise error(f"{path}: {what} not found; {missing}") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what} ({exc.strerror or exc}); {fix}") from None
+    Opened by :func:`open_input`: a FIFO, socket, device or directory is refused naming its kind
+    (it would block the read for ever, or never end), and no more than the size ``fstat`` gave
+    is read. ``max_bytes``: refuse a larger file before reading any of it. ``regular_only`` is
+    kept for callers that pass it; every read is regular-only."""
+    del regular_only
+    fh, size = open_input(path, what, missing=missing, fix=fix, error=error)
+    with fh:
+        if max_bytes is not None and size > max_bytes:
+            raise error(
+                f"{path}: {what} of {size:,} bytes is over the limit of {max_bytes:,} bytes "
+                f"(no run writes one that large: a damaged or foreign file); {fix}"
+            )
+        try:
+            return fh.read(size)
+        except OSError as exc:
+            raise error(f"{path}: cannot read {what} ({exc.strerror or exc}); {fix}") from None
 
 
 def read_text(
@@ -146,7 +220,10 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
                 stream.buffer.write(chunk)
             stream.buffer.flush()
             return
-        with open(path, "ab") as fh:  # a FIFO or device; "a": a /proc link to a file is not truncated
+        kind = special_kind(path)
+        if kind is not None and str(path) not in STREAM_OUTPUTS:
+            raise InputError(f"{path}: is {kind}; write the output to a regular file (or '-' for standard output)")
+        with open(path, "ab") as fh:  # /dev/null, or a /proc link to a file ("a": not truncated)
             for chunk in chunks:
                 fh.write(chunk)
         return

@@ -7,7 +7,7 @@ import os
 import stat
 import subprocess
 import sys
-import threading
+from pathlib import Path
 
 import pytest
 
@@ -42,15 +42,19 @@ def test_a_symlink_stays_a_symlink(tmp_path):
     assert link.is_symlink() and target.read_text() == "new"
 
 
-def test_fifo_is_written_through_not_replaced(tmp_path):
+def test_a_fifo_nobody_reads_is_refused_as_an_output_not_waited_on(tmp_path):
+    """Issue 43, item 1: a FIFO (or a device other than the standard streams and /dev/null) as an
+    output is refused naming its kind: written through, a FIFO nobody reads blocked for ever. It is
+    neither replaced by a file nor opened. In a subprocess with a timeout: the old code hangs."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    got = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
-    reader.start()
-    sbio.atomic_write_text(fifo, "through the pipe")
-    reader.join(10)
-    assert got == ["through the pipe"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    code = f"from specbench.io import atomic_write_text; atomic_write_text({str(fifo)!r}, 'x')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0 and "is a FIFO (named pipe)" in proc.stderr, proc.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    with pytest.raises(InputError, match="is a character device"):
+        sbio.atomic_write_text(Path("/dev/full"), "x")
+    sbio.atomic_write_text(Path("/dev/null"), "discarded")  # a discarded output stays allowed
 
 
 @pytest.mark.parametrize("target", ["-", "/dev/stdout"])

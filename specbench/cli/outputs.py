@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from specbench.errors import ConfigError
-from specbench.io import protect_inputs, written_input
+from specbench.errors import ConfigError, InputError
+from specbench.io import STREAM_OUTPUTS, protect_inputs, special_kind, written_input
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -24,7 +24,14 @@ def guard_outputs(
     output ``dirs`` (flag -> directory) can be written; ConfigError naming the flag otherwise.
     ``env_files``: environment variables naming output files (``GITHUB_STEP_SUMMARY``), refused
     when they point at or into an input (other problems with them are the writer's warning)."""
-    protect_inputs([p for p in inputs if p is not None])
+    inputs = [p for p in inputs if p is not None]
+    for p in inputs:
+        # Every path a command reads is a regular file or a directory: a FIFO would block the
+        # read for ever, a device never end (judged from os.stat, nothing opened).
+        kind = special_kind(p) if str(p) != "-" else None
+        if kind is not None:
+            raise InputError(f"{p}: is {kind}, not a regular file or directory; give a file or a run directory")
+    protect_inputs(inputs)
     for name in env_files:
         env_path = os.environ.get(name)
         owner = written_input(Path(env_path)) if env_path else None
@@ -32,6 +39,9 @@ def guard_outputs(
             raise ConfigError(
                 f"{name}={env_path}: is (inside) an input of this command ({owner}); point {name} elsewhere or unset it"
             )
+        kind = _output_kind(Path(env_path)) if env_path else None
+        if kind is not None:
+            raise ConfigError(f"{name}={env_path}: is {kind}; point {name} at a regular file or unset it")
     for flag, path in (files or {}).items():
         if path is None or str(path) == "-":
             continue
@@ -52,10 +62,23 @@ def _special(path: Path) -> bool:
         return False
 
 
+def _output_kind(path: Path) -> str | None:
+    """The kind of an output path that is refused (a FIFO nobody reads blocks the write for ever,
+    /dev/full fails it): a FIFO, socket or device other than the process's own standard streams
+    and /dev/null (io.STREAM_OUTPUTS)."""
+    if str(path) in STREAM_OUTPUTS:
+        return None
+    return special_kind(path)
+
+
 def _check(flag: str, path: Path, *, is_dir: bool) -> None:
     owner = written_input(path)
     if owner is not None:
         raise ConfigError(f"{flag} {path}: is (inside) an input of this command ({owner}); write it elsewhere")
+    kind = _output_kind(path)
+    if kind is not None:
+        want = "a directory" if is_dir else "a regular file name (or '-' for standard output)"
+        raise ConfigError(f"{flag} {path}: is {kind}; give {want}")
     if is_dir:
         if path.exists() and not path.is_dir():
             raise ConfigError(f"{flag} {path}: exists and is not a directory; give a directory")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from specbench.errors import InputError
+from specbench.io import open_input
 from specbench.metrics import bulk, logs, paste, vllm_bench
 from specbench.metrics.logs import FIELD_NAMES, MAX_LINE_CHARS, PREFILTER, LineParser, is_candidate
 from specbench.metrics.prometheus import looks_like_prometheus, parse_prometheus
@@ -89,10 +90,14 @@ def parse_file(
     name = str(path)
     if path.is_dir():
         raise InputError(f"{name}: is a directory; give log or /metrics files (or a run directory to 'report')")
-    try:
-        fh: IO[bytes] = os.fdopen(os.dup(0), "rb") if name == "-" else open(path, "rb")  # "-": standard input
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read ({exc.strerror or exc}); check the path") from None
+    fh: IO[bytes]
+    if name in STDIN_NAMES:  # standard input (a pipe, read once below)
+        try:
+            fh = os.fdopen(os.dup(0), "rb")
+        except OSError as exc:
+            raise InputError(f"{name}: cannot read ({exc.strerror or exc}); check the path") from None
+    else:  # a regular file only: a FIFO or device is refused by its kind, never opened to block
+        fh = open_input(path, "log", fix="check the path and its permissions")[0]
     with fh:
         if not fh.seekable():  # a pipe (`parse -`, /dev/stdin): read it once, parse it from memory
             fh = io.BytesIO(fh.read())
@@ -120,6 +125,8 @@ def parse_file(
     return ParseResult(records=records, warnings=warnings, replaced_chars=counter.replaced)
 
 
+# How standard input is named on the command line: read as the pipe it is (any other FIFO is refused).
+STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 # 1 MiB: each chunk is searched once per marker, so a chunk that stays in the CPU's cache between
 # passes helps, and a chunk holding a printed summary (read line by line) stays small; per-chunk
 # Python work is negligible at this size.

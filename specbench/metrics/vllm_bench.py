@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench.errors import InputError
-from specbench.io import read_text
+from specbench.io import open_input, read_text
 from specbench.metrics.record import SpecDecodeRecord
 
 FORMAT = "vllm-bench-serve-json"
@@ -81,10 +81,11 @@ def sniff(head: str) -> bool:
 
 def looks_like_bench_file(path: Path | str) -> bool:
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(65536).decode("utf-8", "replace")
-    except OSError:
+        fh, _ = open_input(path)  # a FIFO or device is not opened: it is no result file
+    except InputError:
         return False
+    with fh:
+        head = fh.read(65536).decode("utf-8", "replace")
     return sniff(head)
 
 
