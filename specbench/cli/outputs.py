@@ -24,14 +24,14 @@ def guard_outputs(
     output ``dirs`` (flag -> directory) can be written; ConfigError naming the flag otherwise.
     ``env_files``: environment variables naming output files (``GITHUB_STEP_SUMMARY``), refused
     when they point at or into an input (other problems with them are the writer's warning)."""
-    inputs = [p for p in inputs if p is not None]
-    for p in inputs:
+    given = [p for p in inputs if p is not None]
+    for p in given:
         # Every path a command reads is a regular file or a directory: a FIFO would block the
         # read for ever, a device never end (judged from os.stat, nothing opened).
         kind = special_kind(p) if str(p) != "-" else None
         if kind is not None:
             raise InputError(f"{p}: is {kind}, not a regular file or directory; give a file or a run directory")
-    protect_inputs(inputs)
+    protect_inputs(given)
     for name in env_files:
         env_path = os.environ.get(name)
         owner = written_input(Path(env_path)) if env_path else None
