@@ -12,10 +12,17 @@ What counts as a secret
   ``--api-server-count``; ``--hf-`` matches ``--hf-overrides``), so every prefix from those up is
   a secret flag. Other tools' flags (llmperf extra args) are matched by name: ``*api-key*``,
   ``--token``, ``*-token``, ``*secret*``, ``*password*``, ``*credential*``.
+- **Spellings**: vLLM's parser reads ``_`` as ``-`` in option names, so ``--api_key`` and ``--hf_t``
+  are the same flags. A JSON-valued flag (``--kv-transfer-config '{...}'``) has the values of its
+  secret-named keys (``*key*``, ``*token*``, ``*secret*``, ``*password*``, ``*auth*``) hidden.
+- **Values shaped like credentials**, whatever the variable or flag is called: ``sk-...``,
+  ``hf_...``, ``ghp_...``/``github_pat_...``, ``AKIA...``, ``xox?-...``, ``Bearer ...``/``Basic ...``,
+  and credential query parameters in URLs (``?api_key=``, ``&token=``, ``&sig=``).
 - **Environment names** containing (case-insensitive) ``KEY``, ``TOKEN`` (not ``TOKENS`` /
   ``TOKENIZER``: ``TOKENIZERS_PARALLELISM`` is not a secret), ``SECRET``, ``PASSWORD``,
   ``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL(S)``, ``AUTH``, ``COOKIE``, ``SESSION``, ``PRIVATE``,
-  ``DSN``, ``DATABASE_URL``, unless the name ends in a setting word (``_MODE``, ``_TYPE``,
+  ``DSN``, ``DATABASE_URL``, ``PAT`` as a word (``GH_PAT``), or ending in ``HEADERS``
+  (``OTEL_EXPORTER_OTLP_HEADERS``: the OTLP exporter's auth headers), unless the name ends in a setting word (``_MODE``, ``_TYPE``,
   ``_ENABLED``, ...: ``RAY_AUTH_MODE=token`` is a mode); and any variable whose *value* is a URL
   with user info (``postgres://user:pw@host``), whatever its name (``*_URL``, ``*_URI``).
 
@@ -37,6 +44,7 @@ How it is hidden
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -54,9 +62,24 @@ _OTHER_SECRET_FLAG = re.compile(
 )
 _SECRET_ENV = re.compile(
     r"KEY|TOKEN(?!S|IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN"
-    r"|DATABASE_URL",
+    r"|DATABASE_URL|(^|_)PAT($|_)|HEADERS$",  # GH_PAT; OTEL_EXPORTER_OTLP_(TRACES_)HEADERS carry auth headers
     re.IGNORECASE,
 )
+# Values that are credentials whatever the variable or flag is called: OpenAI/Anthropic-style keys,
+# Hugging Face and GitHub tokens, AWS access key ids, bearer/basic authorization values.
+_CREDENTIAL_VALUE = re.compile(
+    r"(^|[\s=,:\"'])("
+    r"sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|A[KS]IA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|(?i:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"
+    r")"
+)
+# Query parameters that carry a credential in a URL (?api_key=..., &token=..., &sig=...).
+_SECRET_QUERY = re.compile(
+    r"([?&](?:[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth|credential)s?)=)([^&#\s]+)",
+    re.IGNORECASE,
+)
+# JSON keys whose values are secrets inside a JSON-valued flag (--kv-transfer-config {...}).
+_SECRET_JSON_KEY = re.compile(r"key|token|secret|password|passwd|credential|auth", re.IGNORECASE)
 # A name ending in one of these names a setting about a secret, not the secret (RAY_AUTH_MODE=token,
 # XDG_SESSION_TYPE=tty, API_KEY_ENABLED=1).
 _SETTING_ENV = re.compile(r"_(MODE|TYPE|KIND|CLASS|METHOD|ENABLED?|DISABLED?|LEVEL|PROVIDER|BACKEND)$", re.IGNORECASE)
@@ -78,6 +101,7 @@ def secret_flag(arg: str) -> str | None:
         return "1" if _OTHER_SECRET_FLAG.match("-" + flag) else None
     if not flag.startswith("--"):
         return None
+    flag = "--" + flag[2:].replace("_", "-")  # vLLM's parser reads --api_key as --api-key
     for full, (shortest, nargs) in VLLM_SECRET_FLAGS.items():
         if len(flag) >= len(shortest) and full.startswith(flag):
             return nargs
@@ -89,8 +113,14 @@ def secret_env_name(name: str) -> bool:
 
 
 def secret_env(name: str, value: Any) -> bool:
-    """Whether the variable ``name=value`` is a secret (by its name, or a URL with user info)."""
-    return secret_env_name(name) or bool(_URL_USERINFO.match(str(value)))
+    """Whether the variable ``name=value`` is a secret: by its name, a URL with user info, or a
+    value shaped like a credential (``sk-...``, ``hf_...``, ``ghp_...``, ``AKIA...``, ``Bearer ...``)."""
+    return secret_env_name(name) or bool(_URL_USERINFO.match(str(value))) or credential_value(str(value))
+
+
+def credential_value(text: str) -> bool:
+    """Whether ``text`` holds something shaped like a credential, whatever it is called."""
+    return bool(_CREDENTIAL_VALUE.search(text))
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
@@ -106,18 +136,53 @@ def redact_urls(text: str) -> str:
         user, colon, _ = m.group(2).partition(":")
         return m.group(1) + (f"{user}:{REDACTED}" if colon else REDACTED) + "@"
 
-    return _URL_USERINFO_ANY.sub(hide, text) if "@" in text else text
+    text = _URL_USERINFO_ANY.sub(hide, text) if "@" in text else text
+    if "=" in text and ("?" in text or "&" in text):
+        text = _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
 
 
 def url_secrets(text: str) -> list[str]:
-    """The passwords (or bare tokens) in the user info of the URLs in ``text``."""
+    """The passwords (or bare tokens) in the user info of the URLs in ``text``, the values of
+    credential query parameters, and anything shaped like a credential."""
     out = []
     for m in _URL_USERINFO_ANY.finditer(text):
         user, colon, password = m.group(2).partition(":")
         secret = password if colon else user
         if secret and secret != REDACTED:
             out.append(secret)
+    out += [m.group(2) for m in _SECRET_QUERY.finditer(text) if m.group(2) != REDACTED]
+    out += [m.group(2).split()[-1] for m in _CREDENTIAL_VALUE.finditer(text)]
     return out
+
+
+def _json_secrets(value: Any) -> list[str]:
+    """Values of secret-named keys anywhere in a JSON value."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, (dict, list)):
+                    stack.append(x)
+                elif _SECRET_JSON_KEY.search(str(k)) and x not in (None, "", True, False):
+                    out.append(str(x))
+        elif isinstance(v, list):
+            stack.extend(v)
+    return out
+
+
+def _redact_json_arg(arg: str) -> str:
+    """A JSON-object argument (``--kv-transfer-config '{...}'``) with secret-named keys' values hidden."""
+    body = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+    if not body.lstrip().startswith("{"):
+        return arg
+    try:
+        secrets = _json_secrets(json.loads(body))
+    except ValueError:
+        return arg
+    return scrub_text(arg, secrets) if secrets else arg
 
 
 def _is_option(arg: str) -> bool:
@@ -156,7 +221,7 @@ def secret_spans(argv: list[str]) -> list[tuple[int, int]]:
 def redact_argv(argv: list[str]) -> list[str]:
     """Copy of ``argv`` with every value of a secret option replaced (all values of ``--api-key``)
     and the user info of every URL hidden."""
-    out = [redact_urls(a) for a in argv]
+    out = [redact_urls(_redact_json_arg(a)) for a in argv]
     for start, end in secret_spans(argv):
         if "=" in argv[start]:
             out[start] = argv[start].split("=", 1)[0] + "=" + REDACTED
@@ -167,6 +232,13 @@ def redact_argv(argv: list[str]) -> list[str]:
 
 def argv_secret_values(argv: list[str]) -> list[str]:
     out = [u for a in argv for u in url_secrets(a)]
+    for a in argv:
+        body = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
+        if body.lstrip().startswith("{"):
+            try:
+                out += _json_secrets(json.loads(body))
+            except ValueError:
+                pass
     for start, end in secret_spans(argv):
         if "=" in argv[start]:
             out.append(argv[start].split("=", 1)[1])
@@ -195,6 +267,7 @@ def secret_values(env: dict[str, str], argv: list[str], *, include_process_env: 
     if include_process_env:
         envs.append(dict(os.environ))
     out = [v for e in envs for k, v in e.items() if v and secret_env_name(k) and not _WORD.match(v)]
+    out += [v for e in envs for k, v in e.items() if v and not secret_env_name(k) and credential_value(v)]
     out += [u for e in envs for v in e.values() for u in url_secrets(v)]
     return out + [v for v in argv_secret_values(argv) if v]
 

@@ -341,3 +341,51 @@ def test_a_refused_override_of_a_malformed_secret_axis_does_not_echo_its_value(t
         load_config(path, ["matrix.env:1_API_KEY=[sk-secret-1]"])
     assert "matrix.env:1_API_KEY: '1_API_KEY' is not an environment variable name" in str(err.value)
     assert "sk-secret-1" not in str(err.value)
+
+
+# -- issue 43: secrets by flag grammar and by value ------------------------------------------------
+SK = "sk-" + "a1B2c3D4e5F6g7H8i9J0"
+HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUv"
+
+
+def test_underscore_spellings_of_vllms_secret_flags_are_hidden():
+    """vLLM's parser reads ``--api_key`` as ``--api-key`` (and abbreviations of either)."""
+    from specbench.redact import argv_secret_values, redact_argv
+
+    argv = ["m", "--api_key", "k-one", "k-two", "--api_k=k-three", "--hf_t", "tok-four", "--max_num_seqs", "4"]
+    shown = redact_argv(argv)
+    assert shown == ["m", "--api_key", "***", "***", "--api_k=***", "--hf_t", "***", "--max_num_seqs", "4"]
+    assert set(argv_secret_values(argv)) >= {"k-one", "k-two", "k-three", "tok-four"}
+
+
+def test_secret_values_by_shape_header_and_query_are_hidden():
+    from specbench.redact import redact_env, redact_urls, secret_values
+
+    env = {
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Basic dXNlcjpwYXNz",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-honeycomb-team=abcdef123456",
+        "GH_PAT": "ghp_" + "x" * 36,
+        "MY_VAR": SK,
+        "ENDPOINT": "https://api.example.com/v1?api_key=qwerty12345&region=eu",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_ENABLE_HF_TRANSFER": "hf_transfer",
+    }
+    shown = redact_env(env)
+    for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "GH_PAT", "MY_VAR"):
+        assert shown[name] == "***", name
+    assert shown["ENDPOINT"] == "https://api.example.com/v1?api_key=***&region=eu"
+    assert shown["TOKENIZERS_PARALLELISM"] == "false" and shown["HF_HUB_ENABLE_HF_TRANSFER"] == "hf_transfer"
+    assert redact_urls(f"see http://h/x?token={HF}") == "see http://h/x?token=***"
+    secrets = secret_values(env, [])
+    assert SK in secrets and "qwerty12345" in secrets and "false" not in secrets
+
+
+def test_json_valued_flags_hide_secret_named_keys():
+    from specbench.redact import argv_secret_values, redact_argv
+
+    cfg = '{"kv_connector": "LMCache", "extra": {"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG", "region": "us"}}'
+    shown = redact_argv(["m", "--kv-transfer-config", cfg])
+    assert "wJalrXUtnFEMI/K7MDENG" not in shown[2] and '"region": "us"' in shown[2] and "LMCache" in shown[2]
+    assert "wJalrXUtnFEMI/K7MDENG" in argv_secret_values(["m", "--kv-transfer-config", cfg])
+    inline = redact_argv([f"--kv-transfer-config={cfg}"])[0]
+    assert inline.startswith("--kv-transfer-config=") and "wJalrXUtnFEMI" not in inline
