@@ -372,12 +372,31 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
         if u.accepted_per_position is not None:
             cell.ks_seen.setdefault(len(u.accepted_per_position), f"{where} ({kind} unit {i})")
     check_k(cell.ks_seen, cell.name)
+    if not clash:
+        _check_own_totals(acc, where)
     if kind == "total" and len(cell.units) > 1:
         kind = "repeat"  # one exact total per repeat: the repeats are the units
     if prev not in (None, "total", kind):
         warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
     cell.unit_kind = kind
     cell.num_spec_tokens = acc.num_spec_tokens or _k(cell.units)
+
+
+def _check_own_totals(acc: Acceptance, where: Path) -> None:
+    """InputError when acceptance.json's /metrics counts contradict the sum of its own per-request
+    units while the file does not record them as disagreeing: a damaged file (num_drafts 2000 over
+    units that add up to 461 read as a regression), never a verdict."""
+    prom = acc.prometheus.counts
+    req = list(acc.per_request.units) if acc.per_request is not None else []
+    if prom is None or not req or invalid_reason(prom) or any(invalid_reason(u) for u in req):
+        return
+    drafts, accepted = sum(u.num_drafts for u in req), sum(u.accepted_tokens for u in req)
+    if (drafts, accepted) != (prom.num_drafts, prom.accepted_tokens):
+        raise InputError(
+            f"{where}: its /metrics counts ({prom.num_drafts} drafts, {prom.accepted_tokens} accepted) contradict "
+            f"the sum of its own per-request units ({drafts} drafts, {accepted} accepted), and it does not record "
+            "them as disagreeing: the file is damaged; re-run the cell"
+        )
 
 
 def _measured_zero(acc: Acceptance) -> bool:

@@ -81,3 +81,17 @@ def test_mixed_k_inside_a_cell_is_refused(copy):
     text = out.replace("\n", "")
     assert "cell mla=on, output_norm=on: per-position acceptance counts at different k (k=2 at " in text
     assert "split the cell" in text
+
+
+def test_prometheus_counts_that_contradict_the_files_own_units_are_an_input_error(copy):
+    """acceptance.json whose /metrics totals (num_drafts 2000, or 10**30) disagree with the sum of
+    its own per-request units, while recording no disagreement: a damaged file, never a verdict
+    (issue 43: it read as a REGRESSION, exit 1)."""
+    for drafts in (2000, 10**30):
+        path = copy / CELL / "acceptance.json"
+        acc = json.loads(path.read_text())
+        acc["prometheus"]["counts"]["num_drafts"] = drafts
+        path.write_text(json.dumps(acc))
+        code, out = run(BASELINE, copy, "--gate", "acceptance_length:-5%")
+        assert code == 2, out
+        assert "acceptance.json: its /metrics counts" in out.replace("\n", "") and "damaged" in out
