@@ -8,10 +8,19 @@ check passed under ``--allow-weak`` says so in its ``<system-out>`` and the suit
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from specbench.compare.compare import Comparison
 from specbench.compare.render import cell_titles, short_metric
+
+# Characters XML 1.0 cannot hold at all (ElementTree writes them and the file no longer parses):
+# shown as \xNN, like the terminal and the Markdown show them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _x(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def junit_xml(comp: Comparison) -> str:
@@ -40,5 +49,9 @@ def junit_xml(comp: Comparison) -> str:
             ET.SubElement(case, "error", message=f"inconclusive: {g.message}", type="inconclusive").text = text
         elif text:
             ET.SubElement(case, "system-out").text = text
+    for el in suites.iter():  # every name, message and text came from the inputs
+        el.attrib = {k: _x(v) for k, v in el.attrib.items()}
+        if el.text:
+            el.text = _x(el.text)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

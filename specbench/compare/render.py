@@ -7,6 +7,7 @@ import math
 
 from specbench.compare.compare import Comparison, MetricRow
 from specbench.render import format as fmt
+from specbench.render.format import md_cell, user_text
 from specbench.render.tables import titles
 
 VERDICT_STYLE = {"worse": "bold red", "better": "green", "~": "dim"}
@@ -211,15 +212,19 @@ def _print_verdicts(comp: Comparison, console) -> None:
         table.add_column(short_metric(m), justify="right", no_wrap=True)
     for title, row in rows:
         table.add_row(
-            title,
+            user_text(title),
             *(
-                f"{change} [{STATUS_STYLE.get(st, '')}]{'FAIL' if st == 'fail' else st}[/]" if st else change
+                f"{user_text(change)} [{STATUS_STYLE.get(st, '')}]{'FAIL' if st == 'fail' else st}[/]"
+                if st
+                else user_text(change)
                 for change, st in row
             ),
         )
     console.print(table)
     if ungated:
-        console.print(f"no gate applies to: {', '.join(ungated)}", highlight=False, soft_wrap=True, style="dim")
+        console.print(
+            f"no gate applies to: {user_text(', '.join(ungated))}", highlight=False, soft_wrap=True, style="dim"
+        )
 
 
 def print_table(comp: Comparison, console, verbose: bool = False) -> None:
@@ -260,7 +265,7 @@ def _print_details(comp: Comparison, console) -> None:
             if cell.base_units and cell.cand_units
             else ("acceptance on one side only" if cell.base_units or cell.cand_units else "")
         )
-        title = names[cell.name]
+        title = user_text(names[cell.name])
         table = Table(title=f"{title}  [dim]({units})[/]" if units else title, title_justify="left")
         if cell.missing:
             console.print(f"[yellow]{title}: no comparison: the cell {cell.missing}[/]", highlight=False)
@@ -283,42 +288,48 @@ def _print_details(comp: Comparison, console) -> None:
 
 
 def _print_notes(comp: Comparison, console) -> None:
+    u = user_text  # cell names, axis values, messages and warnings come from the inputs
     for name in comp.only_base:
-        console.print(f"[yellow]only in baseline:[/] {name}", highlight=False)
+        console.print(f"[yellow]only in baseline:[/] {u(name)}", highlight=False)
     for name in comp.only_cand:
-        console.print(f"[yellow]only in candidate:[/] {name}", highlight=False)
+        console.print(f"[yellow]only in candidate:[/] {u(name)}", highlight=False)
     for line in comp.mismatches:
-        console.print(f"[yellow]runs differ:[/] {line}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]runs differ:[/] {u(line)}", highlight=False, soft_wrap=True)
     for line in comp.warnings:
-        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
     for line in weak_gates(comp):
-        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
     for g in comp.inconclusive:
         console.print(
-            f"[yellow]INCONCLUSIVE[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False, soft_wrap=True
+            f"[yellow]INCONCLUSIVE[/] {u(g.cell)}: {u(g.metric)} ({u(g.gate)}): {u(g.message)}",
+            highlight=False,
+            soft_wrap=True,
         )
     for g in comp.failures:
         console.print(
-            f"[bold red]FAIL[/] {g.cell}: {g.metric} ({g.gate}): {g.message}", highlight=False, soft_wrap=True
+            f"[bold red]FAIL[/] {u(g.cell)}: {u(g.metric)} ({u(g.gate)}): {u(g.message)}",
+            highlight=False,
+            soft_wrap=True,
         )
     gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
-    console.print(f"gates: {gates}; {comp.error_rate}", highlight=False, soft_wrap=True)
-    console.print(f"detects: {detects(comp)}", highlight=False, style="dim")
+    console.print(f"gates: {u(gates)}; {u(comp.error_rate)}", highlight=False, soft_wrap=True)
+    console.print(f"detects: {u(detects(comp))}", highlight=False, style="dim")
     style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive or comp.weak else "bold green")
-    console.print(f"[{style}]{headline(comp)}[/]", highlight=False, soft_wrap=True)
+    console.print(f"[{style}]{u(headline(comp))}[/]", highlight=False, soft_wrap=True)
 
 
 def markdown(comp: Comparison) -> str:
     """A self-contained Markdown report: headline, one table per cell, regressions, warnings."""
     level = int(round(comp.confidence * 100))
+    m = md_cell  # every value from the inputs stays on its line and in its cell (no "|", newline or ESC)
     icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or comp.weak or not comp.checks else "✅")
     out = [
-        f"## {icon} specbench compare: {headline(comp)}",
+        f"## {icon} specbench compare: {m(headline(comp))}",
         "",
-        f"Baseline `{comp.base_label}` vs candidate `{comp.cand_label}`; gates: "
-        + ", ".join(f"`{g}`" for g in comp.gates)
+        f"Baseline `{m(comp.base_label)}` vs candidate `{m(comp.cand_label)}`; gates: "
+        + ", ".join(f"`{m(g)}`" for g in comp.gates)
         + (" (default)" if comp.default_gates else "")
-        + f"; {level}% CIs; {comp.error_rate}. *detects*: {detects(comp)}.",
+        + f"; {level}% CIs; {m(comp.error_rate)}. *detects*: {m(detects(comp))}.",
         "",
     ]
     metrics, rows, ungated = verdict_grid(comp)
@@ -331,10 +342,11 @@ def markdown(comp: Comparison) -> str:
         ]
         md_status = {"fail": "**FAIL**", "pass": "pass", "inconclusive": "inconclusive", "": ""}
         out += [
-            f"| {title} | " + " | ".join(f"{c} {md_status[st]}".strip() for c, st in row) + " |" for title, row in rows
+            f"| {m(title)} | " + " | ".join(f"{m(c)} {md_status[st]}".strip() for c, st in row) + " |"
+            for title, row in rows
         ] + [""]
         if ungated:
-            out += [f"No gate applies to: {', '.join(ungated)}.", ""]
+            out += [f"No gate applies to: {m(', '.join(ungated))}.", ""]
     out += ["<details><summary>Every metric of every cell</summary>", ""]
     names = cell_titles(comp)
     for cell in comp.cells:
@@ -342,10 +354,10 @@ def markdown(comp: Comparison) -> str:
         for g in cell.gates:
             gate_by_metric.setdefault(g.metric, []).append(g.status)
         if cell.missing:
-            out += [f"### {names[cell.name]}", "", f"No comparison: the cell {cell.missing}.", ""]
+            out += [f"### {m(names[cell.name])}", "", f"No comparison: the cell {m(cell.missing)}.", ""]
             continue
         out += [
-            f"### {names[cell.name]}",
+            f"### {m(names[cell.name])}",
             "",
             f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
             "|---|---:|---:|---:|---:|---|---|---:|",
@@ -362,23 +374,23 @@ def markdown(comp: Comparison) -> str:
     if comp.failures:
         out += (
             ["### Regressions", ""]
-            + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}" for g in comp.failures]
+            + [f"- **{m(g.cell)}** `{m(g.metric)}` (`{m(g.gate)}`): {m(g.message)}" for g in comp.failures]
             + [""]
         )
     if comp.inconclusive:
         out += (
             ["### Inconclusive (not a pass)", ""]
-            + [f"- **{g.cell}** `{g.metric}` (`{g.gate}`): {g.message}" for g in comp.inconclusive]
+            + [f"- **{m(g.cell)}** `{m(g.metric)}` (`{m(g.gate)}`): {m(g.message)}" for g in comp.inconclusive]
             + [""]
         )
-    blind = [f"- {line}" for line in weak_gates(comp)]
+    blind = [f"- {m(line)}" for line in weak_gates(comp)]
     if blind:
         out += ["### Weak gates", ""] + blind + [""]
     notes = (
-        [f"- only in baseline: {n}" for n in comp.only_base]
-        + [f"- only in candidate: {n}" for n in comp.only_cand]
-        + [f"- runs differ: {m}" for m in comp.mismatches]
-        + [f"- warning: {w}" for w in comp.warnings]
+        [f"- only in baseline: {m(n)}" for n in comp.only_base]
+        + [f"- only in candidate: {m(n)}" for n in comp.only_cand]
+        + [f"- runs differ: {m(x)}" for x in comp.mismatches]
+        + [f"- warning: {m(w)}" for w in comp.warnings]
     )
     if notes:
         out += ["### Notes", ""] + notes + [""]

@@ -67,3 +67,25 @@ def with_ci(x: Any, iv: Any, digits: int = 3, *, sign: bool = False, no_ci: str 
 def times(x: Any, digits: int = 2) -> str:
     """A ratio such as a speed-up: ``1.23×``, or MISSING."""
     return MISSING if is_missing(x) else f"{num(x, digits)}×"
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
+
+
+def visible(text: Any) -> str:
+    """``text`` with control characters shown as ``\\xNN`` (ESC, NUL, vertical tab ...; a newline
+    stays): a value read from an input never moves the cursor, colours a terminal or hides text."""
+    return str(text).translate(_CONTROL)
+
+
+def user_text(text: Any) -> str:
+    """A value read from an input or typed by the user, ready for a rich console: control
+    characters visible and rich markup escaped (``[/]``, ``[bold]`` print as written)."""
+    from rich.markup import escape
+
+    return escape(visible(text))
+
+
+def md_cell(text: Any) -> str:
+    """A Markdown table cell: one line, ``|`` escaped, control characters visible."""
+    return visible(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("|", "\\|")
