@@ -174,7 +174,9 @@ def nonempty_path(text: str) -> Path:
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    from specbench.render.format import user_text  # lazy: the CLI's start-up imports no renderer
+
+    err_console.print(f"[yellow]warning:[/] {user_text(message)}", highlight=False, soft_wrap=True)
 
 
 def stdout_is_tty() -> bool:

@@ -10,6 +10,7 @@ import typer
 from specbench.cli.common import console, handle_errors, nonempty_path
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import ConfigError
+from specbench.render.format import user_text
 from specbench.render.tables import column_chunks
 
 
@@ -78,22 +79,23 @@ def register(app: typer.Typer) -> None:
         for g in rep.groups:
             if g.warnings:
                 console.print(
-                    f"[yellow]{g.label}: {len(g.warnings)} warning(s)[/], see {out / 'summary.md'}", highlight=False
+                    f"[yellow]{user_text(g.label)}: {len(g.warnings)} warning(s)[/], see {user_text(out / 'summary.md')}",
+                    highlight=False,
                 )
         for c in rep.comparisons:
-            console.print(c.sentence(), highlight=False)
+            console.print(user_text(c.sentence()), highlight=False)
         for st in rep.studies:
             for s in st.speedups:
                 console.print(
-                    f"{rep.title(s.cell)}: speed-up {s.point['output_tok_per_s']:.2f}× output tok/s "
+                    f"{user_text(rep.title(s.cell))}: speed-up {s.point['output_tok_per_s']:.2f}× output tok/s "
                     f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
                     highlight=False,
                 )
             for kp in st.kpredictions:
-                console.print(f"k advice from {recommendation(kp, rep.title(kp.source))}", highlight=False)
+                console.print(f"k advice from {user_text(recommendation(kp, rep.title(kp.source)))}", highlight=False)
             for w in st.warnings:
-                console.print(f"[yellow]{w}[/]", highlight=False)
-        console.print(f"wrote {', '.join(str(p) for p in paths)}", highlight=False)
+                console.print(f"[yellow]{user_text(w)}[/]", highlight=False)
+        console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)
 
 
 def _print_table(rep, table_rows) -> None:

@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.table import Table
 
 from specbench.render import format as fmt
+from specbench.render.format import user_text
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -27,7 +28,7 @@ def _state_text(state: str, info: dict[str, Any]) -> str:
     if state == "load":
         return f"load {info.get('done', 0)}/{info.get('total', '?')}"
     if state == "failed" and info.get("reason"):
-        return f"[red]failed[/]: {str(info['reason'])[:60]}"
+        return f"[red]failed[/]: {user_text(str(info['reason'])[:60])}"
     return {"done": "[green]done[/]"}.get(state, state)
 
 
@@ -54,7 +55,9 @@ class PlainDisplay:
     def update(self, cell_id: str, state: str, **info: Any) -> None:
         if state == "load" and info.get("done") not in (0, info.get("total")):
             return  # keep plain logs short: start and end of the load only
-        text = _state_text(state, info).replace("[red]", "").replace("[green]", "").replace("[/]", "")
+        from rich.text import Text  # lazy: plain logs only
+
+        text = Text.from_markup(_state_text(state, info)).plain  # the markup's text, escapes undone
         if info.get("al") is not None:
             text += f"  AL {_fmt(info['al'], 2)}  p0 {_fmt(info.get('p0'))}"
         if self._last.get(cell_id) != text:
