@@ -127,3 +127,14 @@ def test_standard_input_is_still_read_as_a_pipe(tmp_path):
             timeout=BOUND_S,
         )
         assert res.returncode == 0 and len(res.stdout.splitlines()) == 1, res.stderr
+
+
+def test_a_fifo_inside_a_sweep_directory_is_refused_not_waited_on(tmp_path):
+    """A FIFO named like a `vllm bench sweep` result (run=0.json) inside the directory given to
+    report or compare: read through the one opener, exit 2 naming it (it blocked before)."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    os.mkfifo(sweep / "run=0.json")
+    res = _cli("report", str(sweep), "--out", str(tmp_path / "out"), "--no-plots")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "run=0.json" in res.stderr and "FIFO" in res.stderr

@@ -149,7 +149,8 @@ def _gate_sized(
     else:
         if sizing.too_weak:
             raise ConfigError(
-                f"--gate-baseline {baseline}: it sent {sizing.prompts:,} prompts per cell, the gate needs ~{sizing.needed:,} "
+                f"--gate-baseline {baseline}: it sent {sizing.prompts:,} prompts per cell, its own spread asks for "
+                f"~{max(c.n_min for c in sizing.too_weak):,} "
                 f"for {len(sizing.too_weak)} check(s) to be able to fail; re-make it with the same --gate flags, "
                 f"--gate-baseline {baseline} and --as-baseline"
             )

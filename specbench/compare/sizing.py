@@ -15,8 +15,8 @@ units (jackknife SE x sqrt(units)). So n prompts per side see every tolerance wh
     n >= 2 s^2 z^2 / T^2
 
 each a distinct prompt (a greedy repeat is no new evidence). ``--gate-baseline RUN`` checks that
-the baseline holds that many and sends the candidate the same prompts; ``--as-baseline`` reads s
-off a pilot run and sizes a new baseline.
+the baseline holds that many by its own spread and sends the candidate the same prompts;
+``--as-baseline`` reads s off a pilot run and sizes a new baseline, 50% larger (below).
 
 The size is fixed before the run from the pilot or baseline, never from the run's own running
 estimate: a load that stops when its own numbers look precise enough picks the samples that happen
@@ -50,7 +50,8 @@ class CheckSize:
     base: float
     se_base: float
     sd_unit: float
-    n_alike: int  # prompts each side needs (the candidate sending the baseline's prompts)
+    n_alike: int  # prompts each side needs (the candidate sending the baseline's prompts), with the margin
+    n_min: int = 0  # the same without the margin: what a run's own spread asks of that run
     why: str = ""  # a check that needs nothing: its tolerance reaches the metric's worst value
 
 
@@ -70,8 +71,9 @@ class Sizing:
 
     @property
     def too_weak(self) -> list[CheckSize]:
-        """Checks the run's own prompts are too few for."""
-        return [c for c in self.checks if not c.why and c.n_alike > self.prompts]
+        """Checks the run's own prompts are too few for, by its own spread (no margin: the margin
+        covers a pilot's estimate standing in for another run)."""
+        return [c for c in self.checks if not c.why and c.n_min > self.prompts]
 
     def hardest(self) -> CheckSize | None:
         sized = [c for c in self.checks if not c.why]
@@ -120,10 +122,10 @@ def size_gates(baseline: Path, gates: list[Gate], *, holm: bool = True) -> Sizin
         tol = gate.tolerance(base)
         worst = base - 1.0 if gate.metric.name == "mean_acceptance_length" else base
         if tol >= worst:
-            out.checks.append(CheckSize(name, check, tol, base, se_b, sd, 0, "no drop past it is possible"))
+            out.checks.append(CheckSize(name, check, tol, base, se_b, sd, 0, why="no drop past it is possible"))
             continue
-        alike = math.ceil(MARGIN * 2 * (sd * out.z / tol) ** 2) if tol > 0 else 10**9
-        out.checks.append(CheckSize(name, check, tol, base, se_b, sd, alike))
+        exact = 2 * (sd * out.z / tol) ** 2 if tol > 0 else 10.0**9
+        out.checks.append(CheckSize(name, check, tol, base, se_b, sd, math.ceil(MARGIN * exact), math.ceil(exact)))
     return out
 
 
@@ -137,7 +139,8 @@ def describe(s: Sizing) -> list[str]:
         f"per-prompt spread read off {s.baseline}"
     ]
     lines.append(
-        f"#   ~{s.needed:,} distinct prompts per cell (both sides, paired) to see every tolerance (hardest: "
-        f"{hard.cell} {hard.check}, tolerance {hard.tolerance:.3g}); {s.baseline} sent {s.prompts:,}"
+        f"#   ~{s.needed:,} distinct prompts per cell (both sides, paired) to see every tolerance, with a 50% "
+        f"margin for a pilot's noise; {hard.n_min:,} by this run's own spread (hardest: {hard.cell} {hard.check}, "
+        f"tolerance {hard.tolerance:.3g}); {s.baseline} sent {s.prompts:,}"
     )
     return lines

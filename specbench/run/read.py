@@ -22,7 +22,7 @@ from typing import Any, Literal
 from specbench.analysis.acceptance import RateOnlySummary, rate_only_summary
 from specbench.analysis.windows import WindowCounter
 from specbench.errors import InputError
-from specbench.io import read_jsonl
+from specbench.io import open_input, read_jsonl
 from specbench.metrics import parse
 from specbench.metrics.prometheus import looks_like_prometheus
 from specbench.metrics.record import SpecDecodeRecord
@@ -138,8 +138,9 @@ def _read(path: Path, limit: int = -1) -> str:
     if path.is_dir():
         raise InputError(f"{path}: a directory without manifest.json; pass log files or a specbench run directory")
     try:
-        with open(path, "rb") as fh:
-            return fh.read(limit).decode("utf-8", errors="replace")
+        fh, size = open_input(path, "input")  # a FIFO or device in a run or sweep directory never blocks
+        with fh:
+            return fh.read(size if limit < 0 else min(limit, size)).decode("utf-8", errors="replace")
     except FileNotFoundError:
         raise InputError(
             f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file"
