@@ -137,6 +137,8 @@ def stream_records(path: Path, each: Callable[[Any], None]) -> list[str]:
 def _read(path: Path, limit: int = -1) -> str:
     if path.is_dir():
         raise InputError(f"{path}: a directory without manifest.json; pass log files or a specbench run directory")
+    if not path.exists():
+        raise InputError(f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file")
     try:
         fh, size = open_input(path, "input")  # a FIFO or device in a run or sweep directory never blocks
         with fh:

@@ -298,14 +298,16 @@ def test_generated_output_paths_keep_the_contract(tmp_path):
     rng = random.Random(41)
     inputs = tree_hash(base, cand)
     for i in range(N_OUT):
-        argv = ["compare", base, cand, "--resamples", "100"]
+        # --allow-inconclusive: copies of one run at 20 prompts are too weak for the default gates
+        # (exit 3); what is under test here is the output paths
+        argv = ["compare", base, cand, "--resamples", "100", "--allow-inconclusive"]
         for flag in rng.sample(flags, rng.randint(1, 3)):
             path = rng.choice(specials)
             path = f"{path}{rng.choice(suffixes)}" if path and not str(path).startswith(("/dev", "/proc")) else path
             argv += [flag, path]
         code, out, err = invoke(argv)
-        check(f"outputs seed=41 i={i}: {argv[5:]}", code, out, err, allowed={0, 2}, names=flags + ["/proc"])
-        assert tree_hash(base, cand) == inputs, f"outputs {i}: an input changed ({argv[5:]})"
+        check(f"outputs seed=41 i={i}: {argv[6:]}", code, out, err, allowed={0, 2}, names=flags + ["/proc"])
+        assert tree_hash(base, cand) == inputs, f"outputs {i}: an input changed ({argv[6:]})"
 
 
 # -- a few real processes ------------------------------------------------------------------
