@@ -52,8 +52,10 @@ def _broken_norm(run, dest):
 
 def test_same_run_is_no_regression(default_study):
     code, out = _compare(default_study, default_study)
-    assert code == 0, out
-    assert " worse " not in out and " better " not in out and "no regression" in out
+    # 20 prompts cannot see the default gates' 3% / 2pp: inconclusive "too weak", never a pass (issue 37)
+    assert code == 3, out
+    assert " worse " not in out and " better " not in out and " 0 failed" in out
+    assert "too weak for their tolerance)" in out
 
 
 def test_output_norm_off_is_a_regression(default_study, tmp_path):

@@ -221,7 +221,9 @@ def test_generated_damaged_run_directories_keep_the_contract(tmp_path):
     pristine = _small_run(tmp_path / "pristine")
     base = _small_run(tmp_path / "base")
     out_json = tmp_path / "out" / "compare.json"
-    check("undamaged run", *invoke(["compare", base, pristine, "--resamples", "100"]), allowed={0})
+    # --allow-inconclusive: a small copy is too weak for the default gates (exit 3, never a pass)
+    undamaged = ["compare", base, pristine, "--resamples", "100", "--allow-inconclusive"]
+    check("undamaged run", *invoke(undamaged), allowed={0})
     rng = random.Random(1414)
     start, codes = time.monotonic(), {}
     base_hash = tree_hash(base)

@@ -121,7 +121,9 @@ def run_dir_cases(rng: random.Random, tmp: Path, base: Path, cand: Path, gate: P
             p.write_bytes(pristine[p])
         touched.clear()
 
-    compare = ["compare", base, cand, "--resamples", "100"]
+    # --allow-inconclusive: copies of one run are too weak for the default gates (exit 3); what is
+    # under test is where the summary goes
+    compare = ["compare", base, cand, "--resamples", "100", "--allow-inconclusive"]
     out = []
     for i in range(N["output paths from the environment"]):
         inside = rng.random() < 0.85

@@ -289,7 +289,8 @@ def test_compare_keeps_its_verdict_when_the_reader_stops_early():
     proc.stdout.read(10)
     proc.stdout.close()
     err = proc.communicate(timeout=120)[1]
-    assert proc.returncode == whole.returncode == 0 and "error" not in err, err
+    # the verdict (3: copies of one 20-prompt run are too weak for the default gates) is kept
+    assert proc.returncode == whole.returncode == 3 and "error" not in err, err
 
 
 # -- oversized but legitimate inputs: handled in bounded time ------------------------------------
