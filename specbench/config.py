@@ -220,6 +220,11 @@ class Load(_Strict):
             raise ValueError(f"prompt file {workload_file(v)!r} does not exist")
         return v
 
+    @property
+    def workload_name(self) -> str:
+        """The workload this load sends: load.workload, or jsonl:PATH for a load.prompts.path."""
+        return f"jsonl:{self.prompts.path}" if self.prompts.path is not None else self.workload
+
     @model_validator(mode="after")
     def _one_prompt_source(self) -> "Load":
         if self.workload != "builtin" and self.prompts.path is not None:
@@ -394,8 +399,7 @@ class Study(_Strict):
         axis = self.matrix.get("load:workload")
         if axis:
             return [str(v) for v in axis]
-        ld = self.load
-        return [f"jsonl:{ld.prompts.path}" if ld.prompts.path is not None else ld.workload]
+        return [self.load.workload_name]
 
     @model_validator(mode="after")
     def _drafts_for_methods(self) -> "Study":

@@ -125,7 +125,6 @@ def _gate_sized(
     from specbench.compare.gates import parse_gate  # lazy: pulls in numpy
     from specbench.compare.sizing import describe, size_gates  # lazy: pulls in numpy and scipy
     from specbench.io import load_json
-    from specbench.load.workloads import is_sampled, load_workload  # lazy: reads the data files
     from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
 
     if not gates or baseline is None:
@@ -171,18 +170,13 @@ def _gate_sized(
         if adopt:
             sets = (*sets, *adopt)
             lines.append(f"#   the baseline's prompts: {', '.join(adopt)}")
-            study, _ = validated(config, sets)
-            ld = study.load
+            study, _ = validated(config, sets)  # the adopted workload's distinct prompts are checked below
         n = int(base_load.get("num_requests") or sizing.prompts)
         lines.append(f"#   the baseline's {n:,} prompts per cell, paired")
     if n <= 0:
         return sets, lines
-    names = study.workload_names()
-    for name in names:
-        if is_sampled(name):
-            continue
-        have = len(load_workload(name, categories=ld.prompts.categories).prompts)
-        if have < n:
+    for name, have in _distinct_prompts(study).items():
+        if have is not None and have < n:
             raise ConfigError(
                 f"the gate needs ~{n:,} distinct prompts per cell; workload {name} has {have:,} (a repeated greedy "
                 "prompt is no new evidence): use --set load.workload=sharegpt, or a looser tolerance"
@@ -190,23 +184,31 @@ def _gate_sized(
     return (*sets, f"load.num_requests={n}"), lines
 
 
+def _distinct_prompts(study) -> dict[str, int | None]:
+    """Distinct prompts each workload of the study has; None for a sampled one (ShareGPT draws as
+    many as a cell sends)."""
+    from specbench.load.workloads import is_sampled, load_workload  # lazy: reads the data files
+
+    cats = study.load.prompts.categories
+    return {
+        name: None if is_sampled(name) else len(load_workload(name, categories=cats).prompts)
+        for name in study.workload_names()
+    }
+
+
 def _prompt_lines(study, per_cell: int) -> list[str]:
     """How many distinct prompts each workload gives a cell: requests beyond them repeat a prompt,
     which at temperature 0 is no new evidence."""
-    from specbench.load.workloads import is_sampled, load_workload  # lazy: reads the data files
-
-    ld = study.load
-    names = study.workload_names()
-    if ld.driver == "llmperf":
+    if study.load.driver == "llmperf":
         return []
     out = []
-    for name in names:
-        if is_sampled(name):
+    for name, n in _distinct_prompts(study).items():
+        if n is None:
             out.append(
-                f"# prompts: {name}: {per_cell:,} distinct drawn at run time by vLLM's ShareGPT rules (seed {ld.seed})"
+                f"# prompts: {name}: {per_cell:,} distinct drawn at run time by vLLM's ShareGPT rules "
+                f"(seed {study.load.seed})"
             )
             continue
-        n = len(load_workload(name, categories=ld.prompts.categories).prompts)
         repeat = f"; the {per_cell - n:,} requests beyond them repeat prompts (no new evidence)" if per_cell > n else ""
         out.append(f"# prompts: {name}: {n:,} distinct{repeat}")
     return out

@@ -159,7 +159,7 @@ def load_settings(load: Load) -> dict[str, Any]:
         "max_tokens": load.max_tokens,
         "temperature": load.temperature,
         "category": cats[0] if cats and len(cats) == 1 else cats,
-        "workload": load.workload if load.prompts.path is None else f"jsonl:{load.prompts.path}",
+        "workload": load.workload_name,
         "output_len": load.output_len,
         "warmup_requests": load.warmup_requests,
     }
