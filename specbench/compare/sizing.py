@@ -60,7 +60,7 @@ class Sizing:
     baseline: str
     checks: list[CheckSize] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # gates this sizing cannot speak for (latency, speed-up)
-    m: int = 0
+    m: int = 0  # the checks Holm holds together: the acceptance ones sized here and the other gates'
     z: float = 0.0
     prompts: int = 0  # distinct prompts the run's smallest gated cell sent
 
@@ -88,9 +88,11 @@ def size_gates(baseline: Path, gates: list[Gate], *, holm: bool = True) -> Sizin
     out = Sizing(baseline=str(baseline))
     planned: list[tuple[str, str, Gate, list, int, str]] = []
     sizes: list[int] = []
+    others = 0  # checks of other gates: Holm holds them in the same family, so they raise z
     for gate in gates:
         if gate.metric.source != "acceptance":
             out.skipped.append(f"{gate.expr}: {gate.metric.name} is not sized by prompts (timing noise is not)")
+            others += sum(1 for cell in side.cells.values() if gate.selects(dict(cell.key)))
             continue
         for cell in side.cells.values():
             if cell.is_baseline or not gate.selects(dict(cell.key)):
@@ -107,7 +109,7 @@ def size_gates(baseline: Path, gates: list[Gate], *, holm: bool = True) -> Sizin
                 if i is not None and i >= k:
                     continue  # compare makes that check inconclusive (the baseline has no such position)
                 planned.append((cell.name, row_name(gate.metric, i), gate, cell.units, k, stat_key(gate.metric, i)))
-    out.m = len(planned)
+    out.m = len(planned) + others
     out.prompts = min(sizes, default=0)
     if not planned:
         return out
@@ -132,10 +134,12 @@ def size_gates(baseline: Path, gates: list[Gate], *, holm: bool = True) -> Sizin
 def describe(s: Sizing) -> list[str]:
     """What the sizing found, one line each (for --dry-run and run's plan)."""
     hard = s.hardest()
+    skipped = [f"#   not sized: {why}" for why in s.skipped]
     if hard is None:
-        return [f"# gate: no acceptance check to size against {s.baseline}"]
+        return [f"# gate: no acceptance check to size against {s.baseline}", *skipped]
     lines = [
-        f"# gate: {s.m} acceptance check(s) held at alpha {ALPHA}/{s.m} (Holm), power {POWER:.0%} at each tolerance; "
+        f"# gate: {len(s.checks)} acceptance check(s) held at alpha {ALPHA}/{s.m} (Holm over all {s.m} checks), power "
+        f"{POWER:.0%} at each tolerance; "
         f"per-prompt spread read off {s.baseline}"
     ]
     lines.append(
@@ -143,4 +147,4 @@ def describe(s: Sizing) -> list[str]:
         f"margin for a pilot's noise; {hard.n_min:,} by this run's own spread (hardest: {hard.cell} {hard.check}, "
         f"tolerance {hard.tolerance:.3g}); {s.baseline} sent {s.prompts:,}"
     )
-    return lines
+    return lines + skipped

@@ -14,7 +14,7 @@ import pytest
 from realruns import run
 
 from specbench.compare.gates import parse_gate
-from specbench.compare.sizing import size_gates
+from specbench.compare.sizing import describe, size_gates
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "results" / "baselines" / "cpu-workloads"
@@ -124,3 +124,12 @@ def test_dry_run_prints_the_sized_load():
     assert result.exit_code == 0, result.output
     assert f"~{sizing.needed:,} distinct prompts per cell (both sides, paired)" in result.output
     assert f"cells x {sizing.needed:,}" in result.output
+
+
+def test_other_gates_count_in_holms_family_and_are_named_as_not_sized():
+    """A latency gate beside the acceptance ones is not sized by prompts, but compare holds its
+    checks in the same Holm family: the acceptance checks' level, and so their size, follow."""
+    alone = size_gates(WORKLOADS, [parse_gate("acceptance_length:-5%")])
+    mixed = size_gates(WORKLOADS, [parse_gate("acceptance_length:-5%"), parse_gate("ttft_p50_ms:+50%")])
+    assert len(mixed.checks) == len(alone.checks) and mixed.m > alone.m and mixed.needed > alone.needed
+    assert any("ttft_p50_ms:+50%" in line and "not sized" in line for line in describe(mixed))
