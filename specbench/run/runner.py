@@ -177,7 +177,7 @@ def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[s
     distinct prompts as a cell sends at most, and reads the target's tokenizer for its filters."""
     ld = study.load
     names = study.workload_names()
-    n = max([ld.max_requests or ld.num_requests, *(c.load.get("num_requests", 0) for c in cells)])
+    n = ld.max_requests or ld.num_requests  # num_requests is no load axis: one count for every cell
     prompts: list[Prompt] = []
     provenance: dict[str, dict[str, Any]] = {}
     for name in names:
