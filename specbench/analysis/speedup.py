@@ -23,19 +23,30 @@ predicts nothing. Its gaps to the tok/s and e2e speed-ups are what speculation d
 (prefill and time to first token, queueing, batching with other requests' verify steps) and the
 client's own overhead. A real prediction, at other k, is :mod:`specbench.analysis.kpredict`.
 
-CIs: percentile bootstrap over requests. When both cells sent the same requests (same repeat, id
-and prompt), the resample draws request pairs (paired bootstrap: the prompt mix cancels); else
-each cell is resampled on its own.
+CIs: one method for every speed-up figure specbench shows (screen, report, plot, CSV) and the
+one compare gates on (:mod:`specbench.compare.study`): a t interval on the log of the figure, its
+standard error jackknifed over requests. When both cells sent the same requests (same repeat, id
+and prompt), a request leaves the cell and its baseline together (paired: the prompt mix cancels),
+df = n - 1; else each cell is jackknifed on its own and the variances add, df = min(n) - 1.
+
+That interval covers request-to-request noise inside one run, not the machine: the cell and its
+baseline run minutes apart, and a rerun of the same config on a shared 2-core VM moved a speed-up by
+up to 40% (0.57x -> 0.80x; benchmarks/speedup_reruns.py, docs/methods.md "Speed-up across
+reruns"). So the interval is widened by a between-run spread ``rerun_sd`` on the log scale,
+``se = sqrt(se_within^2 + rerun_sd^2)``: :data:`RERUN_SD`, measured over same-config reruns on that
+VM, unless the caller gives its own (0: within this run only). ``Speedup.within`` keeps the
+within-run interval beside it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from specbench.analysis.intervals import percentile_interval, resample_weights
+from specbench.analysis.intervals import jackknife_vars, t_quantile
 from specbench.model.requests import requests_of
 
 SPEEDUPS = ("output_tok_per_s", "tpot", "e2e", "decomposition")
@@ -45,6 +56,10 @@ SPEEDUP_LABELS = {
     "e2e": "end-to-end latency (measured)",
     "decomposition": "decomposition AL ÷ cost ratio (≈ TPOT by construction)",
 }
+# Between-run spread of a speed-up's log on a shared 2-core VM: the SD a same-config rerun adds to
+# the within-run noise, estimated over the committed reruns' cells (benchmarks/speedup_reruns.py).
+RERUN_SD = 0.17
+RERUN_SOURCE = "same-config reruns on a shared 2-core VM (benchmarks/speedup_reruns.py)"
 # columns of a cell's request matrix (accepted-per-position columns follow, when asked for)
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(6)
 N_BASE_COLUMNS = 6
@@ -116,25 +131,35 @@ def paired_order(ks: list[tuple], kb: list[tuple]) -> list[int] | None:
     return [order[k] for k in ks]
 
 
-def _resampled(
-    spec: tuple[list[tuple], np.ndarray],
-    base: tuple[list[tuple], np.ndarray],
-    n_resamples: int,
-    rng: np.random.Generator,
-) -> tuple[dict[str, float], dict[str, np.ndarray], bool]:
-    (ks, ms), (kb, mb) = spec, base
-    if not len(ms) or not len(mb):
-        raise ValueError("speed-up needs finished requests in both cells")
-    point = {k: float(v) for k, v in speedups(cell_stats(ms.sum(axis=0)), cell_stats(mb.sum(axis=0))).items()}
+def _log_figures(ms: np.ndarray, mb: np.ndarray) -> dict[str, np.ndarray]:
+    """log of every speed-up figure (and the cost ratio) from summed columns; rows or one row."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {k: np.log(v) for k, v in speedups(cell_stats(ms), cell_stats(mb)).items()}
+
+
+def log_se(ks: list[tuple], ms: np.ndarray, kb: list[tuple], mb: np.ndarray) -> tuple[dict[str, float], int, bool]:
+    """Jackknife SE of each figure's log, its df and whether the requests were paired."""
     order = paired_order(ks, kb)
-    paired = order is not None
-    if paired:
-        mb = mb[order]
-        ws = wb = resample_weights(len(ks), n_resamples, rng)
-    else:
-        ws, wb = resample_weights(len(ks), n_resamples, rng), resample_weights(len(kb), n_resamples, rng)
-    samples = speedups(cell_stats(ws @ ms), cell_stats(wb @ mb))
-    return point, samples, paired
+    ts, tb = ms.sum(axis=0), mb.sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        if order is not None:
+            loo = _log_figures(ts - ms, tb - mb[order]) if len(ms) >= 2 else None
+            var = {k: float(jackknife_vars(v)) for k, v in loo.items()} if loo else {}
+            df = len(ms) - 1
+        else:
+            var = {}
+            if len(ms) >= 2 and len(mb) >= 2:
+                one, other = _log_figures(ts - ms, tb), _log_figures(ts, tb - mb)
+                var = {k: float(jackknife_vars(one[k]) + jackknife_vars(other[k])) for k in one}
+            df = min(len(ms), len(mb)) - 1
+    return {k: math.sqrt(v) for k, v in var.items() if math.isfinite(v)}, df, order is not None
+
+
+def _interval(point: float, se: float | None, df: int, confidence: float) -> tuple[float, float]:
+    if se is None or df < 1 or not (point > 0 and math.isfinite(point)):
+        return (float("nan"), float("nan"))
+    h = t_quantile(confidence, df) * se
+    return (math.exp(math.log(point) - h), math.exp(math.log(point) + h))
 
 
 @dataclass
@@ -149,8 +174,10 @@ class Speedup:
     spec: dict[str, float]
     base: dict[str, float]
     point: dict[str, float]
-    intervals: dict[str, tuple[float, float]]
+    intervals: dict[str, tuple[float, float]]  # widened by the between-run spread
     confidence: float
+    within: dict[str, tuple[float, float]] = field(default_factory=dict)  # this run's requests only
+    rerun_sd: float = 0.0  # the between-run SD of the log the intervals carry
     load_ratio: float | None = None  # summary.json throughput ratio (whole load), point only
     notes: list[str] = field(default_factory=list)
 
@@ -161,22 +188,25 @@ def speedup(
     baseline: str,
     base_rows: list[dict[str, Any]],
     *,
-    n_resamples: int = 2000,
-    seed: int = 0,
     confidence: float = 0.95,
+    rerun_sd: float = RERUN_SD,
     load_tok_per_s: tuple[float | None, float | None] = (None, None),
 ) -> Speedup:
     """Measured and decomposed speed-up of ``cell`` over ``baseline`` (see the module docstring).
 
+    ``rerun_sd``: the between-run SD of the log the interval is widened by (0: within-run only).
     ``load_tok_per_s`` optionally gives both cells' whole-load throughput (summary.json) for a
     point ratio beside the per-request figures.
     """
-    spec_m, base_m = request_matrix(spec_rows), request_matrix(base_rows)
-    point, samples, paired = _resampled(spec_m, base_m, n_resamples, np.random.default_rng(seed))
-    ms, mb = spec_m[1], base_m[1]
+    (ks, ms), (kb, mb) = request_matrix(spec_rows), request_matrix(base_rows)
+    if not len(ms) or not len(mb):
+        raise ValueError("speed-up needs finished requests in both cells")
     spec = {k: float(v) for k, v in cell_stats(ms.sum(axis=0)).items()}
     base = {k: float(v) for k, v in cell_stats(mb.sum(axis=0)).items()}
-    intervals = {k: percentile_interval(v, confidence) for k, v in samples.items()}
+    point = {k: float(np.exp(v)) for k, v in _log_figures(ms.sum(axis=0), mb.sum(axis=0)).items()}
+    se, df, paired = log_se(ks, ms, kb, mb)
+    within = {k: _interval(point[k], se.get(k), df, confidence) for k in point}
+    wide = {k: _interval(point[k], math.hypot(se[k], rerun_sd) if k in se else None, df, confidence) for k in point}
     notes = []
     if np.isnan(point["decomposition"]):
         notes.append("no per-request spec-decode counts: the decomposition needs --per-request-spec-decode-metrics")
@@ -191,8 +221,18 @@ def speedup(
         spec=spec,
         base=base,
         point=point,
-        intervals=intervals,
+        intervals=wide,
         confidence=confidence,
+        within=within,
+        rerun_sd=rerun_sd,
         load_ratio=ratio,
         notes=notes,
     )
+
+
+def interval_method(confidence: float, rerun_sd: float) -> str:
+    """How a speed-up's interval was made, in words (for tables, plots and the screen)."""
+    base = f"{confidence:.0%} t interval on the log, jackknife over requests (paired by prompt where both cells sent the same)"
+    if not rerun_sd:
+        return base + "; within this run only: a rerun may differ by more"
+    return base + f", widened by a between-run SD of {rerun_sd:g} on the log ({RERUN_SOURCE})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import signal
@@ -20,7 +21,22 @@ from specbench.redact import redact_urls
 F = TypeVar("F", bound=Callable[..., object])
 
 
+def _sane_environ() -> dict[str, str]:
+    """The environment rich reads its width from, less a COLUMNS / LINES it would obey to nothing:
+    ``COLUMNS=0`` made every error line vanish (rich wraps to width 0). Below 20 columns or not a
+    number, the terminal's own size (or 80) is used instead."""
+    env = dict(os.environ)
+    for name in ("COLUMNS", "LINES"):
+        value = env.get(name)
+        if value is not None and (not value.strip().isdigit() or int(value) < 20):
+            del env[name]
+    return env
+
+
 class _Console(Console):
+    def __init__(self, **kw) -> None:
+        super().__init__(_environ=_sane_environ(), **kw)
+
     def on_broken_pipe(self) -> None:
         # rich's own exits 1, the regression code; the contract decides instead (describe_failure).
         self.quiet = True
@@ -65,6 +81,11 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         # ends there and that is no input error (compare keeps its verdict: compare_cmd).
         silence_stdout()
         return EXIT_OK, ""
+    if isinstance(exc, OSError) and exc.filename is None and exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+        return EXIT_USAGE, (
+            f"{exc.strerror or type(exc).__name__} writing the output (standard output or an output file); "
+            "free space or write it elsewhere"
+        )
     if isinstance(exc, OSError):
         name = exc.filename if exc.filename is not None else ""
         what = exc.strerror or type(exc).__name__
@@ -75,6 +96,8 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         return EXIT_USAGE, "input nested too deeply (recursion limit); check the file for runaway nesting"
     if isinstance(exc, MemoryError):
         return EXIT_USAGE, "out of memory reading the input; check its size (or alias bombs in YAML)"
+    if isinstance(exc, UnicodeEncodeError):
+        return EXIT_USAGE, f"the output cannot be written in its encoding ({exc}); set PYTHONIOENCODING=utf-8"
     if isinstance(exc, UnicodeError):
         return EXIT_USAGE, f"input is not UTF-8 text ({exc}); pass a text file"
     return EXIT_USAGE, (f"unexpected {type(exc).__name__}: {exc}; rerun with --debug for the traceback and report it")
@@ -129,6 +152,17 @@ def report_failure(exc: BaseException) -> int:
     elif message:
         print_error(message)
     return code
+
+
+def tolerant_streams() -> None:
+    """Standard output and error write what their encoding cannot hold as backslash escapes: under
+    ``PYTHONIOENCODING=ascii`` a "·" in a table ended compare with exit 2 after its files were
+    written, and the verdict was lost."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
 
 
 def stdout_closed() -> bool:

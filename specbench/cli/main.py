@@ -12,7 +12,7 @@ import typer
 
 from specbench import __version__
 from specbench.cli import compare_cmd, fixtures_cmd, parse_cmd, report_cmd, run_cmd
-from specbench.cli.common import print_error, report_failure, sigterm_as_interrupt, stdout_closed
+from specbench.cli.common import print_error, report_failure, sigterm_as_interrupt, stdout_closed, tolerant_streams
 from specbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from specbench.io import clear_protected
 
@@ -93,6 +93,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     failures outside a command (argument callbacks) and anything a command let through all become
     one line on stderr and a code from the contract (0, 1 regression, 2, 3, 130)."""
     clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
+    tolerant_streams()
     argv, debug = split_debug(list(sys.argv[1:] if argv is None else argv))
     if debug:
         os.environ["SPECBENCH_DEBUG"] = "1"  # before parsing: a usage error under --debug shows its traceback

@@ -80,8 +80,14 @@ class Sizing:
         return max(sized, key=lambda c: c.n_alike) if sized else None
 
 
-def size_gates(baseline: Path, gates: list[Gate], *, holm: bool = True) -> Sizing:
-    """Prompts per cell each acceptance check of ``gates`` needs against the run ``baseline``."""
+def size_gates(
+    baseline: Path, gates: list[Gate], *, holm: bool = True, only: set[tuple[tuple[str, str], ...]] | None = None
+) -> Sizing:
+    """Prompts per cell each acceptance check of ``gates`` needs against the run ``baseline``.
+
+    ``only``: the cell keys (:func:`specbench.compare.sides.cell_key`) of the study about to run;
+    the baseline's other cells are left out, of the sizes and of Holm's family (a pilot may have
+    cells the gated study dropped)."""
     from scipy.stats import norm
 
     side = load_side(Path(baseline))
@@ -89,12 +95,13 @@ def size_gates(baseline: Path, gates: list[Gate], *, holm: bool = True) -> Sizin
     planned: list[tuple[str, str, Gate, list, int, str]] = []
     sizes: list[int] = []
     others = 0  # checks of other gates: Holm holds them in the same family, so they raise z
+    cells = [c for c in side.cells.values() if only is None or c.key in only]
     for gate in gates:
         if gate.metric.source != "acceptance":
             out.skipped.append(f"{gate.expr}: {gate.metric.name} is not sized by prompts (timing noise is not)")
-            others += sum(1 for cell in side.cells.values() if gate.selects(dict(cell.key)))
+            others += sum(1 for cell in cells if gate.selects(dict(cell.key)))
             continue
-        for cell in side.cells.values():
+        for cell in cells:
             if cell.is_baseline or not gate.selects(dict(cell.key)):
                 continue
             k = cell.num_spec_tokens or 0

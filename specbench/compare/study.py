@@ -30,34 +30,23 @@ import numpy as np
 
 from specbench.analysis.deltas import Delta, scaled_delta
 from specbench.analysis.divergence import compare_outputs
-from specbench.analysis.intervals import jackknife_var, percentile_interval, resample_weights
-from specbench.analysis.speedup import paired_order, request_matrix
+from specbench.analysis.intervals import percentile_interval, resample_weights
+from specbench.analysis.speedup import log_se, request_matrix
 
 _OUT, _E2E = 1, 2  # request_matrix columns
 
 
-def _log_rate_loo(m: np.ndarray) -> np.ndarray:
-    """Leave-one-request-out log(Σ out / Σ e2e) of one cell."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log((m[:, _OUT].sum() - m[:, _OUT]) / (m[:, _E2E].sum() - m[:, _E2E]))
-
-
 def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tuple[float, float | None, int] | None:
-    """(output tok/s speed-up of ``rows`` over ``base``, jackknife SE of its log or None, units)."""
+    """(output tok/s speed-up of ``rows`` over ``base``, jackknife SE of its log or None, units):
+    the within-run part of the interval :func:`specbench.analysis.speedup.speedup` shows."""
     ks, ms = request_matrix(rows)
     kb, mb = request_matrix(base)
     if not len(ms) or not len(mb):
         return None
     with np.errstate(divide="ignore", invalid="ignore"):
         point = float((ms[:, _OUT].sum() / ms[:, _E2E].sum()) / (mb[:, _OUT].sum() / mb[:, _E2E].sum()))
-    order = paired_order(ks, kb)
-    if order is not None:  # one prompt out of the cell and of its baseline together: the mix cancels
-        n = len(ks)
-        var = jackknife_var(_log_rate_loo(ms) - _log_rate_loo(mb[order])) if n >= 2 else float("nan")
-    else:
-        n = min(len(ms), len(mb))
-        var = (jackknife_var(_log_rate_loo(ms)) + jackknife_var(_log_rate_loo(mb))) if n >= 2 else float("nan")
-    return point, (float(np.sqrt(var)) if np.isfinite(var) else None), n
+    se, df, _ = log_se(ks, ms, kb, mb)
+    return point, se.get("output_tok_per_s"), df + 1
 
 
 def speedup_delta(

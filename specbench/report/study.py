@@ -28,7 +28,7 @@ from specbench.analysis.divergence import (
     compare_outputs,
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
-from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup
+from specbench.analysis.speedup import RERUN_SD, SPEEDUP_LABELS, SPEEDUPS, Speedup, interval_method, speedup
 from specbench.io import atomic_write_text
 from specbench.render import format as fmt
 from specbench.report.categories import (
@@ -167,7 +167,7 @@ def analyse_run(
             "acceptance differences between them mix the draft with a changed workload: read the "
             "prefix AL table (both cells on the text they share)"
         )
-    _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    _add_speedups(study, cells, draft_axes, confidence=confidence)
     study.categories = [
         split for c in cells if not c.is_baseline for split in [category_rows(c.label, c.rows)] if split[0]
     ]
@@ -175,16 +175,14 @@ def analyse_run(
     return study
 
 
-def run_speedups(
-    path: Path | Run, *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
-) -> StudyAnalysis:
+def run_speedups(path: Path | Run, *, confidence: float = 0.95) -> StudyAnalysis:
     """Only each speculative cell's speed-up over its own baseline (no divergence pairs): what the
     run's final screen shows."""
     cells, draft_axes = _read_run(path, False)
     study = StudyAnalysis(
         source=str(path.path if isinstance(path, Run) else path), cell_axes={c.label: c.axes for c in cells}
     )
-    _add_speedups(study, cells, draft_axes, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    _add_speedups(study, cells, draft_axes, confidence=confidence)
     return study
 
 
@@ -193,8 +191,6 @@ def _add_speedups(
     cells: list[CellRequests],
     draft_axes: list[str],
     *,
-    n_resamples: int,
-    seed: int,
     confidence: float,
 ) -> None:
     baselines = [(c.axes, c.repeat, c) for c in cells if c.is_baseline]
@@ -212,8 +208,6 @@ def _add_speedups(
                 spec.rows,
                 base.label,
                 base.rows,
-                n_resamples=n_resamples,
-                seed=seed,
                 confidence=confidence,
                 load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s),
             )
@@ -414,7 +408,8 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
             out += [f"Run {s.source}:", "", md_table(*prefix_rows(s, title)), ""]
     speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
-        pct = f"{speed[0].speedups[0].confidence:.0%}" if speed[0].speedups else "95%"
+        first = speed[0].speedups[0] if speed[0].speedups else None
+        method = interval_method(first.confidence, first.rerun_sd) if first else interval_method(0.95, RERUN_SD)
         out += [
             "## Speed-up over the no-speculation baseline",
             "",
@@ -428,8 +423,9 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
             "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
             "tokens; it says whether acceptance or step cost decides. Its gap to "
             "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
-            f"batching, client overhead. Brackets: {pct} bootstrap CI over requests (paired by prompt "
-            "where both cells sent the same requests).",
+            f"batching, client overhead. Brackets: {method}; a cell and its baseline run minutes apart, "
+            "so the machine's load between them moves a speed-up more than its requests do (docs/methods.md, "
+            '"Speed-up across reruns").',
             "",
         ]
         for s in speed:
@@ -510,6 +506,8 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
             name = k if k == "cost_ratio" else f"speedup_{k}"
             row[name] = s.point[k]
             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = s.intervals[k]
+            row[f"{name}_within_run_ci_low"], row[f"{name}_within_run_ci_high"] = s.within[k]
+        row["rerun_sd_log"] = s.rerun_sd
         row.update({f"cell_{k}": v for k, v in s.spec.items()})
         row.update({f"baseline_{k}": v for k, v in s.base.items() if k not in ("mean_acceptance_length", "t_verify_s")})
         row["load_tok_per_s_ratio"] = s.load_ratio

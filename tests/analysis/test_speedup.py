@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from specbench.analysis.speedup import request_matrix, speedup
+from specbench.analysis.intervals import t_quantile
+from specbench.analysis.speedup import RERUN_SD, request_matrix, speedup
+from specbench.compare.study import speedup_delta
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,23 +34,26 @@ def test_known_speedups_by_hand():
     base = [_req(i, 11, 0.1, 1.1) for i in range(4)]
     # spec: 11 tokens in 4 verify steps (AL = 1 + 6/4 = 2.5), decode 0.5 s -> t_verify 0.125 s
     spec = [_req(i, 11, 0.1, 0.6, drafts=4, accepted=6) for i in range(4)]
-    s = speedup("spec", spec, "base", base, n_resamples=200)
+    s = speedup("spec", spec, "base", base)
     assert s.paired
     assert s.point["output_tok_per_s"] == pytest.approx((11 / 0.6) / (11 / 1.1))
     assert s.point["tpot"] == pytest.approx(0.1 / 0.05)
     assert s.point["e2e"] == pytest.approx(1.1 / 0.6)
     assert s.point["decomposition"] == pytest.approx(2.5 * 0.1 / 0.125)
     assert s.point["cost_ratio"] == pytest.approx(1.25)
-    # every request identical: the bootstrap cannot move anything
+    # every request identical: nothing moves inside the run, and the interval is the between-run
+    # spread alone, t with df n - 1 on the log
+    h = t_quantile(0.95, 3) * RERUN_SD
     for k in ("output_tok_per_s", "tpot", "e2e", "decomposition"):
-        assert s.intervals[k] == pytest.approx((s.point[k], s.point[k]))
+        assert s.within[k] == pytest.approx((s.point[k], s.point[k]))
+        assert s.intervals[k] == pytest.approx((s.point[k] * math.exp(-h), s.point[k] * math.exp(h)))
 
 
 def test_intervals_cover_the_point_and_unpaired_sets_resample_separately():
     rng = np.random.default_rng(1)
     base = [_req(i, 32, 0.05, 0.05 + 31 * rng.uniform(0.008, 0.012)) for i in range(30)]
     spec = [_req(i + 100, 32, 0.05, 0.05 + 12 * rng.uniform(0.015, 0.02), drafts=12, accepted=19) for i in range(25)]
-    s = speedup("spec", spec, "base", base, n_resamples=500, seed=3)
+    s = speedup("spec", spec, "base", base)
     assert not s.paired
     for k in ("output_tok_per_s", "tpot", "e2e", "decomposition"):
         lo, hi = s.intervals[k]
@@ -66,7 +72,7 @@ def test_committed_baseline_speedup_from_its_own_timings():
     base_dir = ROOT / "results" / "baselines" / "cpu-default"
     read = lambda c: [json.loads(x) for x in (base_dir / c / "requests.jsonl").read_text().splitlines()]  # noqa: E731
     base, spec = read("baseline__mla-on__r0"), read("mla-on__output_norm-on__r0")
-    s = speedup("spec", spec, "base", base, n_resamples=300)
+    s = speedup("spec", spec, "base", base)
     tok = lambda rows: sum(r["output_tokens"] for r in rows) / sum(r["e2e_s"] for r in rows)  # noqa: E731
     tpot = lambda rows: (  # noqa: E731
         sum(r["e2e_s"] - r["ttft_s"] for r in rows) / sum(r["output_tokens"] - 1 for r in rows)
@@ -84,12 +90,39 @@ def test_rows_without_prompt_ids_are_not_paired():
     # llmperf rows: ids 0..n in both cells but no prompt_id (each run samples its own prompts)
     base = [{**_req(i, 11, 0.1, 1.1), "prompt_id": None} for i in range(4)]
     spec = [{**_req(i, 11, 0.1, 0.6, drafts=4, accepted=6), "prompt_id": None} for i in range(4)]
-    assert not speedup("spec", spec, "base", base, n_resamples=50).paired
+    assert not speedup("spec", spec, "base", base).paired
     named = speedup(
         "spec",
         [_req(i, 11, 0.1, 0.6, 4, 6) for i in range(4)],
         "base",
-        [_req(i, 11, 0.1, 1.1) for i in range(4)],
-        n_resamples=50,
+        [_req(i, 11, 0.1, 1.1) for i in range(4)]
     )
     assert named.paired
+
+
+def _plain_jackknife_se(spec: list[dict], base: list[dict]) -> float:
+    """The paired jackknife SE of log(tok/s speed-up), by leaving each prompt out of both lists."""
+    tok = lambda rows: sum(r["output_tokens"] for r in rows) / sum(r["e2e_s"] for r in rows)  # noqa: E731
+    loo = [math.log(tok(spec[:i] + spec[i + 1 :]) / tok(base[:i] + base[i + 1 :])) for i in range(len(spec))]
+    mean = sum(loo) / len(loo)
+    return math.sqrt((len(loo) - 1) / len(loo) * sum((x - mean) ** 2 for x in loo))
+
+
+def test_one_interval_method_for_report_and_gate():
+    """The report's within-run interval is the t interval compare gates on (same SE, same df), here
+    checked against a jackknife written out by hand on the committed run; the shown interval adds
+    the between-run spread, rerun_sd=0 leaves the within-run one."""
+    base_dir = ROOT / "results" / "baselines" / "cpu-default"
+    read = lambda c: [json.loads(x) for x in (base_dir / c / "requests.jsonl").read_text().splitlines()]  # noqa: E731
+    base, spec = read("baseline__mla-off__r0"), read("mla-off__output_norm-on__r0")
+    s = speedup("spec", spec, "base", base)
+    se = _plain_jackknife_se(spec, base)
+    h = t_quantile(0.95, len(spec) - 1)
+    p = s.point["output_tok_per_s"]
+    assert s.within["output_tok_per_s"] == pytest.approx((p * math.exp(-h * se), p * math.exp(h * se)))
+    wide = h * math.hypot(se, RERUN_SD)
+    assert s.intervals["output_tok_per_s"] == pytest.approx((p * math.exp(-wide), p * math.exp(wide)))
+    assert speedup("spec", spec, "base", base, rerun_sd=0).intervals == s.within
+    # the gate: the change of a speed-up against itself has the within-run SE of both sides
+    _, _, delta = speedup_delta(spec, base, spec, base)
+    assert delta.se == pytest.approx(math.sqrt(2) * p * se)

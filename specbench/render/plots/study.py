@@ -8,6 +8,7 @@ centred at 1x, where "faster" and "slower" are symmetric.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Callable
 
 import numpy as np
@@ -17,7 +18,7 @@ from matplotlib.image import AxesImage
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from specbench.analysis.divergence import PairDivergence
-from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup
+from specbench.analysis.speedup import RERUN_SD, SPEEDUP_LABELS, SPEEDUPS, Speedup, interval_method
 from specbench.render.plots.style import draw_ci
 
 
@@ -164,8 +165,9 @@ def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same)
     fig = Figure(figsize=(10, 1.8 + 0.75 * max(len(speedups), 1)), layout="constrained")
     ax = fig.subplots()
     plot_speedups(ax, speedups, title)
-    conf = f"{speedups[0].confidence:.0%}" if speedups else "95%"
-    ax.set_title(f"error bars: {conf} bootstrap CI over requests", fontsize="medium")
+    first = speedups[0] if speedups else None
+    method = interval_method(first.confidence, first.rerun_sd) if first else interval_method(0.95, RERUN_SD)
+    ax.set_title("error bars: " + textwrap.fill(method, 110), fontsize="small")
     fig.suptitle("Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small", frameon=False)
     return fig

@@ -1,0 +1,120 @@
+"""Speed-up across real reruns: does the interval specbench shows cover the next run's estimate?
+
+Input: groups of run directories that ran the same config on the same machine at different times
+(the committed ones by default: every run under results/ whose manifest has the same config
+sha256 and machine as another one). For every speculative cell that two runs of a group share, and
+every ordered pair of those runs (A before B or after it), the question is whether A's interval
+contains B's point estimate (output tok/s speed-up over the cell's own baseline, the figure the
+screen, report and gate show):
+
+- within-run: A's t interval on the log, jackknifed over requests (``rerun_sd=0``);
+- widened: the same with the between-run SD ``s`` added (``se^2 + s^2``), ``s`` estimated from
+  the *other* groups' pairs (leave one group out, so no pair grades an interval made from itself)
+  and, printed beside it, the value estimated from all pairs, which is what
+  specbench.analysis.speedup.RERUN_SD should be set to.
+
+s^2 from a pair: ``d = log A - log B`` has variance ``2 s^2 + se_A^2 + se_B^2``, so
+``s^2 = mean(d^2 - se_A^2 - se_B^2) / 2`` over the pairs (0 if negative).
+
+    .venv/bin/python benchmarks/speedup_reruns.py
+    .venv/bin/python benchmarks/speedup_reruns.py RUN RUN [RUN ...] [--group RUN RUN ...]  # your own reruns
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from specbench.analysis.intervals import t_quantile  # noqa: E402
+from specbench.analysis.speedup import RERUN_SD  # noqa: E402
+from specbench.report.study import run_speedups  # noqa: E402
+
+
+def _groups(paths: list[Path]) -> dict[str, list[Path]]:
+    out: dict[str, list[Path]] = defaultdict(list)
+    for p in paths:
+        m = json.loads((p / "manifest.json").read_text())
+        machine = json.dumps(m.get("machine", {}).get("cpu", m.get("machine")), sort_keys=True)
+        out[f"{m.get('config_sha256')}|{machine}"].append(p)
+    return {
+        k: sorted(v, key=lambda p: json.loads((p / "manifest.json").read_text())["started_at"])
+        for k, v in out.items()
+        if len(v) > 1
+    }
+
+
+def _pairs(group: list[Path]) -> list[tuple[str, float, float, float, float]]:
+    """(cell, log A, se A, log B, se B) for every cell two runs share, both orders of each pair."""
+    figures = {}
+    for run in group:
+        for s in run_speedups(run).speedups:
+            lo, hi = s.within["output_tok_per_s"]
+            p = s.point["output_tok_per_s"]
+            if p > 0 and math.isfinite(lo) and lo > 0:
+                figures[(run, s.cell)] = (math.log(p), (math.log(hi) - math.log(lo)) / 2, s.n_spec)
+    out = []
+    for a, b in itertools.permutations(group, 2):
+        for (run, cell), (la, ha, n) in figures.items():
+            if run == a and (b, cell) in figures:
+                lb, hb, _ = figures[(b, cell)]
+                t = t_quantile(0.95, n - 1)
+                out.append((f"{a.name} -> {b.name}: {cell}", la, ha / t, lb, hb / t, t))
+    return out
+
+
+def _sd(pairs) -> float:
+    if not pairs:
+        return 0.0
+    v = sum((la - lb) ** 2 - sa**2 - sb**2 for _, la, sa, lb, sb, _ in pairs) / len(pairs) / 2
+    return math.sqrt(max(v, 0.0))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="*", type=Path, help="one group of reruns of one config")
+    ap.add_argument("--group", nargs="+", type=Path, action="append", default=[], help="another group (repeatable)")
+    args = ap.parse_args()
+    given = [g for g in [args.runs, *args.group] if len(g) > 1]
+    if given:
+        groups = {str(i): g for i, g in enumerate(given)}
+    else:
+        found = [p.parent for p in sorted((ROOT / "results").glob("**/manifest.json")) if "report" not in p.parts]
+        groups = _groups(found)
+    if not groups:
+        print("no two runs of one config on one machine")
+        return 2
+    pairs = {g: _pairs(runs) for g, runs in groups.items()}
+    every = [p for ps in pairs.values() for p in ps]
+    print(f"{len(groups)} group(s) of reruns, {len(every) // 2} cell pair(s), both orders: {len(every)} checks")
+    print(f"between-run SD of the log speed-up, all pairs: {_sd(every):.3f} (specbench uses {RERUN_SD:g})")
+    inside_within = inside_wide = inside_default = 0
+    for g, ps in pairs.items():
+        s = _sd([p for h, q in pairs.items() if h != g for p in q]) if len(pairs) > 1 else _sd(ps)
+        print(f"\n{', '.join(r.name for r in groups[g])}: held-out SD {s:.3f}")
+        for name, la, sa, lb, _, t in ps:
+            w = abs(la - lb) <= t * sa
+            v = abs(la - lb) <= t * math.hypot(sa, s)
+            d = abs(la - lb) <= t * math.hypot(sa, RERUN_SD)
+            inside_within, inside_wide, inside_default = inside_within + w, inside_wide + v, inside_default + d
+            print(
+                f"  {name}: x{math.exp(lb - la):.3f}  within {'in ' if w else 'OUT'}  widened {'in ' if v else 'OUT'}  RERUN_SD {'in ' if d else 'OUT'}"
+            )
+    n = len(every)
+    print(
+        f"\ncoverage of the next run's estimate (target >= 90%): within-run {inside_within}/{n} "
+        f"({inside_within / n:.0%}), widened by the held-out SD {inside_wide}/{n} ({inside_wide / n:.0%}), "
+        f"widened by RERUN_SD {inside_default}/{n} ({inside_default / n:.0%})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
