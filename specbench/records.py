@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator
 
 from specbench.analysis.counts import invalid_reason
 from specbench.io import load_json
@@ -148,6 +148,11 @@ class Timings(Record):
     collect_s: Optional[Num] = None
 
 
+# What a cell.json's status can be: "failed" until the cell's steps all ran (run/lifecycle.py),
+# then "done"; the others are older or interrupted runs'. Anything else is a damaged file.
+CELL_STATUSES = ("done", "failed", "interrupted", "running", "planned", "skipped")
+
+
 class CellRecord(Record):
     """``cell.json``: what ran, how it ended, and where. Field order is the file's key order."""
 
@@ -170,6 +175,13 @@ class CellRecord(Record):
     log_window_wait: Optional[dict[str, Any]] = None
     load_accounting: Optional[dict[str, Any]] = None  # llmperf: requests asked / recorded / failed / seen
     pid: Optional[StrictInt] = None
+    @field_validator("status")
+    @classmethod
+    def _known_status(cls, v: str) -> str:
+        if v not in CELL_STATUSES:
+            raise ValueError(f"unknown cell status {v!r} (specbench writes {', '.join(CELL_STATUSES)})")
+        return v
+
     # Cells sharing a server (run/groups.py): the load this cell ran, which server and which slice of
     # its log, whether the prefix cache was reset before it, and the head variant switched in place.
     load: Optional[dict[str, Any]] = None

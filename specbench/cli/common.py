@@ -69,7 +69,9 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
 def _describe(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, SpecbenchError):
         code = exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED) else EXIT_USAGE
-        return code, str(exc)
+        # specbench's own messages are one line: a newline in one is in a path or value it quotes,
+        # shown as \n rather than cutting the line there
+        return code, str(exc).strip().replace("\n", "\\n").replace("\r", "\\r")
     if isinstance(exc, (KeyboardInterrupt, typer.Abort)):
         return EXIT_INTERRUPTED, "interrupted"
     if isinstance(exc, typer.TyperException) and hasattr(exc, "format_message"):  # click usage errors
@@ -81,7 +83,7 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         # ends there and that is no input error (compare keeps its verdict: compare_cmd).
         silence_stdout()
         return EXIT_OK, ""
-    if isinstance(exc, OSError) and exc.filename is None and exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+    if isinstance(exc, OSError) and exc.filename is None and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return EXIT_USAGE, (
             f"{exc.strerror or type(exc).__name__} writing the output (standard output or an output file); "
             "free space or write it elsewhere"

@@ -99,24 +99,29 @@ def parse_file(
     else:  # a regular file only: a FIFO or device is refused by its kind, never opened to block
         fh = open_input(path, "log", fix="check the path and its permissions")[0]
     with fh:
-        if not fh.seekable():  # a pipe (`parse -`, /dev/stdin): read it once, parse it from memory
-            fh = io.BytesIO(fh.read())
-        head = fh.read(4096)
-        fh.seek(0)
-        src: IO[bytes] | _CarriageReturns = fh
-        if b"\r" in head and b"\n" not in head and b"\n" not in fh.read(CHUNK_BYTES):
-            src = _CarriageReturns(fh)  # a CR-only file (classic Mac line ends): its lines end at \r
-        fh.seek(0)
-        if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
-            bench_records, bench_warnings = vllm_bench.records_from_file(path)
-            return ParseResult(records=keep(bench_records), warnings=bench_warnings)
-        counter = _ReplacementCounter()
-        line_parser = LineParser(name)
-        if looks_like_prometheus(head.decode("utf-8", "replace")):
-            text = counter.decode(src.read())
-            records: list[Any] = keep(parse_prometheus(text, file=name))
-        else:
-            records = without_gc(lambda: keep(_scan_log(src, counter, name, line_parser, engine_stats, as_json)))
+        try:
+            if not fh.seekable():  # a pipe (`parse -`, /dev/stdin): read it once, parse it from memory
+                fh = io.BytesIO(fh.read())
+            head = fh.read(4096)
+            fh.seek(0)
+            src: IO[bytes] | _CarriageReturns = fh
+            if b"\r" in head and b"\n" not in head and b"\n" not in fh.read(CHUNK_BYTES):
+                src = _CarriageReturns(fh)  # a CR-only file (classic Mac line ends): its lines end at \r
+            fh.seek(0)
+            if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
+                bench_records, bench_warnings = vllm_bench.records_from_file(path)
+                return ParseResult(records=keep(bench_records), warnings=bench_warnings)
+            counter = _ReplacementCounter()
+            line_parser = LineParser(name)
+            if looks_like_prometheus(head.decode("utf-8", "replace")):
+                text = counter.decode(src.read())
+                records: list[Any] = keep(parse_prometheus(text, file=name))
+            else:
+                records = without_gc(lambda: keep(_scan_log(src, counter, name, line_parser, engine_stats, as_json)))
+        except OSError as exc:  # a read that fails mid-file (/proc/self/mem: EIO) names the input
+            if exc.filename is not None:
+                raise
+            raise InputError(f"{name}: cannot read log ({exc.strerror or exc}); give a log or /metrics file") from None
     warnings = line_parser.all_warnings()
     if counter.replaced:
         warnings.append(f"{name}: {counter.replaced} invalid UTF-8 byte sequence(s) replaced")

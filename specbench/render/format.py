@@ -86,6 +86,18 @@ def user_text(text: Any) -> str:
     return escape(visible(text))
 
 
+def one_line(text: Any) -> str:
+    """``text`` on one line with every control character visible, a newline as ``\\n``: a name
+    (cell title, label) read from an input stays one name in every output."""
+    return visible(str(text).replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def md_line(text: Any) -> str:
+    """Markdown prose on one line (a list item): control characters visible, line breaks as spaces,
+    so a value read from an input cannot start a line of its own in a PR comment."""
+    return visible(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+
+
 def md_cell(text: Any) -> str:
     """A Markdown table cell: one line, ``|`` escaped, control characters visible."""
-    return visible(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("|", "\\|")
+    return md_line(text).replace("|", "\\|")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from specbench.render import format as fmt
+
 # Short names of the axes a study usually has; any other axis is shown by its label as is.
 AXIS_NAMES = {
     "mla": "MLA",
@@ -64,7 +66,7 @@ def cell_title(
         parts.insert(0, "no spec")
     if repeat is not None:
         parts.append(f"r{repeat}")
-    return SEP.join(parts) or fallback
+    return fmt.one_line(SEP.join(parts) or fallback)
 
 
 def titles(cells: Sequence[tuple[str, dict[str, Any] | None, bool, int | None]]) -> dict[str, str]:
@@ -75,11 +77,11 @@ def titles(cells: Sequence[tuple[str, dict[str, Any] | None, bool, int | None]])
     out = {
         cid: cell_title(axes, is_baseline=base, show=show, repeat=r if len(repeats) > 1 else None, fallback=cid)
         if axes is not None
-        else cid
+        else fmt.one_line(cid)
         for cid, axes, base, r in cells
     }
     if len(set(out.values())) < len(out):  # ambiguous: ids are unique
-        return {cid: cid for cid, _, _, _ in cells}
+        return {cid: fmt.one_line(cid) for cid, _, _, _ in cells}
     return out
 
 

@@ -65,7 +65,7 @@ class CellDifference:
                 f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}"
             )
         ctx = cell_title(self.others)
-        head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
+        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (f" ({ctx})" if ctx else "")
         tail = ""
         if self.confounds:
             tail += f"; also differs in (attested): {', '.join(self.confounds)}"
@@ -76,7 +76,7 @@ class CellDifference:
     def line(self) -> str:
         """One line: the AL change with its CI and verdict, then the attested confounds."""
         ctx = cell_title(self.others)
-        head = f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}" + (f" ({ctx})" if ctx else "")
+        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (f" ({ctx})" if ctx else "")
         stat = "mean_acceptance_length"
         if stat not in self.delta:
             return f"{head}: no AL on a side"
@@ -314,8 +314,10 @@ def table_rows(report: Report, prefix: str = "p") -> tuple[list[str], list[list[
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    # every cell one line with | escaped and control characters visible: an axis value, cell id or
+    # file name holding "|" or a newline cannot break the table or add a line of its own
+    lines = ["| " + " | ".join(fmt.md_cell(c) for c in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt.md_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -325,7 +327,7 @@ def render_markdown(report: Report, plots: bool = True) -> str:
     out = [
         "# specbench acceptance report",
         "",
-        f"Inputs: {report.source}",
+        f"Inputs: {fmt.md_cell(report.source)}",
         "",
         f"**Acceptance definition:** {DEFINITION}.",
         "",
@@ -370,11 +372,11 @@ def render_markdown(report: Report, plots: bool = True) -> str:
             "significant when the CI excludes 0.",
             "",
         ]
-        out += [f"- {c.sentence()}" for c in report.comparisons] + [""]
+        out += [f"- {fmt.md_line(c.sentence())}" for c in report.comparisons] + [""]
     out += render_sections(report.studies, _md_table, report.title)
     study_warnings = [w for s in report.studies for w in s.warnings]
     if study_warnings:
-        out += ["## Divergence and speed-up warnings", ""] + [f"- {w}" for w in study_warnings] + [""]
+        out += ["## Divergence and speed-up warnings", ""] + [f"- {fmt.md_line(w)}" for w in study_warnings] + [""]
     rate_only = [g for g in report.groups if g.rate_only is not None]
     if rate_only:
         out += ["## Rate-only lines (no counts, not summed)", ""]
@@ -386,16 +388,16 @@ def render_markdown(report: Report, plots: bool = True) -> str:
                 f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
             )
             combined = f"; draft-weighted AL {ro.mean_acceptance_length:.3f}" if ro.weighted else ""
-            out.append(f"- {g.label}: {ro.n_records} line(s), {span}{combined} ({ro.note})")
+            out.append(fmt.md_line(f"- {g.label}: {ro.n_records} line(s), {span}{combined} ({ro.note})"))
         out.append("")
     warned = [g for g in report.groups if g.warnings]
     if warned:
         out += ["## Warnings", ""]
         for g in warned:
             shown = g.warnings[:MAX_WARNINGS_SHOWN]
-            out += [f"- {g.label}: {w}" for w in shown]
+            out += [fmt.md_line(f"- {g.label}: {w}") for w in shown]
             if len(g.warnings) > len(shown):
-                out.append(f"- {g.label}: … and {len(g.warnings) - len(shown)} more")
+                out.append(fmt.md_line(f"- {g.label}: … and {len(g.warnings) - len(shown)} more"))
         out.append("")
     out += [
         "## Files",

@@ -93,6 +93,8 @@ def groups_from_files(files: list[Path], labels: list[tuple[str, Path]]) -> list
             continue
         name = name if names.count(name) == 1 else str(f)
         if name in members:
+            if Path(f) in members[name]:
+                raise ConfigError(f"{f}: given twice; pass each input once")
             raise ConfigError(f"--label {name}: the name is also the file name of {f}; pick another label")
         members.setdefault(name, []).append(Path(f))
     groups = []

@@ -429,9 +429,9 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
             "",
         ]
         for s in speed:
-            out += [f"Run {s.source}:", "", md_table(*speedup_rows(s, title)), ""]
-            out += [f"- {title(x.cell)}: {n}" for x in s.speedups for n in x.notes]
-            out += [f"- {title(cell)}: no matching baseline: {why}" for cell, why in s.unmatched]
+            out += [fmt.md_line(f"Run {s.source}:"), "", md_table(*speedup_rows(s, title)), ""]
+            out += [fmt.md_line(f"- {title(x.cell)}: {n}") for x in s.speedups for n in x.notes]
+            out += [fmt.md_line(f"- {title(cell)}: no matching baseline: {why}") for cell, why in s.unmatched]
             out.append("")
     out += render_categories([c for s in studies for c in s.categories], md_table, title)
     kp = [s for s in studies if s.kpredictions]

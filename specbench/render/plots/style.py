@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from specbench.render.format import one_line
 from specbench.render.tables import axis_name, cell_title, varying_axes
 
 COLOURS = [
@@ -73,7 +74,7 @@ def encode(groups: Sequence[tuple[str, dict[str, Any] | None]]) -> Encoding:
         styles = {
             lab: Style(
                 lab,
-                cell_title(ax, show=varying, fallback=lab) if ax and distinct else lab,
+                cell_title(ax, show=varying, fallback=lab) if ax and distinct else one_line(lab),
                 COLOURS[i % len(COLOURS)],
                 "-",
                 "o",
@@ -100,7 +101,7 @@ def encode(groups: Sequence[tuple[str, dict[str, Any] | None]]) -> Encoding:
             kw[attr] = pal[i]
             if attr != "linestyle":
                 kw["linestyle"] = "None" if attr == "marker" else "-"
-            entries.append((f"{axis_name(a)} {v}", kw))
+            entries.append((one_line(f"{axis_name(a)} {v}"), kw))
         keys.append((axis_name(a), entries))
     return Encoding(styles, keys)
 

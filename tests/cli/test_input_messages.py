@@ -1,0 +1,63 @@
+"""Every input error names the input and says what is wrong with it (issue 43's last probe): a file
+that fails mid-read, a path holding a newline, one input given twice, a cell.json whose status
+specbench never writes. Real processes on copies of the committed default run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "results" / "baselines" / "cpu-default"
+LOG = RUN / "mla-on__output_norm-on__r0" / "server.log"
+
+
+def _specbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "specbench", *args], capture_output=True, text=True, timeout=300, env=os.environ.copy()
+    )
+
+
+def _one_error(r: subprocess.CompletedProcess) -> str:
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_a_read_that_fails_mid_file_names_the_input():
+    """/proc/self/mem is a regular file of size 0 whose read fails (EIO): before, a bare
+    "Input/output error" that named nothing."""
+    line = _one_error(_specbench("parse", "/proc/self/mem"))
+    assert "/proc/self/mem: cannot read log (Input/output error)" in line
+
+
+def test_a_newline_in_a_path_is_shown_not_a_line_break(tmp_path):
+    path = tmp_path / "a\nb.log"
+    line = _one_error(_specbench("parse", str(path)))
+    assert f"{tmp_path}/a\\nb.log: log not found" in line
+
+
+def test_one_input_given_twice_says_so(tmp_path):
+    """Before: a message about a --label nobody gave."""
+    log = tmp_path / "l.log"
+    shutil.copy(LOG, log)
+    line = _one_error(_specbench("report", str(log), str(log), "--out", str(tmp_path / "out")))
+    assert f"{log}: given twice" in line and "--label" not in line
+
+
+def test_an_unknown_cell_status_is_an_input_error(tmp_path):
+    """Before: compare exit 3 (a failed cell), report exit 0 with the cell left out."""
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    cell = run / "mla-on__output_norm-on__r0" / "cell.json"
+    cell.write_text(json.dumps({**json.loads(cell.read_text()), "status": "weird"}))
+    for args in (("compare", str(run), str(RUN)), ("report", str(run), "--out", str(tmp_path / "out"))):
+        line = _one_error(_specbench(*args))
+        assert f"{cell}: status" in line and "unknown cell status 'weird'" in line
