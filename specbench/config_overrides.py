@@ -15,7 +15,7 @@ import re
 from typing import Any, Sequence
 
 from specbench.errors import ConfigError
-from specbench.redact import redact_urls, redact_value
+from specbench.redact import redact_value, scrub_words
 from specbench.safe_yaml import load_yaml
 
 _KEY = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_:][\w:-]*)*$")
@@ -26,7 +26,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not _KEY.match(key):
-        raise ConfigError(f"--set {text!r}: expected KEY.PATH=VALUE, e.g. --set load.num_requests=40")
+        raise ConfigError(f"--set {scrub_words(text)!r}: expected KEY.PATH=VALUE, e.g. --set load.num_requests=40")
     try:
         value = load_yaml(raw) if raw.strip() else ""
     except Exception as exc:  # noqa: BLE001 - any YAML problem is the user's value
@@ -42,8 +42,8 @@ def shown_override(text: str) -> str:
     in the value hidden as the manifest's ``resolved_config`` hides it (``serve.env.HF_TOKEN="***"``)."""
     try:
         path, value = parse_override(text)
-    except ConfigError:  # shown only in its own error, which does not echo the value
-        return redact_urls(text)
+    except ConfigError:  # shown in its own error, with what may be secret hidden
+        return scrub_words(text)
     shown = redact_value(tuple(path), value)
     if shown == value:
         return text

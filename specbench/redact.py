@@ -272,6 +272,21 @@ def secret_values(env: dict[str, str], argv: list[str], *, include_process_env: 
     return out + [v for v in argv_secret_values(argv) if v]
 
 
+def scrub_words(text: str) -> str:
+    """``text`` (a malformed ``--set`` echoed in its own error) with every word after a secret-named
+    one, and every credential-shaped or URL-password word, hidden."""
+    out, hide = [], False
+    for word in re.split(r"(\s+|[:=])", text):
+        bare = word.strip()
+        if hide and bare and bare not in ":=":
+            out.append(REDACTED)
+            continue
+        out.append(REDACTED if bare and credential_value(bare) else redact_urls(word))
+        if bare and secret_env_name(bare.split(".")[-1]):
+            hide = True
+    return "".join(out)
+
+
 def scrub_text(text: str, secrets: Iterable[str]) -> str:
     """Replace every occurrence of a secret value (len >= 4; shorter ones would hit ordinary text)."""
     for s in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
@@ -327,8 +342,14 @@ def redact_value(path: tuple[str, ...], value: Any) -> Any:
     if path[-1:] == ("extra_args",) and isinstance(value, list) and not any(isinstance(a, (dict, list)) for a in value):
         shown = redact_argv([str(a) for a in value])
         return [a if s == str(a) else s for a, s in zip(value, shown)]
+    if path[-1:] == ("extra_args",) and isinstance(value, str):  # a mistyped --set: argv as one string
+        return " ".join(redact_argv(value.split()))
     scalar = not isinstance(value, (dict, list))
     if scalar and len(path) >= 3 and path[:2] == ("serve", "env") and secret_env(path[2], value):
+        return REDACTED
+    # anywhere else (a misspelt section, ``serve.envs.HF_TOKEN``): a secret-named key or a value
+    # shaped like a credential is hidden too
+    if scalar and path and path[0] != "matrix" and (secret_env_name(path[-1]) or credential_value(str(value))):
         return REDACTED
     if scalar and len(path) >= 2 and path[0] == "matrix":
         return shown_axis_value(path[1], value)

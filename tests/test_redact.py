@@ -138,7 +138,7 @@ def test_urls_with_user_info_are_hidden_wherever_they_are():
         # a malformed axis (refused by validation, but shown in that refusal): hidden by its name all the same
         ("matrix.env:1_API_KEY=[sk-1]", f'matrix.env:1_API_KEY=["{shown_axis_value("env:X_KEY", "sk-1")}"]'),
         ("serve.model=https://u:PW@h/m", 'serve.model="https://u:***@h/m"'),
-        ("serve.env.HF_TOKEN=[hf_abcdef", "serve.env.HF_TOKEN=[hf_abcdef"),  # not YAML: shown nowhere
+        ("serve.env.HF_TOKEN=[hf_abcdef", "serve.env.HF_TOKEN=***"),  # not YAML: its error echoes it, hidden
         ("load.num_requests=40", "load.num_requests=40"),
     ],
 )
@@ -389,3 +389,23 @@ def test_json_valued_flags_hide_secret_named_keys():
     assert "wJalrXUtnFEMI/K7MDENG" in argv_secret_values(["m", "--kv-transfer-config", cfg])
     inline = redact_argv([f"--kv-transfer-config={cfg}"])[0]
     assert inline.startswith("--kv-transfer-config=") and "wJalrXUtnFEMI" not in inline
+
+
+@pytest.mark.parametrize(
+    ("override", "secret"),
+    [
+        ("serve.env.HF_TOKEN: hf_abcdefghijklmnop", "hf_abcdefghijklmnop"),  # no '=': the syntax error echoes it
+        ("serve.env.HF_TOKEN tok12345678", "tok12345678"),
+        ("serve.envs.HF_TOKEN=tok12345678", "tok12345678"),  # a misspelt section: not serve.env
+        ("serve.envs.MY_VAR=sk-abcdefghijklmnopqrstu", "sk-abcdefghijklmnopqrstu"),  # by value
+        ("serve.extra_args=--api-key kkkkkkkk", "kkkkkkkk"),  # argv as one string, not a list
+    ],
+)
+def test_a_secret_in_a_bad_set_never_reaches_the_error(override, secret, capsys):
+    """issue 43: each of these printed the secret in its one-line error (exit 2 all the same)."""
+    from specbench.cli.main import run_cli
+
+    code = run_cli(["run", "configs/default.yaml", "--dry-run", "--set", override])
+    out, err = capsys.readouterr()
+    assert code == 2 and "error:" in err
+    assert secret not in out + err and REDACTED in err
