@@ -27,6 +27,7 @@ from specbench.io import load_json
 from specbench.model.base import Fractions, Interval, K, Num, R, Record, Scalar
 from specbench.model.counts import Counts
 from specbench.model.requests import RequestRecord, requests_of
+from specbench.redact import redact_text
 
 
 # -- acceptance ----------------------------------------------------------------------------------
@@ -175,6 +176,14 @@ class CellRecord(Record):
     log_window_wait: Optional[dict[str, Any]] = None
     load_accounting: Optional[dict[str, Any]] = None  # llmperf: requests asked / recorded / failed / seen
     pid: Optional[StrictInt] = None
+
+    @field_validator("reason", "log_tail")
+    @classmethod
+    def _shown_text(cls, v: str | None) -> str | None:
+        # shown by report and compare (stdout, Markdown, JUnit): a secret in a server's last words
+        # that the run's own scrub missed stays hidden
+        return None if v is None else redact_text(v)
+
     @field_validator("status")
     @classmethod
     def _known_status(cls, v: str) -> str:

@@ -142,6 +142,26 @@ def redact_urls(text: str) -> str:
     return text
 
 
+def redact_text(text: str) -> str:
+    """Free text read from an input (a failed cell's reason, a model URL in a manifest) as it may be
+    shown: URL passwords and secret query parameters hidden, credential-shaped words too."""
+    text = redact_urls(text)
+    if _CREDENTIAL_VALUE.search(text):
+        text = _CREDENTIAL_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
+
+
+def redact_strings(value: Any) -> Any:
+    """``value`` (parsed JSON) with :func:`redact_text` applied to every string in it."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_strings(v) for v in value]
+    return value
+
+
 def url_secrets(text: str) -> list[str]:
     """The passwords (or bare tokens) in the user info of the URLs in ``text``, the values of
     credential query parameters, and anything shaped like a credential."""

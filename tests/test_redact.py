@@ -409,3 +409,37 @@ def test_a_secret_in_a_bad_set_never_reaches_the_error(override, secret, capsys)
     out, err = capsys.readouterr()
     assert code == 2 and "error:" in err
     assert secret not in out + err and REDACTED in err
+
+
+def test_secrets_read_from_an_input_run_never_reach_an_output(tmp_path, capsys):
+    """issue 43: a failed cell's reason and a model URL read from an input run were copied into
+    compare's stdout, --json, --markdown, --junit and report's summary.md / acceptance.csv."""
+    import shutil
+
+    from specbench.cli.main import run_cli
+
+    root = Path(__file__).resolve().parents[1]
+    base = root / "results" / "baselines" / "cpu-default"
+    run = tmp_path / "run"
+    shutil.copytree(base, run, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    cell = run / "mla-on__output_norm-on__r0" / "cell.json"
+    record = json.loads(cell.read_text())
+    record.update(
+        status="failed", reason="died loading https://u:hunter2pass@example.com/m with sk-abcdefghijklmnopqrstuvwx"
+    )
+    cell.write_text(json.dumps(record))
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["resolved_config"]["serve"]["model"] = "https://bob:s3cretpw@hf.example/model"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    outs = [tmp_path / "c.json", tmp_path / "c.md", tmp_path / "c.xml"]
+    code = run_cli(
+        ["compare", str(base), str(run), "--json", str(outs[0]), "--markdown", str(outs[1]), "--junit", str(outs[2])]
+    )
+    assert code == 3  # the failed cell's checks cannot be made
+    assert run_cli(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    texts = [*capsys.readouterr(), *(p.read_text() for p in outs)]
+    texts += [p.read_text() for p in (tmp_path / "report").iterdir() if p.suffix in (".md", ".csv")]
+    shown = "\n".join(texts)
+    assert "died loading https://u:***@example.com/m with ***" in shown  # the reason is shown, hidden
+    for secret in ("hunter2pass", "sk-abcdefghijklmnopqrstuvwx", "s3cretpw"):
+        assert secret not in shown

@@ -65,7 +65,9 @@ class CellDifference:
                 f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}"
             )
         ctx = cell_title(self.others)
-        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (f" ({ctx})" if ctx else "")
+        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (
+            f" ({ctx})" if ctx else ""
+        )
         tail = ""
         if self.confounds:
             tail += f"; also differs in (attested): {', '.join(self.confounds)}"
@@ -76,7 +78,9 @@ class CellDifference:
     def line(self) -> str:
         """One line: the AL change with its CI and verdict, then the attested confounds."""
         ctx = cell_title(self.others)
-        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (f" ({ctx})" if ctx else "")
+        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (
+            f" ({ctx})" if ctx else ""
+        )
         stat = "mean_acceptance_length"
         if stat not in self.delta:
             return f"{head}: no AL on a side"

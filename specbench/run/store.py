@@ -29,6 +29,7 @@ from specbench.io import (
 )
 from specbench.load.summary import summary_columns
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
+from specbench.redact import redact_strings
 from specbench.run.cells import axis_label
 from specbench.safe_yaml import loads_json
 
@@ -336,6 +337,8 @@ def load_run(path: Path, *, resuming: bool = False) -> Run:
     if not isinstance(manifest.get("cells"), list) or "run_id" not in manifest:
         raise InputError(f"{path / MANIFEST}: not a specbench run manifest (no run_id / cells)")
     Manifest.parse(manifest, path / MANIFEST, "restore the file from a copy of the run")
+    if not resuming:  # what a reader shows: a secret a writer missed (or a hand edit added) stays hidden
+        manifest = redact_strings(manifest)
     run = Run(path=path, manifest=manifest)
     # A run that ended "done" wrote every cell; in other states a listed cell may never have run.
     finished = manifest.get("status") == "done" and not resuming

@@ -92,10 +92,7 @@ def test_rows_without_prompt_ids_are_not_paired():
     spec = [{**_req(i, 11, 0.1, 0.6, drafts=4, accepted=6), "prompt_id": None} for i in range(4)]
     assert not speedup("spec", spec, "base", base).paired
     named = speedup(
-        "spec",
-        [_req(i, 11, 0.1, 0.6, 4, 6) for i in range(4)],
-        "base",
-        [_req(i, 11, 0.1, 1.1) for i in range(4)]
+        "spec", [_req(i, 11, 0.1, 0.6, 4, 6) for i in range(4)], "base", [_req(i, 11, 0.1, 1.1) for i in range(4)]
     )
     assert named.paired
 
