@@ -126,7 +126,7 @@ def _print_table(rep, table_rows) -> None:
         title = None
         table.add_column("", justify="left", no_wrap=True)
         for i in chunk:
-            table.add_column(names[i], justify="right")
+            table.add_column(user_text(names[i]), justify="right")
         for j, name in enumerate(stats):
             table.add_row(name, *(cells[i][j] for i in chunk))
         console.print(table)

@@ -60,6 +60,7 @@ class Sizing:
     baseline: str
     checks: list[CheckSize] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # gates this sizing cannot speak for (latency, speed-up)
+    notes: list[str] = field(default_factory=list)  # how the sizing was made, where it is not the plain way
     m: int = 0  # the checks Holm holds together: the acceptance ones sized here and the other gates'
     z: float = 0.0
     prompts: int = 0  # distinct prompts the run's smallest gated cell sent
@@ -96,6 +97,10 @@ def size_gates(
     sizes: list[int] = []
     others = 0  # checks of other gates: Holm holds them in the same family, so they raise z
     cells = [c for c in side.cells.values() if only is None or c.key in only]
+    if not cells:  # a pilot of another study (other axes): its spread is the estimate there is
+        cells = list(side.cells.values())
+        if only is not None:
+            out.notes.append(f"{baseline} has none of this study's cells: sized from all of its cells")
     for gate in gates:
         if gate.metric.source != "acceptance":
             out.skipped.append(f"{gate.expr}: {gate.metric.name} is not sized by prompts (timing noise is not)")
@@ -141,7 +146,7 @@ def size_gates(
 def describe(s: Sizing) -> list[str]:
     """What the sizing found, one line each (for --dry-run and run's plan)."""
     hard = s.hardest()
-    skipped = [f"#   not sized: {why}" for why in s.skipped]
+    skipped = [f"#   not sized: {why}" for why in s.skipped] + [f"#   {note}" for note in s.notes]
     if hard is None:
         return [f"# gate: no acceptance check to size against {s.baseline}", *skipped]
     lines = [

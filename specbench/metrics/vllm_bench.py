@@ -131,14 +131,26 @@ def _int(data: dict[str, Any], key: str, where: str, warnings: list[str]) -> int
     v = data.get(key)
     if v is None:
         return None
+    _finite(v, key, where)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0 or int(v) != v:
         warnings.append(f"{where}: {key} = {v!r} is not a count; ignored")
         return None
     return int(v)
 
 
-def _float(data: dict[str, Any], key: str) -> float | None:
+def _finite(v: Any, key: str, where: str) -> None:
+    """A spec-decode number no vLLM writes (NaN, an infinity, 1e400 read as one, past 10^15) is a
+    damaged file, refused naming it, never read as absent."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and not (math.isfinite(v) and abs(v) <= 1e15):
+        raise InputError(
+            f"{where}: {key} = {v!r} is not a finite count or rate; fix the file or re-run vllm bench serve"
+        )
+
+
+def _float(data: dict[str, Any], key: str, where: str | None = None) -> float | None:
     v = data.get(key)
+    if where is not None:
+        _finite(v, key, where)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return float(v)
@@ -163,6 +175,8 @@ def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
         return None, []
     drafts = _int(d, "spec_decode_num_drafts", where, warnings)
     rates_raw = d.get("spec_decode_per_position_acceptance_rates")
+    for r in rates_raw if isinstance(rates_raw, list) else []:
+        _finite(r, "spec_decode_per_position_acceptance_rates", where)
     rates: list[float] | None = None
     if (
         isinstance(rates_raw, list)
@@ -184,7 +198,7 @@ def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
                 "number dividing back to the saved rate (a rounded or edited file); accepted_per_position "
                 "left null, analysis rounds it and marks it derived"
             )
-    dar = _float(d, "spec_decode_acceptance_rate")
+    dar = _float(d, "spec_decode_acceptance_rate", where)
     rec = SpecDecodeRecord(
         source="vllm-bench-serve",
         format=FORMAT,
@@ -197,7 +211,7 @@ def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
         accepted_tokens=_int(d, "spec_decode_accepted_tokens", where, warnings),
         accepted_per_position=pos_counts,
         per_position_acceptance=rates,
-        mean_acceptance_length=_float(d, "spec_decode_acceptance_length"),
+        mean_acceptance_length=_float(d, "spec_decode_acceptance_length", where),
         draft_acceptance_rate=None if dar is None else dar / 100.0,
     )
     warnings += _consistency(rec, where)

@@ -133,3 +133,20 @@ def test_other_gates_count_in_holms_family_and_are_named_as_not_sized():
     mixed = size_gates(WORKLOADS, [parse_gate("acceptance_length:-5%"), parse_gate("ttft_p50_ms:+50%")])
     assert len(mixed.checks) == len(alone.checks) and mixed.m > alone.m and mixed.needed > alone.needed
     assert any("ttft_p50_ms:+50%" in line and "not sized" in line for line in describe(mixed))
+
+
+def test_a_pilot_with_more_cells_sizes_only_the_studys_own():
+    """configs/ci-gate.yaml's study (4 cells) sized from a 6-cell pilot (its logits-only cells since
+    dropped): Holm's family and the sizes are the 4 cells' (16 checks), not the pilot's 24; a
+    pilot with none of the study's cells sizes from all of its own and says so."""
+    from specbench.compare.sides import cell_key
+
+    pilot = ROOT / "results" / "reruns" / "ci-gate-6cells-a"
+    gates = [parse_gate(g) for g in ("acceptance_length:-5%", "per_position[*]:-5pp")]
+    keys = {cell_key({"mla": m, "output_norm": n}) for m in ("on", "off") for n in ("on", "off")}
+    whole, own = size_gates(pilot, gates), size_gates(pilot, gates, only=keys)
+    assert whole.m == 24 and own.m == 16
+    assert {c.cell for c in own.checks} == {f"mla={m}, output_norm={n}" for m in ("on", "off") for n in ("on", "off")}
+    assert own.z < whole.z and own.needed <= whole.needed and not own.notes
+    other = size_gates(pilot, gates, only={cell_key({"mla": "on", "workload": "sharegpt"})})
+    assert other.m == 24 and other.notes == [f"{pilot} has none of this study's cells: sized from all of its cells"]

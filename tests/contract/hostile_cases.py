@@ -360,3 +360,169 @@ def oversized_cases(rng: random.Random, d: Path, n: int, gate_argv: list[Any]) -
                 )
             )
     return out
+
+
+# -- special paths as arguments and outputs (issue 43) ------------------------------------------------
+SPECIAL_PATHS = ["fifo", "/dev/zero", "/dev/urandom", "/dev/full", "/dev/null", "socket", "/proc/self/mem"]
+
+
+def special_path_cases(rng: random.Random, d: Path, n: int, run: Path, fifo: Path, sock: Path) -> list[Case]:
+    """A FIFO, a device, a socket or /proc/self/mem where a command reads or writes a file: exit 2
+    naming it, never a hang or an unbounded read. ``fifo`` and ``sock`` exist (the test makes them)."""
+    out = []
+    for _ in range(n):
+        kind = rng.choice(SPECIAL_PATHS)
+        path = {"fifo": fifo, "socket": sock}.get(kind, Path(kind))
+        slots = [
+            (["parse", path], str(path)),
+            (["validate", path], str(path)),
+            (["run", "--dry-run", path], str(path)),
+            (["report", path, "--out", d / "rep"], str(path)),
+            (["compare", run, path, "--resamples", "100"], str(path)),
+            (["compare", path, run, "--resamples", "100"], str(path)),
+            (["compare", run, run, "--gate-file", path, "--resamples", "100"], str(path)),
+            (["compare", run, run, "--noise-floor", path, "--resamples", "100"], str(path)),
+        ]
+        if kind not in ("/proc/self/mem", "/dev/null"):  # outputs: a FIFO or device is refused before any
+            # work; /dev/null is the documented way to discard one (io.STREAM_OUTPUTS)
+            slots += [
+                (["compare", run, run, "--json", path, "--resamples", "100"], "--json"),
+                (["compare", run, run, "--markdown", path, "--resamples", "100"], "--markdown"),
+                (["compare", run, run, "--junit", path, "--resamples", "100"], "--junit"),
+                (["report", run, "--out", path, "--resamples", "100"], "--out"),
+            ]
+        argv, named = rng.choice(slots)
+        allowed = {2}
+        if kind == "/proc/self/mem" and argv[0] in ("validate", "run"):
+            named = str(path)  # a regular file of size 0 read as an empty config: refused, named
+        out.append(Case("special paths", f"{kind} in {argv[0]} {argv[1:]!r}"[:160], argv, allowed, [named]))
+    return out
+
+
+# -- markup and control characters in every user string (issue 43) --------------------------------------
+MARKUP = [
+    "[/]",
+    "[bold]x",
+    "x[/bold]",
+    "a|b",
+    "a\nb",
+    "\x1b[31mred",
+    "v\x0bt",
+    "\x01",
+    "[link=file:///etc]x[/link]",
+    "$x^2$",
+]
+
+
+def markup_cases(rng: random.Random, d: Path, n: int, run: Path, log: Path) -> list[Case]:
+    """User text holding rich markup, Markdown table syntax, control characters or mathtext, in a
+    label, an output path, an axis value, a config name, a path that does not exist: it is text
+    (exit 0 or a one-line exit 2), never a masked crash ("unexpected MarkupError")."""
+    out = []
+    for i in range(n):
+        v = rng.choice(MARKUP)
+        where = rng.randrange(6)
+        if where == 0:
+            argv, allowed = (
+                ["report", log, "--label", f"L{v}={log}", "--out", d / f"lab{i}", "--resamples", "100"],
+                {0, 2},
+            )
+        elif where == 1:
+            argv, allowed = ["report", log, "--out", d / f"o{i}{v}", "--resamples", "100"], {0, 2}
+        elif where == 2:
+            cfg = _base(d / "res")
+            cfg["matrix"] = {"env:FOO": [v, "b"]}
+            argv, allowed = _command(rng, _write(d / f"axis{i}.yaml", yaml.safe_dump(cfg))), {0, 2}
+        elif where == 3:
+            cfg = _base(d / "res")
+            cfg["name"] = f"n{v}"
+            argv, allowed = _command(rng, _write(d / f"name{i}.yaml", yaml.safe_dump(cfg))), {0, 2}
+        elif where == 4:
+            argv, allowed = [rng.choice(["parse", "validate"]), d / f"missing{v}.log"], {2}
+        else:
+            argv, allowed = ["compare", run, run, "--resamples", "100", "--json", d / f"j{i}{v}.json"], {0, 2, 3}
+        out.append(Case("markup and control characters", f"{v!r} at {where}", argv, allowed))
+    return out
+
+
+# -- overflow numbers (issue 43) ------------------------------------------------------------------------
+OVERFLOW = ["1e400", "-1e400", "1" + "0" * 30, "NaN", "Infinity", "-1", "1e-400"]
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def overflow_cases(rng: random.Random, d: Path, n: int, jsonl_line: str, bench: dict) -> list[Case]:
+    """Numbers no run writes (overflowing, non-finite, negative counts) in a parse JSONL record or a
+    ``vllm bench`` result file: exit 2 naming the file (a tiny positive float is a number: exit 0)."""
+    import json as _json
+
+    record = _json.loads(jsonl_line)
+    counts = [k for k, v in record.items() if _number(v) and ("draft" in k or "accept" in k)]
+    out = []
+    for i in range(n):
+        value = rng.choice(OVERFLOW)
+        if rng.random() < 0.6:
+            key = rng.choice(counts)
+            text = _json.dumps(record).replace(f'"{key}": {_json.dumps(record[key])}', f'"{key}": {value}', 1)
+            p = _write(d / f"over{i}.jsonl", text + "\n")
+            what = f"{key}={value} in parse JSONL"
+        else:
+            keys = [k for k, v in bench.items() if _number(v) and k.startswith("spec_decode_")]
+            key = rng.choice(keys)
+            text = _json.dumps(bench).replace(f'"{key}": {_json.dumps(bench[key])}', f'"{key}": {value}', 1)
+            p = _write(d / f"bench{i}.json", text)
+            what = f"{key}={value} in a vllm bench result"
+        allowed = {0, 2} if value in ("1e-400", "-1") else {2}
+        out.append(Case("overflow numbers", what, ["parse", p], allowed, [str(p)]))
+    return out
+
+
+# -- secret spellings (issue 43) ------------------------------------------------------------------------
+def secret_spelling_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
+    """Secrets spelt as vLLM would still read them (``_`` for ``-``, abbreviations), in OTLP auth
+    headers, in a JSON-valued flag, under names no list knows but with values shaped like a
+    credential, in URL query parameters: never printed (dry-run argv, errors) nor written."""
+    out = []
+    for i in range(n):
+        s = _secret(rng)
+        key = "AKIA" + "".join(rng.choice(string.ascii_uppercase + string.digits) for _ in range(16))
+        cfg = _base(d / f"sres{i}")
+        form = rng.randrange(8)
+        shown = [s]
+        if form == 0:
+            cfg["serve"]["extra_args"] = [rng.choice(["--api_key", "--api_k", "--api-ke", "--api_ke"]), s]
+        elif form == 1:
+            cfg["serve"]["extra_args"] = [rng.choice(["--hf_token", "--hf_t", "--hf-tok"]), s]
+        elif form == 2:
+            name = rng.choice(["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"])
+            cfg["serve"]["env"] = {name: f"Authorization=Bearer {s}"}
+        elif form == 3:
+            cfg["serve"]["extra_args"] = [
+                "--kv-transfer-config",
+                '{"kv_connector": "x", "aws_secret_access_key": "%s"}' % s,
+            ]
+        elif form == 4:
+            cfg["serve"]["env"] = {"GH_PAT": s}
+        elif form == 5:
+            cfg["serve"]["env"] = {"MY_VAR": "sk-" + s}
+            shown = ["sk-" + s]
+        elif form == 6:
+            cfg["serve"]["env"] = {"AWS_KEY_ID_FOR_X": key}
+            shown = [key]
+        else:
+            cfg["serve"]["extra_args"] = ["--otlp-traces-endpoint", f"https://collector:4317/v1?api_key={s}&x=1"]
+        broken = rng.random() < 0.4
+        sets = [rng.choice(["serve.port=x", "load.num_requests=-1", "serve.nope=1"])] if broken else []
+        p = _write(d / f"spell{i}.yaml", yaml.safe_dump(cfg, sort_keys=False))
+        out.append(
+            Case(
+                "secret spellings",
+                f"form {form}, {'with' if broken else 'no'} other error",
+                [*_command(rng, p), *[x for v in sets for x in ("--set", v)]],
+                {2} if broken else {0, 2},
+                secrets=shown,
+            )
+        )
+    return out

@@ -1,4 +1,4 @@
-"""Generated hostile inputs (issue 31): 2,000+ cases from family templates x seeded mutations
+"""Generated hostile inputs (issues 31, 43): 3,000+ cases from family templates x seeded mutations
 (hostile_cases.py, and the run-directory cases below), each fed to the CLI in-process (``run_cli``,
 the ``specbench`` entry point's code) under a 30 s alarm, and a few real processes for what only a
 process shows (a closed stdout, a reader that stops, SIGTERM/SIGHUP while writing).
@@ -29,8 +29,12 @@ from hostile_cases import (
     Case,
     alias_cases,
     empty_cases,
+    markup_cases,
+    overflow_cases,
     oversized_cases,
     secret_cases,
+    secret_spelling_cases,
+    special_path_cases,
     strict_cases,
 )
 from test_contract import (  # noqa: F401
@@ -45,8 +49,12 @@ from test_contract import (  # noqa: F401
 
 SEED = 31
 BOUND_S = 30.0
-# (family, cases): 2,010 in-process; the run-directory families are built below.
+# (family, cases): 3,210 in-process; the run-directory families are built below.
 N = {
+    "special paths": 300,
+    "markup and control characters": 300,
+    "overflow numbers": 300,
+    "secret spellings": 300,
     "aliases": 330,
     "secrets": 560,
     "strict types": 400,
@@ -77,7 +85,12 @@ def alarm(seconds: float):
 
 
 def _files_in(argv: list) -> list[Path]:
-    return [Path(a) for a in argv if isinstance(a, Path) and a.exists()]
+    # devices, /proc files, FIFOs and sockets are no inputs to hash (reading them is the hazard)
+    return [
+        Path(a)
+        for a in argv
+        if isinstance(a, Path) and not str(a).startswith(("/dev/", "/proc/")) and (a.is_file() or a.is_dir())
+    ]
 
 
 # -- run-directory families: each case changes the candidate run, runs, then restores it --------------
@@ -231,8 +244,8 @@ def _run_case(case: Case, seed_i: int, monkeypatch, inputs: list[Path], written:
     return took
 
 
-@pytest.mark.slow  # a whole-CLI sweep over 2,010 generated inputs (~25 s of CPU)
-def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
+@pytest.mark.slow  # a whole-CLI sweep over 3,210 generated inputs
+def test_3000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
     rng = random.Random(SEED)
     scratch = tmp_path / "s"
     scratch.mkdir()
@@ -250,6 +263,7 @@ def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
             + oversized_cases(rng, scratch, N["oversized"], gate_argv)
         )
     ]
+    cases += [(c, None, None) for c in _issue43_cases(rng, tmp_path, scratch, base)]
     cases += run_dir_cases(rng, tmp_path, base, cand, gate)
     counts: dict[str, int] = {}
     seconds: dict[str, float] = {}
@@ -280,9 +294,34 @@ def test_2000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
     )
     for family, n in counts.items():
         print(f"  {family}: {n} cases, {seconds[family]:.1f} s")
+    if failures:
+        (Path(os.environ.get("SPECBENCH_HOSTILE_FAILURES", tmp_path / "failures.txt"))).write_text("\n".join(failures))
     assert not failures, f"{len(failures)} of {total} cases broke the contract:\n" + "\n".join(failures[:30])
-    assert total >= 2000 and set(counts) == set(N)
+    assert total >= 3000 and set(counts) == set(N)
     assert _relative(cand) == pristine  # every change was undone: each case met the run it was meant for
+
+
+def _issue43_cases(rng: random.Random, tmp: Path, scratch: Path, run: Path) -> list[Case]:
+    """The families issue 43 added: special paths, markup and control characters, overflow numbers,
+    secret spellings (hostile_cases.py), with the FIFO, socket, log and records they start from."""
+    fifo = tmp / "fifo"
+    os.mkfifo(fifo)
+    sock = tmp / "sock"
+    s = socket.socket(socket.AF_UNIX)
+    with contextlib.chdir(tmp):
+        s.bind(sock.name)
+    s.close()
+    log = tmp / "server.log"
+    log.write_text((run / json.loads((run / "manifest.json").read_text())["cells"][0] / "server.log").read_text())
+    code, out, _ = invoke(["parse", log, "--format", "jsonl"])
+    assert code == 0 and out.strip(), "the small run's log parses"
+    bench = json.loads((ROOT / "tests" / "metrics" / "data" / "vllm_bench" / "detailed.json").read_text())
+    return (
+        special_path_cases(rng, scratch, N["special paths"], run, fifo, sock)
+        + markup_cases(rng, scratch, N["markup and control characters"], run, log)
+        + overflow_cases(rng, scratch, N["overflow numbers"], out.splitlines()[0], bench)
+        + secret_spelling_cases(rng, scratch, N["secret spellings"])
+    )
 
 
 def _relative(run: Path) -> dict[str, str]:
