@@ -41,11 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # baseline (AMD EPYC, 2026-12-04; no same-machine partner among the committed runs).
 DEFAULT_RUNS = [
     "52278e8:results/baselines/cpu-default",
-    "results/baselines/cpu-head-variants",
-    "results/baselines/cpu-head-variants-mtp",
-    "results/baselines/cpu-seed-questions",
+    "results/reruns/head-variants-2026-12-03",
+    "results/reruns/head-variants-mtp-2026-12-03",
+    "results/reruns/seed-questions-2026-12-03",
     "results/baselines/cpu-default",
-    "results/baselines/cpu-k-sweep",
+    "results/reruns/k-sweep-2026-12-03",
 ]
 METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s", "speedup")
 # head -> shipped (output_norm, pos0_mask), as specbench/plugin/switches.py

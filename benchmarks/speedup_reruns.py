@@ -1,8 +1,8 @@
 """Speed-up across real reruns: does the interval specbench shows cover the next run's estimate?
 
 Input: groups of run directories that ran the same config on the same machine at different times
-(the committed ones by default: every run under results/ whose manifest has the same config
-sha256 and machine as another one). For every speculative cell that two runs of a group share, and
+(by default the committed ones: the 6-cell CI study twice, 30 min apart, and the k-sweep,
+seed-questions and head-variants studies as run on 2026-12-03 and again on 2026-12-06). For every speculative cell that two runs of a group share, and
 every ordered pair of those runs (A before B or after it), the question is whether A's interval
 contains B's point estimate (output tok/s speed-up over the cell's own baseline, the figure the
 screen, report and gate show):
@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,18 +35,12 @@ from specbench.analysis.intervals import t_quantile  # noqa: E402
 from specbench.analysis.speedup import RERUN_SD  # noqa: E402
 from specbench.report.study import run_speedups  # noqa: E402
 
-
-def _groups(paths: list[Path]) -> dict[str, list[Path]]:
-    out: dict[str, list[Path]] = defaultdict(list)
-    for p in paths:
-        m = json.loads((p / "manifest.json").read_text())
-        machine = json.dumps(m.get("machine", {}).get("cpu", m.get("machine")), sort_keys=True)
-        out[f"{m.get('config_sha256')}|{machine}"].append(p)
-    return {
-        k: sorted(v, key=lambda p: json.loads((p / "manifest.json").read_text())["started_at"])
-        for k, v in out.items()
-        if len(v) > 1
-    }
+COMMITTED = [
+    ("reruns/ci-gate-6cells-a", "reruns/ci-gate-6cells-b"),
+    ("reruns/k-sweep-2026-12-03", "baselines/cpu-k-sweep"),
+    ("reruns/seed-questions-2026-12-03", "baselines/cpu-seed-questions"),
+    ("reruns/head-variants-2026-12-03", "baselines/cpu-head-variants"),
+]
 
 
 def _pairs(group: list[Path]) -> list[tuple[str, float, float, float, float]]:
@@ -86,8 +78,7 @@ def main() -> int:
     if given:
         groups = {str(i): g for i, g in enumerate(given)}
     else:
-        found = [p.parent for p in sorted((ROOT / "results").glob("**/manifest.json")) if "report" not in p.parts]
-        groups = _groups(found)
+        groups = {str(i): [ROOT / "results" / r for r in g] for i, g in enumerate(COMMITTED)}
     if not groups:
         print("no two runs of one config on one machine")
         return 2

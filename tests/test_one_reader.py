@@ -32,7 +32,7 @@ from specbench.run import read as run_read
 from specbench.run.read import input_kind, read_windows
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDY = ROOT / "results" / "baselines" / "cpu-head-variants"
+STUDY = ROOT / "results" / "reruns" / "head-variants-2026-12-03"
 CELLS = sorted(
     c
     for c in STUDY.iterdir()
@@ -184,7 +184,7 @@ def test_a_report_reads_each_run_once(monkeypatch, tmp_path):
 
 
 def test_a_labelled_run_directory_is_refused_naming_the_flag():
-    with pytest.raises(ConfigError, match=r"--label x=.*cpu-head-variants: a run is labelled by its cells' axes"):
+    with pytest.raises(ConfigError, match=r"--label x=.*head-variants-2026-12-03: a run is labelled by its cells' axes"):
         groups_from_files([], [("x", STUDY)])
 
 

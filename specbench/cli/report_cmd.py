@@ -47,12 +47,26 @@ def register(app: typer.Typer) -> None:
                 "--resamples",
                 min=100,
                 max=1_000_000,
-                help="Bootstrap resamples (speed-up CIs; acceptance CIs are score intervals).",
+                help="Bootstrap resamples (divergence and k-prediction CIs; acceptance CIs are score "
+                "intervals, speed-up CIs jackknife t).",
             ),
         ] = 2000,
         seed: Annotated[
             int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")
         ] = 0,
+        rerun_sd: Annotated[
+            Optional[float],
+            typer.Option(
+                "--rerun-sd",
+                min=0.0,
+                max=5.0,
+                metavar="SD",
+                help="Between-run SD of a speed-up's log that its CI is widened by: the default is the "
+                "spread measured over reruns on a shared 2-core VM (docs/methods.md, 'Speed-up across "
+                "reruns', 0.33); measure your machine's with benchmarks/speedup_reruns.py; 0 = within this run only.",
+                show_default=False,
+            ),
+        ] = None,
         plots: Annotated[
             bool,
             typer.Option(
@@ -73,7 +87,15 @@ def register(app: typer.Typer) -> None:
         guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
         if not inputs and not labels:
             raise ConfigError("report: give at least one FILE, run directory or --label NAME=FILE")
-        rep = build_report(list(inputs or []), labels, n_resamples=resamples, seed=seed)
+        from specbench.analysis.speedup import RERUN_SD  # lazy: pulls in numpy
+
+        rep = build_report(
+            list(inputs or []),
+            labels,
+            n_resamples=resamples,
+            seed=seed,
+            rerun_sd=RERUN_SD if rerun_sd is None else rerun_sd,
+        )
         paths = write_report(rep, out, plots)
         _print_table(rep, table_rows)
         for g in rep.groups:

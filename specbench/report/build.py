@@ -17,6 +17,7 @@ from specbench.analysis.acceptance import DEFINITION, significant
 from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
+from specbench.analysis.speedup import RERUN_SD
 from specbench.attest import axis_fields, confounds, not_attested
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
@@ -117,8 +118,10 @@ def build_report(
     n_resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    rerun_sd: float = RERUN_SD,
 ) -> Report:
-    """Groups from log/scrape/JSONL files and run directories, their summary and comparisons."""
+    """Groups from log/scrape/JSONL files and run directories, their summary and comparisons;
+    ``rerun_sd`` widens the speed-up intervals (:mod:`specbench.analysis.speedup`)."""
     groups: list[Group] = []
     comparisons: list[CellDifference] = []
     studies = []
@@ -134,7 +137,11 @@ def build_report(
             g.title = names.get(g.label, g.label)
         groups += run_groups
         comparisons += _comparisons(run_groups, confidence)
-        studies.append(analyse_run(run, prefix=prefix, n_resamples=n_resamples, seed=seed, confidence=confidence))
+        studies.append(
+            analyse_run(
+                run, prefix=prefix, n_resamples=n_resamples, seed=seed, confidence=confidence, rerun_sd=rerun_sd
+            )
+        )
     file_groups = groups_from_files(files, labels or [])
     if not runs and all(not g.units and g.total is None and g.rate_only is None for g in file_groups):
         # An empty table with exit 0 would read as a result: no input held any metric.

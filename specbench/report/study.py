@@ -133,7 +133,13 @@ def _overlap(a: CellRequests, b: CellRequests) -> bool:
 
 
 def analyse_run(
-    path: Path | Run, *, prefix: bool = False, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+    path: Path | Run,
+    *,
+    prefix: bool = False,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    rerun_sd: float = RERUN_SD,
 ) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
     cells, draft_axes = _read_run(path, prefix)
@@ -167,7 +173,7 @@ def analyse_run(
             "acceptance differences between them mix the draft with a changed workload: read the "
             "prefix AL table (both cells on the text they share)"
         )
-    _add_speedups(study, cells, draft_axes, confidence=confidence)
+    _add_speedups(study, cells, draft_axes, confidence=confidence, rerun_sd=rerun_sd)
     study.categories = [
         split for c in cells if not c.is_baseline for split in [category_rows(c.label, c.rows)] if split[0]
     ]
@@ -192,6 +198,7 @@ def _add_speedups(
     draft_axes: list[str],
     *,
     confidence: float,
+    rerun_sd: float = RERUN_SD,
 ) -> None:
     baselines = [(c.axes, c.repeat, c) for c in cells if c.is_baseline]
     for spec in (c for c in cells if not c.is_baseline):
@@ -209,6 +216,7 @@ def _add_speedups(
                 base.label,
                 base.rows,
                 confidence=confidence,
+                rerun_sd=rerun_sd,
                 load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s),
             )
         except ValueError as exc:

