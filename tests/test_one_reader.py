@@ -184,7 +184,9 @@ def test_a_report_reads_each_run_once(monkeypatch, tmp_path):
 
 
 def test_a_labelled_run_directory_is_refused_naming_the_flag():
-    with pytest.raises(ConfigError, match=r"--label x=.*head-variants-2026-12-03: a run is labelled by its cells' axes"):
+    with pytest.raises(
+        ConfigError, match=r"--label x=.*head-variants-2026-12-03: a run is labelled by its cells' axes"
+    ):
         groups_from_files([], [("x", STUDY)])
 
 

@@ -42,6 +42,14 @@ def guard_outputs(
         kind = _output_kind(Path(env_path)) if env_path else None
         if kind is not None:
             raise ConfigError(f"{name}={env_path}: is {kind}; point {name} at a regular file or unset it")
+    seen: dict[str, str] = {}  # resolved output path -> the flag that named it first
+    for flag, path in [*(files or {}).items(), *(dirs or {}).items()]:
+        if path is None or str(path) == "-" or str(path) in STREAM_OUTPUTS:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise ConfigError(f"{flag} {path}: {seen[key]} writes there too; give each output its own path")
+        seen[key] = flag
     for flag, path in (files or {}).items():
         if path is None or str(path) == "-":
             continue

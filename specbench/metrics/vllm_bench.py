@@ -36,6 +36,7 @@ from typing import Any, Iterator
 from specbench.errors import InputError
 from specbench.io import open_input, read_text
 from specbench.metrics.record import SpecDecodeRecord
+from specbench.model.counts import MAX_POSITIONS
 
 FORMAT = "vllm-bench-serve-json"
 SPEC_KEYS = (
@@ -175,6 +176,11 @@ def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
         return None, []
     drafts = _int(d, "spec_decode_num_drafts", where, warnings)
     rates_raw = d.get("spec_decode_per_position_acceptance_rates")
+    if isinstance(rates_raw, list) and len(rates_raw) > MAX_POSITIONS:
+        raise InputError(
+            f"{where}: spec_decode_per_position_acceptance_rates has {len(rates_raw):,} positions, more than "
+            f"{MAX_POSITIONS} (no draft proposes that many); fix the file or re-run vllm bench serve"
+        )
     for r in rates_raw if isinstance(rates_raw, list) else []:
         _finite(r, "spec_decode_per_position_acceptance_rates", where)
     rates: list[float] | None = None

@@ -87,14 +87,14 @@ class CellData:
 
     def has_requests(self) -> bool:
         """The cell kept its requests (a requests.jsonl, possibly empty, or rows in memory)."""
-        return self.requests is not None or (self.dir / REQUESTS_JSONL).exists()
+        return self.requests is not None or _exists(self.dir / REQUESTS_JSONL)
 
     def request_rows(self) -> tuple[list[tuple[int, dict[str, Any]]], str]:
         """``(line number, row)`` of each request and where they were read: the cell's
         requests.jsonl, or the rows held in memory (a vllm bench result, numbered from 1); no rows
         when the cell has neither. What report and compare both read a cell's requests from."""
         path = self.dir / REQUESTS_JSONL
-        if self.requests is None and path.exists():
+        if self.requests is None and _exists(path):
             return read_jsonl_lines(path), str(path)
         return list(enumerate(self.requests or [], 1)), f"{self.dir} (requests of the benchmark result)"
 
@@ -398,7 +398,7 @@ def _cell_fix(message: str, cell_path: Path, run_dir: Path) -> str:
 
 def load_summary(path: Path) -> dict | None:
     # summary.json keeps llmperf's key names (no schema_version: llmperf tools read it as is).
-    if not path.exists():
+    if not _exists(path):
         return None
     text = read_text(
         path, "summary", fix="re-run the cell (specbench run --resume)", regular_only=True, max_bytes=MAX_JSON_BYTES

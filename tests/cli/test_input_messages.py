@@ -61,3 +61,32 @@ def test_an_unknown_cell_status_is_an_input_error(tmp_path):
     for args in (("compare", str(run), str(RUN)), ("report", str(run), "--out", str(tmp_path / "out"))):
         line = _one_error(_specbench(*args))
         assert f"{cell}: status" in line and "unknown cell status 'weird'" in line
+
+
+def test_two_outputs_on_one_path_are_refused_before_any_work(tmp_path):
+    """Before: `--json X --markdown X` wrote one and silently overwrote it with the other."""
+    out = tmp_path / "x.out"
+    line = _one_error(_specbench("compare", str(RUN), str(RUN), "--json", str(out), "--markdown", str(out)))
+    assert "writes there too" in line and str(out) in line and not out.exists()
+
+
+@pytest.mark.parametrize("name", ["requests.jsonl", "summary.json"])
+def test_a_self_linked_run_file_is_an_input_error(tmp_path, name):
+    """Before: a requests.jsonl or summary.json linked to itself read as absent (report exit 0)."""
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    target = run / "mla-on__output_norm-on__r0" / name
+    target.unlink()
+    target.symlink_to(name)
+    line = _one_error(_specbench("report", str(run), "--out", str(tmp_path / "out")))
+    assert f"{target}: cannot read (Too many levels of symbolic links)" in line
+
+
+def test_a_bench_result_with_more_positions_than_any_draft_names_itself(tmp_path):
+    """Before: 10^5 per-position rates printed a 10^5-column table (and once blamed acceptance.json)."""
+    data = json.loads((ROOT / "tests" / "metrics" / "data" / "vllm_bench" / "detailed.json").read_text())
+    data["spec_decode_per_position_acceptance_rates"] = [0.5] * 100_000
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(data))
+    line = _one_error(_specbench("parse", str(bench)))
+    assert f"{bench}:1: spec_decode_per_position_acceptance_rates has 100,000 positions" in line
