@@ -95,6 +95,15 @@ def _speedups(run_dir: Path) -> dict:
         return {}
 
 
+def report_command(run_dir: Path) -> str:
+    """The `specbench report` command the final screen suggests, as it can be run: its --out lies
+    outside the run (an output inside an input is refused) and outside the run's parent, which a
+    `compare base out/*` would otherwise read as a run."""
+    import shlex
+
+    return shlex.join(["specbench", "report", str(run_dir), "--out", str(Path("report") / Path(run_dir).name)])
+
+
 def final_screen(run_dir: Path):
     """What a finished run prints: the table, then one line per question the matrix asks (each
     contrast of two cells that differ in one axis, largest significant AL change first, with the
@@ -104,7 +113,7 @@ def final_screen(run_dir: Path):
     if found:
         lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, floored jackknife SE, unpaired):"))
         lines += [Text(f"- {c.line()}") for c in found]
-    lines.append(Text(f"Report, plots and divergence: specbench report {run_dir} --out {run_dir}/report"))
+    lines.append(Text(f"Report, plots and divergence: {report_command(run_dir)}", no_wrap=True, overflow="ignore"))
     return Group(*lines)
 
 

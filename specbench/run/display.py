@@ -66,7 +66,9 @@ class PlainDisplay:
 
     def finish(self, run_dir: Path, records: list) -> None:
         if self.final is not None:
-            Console(file=self.stream, force_terminal=False, no_color=True, width=120).print(self.final(run_dir))
+            Console(file=self.stream, force_terminal=False, no_color=True, width=120).print(
+                self.final(run_dir), crop=False
+            )
 
     def close(self) -> None: ...
 
@@ -125,7 +127,7 @@ class LiveDisplay:
     def finish(self, run_dir: Path, records: list) -> None:
         self.close()
         if self.final is not None:
-            self.console.print(self.final(run_dir))
+            self.console.print(self.final(run_dir), crop=False)  # the report command is one line
 
     def close(self) -> None:
         if self.live is not None:

@@ -1,0 +1,39 @@
+"""The run's final screen ends with the `specbench report` command to run next: run exactly as
+printed (issue 41: its --out lay inside the run, and report refused it, exit 2)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from specbench.report.screen import final_screen
+
+RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+
+
+def test_the_suggested_report_command_runs_as_printed(tmp_path):
+    run = tmp_path / "results" / RUN.name
+    shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    buf = io.StringIO()
+    Console(file=buf, width=80, no_color=True).print(final_screen(run), crop=False)  # as run/display.py prints it
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("Report, plots and divergence: "))
+    argv = shlex.split(line.split(": ", 1)[1])
+    assert argv[:2] == ["specbench", "report"] and len(line) > 80  # one line, not wrapped at 80 columns
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", *argv[1:], "--no-plots"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ.copy(),
+    )
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "report" / RUN.name / "summary.md").is_file()
+    assert sorted(p.name for p in run.parent.iterdir()) == [RUN.name]  # nothing beside the run
