@@ -383,6 +383,16 @@ def register(app: typer.Typer) -> None:
         from specbench.run.plan import new_plan, resume_plan  # lazy: pulls in numpy and pydantic
         from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
 
+        # the executor and its options are checked before the run directory is written (a bogus
+        # --executor used to leave a planned run behind); a resumed run's comes from its manifest
+        chosen = None
+        if resume is None:
+            from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
+
+            kind = executor or validated(_config_or_default(config), sets)[0].executor
+            chosen = _executor(kind, address, max_concurrent_cells, cpus_per_cell)
+        elif executor is not None:
+            chosen = _executor(executor, address, max_concurrent_cells, cpus_per_cell)
         with sigterm_as_interrupt():
             plan = (
                 resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir, sets)
@@ -400,7 +410,7 @@ def register(app: typer.Typer) -> None:
                 code = execute(
                     plan,
                     display,
-                    _executor(executor or plan.study.executor, address, max_concurrent_cells, cpus_per_cell),
+                    chosen or _executor(plan.study.executor, address, max_concurrent_cells, cpus_per_cell),
                 )
             except KeyboardInterrupt:
                 print(f"{plan.run_dir}", flush=True)

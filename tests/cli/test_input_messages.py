@@ -90,3 +90,17 @@ def test_a_bench_result_with_more_positions_than_any_draft_names_itself(tmp_path
     bench.write_text(json.dumps(data))
     line = _one_error(_specbench("parse", str(bench)))
     assert f"{bench}:1: spec_decode_per_position_acceptance_rates has 100,000 positions" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--executor", "bogus"], "--executor 'bogus': use local or ray"),
+        (["--address", "127.0.0.1:1"], "--address and --max-concurrent-cells need --executor ray"),
+    ],
+)
+def test_a_bad_executor_option_writes_nothing(tmp_path, args, said):
+    """issue 42: `run --executor bogus` wrote a planned run directory, then exited 2."""
+    out = tmp_path / "out"
+    line = _one_error(_specbench("run", str(ROOT / "configs" / "default.yaml"), *args, "--out", str(out)))
+    assert said in line and not out.exists()
