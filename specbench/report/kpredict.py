@@ -26,10 +26,11 @@ def _yes(flag: bool | None) -> str:
     return fmt.MISSING if flag is None else ("yes" if flag else "**no**")
 
 
-def recommendation(kp: KPrediction, title: str | None = None) -> str:
+def recommendation(kp: KPrediction, title: str | None = None, *, brief: bool = False) -> str:
     """The k advice from one source cell: a recommended k only from a prediction that passed its checks
     against the run's own cells; otherwise what failed (with the miss and its CI), or that nothing
-    checked it, and what was measured."""
+    checked it, and what was measured. ``brief``: an unchecked prediction without its assumptions
+    (the terminal says them once: :data:`UNCHECKED_ASSUMPTIONS`)."""
     source = title or kp.source
     if kp.failed_checks:
         return (
@@ -40,6 +41,11 @@ def recommendation(kp: KPrediction, title: str | None = None) -> str:
     if not kp.checked:
         best = kp.best
         others = ", ".join(str(p.k) for p in kp.points if p.k != kp.k)
+        if brief:
+            return (
+                f"{source}: no k recommended (unchecked prediction from k = {kp.k}: best {_figure(best)} at "
+                f"k = {best.k}). {_measured(kp)}"
+            )
         return (
             f"{source}: no k recommended — the prediction from k = {kp.k} is unchecked: the run measured "
             f"no other k to hold it against. It assumes that {AL_ASSUMPTION}, and that {COST_ASSUMPTION}; on those "
@@ -54,6 +60,12 @@ def recommendation(kp: KPrediction, title: str | None = None) -> str:
     if best.speedup_ci[1] < 1:
         return f"{source}: no k — speculation is predicted slower at every k (best {figure}; {checked})"
     return f"{source}: no k clearly faster than no speculation (best {figure}: the interval includes 1; {checked})"
+
+
+UNCHECKED_ASSUMPTIONS = (
+    f"k advice: a prediction from one k is unchecked until the run measures another k; it assumes that "
+    f"{AL_ASSUMPTION}, and that {COST_ASSUMPTION}. Add num_speculative_tokens values to check it."
+)
 
 
 def _figure(p: KPoint) -> str:
@@ -90,7 +102,7 @@ def _measured(kp: KPrediction) -> str:
         for p in kp.points
         if not fmt.is_missing(p.tpot_speedup_meas)
     ]
-    return f"Measured TPOT speed-up over the baseline: {'; '.join(got)}." if got else ""
+    return f"Measured TPOT speed-up over the baseline (within this run): {'; '.join(got)}." if got else ""
 
 
 def _same(label: str) -> str:

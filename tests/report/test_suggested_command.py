@@ -37,3 +37,19 @@ def test_the_suggested_report_command_runs_as_printed(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "report" / RUN.name / "summary.md").is_file()
     assert sorted(p.name for p in run.parent.iterdir()) == [RUN.name]  # nothing beside the run
+
+
+def test_k_advice_says_its_assumptions_once(tmp_path):
+    """issue 41: `report` printed the same assumptions paragraph once per cell (six times)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "report", str(RUN), "--out", str(tmp_path / "r"), "--no-plots"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    assert r.returncode == 0, r.stderr
+    advice = [x for x in r.stdout.splitlines() if x.startswith("k advice")]
+    assert len(advice) == 7  # the assumptions, then one line per speculative cell
+    assert sum("does not depend on where the verify step starts" in x for x in advice) == 1
+    assert all("no k recommended (unchecked prediction from k = 3" in x for x in advice[1:])
