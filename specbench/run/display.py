@@ -42,19 +42,44 @@ class QuietDisplay:
 
 
 class PlainDisplay:
-    """One line per state change, for logs and CI (no terminal control codes)."""
+    """One line per state change, for logs and CI (no terminal control codes): each line starts with
+    the run's elapsed time, and a load says where it is at each quarter with the cell's ETA, so a CI
+    log is never silent for a whole cell."""
 
-    def __init__(self, stream=None, final: Callable[[Path], Any] | None = None):
+    def __init__(
+        self, stream=None, final: Callable[[Path], Any] | None = None, clock: Callable[[], float] = time.monotonic
+    ):
         self.stream = stream or sys.stderr
         self.final = final
+        self.clock = clock
+        self.started = clock()
         self._last: dict[str, str] = {}
+        self._load_start: dict[str, float] = {}
+        self._quarter: dict[str, int] = {}
+
+    def _print(self, text: str) -> None:
+        print(f"[{_clock(self.clock() - self.started)}] {text}", file=self.stream, flush=True)
 
     def start(self, cells) -> None:
-        print(f"specbench: {len(cells)} cells", file=self.stream, flush=True)
+        self.started = self.clock()
+        self._print(f"specbench: {len(cells)} cells")
 
     def update(self, cell_id: str, state: str, **info: Any) -> None:
-        if state == "load" and info.get("done") not in (0, info.get("total")):
-            return  # keep plain logs short: start and end of the load only
+        done, total = info.get("done"), info.get("total")
+        if state == "load" and done not in (0, total):
+            if not (isinstance(done, int) and isinstance(total, int) and total > 0):
+                return
+            quarter = 4 * done // total  # keep plain logs short: start, each quarter, end
+            if quarter <= self._quarter.get(cell_id, 0):
+                return
+            self._quarter[cell_id] = quarter
+            spent = self.clock() - self._load_start.get(cell_id, self.clock())
+            eta = spent * (total - done) / done
+            self._print(f"  {cell_id}: load {done}/{total}, {_clock(spent)} in, ~{_clock(eta)} to go")
+            return
+        if state == "load" and done == 0:
+            self._load_start[cell_id] = self.clock()
+            self._quarter[cell_id] = 0
         from rich.text import Text  # lazy: plain logs only
 
         text = Text.from_markup(_state_text(state, info)).plain  # the markup's text, escapes undone
@@ -62,7 +87,7 @@ class PlainDisplay:
             text += f"  AL {_fmt(info['al'], 2)}  p0 {_fmt(info.get('p0'))}"
         if self._last.get(cell_id) != text:
             self._last[cell_id] = text
-            print(f"  {cell_id}: {text}", file=self.stream, flush=True)
+            self._print(f"  {cell_id}: {text}")
 
     def finish(self, run_dir: Path, records: list) -> None:
         if self.final is not None:

@@ -92,24 +92,32 @@ def _render_at(renderable, width: int) -> str:
 
 
 def test_plain_display_prints_state_changes_once(tmp_path):
+    """A CI log: every line with the run's elapsed time, a load at start, each quarter (with the
+    cell's ETA from its own pace) and end; the clock is a counter, 10 s per request."""
     out = io.StringIO()
-    d = PlainDisplay(stream=out)
+    now = [0.0]
+    d = PlainDisplay(stream=out, clock=lambda: now[0])
     cells = [Cell("mla-on__r0", {"mla": "on"}, 0, False)]
     d.start(cells)
+    now[0] = 45.0  # start-up
     d.update("mla-on__r0", "starting")
     d.update("mla-on__r0", "starting")
     for k in range(0, 21):
         d.update("mla-on__r0", "load", done=k, total=20)
+        now[0] += 10
     d.update("mla-on__r0", "done", al=2.5, p0=0.75)
     d.update("mla-on__r0", "failed", reason="server died")
     lines = out.getvalue().splitlines()
-    assert lines[0] == "specbench: 1 cells"
+    assert lines[0] == "[0:00] specbench: 1 cells"
     assert lines[1:] == [
-        "  mla-on__r0: starting",
-        "  mla-on__r0: load 0/20",
-        "  mla-on__r0: load 20/20",
-        "  mla-on__r0: done  AL 2.50  p0 0.750",
-        "  mla-on__r0: failed: server died",
+        "[0:45]   mla-on__r0: starting",
+        "[0:45]   mla-on__r0: load 0/20",
+        "[1:35]   mla-on__r0: load 5/20, 0:50 in, ~2:30 to go",
+        "[2:25]   mla-on__r0: load 10/20, 1:40 in, ~1:40 to go",
+        "[3:15]   mla-on__r0: load 15/20, 2:30 in, ~0:50 to go",
+        "[4:05]   mla-on__r0: load 20/20",
+        "[4:15]   mla-on__r0: done  AL 2.50  p0 0.750",
+        "[4:15]   mla-on__r0: failed: server died",
     ]
     assert "\x1b[" not in out.getvalue()
 
