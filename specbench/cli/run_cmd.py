@@ -137,8 +137,8 @@ def _gate_sized(
     study, _ = validated(config, sets)
     if study.load.until is not None:
         raise ConfigError(f"{config}: load.until: --gate sizes a fixed load; remove load.until and load.max_requests")
-    from specbench.compare.sides import cell_key
-    from specbench.run.cells import expand
+    from specbench.compare.sides import cell_key  # lazy: pulls in numpy and pydantic
+    from specbench.run.cells import expand  # lazy: pulls in pydantic
 
     keys = {cell_key(c.axes) for c in expand(study) if not c.is_baseline}
     sizing = size_gates(baseline, [parse_gate(g) for g in gates], only=keys)
