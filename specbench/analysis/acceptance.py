@@ -1,7 +1,7 @@
 """The analysis contract (docs/internals.md "Analysis contract") in one import.
 
 The pieces live in small modules: :mod:`.counts` (Counts, AcceptanceStats, acceptance), :mod:`.windows`
-(records -> per-window counts), :mod:`.bootstrap` (CIs) and :mod:`.frames` (DataFrames).
+(records -> per-window counts), :mod:`.intervals` (CIs) and :mod:`.frames` (DataFrames).
 """
 
 from __future__ import annotations
