@@ -233,6 +233,11 @@ def speedup(
     )
 
 
+def speedups_method(found: list[Speedup]) -> str:
+    """:func:`interval_method` of a list of speed-ups (all made alike), or of the defaults for none."""
+    return interval_method(found[0].confidence, found[0].rerun_sd) if found else interval_method(0.95, RERUN_SD)
+
+
 def interval_method(confidence: float, rerun_sd: float) -> str:
     """How a speed-up's interval was made, in words (for tables, plots and the screen)."""
     base = f"{confidence:.0%} t interval on the log, jackknife over requests (paired by prompt where both cells sent the same)"

@@ -17,6 +17,7 @@ from rich.console import Console
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, SpecbenchError
 from specbench.io import clear_stop, honour_stop, request_stop
 from specbench.redact import redact_urls
+from specbench.render.format import one_line
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -71,7 +72,7 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         code = exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_FAILED_CELLS, EXIT_INTERRUPTED) else EXIT_USAGE
         # specbench's own messages are one line: a newline in one is in a path or value it quotes,
         # shown as \n rather than cutting the line there
-        return code, str(exc).strip().replace("\n", "\\n").replace("\r", "\\r")
+        return code, one_line(str(exc).strip())
     if isinstance(exc, (KeyboardInterrupt, typer.Abort)):
         return EXIT_INTERRUPTED, "interrupted"
     if isinstance(exc, typer.TyperException) and hasattr(exc, "format_message"):  # click usage errors

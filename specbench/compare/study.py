@@ -31,9 +31,7 @@ import numpy as np
 from specbench.analysis.deltas import Delta, scaled_delta
 from specbench.analysis.divergence import compare_outputs
 from specbench.analysis.intervals import percentile_interval, resample_weights
-from specbench.analysis.speedup import log_se, request_matrix
-
-_OUT, _E2E = 1, 2  # request_matrix columns
+from specbench.analysis.speedup import cell_stats, log_se, request_matrix, speedups
 
 
 def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tuple[float, float | None, int] | None:
@@ -44,7 +42,7 @@ def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tu
     if not len(ms) or not len(mb):
         return None
     with np.errstate(divide="ignore", invalid="ignore"):
-        point = float((ms[:, _OUT].sum() / ms[:, _E2E].sum()) / (mb[:, _OUT].sum() / mb[:, _E2E].sum()))
+        point = float(speedups(cell_stats(ms.sum(axis=0)), cell_stats(mb.sum(axis=0)))["output_tok_per_s"])
     se, df, _ = log_se(ks, ms, kb, mb)
     return point, se.get("output_tok_per_s"), df + 1
 

@@ -132,8 +132,8 @@ def _int(data: dict[str, Any], key: str, where: str, warnings: list[str]) -> int
     v = data.get(key)
     if v is None:
         return None
-    _finite(v, key, where)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0 or int(v) != v:
+    _finite(v, key, where)  # NaN and infinities are refused there
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or int(v) != v:
         warnings.append(f"{where}: {key} = {v!r} is not a count; ignored")
         return None
     return int(v)

@@ -65,10 +65,7 @@ class CellDifference:
                 f"{name} {fmt.num(c, n)} vs {fmt.num(b, n)}, "
                 f"Δ {fmt.with_ci(self.delta[stat], iv, n, sign=True)}, {verdict}"
             )
-        ctx = cell_title(self.others)
-        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (
-            f" ({ctx})" if ctx else ""
-        )
+        head = self._head()
         tail = ""
         if self.confounds:
             tail += f"; also differs in (attested): {', '.join(self.confounds)}"
@@ -76,12 +73,16 @@ class CellDifference:
             tail += f"; not attested: {', '.join(self.unattested)}"
         return f"{head}: " + "; ".join(parts) + tail
 
-    def line(self) -> str:
-        """One line: the AL change with its CI and verdict, then the attested confounds."""
+    def _head(self) -> str:
+        """``norm off vs on (MLA on)``: the axis, its two values, the other axes' values."""
         ctx = cell_title(self.others)
-        head = fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (
+        return fmt.one_line(f"{axis_name(self.axis)} {self.cand_value} vs {self.base_value}") + (
             f" ({ctx})" if ctx else ""
         )
+
+    def line(self) -> str:
+        """One line: the AL change with its CI and verdict, then the attested confounds."""
+        head = self._head()
         stat = "mean_acceptance_length"
         if stat not in self.delta:
             return f"{head}: no AL on a side"

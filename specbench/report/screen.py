@@ -4,6 +4,7 @@ question the matrix asks, read back from the run directory. Rendered by the run'
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +100,6 @@ def report_command(run_dir: Path) -> str:
     """The `specbench report` command the final screen suggests, as it can be run: its --out lies
     outside the run (an output inside an input is refused) and outside the run's parent, which a
     `compare base out/*` would otherwise read as a run."""
-    import shlex
-
     return shlex.join(["specbench", "report", str(run_dir), "--out", str(Path("report") / Path(run_dir).name)])
 
 

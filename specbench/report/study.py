@@ -28,7 +28,7 @@ from specbench.analysis.divergence import (
     compare_outputs,
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
-from specbench.analysis.speedup import RERUN_SD, SPEEDUP_LABELS, SPEEDUPS, Speedup, interval_method, speedup
+from specbench.analysis.speedup import RERUN_SD, SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup, speedups_method
 from specbench.io import atomic_write_text
 from specbench.render import format as fmt
 from specbench.report.categories import (
@@ -416,8 +416,7 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
             out += [f"Run {s.source}:", "", md_table(*prefix_rows(s, title)), ""]
     speed = [s for s in studies if s.speedups or s.unmatched]
     if speed:
-        first = speed[0].speedups[0] if speed[0].speedups else None
-        method = interval_method(first.confidence, first.rerun_sd) if first else interval_method(0.95, RERUN_SD)
+        method = speedups_method(speed[0].speedups)
         out += [
             "## Speed-up over the no-speculation baseline",
             "",

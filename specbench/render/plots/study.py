@@ -18,7 +18,7 @@ from matplotlib.image import AxesImage
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from specbench.analysis.divergence import PairDivergence
-from specbench.analysis.speedup import RERUN_SD, SPEEDUP_LABELS, SPEEDUPS, Speedup, interval_method
+from specbench.analysis.speedup import SPEEDUP_LABELS, SPEEDUPS, Speedup, speedups_method
 from specbench.render.plots.style import draw_ci
 
 
@@ -165,9 +165,7 @@ def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same)
     fig = Figure(figsize=(10, 1.8 + 0.75 * max(len(speedups), 1)), layout="constrained")
     ax = fig.subplots()
     plot_speedups(ax, speedups, title)
-    first = speedups[0] if speedups else None
-    method = interval_method(first.confidence, first.rerun_sd) if first else interval_method(0.95, RERUN_SD)
-    ax.set_title("error bars: " + textwrap.fill(method, 110), fontsize="small")
+    ax.set_title("error bars: " + textwrap.fill(speedups_method(speedups), 110), fontsize="small")
     fig.suptitle("Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small", frameon=False)
     return fig
