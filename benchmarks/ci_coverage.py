@@ -16,15 +16,10 @@ Monte Carlo SE at 1000 draws ~0.7 points.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-# The population loader is test support (tests/realcells.py); benchmarks run from a
-# checkout, which has it.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from realcells import coverage, populations  # noqa: E402
+from specbench.testing.realcells import coverage, populations
 
 TARGET = 0.93
 TARGET_SIZES = (3, 5, 10)  # the sizes; others are printed for information

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from specbench.run import groups
+from specbench.run.plan import validated
 
-from specbench.run import groups  # noqa: E402 - after the sys.path line: runs from a checkout
-from specbench.run.plan import validated  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _switchable_before_issue_26(cell, host: str) -> bool:

@@ -5,15 +5,15 @@ runs' real requests (or, for power, a simulation with known truth):
 
 1. Run-level A/A: the share of A/A compares of the whole default study (6 speculative cells,
    default gates + ``acceptance_length:0``: 30 checks) that exit 1, at 3, 5, 10, 20 prompts per
-   cell (tests/compare/realaa.py: the same prompts on both sides, fresh draws from each prompt's
+   cell (specbench/testing/realaa.py: the same prompts on both sides, fresh draws from each prompt's
    recorded accepted-length distribution). Target <= 5%.
 2. Power at the printed MDC: detection rate when the true drop equals the median MDC the gate
-   prints (``mdc_power`` in tests/compare/simulate.py), at 20 prompts. Target >= 80%. Also printed,
+   prints (``mdc_power`` in specbench/testing/simulate.py), at 20 prompts. Target >= 80%. Also printed,
    without a target: the same at 10 and 5 prompts.
 3. Coverage of the per-cell 95% interval for AL, DAR, every p_i and alpha_i over 3, 5, 10
-   requests drawn from every committed cell (tests/realcells.py). Target >= 93%.
+   requests drawn from every committed cell (specbench/testing/realcells.py). Target >= 93%.
 4. Speed-up gate A/A: one-sided false alarms of its 95% interval at 2-20 requests per cell drawn
-   from the default study's cells and their baseline cells (tests/compare/realspeed.py). Target
+   from the default study's cells and their baseline cells (specbench/testing/realspeed.py). Target
    <= 2.5% + 1 point.
 5. Coverage of compare's paired change interval between two different cells of the default study
    (true change = the difference of their populations' statistics), 3, 5, 10 prompts. Target >= 93%.
@@ -29,21 +29,18 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-# The populations are test support (tests/compare, tests/analysis); benchmarks run from a checkout.
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "compare"), str(ROOT / "tests")]
-from realaa import aa_sides, population  # noqa: E402
-from realcells import coverage, paired_delta_coverage, populations  # noqa: E402
-from realspeed import speedup_aa, speedup_population  # noqa: E402
-from simulate import mdc_power  # noqa: E402
+from specbench.compare import DEFAULT_GATES, compare_sides, parse_gate
+from specbench.testing.realaa import aa_sides, population
+from specbench.testing.realcells import coverage, paired_delta_coverage, populations
+from specbench.testing.realspeed import speedup_aa, speedup_population
+from specbench.testing.simulate import mdc_power
 
-from specbench.compare import DEFAULT_GATES, compare_sides, parse_gate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def mc(rate: float, trials: int) -> str:

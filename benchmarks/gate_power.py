@@ -1,7 +1,7 @@
 """Power and false-alarm rate of specbench's compare gates, by simulation with known truth.
 
 Each trial simulates a baseline and a candidate side (per-draft Bernoulli chains with known p_i,
-grouped into request units with per-request spread, tests/compare/simulate.py) and runs
+grouped into request units with per-request spread, specbench/testing/simulate.py) and runs
 the real comparison (:func:`specbench.compare.compare.compare_cell`: jackknife t interval over
 request units, then the gate rule). "detect" = the gate fails when the candidate's p_0 is truly
 ``--drop`` lower; "false alarm" = the gate fails when both sides have the same truth; "size" = the
@@ -17,20 +17,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from specbench.compare.compare import compare_cell
 from specbench.compare.gates import parse_gate
 from specbench.compare.sides import SideCell
-
-# The simulator is test support (tests/compare/simulate.py), not part of the installed package;
-# benchmarks run from a checkout, which has it.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
-from simulate import simulate_units  # noqa: E402
+from specbench.testing.simulate import simulate_units
 
 P = [0.77, 0.55, 0.35]  # the tiny fixture's measured p_0 is ~0.77
 

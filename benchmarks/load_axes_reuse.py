@@ -15,21 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from specbench.config import parse_study
+from specbench.run import store
+from specbench.run.cells import expand
+from specbench.run.display import QuietDisplay
+from specbench.run.groups import GroupedExecutor
+from specbench.run.plan import fixture_resolver
+from specbench.run.runner import RunPlan, execute
 
-from specbench.config import parse_study  # noqa: E402
-from specbench.run import store  # noqa: E402
-from specbench.run.cells import expand  # noqa: E402
-from specbench.run.display import QuietDisplay  # noqa: E402
-from specbench.run.groups import GroupedExecutor  # noqa: E402
-from specbench.run.plan import fixture_resolver  # noqa: E402
-from specbench.run.runner import RunPlan, execute  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class OneServerPerCell:

@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 PREFIX = "(APIServer pid=7) INFO 12-02 13:26:42 [metrics.py:120] SpecDecoding metrics: "
 
 

@@ -25,15 +25,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from specbench.analysis.intervals import t_quantile
+from specbench.analysis.speedup import RERUN_SD
+from specbench.report.study import run_speedups
 
-from specbench.analysis.intervals import t_quantile  # noqa: E402
-from specbench.analysis.speedup import RERUN_SD  # noqa: E402
-from specbench.report.study import run_speedups  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+
 
 COMMITTED = [
     ("reruns/ci-gate-6cells-a", "reruns/ci-gate-6cells-b"),

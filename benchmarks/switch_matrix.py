@@ -26,17 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-# The heads fixture's argv, environment, load and compiled start-up are test support
-# (tests/plugin/heads_serving.py), shared with the tests; benchmarks run from a checkout, which has it.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "plugin"))
-from heads_serving import VARIANTS  # noqa: E402
-from heads_serving import heads_args as _args  # noqa: E402
-from heads_serving import heads_env as _env  # noqa: E402
-from heads_serving import sequential_load as _load  # noqa: E402
-from heads_serving import serve as _serve  # noqa: E402
-
-from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch  # noqa: E402
-from specbench.run.groups import reset_prefix_cache  # noqa: E402
+from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
+from specbench.run.groups import reset_prefix_cache
+from specbench.testing.heads_serving import VARIANTS
+from specbench.testing.heads_serving import heads_args as _args
+from specbench.testing.heads_serving import heads_env as _env
+from specbench.testing.heads_serving import sequential_load as _load
+from specbench.testing.heads_serving import serve as _serve
 
 
 def run_head(method: str, work: Path) -> tuple[bool, float, list[float]]:

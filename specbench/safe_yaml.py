@@ -41,7 +41,7 @@ class StrictLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
+    def compose_node(self, parent, index):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -50,7 +50,7 @@ class StrictLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_yaml_int(self, node):  # noqa: ANN001
+    def construct_yaml_int(self, node):
         digits = sum(ch.isdigit() for ch in str(node.value))
         if digits > MAX_INT_DIGITS:
             raise LimitError(
@@ -59,11 +59,11 @@ class StrictLoader(yaml.SafeLoader):
             )
         return super().construct_yaml_int(node)
 
-    def construct_document(self, node):  # noqa: ANN001
+    def construct_document(self, node):
         _check_expanded_size(node)
         return super().construct_document(node)
 
-    def construct_mapping(self, node, deep=False):  # noqa: ANN001
+    def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, Any] = {}
             for key_node, _ in node.value:
@@ -135,7 +135,7 @@ def load_yaml(text: str) -> Any:
     line = _flow_too_deep(text)
     if line is not None:
         raise LimitError(f"brackets nested deeper than {MAX_DEPTH} levels", yaml.Mark("", 0, line, 0, None, None))
-    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+    return yaml.load(text, Loader=StrictLoader)  # StrictLoader is a SafeLoader
 
 
 def _flow_too_deep(text: str) -> int | None:

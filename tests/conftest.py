@@ -218,3 +218,81 @@ def default_study(tmp_path_factory) -> Path:
     if record["error"]:
         pytest.fail(record["error"])
     return Path(record["run_dir"])
+
+
+# -- the markers kept honest ------------------------------------------------------------------
+# The suite's time budget rests on the markers: ``imports_vllm`` keeps the vLLM/torch import on one
+# worker, ``vllm`` groups a module with its servers. A test that imports vLLM or torch, or starts a
+# vLLM server, without its marker fails here instead of silently slowing every run.
+_HEAVY_MODULES = ("vllm", "torch")
+
+
+class _ServerWatch:
+    """Samples this worker's descendants once a second; a vLLM server lives far longer than that
+    (its start-up alone takes ~30 s here), so one the test started is seen while it runs."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import psutil  # lazy: only the guard needs it
+
+        self._me = psutil.Process()
+        self._psutil = psutil
+        self.seen: dict[int, str] = {}
+        self._lock = threading.Lock()
+        threading.Thread(target=self._loop, name="server-watch", daemon=True).start()
+
+    def _loop(self) -> None:
+        import time
+
+        while True:
+            self.sample()
+            time.sleep(1.0)
+
+    def sample(self) -> None:
+        try:
+            children = self._me.children(recursive=True)
+        except self._psutil.Error:
+            return
+        for child in children:
+            try:
+                argv = child.cmdline()
+            except self._psutil.Error:
+                continue
+            # `python -m specbench.vllm_main serve ...` (server.server_argv) or a user's `vllm serve`
+            if ["-m", "specbench.vllm_main", "serve"] == argv[1:4] or (
+                argv and argv[0].endswith("vllm") and argv[1:2] == ["serve"]
+            ):
+                with self._lock:
+                    self.seen.setdefault(child.pid, " ".join(argv)[:200])
+
+    def snapshot(self) -> dict[int, str]:
+        with self._lock:
+            return dict(self.seen)
+
+
+_WATCH: list[_ServerWatch] = []
+
+
+@pytest.fixture(autouse=True)
+def _markers_kept(request):
+    """Fail a test that imported vLLM/torch without ``imports_vllm`` (or ``vllm``), or started a vLLM
+    server without ``vllm``. Checked after the test: a module imported at collection time, or by an
+    earlier test of this worker, is not seen again (xdist keeps the marked ones together anyway)."""
+    if not _WATCH:
+        _WATCH.append(_ServerWatch())
+    watch = _WATCH[0]
+    loaded = {m for m in _HEAVY_MODULES if m in sys.modules}
+    servers = set(watch.snapshot())
+    yield
+    watch.sample()
+    marks = {m.name for m in request.node.iter_markers()}
+    problems = []
+    new_modules = sorted(m for m in _HEAVY_MODULES if m in sys.modules and m not in loaded)
+    if new_modules and not marks & {"imports_vllm", "vllm"}:
+        problems.append(f"imported {', '.join(new_modules)} without @pytest.mark.imports_vllm")
+    started = {pid: cmd for pid, cmd in watch.snapshot().items() if pid not in servers}
+    if started and "vllm" not in marks:
+        problems.append(f"started a vLLM server without @pytest.mark.vllm: {next(iter(started.values()))}")
+    if problems:
+        pytest.fail("; ".join(problems), pytrace=False)

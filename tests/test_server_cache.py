@@ -20,7 +20,7 @@ from specbench.server import MODELINFOS_ENV, VLLMServer, link_modelinfos, shared
 
 def _env(tmp_path: Path, cell_env: dict[str, str] | None = None, **kw) -> tuple[VLLMServer, dict[str, str]]:
     server = VLLMServer(["model"], cell_env, tmp_path / "server.log", state_dir=tmp_path / "state", **kw)
-    return server, server._environment()  # noqa: SLF001 - the environment is what this file tests
+    return server, server._environment()
 
 
 def test_private_cache_root_shares_only_modelinfos(tmp_path, monkeypatch):

@@ -180,7 +180,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     scheduler, ``timeout``, a container stop) takes the same path as Ctrl-C: the server is stopped,
     finished cells are kept, exit 130. A second SIGTERM or Ctrl-C while stopping kills at once."""
 
-    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+    def interrupt(signum, frame):
         request_stop()  # kept too: C extension code can swallow the KeyboardInterrupt (io.honour_stop)
         raise KeyboardInterrupt
 

@@ -1,6 +1,6 @@
 """The per-cell interval covers on the committed cells' real requests, the skewed ones included.
 
-Population: every committed cell's per-request counts (tests/realcells.py); a simulated
+Population: every committed cell's per-request counts (specbench/testing/realcells.py); a simulated
 cell draws 3, 5 or 10 requests with replacement; truth = the population's summed-count statistic,
 computed here from the population, independent of the interval code. The issue's target: >= 93%
 at 95% nominal for AL, DAR, every p_i and alpha_i. The plain jackknife-t it replaced covered
@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 import pytest
-from realcells import coverage, populations
 
 from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import cell_intervals
+from specbench.testing.realcells import coverage, populations
 
 DRAWS = 200
 POPS = populations()

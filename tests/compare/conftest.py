@@ -1,4 +1,4 @@
-"""Fixtures for compare tests; the run-directory writer lives in simruns.py."""
+"""Fixtures for compare tests; the run-directory writer lives in specbench/testing/simruns.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from realruns import copy_run
-from simruns import write_run
+
+from specbench.testing.simruns import write_run
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ import pytest
 from specbench.cli.main import run_cli
 from specbench.compare import compare_sides, load_side, parse_gate
 from specbench.compare.noise import BETWEEN, DEFAULT_FLOORS, WITHIN, Floor, load_floors
+from specbench.testing import reruns as noise_floor
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "results" / "baselines" / "cpu-default"
@@ -196,8 +197,6 @@ def test_the_speedup_per_repeat_is_over_the_same_repeat_of_its_baseline(tmp_path
 
 
 # -- the committed same-config reruns ---------------------------------------------------------
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import noise_floor  # noqa: E402
 
 
 def _rerun_pairs(runs: list[Path]):

@@ -6,10 +6,10 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from simruns import P
 from typer.testing import CliRunner
 
 from specbench.cli.main import app
+from specbench.testing.simruns import P
 
 ON = {"mla": "on", "output_norm": "on"}
 OFF = {"mla": "on", "output_norm": "off"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from simruns import P
 
 from specbench.compare import DEFAULT_GATES, compare_sides, load_side, parse_gate
 from specbench.io import load_json
+from specbench.testing.simruns import P
 
 ON = {"mla": "on", "output_norm": "on"}
 OFF = {"mla": "on", "output_norm": "off"}

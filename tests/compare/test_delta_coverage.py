@@ -1,6 +1,6 @@
 """The change's interval covers a real change between skewed cells (issue 29).
 
-Population: the committed default study's 6 speculative cells (tests/realcells.py). One
+Population: the committed default study's 6 speculative cells (specbench/testing/realcells.py). One
 draw takes n prompts (with replacement) and gives the baseline side their requests from cell A and
 the candidate side the same prompts' requests from cell B (paired by prompt, as ``compare``
 pairs them); the true change is cell B's summed-count statistic minus cell A's, from the
@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 import pytest
-from realcells import paired_delta_coverage, populations
 
 from specbench.analysis.counts import Counts
 from specbench.analysis.deltas import paired_acceptance_deltas
+from specbench.testing.realcells import paired_delta_coverage, populations
 
 WORST = ("mla-on__output_norm-logits-only__r0", "mla-on__output_norm-off__r0")  # p_2: 79.8% at 5 with the t
 DRAWS = 150

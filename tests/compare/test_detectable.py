@@ -4,7 +4,7 @@ Before, each check printed tolerance + CI half-width: a true harm of that size i
 half of the time. Now it is tolerance + (q_(1-alpha/m) + q_0.8) x SE, at the level the compare's
 Holm correction holds a lone true harm to (alpha / m over m decided checks).
 
-Simulation (``mdc_power`` in tests/compare/simulate.py; benchmarks/gate_error_rates.py prints it):
+Simulation (``mdc_power`` in specbench/testing/simulate.py; benchmarks/gate_error_rates.py prints it):
 one cell, 20 prompts of 40 drafts, prompts differing in difficulty (fixed logit shifts, the same
 on both sides: paired by prompt), gate ``per_position[*]:0`` (3 checks, Holm over 3). The true drop of p_0 is set to the median MDC the
 gate printed over A/A compares of the same design; p_1 and p_2 stay (their checks are true nulls).
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simulate import mdc_power
+
+from specbench.testing.simulate import mdc_power
 
 
 @pytest.mark.slow

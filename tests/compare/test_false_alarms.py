@@ -1,6 +1,6 @@
 """A/A simulations: how often the gate's interval rule cries "worse" when nothing changed.
 
-Truth is known (tests/compare/simulate.py): both sides draw from the same per-position rates,
+Truth is known (specbench/testing/simulate.py): both sides draw from the same per-position rates,
 with request-to-request spread on the logit scale. A check fails when the CI of the change lies
 wholly on the bad side (tolerance 0 here: the strictest gate), so its false-alarm rate is the
 one-sided rate (1 - 0.95) / 2 = 2.5%. The percentile bootstrap this replaced measured 14% / 9% /
@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 import pytest
-from simulate import simulate_units
 
 from specbench.analysis.deltas import acceptance_deltas, one_sided_p, paired_acceptance_deltas
 from specbench.compare.checks import holm_reject
+from specbench.testing.simulate import simulate_units
 
 P = [0.77, 0.55, 0.35]
 NOMINAL = 0.025

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
-from simruns import MANIFEST, P
 
 from specbench.compare.guard import _FIELDS, mismatches, unchecked
 from specbench.compare.sides import load_side
+from specbench.testing.simruns import MANIFEST, P
 
 CELL = [{"axes": {"mla": "on"}, "p": P, "units": 5, "drafts": 10}]
 

@@ -1,6 +1,6 @@
 """Run-level error control: an A/A compare of the whole default study must exit 1 rarely.
 
-The studies are drawn from the committed default study's real requests (tests/compare/realaa.py:
+The studies are drawn from the committed default study's real requests (specbench/testing/realaa.py:
 the same prompts on both sides, fresh draws from each prompt's recorded accepted-length
 distribution), 6 speculative cells, gated by the default gates plus ``acceptance_length:0``: 30
 checks per compare. Checked per check at 2.5% (Holm only inside ``[*]`` gates), 10-18% of these
@@ -19,11 +19,11 @@ import shutil
 
 import numpy as np
 import pytest
-from realaa import BASELINE, aa_sides, population
 from typer.testing import CliRunner
 
 from specbench.cli.main import app
 from specbench.compare import DEFAULT_GATES, compare_sides, parse_gate
+from specbench.testing.realaa import BASELINE, aa_sides, population
 
 GATES = [parse_gate(g) for g in (*DEFAULT_GATES, "acceptance_length:0")]
 TRIALS = 250

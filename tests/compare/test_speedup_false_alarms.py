@@ -1,6 +1,6 @@
 """The speed-up gate keeps its level at 2-20 requests per cell (issue 29).
 
-A/A checks drawn from the committed default study's real requests (tests/compare/realspeed.py):
+A/A checks drawn from the committed default study's real requests (specbench/testing/realspeed.py):
 both sides draw their prompts from the same cell pair, so the true change is 0. The percentile
 bootstrap it replaced false-alarmed 50.8% / 12.5% / 11.0% / 8.8% one-sided at 1 / 2 / 3 / 5
 requests (nominal 2.5%; issue 29). Target: <= nominal + 1 point at >= 2 requests; 1 request per
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from realspeed import speedup_aa, speedup_population
+
+from specbench.testing.realspeed import speedup_aa, speedup_population
 
 POP = speedup_population()
 TRIALS = 150  # x 6 cells = 900 A/A checks per size: Monte Carlo SE ~0.5 points at 2.5%

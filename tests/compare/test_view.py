@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import shutil
 
-from simruns import P
 from typer.testing import CliRunner
 
 from specbench.cli.main import app
+from specbench.testing.simruns import P
 
 ON = {"mla": "on", "output_norm": "on"}
 OFF = {"mla": "on", "output_norm": "off"}

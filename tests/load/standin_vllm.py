@@ -17,7 +17,7 @@ import time
 
 
 class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's naming)
+    def do_GET(self):
         body = b'{"version": "standin"}' if self.path == "/version" else b"ok"
         self.send_response(200 if self.path in ("/health", "/version", "/metrics") else 404)
         self.end_headers()
@@ -34,7 +34,7 @@ def _reap_then_die(engine: subprocess.Popen):
     a zombie, and some inits reap those only after a second or more: each stop() would wait that
     out. Only the child in the group is waited for: the escaped one is stop()'s to kill."""
 
-    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
+    def handler(signum, frame):
         try:
             engine.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -70,7 +70,7 @@ class _PlainSSE(BaseHTTPRequestHandler):
     """Stands in for an OpenAI-compatible server that sends neither token_ids nor per-chunk usage
     (and one that fails mid-stream): vLLM cannot be made to do either on demand."""
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         fail = body["messages"][0]["content"] == "q1"
         self.send_response(200)

@@ -5,45 +5,16 @@ taken around each benchmark (an independent source: prometheus_client's parser, 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
+from vllm_bench_data import DATA, scrape_diff
 
 from specbench.analysis.acceptance import counts_from_records
 from specbench.cli.main import app
 from specbench.errors import InputError
 from specbench.metrics.parse import parse_file
 from specbench.metrics.vllm_bench import read_bench_file, records_from_file, request_rows
-
-DATA = Path(__file__).parent / "data" / "vllm_bench"
-K = 3
-
-
-def counters(path: Path) -> dict[str, float]:
-    """Spec-decode counters of one scrape, summed over engines; per position as ``..._per_pos[i]``."""
-    out: dict[str, float] = {}
-    for fam in text_string_to_metric_families(path.read_text()):
-        for s in fam.samples:
-            spec = s.name.startswith("vllm:spec_decode") or s.name == "vllm:generation_tokens_total"
-            if s.name.endswith("_total") and spec:
-                key = s.name + (f"[{s.labels['position']}]" if "position" in s.labels else "")
-                out[key] = out.get(key, 0.0) + s.value
-    return out
-
-
-def scrape_diff(before: int, after: int) -> dict[str, object]:
-    """What the benchmark between scrapes ``before`` and ``after`` did, from /metrics alone."""
-    a, b = counters(DATA / "scrapes" / f"{before:02d}.prom"), counters(DATA / "scrapes" / f"{after:02d}.prom")
-    d = {k: int(b[k] - a.get(k, 0.0)) for k in b}
-    return {
-        "num_drafts": d["vllm:spec_decode_num_drafts_total"],
-        "draft_tokens": d["vllm:spec_decode_num_draft_tokens_total"],
-        "accepted_tokens": d["vllm:spec_decode_num_accepted_tokens_total"],
-        "accepted_per_position": [d[f"vllm:spec_decode_num_accepted_tokens_per_pos_total[{i}]"] for i in range(K)],
-        "generation_tokens": d["vllm:generation_tokens_total"],
-    }
 
 
 @pytest.mark.parametrize("name, before, after", [("plain", 0, 1), ("detailed", 1, 2)])

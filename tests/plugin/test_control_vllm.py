@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from heads_serving import PROMPTS, K, chat, heads_args, heads_env
 from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.plugin import CONTROL_VAR, ENV_VAR, HEAD_VAR
 from specbench.server import VLLMServer
+from specbench.testing.heads_serving import PROMPTS, K, chat, heads_args, heads_env
 
 pytestmark = pytest.mark.vllm
 

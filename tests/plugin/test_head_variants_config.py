@@ -1,4 +1,4 @@
-"""configs/head_variants*.yaml expand to the cells the study needs, and a bad switch fails before launch."""
+"""configs/head_variants.yaml and head_variants_mtp.yaml expand to the cells the study needs, and a bad switch fails before launch."""
 
 from __future__ import annotations
 

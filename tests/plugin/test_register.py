@@ -239,7 +239,7 @@ def _mtp_stub(seen: dict, variant: str, mask: bool):
         eh_proj = staticmethod(lambda x: x[:, :2] + x[:, 2:])
         mtp_block = Block()
 
-        class shared_head:  # noqa: N801 - stands in for vLLM's SharedHead: the norm, and its head
+        class shared_head:
             head = "HEAD"
 
             def __new__(cls, h):

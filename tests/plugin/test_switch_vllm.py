@@ -26,16 +26,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from heads_serving import VARIANTS
-from heads_serving import heads_args as _args
-from heads_serving import heads_env as _env
-from heads_serving import sequential_load as _load
-from heads_serving import serve as _serve
 
 from specbench.attest import attest
 from specbench.errors import ConfigError
 from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
 from specbench.run.groups import reset_prefix_cache
+from specbench.testing.heads_serving import VARIANTS
+from specbench.testing.heads_serving import heads_args as _args
+from specbench.testing.heads_serving import heads_env as _env
+from specbench.testing.heads_serving import sequential_load as _load
+from specbench.testing.heads_serving import serve as _serve
 
 pytestmark = pytest.mark.vllm
 

@@ -17,7 +17,7 @@ DEATH_STATUS = 7
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's naming)
+    def do_GET(self):
         bodies = {"/health": b"", "/version": b'{"version": "standin"}', "/metrics": b"# no spec-decode counters\n"}
         if self.path not in bodies:
             self.send_response(404)
@@ -27,7 +27,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(bodies[self.path])
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         print(f"standin: engine died on {self.path}", flush=True)
         os._exit(DEATH_STATUS)
 

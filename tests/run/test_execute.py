@@ -10,32 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import factories
 import pytest
 
 import specbench.io
-from specbench.config import parse_study
 from specbench.run import store
 from specbench.run import store as store_mod
-from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
-from specbench.run.runner import EXIT_OK, EXIT_SOME_FAILED, RunPlan, execute
+from specbench.run.runner import EXIT_OK, EXIT_SOME_FAILED, execute
 
 
 def _plan(tmp_path):
-    study = parse_study(
-        {
-            "name": "t",
-            "serve": {"model": "org/model", "speculative": {"draft": "org/draft"}, "per_request_metrics": "off"},
-            "matrix": {"mla": ["on", "off"]},
-            "baseline": True,
-        },
-        "test",
-    )
-    cells = expand(study)
-    run_dir = tmp_path / "run"
-    manifest = {"run_id": "r", "axes": ["mla"], "cells": [c.cell_id for c in cells], "status": "running"}
-    store.write_manifest(run_dir, manifest)
-    return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
+    return factories.plan(tmp_path, factories.study(draft="org/draft", baseline=True), status="running")
 
 
 def _acc(d, a):
@@ -105,20 +91,11 @@ def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
     """cells.csv is rewritten after every cell from rows kept in memory (store.Tables): the reads of
     cell.json / summary.json grow with the cells, not with their square (each used to re-read all)."""
 
-    study = parse_study(
-        {
-            "name": "t",
-            "serve": {"model": "org/model", "speculative": {"draft": "org/draft"}, "per_request_metrics": "off"},
-            "matrix": {"mla": ["on", "off"], "env:X": ["a", "b", "c", "d", "e"]},
-            "baseline": True,
-        },
-        "test",
+    study = factories.study(
+        matrix={"mla": ["on", "off"], "env:X": ["a", "b", "c", "d", "e"]}, draft="org/draft", baseline=True
     )
-    cells = expand(study)
-    run_dir = tmp_path / "run"
-    manifest = {"run_id": "r", "axes": list(study.matrix), "cells": [c.cell_id for c in cells], "status": "running"}
-    store.write_manifest(run_dir, manifest)
-    plan = RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
+    plan = factories.plan(tmp_path, study, status="running")
+    cells, run_dir, manifest = plan.cells, plan.run_dir, plan.manifest
     reads: dict[str, int] = {}
     real_load_json, real_read_text = specbench.io.load_json, store_mod.read_text
 

@@ -12,27 +12,18 @@ import textwrap
 import threading
 import time
 
+import factories
 import pytest
 
-from specbench.config import parse_study
 from specbench.errors import InputError
 from specbench.procs import kill_tree
 from specbench.run import store
-from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
-from specbench.run.runner import RunPlan, execute
+from specbench.run.runner import execute
 
 
 def _plan(tmp_path):
-    study = parse_study(
-        {"name": "t", "serve": {"model": "org/model", "per_request_metrics": "off"}, "matrix": {"mla": ["on", "off"]}},
-        "test",
-    )
-    cells = expand(study)
-    run_dir = tmp_path / "run"
-    manifest = {"run_id": "r", "axes": ["mla"], "cells": [c.cell_id for c in cells], "status": "planned"}
-    store.write_manifest(run_dir, manifest)
-    return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
+    return factories.plan(tmp_path)
 
 
 class Scripted:

@@ -7,21 +7,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from vllm_bench_data import DATA, scrape_diff
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "metrics"))
-from test_vllm_bench import DATA, scrape_diff  # noqa: E402
-
-from specbench.cli.main import app  # noqa: E402
-from specbench.compare.guard import mismatches  # noqa: E402
-from specbench.compare.sides import load_side  # noqa: E402
-from specbench.errors import InputError  # noqa: E402
-from specbench.run.read import read_run  # noqa: E402
-from specbench.run.sweep import is_sweep_dir, point_axes, sections  # noqa: E402
+from specbench.cli.main import app
+from specbench.compare.guard import mismatches
+from specbench.compare.sides import load_side
+from specbench.errors import InputError
+from specbench.run.read import read_run
+from specbench.run.sweep import is_sweep_dir, point_axes, sections
 
 SWEEP = DATA / "sweep"
 # sweep order: serve combs, then bench combs (max_concurrency 1, 4), then runs; scrape 02 is before it

@@ -21,10 +21,10 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on CI machines
 
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from specbench.io import atomic_write_bytes  # noqa: E402
+from specbench.io import atomic_write_bytes
 
 STYLES = ("-", "--", ":", "-.")
 

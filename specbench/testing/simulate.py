@@ -10,6 +10,8 @@ clustering is what the request bootstrap has to absorb.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from specbench.analysis.acceptance import Counts
@@ -27,11 +29,11 @@ def simulate_units(
 
     ``shifts`` (one per unit) fixes the per-request logit shifts instead of drawing them: the same
     shifts on two sides model the same prompts run twice (paired comparisons)."""
-    p = np.asarray(p, dtype=float)
-    if np.any(np.diff(p) > 0) or p[0] > 1 or p[-1] < 0:
+    rates = np.asarray(p, dtype=float)
+    if np.any(np.diff(rates) > 0) or rates[0] > 1 or rates[-1] < 0:
         raise ValueError("p must be non-increasing fractions")
-    k = len(p)
-    alpha = p / np.concatenate([[1.0], p[:-1]])
+    k = len(rates)
+    alpha = rates / np.concatenate([[1.0], rates[:-1]])
     logit = np.log(alpha / (1 - alpha + 1e-12) + 1e-12)
     if shifts is not None:
         shift = np.asarray(shifts, dtype=float).reshape(n_units, 1)
@@ -84,7 +86,7 @@ def mdc_side(label: str, p: list[float], rng: np.random.Generator, prompts: int 
         exact=total(units),
         requests=[{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)],
     )
-    return Side(path=None, label=label, manifest={"run_id": label}, cells={(): cell})
+    return Side(path=Path(label), label=label, manifest={"run_id": label}, cells={(): cell})
 
 
 def mdc_power(

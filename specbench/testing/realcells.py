@@ -16,8 +16,7 @@ import numpy as np
 
 from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import cell_intervals, common_k, count_matrix, count_stats
-
-BASELINES = Path(__file__).resolve().parents[1] / "results" / "baselines"
+from specbench.testing import BASELINES
 
 
 def populations(root: Path = BASELINES) -> dict[str, list[Counts]]:

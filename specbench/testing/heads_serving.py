@@ -87,7 +87,9 @@ def sequential_load(server: VLLMServer, max_tokens: int = 48) -> tuple[int, list
         for prompt in PROMPTS:
             chat(client, prompt, max_tokens)
     diff = diff_counts(prometheus_counts(server.scrape_metrics()), before)
-    return diff.num_drafts, list(diff.accepted_per_position)  # no per-position counts: TypeError, not a vacuous match
+    if diff is None or diff.accepted_per_position is None:  # not a vacuous match
+        raise TypeError(f"no per-position counts in the /metrics diff: {diff}")
+    return diff.num_drafts, list(diff.accepted_per_position)
 
 
 @contextlib.contextmanager

@@ -19,8 +19,9 @@ import numpy as np
 
 from specbench.analysis.counts import Counts, total
 from specbench.compare.sides import Side, SideCell, cell_key, cell_name
+from specbench.testing import BASELINES
 
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+BASELINE = BASELINES / "cpu-default"
 
 
 def population(run: Path = BASELINE) -> dict[str, dict]:

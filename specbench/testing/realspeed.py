@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from specbench.compare.study import speedup_delta
+from specbench.testing import BASELINES
 
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+BASELINE = BASELINES / "cpu-default"
 
 
 def speedup_population(run: Path = BASELINE) -> dict[str, tuple[list[dict], list[dict]]]:
@@ -50,11 +51,14 @@ def speedup_aa(
         for spec, base in pop.values():
             b = _side(spec, base, rng.integers(0, len(spec), n))
             c = _side(spec, base, rng.integers(0, len(spec), n))
-            _, _, d = speedup_delta(b[0], b[1], c[0], c[1])
+            res = speedup_delta(b[0], b[1], c[0], c[1])
+            assert res is not None, "a resampled side of a committed cell always has a speed-up"
+            d = res[2]
             total += 1
             if d.ci is None:
                 none += 1
                 continue
-            harm += d.ci[1] < 0
-            other += d.ci[0] > 0
+            lo, hi = d.ci
+            harm += hi < 0
+            other += lo > 0
     return harm / total, other / total, none / total

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from simulate import simulate_units
 
 from specbench.analysis.acceptance import DEFINITION, total
 from specbench.io import save_json, write_jsonl
+from specbench.testing.simulate import simulate_units
 
 MANIFEST = {
     "run_id": "sim",
@@ -67,6 +67,7 @@ def write_run(
         ids.append(cid)
         units = simulate_units(c["p"], c["units"], c["drafts"], rng, spread=c.get("spread", 0.0))
         tot = total(units)
+        assert tot is not None, "simulated units always draft"
         save_json(
             root / cid / "acceptance.json",
             {
