@@ -332,6 +332,24 @@ def mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> 
     return out
 
 
+def control_not_compared(spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``spec`` with its head variant's ``control`` left out of the attestation check: on a
+    switchable server every variant, the shipped one included, runs the plugin's class, which
+    attests ``control`` true at the shipped values; that class counts exactly as shipped vLLM
+    (tests/plugin/test_control_vllm.py), and cells asking for the control keep a server of their own."""
+    variant = (spec or {}).get("head_variant")
+    if not spec or not variant:
+        return spec
+    return {**spec, "head_variant": {**variant, "control": None}}
+
+
+def recorded_mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> list[str]:
+    """:func:`mismatches` of a stored cell, by the rule the run applied: a head switched in place is
+    checked without ``control`` (:func:`control_not_compared`)."""
+    switched = bool(((attested or {}).get("head_variant") or {}).get("switched_in_place"))
+    return mismatches(control_not_compared(spec) if switched else spec, attested)
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return {True: "on", False: "off"}[value]

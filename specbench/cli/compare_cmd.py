@@ -80,6 +80,15 @@ def compare(
             help="Write a Markdown report (PR comment). Also appended to $GITHUB_STEP_SUMMARY when set.",
         ),
     ] = None,
+    html: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Write one self-contained HTML page: the verdict, the gate grid, both runs' provenance, "
+            "the per-position figure, every metric of every cell (no network needed to open it).",
+        ),
+    ] = None,
     junit: Annotated[
         Optional[Path], typer.Option("--junit", metavar="FILE", help="Write JUnit XML: one testcase per gate per cell.")
     ] = None,
@@ -155,6 +164,7 @@ def compare(
         [baseline, candidate, gate_file, noise_floor],
         {
             "--markdown": markdown,
+            "--html": html,
             "--junit": junit,
             "--json": json_out,
             "--plot": plot,
@@ -209,7 +219,7 @@ def compare(
             f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
             f"{', '.join(c.name for c in cand.cells.values())})"
         )
-    _write_outputs(comp, base, cand, markdown, junit, json_out, plot)
+    _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html)
     try:
         print_table(comp, console, verbose=verbose)
     except BrokenPipeError:  # `| head`: the table ends there, the verdict (exit code) stands
@@ -237,7 +247,7 @@ def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
     return None
 
 
-def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
+def _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html=None) -> None:
     from specbench.compare.junit import junit_xml  # lazy: pulls in numpy and pydantic
     from specbench.compare.render import cell_titles  # lazy: pulls in numpy and pydantic
     from specbench.compare.render import markdown as render_markdown  # lazy: pulls in numpy and pydantic
@@ -257,7 +267,7 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
         atomic_write_text(junit, junit_xml(comp))
     if json_out is not None:
         save_json(json_out, comp.to_dict())
-    if plot is not None:
+    if plot is not None or html is not None:
         from specbench.render.plots.compare import bands, delta_rows, save_overlay  # lazy: pulls in matplotlib
 
         kw = dict(confidence=comp.confidence)
@@ -272,7 +282,12 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot) -> None:
             for c in comp.cells
             if not c.missing and c.key in base.cells and c.key in cand.cells
         ]
-        save_overlay(plot, panels, comp.confidence)
+        if plot is not None:
+            save_overlay(plot, panels, comp.confidence)
+        if html is not None:
+            from specbench.compare.page import compare_html  # lazy: pulls in markdown-it
+
+            atomic_write_text(html, compare_html(comp, base, cand, render_markdown(comp), panels))
 
 
 def register(app: typer.Typer) -> None:

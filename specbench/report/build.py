@@ -25,6 +25,7 @@ from specbench.metrics.parse import no_spec_data
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title, titles
 from specbench.report.csvfile import csv_chunks
+from specbench.report.index import index_html, run_provenance
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
 from specbench.run.cells import axis_label
@@ -107,6 +108,7 @@ class Report:
     source: str = ""
     studies: list = field(default_factory=list)  # report.study.StudyAnalysis per run directory
     titles: dict[str, str] = field(default_factory=dict)  # label -> axis-value title (run-dir cells)
+    provenance: list = field(default_factory=list)  # per run: (name, value) rows (report/index.py)
 
     def title(self, label: str) -> str:
         return self.titles.get(label, label)
@@ -171,6 +173,7 @@ def build_report(
         comparisons=comparisons,
         studies=studies,
         titles=names,
+        provenance=[run_provenance(run) for run in runs],
         source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]),
     )
 
@@ -439,13 +442,14 @@ def render_markdown(report: Report, plots: bool = True) -> str:
 
 
 def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path]:
-    """Write summary.md, acceptance.csv, the study CSVs and (``plots``) the figures (PNG + SVG) into
-    ``out_dir``. Without ``plots`` matplotlib is never imported."""
+    """Write summary.md, acceptance.csv, the study CSVs, (``plots``) the figures (PNG + SVG) and
+    index.html (all of it on one page) into ``out_dir``. Without ``plots`` matplotlib is never imported."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "summary.md", out_dir / "acceptance.csv"]
     with marked_incomplete(out_dir, "report"):  # an interrupted report leaves a marked partial set
-        atomic_write_text(paths[0], render_markdown(report, plots))
+        markdown_text = render_markdown(report, plots)
+        atomic_write_text(paths[0], markdown_text)
         atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
         if plots:
             # lazy: matplotlib only when figures are written (run's end-of-run screen imports this module)
@@ -459,4 +463,8 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
                 out_dir / "al_over_time",
             )
         paths += write_study_outputs(report.studies, out_dir, report.title, plots)
+        page = out_dir / "index.html"
+        figures = [p for p in paths if p.suffix == ".svg"]
+        atomic_write_text(page, index_html(report, markdown_text, figures, paths, out_dir))
+        paths.append(page)
     return paths

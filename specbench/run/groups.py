@@ -46,6 +46,7 @@ from typing import Any
 import httpx
 
 from specbench import redact
+from specbench.attest import control_not_compared
 from specbench.axis import parse_axis
 from specbench.config import Load
 from specbench.errors import ConfigError, ServerError
@@ -139,14 +140,8 @@ def head_switchable(cell: Cell, host: str) -> bool:
 
 
 def _control_not_compared(cell: Cell) -> Cell:
-    """``cell`` with its head variant's ``control`` left out of the attestation check: on a
-    switchable server every variant, the shipped one included, runs the plugin's class, which
-    attests ``control`` true at the shipped values; that class counts exactly as shipped vLLM
-    (tests/plugin/test_control_vllm.py), and cells asking for the control keep a server of their own."""
-    variant = (cell.spec or {}).get("head_variant")
-    if not variant:
-        return cell
-    return dataclasses.replace(cell, spec={**(cell.spec or {}), "head_variant": {**variant, "control": None}})
+    """``cell`` checked as :func:`specbench.attest.control_not_compared` says."""
+    return dataclasses.replace(cell, spec=control_not_compared(cell.spec))
 
 
 def load_settings(load: Load) -> dict[str, Any]:

@@ -1,0 +1,193 @@
+"""report's index.html: one self-contained page a reader opens first.
+
+What the study answered comes first (the contrasts, speed-ups and k advice the screen prints), then
+where the numbers come from (per run: model, draft, k, vLLM, attestation, load, machine, specbench),
+the figures, every table of summary.md, and links to the files beside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from specbench.analysis.acceptance import significant
+from specbench.attest import recorded_mismatches
+from specbench.render import html
+from specbench.run.store import Run
+
+# figure file stem -> what it shows, in words (the page's captions and alt texts)
+CAPTIONS = {
+    "per_position": "Acceptance per draft position: p_i (share of drafts whose first i+1 tokens were "
+    "accepted) and α_i (p_i / p_(i-1)), with their CIs",
+    "al_over_time": "Acceptance length as the run went on (units so far, in order), with its CI: it "
+    "should settle; a drift means the load changed under the measurement",
+    "divergence": "Output divergence between cells: where two cells' greedy outputs first differ",
+    "speedup": "Speed-up of each speculative cell over its no-speculation baseline (below 1× is slower)",
+    "speedup_vs_concurrency": "Speed-up, AL and step cost per concurrency",
+}
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
+def _shown(value: Any) -> str:
+    return "not recorded" if value in (None, "", [], {}) else str(value)
+
+
+def run_provenance(run: Run) -> list[tuple[str, str]]:
+    """Where a run's numbers come from, as (name, value) rows; what the run did not record says so."""
+    m = run.manifest
+    serve, load = _get(m, "resolved_config", "serve") or {}, _get(m, "resolved_config", "load") or {}
+    cells = [c.cell for c in run.cells.values()]
+    ks = sorted({str(k) for c in cells if (k := _get(c, "spec", "num_speculative_tokens")) is not None})
+    methods = sorted({str(x) for c in cells if (x := _get(c, "spec", "method"))})
+    done = [c for c in cells if c.get("status") == "done"]
+    checked = [c for c in done if c.get("attested")]
+    agree = [c for c in checked if not recorded_mismatches(c.get("spec"), c.get("attested"))]
+    attested_vllm = sorted({str(v) for c in checked if (v := _get(c, "attested", "vllm_version"))})
+    machine = m.get("machine") or {}
+    gpus = machine.get("gpus") or []
+    hw = ", ".join(
+        x
+        for x in (
+            str(machine.get("cpu_model") or ""),
+            f"{machine['cpu_count']} CPUs" if machine.get("cpu_count") else "",
+            f"{machine['memory_gib']} GiB" if machine.get("memory_gib") else "",
+            f"{len(gpus)} GPU(s)" if gpus else "no GPU",
+        )
+        if x
+    )
+    workload = _get(load, "workload") or _get(load, "prompts", "path") or "built-in prompts"
+    return [
+        ("run", f"{run.run_id} ({_shown(m.get('status'))})"),
+        ("when", f"{_shown(m.get('started_at'))} → {_shown(m.get('ended_at'))}"),
+        ("config", f"{_shown(m.get('config_path'))} (sha256 {str(m.get('config_sha256') or '')[:12] or '?'})"),
+        ("model", _shown(serve.get("model"))),
+        (
+            "draft",
+            f"{_shown(_get(serve, 'speculative', 'draft'))}" + (f"; method {', '.join(methods)}" if methods else ""),
+        ),
+        ("k (draft tokens per step)", ", ".join(ks) or "none"),
+        (
+            "vLLM",
+            f"{_shown(m.get('vllm_version'))}"
+            + (f"; cells' servers said {', '.join(attested_vllm)}" if attested_vllm else ""),
+        ),
+        (
+            "attested",
+            f"{len(agree)} of {len(done)} finished cells ran what they asked for (checked against vLLM's own log lines)"
+            + (f"; {len(done) - len(checked)} unchecked (no attestation recorded)" if len(checked) < len(done) else "")
+            + (f"; {len(checked) - len(agree)} MISMATCHED" if len(agree) < len(checked) else ""),
+        ),
+        (
+            "load",
+            f"{_shown(load.get('driver'))} driver, {_shown(load.get('num_requests'))} requests per cell, "
+            f"concurrency {_shown(load.get('concurrency'))}, max {_shown(load.get('max_tokens'))} tokens, "
+            f"seed {_shown(load.get('seed'))}, workload {workload}",
+        ),
+        ("machine", f"{_shown(machine.get('hostname'))}: {hw or 'not recorded'}"),
+        ("specbench", _shown(m.get("specbench_version"))),
+    ]
+
+
+def _significant(c: Any) -> bool:
+    return any(iv is not None and significant(iv) for iv in c.intervals.values())
+
+
+def findings(report: Any) -> str:
+    """What the screen prints, arranged for reading: significant contrasts, then the rest folded;
+    speed-ups as a table with what below 1× means; k advice; the study's warnings folded."""
+    # lazy: numpy and the k-prediction model, only when a page is written
+    from specbench.report.kpredict import recommendation
+
+    out: list[str] = []
+    sig = [c for c in report.comparisons if _significant(c)]
+    rest = [c for c in report.comparisons if not _significant(c)]
+    if sig:
+        out += ["<h3>Differences the data shows</h3>", html.bullets([c.sentence() for c in sig], "answers")]
+    if rest:
+        out.append(
+            f"<details><summary>{len(rest)} contrast(s) with no significant difference</summary>"
+            + html.bullets([c.sentence() for c in rest], "answers")
+            + "</details>"
+        )
+    speedups = [(st, s) for st in report.studies for s in st.speedups]
+    if speedups:
+        rows = []
+        for _, s in speedups:
+            x, iv = s.point["output_tok_per_s"], s.intervals.get("output_tok_per_s")
+            shown = f"{x:.2f}×" + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else "")
+            rows.append(
+                [report.title(s.cell), shown, f"{s.spec['mean_acceptance_length']:.2f}", f"{s.point['cost_ratio']:.2f}"]
+            )
+        out += [
+            "<h3>Speed-up over serving without speculation</h3>",
+            html.table(
+                ["cell", f"speed-up, output tok/s ({speedups[0][1].confidence:.0%} CI)", "AL", "step cost"], rows
+            ),
+            "<p>Speed-up ≈ AL / step cost, the step cost being one verify step's time in plain decode steps. "
+            + (
+                "Below 1× the cell is <strong>slower</strong> than serving without speculation: its step cost "
+                "exceeds its AL (on a CPU a verify step costs several decode steps)."
+                if any(s.point["output_tok_per_s"] < 1 for _, s in speedups)
+                else "Every cell is faster than serving without speculation."
+            )
+            + "</p>",
+        ]
+    advice = [
+        "k advice from " + recommendation(kp, report.title(kp.source), brief=True)
+        for st in report.studies
+        for kp in st.kpredictions
+    ]
+    if advice:
+        out += ["<h3>Draft length (k)</h3>", html.bullets(advice)]
+    warnings = [w for st in report.studies for w in st.warnings]
+    if warnings:
+        out.append(
+            f"<details><summary>{len(warnings)} warning(s) about divergence and speed-up</summary>"
+            + html.bullets(warnings)
+            + "</details>"
+        )
+    return "\n".join(out)
+
+
+def _tables_of(markdown_text: str) -> str:
+    """summary.md under the page's own headings: its title and file list dropped (the page has
+    both), its sections one level down."""
+    body = markdown_text.split("\n## Files\n", 1)[0]
+    lines = body.split("\n")
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join("#" + line if line.startswith("## ") or line.startswith("### ") else line for line in lines)
+
+
+def index_html(report: Any, markdown_text: str, figures: list[Path], files: list[Path], out_dir: Path) -> str:
+    """The page: findings, provenance, figures (``figures``: the SVGs written), tables, file links."""
+    found = findings(report)
+    body = [
+        "<h1>specbench acceptance report</h1>",
+        f'<p class="lede">Inputs: {html.esc(report.source)}</p>',
+        "<h2>What this report answers</h2>",
+        found
+        if found
+        else "<p>No two cells differ in one axis and no cell has a baseline: the tables below give each "
+        "cell's own figures.</p>",
+    ]
+    if report.provenance:
+        body.append("<h2>Where the numbers come from</h2>")
+        for rows in report.provenance:
+            body.append(html.provenance(rows))
+    else:
+        body.append("<p>Inputs are log, scrape or JSONL files: no run records what served them.</p>")
+    if figures:
+        body.append("<h2>Figures</h2>")
+        for svg in figures:
+            body.append(html.figure(Path(svg).read_bytes(), CAPTIONS.get(Path(svg).stem, Path(svg).stem)))
+    body.append("<h2>Tables and definitions</h2>")
+    body.append(html.markdown(_tables_of(markdown_text)))
+    body.append("<h2>Files</h2>")
+    body.append(html.links(files, out_dir))
+    return html.page("specbench report", "\n".join(body))
