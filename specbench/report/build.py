@@ -418,6 +418,7 @@ def render_markdown(report: Report, plots: bool = True) -> str:
         "## Files",
         "",
         "- `acceptance.csv`: the table above, one row per group, with CI columns",
+        "- `index.html`: all of this on one page, findings first, with provenance and the figures",
     ]
     if plots:
         out += [

@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "results" / "baselines" / "cpu-default"
-HOSTILE = "on|x\nFAKE: all gates passed\x1b[31m[bold]"
+HOSTILE = "on|x\nFAKE: all gates passed\x1b[31m[bold]<img src=http://x/y onerror=alert(1)>"
 
 
 def _table_widths(md: str) -> list[set[int]]:
@@ -45,7 +45,7 @@ def test_a_hostile_axis_value_stays_one_value(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     md = (out / "summary.md").read_text()
-    assert "\\|x\\nFAKE: all gates passed\\x1b[31m[bold]" in md  # shown, escaped, in a table cell
+    assert "\\|x\\nFAKE: all gates passed\\x1b[31m[bold]<img src=http://x/y" in md  # shown, escaped, in a table cell
     for text in (md, r.stdout, r.stderr):
         assert "\x1b" not in text
         assert not any(line.lstrip("│┃ ").startswith("FAKE") for line in text.splitlines())
@@ -53,6 +53,12 @@ def test_a_hostile_axis_value_stays_one_value(tmp_path):
     assert "Glyph 27" not in r.stderr  # no ESC handed to matplotlib either
     svg = (out / "per_position.svg").read_text()
     assert "FAKE" in svg and "\x1b" not in svg
+    # index.html shows the value as text: the markup in it is escaped, never an element
+    page = (out / "index.html").read_text()
+    assert "&lt;img src=http://x/y onerror=alert(1)&gt;" in page and "\x1b" not in page
+    assert re.findall(r"<img [^>]*", page) and all(
+        tag.startswith('<img src="data:image/svg+xml;base64,') for tag in re.findall(r"<img [^>]*", page)
+    )
 
 
 def test_the_report_table_writer_escapes_what_it_is_given():
