@@ -17,7 +17,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from specbench.cli.common import console, handle_errors, silence_stdout, warn
+from specbench.cli.common import console, err_console, handle_errors, silence_stdout, warn
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import EXIT_INCONCLUSIVE, EXIT_OK, InputError
 from specbench.io import atomic_write_text, save_json
@@ -151,7 +151,15 @@ def compare(
     ] = None,
     verbose: Annotated[
         bool,
-        typer.Option("--verbose", "-v", help="Also print every metric of every cell (base, cand, delta, CI, verdict)."),
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Also print every metric of every cell (base, cand, delta, CI, verdict) and each undecided check.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Print only the verdict line (the exit code and the files say the rest)."),
     ] = False,
 ) -> None:
     """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
@@ -221,7 +229,7 @@ def compare(
         )
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html)
     try:
-        print_table(comp, console, verbose=verbose)
+        print_table(comp, console, verbose=verbose, err=err_console, quiet=quiet)
     except BrokenPipeError:  # `| head`: the table ends there, the verdict (exit code) stands
         silence_stdout()
     code = comp.exit_code

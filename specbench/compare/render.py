@@ -4,6 +4,7 @@ Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting.""
 from __future__ import annotations
 
 import math
+import re
 
 from specbench.compare.compare import Comparison, MetricRow
 from specbench.render import format as fmt
@@ -227,20 +228,25 @@ def _print_verdicts(comp: Comparison, console) -> None:
         )
 
 
-def print_table(comp: Comparison, console, verbose: bool = False) -> None:
+def print_table(comp: Comparison, console, verbose: bool = False, err=None, quiet: bool = False) -> None:
     """A cells x gated-metrics verdict table, (``verbose``: every metric of every cell), then cells on
-    one side only, warnings, failures and the headline."""
+    one side only and warnings (on ``err``, stderr in the CLI), failures, undecided checks grouped
+    by reason (``verbose``: one line each) and the headline; ``quiet``: the headline only."""
+    if quiet:
+        style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive or comp.weak else "bold green")
+        console.print(f"[{style}]{user_text(headline(comp))}[/]", highlight=False, soft_wrap=True)
+        return
     # CI logs are not terminals (80 columns by default); a truncated table is unreadable there.
     width = console.width
     if not console.is_terminal:
         console.width = max(width, 150)
     try:
-        _print_table(comp, console, verbose)
+        _print_table(comp, console, verbose, console if err is None else err)
     finally:
         console.width = width
 
 
-def _print_table(comp: Comparison, console, verbose: bool = False) -> None:
+def _print_table(comp: Comparison, console, verbose: bool, err) -> None:
     if verbose:
         _print_details(comp, console)
     _print_verdicts(comp, console)
@@ -248,7 +254,40 @@ def _print_table(comp: Comparison, console, verbose: bool = False) -> None:
         console.print(
             "every metric of every cell, with CIs: --verbose (or --markdown / --json)", style="dim", highlight=False
         )
-    _print_notes(comp, console)
+    _print_notes(comp, console, err, verbose)
+
+
+def undecided_lines(comp: Comparison) -> list[str]:
+    """The inconclusive checks, one line per reason: checks too weak for one gate's tolerance share a
+    line naming their cells and metrics and the prompts they would need; any other reason shared by
+    several checks (the same message) likewise."""
+    names = cell_titles(comp)
+    groups: dict[tuple[str, str], list] = {}
+    for g in comp.inconclusive:
+        reason = "too weak" if g.weak else g.message.removeprefix(f"{g.metric}: ")
+        groups.setdefault((g.gate, reason), []).append(g)
+    out = []
+    for (gate, reason), members in groups.items():
+        cells: dict[str, list[str]] = {}
+        for g in members:
+            cells.setdefault(names.get(g.cell, g.cell), []).append(short_metric(g.metric))
+        where = "; ".join(f"{cell}: {', '.join(ms)}" for cell, ms in cells.items())
+        if reason == "too weak":
+            needs = sorted(int(n) for g in members for n in re.findall(r"needs ~(\d+)", g.weak))
+            has = sorted({g.units for g in members if g.units})
+            unit = members[0].unit or "units"
+            seen = re.search(r"too weak to see [^:]*", members[0].weak)
+            head = f"{seen.group(0) if seen else 'too weak for the tolerance'} ({gate})"
+            has_text = ", ".join(map(str, has)) or "?"
+            if needs:
+                span = f"~{needs[0]}" if needs[0] == needs[-1] else f"~{needs[0]}–{needs[-1]}"
+                reason = f"{head}: needs {span} {unit} (has {has_text})"
+            else:
+                reason = f"{head} with {has_text} {unit}"
+        else:
+            reason = f"({gate}) {reason}"
+        out.append(f"{len(members)} check(s) {reason} — {where}")
+    return out
 
 
 def _print_details(comp: Comparison, console) -> None:
@@ -287,24 +326,30 @@ def _print_details(comp: Comparison, console) -> None:
         console.print(table)
 
 
-def _print_notes(comp: Comparison, console) -> None:
+def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
     u = user_text  # cell names, axis values, messages and warnings come from the inputs
     for name in comp.only_base:
-        console.print(f"[yellow]only in baseline:[/] {u(name)}", highlight=False)
+        err.print(f"[yellow]only in baseline:[/] {u(name)}", highlight=False)
     for name in comp.only_cand:
-        console.print(f"[yellow]only in candidate:[/] {u(name)}", highlight=False)
+        err.print(f"[yellow]only in candidate:[/] {u(name)}", highlight=False)
     for line in comp.mismatches:
-        console.print(f"[yellow]runs differ:[/] {u(line)}", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]runs differ:[/] {u(line)}", highlight=False, soft_wrap=True)
     for line in comp.warnings:
-        console.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
-    for line in weak_gates(comp):
-        console.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
-    for g in comp.inconclusive:
-        console.print(
-            f"[yellow]INCONCLUSIVE[/] {u(g.cell)}: {u(g.metric)} ({u(g.gate)}): {u(g.message)}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        err.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
+    if verbose:  # the grouped lines below say the same per gate
+        for line in weak_gates(comp):
+            err.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
+        for g in comp.inconclusive:
+            console.print(
+                f"[yellow]INCONCLUSIVE[/] {u(g.cell)}: {u(g.metric)} ({u(g.gate)}): {u(g.message)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    else:
+        for line in undecided_lines(comp):
+            console.print(f"[yellow]INCONCLUSIVE[/] {u(line)}", highlight=False, soft_wrap=True)
+        if comp.inconclusive:
+            console.print("each undecided check with its numbers: --verbose", style="dim", highlight=False)
     for g in comp.failures:
         console.print(
             f"[bold red]FAIL[/] {u(g.cell)}: {u(g.metric)} ({u(g.gate)}): {u(g.message)}",

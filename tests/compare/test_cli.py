@@ -138,7 +138,12 @@ def test_one_sided_cell_reported(make_run):
     cand = make_run("cand", _cells(P)[:1], seed=1)
     code, out = run(base, cand)
     assert code == 3 and "only in baseline: mla=on, output_norm=off" in out
-    assert "INCONCLUSIVE mla=on, output_norm=off: per_position[*]" in out
+    # undecided checks one line per reason, the cell by its display name
+    assert (
+        "INCONCLUSIVE 1 check(s) (per_position[*]:-2pp) no data: the cell not in the candidate — norm off: p_*" in out
+    )
+    code, out = run(base, cand, "--verbose")
+    assert "INCONCLUSIVE mla=on, output_norm=off: per_position[*]" in out  # --verbose: one line per check
     code, out = run(base, cand, "--allow-inconclusive")
     assert code == 0 and "inconclusive; exit 0 because of --allow-inconclusive" in out
     assert run(base, cand, "--strict")[0] == 2

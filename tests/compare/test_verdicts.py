@@ -31,7 +31,7 @@ def test_identical_runs_do_not_fail_and_pass_only_what_they_can_see(copy):
     code, out = run(BASELINE, copy)
     assert code == 3, out
     assert "INCONCLUSIVE: 20 gate check(s)" in out and "4 passed, 0 failed, 20 inconclusive (20 too weak" in out
-    code, out = run(BASELINE, copy, "--allow-weak")
+    code, out = run(BASELINE, copy, "--allow-weak", "--verbose")
     assert code == 3, out
     assert "23 passed, 0 failed, 1 inconclusive" in out and "19 of the passes are weak checks allowed" in out
     assert "INCONCLUSIVE mla=off, output_norm=logits-only: per_position[2] (" in out
@@ -152,7 +152,7 @@ def test_bare_logs_get_window_intervals(tmp_path):
 def test_throughput_gets_a_ci_from_requests_with_one_repeat(tmp_path):
     """repeats: 1 and output_tok_per_s: the CI comes from requests.jsonl, not a lone summary value."""
     js = tmp_path / "r.json"
-    code, out = run(BASELINE, BASELINE, "--gate", "output_tok_per_s:-5%", "--json", js)
+    code, out = run(BASELINE, BASELINE, "--gate", "output_tok_per_s:-5%", "--json", js, "--verbose")
     # within-run only, it fails only past the -75% noise floor: it cannot see 5% (issue 37)
     assert code == 3 and "0 failed" in out and "output_tok_per_s: too weak to see a drop of" in out, out
     rows = [m for c in json.loads(js.read_text())["cells"] for m in c["metrics"] if m["name"] == "output_tok_per_s"]
@@ -191,7 +191,7 @@ def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path)
 
 def test_each_check_prints_its_smallest_detectable_change(tmp_path):
     md = tmp_path / "r.md"
-    code, out = run(BASELINE, BASELINE, "--gate", "ttft_p50_ms:+10%", "--markdown", md)
+    code, out = run(BASELINE, BASELINE, "--gate", "ttft_p50_ms:+10%", "--markdown", md, "--verbose")
     assert code == 3, out
     # one repeat a side cannot see a 10% TTFT change (it fails only past the noise floor): not a
     # pass (issue 37), and the output says so, with what it would take
