@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from specbench.analysis.counts import Counts
+from specbench.analysis.deltas import paired_acceptance_deltas
 from specbench.analysis.intervals import cell_intervals, common_k, count_matrix, count_stats
 from specbench.testing import BASELINES
 
@@ -67,7 +68,6 @@ def paired_delta_coverage(
     ``n`` prompts are drawn with replacement and each side takes those prompts' requests from its
     own cell (the cells sent the same prompts in the same order); truth = the difference of the
     two populations' summed-count statistics."""
-    from specbench.analysis.deltas import paired_acceptance_deltas
 
     k = min(common_k(base), common_k(cand))
     tb, tc = (count_stats(count_matrix(u, k).sum(axis=0), k) for u in (base, cand))

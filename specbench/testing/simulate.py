@@ -13,8 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from specbench.analysis.acceptance import Counts
+from specbench.analysis.counts import total
+from specbench.compare import compare_sides, parse_gate
+from specbench.compare.sides import Side, SideCell
 
 
 def simulate_units(
@@ -71,8 +75,6 @@ def mdc_shifts(prompts: int) -> np.ndarray:
 
 def mdc_side(label: str, p: list[float], rng: np.random.Generator, prompts: int = MDC_PROMPTS):
     """One side of the MDC study: a Side with one cell of per-request counts named by prompt."""
-    from specbench.analysis.counts import total
-    from specbench.compare.sides import Side, SideCell
 
     units = simulate_units(p, prompts, MDC_DRAFTS, rng, shifts=mdc_shifts(prompts))
     cell = SideCell(
@@ -100,9 +102,6 @@ def mdc_power(
     then capped at the new p_0 (unconditional p_i never rise with i)."""
     from scipy.optimize import brentq
     from scipy.special import expit, logit
-    from scipy.stats import t
-
-    from specbench.compare import compare_sides, parse_gate
 
     gates = [parse_gate("per_position[*]:0")]
     shifts = mdc_shifts(prompts)
@@ -118,7 +117,7 @@ def mdc_power(
 
     pilot = [p0_check(compare_sides(side("b", MDC_P), side("c", MDC_P), gates)) for _ in range(pilots)]
     mdc = float(np.median([g.mdc for g in pilot]))
-    half_width_mdc = float(np.median([t.ppf(0.975, g.df) * g.se for g in pilot]))
+    half_width_mdc = float(np.median([student_t.ppf(0.975, g.df) * g.se for g in pilot]))
     rates = {}
     for name, drop in (("mdc", mdc), ("tolerance + half-width", half_width_mdc)):
         p0 = brentq(lambda x: true_p0(MDC_P[0]) - true_p0(x) - drop, 1e-3, MDC_P[0])  # noqa: B023

@@ -25,7 +25,7 @@ def test_a_dead_head_never_passes(tmp_path, prompts):
     js = tmp_path / "r.json"
     for extra in ([], ["--no-holm"], ["--allow-weak"], ["--allow-weak", "--no-holm"]):
         for gates in ([], GATES):
-            code, out = run(base, cand, "--json", js, *gates, *extra)
+            code, out = run(base, cand, "--json", js, *gates, *extra, "--verbose")
             (cell,) = [c for c in json.loads(js.read_text())["cells"] if c["base_ids"] == [SPEC_CELLS[0]]]
             statuses = {g["metric"]: g["status"] for g in cell["gates"]}
             assert len(statuses) == 4 and "pass" not in statuses.values(), (extra, gates, statuses)
@@ -43,6 +43,8 @@ def test_a_gate_too_weak_for_its_tolerance_is_inconclusive_unless_allowed(copy, 
     headline, the Markdown and the JUnit say so."""
     md, xml = tmp_path / "r.md", tmp_path / "r.xml"
     code, out = run(BASELINE, copy, "--gate", "acceptance_length:-5%", "--markdown", md, "--junit", xml)
+    assert "6 check(s) too weak to see a drop of" in out  # one line for the six, by default
+    code, out = run(BASELINE, copy, "--gate", "acceptance_length:-5%", "--markdown", md, "--junit", xml, "--verbose")
     assert code == 3, out
     assert "0 passed, 0 failed, 6 inconclusive (6 too weak for their tolerance)" in out
     assert "mla=on, output_norm=on: mean_acceptance_length: too weak to see a drop of 0.1362 AL: needs ~1" in out
