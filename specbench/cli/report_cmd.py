@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from specbench.cli.common import console, handle_errors, nonempty_path
+from specbench.cli.common import console, err_console, handle_errors, nonempty_path
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import ConfigError
 from specbench.render.format import user_text
@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
         _print_table(rep, table_rows)
         for g in rep.groups:
             if g.warnings:
-                console.print(
+                err_console.print(
                     f"[yellow]{user_text(g.label)}: {len(g.warnings)} warning(s)[/], see {user_text(out / 'summary.md')}",
                     highlight=False,
                 )
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
                 text = recommendation(kp, rep.title(kp.source), brief=len(unchecked) > 1)
                 console.print(f"k advice from {user_text(text)}", highlight=False)
             for w in st.warnings:
-                console.print(f"[yellow]{user_text(w)}[/]", highlight=False)
+                err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
         console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)
 
 
