@@ -106,3 +106,27 @@ def test_cumulative_al_of_a_long_log_is_a_bounded_number_of_points_ending_at_the
     cum = cumulative_intervals([Counts(int(x), 3 * int(x), int(y)) for x, y in zip(d, a)], max_points=200)
     assert len(cum) == 200 and cum[-1][0] == 30_000 and cum[0][0] == 1
     assert cum[-1][1] == pytest.approx(1 + a.sum() / d.sum())
+
+
+def test_a_wide_interval_is_drawn_hollow_and_faded_and_firm_points_are_not():
+    """A head whose drafts almost never reach position 2 has alpha_2 over a handful of trials (CI
+    about [0, 0.9]): drawn at full weight it dominates the panel. Its point is hollow and faded,
+    its bar faded; every other point keeps its filled marker and full-weight bar."""
+    from matplotlib.figure import Figure
+
+    rng = np.random.default_rng(2)
+    units = []
+    for _ in range(8):  # alpha_0 0.5, alpha_1 0.05: a few tokens at position 2 in all
+        prefix = np.cumprod(rng.random((50, 3)) < [0.5, 0.05, 0.5], axis=1).sum(axis=0).astype(int).tolist()
+        units.append(Counts(50, 150, sum(prefix), prefix, 3))
+    summary = summary_frame({"dead-ish": units})
+    lo, hi = summary.loc[0, "a2_ci_low"], summary.loc[0, "a2_ci_high"]
+    assert hi - lo > 0.5 and summary.loc[0, "a0_ci_high"] - summary.loc[0, "a0_ci_low"] < 0.5  # the premise
+    ax = Figure().subplots()
+    plot_per_position(ax, summary, "a")
+    main, faint = ax.get_lines()[0], [ln for ln in ax.get_lines() if (ln.get_alpha() or 1) < 1]
+    assert list(main.get_markevery()) == [0, 1]  # filled markers at the firm points only
+    hollow = [ln for ln in faint if ln.get_markerfacecolor() == "white"]  # (the rest: its faded caps)
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [main.get_xdata()[2]]
+    assert all((ln.get_alpha() or 1) == 1 for ln in ax.get_lines() if ln not in faint)
+    assert any("hollow, faded" in t.get_text() for t in ax.texts)

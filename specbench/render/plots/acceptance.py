@@ -35,6 +35,49 @@ def _encoding(summary: pd.DataFrame, enc: Encoding | None) -> Encoding:
     return enc if enc is not None else encode([(str(lab), None) for lab in summary["label"]])
 
 
+# A point whose CI is wider than this says little (alpha_2 after few accepted alpha_1 tokens: [0, 0.86]):
+# drawn hollow and faded, so it neither hides the firm points nor reads as a finding.
+WIDE_CI = 0.5
+
+
+def _wide(lo: float | None, hi: float | None) -> bool:
+    return lo is None or hi is None or math.isnan(lo) or math.isnan(hi) or hi - lo > WIDE_CI
+
+
+def _draw_weighted(ax: Axes, xs: list, ys: list, lo: list, hi: list, style) -> None:
+    """The group's line through every point; firm points filled with their bars, wide ones hollow
+    and faded."""
+    firm = [k for k in range(len(xs)) if not _wide(lo[k], hi[k])]
+    few = [k for k in range(len(xs)) if _wide(lo[k], hi[k])]
+    draw_ci(
+        ax,
+        xs,
+        ys,
+        [lo[k] if k in firm else None for k in range(len(xs))],
+        [hi[k] if k in firm else None for k in range(len(xs))],
+        style,
+        label=style.title,
+        markevery=firm,
+    )
+    if few:
+        kw = style.kw()
+        draw_ci(
+            ax,
+            [xs[k] for k in few],
+            [ys[k] for k in few],
+            [lo[k] for k in few],
+            [hi[k] for k in few],
+            None,
+            color=kw["color"],
+            marker=kw["marker"],
+            linestyle="none",
+            markerfacecolor="white",
+            alpha=0.35,
+            capsize=2,
+            elinewidth=0.8,
+        )
+
+
 def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Encoding | None = None) -> None:
     """One line per group over draft positions, its per-cell CI (score interval, jackknife design
     effect) as error bars; colour, line style and marker from ``enc`` (the study's axes; one colour per group without one).
@@ -46,6 +89,7 @@ def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Enc
     enc = _encoding(summary, enc)
     positions = _positions(summary, stat)
     n = max(len(summary), 1)
+    faint = False
     for j, (_, row) in enumerate(summary.iterrows()):
         xs, ys, lo, hi = [], [], [], []
         for i in positions:
@@ -59,7 +103,19 @@ def plot_per_position(ax: Axes, summary: pd.DataFrame, stat: str = "p", enc: Enc
             hi.append(row[f"{stat}{i}_ci_high"])
         if xs:
             style = enc.style(str(row["label"]), j)
-            draw_ci(ax, xs, ys, lo, hi, style, label=style.title)
+            _draw_weighted(ax, xs, ys, lo, hi, style)
+            faint = faint or any(_wide(a, b) for a, b in zip(lo, hi))
+    if faint:
+        ax.text(
+            0.99,
+            0.99,
+            f"hollow, faded: CI wider than {WIDE_CI:g} (few drafts reached the position)",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize="x-small",
+            color="0.35",
+        )
     ax.set_xticks(positions)
     ax.set_xlabel("draft position $i$")
     ax.set_ylabel(ylabel)
@@ -132,7 +188,7 @@ def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: En
     ax_p.set_title(_STATS["p"][1], fontsize="medium")
     ax_a.set_title(_STATS["a"][1], fontsize="medium")
     fig.suptitle(
-        f"Acceptance per draft position (error bars: {confidence:.0%} CI, score interval with jackknife design effect)"
+        f"Acceptance per draft position (error bars: {confidence:.0%} CI over the units; method: summary.md)"
     )
     shared_legend(fig, enc)
     return fig
@@ -151,7 +207,7 @@ def al_over_time_figure(
     plot_al_over_time(ax, groups, summary, enc, confidence)
     ax.set_title(
         "AL pooled over the units so far (includes the bonus token)\n"
-        f"error bars: {confidence:.0%} CI, score interval with jackknife design effect (the last point's is the table's)",
+        f"error bars: {confidence:.0%} CI (the last point's is the table's)",
         fontsize="medium",
     )
     fig.suptitle("Acceptance length as units accumulate")
