@@ -187,9 +187,7 @@ def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: En
     plot_per_position(ax_a, summary, "a", enc)
     ax_p.set_title(_STATS["p"][1], fontsize="medium")
     ax_a.set_title(_STATS["a"][1], fontsize="medium")
-    fig.suptitle(
-        f"Acceptance per draft position (error bars: {confidence:.0%} CI over the units; method: summary.md)"
-    )
+    fig.suptitle(f"Acceptance per draft position (error bars: {confidence:.0%} CI over the units; method: summary.md)")
     shared_legend(fig, enc)
     return fig
 
