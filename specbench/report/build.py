@@ -336,6 +336,31 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+MAX_LINES_PER_PANEL = 6
+
+
+def facets_of(groups: list[Group]) -> list[tuple[str, list[str]]] | None:
+    """Panels of the per-position figure when one would hold more than MAX_LINES_PER_PANEL lines
+    and the groups vary in two or more axes: one per value of the varying axis with the fewest
+    values (the first such), titled by it; None: one panel."""
+    if len(groups) <= MAX_LINES_PER_PANEL or any(not g.axes for g in groups):
+        return None
+    values: dict[str, list[str]] = {}
+    for g in groups:
+        for k, v in (g.axes or {}).items():
+            values.setdefault(k, [])
+            if str(v) not in values[k]:
+                values[k].append(str(v))
+    varying = {k: vs for k, vs in values.items() if len(vs) > 1}
+    if len(varying) < 2:
+        return None
+    axis = min(varying, key=lambda k: len(varying[k]))
+    return [
+        (cell_title({axis_label(axis): v}), [g.label for g in groups if str((g.axes or {}).get(axis)) == v])
+        for v in varying[axis]
+    ]
+
+
 def render_markdown(report: Report, plots: bool = True) -> str:
     """summary.md; ``plots``: whether the figures were written (the file list names only what is there)."""
     pct = f"{report.confidence:.0%}"
@@ -458,7 +483,8 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
             from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
 
             enc = encode([(g.label, g.axes) for g in report.groups])
-            paths += save_figure(per_position_figure(report.summary, report.confidence, enc), out_dir / "per_position")
+            figure = per_position_figure(report.summary, report.confidence, enc, facets_of(report.groups))
+            paths += save_figure(figure, out_dir / "per_position")
             paths += save_figure(
                 al_over_time_figure({g.label: g.units for g in report.groups}, report.summary, enc, report.confidence),
                 out_dir / "al_over_time",

@@ -45,20 +45,15 @@ def _wide(lo: float | None, hi: float | None) -> bool:
 
 
 def _draw_weighted(ax: Axes, xs: list, ys: list, lo: list, hi: list, style) -> None:
-    """The group's line through every point; firm points filled with their bars, wide ones hollow
-    and faded."""
+    """The group's line through its firm points, filled, with their bars; wide ones hollow and
+    faded, unconnected (a line into them would draw the eye to them)."""
     firm = [k for k in range(len(xs)) if not _wide(lo[k], hi[k])]
     few = [k for k in range(len(xs)) if _wide(lo[k], hi[k])]
-    draw_ci(
-        ax,
-        xs,
-        ys,
-        [lo[k] if k in firm else None for k in range(len(xs))],
-        [hi[k] if k in firm else None for k in range(len(xs))],
-        style,
-        label=style.title,
-        markevery=firm,
-    )
+    if firm:
+        pick = [xs[k] for k in firm], [ys[k] for k in firm], [lo[k] for k in firm], [hi[k] for k in firm]
+        draw_ci(ax, *pick, style, label=style.title)
+    else:  # nothing firm: still one legend entry for the group
+        ax.plot([], [], label=style.title, **style.kw())
     if few:
         kw = style.kw()
         draw_ci(
@@ -178,15 +173,25 @@ def _note_if_empty(ax: Axes, note: str) -> None:
         ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", color="gray")
 
 
-def per_position_figure(summary: pd.DataFrame, confidence: float = 0.95, enc: Encoding | None = None) -> Figure:
-    """Two panels, unconditional p_i and conditional alpha_i per draft position, one legend."""
+def per_position_figure(
+    summary: pd.DataFrame,
+    confidence: float = 0.95,
+    enc: Encoding | None = None,
+    facets: list[tuple[str, list[str]]] | None = None,
+) -> Figure:
+    """Two panels, unconditional p_i and conditional alpha_i per draft position, one legend;
+    ``facets`` ([(title, group labels)]): a row of the two panels per facet."""
     enc = _encoding(summary, enc)
-    fig = Figure(figsize=(11, 5), layout="constrained")
-    ax_p, ax_a = fig.subplots(1, 2, sharey=True)
-    plot_per_position(ax_p, summary, "p", enc)
-    plot_per_position(ax_a, summary, "a", enc)
-    ax_p.set_title(_STATS["p"][1], fontsize="medium")
-    ax_a.set_title(_STATS["a"][1], fontsize="medium")
+    rows = facets or [("", list(summary["label"]) if "label" in summary else [])]
+    fig = Figure(figsize=(11, 1 + 4.2 * len(rows)) if facets else (11, 5), layout="constrained")
+    grid = fig.subplots(len(rows), 2, sharey=True, squeeze=False)
+    for (title, labels), (ax_p, ax_a) in zip(rows, grid):
+        part = summary[summary["label"].isin(labels)].reset_index(drop=True) if facets else summary
+        plot_per_position(ax_p, part, "p", enc)
+        plot_per_position(ax_a, part, "a", enc)
+        head = f"{title}: " if title else ""
+        ax_p.set_title(head + _STATS["p"][1], fontsize="medium")
+        ax_a.set_title(head + _STATS["a"][1], fontsize="medium")
     fig.suptitle(f"Acceptance per draft position (error bars: {confidence:.0%} CI over the units; method: summary.md)")
     shared_legend(fig, enc)
     return fig
