@@ -68,12 +68,18 @@ def weak_allowed(comp: Comparison) -> str:
 
 def headline(comp: Comparison) -> str:
     fails, unsure = comp.failures, comp.inconclusive
+    names = cell_titles(comp)  # the cells' display names, as in the table
+
+    def checks(gates: list) -> str:
+        shown = [f"{names.get(g.cell, g.cell)}: {short_metric(g.metric)}" for g in gates[:3]]
+        return "; ".join(shown) + ("; ..." if len(gates) > 3 else "")
+
     if fails:
-        what = "; ".join(f"{g.cell}: {g.metric}" for g in fails[:3]) + ("; ..." if len(fails) > 3 else "")
+        what = checks(fails)
         cells = len({g.cell for g in fails})
         return f"REGRESSION: {len(fails)} gate check(s) failed in {cells} cell(s) ({what}); {tally(comp)}"
     if unsure:
-        what = "; ".join(f"{g.cell}: {g.metric}" for g in unsure[:3]) + ("; ..." if len(unsure) > 3 else "")
+        what = checks(unsure)
         return f"INCONCLUSIVE: {len(unsure)} gate check(s) could not be decided ({what}); {tally(comp)}"
     if not comp.checks:
         return "INCONCLUSIVE: no gate check ran"
@@ -250,10 +256,6 @@ def _print_table(comp: Comparison, console, verbose: bool, err) -> None:
     if verbose:
         _print_details(comp, console)
     _print_verdicts(comp, console)
-    if not verbose:
-        console.print(
-            "every metric of every cell, with CIs: --verbose (or --markdown / --json)", style="dim", highlight=False
-        )
     _print_notes(comp, console, err, verbose)
 
 
@@ -276,8 +278,10 @@ def undecided_lines(comp: Comparison) -> list[str]:
             needs = sorted(int(n) for g in members for n in re.findall(r"needs ~(\d+)", g.weak))
             has = sorted({g.units for g in members if g.units})
             unit = members[0].unit or "units"
-            seen = re.search(r"too weak to see [^:]*", members[0].weak)
-            head = f"{seen.group(0) if seen else 'too weak for the tolerance'} ({gate})"
+            phrases = {m.group(0) for g in members if (m := re.search(r"too weak to see [^:]*", g.weak))}
+            # one phrase when the checks share it (a drop in pp); a relative tolerance is a different
+            # absolute drop per cell, so then the gate says it
+            head = f"{phrases.pop()} ({gate})" if len(phrases) == 1 else f"too weak for {gate}"
             has_text = ", ".join(map(str, has)) or "?"
             if needs:
                 span = f"~{needs[0]}" if needs[0] == needs[-1] else f"~{needs[0]}–{needs[-1]}"
@@ -348,8 +352,8 @@ def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
     else:
         for line in undecided_lines(comp):
             console.print(f"[yellow]INCONCLUSIVE[/] {u(line)}", highlight=False, soft_wrap=True)
-        if comp.inconclusive:
-            console.print("each undecided check with its numbers: --verbose", style="dim", highlight=False)
+        more = "every metric of every cell" + (" and each undecided check" if comp.inconclusive else "")
+        console.print(f"{more}, with CIs: --verbose (or --markdown / --json)", style="dim", highlight=False)
     for g in comp.failures:
         console.print(
             f"[bold red]FAIL[/] {u(g.cell)}: {u(g.metric)} ({u(g.gate)}): {u(g.message)}",
