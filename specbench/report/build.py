@@ -25,7 +25,7 @@ from specbench.metrics.parse import no_spec_data
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title, titles
 from specbench.report.csvfile import csv_chunks
-from specbench.report.index import index_html, run_provenance
+from specbench.report.index import figure_note, index_html, run_provenance
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
 from specbench.run.cells import axis_label
@@ -467,6 +467,16 @@ def render_markdown(report: Report, plots: bool = True) -> str:
     return "\n".join(out)
 
 
+def _noted(figure, note: str):
+    """``figure`` with ``note`` (its provenance) as the title of its legend: laid out with it, so
+    it neither overlaps the legend nor is cut."""
+    if figure.legends:
+        figure.legends[0].set_title(note, prop={"size": "x-small"})
+    else:
+        figure.supxlabel(note, fontsize="x-small")
+    return figure
+
+
 def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path]:
     """Write summary.md, acceptance.csv, the study CSVs, (``plots``) the figures (PNG + SVG) and
     index.html (all of it on one page) into ``out_dir``. Without ``plots`` matplotlib is never imported."""
@@ -483,12 +493,12 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
             from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
 
             enc = encode([(g.label, g.axes) for g in report.groups])
+            note = fmt.one_line(figure_note(report))  # which run, model, k, vLLM and load, on every figure
             figure = per_position_figure(report.summary, report.confidence, enc, facets_of(report.groups))
-            paths += save_figure(figure, out_dir / "per_position")
-            paths += save_figure(
-                al_over_time_figure({g.label: g.units for g in report.groups}, report.summary, enc, report.confidence),
-                out_dir / "al_over_time",
-            )
+            paths += save_figure(_noted(figure, note), out_dir / "per_position")
+            groups = {g.label: g.units for g in report.groups}
+            figure = al_over_time_figure(groups, report.summary, enc, report.confidence)
+            paths += save_figure(_noted(figure, note), out_dir / "al_over_time")
         paths += write_study_outputs(report.studies, out_dir, report.title, plots)
         page = out_dir / "index.html"
         figures = [p for p in paths if p.suffix == ".svg"]

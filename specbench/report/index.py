@@ -93,6 +93,20 @@ def run_provenance(run: Run) -> list[tuple[str, str]]:
     ]
 
 
+def figure_note(report: Any) -> str:
+    """One line for the foot of every figure: which run(s), model, k, vLLM and load it shows."""
+    parts = []
+    for rows in report.provenance:
+        d = dict(rows)
+        load = d.get("load", "")
+        requests = load.split(",")[1].strip() if load.count(",") >= 1 else ""
+        parts.append(
+            f"{d.get('run', '?').split(' ')[0]} · {d.get('model', '?')} · k {d.get('k (draft tokens per step)', '?')} · "
+            f"vLLM {d.get('vLLM', '?').split(';')[0]}" + (f" · {requests}" if requests else "")
+        )
+    return " | ".join(parts) if parts else f"from {report.source}"
+
+
 def _significant(c: Any) -> bool:
     return any(iv is not None and significant(iv) for iv in c.intervals.values())
 

@@ -104,6 +104,8 @@ def test_report_index_html_renders_in_a_browser(tmp_path):
     ]
     assert order == sorted(order)
     assert "20261204T184305Z-default" in text and "0.32.0" in text  # the run and its vLLM, from the manifest
+    for figure in ("per_position.svg", "al_over_time.svg"):  # each figure says what it shows
+        assert "20261204T184305Z-default · fixture:heads-target · k 3 · vLLM 0.32.0" in (out / figure).read_text()
     _check(page, figures=len(list(out.glob("*.svg"))))
     assert (out / "index-390px.png").stat().st_size > 10_000
 
