@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
         for g in rep.groups:
             if g.warnings:
                 err_console.print(
-                    f"[yellow]{user_text(g.label)}: {len(g.warnings)} warning(s)[/], see {user_text(out / 'summary.md')}",
+                    f"[yellow]warning:[/] {user_text(g.label)}: {len(g.warnings)} warning(s), see {user_text(out / 'summary.md')}",
                     highlight=False,
                 )
         for c in rep.comparisons:

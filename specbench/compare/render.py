@@ -333,11 +333,11 @@ def _print_details(comp: Comparison, console) -> None:
 def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
     u = user_text  # cell names, axis values, messages and warnings come from the inputs
     for name in comp.only_base:
-        err.print(f"[yellow]only in baseline:[/] {u(name)}", highlight=False)
+        err.print(f"[yellow]warning:[/] only in baseline: {u(name)}", highlight=False)
     for name in comp.only_cand:
-        err.print(f"[yellow]only in candidate:[/] {u(name)}", highlight=False)
+        err.print(f"[yellow]warning:[/] only in candidate: {u(name)}", highlight=False)
     for line in comp.mismatches:
-        err.print(f"[yellow]runs differ:[/] {u(line)}", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] runs differ: {u(line)}", highlight=False, soft_wrap=True)
     for line in comp.warnings:
         err.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
     if verbose:  # the grouped lines below say the same per gate
