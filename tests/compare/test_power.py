@@ -43,7 +43,7 @@ def test_a_gate_too_weak_for_its_tolerance_is_inconclusive_unless_allowed(copy, 
     headline, the Markdown and the JUnit say so."""
     md, xml = tmp_path / "r.md", tmp_path / "r.xml"
     code, out = run(BASELINE, copy, "--gate", "acceptance_length:-5%", "--markdown", md, "--junit", xml)
-    assert "6 check(s) too weak to see a drop of" in out  # one line for the six, by default
+    assert "6 check(s) too weak for acceptance_length:-5%" in out  # one line for the six, by default
     code, out = run(BASELINE, copy, "--gate", "acceptance_length:-5%", "--markdown", md, "--junit", xml, "--verbose")
     assert code == 3, out
     assert "0 passed, 0 failed, 6 inconclusive (6 too weak for their tolerance)" in out

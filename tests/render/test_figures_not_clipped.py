@@ -50,3 +50,21 @@ def test_no_text_of_a_report_figure_is_clipped(run):
     ):
         FigureCanvasAgg(fig)
         assert _outside(fig) == [], run.name
+
+
+@pytest.mark.parametrize("name", ["cpu-default", "cpu-seed-questions"])
+def test_no_text_of_a_study_figure_is_clipped(name):
+    """The speed-up and divergence figures of the two largest committed studies (6 and 12
+    speculative cells), titled as report titles them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from specbench.render.plots.study import divergence_figure, speedup_figure
+    from specbench.report.build import run_titles
+    from specbench.report.study import analyse_run
+
+    run = ROOT / "results" / "baselines" / name
+    study, titles = analyse_run(run, n_resamples=200), run_titles(run)
+    title = lambda label: titles.get(label, label)  # noqa: E731
+    for fig in (speedup_figure(study.speedups, title), divergence_figure([p for p, _ in study.pairs], title)):
+        FigureCanvasAgg(fig)
+        assert _outside(fig) == [], name

@@ -135,6 +135,8 @@ def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str]
     low, high = math.log(min(values)), math.log(max(values))
     pad = max(high - low, math.log(1.25)) * 0.06
     low, high = low - pad, high + pad
+    room = 0.12 * (high - low)  # either side of 1x, for its slower | faster label
+    low, high = min(low, -room), max(high, room)
     ax.set_xlim(math.exp(low), math.exp(high))
     span = max(abs(low), abs(high))
     ax.xaxis.set_major_locator(FixedLocator([x for x in spaced_ticks(span) if low <= math.log(x) <= high]))
@@ -181,7 +183,13 @@ def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same)
     fig = Figure(figsize=(10, 1.8 + 0.75 * max(len(speedups), 1)), layout="constrained")
     ax = fig.subplots()
     plot_speedups(ax, speedups, title)
-    ax.set_title("error bars: " + textwrap.fill(speedups_method(speedups), 110), fontsize="small")
-    fig.suptitle("Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost")
+    # the method under the figure's title, centred on the figure (long cell names leave the axes
+    # narrow: a title over the axes ran past the right edge)
+    fig.suptitle(
+        "Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost\n"
+        + "error bars: "
+        + textwrap.fill(speedups_method(speedups), 110),
+        fontsize="small",
+    )
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small", frameon=False)
     return fig
