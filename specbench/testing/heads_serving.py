@@ -80,11 +80,12 @@ def chat(client: httpx.Client, prompt: str, max_tokens: int) -> str:
     return r.json()["choices"][0]["message"]["content"]
 
 
-def sequential_load(server: VLLMServer, max_tokens: int = 48) -> tuple[int, list[int]]:
-    """The PROMPTS one at a time, greedy; (drafts, accepted per position) from the /metrics diff."""
+def sequential_load(server: VLLMServer, max_tokens: int = 48, prompts: int | None = None) -> tuple[int, list[int]]:
+    """The PROMPTS (the first ``prompts`` of them) one at a time, greedy; (drafts, accepted per
+    position) from the /metrics diff."""
     before = prometheus_counts(server.scrape_metrics())
     with httpx.Client(base_url=server.url, timeout=300) as client:
-        for prompt in PROMPTS:
+        for prompt in PROMPTS[:prompts]:
             chat(client, prompt, max_tokens)
     diff = diff_counts(prometheus_counts(server.scrape_metrics()), before)
     if diff is None or diff.accepted_per_position is None:  # not a vacuous match
