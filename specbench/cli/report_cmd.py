@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         # commands never pay for it
         from specbench.report.build import build_report, table_rows, write_report  # lazy: pulls in pandas
         from specbench.report.inputs import parse_label  # lazy: pulls in numpy and pydantic
-        from specbench.report.kpredict import UNCHECKED_ASSUMPTIONS, recommendation  # lazy: pulls in numpy
+        from specbench.report.kpredict import advice_lines  # lazy: pulls in numpy
 
         labels = [parse_label(x) for x in (label or [])]
         guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
@@ -113,12 +113,8 @@ def register(app: typer.Typer) -> None:
                     f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
                     highlight=False,
                 )
-            unchecked = [kp for kp in st.kpredictions if not kp.failed_checks and not kp.checked]
-            if len(unchecked) > 1:  # the assumptions once, not once per cell
-                console.print(UNCHECKED_ASSUMPTIONS, highlight=False, markup=False)
-            for kp in st.kpredictions:
-                text = recommendation(kp, rep.title(kp.source), brief=len(unchecked) > 1)
-                console.print(f"k advice from {user_text(text)}", highlight=False)
+            for line in advice_lines(st.kpredictions, rep.title):  # the assumptions once, not once per cell
+                console.print(user_text(line), highlight=False)
             for w in st.warnings:
                 err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
         console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)

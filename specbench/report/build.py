@@ -108,7 +108,7 @@ class Report:
     source: str = ""
     studies: list = field(default_factory=list)  # report.study.StudyAnalysis per run directory
     titles: dict[str, str] = field(default_factory=dict)  # label -> axis-value title (run-dir cells)
-    provenance: list = field(default_factory=list)  # per run: (name, value) rows (report/index.py)
+    provenance: list = field(default_factory=list)  # per run: report.index.Provenance
 
     def title(self, label: str) -> str:
         return self.titles.get(label, label)

@@ -7,6 +7,7 @@ the figures, every table of summary.md, and links to the files beside it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,16 @@ def _shown(value: Any) -> str:
     return "not recorded" if value in (None, "", [], {}) else str(value)
 
 
-def run_provenance(run: Run) -> list[tuple[str, str]]:
-    """Where a run's numbers come from, as (name, value) rows; what the run did not record says so."""
+@dataclass
+class Provenance:
+    """Where a run's numbers come from: ``rows`` for the page, ``note`` (one line) for its figures."""
+
+    rows: list[tuple[str, str]]
+    note: str
+
+
+def run_provenance(run: Run) -> Provenance:
+    """A run's provenance; what the run did not record says so."""
     m = run.manifest
     serve, load = _get(m, "resolved_config", "serve") or {}, _get(m, "resolved_config", "load") or {}
     cells = [c.cell for c in run.cells.values()]
@@ -61,7 +70,9 @@ def run_provenance(run: Run) -> list[tuple[str, str]]:
         if x
     )
     workload = _get(load, "workload") or _get(load, "prompts", "path") or "built-in prompts"
-    return [
+    requests = load.get("num_requests")
+    note = f"{run.run_id} · {_shown(serve.get('model'))} · k {', '.join(ks) or 'none'} · vLLM {_shown(m.get('vllm_version'))}"
+    rows = [
         ("run", f"{run.run_id} ({_shown(m.get('status'))})"),
         ("when", f"{_shown(m.get('started_at'))} → {_shown(m.get('ended_at'))}"),
         ("config", f"{_shown(m.get('config_path'))} (sha256 {str(m.get('config_sha256') or '')[:12] or '?'})"),
@@ -91,20 +102,12 @@ def run_provenance(run: Run) -> list[tuple[str, str]]:
         ("machine", f"{_shown(machine.get('hostname'))}: {hw or 'not recorded'}"),
         ("specbench", _shown(m.get("specbench_version"))),
     ]
+    return Provenance(rows, note + (f" · {requests} requests per cell" if requests is not None else ""))
 
 
 def figure_note(report: Any) -> str:
-    """One line for the foot of every figure: which run(s), model, k, vLLM and load it shows."""
-    parts = []
-    for rows in report.provenance:
-        d = dict(rows)
-        load = d.get("load", "")
-        requests = load.split(",")[1].strip() if load.count(",") >= 1 else ""
-        parts.append(
-            f"{d.get('run', '?').split(' ')[0]} · {d.get('model', '?')} · k {d.get('k (draft tokens per step)', '?')} · "
-            f"vLLM {d.get('vLLM', '?').split(';')[0]}" + (f" · {requests}" if requests else "")
-        )
-    return " | ".join(parts) if parts else f"from {report.source}"
+    """One line for every figure: which run(s), model, k, vLLM and load it shows."""
+    return " | ".join(p.note for p in report.provenance) or f"from {report.source}"
 
 
 def _significant(c: Any) -> bool:
@@ -115,7 +118,7 @@ def findings(report: Any) -> str:
     """What the screen prints, arranged for reading: significant contrasts, then the rest folded;
     speed-ups as a table with what below 1× means; k advice; the study's warnings folded."""
     # lazy: numpy and the k-prediction model, only when a page is written
-    from specbench.report.kpredict import recommendation
+    from specbench.report.kpredict import advice_lines
 
     out: list[str] = []
     sig = [c for c in report.comparisons if _significant(c)]
@@ -151,11 +154,7 @@ def findings(report: Any) -> str:
             )
             + "</p>",
         ]
-    advice = [
-        "k advice from " + recommendation(kp, report.title(kp.source), brief=True)
-        for st in report.studies
-        for kp in st.kpredictions
-    ]
+    advice = [line for st in report.studies for line in advice_lines(st.kpredictions, report.title)]
     if advice:
         out += ["<h3>Draft length (k)</h3>", html.bullets(advice)]
     warnings = [w for st in report.studies for w in st.warnings]
@@ -192,8 +191,8 @@ def index_html(report: Any, markdown_text: str, figures: list[Path], files: list
     ]
     if report.provenance:
         body.append("<h2>Where the numbers come from</h2>")
-        for rows in report.provenance:
-            body.append(html.provenance(rows))
+        for prov in report.provenance:
+            body.append(html.provenance(prov.rows))
     else:
         body.append("<p>Inputs are log, scrape or JSONL files: no run records what served them.</p>")
     if figures:

@@ -68,6 +68,15 @@ UNCHECKED_ASSUMPTIONS = (
 )
 
 
+def advice_lines(kpredictions: list[KPrediction], title=lambda label: label) -> list[str]:
+    """The k advice of one study, as the screen and index.html give it: the assumptions of its
+    unchecked predictions once (when more than one), then one line per source cell."""
+    unchecked = [kp for kp in kpredictions if not kp.failed_checks and not kp.checked]
+    brief = len(unchecked) > 1
+    head = [UNCHECKED_ASSUMPTIONS] if brief else []
+    return head + [f"k advice from {recommendation(kp, title(kp.source), brief=brief)}" for kp in kpredictions]
+
+
 def _figure(p: KPoint) -> str:
     lo, hi = p.speedup_ci
     return f"{_f(p.speedup)}× [{_f(lo)}, {_f(hi)}]"
