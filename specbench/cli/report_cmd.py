@@ -67,6 +67,16 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        reference: Annotated[
+            Optional[str],
+            typer.Option(
+                "--reference",
+                metavar="CELL",
+                help="The cell every other is set against in 'Change vs reference' (its id, run id/cell id, "
+                "or its title as the tables print it, e.g. 'MLA on · norm on'); default the first speculative cell.",
+                show_default=False,
+            ),
+        ] = None,
         plots: Annotated[
             bool,
             typer.Option(
@@ -95,6 +105,7 @@ def register(app: typer.Typer) -> None:
             n_resamples=resamples,
             seed=seed,
             rerun_sd=RERUN_SD if rerun_sd is None else rerun_sd,
+            reference=reference,
         )
         paths = write_report(rep, out, plots)
         _print_table(rep, table_rows)

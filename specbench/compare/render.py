@@ -330,11 +330,24 @@ def _print_details(comp: Comparison, console) -> None:
         console.print(table)
 
 
+def one_side_names(comp: Comparison) -> tuple[list[str], list[str]]:
+    """The cells only in the baseline and only in the candidate, as the tables name them, with the
+    directory id after a title that differs from it (``MLA off · norm on (mla-off__…__r0)``)."""
+    names = cell_titles(comp)
+
+    def named(n: str) -> str:
+        title = names.get(n, n)
+        return n if title == n else f"{title} ({n})"
+
+    return [named(n) for n in comp.only_base], [named(n) for n in comp.only_cand]
+
+
 def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
     u = user_text  # cell names, axis values, messages and warnings come from the inputs
-    for name in comp.only_base:
+    only_base, only_cand = one_side_names(comp)
+    for name in only_base:
         err.print(f"[yellow]warning:[/] only in baseline: {u(name)}", highlight=False)
-    for name in comp.only_cand:
+    for name in only_cand:
         err.print(f"[yellow]warning:[/] only in candidate: {u(name)}", highlight=False)
     for line in comp.mismatches:
         err.print(f"[yellow]warning:[/] runs differ: {u(line)}", highlight=False, soft_wrap=True)
@@ -435,9 +448,10 @@ def markdown(comp: Comparison) -> str:
     blind = [f"- {m(line)}" for line in weak_gates(comp)]
     if blind:
         out += ["### Weak gates", ""] + blind + [""]
+    only_base, only_cand = one_side_names(comp)
     notes = (
-        [f"- only in baseline: {m(n)}" for n in comp.only_base]
-        + [f"- only in candidate: {m(n)}" for n in comp.only_cand]
+        [f"- only in baseline: {m(n)}" for n in only_base]
+        + [f"- only in candidate: {m(n)}" for n in only_cand]
         + [f"- runs differ: {m(x)}" for x in comp.mismatches]
         + [f"- warning: {m(w)}" for w in comp.warnings]
     )

@@ -27,6 +27,7 @@ from specbench.render.tables import axis_name, cell_title, titles
 from specbench.report.csvfile import csv_chunks
 from specbench.report.index import figure_note, index_html, run_provenance
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
+from specbench.report.reference import ReferenceView, reference_figure, reference_rows, reference_view
 from specbench.report.study import analyse_run, render_sections, write_study_outputs
 from specbench.run.cells import axis_label
 from specbench.run.read import own_run_id, read_run
@@ -109,6 +110,7 @@ class Report:
     studies: list = field(default_factory=list)  # report.study.StudyAnalysis per run directory
     titles: dict[str, str] = field(default_factory=dict)  # label -> axis-value title (run-dir cells)
     provenance: list = field(default_factory=list)  # per run: report.index.Provenance
+    reference: ReferenceView | None = None  # every cell against one (report.reference)
 
     def title(self, label: str) -> str:
         return self.titles.get(label, label)
@@ -122,9 +124,11 @@ def build_report(
     seed: int = 0,
     confidence: float = 0.95,
     rerun_sd: float = RERUN_SD,
+    reference: str | None = None,
 ) -> Report:
     """Groups from log/scrape/JSONL files and run directories, their summary and comparisons;
-    ``rerun_sd`` widens the speed-up intervals (:mod:`specbench.analysis.speedup`)."""
+    ``rerun_sd`` widens the speed-up intervals (:mod:`specbench.analysis.speedup`); ``reference``
+    names the cell every other is set against (:mod:`specbench.report.reference`; default the first)."""
     groups: list[Group] = []
     comparisons: list[CellDifference] = []
     studies = []
@@ -164,6 +168,7 @@ def build_report(
     # Python strings, not pandas' default pyarrow str: a long log's cell holds every window's
     # warnings, and a pyarrow copy of it would be held beside the Python one being written.
     summary["warnings"] = pd.Series(["; ".join(g.warnings) for g in groups], index=summary.index, dtype=object)
+    view = reference_view(groups, reference, confidence, lambda label: names.get(label, label))
     return Report(
         groups=groups,
         summary=summary,
@@ -174,6 +179,7 @@ def build_report(
         studies=studies,
         titles=names,
         provenance=[run_provenance(run) for run in runs],
+        reference=view,
         source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]),
     )
 
@@ -413,6 +419,23 @@ def render_markdown(report: Report, plots: bool = True) -> str:
             "",
         ]
         out += [f"- {fmt.md_line(c.sentence())}" for c in report.comparisons] + [""]
+    if report.reference is not None:
+        ref = report.reference
+        out += [
+            "## Change vs reference",
+            "",
+            f"Every cell minus the reference cell, **{fmt.md_cell(report.title(ref.reference))}** "
+            + (
+                "(chosen with `--reference`)"
+                if ref.chosen
+                else "(the first cell; choose another with `--reference CELL`)"
+            )
+            + f": ΔAL and Δp_i in percentage points, {pct} CI as in the section above (t, jackknife SE over each "
+            "cell's units, unpaired). A change is significant when its CI excludes 0.",
+            "",
+            _md_table(*reference_rows(ref, report.title)),
+            "",
+        ]
     out += render_sections(report.studies, _md_table, report.title)
     study_warnings = [w for s in report.studies for w in s.warnings]
     if study_warnings:
@@ -450,6 +473,8 @@ def render_markdown(report: Report, plots: bool = True) -> str:
             "- `per_position.png` / `.svg`: p_i and α_i per draft position",
             "- `al_over_time.png` / `.svg`: cumulative AL (units so far, in order) with its CI",
         ]
+        if report.reference is not None:
+            out.append("- `vs_reference.png` / `.svg`: p_i of each cell and the reference, and their difference")
     figure = ", `{0}.png` / `.svg`" if plots else ""
     if any(st.pairs for st in report.studies):
         out.append(f"- `divergence.csv`{figure.format('divergence')}: output divergence between cells")
@@ -467,16 +492,6 @@ def render_markdown(report: Report, plots: bool = True) -> str:
     return "\n".join(out)
 
 
-def _noted(figure, note: str):
-    """``figure`` with ``note`` (its provenance) as the title of its legend: laid out with it, so
-    it neither overlaps the legend nor is cut."""
-    if figure.legends:
-        figure.legends[0].set_title(note, prop={"size": "x-small"})
-    else:
-        figure.supxlabel(note, fontsize="x-small")
-    return figure
-
-
 def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path]:
     """Write summary.md, acceptance.csv, the study CSVs, (``plots``) the figures (PNG + SVG) and
     index.html (all of it on one page) into ``out_dir``. Without ``plots`` matplotlib is never imported."""
@@ -490,16 +505,21 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
         if plots:
             # lazy: matplotlib only when figures are written (run's end-of-run screen imports this module)
             from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
-            from specbench.render.plots.style import encode  # lazy: pulls in matplotlib
+            from specbench.render.plots.style import encode, noted  # lazy: pulls in matplotlib
 
             enc = encode([(g.label, g.axes) for g in report.groups])
             note = fmt.one_line(figure_note(report))  # which run, model, k, vLLM and load, on every figure
             figure = per_position_figure(report.summary, report.confidence, enc, facets_of(report.groups))
-            paths += save_figure(_noted(figure, note), out_dir / "per_position")
+            paths += save_figure(noted(figure, note), out_dir / "per_position")
             groups = {g.label: g.units for g in report.groups}
             figure = al_over_time_figure(groups, report.summary, enc, report.confidence)
-            paths += save_figure(_noted(figure, note), out_dir / "al_over_time")
-        paths += write_study_outputs(report.studies, out_dir, report.title, plots)
+            paths += save_figure(noted(figure, note), out_dir / "al_over_time")
+            if report.reference is not None:
+                figure = reference_figure(report.reference, report.groups, report.confidence, report.title)
+                paths += save_figure(noted(figure, note), out_dir / "vs_reference")
+        paths += write_study_outputs(
+            report.studies, out_dir, report.title, plots, note=fmt.one_line(figure_note(report))
+        )
         page = out_dir / "index.html"
         figures = [p for p in paths if p.suffix == ".svg"]
         atomic_write_text(page, index_html(report, markdown_text, figures, paths, out_dir))

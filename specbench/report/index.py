@@ -22,6 +22,8 @@ CAPTIONS = {
     "accepted) and α_i (p_i / p_(i-1)), with their CIs",
     "al_over_time": "Acceptance length as the run went on (units so far, in order), with its CI: it "
     "should settle; a drift means the load changed under the measurement",
+    "vs_reference": "Each cell against the reference cell: p_i of both with their CIs (top), and the change "
+    "Δp_i with its CI (bottom; below 0 the cell accepts less than the reference)",
     "divergence": "Output divergence between cells: where two cells' greedy outputs first differ",
     "speedup": "Speed-up of each speculative cell over its no-speculation baseline (below 1× is slower)",
     "speedup_vs_concurrency": "Speed-up, AL and step cost per concurrency",
@@ -119,6 +121,7 @@ def findings(report: Any) -> str:
     speed-ups as a table with what below 1× means; k advice; the study's warnings folded."""
     # lazy: numpy and the k-prediction model, only when a page is written
     from specbench.report.kpredict import advice_lines
+    from specbench.report.throughput import headline  # lazy: numpy, only when a page is written
 
     out: list[str] = []
     sig = [c for c in report.comparisons if _significant(c)]
@@ -153,6 +156,14 @@ def findings(report: Any) -> str:
                 else "Every cell is faster than serving without speculation."
             )
             + "</p>",
+        ]
+    through = [t for st in report.studies for t in headline(st.throughputs)]
+    if through:
+        out += [
+            "<h3>Throughput between cells</h3>",
+            html.bullets([t.line() for t in through]),
+            "<p>Output tok/s of the first value over the second; the CI is widened by the spread between "
+            "reruns, the within-run interval beside it. Every pair is in the table below.</p>",
         ]
     advice = [line for st in report.studies for line in advice_lines(st.kpredictions, report.title)]
     if advice:

@@ -19,7 +19,8 @@ from specbench.errors import SpecbenchError
 from specbench.records import acceptance_units
 from specbench.render import format as fmt
 from specbench.report.build import contrasts, titles_of
-from specbench.report.study import run_speedups
+from specbench.report.study import StudyAnalysis, run_speedups
+from specbench.report.throughput import headline
 from specbench.run.read import read_run
 
 
@@ -35,11 +36,13 @@ def final_table(run_dir: Path) -> Table:
     print one interval, also for runs stored under an older interval method."""
     run = read_run(run_dir)
     names = titles_of(run)
-    speed = _speedups(run_dir)
+    study = _study(run_dir)
+    speed = {s.cell: s for s in study.speedups} if study is not None else {}
     t = Table(
         title=run.run_id,
         caption="AL includes the bonus token; p_i unconditional; 95% CIs; "
-        "tok/s per request; speed-up over the cell's own no-spec baseline (< 1x slower), its CI "
+        "tok/s: the load's output throughput (output tokens / load time, as cells.csv and compare "
+        "show it); speed-up over the cell's own no-spec baseline (< 1x slower), its CI "
         f"widened by the between-run spread of reruns ({RERUN_SD:g} on the log)",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
@@ -57,13 +60,13 @@ def final_table(run_dir: Path) -> Table:
         t.add_column(f"p{i}", no_wrap=True)
     t.add_column("tok/s", no_wrap=True)
     t.add_column("speed-up [CI]", no_wrap=True)
-    base_tps = {s.baseline: s.base.get("output_tok_per_s") for s in speed.values()}
     for cid, c in run.cells.items():
         name = names.get(cid, cid)
+        tps = (c.summary or {}).get("results_mean_output_throughput_token_per_s")
         status = [c.status if c.status == "done" else f"{c.status}: {(c.record.reason or '')[:60]}".rstrip(": ")]
         status = status if failed else []
         if c.acc is None or c.acc.baseline:
-            t.add_row(name, *status, *(["-"] * (1 + k)), _fmt(base_tps.get(cid), 1), "-")
+            t.add_row(name, *status, *(["-"] * (1 + k)), _fmt(tps, 1), "-")
             continue
         derived = c.acc.derived
         pos = derived.per_position
@@ -82,18 +85,18 @@ def final_table(run_dir: Path) -> Table:
             *status,
             _with_ci(derived.mean_acceptance_length, interval, 2),
             *[_fmt(pos[i] if i < len(pos) else None) for i in range(k)],
-            _fmt(None if s is None else s.spec.get("output_tok_per_s"), 1),
+            _fmt(tps, 1),
             up,
         )
     return t
 
 
-def _speedups(run_dir: Path) -> dict:
-    """cell id -> its speed-up over its own baseline (none without requests or a baseline)."""
+def _study(run_dir: Path) -> StudyAnalysis | None:
+    """Each cell's speed-up over its own baseline and the throughput contrasts (None without requests)."""
     try:
-        return {s.cell: s for s in run_speedups(run_dir).speedups}
+        return run_speedups(run_dir)
     except (SpecbenchError, OSError, ValueError):
-        return {}
+        return None
 
 
 def report_command(run_dir: Path) -> str:
@@ -112,6 +115,11 @@ def final_screen(run_dir: Path):
     if found:
         lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, floored jackknife SE, unpaired):"))
         lines += [Text(f"- {c.line()}") for c in found]
+    study = _study(run_dir)
+    through = headline(study.throughputs) if study is not None else []
+    if through:
+        lines.append(Text("Throughput (output tok/s, first value over second; CI widened by the between-run spread):"))
+        lines += [Text(f"- {t.line()}") for t in through]
     lines.append(Text(f"Report, plots and divergence: {report_command(run_dir)}", no_wrap=True, overflow="ignore"))
     return Group(*lines)
 

@@ -39,6 +39,7 @@ from specbench.report.categories import (
     render_categories,
 )
 from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
+from specbench.report.throughput import ThroughputContrast, throughput_contrasts, throughput_rows
 from specbench.run.cells import axis_label, draft_axes_of, pick_baseline, target_mismatch
 from specbench.run.read import as_run
 from specbench.run.store import Run
@@ -72,6 +73,8 @@ class StudyAnalysis:
     cell_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # cell label -> axes (plots by axis)
     # per speculative cell whose prompts carry two or more categories: its rows and high-vs-low contrast
     categories: list[tuple[list[CategoryRow], CategoryContrast | None]] = field(default_factory=list)
+    # cells differing in one axis, both no-spec or both speculative: the output tok/s ratio
+    throughputs: list[ThroughputContrast] = field(default_factory=list)
 
 
 def read_cells(path: Path | Run, *, prefix: bool = False) -> list[CellRequests]:
@@ -224,6 +227,7 @@ def _add_speedups(
             continue
         s.notes += timing_caveats(spec, base, cells)
         study.speedups.append(s)
+    study.throughputs = throughput_contrasts(cells, confidence=confidence, rerun_sd=rerun_sd)
 
 
 def cell_k(c: CellRequests) -> int | None:
@@ -440,6 +444,20 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
             out += [fmt.md_line(f"- {title(x.cell)}: {n}") for x in s.speedups for n in x.notes]
             out += [fmt.md_line(f"- {title(cell)}: no matching baseline: {why}") for cell, why in s.unmatched]
             out.append("")
+    through = [s for s in studies if s.throughputs]
+    if through:
+        out += [
+            "## Throughput between cells",
+            "",
+            "Cells that differ in one axis (no-spec with no-spec, speculative with speculative): output tok/s "
+            "of the first over the second, each Σ output tokens / Σ e2e over its requests (the speed-up's "
+            f"definition). Brackets: {speedups_method([through[0].throughputs[0].ratio])}; "
+            "significant when they exclude 1×. The within-run interval beside it is what this run's "
+            "requests alone allow.",
+            "",
+        ]
+        for s in through:
+            out += [fmt.md_line(f"Run {s.source}:"), "", md_table(*throughput_rows(s.throughputs)), ""]
     out += render_categories([c for s in studies for c in s.categories], md_table, title)
     kp = [s for s in studies if s.kpredictions]
     if kp:
@@ -525,9 +543,12 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
     return out
 
 
-def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same, plots: bool = True) -> list[Path]:
+def write_study_outputs(
+    studies: list[StudyAnalysis], out_dir: Path, title=_same, plots: bool = True, note: str = ""
+) -> list[Path]:
     """divergence.csv / speedup.csv / kprediction.csv and (``plots``) their figures (PNG + SVG), when
-    there is anything to show; ``title(label)`` names a cell in the figures."""
+    there is anything to show; ``title(label)`` names a cell in the figures, ``note`` (provenance) is
+    on each."""
     import io
 
     # pandas and matplotlib only when files are written (run's end-of-run screen imports this module)
@@ -551,12 +572,15 @@ def write_study_outputs(studies: list[StudyAnalysis], out_dir: Path, title=_same
     from specbench.render.plots.acceptance import save_figure  # lazy: pulls in matplotlib
     from specbench.render.plots.concurrency import write_concurrency_plot  # lazy: pulls in matplotlib
     from specbench.render.plots.study import divergence_figure, speedup_figure  # lazy: pulls in matplotlib
+    from specbench.render.plots.style import noted  # lazy: pulls in matplotlib
 
     pairs = [p for s in studies for p, _ in s.pairs]
     speeds = [x for s in studies for x in s.speedups]
     if pairs:
-        paths += save_figure(divergence_figure(pairs, title), Path(out_dir) / "divergence")
+        paths += save_figure(noted(divergence_figure(pairs, title), note), Path(out_dir) / "divergence")
     if speeds:
-        paths += save_figure(speedup_figure(speeds, title), Path(out_dir) / "speedup")
-        paths += write_concurrency_plot(speeds, {k: v for s in studies for k, v in s.cell_axes.items()}, out_dir)
+        paths += save_figure(noted(speedup_figure(speeds, title), note), Path(out_dir) / "speedup")
+        paths += write_concurrency_plot(
+            speeds, {k: v for s in studies for k, v in s.cell_axes.items()}, out_dir, note=note
+        )
     return paths

@@ -137,7 +137,7 @@ def test_one_sided_cell_reported(make_run):
     base = make_run("base", _cells(P), seed=1)
     cand = make_run("cand", _cells(P)[:1], seed=1)
     code, out = run(base, cand)
-    assert code == 3 and "only in baseline: mla=on, output_norm=off" in out
+    assert code == 3 and "only in baseline: norm off (mla=on, output_norm=off)" in out
     # undecided checks one line per reason, the cell by its display name
     assert (
         "INCONCLUSIVE 1 check(s) (per_position[*]:-2pp) no data: the cell not in the candidate — norm off: p_*" in out

@@ -78,8 +78,10 @@ def test_final_screen_answers_the_study_in_40_lines_and_fits_80_columns():
     assert max(map(len, narrow.splitlines())) <= 80
     on = next(ln for ln in lines if ln.strip().startswith("MLA on · norm on "))
     assert re.search(r"2\.72 \[\d\.\d\d, \d\.\d\d\]", on) and re.search(r"\d\.\d\d× \[\d\.\d\d, \d\.\d\d\]", on)
-    questions = [ln for ln in lines if ln.startswith("- ")]
+    questions = [ln for ln in lines if ln.startswith("- ") and ": AL " in ln]
     assert len(questions) == 9 and questions[0].startswith("- norm off vs on")
+    # MLA's own throughput effect, between the two no-spec cells, under the acceptance contrasts
+    assert any(ln.startswith("- MLA off vs on (no spec): output tok/s ") for ln in lines)
     assert all(", significant" in q for q in questions[:6]) and "not attested" not in wide
     assert all("also differs in chunked_prefill on vs off" in " ".join(wide.split()) for q in questions if "MLA" in q)
     assert "specbench report" in lines[-1] or "specbench report" in lines[-2]

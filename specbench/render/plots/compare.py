@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +70,11 @@ def delta_rows(cell) -> DeltaRow | None:
     return out
 
 
-def draw_levels(ax, base: Band | None, cand: Band | None) -> None:
-    for band, (label, colour, marker), dx in ((base, SIDES[0], -0.06), (cand, SIDES[1], 0.06)):
+def draw_levels(ax, base: Band | None, cand: Band | None, names: tuple[str, str] = ("baseline", "candidate")) -> None:
+    for band, (_, colour, marker), label, dx in (
+        (base, SIDES[0], names[0], -0.06),
+        (cand, SIDES[1], names[1], 0.06),
+    ):
         if band is None:
             continue
         xs = [i + dx for i in range(len(band.p))]
@@ -130,8 +134,32 @@ def save_overlay(
     atomic_write_bytes(Path(path), buf.getvalue())
 
 
-def overlay_figure(panels: list[tuple[str, Band | None, Band | None, DeltaRow | None]], confidence: float = 0.95):
-    """Per matched cell a p_i panel over a Δ panel (Δ axes shared, so cells compare at a glance)."""
+PANEL_TITLE_CHARS = 34  # what fits over one 3.6-inch panel at the medium font
+
+
+def wrapped(title: str, width: int = PANEL_TITLE_CHARS) -> str:
+    """A panel title on as many lines as it needs, broken between axis values (``MLA on · norm
+    off``), never inside one: a long title would run into its neighbour's."""
+    lines: list[str] = []
+    for part in title.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def overlay_figure(
+    panels: list[tuple[str, Band | None, Band | None, DeltaRow | None]],
+    confidence: float = 0.95,
+    *,
+    names: tuple[str, str] = ("baseline", "candidate"),
+    interval: str = "the gate uses",
+    heading: str = "Per-position acceptance: levels (top) and the change the gate judges (bottom)",
+):
+    """Per matched cell a p_i panel over a Δ panel (Δ axes shared, so cells compare at a glance).
+    ``names``: the two sides (compare: baseline and candidate; report: the reference cell and each
+    other cell); ``interval`` what the Δ's CI is; the tolerance's legend entry only where one is drawn."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
@@ -151,27 +179,30 @@ def overlay_figure(panels: list[tuple[str, Band | None, Band | None, DeltaRow | 
             bottom.set_axis_off()
             top.text(0.5, 0.5, title, ha="center")
             continue
-        draw_levels(top, b, c)
-        top.set_title(title, fontsize="medium")
+        draw_levels(top, b, c, names)
+        top.set_title(wrapped(title), fontsize="medium")
         top.tick_params(labelbottom=False)
         draw_delta(bottom, d)
         if col:
             top.set_ylabel("")
             bottom.set_ylabel("")
     level = f"{int(round(confidence * 100))}%"
+    gated = any(t is not None for _, _, _, d in panels if d is not None for t in d.tolerance)
     handles = [
-        Line2D([], [], color=SIDES[0][1], marker=SIDES[0][2], label="baseline (its CI)"),
-        Line2D([], [], color=SIDES[1][1], marker=SIDES[1][2], label="candidate (its CI)"),
+        Line2D([], [], color=SIDES[0][1], marker=SIDES[0][2], label=f"{names[0]} (its CI)"),
+        Line2D([], [], color=SIDES[1][1], marker=SIDES[1][2], label=f"{names[1]} (its CI)"),
         Line2D(
             [],
             [],
             color="black",
             marker="D",
             linestyle="None",
-            label=f"Δ = cand − base, {level} CI the gate uses (red: failed)",
+            label=f"Δ = {names[1]} − {names[0]}, {level} CI {interval}" + (" (red: failed)" if gated else ""),
         ),
-        Line2D([], [], color="tab:red", linestyle="--", label="gate tolerance (a fail: whole CI below)"),
     ]
+    if gated:
+        handles.append(Line2D([], [], color="tab:red", linestyle="--", label="gate tolerance (a fail: whole CI below)"))
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small", frameon=False)
-    fig.suptitle("Per-position acceptance: levels (top) and the change the gate judges (bottom)")
+    # ~9 characters of the suptitle's font per inch: a two-panel figure takes a long heading on two lines
+    fig.suptitle(textwrap.fill(heading, width=int(fig.get_figwidth() * 9), break_long_words=False))
     return fig

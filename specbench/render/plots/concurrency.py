@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 import specbench.render.plots  # noqa: F401  (selects the Agg backend before any figure is drawn)
 from specbench.analysis.speedup import SPEEDUP_LABELS, Speedup
 from specbench.render.plots.acceptance import save_figure
+from specbench.render.plots.style import noted
 
 AXIS = "concurrency"  # axis_label("load:concurrency")
 SHOWN = ("output_tok_per_s", "tpot")
@@ -104,9 +105,11 @@ def concurrency_figure(series: dict[str, list[tuple[int, Speedup]]]) -> Figure:
     return fig
 
 
-def write_concurrency_plot(speedups: list[Speedup], cell_axes: dict[str, dict[str, str]], out_dir: Path) -> list[Path]:
+def write_concurrency_plot(
+    speedups: list[Speedup], cell_axes: dict[str, dict[str, str]], out_dir: Path, note: str = ""
+) -> list[Path]:
     """speedup_vs_concurrency.png / .svg when at least two concurrencies have a speed-up."""
     series = concurrency_series(speedups, cell_axes)
     if len({c for pts in series.values() for c, _ in pts}) < 2:
         return []
-    return save_figure(concurrency_figure(series), Path(out_dir) / "speedup_vs_concurrency")
+    return save_figure(noted(concurrency_figure(series), note), Path(out_dir) / "speedup_vs_concurrency")

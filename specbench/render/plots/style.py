@@ -144,3 +144,16 @@ def draw_ci(
         ax.errorbar(ys, xs, xerr=[err_lo, err_hi], **opts)
     else:
         ax.errorbar(xs, ys, yerr=[err_lo, err_hi], **opts)
+
+
+def noted(figure, note: str):
+    """``figure`` with ``note`` (which run, model, k, vLLM and load it shows) as the title of its
+    first legend: laid out with it, so it neither overlaps the legend nor is cut; under the axes
+    (a figure-wide x label) when the figure has no figure legend."""
+    if not note:
+        return figure
+    if figure.legends:
+        figure.legends[0].set_title(note, prop={"size": "x-small"})
+    else:
+        figure.supxlabel(note, fontsize="x-small")
+    return figure
