@@ -1,4 +1,5 @@
-"""``specbench fixtures build|path``: the tiny DeepSeek-V3 target + EAGLE head used by tests and demos."""
+"""``specbench fixtures build|path``: the tiny DeepSeek-V3 targets and heads used by tests, demos and
+the shipped configs (every ``fixture:*`` reference, :data:`specbench.fixtures.FIXTURE_REFS`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from typing import Annotated, Optional
 import typer
 
 from specbench.cli.common import handle_errors
-from specbench.fixtures import build_fixtures, fixture_paths
+from specbench.errors import ConfigError
+from specbench.fixtures import FIXTURE_REFS, build_fixtures, fixture_paths
 from specbench.fixtures.build import is_complete
 
 fixtures_app = typer.Typer(
-    help="Build or locate the tiny local DeepSeek-V3 target and its EAGLE head.", no_args_is_help=True
+    help="Build or locate the tiny local DeepSeek-V3 targets and their draft heads (every fixture:* a config names).",
+    no_args_is_help=True,
 )
+KINDS = list(dict.fromkeys(kind for kind, _ in FIXTURE_REFS.values()))  # default, heads, margin
 
 CacheDir = Annotated[
     Optional[Path],
@@ -21,10 +25,29 @@ CacheDir = Annotated[
 ]
 
 
-def _print(paths) -> None:
-    typer.echo(f"target:    {paths.target}")
-    typer.echo(f"draft:     {paths.draft}")
-    typer.echo(f"tokenizer: {paths.tokenizer}")
+Kinds = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--fixture",
+        metavar="KIND",
+        help=f"Only this fixture ({', '.join(KINDS)}; repeatable). Default: all of them.",
+        show_default=False,
+    ),
+]
+
+
+def _kinds(wanted: list[str] | None) -> list[str]:
+    for kind in wanted or []:
+        if kind not in KINDS:
+            raise ConfigError(f"fixtures: --fixture {kind!r} is not a fixture; give one of {', '.join(KINDS)}")
+    return list(dict.fromkeys(wanted)) if wanted else KINDS
+
+
+def _print(kind: str, root: Path) -> None:
+    """One line per ``fixture:*`` reference of ``kind``: the reference a config names and its directory."""
+    for ref, (k, role) in FIXTURE_REFS.items():
+        if k == kind:
+            typer.echo(f"{ref:<26}{root / role}")
 
 
 @fixtures_app.command("build")
@@ -32,19 +55,27 @@ def _print(paths) -> None:
 def build(
     cache_dir: CacheDir = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the cache entry exists.")] = False,
+    fixture: Kinds = None,
 ) -> None:
-    """Build the models into the cache (a no-op when already built) and print their paths."""
-    _print(build_fixtures(cache_dir=cache_dir, force=force))
+    """Build the models into the cache (a no-op for those already built) and print each
+    fixture:* reference with its path."""
+    for kind in _kinds(fixture):
+        _print(kind, build_fixtures(cache_dir=cache_dir, force=force, kind=kind).root)
 
 
 @fixtures_app.command("path")
 @handle_errors
-def path(cache_dir: CacheDir = None) -> None:
-    """Print where the models are (or would be) cached; builds nothing."""
-    paths = fixture_paths(cache_dir)
-    _print(paths)
-    if not is_complete(paths):
-        typer.echo("(not built yet: run `specbench fixtures build`)", err=True)
+def path(cache_dir: CacheDir = None, fixture: Kinds = None) -> None:
+    """Print each fixture:* reference with where it is (or would be) cached; builds nothing."""
+    missing = []
+    for kind in _kinds(fixture):
+        paths = fixture_paths(cache_dir, kind)
+        _print(kind, paths.root)
+        if not is_complete(paths):
+            missing.append(kind)
+    if missing:
+        flags = " ".join(f"--fixture {k}" for k in missing)
+        typer.echo(f"(not built yet: {', '.join(missing)}; run `specbench fixtures build {flags}`)", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -43,6 +43,8 @@ def _config_or_default(config: Optional[Path]) -> Path:
 
 
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
+    from specbench.plugin.switches import SWITCH_VARS  # lazy: with the run modules below
+    from specbench.run.groups import group_cells, group_server  # lazy: pulls in numpy and pydantic
     from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
     from specbench.server import server_argv  # lazy: pulls in httpx and psutil
 
@@ -52,14 +54,27 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
     out = sys.stdout
     for line in _plan_lines(config, study, cells):
         print(line, file=out)
+    # each cell with the argv and env of the server it runs on, as started: a shared server's are
+    # its group's (the switch extension, dev mode), the cell's own switches applied in place
+    ray = study.executor == "ray"
+    groups = [[c] for c in cells] if ray else group_cells(cells, serve.host, serve.share_servers)
+    server_of = {c.cell_id: g for g in groups for c in g}
     for c in cells:
-        argv = server_argv(c.args, serve.host, port)
+        group = server_of[c.cell_id]
+        args, env, switching = group_server(group, serve.host) if len(group) > 1 else (c.args, c.env, False)
+        argv = server_argv(args, serve.host, port)
         print(
             f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""), file=out
         )
+        if len(group) > 1:
+            print(f"  server: shared by {len(group)} cells, started once for {group[0].cell_id}", file=out)
         print("  argv: " + shlex.join(redact_argv(argv)), file=out)
-        for k, v in sorted(redact_env(c.env).items()):
+        for k, v in sorted(redact_env(env).items()):
             print(f"  env:  {k}={v}", file=out)
+        if switching:
+            own = {k: v for k, v in redact_env(c.env).items() if k in SWITCH_VARS and env.get(k) != v}
+            shown = " ".join(f"{k}={v}" for k, v in sorted(own.items())) or "the shipped head (no switch)"
+            print(f"  switched in place before its load to: {shown}", file=out)
         if study.load.driver == "llmperf":
             _print_llmperf(study, c, out)
 

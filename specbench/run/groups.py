@@ -99,6 +99,25 @@ def group_cells(cells: list[Cell], host: str = "127.0.0.1", share: bool = True) 
 VARIANT_AXES = ("output_norm", "pos0_mask", "env:SPECBENCH_OUTPUT_NORM", "env:SPECBENCH_POS0_MASK")
 
 
+def group_server(group: list[Cell], host: str) -> tuple[list[str], dict[str, str], bool]:
+    """(argv, env, switching) of the one server a group of cells shares, as it is started (and as
+    ``run --dry-run`` prints it): the first cell's, plus dev mode on a loopback host and, where the
+    cells ask for different head variants, the plugin's switch extension at the shipped head."""
+    first = group[0]
+    env, args = dict(first.env), list(first.args)
+    # vLLM 0.32 serves /reset_prefix_cache and /collective_rpc only with VLLM_SERVER_DEV_MODE=1
+    # (its own `vllm bench sweep serve` sets it too): only where nothing but this machine can reach them
+    if len(group) > 1 and _loopback(host):
+        env.setdefault(DEV_MODE_ENV, "1")
+    # Cells asking for different head variants: start the plugin's class at the head's shipped
+    # values, ask every worker whether it can switch (probe), switch before each cell.
+    switching = len({head_variant(c) for c in group}) > 1
+    if switching:
+        extra_args, extra_env = server_additions((first.spec or {}).get("method") or "eagle")
+        env, args = {**shipped_env(env), **extra_env}, args + extra_args
+    return args, env, switching
+
+
 def shipped_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` without the variables that select a head variant (the server then starts as shipped)."""
     return {k: v for k, v in env.items() if k not in (*SWITCH_VARS, HEAD_VAR)}
@@ -234,17 +253,7 @@ class GroupedExecutor(LocalExecutor):
         gdir = ctx.run_dir / SERVERS_DIR / gid
         remove_tree(gdir)
         gdir.mkdir(parents=True, exist_ok=True)
-        env, args = dict(first.env), list(first.args)
-        # vLLM 0.32 serves /reset_prefix_cache and /collective_rpc only with VLLM_SERVER_DEV_MODE=1
-        # (its own `vllm bench sweep serve` sets it too): only where nothing but this machine can reach them
-        if _loopback(serve.host):
-            env.setdefault(DEV_MODE_ENV, "1")
-        # Cells asking for different head variants: start the plugin's class at the head's shipped
-        # values, ask every worker whether it can switch (probe), switch before each cell.
-        switching = len({head_variant(c) for c in group}) > 1
-        if switching:
-            extra_args, extra_env = server_additions((first.spec or {}).get("method") or "eagle")
-            env, args = {**shipped_env(env), **extra_env}, args + extra_args
+        args, env, switching = group_server(group, serve.host)
         session = ServerSession(ctx, args, env, gdir / "server.log")
         server = session.server
         info: dict[str, Any] = {

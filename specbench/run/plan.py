@@ -62,6 +62,7 @@ def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> Non
     what to edit."""
     try:
         _check_variants(cells)
+        _check_backends(cells)
     except ConfigError as exc:
         if config_path is None:
             raise
@@ -82,6 +83,58 @@ def _check_variants(cells: list[Cell]) -> None:
             method=_spec_method(c),
             control=switches.control,
         )
+
+
+# vLLM 0.32's attention backends whose class says is_mla() (v1/attention/backends/registry.py: the
+# ones under backends/mla/). A selected backend whose is_mla() differs from the model's use_mla is
+# refused at start on CUDA ("Selected backend ... is not valid for this configuration. Reason:
+# ['non-MLA not supported']", platforms/cuda.py) and silently replaced on CPU ("Cannot use ...
+# backend on CPU.", platforms/cpu.py): either way the cell would not run what it names.
+MLA_BACKENDS = frozenset(
+    {
+        "AMX_MLA",
+        "CPU_MLA",
+        "CUTLASS_MLA",
+        "FLASHINFER_MLA",
+        "FLASHINFER_MLA_SPARSE",
+        "FLASHINFER_MLA_SPARSE_SM120",
+        "FLASHINFER_MLA_SPARSE_SM90",
+        "FLASHMLA",
+        "FLASHMLA_SPARSE",
+        "FLASH_ATTN_MLA",
+        "FLASH_ATTN_MLA_SPARSE",
+        "ROCM_AITER_MLA",
+        "ROCM_AITER_MLA_SPARSE",
+        "ROCM_AITER_TRITON_MLA",
+        "TOKENSPEED_MLA",
+        "TRITON_MLA",
+        "XPU_MLA_SPARSE",
+    }
+)
+
+
+def attention_backend(args: list[str]) -> str | None:
+    """The ``--attention-backend`` a server argv selects (last one wins, as argparse reads it)."""
+    found = None
+    for i, a in enumerate(args):
+        if a == "--attention-backend" and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith("--attention-backend="):
+            found = a.split("=", 1)[1]
+    return found
+
+
+def _check_backends(cells: list[Cell]) -> None:
+    """An MLA-only attention backend in a cell with MLA off (VLLM_MLA_DISABLE=1) is refused: vLLM
+    would refuse it at start (CUDA) or run another backend than the cell names (CPU)."""
+    for c in cells:
+        backend = attention_backend(list(c.args))
+        if backend and backend.upper() in MLA_BACKENDS and c.env.get("VLLM_MLA_DISABLE", "").strip() == "1":
+            raise ConfigError(
+                f"cell {c.cell_id}: --attention-backend {backend} serves MLA only, and the cell runs with MLA off "
+                "(VLLM_MLA_DISABLE=1); vLLM would refuse it (CUDA) or run another backend (CPU). Give it to a "
+                "study of the MLA-on cells only, or leave it out"
+            )
 
 
 def _spec_method(cell: Cell) -> str:

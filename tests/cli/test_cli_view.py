@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +88,31 @@ def test_run_names_its_output_directory_out_like_report(capsys, monkeypatch):
     assert "--out" in run_help and "--out" in report_help and "--results-dir" not in run_help
     assert run_cli(["run", "--out", "a", "--results-dir", "b", "--dry-run"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def _vllm_args(log: Path) -> set[str]:
+    """The flags vLLM says it was started with ("non-default args: {...}", first line of the log)."""
+    import ast
+
+    line = re.search(r"non-default args: (\{.*\})", log.read_text(errors="replace"))
+    assert line, log
+    return set(ast.literal_eval(line[1])) - {"model_tag", "model", "host", "port"}
+
+
+def test_dry_run_argv_is_what_vllm_was_started_with(capsys):
+    """Each cell's printed argv against the committed default run's own server logs: a shared,
+    switching server also gets --worker-extension-cls (the dry run once printed the cell's argv only)."""
+    import shlex
+
+    assert run_cli(["run", "configs/default.yaml", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    run = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+    printed = dict(re.findall(r"\n\[(\S+)\] axes=.*?\n(?:  server: .*\n)?  argv: (.*)\n", out))
+    assert len(printed) == 8
+    for cell_id, argv in printed.items():
+        cell = json.loads((run / cell_id / "cell.json").read_text())
+        group = cell.get("server_group")
+        log = run / group["log"] if group else run / cell_id / "server.log"
+        flags = {a[2:].replace("-", "_") for a in shlex.split(argv) if a.startswith("--")} - {"host", "port"}
+        assert flags == _vllm_args(log), cell_id
+    assert sum("--worker-extension-cls" in a for a in printed.values()) == 6

@@ -208,10 +208,15 @@ def test_dry_run_prints_every_cell_argv_and_redacted_env(tmp_path):
     assert "VLLM_MLA_DISABLE=1" in out and "SPECBENCH_OUTPUT_NORM=off" in out
     assert "hf_supersecretvalue" not in out and "sk-verysecret" not in out
     assert "HF_TOKEN=***" in out
-    # The argv printed is the one the server would run: built by the server's own builder.
+    # The argv printed is the one the server would run: built by the server's own builder, a shared
+    # server's by the runner's own (run/groups.py group_server: the switch extension included)
+    from specbench.run.groups import group_cells, group_server
 
-    for c in expand(load_config(cfg)):
-        assert "  argv: " + shlex.join(redact_argv(server_argv(c.args, "127.0.0.1", "<free port>"))) + "\n" in out
+    for group in group_cells(expand(load_config(cfg)), "127.0.0.1", True):
+        args = group_server(group, "127.0.0.1")[0] if len(group) > 1 else group[0].args
+        line = "  argv: " + shlex.join(redact_argv(server_argv(args, "127.0.0.1", "<free port>"))) + "\n"
+        assert line in out
+    assert out.count("--worker-extension-cls") == 6  # the 6 speculative cells, on 2 switching servers
 
 
 def test_default_config_expands_to_eight_cells():

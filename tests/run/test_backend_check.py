@@ -1,0 +1,44 @@
+"""specbench/run/plan.py refuses an MLA-only attention backend in a cell with MLA off, naming the
+file, the cell and the flag; the list of MLA-only backends is held against the installed vLLM's
+own registry (those whose class lives under v1/attention/backends/mla/)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from specbench.errors import ConfigError
+from specbench.run.plan import MLA_BACKENDS, attention_backend, validated
+
+
+def _config(tmp_path, args, mla=("on", "off")):
+    path = tmp_path / "c.yaml"
+    data = {"name": "bk", "serve": {"model": "fixture:target", "extra_args": args}, "matrix": {"mla": list(mla)}}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("args", [["--attention-backend", "FLASHMLA"], ["--attention-backend=cpu_mla"]])
+def test_mla_only_backend_with_mla_off_is_refused(tmp_path, args):
+    with pytest.raises(ConfigError, match=r"c\.yaml: cell mla-off__r0: --attention-backend \S+ serves MLA only"):
+        validated(_config(tmp_path, args))
+
+
+def test_mla_backend_with_mla_on_and_plain_backend_with_mla_off_pass(tmp_path):
+    _, cells = validated(_config(tmp_path, ["--attention-backend", "FLASHMLA"], mla=("on",)))
+    assert len(cells) == 1
+    _, cells = validated(_config(tmp_path, ["--attention-backend", "CPU_ATTN"]))
+    assert len(cells) == 2
+
+
+def test_last_flag_wins_as_argparse_reads_it():
+    assert attention_backend(["--attention-backend", "FLASHMLA", "--attention-backend=CPU_ATTN"]) == "CPU_ATTN"
+    assert attention_backend(["--max-num-seqs", "4"]) is None
+
+
+@pytest.mark.imports_vllm
+def test_mla_backends_are_the_installed_vllms():
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    mla = {b.name for b in AttentionBackendEnum if ".backends.mla." in str(b.value)}
+    assert mla == MLA_BACKENDS
