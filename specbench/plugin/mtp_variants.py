@@ -134,6 +134,16 @@ def verify_wrapped_classes(vllm_version: str) -> None:
             f"specbench head-variant plugin refuses: {other}; use the shipped values "
             "(output_norm on, pos0_mask on) or one of those vLLM releases"
         )
+    # With use_local_argmax_reduction, vLLM's V2 speculator drafts through model.get_top_tokens instead
+    # of compute_logits (v1/worker/gpu/spec_decode/speculator.py, 0.31-0.34), where the variants select
+    # the logits' norm. DeepSeekMTP has no get_top_tokens in 0.29-0.34 (vLLM then refuses the option
+    # itself); a release that adds one would bypass the variants silently: refused here.
+    if hasattr(getattr(deepseek_mtp, "DeepSeekMTP", None), "get_top_tokens"):
+        raise RuntimeError(
+            f"specbench head-variant plugin refuses: vLLM {vllm_version}'s DeepSeekMTP has get_top_tokens, which "
+            "use_local_argmax_reduction calls instead of compute_logits, where the MTP variants select; "
+            "use the shipped values (output_norm on, pos0_mask on) or a release without it (0.29-0.34)"
+        )
     problems = []
     for name in ("DeepSeekMTP", "DeepSeekMultiTokenPredictor", "DeepSeekMultiTokenPredictorLayer"):
         if not isinstance(getattr(deepseek_mtp, name, None), type):

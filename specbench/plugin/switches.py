@@ -39,34 +39,90 @@ HEADS = {
     "eagle": ("EagleDeepSeekMTPModel", ("on", False)),
     "mtp": ("DeepSeekMTPModel", ("on", True)),
 }
-# The head files the variants re-implement, by sha256, and the vLLM releases that ship exactly that
-# file (read in the released wheels). A head file with another hash is refused, naming the version:
-# the variants would re-implement a forward this vLLM no longer has.
-CHECKED_SOURCES = {
+# The functions of vLLM's head files that the variants re-implement (or call for the part they
+# select), by a digest of their code (:func:`function_digest`), and the vLLM releases whose wheels
+# hold exactly that code (read in the GPU wheels 0.29.0-0.34.0: benchmarks/head_support.py prints the
+# table). Support is by function, not by file: 0.33 and 0.34 changed deepseek_mtp.py only in
+# DeepSeekMTP.__init__ / load_weights, and are accepted; a release that changes one of these
+# functions is refused, naming it and the version.
+CHECKED_FUNCTIONS = {
     "eagle": (
         "deepseek_eagle.py",
-        {"203d8fedaec7e31f7d9ef959884214bef024ef0ad29924aec484c89398466a86": "0.29.0-0.34.0"},
+        {
+            "DeepseekV2Model.forward": {
+                "6d303c5b1d0525a306b1c3e4dcfba607918db0216884352983c850b02a9b0000": "0.29.0-0.34.0"
+            }
+        },
     ),
-    "mtp": ("deepseek_mtp.py", {"aae80e30b2dbfd1df41b83f51aaba4722e9f2dc3b4479d2a38ce1e32926fac11": "0.31.0-0.32.0"}),
+    "mtp": (
+        "deepseek_mtp.py",
+        {
+            "DeepSeekMultiTokenPredictorLayer.forward": {
+                "5d511e977cd55d60a32b009b274331294c58782f235f3b754caf06f8ce66c118": "0.29.0-0.34.0"
+            },
+            "DeepSeekMultiTokenPredictor.compute_logits": {
+                "bd6a980ff2422b1a3c201d3841b7300b33f59bee6e082fd3972a7f044ac8d451": "0.29.0-0.34.0"
+            },
+            "DeepSeekMTP.compute_logits": {
+                "6d05704871775809d8a44e4b7d9c86f178970f0b3c0c59c1c100b6975deceeca": "0.29.0-0.34.0"
+            },
+            "SharedHead.forward": {"53298198a8ed6c29df82a5fec5ee68e6b23d25eb4569660e639d28facab454a5": "0.29.0-0.34.0"},
+        },
+    ),
 }
 
 
-def unchecked_source(head: str, path: str, vllm_version: str) -> str | None:
-    """Why the installed head file at ``path`` is not one the plugin was checked against (None: it is)."""
+def function_digest(source: str, qualname: str) -> str | None:
+    """sha256 of the code of ``Class.method`` (or a module-level ``function``) in ``source``: its
+    tokens without comments and blank or wrapped lines, so reformatting inside brackets and comments
+    do not count, while any change to what runs does. None: no such function in ``source``."""
+    import ast
     import hashlib
+    import io
+    import textwrap
+    import tokenize
 
-    name, known = CHECKED_SOURCES[head]
-    try:
-        with open(path, "rb") as fh:
-            digest = hashlib.sha256(fh.read()).hexdigest()
-    except OSError as exc:
-        return f"{name} unreadable ({exc})"
-    if digest in known:
+    tree = ast.parse(source)
+    *owner, name = qualname.split(".")
+    scope: list[ast.stmt] = tree.body
+    for cls in owner:
+        found = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == cls), None)
+        if found is None:
+            return None
+        scope = found.body
+    node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
+    if node is None:
         return None
-    return (
-        f"vLLM {vllm_version}'s {name} (sha256 {digest[:12]}) is not the file of the releases the plugin was "
-        f"checked against ({', '.join(known.values())})"
-    )
+    lines = source.splitlines(keepends=True)
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    text = textwrap.dedent("".join(lines[first - 1 : node.end_lineno]))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    kept = [f"{t.type}:{t.string}" for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skip]
+    return hashlib.sha256("\n".join(kept).encode()).hexdigest()
+
+
+def unchecked_source(head: str, path: str, vllm_version: str) -> str | None:
+    """Why the installed head file at ``path`` is not one the plugin was checked against (None:
+    every function the variants re-implement is as in a checked release)."""
+    name, functions = CHECKED_FUNCTIONS[head]
+    try:
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{name} unreadable ({exc})"
+    for qualname, known in functions.items():
+        try:
+            digest = function_digest(source, qualname)
+        except (SyntaxError, ValueError) as exc:
+            return f"vLLM {vllm_version}'s {name} does not parse ({exc})"
+        if digest is None:
+            return f"vLLM {vllm_version}'s {name} has no {qualname}"
+        if digest not in known:
+            return (
+                f"vLLM {vllm_version}'s {name} changed {qualname} (code sha256 {digest[:12]}), which the variants "
+                f"re-implement as in the releases the plugin was checked against ({', '.join(sorted(set(known.values())))})"
+            )
+    return None
 
 
 # vLLM's speculative methods that build one of these heads (0.32 calls deepseek_mtp "mtp" too).

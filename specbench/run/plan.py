@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import specbench
+from specbench.attest import MLA_BACKENDS
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
 from specbench.config_checks import check_prompts
 from specbench.config_overrides import shown_override
@@ -85,32 +86,10 @@ def _check_variants(cells: list[Cell]) -> None:
         )
 
 
-# vLLM 0.32's attention backends whose class says is_mla() (v1/attention/backends/registry.py: the
-# ones under backends/mla/). A selected backend whose is_mla() differs from the model's use_mla is
-# refused at start on CUDA ("Selected backend ... is not valid for this configuration. Reason:
-# ['non-MLA not supported']", platforms/cuda.py) and silently replaced on CPU ("Cannot use ...
-# backend on CPU.", platforms/cpu.py): either way the cell would not run what it names.
-MLA_BACKENDS = frozenset(
-    {
-        "AMX_MLA",
-        "CPU_MLA",
-        "CUTLASS_MLA",
-        "FLASHINFER_MLA",
-        "FLASHINFER_MLA_SPARSE",
-        "FLASHINFER_MLA_SPARSE_SM120",
-        "FLASHINFER_MLA_SPARSE_SM90",
-        "FLASHMLA",
-        "FLASHMLA_SPARSE",
-        "FLASH_ATTN_MLA",
-        "FLASH_ATTN_MLA_SPARSE",
-        "ROCM_AITER_MLA",
-        "ROCM_AITER_MLA_SPARSE",
-        "ROCM_AITER_TRITON_MLA",
-        "TOKENSPEED_MLA",
-        "TRITON_MLA",
-        "XPU_MLA_SPARSE",
-    }
-)
+# An attention backend selected with a model's use_mla other than its class's is_mla() is refused
+# at start on CUDA ("Selected backend ... is not valid for this configuration. Reason: ['non-MLA not
+# supported']", vLLM 0.32 platforms/cuda.py) and silently replaced on CPU ("Cannot use ... backend on
+# CPU.", platforms/cpu.py): either way the cell would not run what it names. (attest.MLA_BACKENDS)
 
 
 def attention_backend(args: list[str]) -> str | None:

@@ -349,26 +349,99 @@ def test_mismatched_mtp_layer_names_version_and_what_is_missing(monkeypatch):
         mtp_variants.verify_wrapped_classes("0.9.0")
 
 
-@pytest.mark.parametrize("head, module", [("eagle", "variants"), ("mtp", "mtp_variants")])
-def test_a_head_file_of_an_unchecked_vllm_release_is_refused_naming_the_version(tmp_path, monkeypatch, head, module):
-    """vLLM 0.33 changed deepseek_mtp.py (its sha256 differs from 0.31/0.32's, read in the wheels):
-    the variants re-implement 0.32's forward, so any other file is refused, not wrapped."""
+# (head, plugin module, a function the variants re-implement, one they do not touch)
+PINNED = [
+    ("eagle", "variants", "DeepseekV2Model.forward", "DeepseekV2Model.load_weights"),
+    ("mtp", "mtp_variants", "DeepSeekMultiTokenPredictorLayer.forward", "DeepSeekMTP.load_weights"),
+]
+
+
+def _edited(source: str, qualname: str, line: str) -> str:
+    """``source`` with ``line`` as the first statement of ``qualname``'s body (after its docstring)."""
+    import ast
+
+    tree = ast.parse(source)
+    cls, name = qualname.split(".")
+    klass = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    func = next(n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    first = func.body[1] if isinstance(func.body[0], ast.Expr) and len(func.body) > 1 else func.body[0]
+    lines = source.splitlines(keepends=True)
+    indent = " " * first.col_offset
+    lines.insert(first.lineno - 1, f"{indent}{line}\n")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize(("head", "module", "pinned", "other"), PINNED)
+def test_support_is_by_function_not_by_file(tmp_path, monkeypatch, head, module, pinned, other):
+    """vLLM 0.33/0.34 changed deepseek_mtp.py only in DeepSeekMTP.__init__ / load_weights (read in the
+    wheels, benchmarks/head_support.py): such a file is accepted; a change to a function the variants
+    re-implement is refused, naming the function and the version; a comment is not a change."""
     import importlib
 
-    from specbench.plugin.switches import CHECKED_SOURCES
+    from specbench.plugin.switches import CHECKED_FUNCTIONS
 
     mod = importlib.import_module(f"specbench.plugin.{module}")
     vllm_module = mod.deepseek_eagle if head == "eagle" else mod.deepseek_mtp
-    mod.verify_wrapped_classes("0.32.0")  # the installed file is one of the checked releases
-    changed = tmp_path / CHECKED_SOURCES[head][0]
-    changed.write_bytes(open(vllm_module.__file__, "rb").read() + b"\n# patched\n")
-    monkeypatch.setattr(vllm_module, "__file__", str(changed))
+    mod.verify_wrapped_classes("0.32.0")  # the installed file: every pinned function as checked
+    source = open(vllm_module.__file__, encoding="utf-8").read()
+    copy = tmp_path / CHECKED_FUNCTIONS[head][0]
+    monkeypatch.setattr(vllm_module, "__file__", str(copy))
+    copy.write_text(_edited(source, other, "_ = 'a change outside the variants'"))
+    mod.verify_wrapped_classes("0.34.0")
+    copy.write_text(_edited(source, pinned, "# a comment only"))
+    mod.verify_wrapped_classes("0.34.0")
+    copy.write_text(_edited(source, pinned, "_ = 'a change to what runs'"))
     with pytest.raises(
         RuntimeError,
-        match=rf"refuses: vLLM 0\.33\.0's {CHECKED_SOURCES[head][0]} \(sha256 \w{{12}}\) "
-        r"is not the file of the releases the plugin was checked against",
+        match=rf"refuses: vLLM 0\.35\.0's {CHECKED_FUNCTIONS[head][0]} changed {pinned} \(code sha256 \w{{12}}\), "
+        r"which the variants re-implement as in the releases the plugin was checked against \(0\.29\.0-0\.34\.0\)",
     ):
-        mod.verify_wrapped_classes("0.33.0")
+        mod.verify_wrapped_classes("0.35.0")
+
+
+def test_mtp_variants_refuse_a_head_that_argmax_reduction_would_draft_through(monkeypatch):
+    """A DeepSeekMTP with get_top_tokens (none in 0.29-0.34) would be drafted through it under
+    use_local_argmax_reduction, past compute_logits where the variants select: refused."""
+    from specbench.plugin import mtp_variants
+
+    mtp_variants.verify_wrapped_classes("0.32.0")
+    monkeypatch.setattr(mtp_variants.deepseek_mtp.DeepSeekMTP, "get_top_tokens", lambda self, h: h, raising=False)
+    with pytest.raises(RuntimeError, match=r"refuses: vLLM 0\.35\.0's DeepSeekMTP has get_top_tokens"):
+        mtp_variants.verify_wrapped_classes("0.35.0")
+
+
+def _installed(dist: str) -> bool:
+    try:
+        md.distribution(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_the_installed_vllms_head_functions_are_in_the_table():
+    """Every pinned function of the installed vLLM's head files has a digest CHECKED_FUNCTIONS knows,
+    attributed to a range holding the installed version (read from the dist, not imported)."""
+    import ast
+
+    from specbench.plugin.switches import CHECKED_FUNCTIONS, function_digest
+    from specbench.vllm_main import VLLM_DISTRIBUTIONS, installed_vllm_version
+
+    version = str(installed_vllm_version()).split("+")[0]
+    dist = next(d for d in VLLM_DISTRIBUTIONS if _installed(d))
+    for name, functions in CHECKED_FUNCTIONS.values():
+        path = md.distribution(dist).locate_file(f"vllm/model_executor/models/{name}")
+        source = open(str(path), encoding="utf-8").read()
+        for qualname, known in functions.items():
+            digest = function_digest(source, qualname)
+            assert digest in known, (name, qualname, digest)
+            low, _, high = known[digest].partition("-")
+            as_tuple = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+            assert as_tuple(low) <= as_tuple(version) <= as_tuple(high or low), (qualname, version)
+            # no f-string in it: Python 3.12+ tokenizes f-strings apart, which would change the digest
+            cls, fn = qualname.split(".")
+            klass = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == cls)
+            node = next(n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == fn)
+            assert not any(isinstance(n, ast.JoinedStr) for n in ast.walk(node)), qualname
 
 
 def _draft(tmp_path, **config):

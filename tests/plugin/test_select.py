@@ -8,8 +8,11 @@ of (for logits, carried). The independent source is torch_head.branch_forward, t
 with Python ``if``s (what the plugin shipped before: correct eager, frozen into the graph once
 compiled).
 
-On CPU this runs Inductor's C++ backend; with CUDA it also runs ``mode="reduce-overhead"`` (CUDA
-graphs), which the lead runs on a GPU machine.
+On CPU this runs Inductor's C++ backend. With CUDA (benchmarks/gpu_check.sh on a lent GPU: they skip
+elsewhere, and that script exits non-zero without CUDA so a skip never reads as a pass) it also
+compiles with Inductor's Triton backend, captures a CUDA graph of the eager module, and captures one
+of the compiled module: the path vLLM's V2 draft decode takes (FULL CUDA graphs of the compiled
+draft, its step switched by a write to a buffer before replay).
 """
 
 from __future__ import annotations
@@ -98,6 +101,47 @@ def test_a_captured_cuda_graph_follows_in_place_switches():
             torch.cuda.synchronize()
             want = branch_forward(head, norm, mask, *args)
             assert all(torch.equal(a, b) for a, b in zip(out, want)), (norm, mask)
+
+
+@pytest.mark.slow  # torch.compile (Inductor, Triton) on the GPU
+def test_a_compiled_and_captured_graph_follows_in_place_switches():
+    """Compiled as vLLM compiles a draft (Inductor, fullgraph, dynamic=False) and that compiled
+    module captured in one CUDA graph at the shipped values: each in-place switch, then a replay,
+    gives what a graph compiled fresh at that variant gives, bit for bit."""
+    import torch
+    from torch_head import VARIANTS, Head, inputs
+
+    from specbench.plugin import select
+
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA graphs need a GPU")
+    torch._dynamo.reset()
+    args = inputs("cuda")
+    head = Head("on", False, "cuda")
+    compiled = torch.compile(head, backend="inductor", fullgraph=True, dynamic=False)
+    static = [a.clone() for a in args]
+    got = {}
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # compile and warm up off the capture stream
+                compiled(*static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = compiled(*static)
+        for norm, mask in VARIANTS + [("on", False)]:
+            select.set_variant(head, norm, mask)
+            graph.replay()
+            torch.cuda.synchronize()
+            got[(norm, mask)] = [t.clone() for t in out]
+    with torch.no_grad():
+        for (norm, mask), outs in got.items():
+            torch._dynamo.reset()
+            want = torch.compile(Head(norm, mask, "cuda"), backend="inductor", fullgraph=True, dynamic=False)(*args)
+            assert all(torch.equal(a, b) for a, b in zip(outs, want)), (norm, mask)
+    assert len({tuple(torch.cat(v, dim=-1).flatten().tolist()) for v in got.values()}) == len(VARIANTS)
 
 
 def test_an_unknown_variant_is_refused_before_anything_is_written():

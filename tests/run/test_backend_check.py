@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from specbench.attest import MLA_BACKENDS, NON_MLA_BACKENDS, backend_is_mla
 from specbench.errors import ConfigError
-from specbench.run.plan import MLA_BACKENDS, attention_backend, validated
+from specbench.run.plan import attention_backend, validated
 
 
 def _config(tmp_path, args, mla=("on", "off")):
@@ -36,9 +37,19 @@ def test_last_flag_wins_as_argparse_reads_it():
     assert attention_backend(["--max-num-seqs", "4"]) is None
 
 
+# backends of model-specific attention (read by name only: their kind is not pinned)
+MODEL_SPECIFIC = ("_DSV4", "_DSV41", "MINIMAX_", "_MSA", "STEP5_", "KIMI_", "NO_ATTENTION", "CUSTOM")
+
+
 @pytest.mark.imports_vllm
-def test_mla_backends_are_the_installed_vllms():
+def test_every_backend_of_the_installed_vllm_has_its_kind():
+    """The installed vLLM's AttentionBackendEnum: the classes under backends/mla/ are MLA_BACKENDS,
+    every other general backend is in NON_MLA_BACKENDS (attestation reads MLA from the backend)."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     mla = {b.name for b in AttentionBackendEnum if ".backends.mla." in str(b.value)}
-    assert mla == MLA_BACKENDS
+    assert mla <= MLA_BACKENDS and not MLA_BACKENDS & NON_MLA_BACKENDS
+    others = {b.name for b in AttentionBackendEnum} - mla
+    general = {n for n in others if not any(m in n for m in MODEL_SPECIFIC)}
+    assert general <= NON_MLA_BACKENDS, sorted(general - NON_MLA_BACKENDS)
+    assert all(backend_is_mla(n) is True for n in mla) and all(backend_is_mla(n) is False for n in general)
