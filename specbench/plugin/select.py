@@ -57,8 +57,21 @@ def init_variant_module(
 
 
 def weights_device(module: torch.nn.Module):
-    """Where ``module``'s weights live (None: it has none), for its buffers to sit beside them."""
-    return next((p.device for p in module.parameters()), None)
+    """The device ``module`` computes on (None: it has no weights), for its buffers to sit beside
+    them: the one accelerator its weights are on, even where some weights stay in CPU memory (vLLM's
+    --cpu-offload-gb keeps them there and computes on the GPU), else the CPU. A buffer on the CPU in
+    a GPU module would be a constant baked into a captured CUDA graph, deaf to switches. Weights on
+    two accelerators: RuntimeError (one buffer cannot sit beside both)."""
+    devices = {p.device for p in module.parameters()}
+    if not devices:
+        return None
+    accelerators = {d for d in devices if d.type != "cpu"}
+    if len(accelerators) > 1:
+        raise RuntimeError(
+            f"specbench head variants: {type(module).__qualname__}'s weights are on {sorted(map(str, accelerators))}; "
+            "the variant buffers need the one device the head computes on"
+        )
+    return next(iter(accelerators)) if accelerators else torch.device("cpu")
 
 
 def has_variant(module: torch.nn.Module) -> bool:

@@ -17,6 +17,8 @@ draft, its step switched by a write to a buffer before replay).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 pytestmark = pytest.mark.imports_vllm  # torch in the worker: on the one worker that imports it anyway
@@ -186,3 +188,28 @@ def test_a_head_module_is_checked_then_given_its_buffers_and_a_load_line(caplog)
         select.init_variant_module(head, ("norm",), "deepseek_eagle.DeepseekV2Model", ("logits-only", True), log)
     assert select.read_variant(head) == ("logits-only", True)
     assert "specbench output_norm variant 'logits-only' loaded (pos0_mask on): Module" in caplog.text
+
+
+def test_buffers_sit_on_the_device_the_head_computes_on():
+    """A head whose first weight stays in CPU memory (vLLM's --cpu-offload-gb) while the rest sit on
+    an accelerator gets its buffers on the accelerator ("meta" stands in for a GPU here); all-CPU
+    weights keep them on the CPU; weights on two accelerators are refused."""
+    import torch
+
+    from specbench.plugin import select
+
+    class TwoPlaces(torch.nn.Module):
+        def __init__(self, first: str, second: str):
+            super().__init__()
+            self.offloaded = torch.nn.Parameter(torch.zeros(2, device=first))
+            self.resident = torch.nn.Parameter(torch.zeros(2, device=second))
+
+    class TwoAccelerators(torch.nn.Module):
+        def parameters(self, recurse: bool = True):  # only .device is read; no GPU needed
+            return iter([torch.empty(1, device="meta"), SimpleNamespace(device=torch.device("cuda", 1))])
+
+    assert select.weights_device(TwoPlaces("cpu", "meta")) == torch.device("meta")
+    assert select.weights_device(TwoPlaces("cpu", "cpu")) == torch.device("cpu")
+    assert select.weights_device(torch.nn.Module()) is None
+    with pytest.raises(RuntimeError, match="the variant buffers need the one device"):
+        select.weights_device(TwoAccelerators())
