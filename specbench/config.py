@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from specbench.analysis.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
 from specbench.axis import ENV_NAME, SPEC_AXES, Axis, parse_axis
-from specbench.config_checks import check_study
+from specbench.config_checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study
 from specbench.config_overrides import apply_overrides, shown_override
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
@@ -496,12 +496,12 @@ def _builtin_axis_value(name: str, where: str, value: Any) -> Any:
 
 def _load_axis_value(axis: Axis, where: str, value: Any) -> Any:
     if axis.name in ("concurrency", "max_tokens"):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000_000:
-            raise ValueError(f"{where}: must be a positive integer (at most 10000000)")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REQUESTS:
+            raise ValueError(f"{where}: must be a positive integer (at most {MAX_REQUESTS})")
         return value
     if axis.name == "temperature":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
-            raise ValueError(f"{where}: must be a number from 0 to 100")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_TEMPERATURE:
+            raise ValueError(f"{where}: must be a number from 0 to {MAX_TEMPERATURE:g}")
         return float(value)
     if axis.name == "workload":
         return _wrap(where, lambda: check_workload(value))
