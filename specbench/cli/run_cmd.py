@@ -134,9 +134,11 @@ def _plan_lines(config: Path, study, cells) -> list[str]:
 
 def _gate_sized(
     config: Path, sets: tuple[str, ...], gates: list[str], baseline: Optional[Path], as_baseline: bool
-) -> tuple[tuple[str, ...], list[str]]:
+) -> tuple[tuple[str, ...], list[str], dict | None]:
     """``sets`` plus ``load.num_requests`` sized so every gated acceptance check can fail against
-    ``baseline`` (specbench/compare/sizing.py), and the lines that say so."""
+    ``baseline`` (specbench/compare/sizing.py), the lines that say so, and, where the candidate sends
+    the first n of the baseline's prompts, ``{"baseline_run_id", "prompts": n, "of": N}`` for the
+    manifest (compare then knows the baseline's other prompts were left out on purpose)."""
     from specbench.compare.gates import parse_gate  # lazy: pulls in numpy
     from specbench.compare.sizing import describe, size_gates  # lazy: pulls in numpy and scipy
     from specbench.io import load_json
@@ -150,6 +152,7 @@ def _gate_sized(
     if any(o.split("=", 1)[0].strip() in ("load.num_requests", "load.until", "load.max_requests") for o in sets):
         raise ConfigError("--gate sizes load.num_requests itself; drop that --set")
     study, _ = validated(config, sets)
+    subset = None
     if study.load.until is not None:
         raise ConfigError(f"{config}: load.until: --gate sizes a fixed load; remove load.until and load.max_requests")
     from specbench.compare.sides import cell_key  # lazy: pulls in numpy and pydantic
@@ -190,17 +193,27 @@ def _gate_sized(
             sets = (*sets, *adopt)
             lines.append(f"#   the baseline's prompts: {', '.join(adopt)}")
             study, _ = validated(config, sets)  # the adopted workload's distinct prompts are checked below
-        n = int(base_load.get("num_requests") or sizing.prompts)
-        lines.append(f"#   the baseline's {n:,} prompts per cell, paired")
+        sent = int(base_load.get("num_requests") or sizing.prompts)
+        # the hardest check's size (with the margin) is enough; the shuffled workload's first n prompts
+        # are the baseline's first n (same seed), so they pair, and the baseline's others are left out
+        n = sizing.needed if 0 < sizing.needed < sent else sent
+        if n < sent:
+            run_id = load_json(Path(baseline) / "manifest.json").get("run_id")
+            subset = {"baseline_run_id": run_id, "prompts": n, "of": sent}
+        lines.append(
+            f"#   the baseline's first {n:,} of {sent:,} prompts per cell, paired (what the hardest check needs)"
+            if n < sent
+            else f"#   the baseline's {n:,} prompts per cell, paired"
+        )
     if n <= 0:
-        return sets, lines
+        return sets, lines, subset
     for name, have in _distinct_prompts(study).items():
         if have is not None and have < n:
             raise ConfigError(
                 f"the gate needs ~{n:,} distinct prompts per cell; workload {name} has {have:,} (a repeated greedy "
                 "prompt is no new evidence): use --set load.workload=sharegpt, or a looser tolerance"
             )
-    return (*sets, f"load.num_requests={n}"), lines
+    return (*sets, f"load.num_requests={n}"), lines, subset
 
 
 def _distinct_prompts(study) -> dict[str, int | None]:
@@ -382,10 +395,13 @@ def register(app: typer.Typer) -> None:
                 "give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses its own config)"
             )
         sizing_lines: list[str] = []
+        subset = None
         if gates or gate_baseline is not None or as_baseline:
             if resume is not None:
                 raise ConfigError("--gate sizes a new run's load; it does not combine with --resume")
-            sets, sizing_lines = _gate_sized(_config_or_default(config), sets, gates or [], gate_baseline, as_baseline)
+            sets, sizing_lines, subset = _gate_sized(
+                _config_or_default(config), sets, gates or [], gate_baseline, as_baseline
+            )
         if dry_run:
             if resume is not None:
                 raise ConfigError("--dry-run does not combine with --resume")
@@ -415,6 +431,8 @@ def register(app: typer.Typer) -> None:
             display = make_display(quiet, final=final_screen)
             if sizing_lines:
                 plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
+            if subset is not None:  # compare reads it: the baseline's other prompts left out on purpose
+                plan.manifest["gate_subset"] = subset
             if not quiet:
                 console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
                 for line in sizing_lines:

@@ -25,6 +25,7 @@ from specbench.analysis.intervals import t_quantile, within_var
 from specbench.attest import confounds
 from specbench.compare import checks, exact
 from specbench.compare.gates import Gate
+from specbench.compare.guard import sized_subset
 from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
 from specbench.compare.noise import scope_rows, scope_warning
 from specbench.compare.pairing import Pairing, pair, text_clash
@@ -67,6 +68,7 @@ def compare_sides(
     checks.validate(gates, base, cand)
     cells = []
     warnings: list[str] = []
+    subset = sized_subset(base, cand)
     for key, bc in base.cells.items():
         cc = cand.cells.get(key)
         if cc is not None:
@@ -80,6 +82,7 @@ def compare_sides(
                     refs=(_matching_baseline(base, bc), _matching_baseline(cand, cc)),
                     warnings=warnings,
                     floors=noise_floors,
+                    subset=subset is not None,
                 )
             )
     cells += checks.missing_cells(base, cand)
@@ -125,6 +128,7 @@ def compare_cell(
     refs: tuple[SideCell | None, SideCell | None] = (None, None),
     warnings: list[str] | None = None,
     floors: dict | None = None,
+    subset: bool = False,
 ) -> CellComparison:
     """Rows of one matched cell. ``refs``: each side's baseline (no-speculation) cell, for speedup and
     divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide).
@@ -170,7 +174,8 @@ def compare_cell(
         warnings.append(
             f"{bc.name}: the runs' servers differ in (attested, baseline vs candidate): {', '.join(differ)}"
         )
-    if pairing is not None and (pairing.only_base or pairing.only_cand):
+    # a candidate sized to the first n of this baseline's prompts leaves the others out on purpose
+    if pairing is not None and (pairing.only_cand or (pairing.only_base and not subset)):
         warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
     out = CellComparison(
         name=bc.name,

@@ -61,12 +61,30 @@ def _get(d: Any, path: tuple[str, ...]) -> Any:
     return d
 
 
+def sized_subset(base: Side, cand: Side) -> dict[str, Any] | None:
+    """The candidate's ``gate_subset`` when it is this baseline's: made by ``run --gate
+    --gate-baseline`` with this baseline, it sent the first ``prompts`` of the baseline's ``of``
+    prompts per cell (what its hardest check needs), so the baseline's others are left out on purpose."""
+    if base.manifest is None or cand.manifest is None:
+        return None
+    sub = cand.manifest.get("gate_subset")
+    if not isinstance(sub, dict) or sub.get("baseline_run_id") != base.manifest.get("run_id"):
+        return None
+    b = _get(base.manifest, ("resolved_config", "load", "num_requests"))
+    c = _get(cand.manifest, ("resolved_config", "load", "num_requests"))
+    return sub if (sub.get("of"), sub.get("prompts")) == (b, c) else None
+
+
 def mismatches(base: Side, cand: Side) -> list[str]:
-    """One line per difference, ``what: baseline X, candidate Y``."""
+    """One line per difference, ``what: baseline X, candidate Y`` (not the number of requests of a
+    candidate sized to a subset of this baseline's prompts: :func:`sized_subset`)."""
     out: list[str] = []
     if base.manifest is None or cand.manifest is None:
         return out  # see unchecked()
+    subset = sized_subset(base, cand)
     for label, path in _FIELDS:
+        if subset is not None and label == "number of requests":
+            continue
         b, c = _get(base.manifest, path), _get(cand.manifest, path)
         if path[-1] in _ABSENT_IS_NONE:
             b, c = (None if v is _MISSING else v for v in (b, c))

@@ -5,8 +5,9 @@ with its accepted tokens thinned (AL down by twice the tolerance in every specul
 The two runs are committed: results/baselines/cpu-gate (made with
 `specbench run configs/ci-gate.yaml --gate ... --gate-baseline <pilot> --as-baseline`) and
 results/baselines/cpu-gate-rerun (the recipe's own run, `--gate-baseline results/baselines/cpu-gate`,
-made later on the same machine). The recipe's study: MLA on/off x output norm on/off, 198 ShareGPT
-prompts a cell, concurrency 8, no baseline cells."""
+made later on the same machine). The recipe's study: MLA on/off x output norm on/off, ShareGPT at
+concurrency 8, no baseline cells; the baseline sent 198 prompts a cell, the rerun the first 176 of
+them (what the hardest check needs, with the sizing's margin: specbench/compare/sizing.py)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,24 @@ def test_the_recipe_passes_a_rerun_with_no_weak_check(tmp_path):
     assert "too weak" not in out and "too weak" not in text, out[-3000:]
     assert code == 0, out[-3000:]
     assert "0 failed, 0 inconclusive" in text
+    # the rerun's 176 prompts are the baseline's first 176 on purpose (manifest gate_subset): no
+    # "runs differ" or "unmatched prompts" warning for what the recipe itself chose
+    assert "warning:" not in out and "runs differ" not in text and "unmatched" not in text, out[-3000:]
+    assert json.loads((RERUN / "manifest.json").read_text())["gate_subset"]["prompts"] == 176
+
+
+def test_a_subset_sized_against_another_baseline_is_warned_about(tmp_path):
+    """gate_subset names the baseline it was sized against: against any other run (here: the same
+    files under another run id) the missing prompts and the request count are warned about again."""
+    _, compare_argv = _recipe()
+    gates = [a for g in _gates(compare_argv) for a in ("--gate", g)]
+    cand = copy_run(tmp_path / "cand", RERUN)
+    manifest = json.loads((cand / "manifest.json").read_text())
+    manifest["gate_subset"]["baseline_run_id"] = "20200101T000000Z-another"
+    (cand / "manifest.json").write_text(json.dumps(manifest))
+    code, out = run(BASELINE, cand, *gates, columns=300)
+    assert "runs differ: number of requests: baseline 198, candidate 176" in out, out[-3000:]
+    assert "unmatched, left out: 22 of 198 baseline prompts" in out
 
 
 def test_thinned_accepted_tokens_fail(tmp_path):
