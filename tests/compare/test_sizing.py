@@ -101,58 +101,38 @@ def test_run_gate_refusals_exit_2_naming_the_fix(args, message):
     assert message in result.output
 
 
-def test_dry_run_prints_the_sized_load():
-    """--as-baseline from a pilot: the new baseline's size, in the plan's request count."""
+def _gated_dry_run(baseline: Path, *extra: str):
+    """`specbench run configs/ci-gate.yaml --dry-run` gated on ``baseline`` (in-process)."""
     from typer.testing import CliRunner
 
     from specbench.cli.main import app
 
-    sizing = size_gates(WORKLOADS, [parse_gate(g) for g in GATES])
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "configs/ci-gate.yaml",
-            "--dry-run",
-            *[a for g in GATES for a in ("--gate", g)],
-            "--gate-baseline",
-            str(WORKLOADS),
-            "--as-baseline",
-        ],
-        env={"COLUMNS": "300"},
-    )
+    gates = [a for g in GATES for a in ("--gate", g)]
+    argv = ["run", "configs/ci-gate.yaml", "--dry-run", *gates, "--gate-baseline", str(baseline), *extra]
+    result = CliRunner().invoke(app, argv, env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
-    assert f"~{sizing.needed:,} distinct prompts per cell (both sides, paired)" in result.output
-    assert f"cells x {sizing.needed:,}" in result.output
+    return result.output
+
+
+def test_dry_run_prints_the_sized_load():
+    """--as-baseline from a pilot: the new baseline's size, in the plan's request count."""
+    sizing = size_gates(WORKLOADS, [parse_gate(g) for g in GATES])
+    output = _gated_dry_run(WORKLOADS, "--as-baseline")
+    assert f"~{sizing.needed:,} distinct prompts per cell (both sides, paired)" in output
+    assert f"cells x {sizing.needed:,}" in output
 
 
 def test_a_candidate_sends_what_its_hardest_check_needs_of_the_baselines_prompts():
     """Gated against a baseline larger than its checks need (the committed cpu-gate sent 198), the
     candidate sends the first ~needed of the baseline's prompts (same seed: the shuffled workload's
     prefix, tests/load/test_workloads.py), not all of them: the CI recipe's time."""
-    from typer.testing import CliRunner
-
-    from specbench.cli.main import app
-
     base = ROOT / "results" / "baselines" / "cpu-gate"
     sizing = size_gates(base, [parse_gate(g) for g in GATES])
     have = json.loads((base / "manifest.json").read_text())["resolved_config"]["load"]["num_requests"]
     assert 0 < sizing.needed < have
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "configs/ci-gate.yaml",
-            "--dry-run",
-            *[a for g in GATES for a in ("--gate", g)],
-            "--gate-baseline",
-            str(base),
-        ],
-        env={"COLUMNS": "300"},
-    )
-    assert result.exit_code == 0, result.output
-    assert f"the baseline's first {sizing.needed:,} of {have:,} prompts per cell, paired" in result.output
-    assert f"cells x {sizing.needed:,}" in result.output
+    output = _gated_dry_run(base)
+    assert f"the baseline's first {sizing.needed:,} of {have:,} prompts per cell, paired" in output
+    assert f"cells x {sizing.needed:,}" in output
 
 
 def test_other_gates_count_in_holms_family_and_are_named_as_not_sized():
