@@ -116,6 +116,16 @@ def final_screen(run_dir: Path):
         lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, floored jackknife SE, unpaired):"))
         lines += [Text(f"- {c.line()}") for c in found]
     study = _study(run_dir)
+    slower = [s for s in (study.speedups if study is not None else []) if s.point["output_tok_per_s"] < 1]
+    if slower:  # why a speed-up below 1 happens, once, with this run's own step costs
+        costs = [s.point["cost_ratio"] for s in slower]
+        lines.append(
+            Text(
+                f"Speed-up below 1x in {len(slower)} cell(s): slower than serving without speculation. A verify "
+                f"step cost {fmt.num(min(costs), 1)}-{fmt.num(max(costs), 1)} plain decode steps here, more than "
+                "the tokens each step yields (AL): speed-up ≈ AL / step cost."
+            )
+        )
     through = headline(study.throughputs) if study is not None else []
     if through:
         lines.append(Text("Throughput (output tok/s, first value over second; CI widened by the between-run spread):"))

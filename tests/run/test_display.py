@@ -82,6 +82,8 @@ def test_final_screen_answers_the_study_in_40_lines_and_fits_80_columns():
     assert len(questions) == 9 and questions[0].startswith("- norm off vs on")
     # MLA's own throughput effect, between the two no-spec cells, under the acceptance contrasts
     assert any(ln.startswith("- MLA off vs on (no spec): output tok/s ") for ln in lines)
+    # every speculative cell of this CPU run is slower than no speculation: said once, with why
+    assert " ".join(wide.split()).count("Speed-up below 1x in 6 cell(s): slower than serving without speculation") == 1
     assert all(", significant" in q for q in questions[:6]) and "not attested" not in wide
     assert all("also differs in chunked_prefill on vs off" in " ".join(wide.split()) for q in questions if "MLA" in q)
     assert "specbench report" in lines[-1] or "specbench report" in lines[-2]
