@@ -88,3 +88,15 @@ def serve_flags(python: str = sys.executable) -> frozenset[str] | None:
         except OSError:
             pass  # a read-only home: asked again next time
     return flags
+
+
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value ``args`` (a ``vllm serve`` argv) gives ``flag``, as ``--flag V`` or ``--flag=V``; the
+    last one wins, as argparse reads it; None when absent."""
+    found = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith(flag + "="):
+            found = a.split("=", 1)[1]
+    return found

@@ -52,12 +52,12 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
     serve = study.serve
     port = str(serve.port) if serve.port else "<free port>"
     out = sys.stdout
-    for line in _plan_lines(config, study, cells):
+    # Ray runs a server per cell (load-axis groups are local only)
+    groups = [[c] for c in cells] if study.executor == "ray" else group_cells(cells, serve.host, serve.share_servers)
+    for line in _plan_lines(config, study, cells, groups):
         print(line, file=out)
     # each cell with the argv and env of the server it runs on, as started: a shared server's are
     # its group's (the switch extension, dev mode), the cell's own switches applied in place
-    ray = study.executor == "ray"
-    groups = [[c] for c in cells] if ray else group_cells(cells, serve.host, serve.share_servers)
     server_of = {c.cell_id: g for g in groups for c in g}
     for c in cells:
         group = server_of[c.cell_id]
@@ -79,14 +79,12 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
             _print_llmperf(study, c, out)
 
 
-def _plan_lines(config: Path, study, cells) -> list[str]:
-    """The plan's summary: cells, servers (= cold starts), requests, wall time, one row per server."""
+def _plan_lines(config: Path, study, cells, groups) -> list[str]:
+    """The plan's summary: cells, servers (= cold starts: ``groups``), requests, wall time, one row per server."""
     from specbench.run.estimate import duration, estimate  # lazy: pulls in numpy and pydantic
-    from specbench.run.groups import group_cells  # lazy: pulls in numpy and pydantic
 
     serve = study.serve
-    ray = study.executor == "ray"  # Ray runs a server per cell (load-axis groups are local only)
-    groups = [[c] for c in cells] if ray else group_cells(cells, serve.host, serve.share_servers)
+    ray = study.executor == "ray"
     est = estimate(study, cells, groups)
     spec = est.cells - est.baseline_cells
     if ray:
@@ -176,7 +174,8 @@ def _gate_sized(
                 f"--gate-baseline {baseline} and --as-baseline"
             )
         # compare pairs prompt by prompt: the candidate sends the baseline's prompts
-        base_load = (load_json(Path(baseline) / "manifest.json").get("resolved_config") or {}).get("load") or {}
+        base_manifest = load_json(Path(baseline) / "manifest.json")
+        base_load = (base_manifest.get("resolved_config") or {}).get("load") or {}
         mine = {"workload": ld.workload, "seed": ld.seed, "output_len": ld.output_len}
         adopt = []
         for key, val in mine.items():
@@ -198,8 +197,7 @@ def _gate_sized(
         # are the baseline's first n (same seed), so they pair, and the baseline's others are left out
         n = sizing.needed if 0 < sizing.needed < sent else sent
         if n < sent:
-            run_id = load_json(Path(baseline) / "manifest.json").get("run_id")
-            subset = {"baseline_run_id": run_id, "prompts": n, "of": sent}
+            subset = {"baseline_run_id": base_manifest.get("run_id"), "prompts": n, "of": sent}
         lines.append(
             f"#   the baseline's first {n:,} of {sent:,} prompts per cell, paired (what the hardest check needs)"
             if n < sent

@@ -11,6 +11,7 @@ from typing import Any
 
 from specbench.errors import DependencyError
 from specbench.procs import kill_tree
+from specbench.serve_flags import flag_value
 
 # SIGTERM to llmperf's process group (Ray's workers included), SIGKILL after this long.
 KILL_GRACE_S = 10.0
@@ -44,12 +45,7 @@ def default_input_tokens(server_args: list[str], max_tokens: int) -> int:
     """llmperf's 550 unless the server's --max-model-len is smaller: then half of what max_tokens
     leaves (llmperf counts with its own Llama tokenizer, the server with the model's; the chat
     template adds more), but at least llmperf's floor of 41."""
-    mml = None
-    for i, a in enumerate(server_args):
-        if a == "--max-model-len" and i + 1 < len(server_args):
-            mml = server_args[i + 1]
-        elif a.startswith("--max-model-len="):
-            mml = a.split("=", 1)[1]
+    mml = flag_value(server_args, "--max-model-len")
     try:
         left = int(mml) - max_tokens if mml is not None else None
     except ValueError:

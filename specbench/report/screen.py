@@ -28,15 +28,16 @@ def _fmt(x: Any, digits: int = 3) -> str:
     return fmt.num(x, digits)
 
 
-def final_table(run_dir: Path) -> Table:
+def final_table(run_dir: Path, study: StudyAnalysis | None = None) -> Table:
     """Per cell: AL [95% CI], p_i, output tok/s and the speed-up over its own baseline [95% CI], read
     back from the run directory itself; cells titled as `report` and `compare` title them
     (``MLA on · norm off``, ``no spec · MLA on``). The AL interval is recomputed from the stored
     counts over the units `report` and `compare` choose (records.acceptance_units), so all three
-    print one interval, also for runs stored under an older interval method."""
+    print one interval, also for runs stored under an older interval method. ``study``: the run's
+    speed-ups already read (:func:`specbench.report.study.run_speedups`), else read here."""
     run = read_run(run_dir)
     names = titles_of(run)
-    study = _study(run_dir)
+    study = study if study is not None else _study(run_dir)
     speed = {s.cell: s for s in study.speedups} if study is not None else {}
     t = Table(
         title=run.run_id,
@@ -110,12 +111,12 @@ def final_screen(run_dir: Path):
     """What a finished run prints: the table, then one line per question the matrix asks (each
     contrast of two cells that differ in one axis, largest significant AL change first, with the
     attested confounds), then where the report is."""
-    lines: list[Table | Text] = [final_table(run_dir)]
+    study = _study(run_dir)  # read once: the table's speed-ups and the lines below
+    lines: list[Table | Text] = [final_table(run_dir, study)]
     found = contrasts(run_dir)
     if found:
         lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, floored jackknife SE, unpaired):"))
         lines += [Text(f"- {c.line()}") for c in found]
-    study = _study(run_dir)
     slower = [s for s in (study.speedups if study is not None else []) if s.point["output_tok_per_s"] < 1]
     if slower:  # why a speed-up below 1 happens, once, with this run's own step costs
         costs = [s.point["cost_ratio"] for s in slower]

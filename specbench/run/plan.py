@@ -32,6 +32,7 @@ from specbench.run.lifecycle import utc_now
 from specbench.run.machine import fingerprint
 from specbench.run.read import read_run
 from specbench.run.runner import RunPlan
+from specbench.serve_flags import flag_value
 from specbench.vllm_main import installed_vllm_version
 
 
@@ -94,13 +95,7 @@ def _check_variants(cells: list[Cell]) -> None:
 
 def attention_backend(args: list[str]) -> str | None:
     """The ``--attention-backend`` a server argv selects (last one wins, as argparse reads it)."""
-    found = None
-    for i, a in enumerate(args):
-        if a == "--attention-backend" and i + 1 < len(args):
-            found = args[i + 1]
-        elif a.startswith("--attention-backend="):
-            found = a.split("=", 1)[1]
-    return found
+    return flag_value(args, "--attention-backend")
 
 
 def _check_backends(cells: list[Cell]) -> None:
