@@ -81,9 +81,30 @@ class Speculative(_Strict):
     # The draft model (an EAGLE head, ...). For deepseek_mtp / mtp it may be left out: the draft is
     # the served model's own MTP layer. With a ``method`` axis it is the head of the non-MTP cells.
     draft: Optional[str] = None
+    # The draft of each method that needs its own, where a method axis crosses heads of different
+    # kinds (``{eagle3: fixture:heads-draft-eagle3}`` next to ``draft`` for eagle): method -> model.
+    drafts: dict[str, str] = Field(default_factory=dict)
     num_speculative_tokens: int = Field(default=3, ge=1, le=64)
 
     _draft = field_validator("draft")(lambda cls, v: v if v is None else check_model_ref(v))
+
+    @field_validator("drafts")
+    @classmethod
+    def _drafts(cls, v: dict[str, str]) -> dict[str, str]:
+        for method, ref in v.items():
+            if method in MTP_METHODS:
+                raise ValueError(f"{method!r}: an MTP method drafts with the served model's own layer; leave it out")
+            if not _METHOD.match(method):
+                raise ValueError(f"{method!r} is not a vLLM speculative method name (eagle, eagle3, ...)")
+            try:
+                check_model_ref(ref)
+            except ValueError as exc:
+                raise ValueError(f"{method}: {exc}") from None
+        return v
+
+    def draft_of(self, method: str) -> Optional[str]:
+        """The draft model ``method`` runs with: its own from ``drafts``, else ``draft``."""
+        return self.drafts.get(method, self.draft)
 
     @field_validator("method")
     @classmethod
@@ -408,11 +429,23 @@ class Study(_Strict):
             return self
         methods = self.matrix.get("method", [spec.method])
         needs_draft = [m for m in methods if m not in MTP_METHODS]
-        if needs_draft and spec.draft is None and "draft" not in self.matrix:
+        missing = [m for m in needs_draft if spec.draft_of(str(m)) is None]
+        if missing and "draft" not in self.matrix:
             where = "matrix.method" if "method" in self.matrix else "serve.speculative.method"
             raise ValueError(
-                f"{where}: {needs_draft[0]!r} needs serve.speculative.draft (its draft model); "
-                f"only {' / '.join(MTP_METHODS)} draft with the served model's own layer"
+                f"{where}: {missing[0]!r} needs serve.speculative.draft (its draft model) or "
+                f"serve.speculative.drafts.{missing[0]}; only {' / '.join(MTP_METHODS)} draft with the served "
+                "model's own layer"
+            )
+        unused = sorted(set(spec.drafts) - {str(m) for m in methods})
+        if unused:
+            raise ValueError(
+                f"serve.speculative.drafts.{unused[0]}: no cell runs method {unused[0]!r} "
+                f"(the study's methods: {', '.join(str(m) for m in methods)}); remove it or add the method"
+            )
+        if spec.drafts and "draft" in self.matrix:
+            raise ValueError(
+                "matrix.draft: serve.speculative.drafts already names each method's draft; use one or the other"
             )
         if "method" in self.matrix and "draft" in self.matrix and len(needs_draft) < len(methods):
             raise ValueError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,23 @@ MALFORMED = [
     (_with("serve.model", "fixture:targett"), "unknown fixture"),
     (_with("serve.speculative.draft", "./missing-draft"), "serve.speculative.draft: model path"),
     (_with("serve.speculative.num_speculative_tokens", 0), "serve.speculative.num_speculative_tokens"),
+    (_with("serve.speculative.drafts", {"eagle3": "./missing"}), "serve.speculative.drafts: eagle3: model path"),
+    (_with("serve.speculative.drafts", {"deepseek_mtp": "fixture:draft"}), "an MTP method drafts with the served"),
+    (
+        _with("serve.speculative.drafts", {"eagle3": "fixture:heads-draft-eagle3"}),
+        "serve.speculative.drafts.eagle3: no cell runs method 'eagle3'",
+    ),
+    (
+        {
+            **_with("serve.speculative.drafts", {"eagle3": "fixture:draft"}),
+            "matrix": {"method": ["eagle3"], "draft": ["fixture:draft"]},
+        },
+        "matrix.draft: serve.speculative.drafts already names",
+    ),
+    (
+        {**_without("serve.speculative.draft"), "matrix": {"method": ["eagle", "eagle3"]}},
+        "needs serve.speculative.draft (its draft model) or serve.speculative.drafts.eagle",
+    ),
     (_with("serve.tensor_parallel_size", "two"), "serve.tensor_parallel_size"),
     (_with("serve.port", 70000), "serve.port"),
     (_with("serve.per_request_metrics", "always"), "serve.per_request_metrics"),
@@ -207,3 +225,22 @@ def test_cli_every_malformed_config_exit_2_one_line(tmp_path, command):
         assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
         assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and expected in lines[0], r.stderr
     assert not results.exists()
+
+
+def test_each_method_runs_with_its_own_draft(tmp_path):
+    """``drafts`` gives a method of the method axis its own head; the others keep ``draft``, MTP its own layer."""
+    from specbench.run.cells import expand
+
+    data = _with("serve.speculative.drafts", {"eagle3": "fixture:heads-draft-eagle3"})
+    data["matrix"] = {"method": ["eagle", "eagle3", "deepseek_mtp"]}
+    cells = expand(load_config(_write(tmp_path, data)), lambda ref: f"<{ref}>")
+    drafts = {
+        c.axes["method"]: json.loads(c.args[c.args.index("--speculative-config") + 1])["model"]
+        for c in cells
+        if not c.is_baseline
+    }
+    assert drafts == {
+        "eagle": "<fixture:draft>",
+        "eagle3": "<fixture:heads-draft-eagle3>",
+        "deepseek_mtp": "<fixture:target>",
+    }

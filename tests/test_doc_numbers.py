@@ -34,6 +34,7 @@ PLANNED = [
     ("README.md", "8 cells on 4 servers", "configs/default.yaml"),
     ("docs/studies/default.md", "8 cells on 4 servers", "configs/default.yaml"),
     ("docs/studies/seed-questions.md", "13 cells on 3 servers", "configs/seed-questions.yaml"),
+    ("docs/studies/eagle3.md", "4 cells on 4 servers", "configs/eagle3.yaml"),
 ]
 # phrases about a measured run of a study made for a benchmark, not a config of configs/
 PAST = [("docs/performance.md", "6 cells on 2 servers")]
@@ -44,8 +45,12 @@ WALL = [
     ("README.md", "3 min 43 s", "results/baselines/cpu-default"),
     ("docs/studies/seed-questions.md", "13 servers, 23 min", "results/reruns/seed-questions-2026-12-03"),
     ("docs/studies/seed-questions.md", "3 servers, 8 min", "results/baselines/cpu-seed-questions"),
+    ("docs/studies/eagle3.md", "3 min 30 s", "results/baselines/cpu-eagle3"),
 ]
-LOAD = [("docs/studies/default.md", "20 requests × 64 tokens, concurrency 4", "results/baselines/cpu-default")]
+LOAD = [
+    ("docs/studies/default.md", "20 requests × 64 tokens, concurrency 4", "results/baselines/cpu-default"),
+    ("docs/studies/eagle3.md", "20 requests × 64 tokens, concurrency 4", "results/baselines/cpu-eagle3"),
+]
 
 
 def _text(doc: str) -> str:

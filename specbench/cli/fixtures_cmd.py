@@ -43,11 +43,14 @@ def _kinds(wanted: list[str] | None) -> list[str]:
     return list(dict.fromkeys(wanted)) if wanted else KINDS
 
 
+_WIDTH = max(len(ref) for ref in FIXTURE_REFS) + 2  # the references' column, then two spaces
+
+
 def _print(kind: str, root: Path) -> None:
     """One line per ``fixture:*`` reference of ``kind``: the reference a config names and its directory."""
     for ref, (k, role) in FIXTURE_REFS.items():
         if k == kind:
-            typer.echo(f"{ref:<26}{root / role}")
+            typer.echo(f"{ref:<{_WIDTH}}{root / role}")
 
 
 @fixtures_app.command("build")

@@ -197,7 +197,7 @@ def _cell(
         if method in MTP_METHODS and ("method" in values or spec.draft is None):
             draft = resolve(serve.model)  # the served model's own MTP layer drafts
         else:
-            draft = resolve(str(values.get("draft", spec.draft)))
+            draft = resolve(str(values.get("draft", spec.draft_of(method))))
         k = int(values.get("num_speculative_tokens", spec.num_speculative_tokens))
         spec_json = {"method": vllm_method(method), "model": draft, "num_speculative_tokens": k}
         args += ["--speculative-config", json.dumps(spec_json, separators=(",", ":"))]

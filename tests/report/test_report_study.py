@@ -9,12 +9,16 @@
   same config must give 100% identical greedy outputs. Two more servers is the least that tests
   this honestly: a cell compared with itself would pass whatever the code did, and the committed
   baseline was run on another machine at concurrency 4.
+  The twins serve the EAGLE-3 head (``method: eagle3``, specbench/fixtures/eagle3.py), so the same
+  two servers also prove EAGLE-3 end to end on vLLM-CPU: attested as vLLM's Eagle3 class, and the
+  log lines vLLM printed add up to its own /metrics counters.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.vllm
 
@@ -87,15 +92,22 @@ def test_default_study_mla_divergence_and_speedup(default_study, tmp_path):
     assert set(speed.cell) == {c for c in div.cell_a.tolist() + div.cell_b.tolist() if not c.startswith("baseline")}
 
 
-def _twins_run(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def twins_run(tmp_path_factory) -> Path:
     """Run the twin study (SPECBENCH_TEST_TWINS_DIR=<run dir> reuses one instead)."""
     import os
 
     if os.environ.get("SPECBENCH_TEST_TWINS_DIR"):
         return Path(os.environ["SPECBENCH_TEST_TWINS_DIR"])
     pytest.importorskip("vllm")
+    tmp_path = tmp_path_factory.mktemp("twins")
     data = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
     data.update(name="twins", matrix={"env:SPECBENCH_TWIN": ["a", "b"]}, baseline=False)
+    data["serve"]["speculative"] = {
+        "method": "eagle3",
+        "draft": "fixture:heads-draft-eagle3",
+        "num_speculative_tokens": 3,
+    }
     data["load"].update(num_requests=6, concurrency=1, max_tokens=48, warmup_requests=1)
     cfg = tmp_path / "twins.yaml"
     cfg.write_text(yaml.safe_dump(data))
@@ -114,8 +126,8 @@ def _twins_run(tmp_path: Path) -> Path:
     return run
 
 
-def test_two_identical_cells_give_identical_outputs(tmp_path):
-    div, _, md = _report(_twins_run(tmp_path), tmp_path / "rep")
+def test_two_identical_cells_give_identical_outputs(twins_run, tmp_path):
+    div, _, md = _report(twins_run, tmp_path / "rep")
     assert len(div) == 1
     row = div.iloc[0]
     assert row.prompts == 6 and row.identical == 6 and row.identical_share == 1.0
@@ -123,3 +135,41 @@ def test_two_identical_cells_give_identical_outputs(tmp_path):
     assert row.prefix_al_a == pytest.approx(row.al_a)
     assert row.prefix_al_b == pytest.approx(row.al_b)
     assert "6/6 (100%)" in md
+
+
+SPEC_LOG_LINE = re.compile(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+
+
+def _counter(prom: Path, name: str) -> int:
+    """One spec-decode counter of a /metrics scrape, summed over engines (prometheus_client's parser)."""
+    return sum(
+        int(s.value)
+        for fam in text_string_to_metric_families(prom.read_text())
+        for s in fam.samples
+        if s.name == f"{name}_total"
+    )
+
+
+def test_an_eagle3_head_runs_end_to_end_attested_and_counted(twins_run):
+    """Each twin ran vLLM's EAGLE-3 class, and what vLLM printed in its log equals its /metrics."""
+    cells = sorted(p for p in twins_run.iterdir() if (p / "cell.json").exists())
+    assert len(cells) == 2
+    for d in cells:
+        cell = json.loads((d / "cell.json").read_text())
+        attested = cell["attested"]
+        assert attested["spec_method"] == "eagle3", d.name
+        assert attested["draft_class"].endswith("deepseek_eagle3.Eagle3DeepseekV2ForCausalLM"), d.name
+        assert attested["mla"] is True and attested["head_variant"] == {
+            "control": None,
+            "output_norm": None,
+            "pos0_mask": None,
+        }
+        # independent of specbench's parsers: every SpecDecoding line of the server's life (its own
+        # server: warmup + load) against the counters vLLM serves at the end
+        lines = SPEC_LOG_LINE.findall((d / "server.log").read_text(errors="replace"))
+        after = d / "metrics_after.prom"
+        assert sum(int(a) for a, _ in lines) == _counter(after, "vllm:spec_decode_num_accepted_tokens"), d.name
+        assert sum(int(t) for _, t in lines) == _counter(after, "vllm:spec_decode_num_draft_tokens"), d.name
+        acc = json.loads((d / "acceptance.json").read_text())
+        assert acc["agreement"]["logs_vs_prometheus"] is True, acc["agreement"]
+        assert acc["derived"]["per_position"][0] > 0.5, "the fixture's head predicts the bigram: it is accepted"

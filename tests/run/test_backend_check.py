@@ -53,3 +53,25 @@ def test_every_backend_of_the_installed_vllm_has_its_kind():
     general = {n for n in others if not any(m in n for m in MODEL_SPECIFIC)}
     assert general <= NON_MLA_BACKENDS, sorted(general - NON_MLA_BACKENDS)
     assert all(backend_is_mla(n) is True for n in mla) and all(backend_is_mla(n) is False for n in general)
+
+
+def _eagle3_config(tmp_path, env):
+    path = tmp_path / "e3.yaml"
+    spec = {"method": "eagle3", "draft": "fixture:heads-draft-eagle3"}
+    data = {
+        "name": "e3",
+        "serve": {"model": "fixture:heads-target", "speculative": spec, "env": env},
+        "matrix": {"mla": ["on", "off"]},
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_eagle3_with_mla_off_is_refused_on_vllm_cpu(tmp_path):
+    """vLLM-CPU 0.32 refuses it at engine start (the head is always MLA: "No common block size for
+    128 (CPU_ATTN: [MultipleOf(32)]; CPU_MLA: [16])"); validate says so before a server starts."""
+    with pytest.raises(ConfigError, match=r"e3\.yaml: cell mla-off__r0: method eagle3 with MLA off .* vLLM-CPU"):
+        validated(_eagle3_config(tmp_path, {"VLLM_TARGET_DEVICE": "cpu"}))
+    # a GPU build decides for itself: nothing is refused, both cells are planned
+    _, cells = validated(_eagle3_config(tmp_path, {"VLLM_TARGET_DEVICE": "cuda"}))
+    assert [c.cell_id for c in cells] == ["mla-on__r0", "mla-off__r0"]
