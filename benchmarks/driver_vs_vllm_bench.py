@@ -68,7 +68,7 @@ def run_vllm_bench(args: argparse.Namespace, n: int) -> tuple[dict, float]:
         argv = [
             sys.executable,
             "-m",
-            "specbench.vllm_main",
+            "specbench.serve.vllm_main",
             "bench",
             "serve",
             "--backend",

@@ -22,7 +22,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.fixtures import build_fixtures
-from specbench.plugin import ENV_VAR, plugin_env
+from specbench.serve.plugin import ENV_VAR, plugin_env
 
 PROMPTS = [
     "Write a function that sorts a list.",
@@ -84,7 +84,7 @@ def measure(paths, variant: str, mla: str, n: int, k: int, workdir: Path) -> dic
     argv = [
         sys.executable,
         "-m",
-        "specbench.vllm_main",
+        "specbench.serve.vllm_main",
         "serve",
         str(paths.target),
         "--host",

@@ -1,5 +1,5 @@
 """Which vLLM releases the head variants support, read in the released wheels: the code digest of
-every function the variants re-implement (specbench.plugin.switches.CHECKED_FUNCTIONS), per release.
+every function the variants re-implement (specbench.serve.plugin.switches.CHECKED_FUNCTIONS), per release.
 
 Downloads each GPU wheel with ``pip download vllm==X --no-deps`` (~240 MB each, kept in --dir), reads
 the two head files straight from the zip (nothing is installed or unpacked) and prints:
@@ -21,7 +21,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from specbench.plugin.switches import CHECKED_FUNCTIONS, function_digest
+from specbench.serve.plugin.switches import CHECKED_FUNCTIONS, function_digest
 
 VERSIONS = ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"]
 HEADS = {"eagle": "EAGLE (deepseek_eagle.py)", "mtp": "MTP (deepseek_mtp.py)"}

@@ -68,7 +68,7 @@ def time_direct(cfg: Path, tmp: Path, cache_root: Path, load: bool = True) -> tu
     from specbench.load.prompts import load_prompts
     from specbench.run.cells import expand
     from specbench.run.plan import fixture_resolver
-    from specbench.server import VLLMServer
+    from specbench.serve.server import VLLMServer
 
     study = load_config(cfg)
     (cell,) = expand(study, fixture_resolver(study))

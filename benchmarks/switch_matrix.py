@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
 from specbench.run.groups import reset_prefix_cache
+from specbench.serve.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
 from specbench.testing.heads_serving import VARIANTS
 from specbench.testing.heads_serving import heads_args as _args
 from specbench.testing.heads_serving import heads_env as _env

@@ -197,7 +197,7 @@ class CellRecord(Record):
     server_group: Optional[dict[str, Any]] = None
     prefix_cache_reset: Optional[StrictStr] = None
     head_variant: Optional[dict[str, Any]] = None
-    # What the cell asked for and what vLLM said it ran (specbench/attest.py); absent in older runs.
+    # What the cell asked for and what vLLM said it ran (specbench/serve/attest.py); absent in older runs.
     spec: Optional[dict[str, Any]] = None
     attested: Optional[dict[str, Any]] = None
     # Precision-driven load (load/precision.py): why the load stopped, the half-widths reached.

@@ -36,12 +36,12 @@ GIB_PER_WORKER = 8  # a worker may hold two tiny-model vLLM servers (~3 GiB each
 
 
 def pytest_configure(config) -> None:
-    """Every vLLM server of the suite shares one model-inspection cache (specbench/server.py,
+    """Every vLLM server of the suite shares one model-inspection cache (specbench/serve/server.py,
     shared_modelinfos_dir): the first server inspects the model classes (~45 s on 2 cores), later
     ones, in this and later sessions, read the entries (vLLM writes them atomically, so workers
     may share them). It lives in pytest's own cache dir, never in the user's ~/.cache, so the suite
     neither reads nor writes what a user's runs keep."""
-    from specbench.server import MODELINFOS_ENV
+    from specbench.serve.server import MODELINFOS_ENV
 
     cache = getattr(config, "cache", None)
     if cache is not None:
@@ -259,8 +259,8 @@ class _ServerWatch:
                 argv = child.cmdline()
             except self._psutil.Error:
                 continue
-            # `python -m specbench.vllm_main serve ...` (server.server_argv) or a user's `vllm serve`
-            if ["-m", "specbench.vllm_main", "serve"] == argv[1:4] or (
+            # `python -m specbench.serve.vllm_main serve ...` (server.server_argv) or a user's `vllm serve`
+            if ["-m", "specbench.serve.vllm_main", "serve"] == argv[1:4] or (
                 argv and argv[0].endswith("vllm") and argv[1:2] == ["serve"]
             ):
                 with self._lock:

@@ -1,4 +1,4 @@
-"""specbench/attest.py: what vLLM says it ran, read from real logs and from the format strings of
+"""specbench/serve/attest.py: what vLLM says it ran, read from real logs and from the format strings of
 GPU vLLM 0.31-0.34 (read in the released wheels; the file:line of each is given beside it)."""
 
 from __future__ import annotations
@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from specbench.attest import ATTEST_PREFIX, attest, backend_lines, confounds, engine_config, mismatches, not_attested
+from specbench.serve.attest import (
+    ATTEST_PREFIX,
+    attest,
+    backend_lines,
+    confounds,
+    engine_config,
+    mismatches,
+    not_attested,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "results" / "baselines" / "cpu-default"

@@ -1,4 +1,4 @@
-"""specbench/config.py: strict study configs; every error is one line naming the file and field."""
+"""specbench/config/__init__.py: strict study configs; every error is one line naming the file and field."""
 
 from __future__ import annotations
 

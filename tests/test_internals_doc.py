@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _contract_layers() -> list[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c.get("containers") == ["specbench"]]
     return [" : ".join(part.strip() for part in row.split(":")) for row in contract["layers"]]
 
 

@@ -1,4 +1,4 @@
-"""specbench/procs.py: a stopped server's processes are gone, and its GPU memory released, before
+"""specbench/serve/procs.py: a stopped server's processes are gone, and its GPU memory released, before
 the next server starts on the same devices.
 
 The process tree here is real (a Python child that starts a grandchild). There is no GPU on this
@@ -20,8 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specbench import procs
-from specbench.procs import gpu_pids, kill_tree, wait_released
+from specbench.serve import procs
+from specbench.serve.procs import gpu_pids, kill_tree, wait_released
 
 
 def _tree() -> subprocess.Popen:

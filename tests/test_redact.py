@@ -143,7 +143,7 @@ def test_urls_with_user_info_are_hidden_wherever_they_are():
     ],
 )
 def test_set_overrides_are_shown_and_stored_with_secrets_hidden(override, shown):
-    from specbench.config_overrides import shown_override
+    from specbench.config.overrides import shown_override
 
     assert shown_override(override) == shown
     assert shown_override(shown) == shown  # what the manifest stores, shown again, stays as it is

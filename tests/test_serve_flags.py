@@ -1,4 +1,4 @@
-"""specbench/serve_flags.py: the installed vLLM's own `vllm serve` parser says which flags exist."""
+"""specbench/serve/flags.py: the installed vLLM's own `vllm serve` parser says which flags exist."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specbench import serve_flags as sf
+from specbench.serve import flags as sf
 
 
 @pytest.mark.slow

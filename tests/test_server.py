@@ -1,4 +1,4 @@
-"""Server lifecycle (specbench/server.py) with a stand-in process; real vLLM is in tests/load/test_driver_vllm.py."""
+"""Server lifecycle (specbench/serve/server.py) with a stand-in process; real vLLM is in tests/load/test_driver_vllm.py."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from specbench.errors import DependencyError, ServerError
 from specbench.redact import redact_argv, redact_env
-from specbench.server import VLLMServer, pick_port
+from specbench.serve.server import VLLMServer, pick_port
 
 STANDINS = Path(__file__).parent / "load"
 
@@ -178,7 +178,7 @@ def test_missing_vllm_is_a_dependency_error(tmp_path):
     if other is None or os.path.realpath(other) == os.path.realpath(sys.executable):
         pytest.skip("no second interpreter without vLLM on this machine")
     server = VLLMServer(["model"], {}, tmp_path / "server.log", python=other)
-    if __import__("specbench.server").server.vllm_available(other):
+    if __import__("specbench.serve.server").serve.server.vllm_available(other):
         pytest.skip(f"{other} has vLLM")
     with pytest.raises(DependencyError, match=r"pip install 'specbench\[cpu\]'"):
         server.start()
@@ -229,7 +229,7 @@ def _second_ctrl_c(tmp_path, monkeypatch):
     # Send the Ctrl-C on an event, not after a fixed sleep: once stop() has sent SIGTERM (and so
     # is in its grace-period wait), whatever the machine's load.
     sigterm_sent = threading.Event()
-    from specbench import procs
+    from specbench.serve import procs
 
     real_killpg = procs._killpg
 

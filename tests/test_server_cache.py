@@ -1,4 +1,4 @@
-"""The model-inspection cache servers share (specbench/server.py: shared_modelinfos_dir, link_modelinfos).
+"""The model-inspection cache servers share (specbench/serve/server.py: shared_modelinfos_dir, link_modelinfos).
 
 vLLM's own cache code (registry.py ``_LazyRegisteredModel``) reads and writes the entries here; the
 start-up time it saves is measured in benchmarks/orchestration_overhead.py, not in the suite.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from specbench.run.runner import _remove_tree
-from specbench.server import MODELINFOS_ENV, VLLMServer, link_modelinfos, shared_modelinfos_dir
+from specbench.serve.server import MODELINFOS_ENV, VLLMServer, link_modelinfos, shared_modelinfos_dir
 
 
 def _env(tmp_path: Path, cell_env: dict[str, str] | None = None, **kw) -> tuple[VLLMServer, dict[str, str]]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import SCORE_JACKKNIFE, cell_intervals
 
-# The config's statistic names -> keys of count_stats (config.py validates `until` against it;
+# The config's statistic names -> keys of count_stats (config/ validates `until` against it;
 # p0, p1, ... are count_stats keys already).
 PRECISION_METRICS = {"acceptance_length": "mean_acceptance_length", "draft_acceptance_rate": "draft_acceptance_rate"}
 MIN_REQUESTS_FLOOR = 20  # fewer requests before the first look break the final CI's coverage (above)

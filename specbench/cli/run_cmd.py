@@ -43,10 +43,10 @@ def _config_or_default(config: Optional[Path]) -> Path:
 
 
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
-    from specbench.plugin.switches import SWITCH_VARS  # lazy: with the run modules below
     from specbench.run.groups import group_cells, group_server  # lazy: pulls in numpy and pydantic
     from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
-    from specbench.server import server_argv  # lazy: pulls in httpx and psutil
+    from specbench.serve.plugin.switches import SWITCH_VARS  # lazy: with the run modules below
+    from specbench.serve.server import server_argv  # lazy: pulls in httpx and psutil
 
     study, cells = validated(config, overrides)  # the same checks, and refusals, as run and validate
     serve = study.serve

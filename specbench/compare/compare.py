@@ -22,7 +22,6 @@ import numpy as np
 from specbench.analysis import deltas as iv
 from specbench.analysis.counts import Counts, total
 from specbench.analysis.intervals import t_quantile, within_var
-from specbench.attest import confounds
 from specbench.compare import checks, exact
 from specbench.compare.gates import Gate
 from specbench.compare.guard import sized_subset
@@ -42,6 +41,7 @@ from specbench.compare.results import (
 from specbench.compare.sides import Side, SideCell
 from specbench.compare.study import speedup_delta, study_figures
 from specbench.run.cells import draft_axes_of, pick_baseline
+from specbench.serve.attest import confounds
 
 
 def compare_sides(

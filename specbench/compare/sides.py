@@ -17,7 +17,6 @@ from typing import Any
 from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
 from specbench.analysis.windows import window_k
-from specbench.attest import not_attested
 from specbench.axis import SPEC_AXES
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
@@ -26,6 +25,7 @@ from specbench.records import Acceptance, acceptance_units, load
 from specbench.run.collect import NO_SPEC_COUNTS
 from specbench.run.read import input_kind, read_run, read_windows
 from specbench.run.sweep import side_notes
+from specbench.serve.attest import not_attested
 
 CellKey = tuple[tuple[str, str], ...]
 

@@ -41,7 +41,7 @@ from specbench.load.llmperf_checks import (  # noqa: F401
     default_input_tokens,
     llmperf_env,
 )
-from specbench.procs import join_started, kill_tree
+from specbench.serve.procs import join_started, kill_tree
 
 REQUEST_TIMEOUT_S = 180  # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
 STARTUP_GRACE_S = 300  # Ray start-up, tokenizer load and prompt building before the test clock starts

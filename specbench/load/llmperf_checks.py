@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from specbench.errors import DependencyError
-from specbench.procs import kill_tree
-from specbench.serve_flags import flag_value
+from specbench.serve.flags import flag_value
+from specbench.serve.procs import kill_tree
 
 # SIGTERM to llmperf's process group (Ray's workers included), SIGKILL after this long.
 KILL_GRACE_S = 10.0

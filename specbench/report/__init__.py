@@ -1,0 +1,1 @@
+"""`specbench report`: a run's tables, study analyses (divergence, speed-up, k prediction) and index.html."""

@@ -18,7 +18,6 @@ from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.analysis.speedup import RERUN_SD
-from specbench.attest import axis_fields, confounds, not_attested
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
 from specbench.metrics.parse import no_spec_data
@@ -32,6 +31,7 @@ from specbench.report.study import analyse_run, render_sections, write_study_out
 from specbench.run.cells import axis_label
 from specbench.run.read import own_run_id, read_run
 from specbench.run.store import Run
+from specbench.serve.attest import axis_fields, confounds, not_attested
 
 MAX_WARNINGS_SHOWN = 20
 

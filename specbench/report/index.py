@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import significant
-from specbench.attest import recorded_mismatches
 from specbench.render import html
 from specbench.run.store import Run
+from specbench.serve.attest import recorded_mismatches
 
 # figure file stem -> what it shows, in words (the page's captions and alt texts)
 CAPTIONS = {

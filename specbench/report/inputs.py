@@ -34,7 +34,7 @@ class Group:
     axes: dict[str, str] | None = None  # run-dir cells only
     repeat: int | None = None
     title: str = ""  # what tables show (axis values for run-dir cells); label when empty
-    attested: dict | None = None  # run-dir cells: what vLLM said it ran (cell.json, specbench/attest.py)
+    attested: dict | None = None  # run-dir cells: what vLLM said it ran (cell.json, specbench/serve/attest.py)
 
     def point(self) -> dict[str, float]:
         return point_estimates([self.total] if self.total is not None else self.units)

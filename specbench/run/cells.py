@@ -25,16 +25,16 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
-from specbench.attest import ATTEST_VAR, canonical_method, head_variant_of
 from specbench.axis import SPEC_AXES, parse_axis
 from specbench.config import FIXTURE_REFS, MTP_METHODS, Study
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
-from specbench.plugin import plugin_env, switches_from_env
-from specbench.plugin.switches import head_of_method
 from specbench.redact import is_hidden_axis_value, shown_axis_value
-from specbench.serve_flags import serve_flags
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.attest import ATTEST_VAR, canonical_method, head_variant_of
+from specbench.serve.flags import serve_flags
+from specbench.serve.plugin import plugin_env, switches_from_env
+from specbench.serve.plugin.switches import head_of_method
+from specbench.serve.vllm_main import installed_vllm_version
 
 NONE = "none"
 # vLLM's per-request spec-decode counts. Asked of the installed vLLM's parser; where that cannot be
@@ -59,7 +59,7 @@ class Cell:
     load: dict[str, Any] = field(default_factory=dict)
     num_spec_tokens: int | None = None  # k of the speculative config; None for the baseline
     model: str | None = None  # the name requests ask for: served_model_name, else the resolved model
-    # What the cell claims to run (cell.json ``spec``; checked against what vLLM ran: specbench/attest.py)
+    # What the cell claims to run (cell.json ``spec``; checked against what vLLM ran: specbench/serve/attest.py)
     spec: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -244,7 +244,7 @@ def _cell(
             env["SPECBENCH_OUTPUT_NORM"] = str(output_norm)
         if "pos0_mask" in values:
             env["SPECBENCH_POS0_MASK"] = str(values["pos0_mask"])
-    env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/attest.py)
+    env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/serve/attest.py)
     env.update(_plugin_env(env, method or ""))  # SPECBENCH_HEAD for the switches; our name in a VLLM_PLUGINS list
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     load = {parsed_axes[a].name: v for a, v in values.items() if parsed_axes[a].kind == "load"}
@@ -330,7 +330,7 @@ def _is_vllm_cpu_build() -> bool:
 
 def _per_request_flag(mode: str) -> bool:
     """auto: ask for per-request spec-decode counts when the installed ``vllm serve`` has the flag
-    (asked of its own parser, :mod:`specbench.serve_flags`; the version only when that cannot run)."""
+    (asked of its own parser, :mod:`specbench.serve.flags`; the version only when that cannot run)."""
     if mode in ("summary", "detailed"):
         return True
     if mode == "off":

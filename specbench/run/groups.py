@@ -46,13 +46,10 @@ from typing import Any
 import httpx
 
 from specbench import redact
-from specbench.attest import control_not_compared
 from specbench.axis import parse_axis
 from specbench.config import Load
 from specbench.errors import ConfigError, ServerError
 from specbench.io import atomic_write_text
-from specbench.plugin.switch import DEV_MODE_ENV, probe, server_additions, switch_variant, switchable
-from specbench.plugin.switches import HEAD_VAR, SWITCH_VARS, head_of_method, switches_from_env
 from specbench.records import Acceptance, CellRecord
 from specbench.run.cells import Cell
 from specbench.run.lifecycle import (
@@ -67,7 +64,10 @@ from specbench.run.lifecycle import (
 )
 from specbench.run.measure import measure_cell
 from specbench.run.runner import LocalExecutor
-from specbench.server import VLLMServer
+from specbench.serve.attest import control_not_compared
+from specbench.serve.plugin.switch import DEV_MODE_ENV, probe, server_additions, switch_variant, switchable
+from specbench.serve.plugin.switches import HEAD_VAR, SWITCH_VARS, head_of_method, switches_from_env
+from specbench.serve.server import VLLMServer
 
 Result = tuple[CellRecord, Acceptance | None]
 SERVERS_DIR = "servers"
@@ -159,7 +159,7 @@ def head_switchable(cell: Cell, host: str) -> bool:
 
 
 def _control_not_compared(cell: Cell) -> Cell:
-    """``cell`` checked as :func:`specbench.attest.control_not_compared` says."""
+    """``cell`` checked as :func:`specbench.serve.attest.control_not_compared` says."""
     return dataclasses.replace(cell, spec=control_not_compared(cell.spec))
 
 

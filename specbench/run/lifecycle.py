@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from specbench import redact
-from specbench.attest import attest, mismatches
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench.load.prompts import Prompt
 from specbench.records import Acceptance, CellRecord, Timings
 from specbench.run import store
 from specbench.run.cells import Cell
-from specbench.server import VLLMServer
+from specbench.serve.attest import attest, mismatches
+from specbench.serve.server import VLLMServer
 
 WAIT_EXTRA_S = 15.0  # beyond three stats intervals, for a slow machine
 INTERRUPTED = "interrupted (Ctrl-C)"

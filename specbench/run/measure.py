@@ -24,7 +24,7 @@ from specbench.redact import server_api_key
 from specbench.run import collect
 from specbench.run.cells import Cell
 from specbench.run.lifecycle import CellFailed, RunContext, log_lines
-from specbench.server import VLLMServer
+from specbench.serve.server import VLLMServer
 
 
 def _same_totals(a: Counts | None, b: Counts | None) -> bool:

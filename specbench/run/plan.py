@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import specbench
-from specbench.attest import MLA_BACKENDS
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
-from specbench.config_checks import check_prompts
-from specbench.config_overrides import shown_override
+from specbench.config.checks import check_prompts
+from specbench.config.overrides import shown_override
 from specbench.errors import ConfigError, InputError
 from specbench.fixtures import resolve_fixture_ref
-from specbench.plugin import SWITCH_VARS, check_variant_supported, switches_from_env
 from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
 from specbench.run import store
 from specbench.run.cells import Cell, default_resolver, expand
@@ -32,8 +30,10 @@ from specbench.run.lifecycle import utc_now
 from specbench.run.machine import fingerprint
 from specbench.run.read import read_run
 from specbench.run.runner import RunPlan
-from specbench.serve_flags import flag_value
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.attest import MLA_BACKENDS
+from specbench.serve.flags import flag_value
+from specbench.serve.plugin import SWITCH_VARS, check_variant_supported, switches_from_env
+from specbench.serve.vllm_main import installed_vllm_version
 
 
 def make_run_id(study: Study, now: datetime | None = None) -> str:

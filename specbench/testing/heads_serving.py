@@ -18,11 +18,11 @@ from pathlib import Path
 
 import httpx
 
-from specbench.attest import ATTEST_VAR
 from specbench.errors import ServerError
 from specbench.fixtures import resolve_fixture_ref
 from specbench.run.collect import diff_counts, prometheus_counts
-from specbench.server import VLLMServer
+from specbench.serve.attest import ATTEST_VAR
+from specbench.serve.server import VLLMServer
 
 K = 3
 PROMPTS = [

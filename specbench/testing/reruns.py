@@ -26,7 +26,7 @@ DEFAULT_RUNS = [
     "results/baselines/cpu-default",
     "results/reruns/k-sweep-2026-12-03",
 ]
-# head -> shipped (output_norm, pos0_mask), as specbench/plugin/switches.py
+# head -> shipped (output_norm, pos0_mask), as specbench/serve/plugin/switches.py
 SHIPPED = {"eagle": ("on", "off"), "deepseek_mtp": ("on", "on")}
 
 

@@ -71,7 +71,7 @@ def test_set_with_resume_is_refused(capsys, tmp_path):
 
 
 def test_apply_overrides_creates_mappings_and_copies():
-    from specbench.config_overrides import apply_overrides
+    from specbench.config.overrides import apply_overrides
 
     data = {"load": {"num_requests": 20}}
     out = apply_overrides(data, ["load.num_requests=40", "serve.extra_args=[--x]"])

@@ -1,4 +1,4 @@
-"""Stand-in for ``python -m specbench.vllm_main serve`` in the server lifecycle tests.
+"""Stand-in for ``python -m specbench.serve.vllm_main serve`` in the server lifecycle tests.
 
 A real vLLM cannot crash, hang, ignore SIGTERM or leave an escaped grandchild on demand, and takes
 ~20 s to start; this script does each of those in well under a second. Usage (argv as VLLMServer

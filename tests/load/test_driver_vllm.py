@@ -19,8 +19,8 @@ from specbench.io import load_json, read_jsonl
 from specbench.load.driver import LoadSpec, run_load, write_outputs
 from specbench.load.prompts import load_prompts
 from specbench.run.cells import supports_per_request_metrics
-from specbench.server import VLLMServer, vllm_available
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.server import VLLMServer, vllm_available
+from specbench.serve.vllm_main import installed_vllm_version
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not vllm_available(), reason="vLLM is not installed")]
 
@@ -194,7 +194,7 @@ def test_vllm_bench_serve_result_file_equals_the_metrics_diff(server, tmp_path):
     argv = [
         sys.executable,
         "-m",
-        "specbench.vllm_main",
+        "specbench.serve.vllm_main",
         "bench",
         "serve",
         "--backend",

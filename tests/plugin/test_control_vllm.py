@@ -20,8 +20,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from specbench.plugin import CONTROL_VAR, ENV_VAR, HEAD_VAR
-from specbench.server import VLLMServer
+from specbench.serve.plugin import CONTROL_VAR, ENV_VAR, HEAD_VAR
+from specbench.serve.server import VLLMServer
 from specbench.testing.heads_serving import PROMPTS, K, chat, heads_args, heads_env
 
 pytestmark = pytest.mark.vllm

@@ -1,9 +1,9 @@
-"""specbench/plugin/switches.py function_digest: a head function's code, not its file or layout
+"""specbench/serve/plugin/switches.py function_digest: a head function's code, not its file or layout
 (pure; no vLLM). What the releases hold is read by benchmarks/head_support.py."""
 
 from __future__ import annotations
 
-from specbench.plugin.switches import function_digest
+from specbench.serve.plugin.switches import function_digest
 
 SOURCE = '''
 class Layer:

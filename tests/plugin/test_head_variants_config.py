@@ -135,7 +135,7 @@ def test_pos0_mask_axis_and_its_env_axis_collide():
 
 
 def load_config_data(data):
-    from specbench.config_checks import check_study
+    from specbench.config.checks import check_study
 
     check_study(parse_study(data, "x.yaml"), "x.yaml")
 
@@ -154,7 +154,7 @@ def load_config_data(data):
 def test_deepseek_heads_with_their_own_class_are_refused_by_name(tmp_path, config, method, named):
     """V3.2's MTP and EAGLE-3 heads (vLLM classes of their own, registry.py 0.31-0.34): one refusal
     that names the class and what is supported, not "not a DeepSeek-V3 head"."""
-    from specbench.plugin import check_variant_supported
+    from specbench.serve.plugin import check_variant_supported
 
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError) as err:
@@ -164,7 +164,7 @@ def test_deepseek_heads_with_their_own_class_are_refused_by_name(tmp_path, confi
 
 
 def test_method_eagle3_with_a_switch_is_refused_by_name():
-    from specbench.plugin import check_variant_supported
+    from specbench.serve.plugin import check_variant_supported
 
     with pytest.raises(ConfigError, match=r"not supported for method 'eagle3': an EAGLE-3 DeepSeek head"):
         check_variant_supported(None, "logits-only", method="eagle3")

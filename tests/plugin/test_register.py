@@ -1,4 +1,4 @@
-"""specbench.plugin: registration logic, pre-launch checks and server environment (no server)."""
+"""specbench.serve.plugin: registration logic, pre-launch checks and server environment (no server)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from specbench.errors import ConfigError
-from specbench.plugin import (
+from specbench.serve.plugin import (
     CONTROL_VAR,
     ENV_VAR,
     HEAD_VAR,
@@ -24,7 +24,7 @@ from specbench.plugin import (
     register,
     switches_from_env,
 )
-from specbench.plugin.switches import variant_cache_key
+from specbench.serve.plugin.switches import variant_cache_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.imports_vllm]  # imports vLLM (~20 s of CPU per worker); no server
 
@@ -36,7 +36,7 @@ def registry(monkeypatch):
     """vLLM's real ModelRegistry, with its entry for the EAGLE head restored after the test."""
     from vllm.model_executor.models import ModelRegistry
 
-    from specbench.plugin import mtp_variants, variants
+    from specbench.serve.plugin import mtp_variants, variants
 
     for arch in (REGISTERED_ARCH, MTP_ARCH):
         monkeypatch.setitem(ModelRegistry.models, arch, ModelRegistry.models[arch])
@@ -49,7 +49,7 @@ def registry(monkeypatch):
 
 def test_entry_point_is_declared():
     eps = {ep.name: ep.value for ep in md.entry_points(group="vllm.general_plugins")}
-    assert eps.get(PLUGIN_NAME) == "specbench.plugin:register"
+    assert eps.get(PLUGIN_NAME) == "specbench.serve.plugin:register"
 
 
 def test_no_specbench_variable_is_inert(registry, caplog):
@@ -96,7 +96,7 @@ def _registered(registry, before) -> dict[str, type]:
     ],
 )
 def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm, mask):
-    from specbench.plugin import mtp_variants, variants
+    from specbench.serve.plugin import mtp_variants, variants
 
     for k, v in {HEAD_VAR: head, ENV_VAR: norm, POS0_MASK_VAR: mask}.items():
         monkeypatch.setenv(k, v)
@@ -113,7 +113,7 @@ def test_variant_replaces_only_its_heads_class(registry, monkeypatch, head, norm
 
 @pytest.mark.parametrize("head", ["eagle", "mtp"])
 def test_a_switchable_server_gets_the_class_at_the_shipped_values(registry, monkeypatch, caplog, head):
-    from specbench.plugin import mtp_variants, variants
+    from specbench.serve.plugin import mtp_variants, variants
 
     monkeypatch.setenv(HEAD_VAR, head)
     monkeypatch.setenv(SWITCHABLE_VAR, "1")
@@ -191,7 +191,7 @@ def test_variant_forward_returns_and_masks_as_named(variant, mask, expect):
     import torch
     from vllm.model_executor.models import deepseek_eagle
 
-    from specbench.plugin import select, variants
+    from specbench.serve.plugin import select, variants
 
     seen = {}
 
@@ -225,7 +225,7 @@ def _mtp_stub(seen: dict, variant: str, mask: bool):
     un-normed states differ."""
     import torch
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     class Block:
         use_sequence_parallel_moe = False
@@ -257,7 +257,7 @@ def test_mtp_variant_forward_is_vllms_but_for_its_switches(variant, mask):
     import torch
     from vllm.model_executor.models import deepseek_mtp
 
-    from specbench.plugin import mtp_variants
+    from specbench.serve.plugin import mtp_variants
 
     ids, positions = torch.tensor([5, 6, 7]), torch.tensor([0, 1, 2])
     embeds, hidden = torch.arange(6.0).reshape(3, 2) + 1, torch.ones(3, 2)
@@ -279,7 +279,7 @@ def test_mtp_variant_forward_is_vllms_but_for_its_switches(variant, mask):
 def test_mtp_logits_are_normed_except_for_off(variant):
     import torch
 
-    from specbench.plugin import mtp_variants
+    from specbench.serve.plugin import mtp_variants
 
     layer = _mtp_stub({}, variant, True)
 
@@ -319,7 +319,7 @@ def test_unknown_value_in_another_server_is_logged_and_ignored(registry, monkeyp
 
 
 def test_mismatched_vllm_head_names_version_and_what_is_missing(monkeypatch):
-    from specbench.plugin import variants
+    from specbench.serve.plugin import variants
 
     class Headless:  # stands in for a future vLLM whose inner model lost its attributes
         def forward(self, input_ids, positions, hidden_states): ...
@@ -330,7 +330,7 @@ def test_mismatched_vllm_head_names_version_and_what_is_missing(monkeypatch):
 
 
 def test_mismatched_mtp_layer_names_version_and_what_is_missing(monkeypatch):
-    from specbench.plugin import mtp_variants
+    from specbench.serve.plugin import mtp_variants
 
     class OldLayer:  # an older MTP layer: same names, but carries the pre-norm sum and has no mask
         def __init__(self):
@@ -378,9 +378,9 @@ def test_support_is_by_function_not_by_file(tmp_path, monkeypatch, head, module,
     re-implement is refused, naming the function and the version; a comment is not a change."""
     import importlib
 
-    from specbench.plugin.switches import CHECKED_FUNCTIONS
+    from specbench.serve.plugin.switches import CHECKED_FUNCTIONS
 
-    mod = importlib.import_module(f"specbench.plugin.{module}")
+    mod = importlib.import_module(f"specbench.serve.plugin.{module}")
     vllm_module = mod.deepseek_eagle if head == "eagle" else mod.deepseek_mtp
     mod.verify_wrapped_classes("0.32.0")  # the installed file: every pinned function as checked
     source = open(vllm_module.__file__, encoding="utf-8").read()
@@ -402,7 +402,7 @@ def test_support_is_by_function_not_by_file(tmp_path, monkeypatch, head, module,
 def test_mtp_variants_refuse_a_head_that_argmax_reduction_would_draft_through(monkeypatch):
     """A DeepSeekMTP with get_top_tokens (none in 0.29-0.34) would be drafted through it under
     use_local_argmax_reduction, past compute_logits where the variants select: refused."""
-    from specbench.plugin import mtp_variants
+    from specbench.serve.plugin import mtp_variants
 
     mtp_variants.verify_wrapped_classes("0.32.0")
     monkeypatch.setattr(mtp_variants.deepseek_mtp.DeepSeekMTP, "get_top_tokens", lambda self, h: h, raising=False)
@@ -423,8 +423,8 @@ def test_the_installed_vllms_head_functions_are_in_the_table():
     attributed to a range holding the installed version (read from the dist, not imported)."""
     import ast
 
-    from specbench.plugin.switches import CHECKED_FUNCTIONS, function_digest
-    from specbench.vllm_main import VLLM_DISTRIBUTIONS, installed_vllm_version
+    from specbench.serve.plugin.switches import CHECKED_FUNCTIONS, function_digest
+    from specbench.serve.vllm_main import VLLM_DISTRIBUTIONS, installed_vllm_version
 
     version = str(installed_vllm_version()).split("+")[0]
     dist = next(d for d in VLLM_DISTRIBUTIONS if _installed(d))

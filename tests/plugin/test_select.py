@@ -1,4 +1,4 @@
-"""The head variant as data (specbench/plugin/select.py) under torch.compile: a switch is an
+"""The head variant as data (specbench/serve/plugin/select.py) under torch.compile: a switch is an
 in-place write that a compiled graph (and, on a GPU, a captured CUDA graph) obeys without a
 re-trace, and each variant computes exactly what a Python-branch forward of that variant does.
 
@@ -24,7 +24,7 @@ import pytest
 pytestmark = pytest.mark.imports_vllm  # torch in the worker: on the one worker that imports it anyway
 
 # torch is imported inside the tests, so that collecting this module (on every xdist worker, even
-# when its tests are deselected) does not import torch; so are torch_head and specbench.plugin.select,
+# when its tests are deselected) does not import torch; so are torch_head and specbench.serve.plugin.select,
 # which import it.
 
 
@@ -32,7 +32,7 @@ def test_eager_selection_is_the_python_branch_forward_bit_for_bit():
     import torch
     from torch_head import VARIANTS, Head, branch_forward, inputs
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     head, args = Head("on", False, "cpu"), inputs("cpu")
     with torch.no_grad():
@@ -52,7 +52,7 @@ def test_a_compiled_graph_follows_in_place_switches_without_retracing(device):
     import torch
     from torch_head import VARIANTS, CountingBackend, Head, inputs
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("CUDA graphs need a GPU")
@@ -84,7 +84,7 @@ def test_a_captured_cuda_graph_follows_in_place_switches():
     import torch
     from torch_head import VARIANTS, Head, branch_forward, inputs
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     if not torch.cuda.is_available():
         pytest.skip("CUDA graphs need a GPU")
@@ -113,7 +113,7 @@ def test_a_compiled_and_captured_graph_follows_in_place_switches():
     import torch
     from torch_head import VARIANTS, Head, inputs
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     if not torch.cuda.is_available():
         pytest.skip("CUDA graphs need a GPU")
@@ -149,7 +149,7 @@ def test_a_compiled_and_captured_graph_follows_in_place_switches():
 def test_an_unknown_variant_is_refused_before_anything_is_written():
     from torch_head import Head
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     head = Head("logits-only", True, "cpu")
     with pytest.raises(ValueError, match="unknown output_norm 'of'"):
@@ -161,7 +161,7 @@ def test_buffers_are_not_weights():
     import torch
     from torch_head import Head
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     head = Head("off", True, "cpu")
     assert not set(select.BUFFERS) & set(head.state_dict())
@@ -176,7 +176,7 @@ def test_a_head_module_is_checked_then_given_its_buffers_and_a_load_line(caplog)
 
     import torch
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     log = logging.getLogger("test.specbench.select")
     bare = torch.nn.Module()
@@ -196,7 +196,7 @@ def test_buffers_sit_on_the_device_the_head_computes_on():
     weights keep them on the CPU; weights on two accelerators are refused."""
     import torch
 
-    from specbench.plugin import select
+    from specbench.serve.plugin import select
 
     class TwoPlaces(torch.nn.Module):
         def __init__(self, first: str, second: str):

@@ -31,10 +31,10 @@ import re
 
 import pytest
 
-from specbench.attest import attest
 from specbench.errors import ConfigError
-from specbench.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
 from specbench.run.groups import reset_prefix_cache
+from specbench.serve.attest import attest
+from specbench.serve.plugin import ENV_VAR, POS0_MASK_VAR, plugin_env, switch
 from specbench.testing.heads_serving import VARIANTS
 from specbench.testing.heads_serving import heads_args as _args
 from specbench.testing.heads_serving import heads_env as _env

@@ -1,7 +1,7 @@
 """Test support for tests/plugin/test_select.py: a torch module with the shape of the plugin's heads,
 its Python-branch reference forward, inputs, and an Inductor backend that counts compiles.
 
-Kept out of test_select.py because it needs torch (and specbench.plugin.select, which imports
+Kept out of test_select.py because it needs torch (and specbench.serve.plugin.select, which imports
 torch) at import: test_select.py imports it inside its tests, so that collecting that module (on
 every xdist worker, even when its tests are deselected) does not import torch (~1.7 s a worker).
 
@@ -17,7 +17,7 @@ import itertools
 
 import torch
 
-from specbench.plugin import select
+from specbench.serve.plugin import select
 
 VARIANTS = list(itertools.product(select.NORM_FLAGS, (False, True)))
 

@@ -1,8 +1,8 @@
-"""FAKE vLLM server (stand-in for ``python -m specbench.vllm_main serve``), for the lifecycle tests.
+"""FAKE vLLM server (stand-in for ``python -m specbench.serve.vllm_main serve``), for the lifecycle tests.
 
 Healthy until the first completion request arrives, then it exits with status 7 before answering,
 as a vLLM whose engine dies under load. At start it prints vLLM-CPU's MLA backend line, so what it
-runs attests as MLA on (specbench/attest.py). A real vLLM cannot be made to die at a chosen request on
+runs attests as MLA on (specbench/serve/attest.py). A real vLLM cannot be made to die at a chosen request on
 demand, nor start in under a second; tests/run/test_faults_vllm.py kills a real one mid-run.
 Usage (argv as VLLMServer builds it): ``python -m standin_dies_on_load serve ... --host H --port P``.
 """

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from specbench.attest import MLA_BACKENDS, NON_MLA_BACKENDS, backend_is_mla
 from specbench.errors import ConfigError
 from specbench.run.plan import attention_backend, validated
+from specbench.serve.attest import MLA_BACKENDS, NON_MLA_BACKENDS, backend_is_mla
 
 
 def _config(tmp_path, args, mla=("on", "off")):

@@ -14,8 +14,8 @@ import yaml
 from specbench.config import load_config, parse_study
 from specbench.redact import redact_argv
 from specbench.run.cells import draft_axes_of, expand, pick_baseline, supports_per_request_metrics, target_mismatch
-from specbench.server import server_argv
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.server import server_argv
+from specbench.serve.vllm_main import installed_vllm_version
 
 ROOT = Path(__file__).resolve().parents[2]
 

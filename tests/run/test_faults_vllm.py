@@ -75,7 +75,7 @@ def _servers(proc: subprocess.Popen) -> list[psutil.Process]:
     out = []
     for child in psutil.Process(proc.pid).children():
         try:
-            if "specbench.vllm_main" in child.cmdline():
+            if "specbench.serve.vllm_main" in child.cmdline():
                 out.append(child)
         except psutil.Error:
             pass

@@ -18,7 +18,7 @@ from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import GroupedExecutor, group_cells
 from specbench.run.runner import EXIT_SOME_FAILED, RunPlan, execute
-from specbench.server import VLLMServer
+from specbench.serve.server import VLLMServer
 
 HERE = Path(__file__).resolve().parent
 

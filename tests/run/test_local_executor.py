@@ -11,7 +11,7 @@ from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
 from specbench.run.measure import wait_log_matches
 from specbench.run.runner import LocalExecutor, RunContext
-from specbench.server import VLLMServer
+from specbench.serve.server import VLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDINS = ROOT / "tests" / "load"

@@ -16,10 +16,10 @@ import factories
 import pytest
 
 from specbench.errors import InputError
-from specbench.procs import kill_tree
 from specbench.run import store
 from specbench.run.display import QuietDisplay
 from specbench.run.runner import execute
+from specbench.serve.procs import kill_tree
 
 
 def _plan(tmp_path):

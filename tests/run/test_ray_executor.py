@@ -159,7 +159,7 @@ def _vllm_tree(pid: int) -> list[psutil.Process]:
         return out
     for p in procs:
         try:
-            if "specbench.vllm_main" in " ".join(p.cmdline()):
+            if "specbench.serve.vllm_main" in " ".join(p.cmdline()):
                 out += [p, *p.children(recursive=True)]
         except psutil.Error:
             pass

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from specbench.config import load_config
-from specbench.plugin.switch import server_additions
 from specbench.run.cells import expand
 from specbench.run.groups import group_cells
-from specbench.server import server_argv
+from specbench.serve.plugin.switch import server_additions
+from specbench.serve.server import server_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted([*ROOT.glob("configs/*.yaml"), ROOT / "specbench" / "configs" / "default.yaml"])
@@ -59,7 +59,7 @@ def test_planned_argv_parses_as_the_cell_claims(serve, config):
     for group in group_cells(cells, study.serve.host, study.serve.share_servers):
         switching = len({c.spec["head_variant"]["output_norm"] if c.spec["head_variant"] else None for c in group}) > 1
         for cell in group:
-            full = server_argv(cell.args, study.serve.host, 8000, "python", "specbench.vllm_main")
+            full = server_argv(cell.args, study.serve.host, 8000, "python", "specbench.serve.vllm_main")
             argv = full[full.index("serve") :] + (server_additions()[0] if switching else [])
             ns = serve(argv)
             spec = cell.spec

@@ -53,7 +53,7 @@ def bench_args(url: str, tokenizer: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "specbench.vllm_main",
+        "specbench.serve.vllm_main",
         "bench",
         "serve",
         "--backend",
@@ -110,7 +110,7 @@ def sweep(url: str, port: int, tokenizer: str, tmp: Path) -> None:
     argv = [
         sys.executable,
         "-m",
-        "specbench.vllm_main",
+        "specbench.serve.vllm_main",
         "bench",
         "sweep",
         "serve",
@@ -142,7 +142,7 @@ def sweep(url: str, port: int, tokenizer: str, tmp: Path) -> None:
 
 def main() -> None:
     from specbench.fixtures import build_fixtures
-    from specbench.server import VLLMServer
+    from specbench.serve.server import VLLMServer
 
     paths = build_fixtures()
     if (HERE / "scrapes").exists():

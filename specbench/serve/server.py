@@ -1,6 +1,6 @@
 """vLLM server lifecycle, in the manner of vLLM's own test server fixture.
 
-``VLLMServer`` starts ``python -m specbench.vllm_main serve MODEL ...`` as an argv list in its own
+``VLLMServer`` starts ``python -m specbench.serve.vllm_main serve MODEL ...`` as an argv list in its own
 process group, bound to 127.0.0.1 on a free port, with a private ``TMPDIR`` / ``VLLM_RPC_BASE_PATH``
 / ``VLLM_CACHE_ROOT`` (vLLM otherwise leaves IPC sockets and compile caches behind, and the compile
 cache key does not cover our plugin's variants). Only the cache root's ``modelinfos/`` is shared
@@ -29,10 +29,10 @@ from types import TracebackType
 import httpx
 
 from specbench.errors import DependencyError, ServerError
-from specbench.plugin.switches import variant_cache_key
-from specbench.procs import join_started, kill_tree, wait_released
 from specbench.redact import redact_argv
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.plugin.switches import variant_cache_key
+from specbench.serve.procs import join_started, kill_tree, wait_released
+from specbench.serve.vllm_main import installed_vllm_version
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,11 @@ def pick_port(host: str = "127.0.0.1", port: int | None = None) -> tuple[int, st
 
 
 def server_argv(
-    args: list[str], host: str, port: int | str, python: str = sys.executable, entry_module: str = "specbench.vllm_main"
+    args: list[str],
+    host: str,
+    port: int | str,
+    python: str = sys.executable,
+    entry_module: str = "specbench.serve.vllm_main",
 ) -> list[str]:
     """The command line that serves ``args`` (after ``serve``, model first) on ``host:port``; the
     dry-run prints it with a placeholder port."""
@@ -137,7 +141,7 @@ class VLLMServer:
     """
 
     # The module run with ``python -m``; tests point it at a stand-in to exercise failure paths.
-    entry_module = "specbench.vllm_main"
+    entry_module = "specbench.serve.vllm_main"
 
     def __init__(
         self,

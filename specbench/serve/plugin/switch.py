@@ -4,10 +4,10 @@ Why: a head variant changes one function of the draft model, not its weights or 
 that differ only in head variants can share one server instead of paying a vLLM start-up each
 (~40-80 s on CPU, many minutes for DeepSeek-R1 at TP 8 with compilation and CUDA graph capture).
 
-How: the server is started with ``--worker-extension-cls specbench.plugin.switch.HeadSwitch``,
+How: the server is started with ``--worker-extension-cls specbench.serve.plugin.switch.HeadSwitch``,
 ``VLLM_SERVER_DEV_MODE=1`` (which exposes vLLM's ``/collective_rpc`` and ``/reset_prefix_cache``; the
 runner only enables it on a loopback host) and ``SPECBENCH_HEAD_SWITCHABLE=1`` (the plugin builds
-its head class, whose forward selects the variant from buffers: :mod:`specbench.plugin.select`).
+its head class, whose forward selects the variant from buffers: :mod:`specbench.serve.plugin.select`).
 :func:`switch_variant` posts ``/collective_rpc`` with ``specbench_set_head_variant``; every worker
 (every TP rank) writes the buffers in place (``fill_``), so the compiled graph and captured CUDA
 graphs, which read those buffers on every call, run the new variant from the next draft step on;
@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from specbench.errors import ConfigError, ServerError
-from specbench.plugin.attest import _head_of, draft_model, read_head_variant
-from specbench.plugin.switches import HEAD_VAR, SWITCHABLE_VAR, head_of_method
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.plugin.probe import _head_of, draft_model, read_head_variant
+from specbench.serve.plugin.switches import HEAD_VAR, SWITCHABLE_VAR, head_of_method
+from specbench.serve.vllm_main import installed_vllm_version
 
-EXTENSION = "specbench.plugin.switch.HeadSwitch"
+EXTENSION = "specbench.serve.plugin.switch.HeadSwitch"
 RPC_METHOD = "specbench_set_head_variant"
 PROBE_METHOD = "specbench_head_switch_probe"
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
@@ -57,7 +57,7 @@ def server_additions(method: str | None = None) -> tuple[list[str], dict[str, st
 
 def _why_not(worker) -> str | None:
     """Why this worker cannot switch its draft head in place (None: it can)."""
-    from specbench.plugin.select import has_variant  # lazy: pulls in torch
+    from specbench.serve.plugin.select import has_variant  # lazy: pulls in torch
 
     runner = getattr(worker, "model_runner", None)
     draft = draft_model(runner)
@@ -69,7 +69,7 @@ def _why_not(worker) -> str | None:
     head = _head_of(draft)
     if head is None:
         return f"the draft model is {type(draft).__name__}, not a DeepSeek head the plugin switches"
-    from specbench.plugin import mtp_variants, variants  # lazy: pulls in vllm
+    from specbench.serve.plugin import mtp_variants, variants  # lazy: pulls in vllm
 
     module: Any = variants if head == "eagle" else mtp_variants
     try:
@@ -97,7 +97,7 @@ class HeadSwitch:
         return json.dumps({"switchable": reason is None, "reason": reason, "variant": variant}, sort_keys=True)
 
     def specbench_set_head_variant(self, spec: str) -> str:
-        from specbench.plugin import select  # lazy: pulls in torch
+        from specbench.serve.plugin import select  # lazy: pulls in torch
 
         try:
             wanted = json.loads(spec)

@@ -4,10 +4,10 @@ With ``SPECBENCH_ATTEST=1`` (specbench sets it for every server it starts) :func
 ``WorkerWrapperBase.initialize_from_config``, which the engine calls on every worker (every TP and
 DP rank, local or Ray) after the target and the draft are loaded and before the server is ready.
 After it returns the worker logs one line, ``specbench attest: {json}``, that the collector reads
-from the server log like any other line (:mod:`specbench.attest`): no dev-mode endpoint, no RPC.
+from the server log like any other line (:mod:`specbench.serve.attest`): no dev-mode endpoint, no RPC.
 
 The head variant is read back from the draft module: the plugin's head classes hold the variant
-they compute in buffers (:mod:`specbench.plugin.select`), the values their forward selects with,
+they compute in buffers (:mod:`specbench.serve.plugin.select`), the values their forward selects with,
 read here as they are now (after any in-place switch); a draft module without them runs the
 forward its vLLM class ships.
 """
@@ -18,8 +18,8 @@ import json
 import logging
 from typing import Any
 
-from specbench.attest import ATTEST_PREFIX, head_variant_of
-from specbench.plugin.switches import HEADS
+from specbench.serve.attest import ATTEST_PREFIX, head_variant_of
+from specbench.serve.plugin.switches import HEADS
 
 logger = logging.getLogger("vllm.specbench_plugin")
 
@@ -71,7 +71,7 @@ def read_head_variant(model) -> dict[str, Any] | None:
     buffers (``control``: the plugin's class computes the shipped values)."""
     if model is None:
         return None
-    from specbench.plugin import select  # lazy: pulls in torch (only once there is a model)
+    from specbench.serve.plugin import select  # lazy: pulls in torch (only once there is a model)
 
     values = {select.read_variant(m) for m in model.modules() if select.has_variant(m)}
     head = _head_of(model)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from specbench.io import atomic_write_text
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.vllm_main import installed_vllm_version
 
 # Prints every option string of `vllm serve`, from the parser vLLM's CLI builds (ServeSubcommand).
 _PROBE = (

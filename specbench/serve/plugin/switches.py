@@ -8,7 +8,7 @@ specbench hands a cell's switches to the plugin inside vLLM through environment 
   even when the switches are at their shipped values (the control variant; ``0``/unset: not);
 * ``SPECBENCH_HEAD_SWITCHABLE``: ``1`` registers the plugin's head class even at the shipped
   values, so that the running server's variant can be switched in place
-  (:mod:`specbench.plugin.switch`; the server starts at the variant the other switches name);
+  (:mod:`specbench.serve.plugin.switch`; the server starts at the variant the other switches name);
 * ``SPECBENCH_HEAD``: ``eagle | mtp``, which head the switches are for. specbench sets it in every
   cell that sets a switch, from the cell's method; it also marks the server as one specbench
   configured, where an unknown value stops the server instead of being ignored. Without it the

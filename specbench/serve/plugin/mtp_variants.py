@@ -12,8 +12,8 @@ Before that change vLLM carried the pre-norm sum. Two switches, composable:
   the un-normed sum (``compute_logits`` without ``shared_head``'s norm).
 * pos0 mask: ``on`` -> as shipped; ``off`` -> the input embedding at position 0 is kept.
 
-As on the EAGLE side (:mod:`specbench.plugin.variants`), one class serves all six variants: each
-MTP layer holds the three variant buffers (:mod:`specbench.plugin.select`) that its forward and the
+As on the EAGLE side (:mod:`specbench.serve.plugin.variants`), one class serves all six variants: each
+MTP layer holds the three variant buffers (:mod:`specbench.serve.plugin.select`) that its forward and the
 model's ``compute_logits`` select from with ``torch.where``; a switch writes them in place.
 
 ``DeepSeekMTP`` is the class vLLM compiles (``support_torch_compile``); its layers are built by
@@ -33,8 +33,8 @@ import torch
 from vllm.distributed import tensor_model_parallel_all_gather
 from vllm.model_executor.models import deepseek_mtp
 
-from specbench.plugin import select
-from specbench.plugin.switches import unchecked_source
+from specbench.serve.plugin import select
+from specbench.serve.plugin.switches import unchecked_source
 
 logger = logging.getLogger("vllm.specbench_plugin")
 

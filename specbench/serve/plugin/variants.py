@@ -12,12 +12,12 @@ position 0. Two switches, composable:
   0.32's ``deepseek_mtp.py`` does (``torch.where(positions.unsqueeze(-1) == 0, 0, inputs_embeds)``).
 
 One class serves all six variants: its forward selects with ``torch.where`` from three 0-dim bool
-buffers on the inner model (:mod:`specbench.plugin.select`), so a compiled graph and captured CUDA
-graphs hold no variant of their own, and :mod:`specbench.plugin.switch` switches a running server
+buffers on the inner model (:mod:`specbench.serve.plugin.select`), so a compiled graph and captured CUDA
+graphs hold no variant of their own, and :mod:`specbench.serve.plugin.switch` switches a running server
 by writing those buffers. The variant it starts with comes from the environment
 (:func:`set_initial`, called by the plugin's ``register``). At ``("on", False)`` it computes the
 shipped forward, bit for bit (the control, tests/plugin/test_control_vllm.py). The MTP layer's
-counterpart is :mod:`specbench.plugin.mtp_variants`.
+counterpart is :mod:`specbench.serve.plugin.mtp_variants`.
 
 The inner model must be *constructed* as this class: vLLM's compile wrapper captures ``forward``
 when the module is built, so swapping classes or methods afterwards would not take.
@@ -32,8 +32,8 @@ import threading
 import torch
 from vllm.model_executor.models import deepseek_eagle
 
-from specbench.plugin import select
-from specbench.plugin.switches import unchecked_source
+from specbench.serve.plugin import select
+from specbench.serve.plugin.switches import unchecked_source
 
 # A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
 logger = logging.getLogger("vllm.specbench_plugin")

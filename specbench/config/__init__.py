@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from specbench.analysis.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
 from specbench.axis import ENV_NAME, SPEC_AXES, Axis, parse_axis
-from specbench.config_checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study
-from specbench.config_overrides import apply_overrides, shown_override
+from specbench.config.checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study
+from specbench.config.overrides import apply_overrides, shown_override
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
 from specbench.io import read_bytes
@@ -629,4 +629,4 @@ def config_sha256(path: Path) -> str:
 
 def packaged_default_config() -> Path:
     """The default study shipped inside the package (identical to configs/default.yaml)."""
-    return Path(__file__).parent / "configs" / "default.yaml"
+    return Path(__file__).parents[1] / "configs" / "default.yaml"  # specbench/configs/

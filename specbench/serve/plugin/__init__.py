@@ -2,20 +2,20 @@
 
 vLLM calls :func:`register` (entry point ``vllm.general_plugins`` / ``specbench_output_norm``) in
 the API server, engine core and worker processes. The switches (environment variables, see
-:mod:`specbench.plugin.switches`) act on the head the server drafts with:
+:mod:`specbench.serve.plugin.switches`) act on the head the server drafts with:
 
 * the EAGLE head (``method: eagle``, vLLM's ``deepseek_eagle.py``, architecture
   ``EagleDeepSeekMTPModel``): shipped as ``output_norm on`` (norm for logits and carried state),
-  ``pos0_mask off``; variants in :mod:`specbench.plugin.variants`;
+  ``pos0_mask off``; variants in :mod:`specbench.serve.plugin.variants`;
 * the target's own MTP layer (``method: deepseek_mtp``/``mtp``, ``deepseek_mtp.py``, architecture
   ``DeepSeekMTPModel``): shipped in vLLM 0.32 as ``output_norm on`` (logits through
   ``shared_head``'s norm, the post-norm state carried, as SGLang's deepseek_nextn) and
-  ``pos0_mask on``; variants in :mod:`specbench.plugin.mtp_variants`.
+  ``pos0_mask on``; variants in :mod:`specbench.serve.plugin.mtp_variants`.
 
 Each head has ONE plugin class for all its variants: the variant is data (three 0-dim bool buffers,
-:mod:`specbench.plugin.select`) that its forward selects from with ``torch.where``, so compiled
+:mod:`specbench.serve.plugin.select`) that its forward selects from with ``torch.where``, so compiled
 graphs and CUDA graphs stay valid when a running server's variant is switched in place
-(:mod:`specbench.plugin.switch`, ``SPECBENCH_HEAD_SWITCHABLE=1``).
+(:mod:`specbench.serve.plugin.switch`, ``SPECBENCH_HEAD_SWITCHABLE=1``).
 
 ``output_norm``: ``on`` = final norm for logits and carried state; ``logits-only`` = norm for the
 logits, the pre-norm residual sum carried (what earlier ``deepseek_mtp.py`` carried);
@@ -32,7 +32,7 @@ Why re-register architectures: vLLM rewrites a ``deepseek_v3`` draft's architect
 ``DeepSeekMTPModel`` (EAGLE prefixes it), so naming a class in a config.json selects nothing.
 Trap: vLLM's compile-cache key ignores the variant, so without ``--enforce-eager`` give each
 server started at a fixed variant its own ``VLLM_CACHE_ROOT`` (specbench's server does; a switchable
-server gets one of its own too: :func:`specbench.plugin.switches.variant_cache_key`).
+server gets one of its own too: :func:`specbench.serve.plugin.switches.variant_cache_key`).
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from specbench.attest import ATTEST_VAR
 from specbench.errors import ConfigError
-from specbench.plugin.attest import install
-from specbench.plugin.switches import (
+from specbench.serve.attest import ATTEST_VAR
+from specbench.serve.plugin.probe import install
+from specbench.serve.plugin.switches import (
     CONTROL_VAR,
     ENV_VAR,
     HEAD_VAR,
@@ -64,7 +64,7 @@ from specbench.plugin.switches import (
     mask_label,
     switches_from_env,
 )
-from specbench.vllm_main import installed_vllm_version
+from specbench.serve.vllm_main import installed_vllm_version
 
 __all__ = [
     "CONTROL_VAR",
@@ -117,7 +117,7 @@ def register() -> None:
     """vLLM general-plugin hook. Inert unless a specbench variable asks for a non-shipped head."""
     env = os.environ
     if env.get(ATTEST_VAR, "").strip() == "1":
-        install()  # every worker prints what it runs (specbench.attest reads it)
+        install()  # every worker prints what it runs (specbench.serve.attest reads it)
     if not any_switch_set(env):
         return  # a server specbench did not configure: touch nothing, say nothing
     try:
@@ -157,7 +157,7 @@ def register() -> None:
 
 def _variant_class(head: str, norm: str, mask: bool, version: str) -> type:
     """The head's one variant class, set to start at (norm, mask)."""
-    from specbench.plugin import mtp_variants, variants  # lazy: pulls in vllm (only inside a vLLM process)
+    from specbench.serve.plugin import mtp_variants, variants  # lazy: pulls in vllm (only inside a vLLM process)
 
     module: Any = variants if head == "eagle" else mtp_variants
     module.verify_wrapped_classes(version)
