@@ -19,7 +19,7 @@ import typer
 
 from specbench.cli.common import console, err_console, handle_errors, silence_stdout, warn
 from specbench.cli.outputs import guard_outputs
-from specbench.errors import EXIT_INCONCLUSIVE, EXIT_OK, InputError
+from specbench.errors import InputError
 from specbench.io import atomic_write_text, save_json
 
 # The compare core (numpy, pydantic; matplotlib for --plot) is imported inside the functions that
@@ -203,6 +203,7 @@ def compare(
         noise_floors=floors,
         allow_weak=allow_weak,
     )
+    comp.allow_inconclusive = allow_inconclusive
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)
@@ -232,11 +233,9 @@ def compare(
         print_table(comp, console, verbose=verbose, err=err_console, quiet=quiet)
     except BrokenPipeError:  # `| head`: the table ends there, the verdict (exit code) stands
         silence_stdout()
-    code = comp.exit_code
-    if code == EXIT_INCONCLUSIVE and allow_inconclusive:
+    if comp.inconclusive and not comp.failures and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")
-        code = EXIT_OK
-    raise typer.Exit(code)
+    raise typer.Exit(comp.exit_code)
 
 
 def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:

@@ -20,12 +20,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from specbench.compare import power
 from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of, minimum_detectable
 from specbench.compare.metrics import row_name
 from specbench.compare.noise import BETWEEN, WITHIN, allowed, not_after_holm, within_run
-from specbench.compare.results import CellComparison, Comparison, GateResult, MetricRow
+from specbench.compare.results import DECIDED, Block, CellComparison, Comparison, GateResult, MetricRow, Status
 from specbench.compare.sides import Side, SideCell
 
 
@@ -133,11 +134,11 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
                     if off and g.metric.source == "acceptance":
                         cell.gates.append(
                             GateResult(
-                                cell.name,
-                                g.describe(),
-                                name,
-                                "fail",
-                                f"{name}: {off}",
+                                cell=cell.name,
+                                gate=g.describe(),
+                                metric=name,
+                                status=Status.FAIL,
+                                message=f"{name}: {off}",
                                 p_value=0.0,
                                 control="per check",
                             )
@@ -145,11 +146,11 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
                         continue
                     cell.gates.append(
                         GateResult(
-                            cell.name,
-                            g.describe(),
-                            name,
-                            "inconclusive",
-                            f"{name}: no data: the cell {cell.missing}",
+                            cell=cell.name,
+                            gate=g.describe(),
+                            metric=name,
+                            status=Status.INCONCLUSIVE,
+                            message=f"{name}: no data: the cell {cell.missing}",
                             control="per check",
                         )
                     )
@@ -161,16 +162,16 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
             name = row_name(g.metric, "*" if g.all_positions else g.index)
             comp.unmatched.append(
                 GateResult(
-                    "(no cell)",
-                    g.describe(),
-                    name,
-                    "inconclusive",
-                    f"{g.describe()} applies to no cell of either run (its selector, or a "
+                    cell="(no cell)",
+                    gate=g.describe(),
+                    metric=name,
+                    status=Status.INCONCLUSIVE,
+                    message=f"{g.describe()} applies to no cell of either run (its selector, or a "
                     "no-speculation cell only): nothing was checked",
                     control="per check",
                 )
             )
-    comp.family = sum(1 for r in comp.checks if r.status in ("pass", "fail"))
+    comp.family = sum(1 for r in comp.checks if r.status in DECIDED)
     if comp.holm:
         holm(comp, (1 - comp.confidence) / 2)
     detectable(comp)
@@ -193,45 +194,54 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
             if row is not None and row.scope == WITHIN:  # one repeat a side: a whole-run shift is not inside
                 decision = within_run(gate, row, decision, confidence)
             elif row is not None:
-                decision.scope = row.scope
-            # speculation off (0 drafts after a finished load) fails whatever else is unknown: a server
-            # that did not speculate attests no k or head variant, and that must not hide the failure
-            holding = sorted((b for b in cell.blocks if b.holds(gate.metric)), key=lambda b: b.status != "fail")
-            block = holding[0] if holding else None
-            if block is not None and block.status == "fail":
-                decision.status, decision.p_value = "fail", 0.0  # no sampling error in "no drafts at all"
-                decision.message = f"{name}: {block.reason}"
-                decision.notes = [f"also: {b.reason}" for b in holding[1:]]
-            elif block is not None:
-                if decision.status != "inconclusive":
-                    decision.message = f"{name}: not decided: {block.reason} ({decision.message})"
-                    decision.status = "inconclusive"
-                else:
-                    decision.notes.append(f"also: {block.reason}")
-            elif decision.status == "pass" and failed:
-                decision.status = "inconclusive"
-                decision.message += f"; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})"
+                decision = replace(decision, scope=row.scope)
+            decision = _blocked(decision, name, [b for b in cell.blocks if b.holds(gate.metric)])
+            if decision.status == Status.PASS and failed:
+                decision = replace(
+                    decision,
+                    status=Status.INCONCLUSIVE,
+                    message=f"{decision.message}; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})",
+                )
             units, unit = _sample(row, gate, cell, bc, cc)
             cell.gates.append(
                 GateResult(
-                    cell.name,
-                    gate.describe(),
-                    name,
-                    decision.status,
-                    decision.message,
-                    decision.notes,
-                    decision.p_value,
-                    decision.mdc,
-                    decision.tolerance,
-                    "per check",
-                    decision.se,
-                    decision.df,
-                    decision.scope,
-                    decision.floor,
-                    units,
-                    unit,
+                    cell=cell.name,
+                    gate=gate.describe(),
+                    metric=name,
+                    status=decision.status,
+                    message=decision.message,
+                    notes=decision.notes,
+                    p_value=decision.p_value,
+                    mdc=decision.mdc,
+                    tolerance=decision.tolerance,
+                    control="per check",
+                    se=decision.se,
+                    df=decision.df,
+                    scope=decision.scope,
+                    floor=decision.floor,
+                    units=units,
+                    unit=unit,
                 )
             )
+
+
+def _blocked(decision: Decision, name: str, holding: list[Block]) -> Decision:
+    """The decision under the cell's blocks that hold its metric. Speculation off (0 drafts after a
+    finished load) fails whatever else is unknown: a server that did not speculate attests no k or
+    head variant, and that must not hide the failure; any other block makes it inconclusive."""
+    if not holding:
+        return decision
+    holding = sorted(holding, key=lambda b: b.status != Status.FAIL)
+    block, others = holding[0], tuple(f"also: {b.reason}" for b in holding[1:])
+    if block.status == Status.FAIL:  # no sampling error in "no drafts at all"
+        return replace(decision, status=Status.FAIL, p_value=0.0, message=f"{name}: {block.reason}", notes=others)
+    if decision.status != Status.INCONCLUSIVE:
+        return replace(
+            decision,
+            status=Status.INCONCLUSIVE,
+            message=f"{name}: not decided: {block.reason} ({decision.message})",
+        )
+    return replace(decision, notes=(*decision.notes, f"also: {block.reason}"))
 
 
 def _sample(
@@ -280,14 +290,14 @@ def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCel
         yield (
             name,
             Decision(
-                "inconclusive",
+                Status.INCONCLUSIVE,
                 message=f"{name}: position {i} exists on one side only (baseline k = {kb}, candidate k = {kc}): "
                 "no comparison; compare runs of the same k",
             ),
         )
     if not names and not one_side:
         name = row_name(gate.metric, "*" if gate.all_positions else gate.index)
-        yield name, Decision("inconclusive", message=f"{name}: {_missing(gate, bc, cc)}")
+        yield name, Decision(Status.INCONCLUSIVE, message=f"{name}: {_missing(gate, bc, cc)}")
     for n in names:
         r = rows[n]
         yield (
@@ -337,26 +347,33 @@ def holm(comp: Comparison, alpha: float) -> None:
     A check fails only if it failed at the per-check level and Holm rejects it. A decided check
     without a p-value (none is built so; kept as a guard) cannot take part: a failure there is
     made inconclusive, never left to fail uncorrected nor turned into a pass."""
-    results = [r for r in comp.checks if r.status in ("pass", "fail")]
+    results = [r for r in comp.checks if r.status in DECIDED]
     m = len(results)
     control = run_control(alpha, m)
     pvals = [1.0 if r.p_value is None else r.p_value for r in results]
-    for r, rejected in zip(results, holm_reject(pvals, alpha)):
-        r.control = control
-        if r.status != "fail" or rejected:
-            continue
-        if r.p_value is None:
-            r.status = "inconclusive"
-            r.message += f"; not decided: its interval gives no p-value for the run-level correction over {m} checks"
-            continue
-        if r.scope == WITHIN:
-            not_after_holm(r, m)
-            continue
-        r.status = "pass"
-        r.notes.append(
-            f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
-            f"over all {m} checks of this compare"
+    rejected = {id(r): rej for r, rej in zip(results, holm_reject(pvals, alpha))}
+    comp.map_checks(lambda r: r if id(r) not in rejected else _after_holm(r, rejected[id(r)], control, m))
+
+
+def _after_holm(r: GateResult, rejected: bool, control: str, m: int) -> GateResult:
+    """A decided check after Holm over ``m`` checks: a failure Holm does not reject passes (an
+    interval without a p-value, or within-run only: inconclusive)."""
+    r = replace(r, control=control)
+    if r.status != Status.FAIL or rejected:
+        return r
+    if r.p_value is None:
+        return replace(
+            r,
+            status=Status.INCONCLUSIVE,
+            message=f"{r.message}; not decided: its interval gives no p-value for the run-level correction over {m} checks",
         )
+    if r.scope == WITHIN:
+        return not_after_holm(r, m)
+    note = (
+        f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
+        f"over all {m} checks of this compare"
+    )
+    return replace(r, status=Status.PASS, notes=(*r.notes, note))
 
 
 def detectable(comp: Comparison) -> None:
@@ -364,11 +381,14 @@ def detectable(comp: Comparison) -> None:
     Holm over m checks (what a lone true harm must reach), alpha per check without it."""
     alpha = (1 - comp.confidence) / 2
     m = max(comp.decided, 1) if comp.holm else 1
-    for g in comp.checks:
-        if g.status not in ("pass", "fail") or g.se is None or g.tolerance is None:
-            continue
+
+    def step(g: GateResult) -> GateResult:
+        if g.status not in DECIDED or g.se is None or g.tolerance is None:
+            return g
         # within-run only: it can fail only past the noise floor, so that is what it detects from
-        g.mdc = minimum_detectable(g.tolerance if g.floor is None else g.floor, g.se, g.df, alpha, m)
+        return replace(g, mdc=minimum_detectable(g.tolerance if g.floor is None else g.floor, g.se, g.df, alpha, m))
+
+    comp.map_checks(step)
 
 
 def run_control(alpha: float, m: int) -> str:
@@ -384,7 +404,7 @@ def finish_rows(cell: CellComparison) -> None:
     for g in cell.gates:
         if g.tolerance is not None:
             tol.setdefault(g.metric, []).append(g.tolerance)
-        if g.status == "fail":
+        if g.status == Status.FAIL:
             failed.add(g.metric)
     for row in cell.rows:
         row.tolerance = min(tol.get(row.name, [0.0]))

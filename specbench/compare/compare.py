@@ -37,6 +37,7 @@ from specbench.compare.results import (
     Comparison,
     GateResult,  # noqa: F401 - re-exported (compare/__init__.py)
     MetricRow,
+    Status,
 )
 from specbench.compare.sides import Side, SideCell
 from specbench.compare.study import speedup_delta, study_figures
@@ -157,7 +158,7 @@ def compare_cell(
                 f"speculation off in the candidate: {cc.spec_off}, where the baseline made "
                 f"{sum(u.num_drafts for u in bc.units)} drafts",
                 ("acceptance",),
-                "fail",
+                Status.FAIL,
             )
         )
     unchecked = [f"{side}: {u}" for side, c in (("baseline", bc), ("candidate", cc)) for u in c.unattested]

@@ -42,6 +42,7 @@ from typing import Any
 from specbench.analysis.deltas import bootstrap_p, one_sided_p
 from specbench.compare.exact import ROUNDING, scale, snap
 from specbench.compare.metrics import METRICS, Metric, resolve, row_name
+from specbench.compare.results import Status
 from specbench.errors import ConfigError
 from specbench.io import read_text
 from specbench.safe_yaml import load_yaml
@@ -199,14 +200,17 @@ def load_gate_file(path: Path) -> list[Gate]:
     return gates
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decision:
-    status: str  # "pass" | "fail" | "inconclusive"
+    """What one check's interval says (:func:`decide`). Immutable: a later step (within-run only,
+    a block, failed repeats) makes a new one with ``dataclasses.replace``."""
+
+    status: Status
     harm: float | None = None
     harm_ci: tuple[float, float] | None = None
     tolerance: float | None = None
     message: str = ""
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     p_value: float | None = None  # one-sided, of "true harm <= tolerance"
     mdc: float | None = None  # the harm detected with POWER probability (see minimum_detectable)
     se: float | None = None  # standard error of the harm (t: jackknife/Welch; bootstrap: SD of replicates)
@@ -285,7 +289,7 @@ def decide(
     ``tolerance`` replaces the gate's allowed harm (the noise floor's, specbench/compare/noise.py)."""
     name = name or row_name(gate.metric, gate.index)
     if base is None or cand is None or _nan(base) or _nan(cand):
-        return Decision("inconclusive", message=f"{name}: not measured on both sides")
+        return Decision(Status.INCONCLUSIVE, message=f"{name}: not measured on both sides")
     tol = gate.tolerance(base) if tolerance is None else tolerance
     harm, harm_ci = harm_of(gate.metric, cand - base, None if ci is None or any(map(_nan, ci)) else ci)
     s = scale(gate.metric, base, cand)  # within rounding of the metric's scale is 0 (compare/exact.py)
@@ -296,7 +300,7 @@ def decide(
     head = f"{name}: base {base:.4g} -> cand {cand:.4g} ({word}"
     if harm_ci is None:
         return Decision(
-            "inconclusive",
+            Status.INCONCLUSIVE,
             harm,
             None,
             tol,
@@ -305,7 +309,7 @@ def decide(
         )
     if harm_ci[1] - harm_ci[0] <= ROUNDING * s and harm != 0:
         return Decision(
-            "inconclusive",
+            Status.INCONCLUSIVE,
             harm,
             harm_ci,
             tol,
@@ -323,7 +327,8 @@ def decide(
     spread = _spread(se, t_df, replicates, harm_ci, confidence)
     mdc = minimum_detectable(tol, spread, t_df, (1 - confidence) / 2)
     msg = f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr})"
-    return Decision("fail" if harm_ci[0] > tol else "pass", harm, harm_ci, tol, msg, [], p, mdc, spread, t_df)
+    status = Status.FAIL if harm_ci[0] > tol else Status.PASS
+    return Decision(status, harm, harm_ci, tol, msg, p_value=p, mdc=mdc, se=spread, df=t_df)
 
 
 def _spread(se: float | None, df: float | None, replicates, harm_ci: tuple[float, float], confidence: float) -> float:

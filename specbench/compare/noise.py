@@ -25,7 +25,7 @@ counts and divergence do not depend on the machine's load and are not touched.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from specbench.analysis import deltas as iv
 from specbench.analysis.speedup import cell_stats, request_matrix, speedups
 from specbench.compare.gates import Decision, Gate, decide, minimum_detectable
 from specbench.compare.metrics import METRICS, Metric
-from specbench.compare.results import MetricRow
+from specbench.compare.results import DECIDED, GateResult, MetricRow, Status
 from specbench.compare.sides import SideCell
 from specbench.errors import ConfigError
 from specbench.io import read_text
@@ -206,7 +206,7 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     """A decided check of a within-run-only row: a failure stands only past the noise floor, else
     it is inconclusive; a pass is labelled. The p-value is the floor's test (Holm), and ``floor``
     the harm the check can fail past (its minimum detectable change)."""
-    if decision.status not in ("pass", "fail") or row.floor is None or row.base is None:
+    if decision.status not in DECIDED or row.floor is None or row.base is None:
         return decision
     limit = allowed(row.metric, row.base, decision.tolerance or 0.0, row.floor)
     past = decide(
@@ -222,37 +222,40 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
         confidence=confidence,
         tolerance=limit,
     )
-    decision.p_value, decision.floor, decision.scope = past.p_value, limit, WITHIN
-    if decision.se is not None:  # it can fail only past the limit: that is what it detects from
-        decision.mdc = minimum_detectable(limit, decision.se, decision.df, (1 - confidence) / 2)
+    held = replace(decision, p_value=past.p_value, floor=limit, scope=WITHIN)
+    if held.se is not None:  # it can fail only past the limit: that is what it detects from
+        held = replace(held, mdc=minimum_detectable(limit, held.se, held.df, (1 - confidence) / 2))
     floor = f"the noise floor of {row.name}, {row.floor.describe()}"
-    if decision.status == "fail" and past.status == "fail":
-        decision.message += (
-            f"; beyond {floor}: the CI of harm is past {limit:.4g}, more than a whole-run "
-            f"shift explains ({WITHIN}: one repeat a side)"
+    if held.status == Status.FAIL and past.status == Status.FAIL:
+        return replace(
+            held,
+            message=f"{held.message}; beyond {floor}: the CI of harm is past {limit:.4g}, more than a whole-run "
+            f"shift explains ({WITHIN}: one repeat a side)",
         )
-    elif decision.status == "fail":
-        decision.status, decision.p_value = "inconclusive", None
-        decision.message = (
-            f"{decision.message}; {WITHIN}: past the tolerance inside this run, but not past "
+    if held.status == Status.FAIL:
+        return replace(
+            held,
+            status=Status.INCONCLUSIVE,
+            p_value=None,
+            message=f"{held.message}; {WITHIN}: past the tolerance inside this run, but not past "
             f"{floor}, which a whole-run shift from machine load reaches (a harm past "
-            f"{limit:.4g} would fail); {HINT}"
+            f"{limit:.4g} would fail); {HINT}",
         )
-    else:
-        decision.notes.append(f"{WITHIN}: its interval covers request-to-request noise, not a whole-run shift; {HINT}")
-    return decision
+    note = f"{WITHIN}: its interval covers request-to-request noise, not a whole-run shift; {HINT}"
+    return replace(held, notes=(*held.notes, note))
 
 
 HINT = "repeats: 2+ a side give a between-run interval; --noise-floor FILE: a floor measured on this machine"
 
 
-def not_after_holm(result, m: int) -> None:
+def not_after_holm(result: GateResult, m: int) -> GateResult:
     """A within-run failure past the floor per check that Holm does not reject: inconclusive, not a
     pass (it was past the tolerance inside the run)."""
-    result.status = "inconclusive"
-    result.message += (
-        f"; not decided: past the noise floor at the per-check level (p = {result.p_value:.3g}) but "
-        f"not after Holm over all {m} checks of this compare"
+    return replace(
+        result,
+        status=Status.INCONCLUSIVE,
+        message=f"{result.message}; not decided: past the noise floor at the per-check level "
+        f"(p = {result.p_value:.3g}) but not after Holm over all {m} checks of this compare",
     )
 
 

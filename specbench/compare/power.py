@@ -33,11 +33,12 @@ held, so turning a weak pass inconclusive changes no other check's level.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from specbench.compare.gates import POWER, harm_of
 from specbench.compare.metrics import Metric
 from specbench.compare.noise import WITHIN
-from specbench.compare.results import Comparison, GateResult, MetricRow
+from specbench.compare.results import Comparison, GateResult, MetricRow, Status
 
 
 def largest_harm(metric: Metric, base: float) -> float:
@@ -140,20 +141,20 @@ def judge(comp: Comparison) -> None:
     ``comp.allow_weak``, label it where --allow-weak may pass it). Run after Holm and the MDCs."""
     for cell in comp.cells:
         rows = {r.name: r for r in cell.rows}
-        for g in cell.gates:
-            if g.status != "pass":
-                continue
-            vacuous = beyond_range(g, rows.get(g.metric))
-            if vacuous:
-                g.notes.insert(0, vacuous)
-                continue
-            reason, allowable = weakness(g, rows.get(g.metric))
-            if not reason:
-                continue
-            g.weak = reason
-            if comp.allow_weak and allowable:
-                g.notes.insert(0, f"weak check passed under --allow-weak: {reason}")
-                continue
-            g.status = "inconclusive"
-            name, _, rest = g.message.partition(": ")
-            g.message = f"{name}: {reason}; not a pass: {rest}" if rest else f"{name}: {reason}"
+        cell.gates = [_judged(g, rows.get(g.metric), comp.allow_weak) for g in cell.gates]
+
+
+def _judged(g: GateResult, row: MetricRow | None, allow_weak: bool) -> GateResult:
+    if g.status != Status.PASS:
+        return g
+    vacuous = beyond_range(g, row)
+    if vacuous:
+        return replace(g, notes=(vacuous, *g.notes))
+    reason, allowable = weakness(g, row)
+    if not reason:
+        return g
+    if allow_weak and allowable:
+        return replace(g, weak=reason, notes=(f"weak check passed under --allow-weak: {reason}", *g.notes))
+    name, _, rest = g.message.partition(": ")
+    message = f"{name}: {reason}; not a pass: {rest}" if rest else f"{name}: {reason}"
+    return replace(g, weak=reason, status=Status.INCONCLUSIVE, message=message)

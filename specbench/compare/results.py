@@ -6,7 +6,9 @@ compare (exit code, error control, JSON form). Plain data below every compare mo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 from specbench.compare.metrics import Metric
@@ -39,14 +41,35 @@ class MetricRow:
         return self.delta / abs(self.base)
 
 
-@dataclass
+class Status(str, Enum):
+    """A check's verdict. A str: it compares, serialises and prints as its value (``"pass"``)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+DECIDED = (Status.PASS, Status.FAIL)  # checks with an interval: the family the run-level correction holds
+
+
+@dataclass(frozen=True, kw_only=True)
 class GateResult:
+    """One check of one gate line in one cell. Immutable: every step after the decision (blocks,
+    Holm, the minimum detectable change, the power judgement) returns a new one
+    (``dataclasses.replace``), so what a step decided is never edited by a later one unseen."""
+
     cell: str
     gate: str
     metric: str
-    status: str  # "pass" | "fail" | "inconclusive"
+    status: Status
     message: str
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     p_value: float | None = None
     mdc: float | None = None  # the harm detected with 80% probability under the compare's correction
     tolerance: float | None = None
@@ -63,14 +86,14 @@ class GateResult:
 @dataclass
 class Block:
     """A reason that decides checks of a cell whatever their interval says: inconclusive (exit 3,
-    never a pass: prompts unmatched, sources that disagree, ...) or, with ``status="fail"``, a
+    never a pass: prompts unmatched, sources that disagree, ...) or, with ``Status.FAIL``, a
     failure the interval cannot express (speculation off). New reasons are one more Block; a fail
     outranks an inconclusive one (a server that did not speculate attests no k: that must not
     hide the failure), which is named beside it."""
 
     reason: str
     sources: tuple[str, ...] = ()  # metric sources it holds ("acceptance", ...); () = every check of the cell
-    status: str = "inconclusive"  # "inconclusive" | "fail"
+    status: Status = Status.INCONCLUSIVE  # or Status.FAIL
 
     def holds(self, metric: Metric) -> bool:
         return not self.sources or metric.source in self.sources
@@ -111,27 +134,39 @@ class Comparison:
     holm: bool = True
     allow_weak: bool = False  # --allow-weak: checks too weak for their tolerance pass, labelled so
     family: int | None = None  # checks with an interval, the family Holm held (weak ones included)
+    allow_inconclusive: bool = False  # --allow-inconclusive: exit 0 where checks could not be decided
 
     @property
     def checks(self) -> list[GateResult]:
         return [g for c in self.cells for g in c.gates] + self.unmatched
 
+    def map_checks(self, step: Callable[[GateResult], GateResult]) -> None:
+        """Replace every check by ``step(check)`` (a step returns a new check, or the same one)."""
+        for c in self.cells:
+            c.gates = [step(g) for g in c.gates]
+        self.unmatched = [step(g) for g in self.unmatched]
+
     @property
     def failures(self) -> list[GateResult]:
-        return [g for g in self.checks if g.status == "fail"]
+        return [g for g in self.checks if g.status == Status.FAIL]
 
     @property
     def inconclusive(self) -> list[GateResult]:
-        return [g for g in self.checks if g.status == "inconclusive"]
+        return [g for g in self.checks if g.status == Status.INCONCLUSIVE]
 
     @property
     def counts(self) -> dict[str, int]:
-        return {s: sum(1 for g in self.checks if g.status == s) for s in ("pass", "fail", "inconclusive")}
+        return {s.value: sum(1 for g in self.checks if g.status == s) for s in Status}
 
     @property
     def exit_code(self) -> int:
-        """0 every check passed, 1 a check failed, 3 none failed but some could not be decided."""
-        return EXIT_REGRESSION if self.failures else (EXIT_INCONCLUSIVE if self.inconclusive else EXIT_OK)
+        """The one place a compare's exit code is decided: 1 a check failed; 3 none failed but some
+        could not be decided (0 under --allow-inconclusive); 0 every check passed."""
+        if self.failures:
+            return EXIT_REGRESSION
+        if self.inconclusive and not self.allow_inconclusive:
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
 
     @property
     def decided(self) -> int:
@@ -139,7 +174,7 @@ class Comparison:
         the ones then found too weak to pass: they were tested, their failure would have stood)."""
         if self.family is not None:
             return self.family
-        return sum(1 for g in self.checks if g.status in ("pass", "fail"))
+        return sum(1 for g in self.checks if g.status in DECIDED)
 
     @property
     def weak(self) -> list[GateResult]:
@@ -199,6 +234,7 @@ class Comparison:
             "error_control": self.error_control,
             "holm": self.holm,
             "allow_weak": self.allow_weak,
+            "allow_inconclusive": self.allow_inconclusive,
             "weak": len(self.weak),
             "regressions": [asdict(g) for g in self.failures],
             "inconclusive": [asdict(g) for g in self.inconclusive],

@@ -161,3 +161,27 @@ def test_error_rate_is_stated_and_holm_can_be_turned_off(pair):
     assert "false alarms: <= 2.5% one-sided for the whole compare, Holm over all 8 decided checks" in out
     code, out = run(*pair, "--no-holm")
     assert code == 1 and "<= 2.5% one-sided per check, no correction (--no-holm): over 8 checks" in out
+
+
+def test_the_json_exit_code_is_the_process_exit_code(make_run, tmp_path):
+    """One place decides a compare's exit code (Comparison.exit_code): --allow-inconclusive included,
+    so the JSON a CI step reads never says 3 where the process exited 0."""
+    base = make_run("base", _cells(P), seed=1)
+    for flags, expected in (((), 3), (("--allow-inconclusive",), 0)):
+        js = tmp_path / f"r{expected}.json"
+        code, out = run(base, base, "--json", js, *flags)
+        doc = json.loads(js.read_text())
+        assert code == doc["exit_code"] == expected, out
+        assert doc["checks"]["inconclusive"] == 8 and doc["allow_inconclusive"] is bool(flags)
+
+
+def test_a_decided_check_cannot_be_edited_after_its_decision(pair):
+    """GateResult is frozen: later steps (Holm, power) make new ones instead of editing a verdict."""
+    import dataclasses
+
+    from specbench.compare.results import GateResult, Status
+
+    g = GateResult(cell="c", gate="g", metric="m", status=Status.PASS, message="m")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.status = Status.FAIL  # type: ignore[misc]
+    assert f"{g.status}" == "pass" == json.loads(json.dumps({"s": g.status}))["s"]

@@ -117,7 +117,15 @@ def test_holm_turns_a_lone_marginal_failure_into_a_pass_and_says_so():
     from specbench.compare.compare import CellComparison, Comparison, GateResult
 
     def result(cell, metric, status, p):
-        return GateResult(cell, "per_position[*]:0", metric, status, "m", p_value=p, control="per check")
+        return GateResult(
+            cell=cell,
+            gate="per_position[*]:0",
+            metric=metric,
+            status=status,
+            message="m",
+            p_value=p,
+            control="per check",
+        )
 
     cells = [
         CellComparison(

@@ -109,7 +109,15 @@ def test_a_lone_marginal_failure_of_a_plain_gate_is_corrected_across_cells():
     from specbench.compare.compare import CellComparison, Comparison, GateResult
 
     def result(cell, gate, status, p):
-        return GateResult(cell, gate, "mean_acceptance_length", status, "m", p_value=p, control="per check")
+        return GateResult(
+            cell=cell,
+            gate=gate,
+            metric="mean_acceptance_length",
+            status=status,
+            message="m",
+            p_value=p,
+            control="per check",
+        )
 
     cells = [
         CellComparison(
