@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Annotated, Callable, Iterator, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -218,3 +218,23 @@ def warn(message: str) -> None:
 
 def stdout_is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+# run and validate take the same overrides, checked alike (run/plan.validated)
+SetOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--set",
+        metavar="KEY.PATH=VALUE",
+        help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.",
+    ),
+]
+
+
+def config_or_default(config: Optional[Path]) -> Path:
+    """The study config a command was given, else the default study shipped in the package."""
+    if config is not None:
+        return config
+    from specbench.config import packaged_default_config  # lazy: pulls in numpy and pydantic
+
+    return packaged_default_config()

@@ -36,50 +36,51 @@ class OutputFormat(str, Enum):
     csv = "csv"
 
 
+def parse(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="FILES",
+            help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.",
+        ),
+    ],
+    fmt: Annotated[
+        OutputFormat, typer.Option("--format", help="table, jsonl (canonical records) or csv.")
+    ] = OutputFormat.table,
+    include_engine_stats: Annotated[
+        bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")
+    ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Exit 2 (input error) when any file has no metrics (without it: when no file has any)."
+        ),
+    ] = False,
+) -> None:
+    """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
+    as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
+    # InputError (exit 2) for an unreadable path
+    results = [parse_file(f, engine_stats=include_engine_stats, as_json=as_json) for f in files]
+    without: list[Path] = []  # the files without a spec-decode record
+    for f, res in zip(files, results):
+        for w in res.warnings:
+            warn(w)
+        if not any(
+            r.startswith(SPEC_JSON_HEAD) if isinstance(r, str) else r.kind == "spec_decode" for r in res.records
+        ):
+            without.append(f)
+    # An input without metrics is an input error (2), never an empty table with exit 0 that reads
+    # as a result: when no file has any, and under --strict when one lacks them; nothing is written.
+    if len(without) == len(files) or (strict and without):
+        raise no_spec_data(without)
+    if fmt is OutputFormat.jsonl:
+        without_gc(lambda: _write_jsonl([res.records for res in results]))
+    else:
+        _write_rows(without_gc(lambda: [r.to_dict() for res in results for r in res.records]), fmt)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("parse")
-    @handle_errors
-    def parse(
-        files: Annotated[
-            list[Path],
-            typer.Argument(
-                metavar="FILES",
-                help="Log files, /metrics scrapes, printed summaries or `vllm bench serve` result JSON.",
-            ),
-        ],
-        fmt: Annotated[
-            OutputFormat, typer.Option("--format", help="table, jsonl (canonical records) or csv.")
-        ] = OutputFormat.table,
-        include_engine_stats: Annotated[
-            bool, typer.Option("--engine-stats", help="Also print Engine throughput records.")
-        ] = False,
-        strict: Annotated[
-            bool,
-            typer.Option(
-                "--strict", help="Exit 2 (input error) when any file has no metrics (without it: when no file has any)."
-            ),
-        ] = False,
-    ) -> None:
-        """Parse speculative-decoding metrics from any vLLM/SGLang version into canonical records."""
-        as_json = fmt is OutputFormat.jsonl  # records come back as their JSON lines
-        # InputError (exit 2) for an unreadable path
-        results = [parse_file(f, engine_stats=include_engine_stats, as_json=as_json) for f in files]
-        without: list[Path] = []  # the files without a spec-decode record
-        for f, res in zip(files, results):
-            for w in res.warnings:
-                warn(w)
-            if not any(
-                r.startswith(SPEC_JSON_HEAD) if isinstance(r, str) else r.kind == "spec_decode" for r in res.records
-            ):
-                without.append(f)
-        # An input without metrics is an input error (2), never an empty table with exit 0 that reads
-        # as a result: when no file has any, and under --strict when one lacks them; nothing is written.
-        if len(without) == len(files) or (strict and without):
-            raise no_spec_data(without)
-        if fmt is OutputFormat.jsonl:
-            without_gc(lambda: _write_jsonl([res.records for res in results]))
-        else:
-            _write_rows(without_gc(lambda: [r.to_dict() for res in results for r in res.records]), fmt)
+    app.command("parse")(handle_errors(parse))
 
 
 def _write_jsonl(line_lists: list[list[str]]) -> None:

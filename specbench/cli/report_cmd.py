@@ -14,121 +14,119 @@ from specbench.render.format import user_text
 from specbench.render.tables import column_chunks
 
 
+def report(
+    inputs: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            metavar="FILE|RUN_DIR...",
+            help="Server logs, Prometheus scrapes, `specbench parse` JSONL, acceptance.json files, or run directories.",
+            show_default=False,
+        ),
+    ] = None,
+    label: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--label",
+            metavar="NAME=FILE",
+            help="Put FILE into group NAME (repeatable; several files may share a name).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots."
+        ),
+    ] = Path("report"),
+    resamples: Annotated[
+        int,
+        typer.Option(
+            "--resamples",
+            min=100,
+            max=1_000_000,
+            help="Bootstrap resamples (divergence and k-prediction CIs; acceptance CIs are score "
+            "intervals, speed-up CIs jackknife t).",
+        ),
+    ] = 2000,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
+    rerun_sd: Annotated[
+        Optional[float],
+        typer.Option(
+            "--rerun-sd",
+            min=0.0,
+            max=5.0,
+            metavar="SD",
+            help="Between-run SD of a speed-up's log that its CI is widened by: the default is the "
+            "spread measured over reruns on a shared 2-core VM (docs/methods.md, 'Speed-up across "
+            "reruns', 0.33); measure your machine's with benchmarks/speedup_reruns.py; 0 = within this run only.",
+            show_default=False,
+        ),
+    ] = None,
+    reference: Annotated[
+        Optional[str],
+        typer.Option(
+            "--reference",
+            metavar="CELL",
+            help="The cell every other is set against in 'Change vs reference' (its id, run id/cell id, "
+            "or its title as the tables print it, e.g. 'MLA on · norm on'); default the first speculative cell.",
+            show_default=False,
+        ),
+    ] = None,
+    plots: Annotated[
+        bool,
+        typer.Option(
+            "--plots/--no-plots",
+            help="Write the figures (PNG + SVG). --no-plots writes summary.md and the CSVs only, "
+            "without loading matplotlib (a CI job that reads the tables saves most of the time).",
+        ),
+    ] = True,
+) -> None:
+    """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
+    # the report core loads only when the command runs, so `specbench --help` and the other
+    # commands never pay for it
+    from specbench.report.build import build_report, table_rows, write_report  # lazy: pulls in pandas
+    from specbench.report.inputs import parse_label  # lazy: pulls in numpy and pydantic
+    from specbench.report.kpredict import advice_lines  # lazy: pulls in numpy
+
+    labels = [parse_label(x) for x in (label or [])]
+    guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
+    if not inputs and not labels:
+        raise ConfigError("report: give at least one FILE, run directory or --label NAME=FILE")
+    from specbench.analysis.speedup import RERUN_SD  # lazy: pulls in numpy
+
+    rep = build_report(
+        list(inputs or []),
+        labels,
+        n_resamples=resamples,
+        seed=seed,
+        rerun_sd=RERUN_SD if rerun_sd is None else rerun_sd,
+        reference=reference,
+    )
+    paths = write_report(rep, out, plots)
+    _print_table(rep, table_rows)
+    for g in rep.groups:
+        if g.warnings:
+            err_console.print(
+                f"[yellow]warning:[/] {user_text(g.label)}: {len(g.warnings)} warning(s), see {user_text(out / 'summary.md')}",
+                highlight=False,
+            )
+    for c in rep.comparisons:
+        console.print(user_text(c.sentence()), highlight=False)
+    for st in rep.studies:
+        for s in st.speedups:
+            console.print(
+                f"{user_text(rep.title(s.cell))}: speed-up {s.point['output_tok_per_s']:.2f}× output tok/s "
+                f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
+                highlight=False,
+            )
+        for line in advice_lines(st.kpredictions, rep.title):  # the assumptions once, not once per cell
+            console.print(user_text(line), highlight=False)
+        for w in st.warnings:
+            err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
+    console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("report")
-    @handle_errors
-    def report(
-        inputs: Annotated[
-            Optional[list[Path]],
-            typer.Argument(
-                metavar="FILE|RUN_DIR...",
-                help="Server logs, Prometheus scrapes, `specbench parse` JSONL, acceptance.json "
-                "files, or run directories.",
-                show_default=False,
-            ),
-        ] = None,
-        label: Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--label",
-                metavar="NAME=FILE",
-                help="Put FILE into group NAME (repeatable; several files may share a name).",
-            ),
-        ] = None,
-        out: Annotated[
-            Path,
-            typer.Option(
-                "--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots."
-            ),
-        ] = Path("report"),
-        resamples: Annotated[
-            int,
-            typer.Option(
-                "--resamples",
-                min=100,
-                max=1_000_000,
-                help="Bootstrap resamples (divergence and k-prediction CIs; acceptance CIs are score "
-                "intervals, speed-up CIs jackknife t).",
-            ),
-        ] = 2000,
-        seed: Annotated[
-            int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")
-        ] = 0,
-        rerun_sd: Annotated[
-            Optional[float],
-            typer.Option(
-                "--rerun-sd",
-                min=0.0,
-                max=5.0,
-                metavar="SD",
-                help="Between-run SD of a speed-up's log that its CI is widened by: the default is the "
-                "spread measured over reruns on a shared 2-core VM (docs/methods.md, 'Speed-up across "
-                "reruns', 0.33); measure your machine's with benchmarks/speedup_reruns.py; 0 = within this run only.",
-                show_default=False,
-            ),
-        ] = None,
-        reference: Annotated[
-            Optional[str],
-            typer.Option(
-                "--reference",
-                metavar="CELL",
-                help="The cell every other is set against in 'Change vs reference' (its id, run id/cell id, "
-                "or its title as the tables print it, e.g. 'MLA on · norm on'); default the first speculative cell.",
-                show_default=False,
-            ),
-        ] = None,
-        plots: Annotated[
-            bool,
-            typer.Option(
-                "--plots/--no-plots",
-                help="Write the figures (PNG + SVG). --no-plots writes summary.md and the CSVs only, "
-                "without loading matplotlib (a CI job that reads the tables saves most of the time).",
-            ),
-        ] = True,
-    ) -> None:
-        """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
-        # the report core loads only when the command runs, so `specbench --help` and the other
-        # commands never pay for it
-        from specbench.report.build import build_report, table_rows, write_report  # lazy: pulls in pandas
-        from specbench.report.inputs import parse_label  # lazy: pulls in numpy and pydantic
-        from specbench.report.kpredict import advice_lines  # lazy: pulls in numpy
-
-        labels = [parse_label(x) for x in (label or [])]
-        guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
-        if not inputs and not labels:
-            raise ConfigError("report: give at least one FILE, run directory or --label NAME=FILE")
-        from specbench.analysis.speedup import RERUN_SD  # lazy: pulls in numpy
-
-        rep = build_report(
-            list(inputs or []),
-            labels,
-            n_resamples=resamples,
-            seed=seed,
-            rerun_sd=RERUN_SD if rerun_sd is None else rerun_sd,
-            reference=reference,
-        )
-        paths = write_report(rep, out, plots)
-        _print_table(rep, table_rows)
-        for g in rep.groups:
-            if g.warnings:
-                err_console.print(
-                    f"[yellow]warning:[/] {user_text(g.label)}: {len(g.warnings)} warning(s), see {user_text(out / 'summary.md')}",
-                    highlight=False,
-                )
-        for c in rep.comparisons:
-            console.print(user_text(c.sentence()), highlight=False)
-        for st in rep.studies:
-            for s in st.speedups:
-                console.print(
-                    f"{user_text(rep.title(s.cell))}: speed-up {s.point['output_tok_per_s']:.2f}× output tok/s "
-                    f"(AL {s.spec['mean_acceptance_length']:.2f} / step cost {s.point['cost_ratio']:.2f})",
-                    highlight=False,
-                )
-            for line in advice_lines(st.kpredictions, rep.title):  # the assumptions once, not once per cell
-                console.print(user_text(line), highlight=False)
-            for w in st.warnings:
-                err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
-        console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)
+    app.command("report")(handle_errors(report))
 
 
 def _print_table(rep, table_rows) -> None:

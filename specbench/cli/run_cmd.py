@@ -1,4 +1,4 @@
-"""``specbench run`` (run a study's matrix of vLLM servers) and ``specbench validate`` (check a config).
+"""``specbench run``: run a study's matrix of vLLM servers (``specbench validate`` checks a config: validate_cmd.py).
 
 Exit codes of ``run``: 0 every cell done; 3 some cells failed (recorded in the run directory, the
 rest ran); 2 bad config or input; 130 interrupted (finished cells are kept; ``--resume`` goes on).
@@ -14,32 +14,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from specbench.cli.common import console, handle_errors, nonempty_path, sigterm_as_interrupt
+from specbench.cli.common import (
+    SetOption,
+    config_or_default,
+    console,
+    handle_errors,
+    nonempty_path,
+    sigterm_as_interrupt,
+)
 from specbench.errors import ConfigError
 from specbench.redact import redact_argv, redact_env
 
 # The cores below are imported inside the commands (each marked ``# lazy:``): config, plan, estimate
 # and the executors pull in numpy and pydantic, the server and llmperf modules httpx and psutil, and
 # the final screen pandas, none of which ``specbench --help`` or ``validate``'s argument errors need.
-
-
-# run and validate take the same overrides, checked alike (run/plan.validated)
-SetOption = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--set",
-        metavar="KEY.PATH=VALUE",
-        help="Override a config key (repeatable; value read as YAML), checked like the file: --set load.num_requests=40.",
-    ),
-]
-
-
-def _config_or_default(config: Optional[Path]) -> Path:
-    if config is not None:
-        return config
-    from specbench.config import packaged_default_config  # lazy: pulls in numpy and pydantic
-
-    return packaged_default_config()
 
 
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
@@ -297,179 +285,155 @@ def _executor(kind: str, address: Optional[str], max_concurrent: Optional[int], 
     return RayExecutor(RayOptions(address=address, max_concurrent_cells=max_concurrent, cpus_per_cell=cpus_per_cell))
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    @handle_errors
-    def run(
-        config: Annotated[
-            Optional[Path],
-            typer.Argument(
-                metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
-            ),
-        ] = None,
-        dry_run: Annotated[
-            bool,
-            typer.Option(
-                "--dry-run",
-                help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.",
-            ),
-        ] = False,
-        overrides: SetOption = None,
-        resume: Annotated[
-            Optional[Path],
-            typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR."),
-        ] = None,
-        results_dir: Annotated[
-            Optional[Path],
-            typer.Option(
-                "--out",
-                metavar="DIR",
-                parser=nonempty_path,
-                help="Where the run directory <run-id>/ goes (default: the config's results_dir).",
-            ),
-        ] = None,
-        results_dir_alias: Annotated[
-            Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")
-        ] = None,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
-        executor: Annotated[
-            Optional[str],
-            typer.Option(
-                "--executor",
-                metavar="local|ray",
-                help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.",
-            ),
-        ] = None,
-        address: Annotated[
-            Optional[str],
-            typer.Option(
-                "--address",
-                metavar="ADDRESS",
-                help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.",
-            ),
-        ] = None,
-        max_concurrent_cells: Annotated[
-            Optional[int],
-            typer.Option(
-                "--max-concurrent-cells",
-                min=1,
-                help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).",
-            ),
-        ] = None,
-        cpus_per_cell: Annotated[
-            float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")
-        ] = 1.0,
-        gates: Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--gate",
-                metavar="EXPR",
-                help="Size each cell's load so this compare gate can fail (needs --gate-baseline); repeatable.",
-            ),
-        ] = None,
-        gate_baseline: Annotated[
-            Optional[Path],
-            typer.Option(
-                "--gate-baseline",
-                metavar="RUN",
-                help="The run the gate will compare against: its per-prompt spread sizes the load.",
-            ),
-        ] = None,
-        as_baseline: Annotated[
-            bool,
-            typer.Option(
-                "--as-baseline",
-                help="This run will be the new baseline: size it so that it and a candidate made alike can fail.",
-            ),
-        ] = False,
-    ) -> None:
-        """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
-        sets = tuple(overrides or ())
-        if results_dir is not None and results_dir_alias is not None:
-            raise ConfigError("give --out or its old name --results-dir, not both")
-        results_dir = results_dir if results_dir is not None else results_dir_alias
-        if resume is not None and (config is not None or sets):
-            raise ConfigError(
-                "give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses its own config)"
-            )
-        sizing_lines: list[str] = []
-        subset = None
-        if gates or gate_baseline is not None or as_baseline:
-            if resume is not None:
-                raise ConfigError("--gate sizes a new run's load; it does not combine with --resume")
-            sets, sizing_lines, subset = _gate_sized(
-                _config_or_default(config), sets, gates or [], gate_baseline, as_baseline
-            )
-        if dry_run:
-            if resume is not None:
-                raise ConfigError("--dry-run does not combine with --resume")
-            for line in sizing_lines:
-                print(line)
-            _print_dry_run(_config_or_default(config), sets)
-            return
-        from specbench.report.screen import final_screen  # lazy: pulls in pandas
-        from specbench.run.display import make_display  # lazy: 6 ms of rich.live and fractions at start-up
-        from specbench.run.plan import new_plan, resume_plan  # lazy: pulls in numpy and pydantic
-        from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
+def run(
+    config: Annotated[
+        Optional[Path],
+        typer.Argument(
+            metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.",
+        ),
+    ] = False,
+    overrides: SetOption = None,
+    resume: Annotated[
+        Optional[Path],
+        typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR."),
+    ] = None,
+    results_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            parser=nonempty_path,
+            help="Where the run directory <run-id>/ goes (default: the config's results_dir).",
+        ),
+    ] = None,
+    results_dir_alias: Annotated[
+        Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
+    executor: Annotated[
+        Optional[str],
+        typer.Option(
+            "--executor",
+            metavar="local|ray",
+            help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.",
+        ),
+    ] = None,
+    address: Annotated[
+        Optional[str],
+        typer.Option(
+            "--address",
+            metavar="ADDRESS",
+            help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.",
+        ),
+    ] = None,
+    max_concurrent_cells: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-concurrent-cells",
+            min=1,
+            help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).",
+        ),
+    ] = None,
+    cpus_per_cell: Annotated[
+        float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")
+    ] = 1.0,
+    gates: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--gate",
+            metavar="EXPR",
+            help="Size each cell's load so this compare gate can fail (needs --gate-baseline); repeatable.",
+        ),
+    ] = None,
+    gate_baseline: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--gate-baseline",
+            metavar="RUN",
+            help="The run the gate will compare against: its per-prompt spread sizes the load.",
+        ),
+    ] = None,
+    as_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--as-baseline",
+            help="This run will be the new baseline: size it so that it and a candidate made alike can fail.",
+        ),
+    ] = False,
+) -> None:
+    """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
+    sets = tuple(overrides or ())
+    if results_dir is not None and results_dir_alias is not None:
+        raise ConfigError("give --out or its old name --results-dir, not both")
+    results_dir = results_dir if results_dir is not None else results_dir_alias
+    if resume is not None and (config is not None or sets):
+        raise ConfigError(
+            "give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses its own config)"
+        )
+    sizing_lines: list[str] = []
+    subset = None
+    if gates or gate_baseline is not None or as_baseline:
+        if resume is not None:
+            raise ConfigError("--gate sizes a new run's load; it does not combine with --resume")
+        sets, sizing_lines, subset = _gate_sized(
+            config_or_default(config), sets, gates or [], gate_baseline, as_baseline
+        )
+    if dry_run:
+        if resume is not None:
+            raise ConfigError("--dry-run does not combine with --resume")
+        for line in sizing_lines:
+            print(line)
+        _print_dry_run(config_or_default(config), sets)
+        return
+    from specbench.report.screen import final_screen  # lazy: pulls in pandas
+    from specbench.run.display import make_display  # lazy: 6 ms of rich.live and fractions at start-up
+    from specbench.run.plan import new_plan, resume_plan  # lazy: pulls in numpy and pydantic
+    from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
 
-        # the executor and its options are checked before the run directory is written (a bogus
-        # --executor used to leave a planned run behind); a resumed run's comes from its manifest
-        chosen = None
-        if resume is None:
-            from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
-
-            kind = executor or validated(_config_or_default(config), sets)[0].executor
-            chosen = _executor(kind, address, max_concurrent_cells, cpus_per_cell)
-        elif executor is not None:
-            chosen = _executor(executor, address, max_concurrent_cells, cpus_per_cell)
-        with sigterm_as_interrupt():
-            plan = (
-                resume_plan(resume) if resume is not None else new_plan(_config_or_default(config), results_dir, sets)
-            )
-            display = make_display(quiet, final=final_screen)
-            if sizing_lines:
-                plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
-            if subset is not None:  # compare reads it: the baseline's other prompts left out on purpose
-                plan.manifest["gate_subset"] = subset
-            if not quiet:
-                console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
-                for line in sizing_lines:
-                    console.print(line, highlight=False, soft_wrap=True, markup=False)
-            for note in plan.notes:  # e.g. where --resume took the run's secrets from
-                console.print(f"resume: {note}", highlight=False, soft_wrap=True)
-            try:
-                code = execute(
-                    plan,
-                    display,
-                    chosen or _executor(plan.study.executor, address, max_concurrent_cells, cpus_per_cell),
-                )
-            except KeyboardInterrupt:
-                print(f"{plan.run_dir}", flush=True)
-                raise
-            finally:
-                display.close()
-        print(f"{plan.run_dir}" if quiet else f"results: {plan.run_dir}", flush=True)
-        raise typer.Exit(code)
-
-    @app.command()
-    @handle_errors
-    def validate(
-        config: Annotated[
-            Optional[Path],
-            typer.Argument(
-                metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
-            ),
-        ] = None,
-        overrides: SetOption = None,
-    ) -> None:
-        """Check a study config without running anything (exit 0 valid, 2 invalid)."""
+    # the executor and its options are checked before the run directory is written (a bogus
+    # --executor used to leave a planned run behind); a resumed run's comes from its manifest
+    chosen = None
+    if resume is None:
         from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
 
-        path = _config_or_default(config)
-        _, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run
-        spec = sum(1 for c in cells if not c.is_baseline)
-        console.print(
-            f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
-            highlight=False,
-            soft_wrap=True,
-        )
+        kind = executor or validated(config_or_default(config), sets)[0].executor
+        chosen = _executor(kind, address, max_concurrent_cells, cpus_per_cell)
+    elif executor is not None:
+        chosen = _executor(executor, address, max_concurrent_cells, cpus_per_cell)
+    with sigterm_as_interrupt():
+        plan = resume_plan(resume) if resume is not None else new_plan(config_or_default(config), results_dir, sets)
+        display = make_display(quiet, final=final_screen)
+        if sizing_lines:
+            plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
+        if subset is not None:  # compare reads it: the baseline's other prompts left out on purpose
+            plan.manifest["gate_subset"] = subset
+        if not quiet:
+            console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+            for line in sizing_lines:
+                console.print(line, highlight=False, soft_wrap=True, markup=False)
+        for note in plan.notes:  # e.g. where --resume took the run's secrets from
+            console.print(f"resume: {note}", highlight=False, soft_wrap=True)
+        try:
+            code = execute(
+                plan,
+                display,
+                chosen or _executor(plan.study.executor, address, max_concurrent_cells, cpus_per_cell),
+            )
+        except KeyboardInterrupt:
+            print(f"{plan.run_dir}", flush=True)
+            raise
+        finally:
+            display.close()
+    print(f"{plan.run_dir}" if quiet else f"results: {plan.run_dir}", flush=True)
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(handle_errors(run))
