@@ -1,5 +1,5 @@
 """Typed records of a run directory: what ``manifest.json``, ``cell.json`` and ``acceptance.json``
-hold (docs/internals.md "Results directory"); a line of ``requests.jsonl`` is
+hold (docs/contracts.md "Results directory"); a line of ``requests.jsonl`` is
 :class:`specbench.model.requests.RequestRecord`, a ``counts`` object :class:`specbench.model.counts.Counts`.
 
 Writers build these models and save ``record.dump()``; readers get them from :func:`load`, which

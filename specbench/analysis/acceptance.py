@@ -1,4 +1,4 @@
-"""The analysis contract (docs/internals.md "Analysis contract") in one import.
+"""The analysis contract (docs/contracts.md "Analysis contract") in one import.
 
 The pieces live in small modules: :mod:`.counts` (Counts, AcceptanceStats, acceptance), :mod:`.windows`
 (records -> per-window counts), :mod:`.intervals` (CIs) and :mod:`.frames` (DataFrames).

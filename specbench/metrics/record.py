@@ -1,4 +1,4 @@
-"""The canonical record (docs/internals.md): one per metric line/scrape/summary that was read.
+"""The canonical record (docs/contracts.md): one per metric line/scrape/summary that was read.
 
 Values are exactly as printed; percentages become fractions; a field the text does not carry is
 ``None`` and is never inferred here (derived values belong to :mod:`specbench.analysis`).

@@ -89,7 +89,7 @@ def build_acceptance(
     req_units: list[Counts] | None,
     per_request_mode: str,
 ) -> Acceptance:
-    """The acceptance.json record (docs/internals.md) of a speculative cell."""
+    """The acceptance.json record (docs/contracts.md) of a speculative cell."""
     log_total = total(windows)
     logs_ok, logs_details = counts_equal(log_total, prom)
     use_req = req_units if per_request_mode != "off" else None

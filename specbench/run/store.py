@@ -1,4 +1,4 @@
-"""The results directory (docs/internals.md "Results directory", schema_version 1).
+"""The results directory (docs/contracts.md "Results directory", schema_version 1).
 
 Everything is written atomically and the run directory is complete and loadable after every cell:
 ``cell.json`` / ``acceptance.json`` per cell, then ``manifest.json`` and ``cells.csv`` /
@@ -110,7 +110,7 @@ class Run:
         return self.manifest["run_id"]
 
     def cells_frame(self):
-        """One row per cell (tidy), columns as in docs/internals.md; axes named after the axis."""
+        """One row per cell (tidy), columns as in docs/contracts.md; axes named after the axis."""
         import pandas as pd
 
         rows = [cell_row(self.run_id, c.record, c.acc, c.summary) for c in self.cells.values()]

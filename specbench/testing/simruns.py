@@ -1,4 +1,4 @@
-"""Run directories for compare tests, written in the documented results layout (docs/internals.md,
+"""Run directories for compare tests, written in the documented results layout (docs/contracts.md,
 "Results directory", schema_version 1) from simulated counts with known truth."""
 
 from __future__ import annotations
