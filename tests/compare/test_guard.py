@@ -79,3 +79,23 @@ def test_a_precision_driven_candidate_against_a_fixed_baseline_is_not_like_for_l
     steered["load"].update(until={"ci_half_width": {"acceptance_length": 0.05}}, max_requests=400)
     lines = mismatches(base, load_side(make_run("steered", CELL, seed=1, manifest={"resolved_config": steered})))
     assert [line.split(":")[0] for line in lines] == ["precision-driven load (load.until)", "max_requests"], lines
+
+
+def test_a_methods_own_draft_is_compared_and_absent_means_none(make_run):
+    """``serve.speculative.drafts`` (each method's own head): a run before it (no key) is a run with
+    none; two runs whose EAGLE-3 heads differ are not like for like."""
+    cfg = copy.deepcopy(MANIFEST["resolved_config"])
+    assert "drafts" not in cfg["serve"]["speculative"]  # as in runs before per-method drafts
+    base = load_side(make_run("base", CELL, seed=1))
+
+    def with_drafts(name, drafts):
+        c = copy.deepcopy(cfg)
+        c["serve"]["speculative"]["drafts"] = drafts
+        return load_side(make_run(name, CELL, seed=1, manifest={"resolved_config": c}))
+
+    assert mismatches(base, with_drafts("none", {})) == []
+    one, other = with_drafts("one", {"eagle3": "org/head-a"}), with_drafts("other", {"eagle3": "org/head-b"})
+    lines = mismatches(one, other)
+    assert lines == [
+        "draft per method (speculative.drafts): baseline {'eagle3': 'org/head-a'}, candidate {'eagle3': 'org/head-b'}"
+    ]

