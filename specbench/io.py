@@ -27,6 +27,20 @@ SCHEMA_VERSION = 1
 _PROTECTED: list[Path] = []
 
 
+def cache_root() -> Path:
+    """specbench's cache: ``$SPECBENCH_CACHE``, else ``~/.cache/specbench``."""
+    base = os.environ.get("SPECBENCH_CACHE")
+    return Path(base).expanduser() if base else Path.home() / ".cache" / "specbench"
+
+
+def cache_path(name: str, override_env: str) -> Path | None:
+    """A cache entry: ``$override_env`` when set (``off``: None, no cache), else ``cache_root() / name``."""
+    explicit = os.environ.get(override_env)
+    if explicit == "off":
+        return None
+    return Path(explicit).expanduser() if explicit else cache_root() / name
+
+
 def protect_inputs(paths) -> None:
     """Refuse, for the rest of this process, every write to or inside any of ``paths``."""
     for p in paths:

@@ -17,26 +17,18 @@ unreadable or foreign file counts as empty (and is replaced on the next write), 
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
 
-from specbench.io import atomic_write_text
+from specbench.io import atomic_write_text, cache_path
 
 ENV = "SPECBENCH_TIMINGS_FILE"
 VERSION = 1
 
 
 def timings_path() -> Path | None:
-    explicit = os.environ.get(ENV)
-    if explicit == "off":
-        return None
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("SPECBENCH_CACHE")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "specbench"
-    return root / "timings.json"
+    return cache_path("timings.json", ENV)
 
 
 def server_key(model: str, spec: dict[str, Any] | None) -> str:

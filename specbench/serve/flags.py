@@ -10,12 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from specbench.io import atomic_write_text
+from specbench.io import atomic_write_text, cache_root
 from specbench.serve.vllm_main import installed_vllm_version
 
 # Prints every option string of `vllm serve`, from the parser vLLM's CLI builds (ServeSubcommand).
@@ -30,9 +29,7 @@ _PROBE = (
 
 
 def _cache_file() -> Path:
-    base = os.environ.get("SPECBENCH_CACHE")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "specbench"
-    return root / "vllm-serve-flags.json"
+    return cache_root() / "vllm-serve-flags.json"
 
 
 def _install_key(python: str) -> str | None:

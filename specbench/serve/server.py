@@ -29,6 +29,7 @@ from types import TracebackType
 import httpx
 
 from specbench.errors import DependencyError, ServerError
+from specbench.io import cache_path
 from specbench.redact import redact_argv
 from specbench.serve.plugin.switches import variant_cache_key
 from specbench.serve.procs import join_started, kill_tree, wait_released
@@ -67,14 +68,7 @@ def shared_modelinfos_dir() -> Path | None:
     in the same directory plus ``os.replace``, so servers writing at once never leave a torn file.
     The rest of the cache root (the compile cache, whose key ignores our variants) stays private.
     """
-    explicit = os.environ.get(MODELINFOS_ENV)
-    if explicit == "off":
-        return None
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("SPECBENCH_CACHE")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "specbench"
-    return root / "vllm-modelinfos"
+    return cache_path("vllm-modelinfos", MODELINFOS_ENV)
 
 
 def link_modelinfos(cache_root: Path, shared: Path) -> bool:
