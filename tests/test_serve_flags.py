@@ -10,6 +10,7 @@ from specbench.serve import flags as sf
 
 
 @pytest.mark.slow
+@pytest.mark.imports_vllm  # importorskip("vllm") imports it into the worker
 def test_probe_reads_the_installed_parser_and_caches_it(tmp_path, monkeypatch):
     pytest.importorskip("vllm")
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path))
