@@ -80,9 +80,8 @@ def _check_variants(cells: list[Cell]) -> None:
         if c.is_baseline or not c.draft or not any(c.env.get(v, "").strip() for v in SWITCH_VARS):
             continue
         # A hub draft not downloaded yet (None): what needs its config.json is checked inside the server.
-        draft_dir = Path(c.draft) if Path(c.draft).exists() else _hub_cache_dir(c.draft)
         check_variant_supported(
-            draft_dir,
+            _model_dir(c.draft),
             switches.output_norm,
             pos0_mask=switches.pos0_mask,
             method=_spec_method(c),
@@ -150,9 +149,7 @@ def _deepseek_eagle3(cell: Cell) -> bool:
 
 def _model_config(ref: str | None) -> dict[str, Any] | None:
     """A model's config.json (a local directory or the Hugging Face cache), or None."""
-    if not ref:
-        return None
-    where = Path(ref) if Path(ref).is_dir() else _hub_cache_dir(ref)
+    where = _model_dir(ref) if ref else None
     try:
         data = json.loads((where / "config.json").read_text(encoding="utf-8")) if where else None
     except (OSError, ValueError):
@@ -163,6 +160,11 @@ def _model_config(ref: str | None) -> dict[str, Any] | None:
 def _spec_method(cell: Cell) -> str:
     """The cell's speculative method as its config names it (``spec.method``; "eagle" for none)."""
     return (cell.spec or {}).get("method") or "eagle"
+
+
+def _model_dir(ref: str) -> Path | None:
+    """A model's directory: the path itself where it exists, else its Hugging Face cache snapshot."""
+    return Path(ref) if Path(ref).exists() else _hub_cache_dir(ref)
 
 
 def _hub_cache_dir(repo_id: str) -> Path | None:
