@@ -202,6 +202,9 @@ class CellRecord(Record):
     attested: Optional[dict[str, Any]] = None
     # Precision-driven load (load/precision.py): why the load stopped, the half-widths reached.
     precision: Optional[dict[str, Any]] = None
+    # load.interleave (run/interleave.py): the baseline cell whose server this cell's load alternated
+    # with, the blocks, the companion's log (or why it could not start).
+    paired_baseline: Optional[dict[str, Any]] = None
     # The node a remote executor (Ray) ran the cell on: the run's manifest records it in
     # cell_hosts, the cell file never does.
     node: Optional[StrictStr] = Field(default=None, exclude=True)

@@ -63,6 +63,9 @@ SPEEDUP_LABELS = {
 # docs/methods.md "Speed-up across reruns"): 0.326.
 RERUN_SD = 0.33
 RERUN_SOURCE = "same-config reruns on a shared 2-core VM (benchmarks/speedup_reruns.py)"
+# The same for a cell measured interleaved in time with its baseline's server (load.interleave,
+# specbench/run/interleave.py): what reruns of such cells moved beyond their within-run interval.
+INTERLEAVED_RERUN_SD = 0.0
 # columns of a cell's request matrix (accepted-per-position columns follow, when asked for)
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(6)
 N_BASE_COLUMNS = 6
@@ -183,6 +186,7 @@ class Speedup:
     rerun_sd: float = 0.0  # the between-run SD of the log the intervals carry
     load_ratio: float | None = None  # summary.json throughput ratio (whole load), point only
     notes: list[str] = field(default_factory=list)
+    interleaved: bool = False  # the baseline's requests were sent interleaved with the cell's (load.interleave)
 
 
 def speedup(
@@ -194,6 +198,7 @@ def speedup(
     confidence: float = 0.95,
     rerun_sd: float = RERUN_SD,
     load_tok_per_s: tuple[float | None, float | None] = (None, None),
+    interleaved: bool = False,
 ) -> Speedup:
     """Measured and decomposed speed-up of ``cell`` over ``baseline`` (see the module docstring).
 
@@ -230,17 +235,24 @@ def speedup(
         rerun_sd=rerun_sd,
         load_ratio=ratio,
         notes=notes,
+        interleaved=interleaved,
     )
 
 
 def speedups_method(found: list[Speedup]) -> str:
-    """:func:`interval_method` of a list of speed-ups (all made alike), or of the defaults for none."""
-    return interval_method(found[0].confidence, found[0].rerun_sd) if found else interval_method(0.95, RERUN_SD)
+    """:func:`interval_method` of each kind of speed-up in ``found`` (measured apart from the
+    baseline, or interleaved with it), or of the defaults for none."""
+    if not found:
+        return interval_method(0.95, RERUN_SD)
+    kinds = [(s.confidence, s.rerun_sd, s.interleaved) for s in found]
+    return "; ".join(interval_method(*k) for k in dict.fromkeys(kinds))
 
 
-def interval_method(confidence: float, rerun_sd: float) -> str:
+def interval_method(confidence: float, rerun_sd: float, interleaved: bool = False) -> str:
     """How a speed-up's interval was made, in words (for tables, plots and the screen)."""
     base = f"{confidence:.0%} t interval on the log, jackknife over requests (paired by prompt where both cells sent the same)"
+    if interleaved:
+        base += ", the baseline's requests sent interleaved in time with the cell's (load.interleave)"
     if not rerun_sd:
-        return base + "; within this run only: a rerun may differ by more"
+        return base + ("" if interleaved else "; within this run only: a rerun may differ by more")
     return base + f", widened by a between-run SD of {rerun_sd:g} on the log ({RERUN_SOURCE})"

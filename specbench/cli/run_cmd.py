@@ -403,7 +403,10 @@ def run(
     if resume is None:
         from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
 
-        kind = executor or validated(config_or_default(config), sets)[0].executor
+        study = validated(config_or_default(config), sets)[0]
+        kind = executor or study.executor
+        if kind == "ray" and study.load.interleave:
+            raise ConfigError("--executor ray: load.interleave needs both servers on one machine (--executor local)")
         chosen = _executor(kind, address, max_concurrent_cells, cpus_per_cell)
     elif executor is not None:
         chosen = _executor(executor, address, max_concurrent_cells, cpus_per_cell)

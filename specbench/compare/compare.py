@@ -405,7 +405,8 @@ def _study_rows(
     if bc.is_baseline or cc.is_baseline or rb is None or rc is None:
         return []
     rows = []
-    sp = speedup_delta(bc.requests, rb.requests, cc.requests, rc.requests, conf)
+    # a cell measured interleaved with its baseline's server: against those requests (run/interleave.py)
+    sp = speedup_delta(bc.requests, bc.paired or rb.requests, cc.requests, cc.paired or rc.requests, conf)
     if sp is not None:
         b, c, d = sp
         rows.append(

@@ -55,6 +55,9 @@ class SideCell:
     num_spec_tokens: int | None = None
     is_baseline: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)  # requests.jsonl rows, tagged with _repeat
+    # load.interleave: its baseline's requests sent interleaved with each repeat's load (tagged with
+    # _repeat); None unless every repeat pooled here has them (run/interleave.py)
+    paired: list[dict[str, Any]] | None = None
     exact: Counts | None = None  # /metrics diff summed over repeats; None unless every repeat has one
     exact_missing: bool = False  # some repeat had no /metrics diff: ``exact`` is not the cell's total
     failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
@@ -285,6 +288,8 @@ def _load_run_dir(path: Path) -> Side:
             _add_attestation(cell, cell_id, rec)
         _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
         _add_latency(cell, *data.request_rows(), data.summary, rec.repeat)
+        paired = data.paired_baseline_rows() if not cell.is_baseline else None
+        cell.paired = (cell.paired or []) + paired if paired and (cell.paired or len(cell.repeats) == 1) else None
         if cell.num_spec_tokens is None and not cell.is_baseline:
             cell.num_spec_tokens = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
     for key, failed in not_done.items():

@@ -229,6 +229,10 @@ class Load(_Strict):
     # sampler gives the prompt (ShareGPT's first reply, MT-bench's 256), load.max_tokens where none.
     output_len: Literal["max_tokens", "workload"] = "max_tokens"
     warmup_requests: int = Field(default=2, ge=0)
+    # Speed-up measured in time with its baseline (specbench/run/interleave.py): each speculative
+    # cell's load alternates with the same requests on its baseline's server in blocks of this many
+    # requests (0: off; the baseline cell's own load, minutes away, is the reference).
+    interleave: int = Field(default=0, ge=0)
     # A cell whose load fails more than this fraction of requests is recorded as failed.
     max_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     llmperf: Optional[Llmperf] = None
@@ -279,6 +283,16 @@ class Load(_Strict):
             )
         if self.min_requests > self.max_requests:
             raise ValueError(f"min_requests: {self.min_requests} is above max_requests {self.max_requests}")
+        return self
+
+    @model_validator(mode="after")
+    def _interleave_alone(self) -> "Load":
+        if self.interleave and self.driver != "builtin":
+            raise ValueError(
+                "interleave: needs driver 'builtin' (llmperf samples its own prompts, so no request pairs)"
+            )
+        if self.interleave and self.until is not None:
+            raise ValueError("interleave: not with load.until (a precision-driven load); use num_requests")
         return self
 
     @model_validator(mode="after")
@@ -369,6 +383,18 @@ class Study(_Strict):
         for axis in SPEC_AXES:
             if axis in self.matrix and self.serve.speculative is None:
                 raise ValueError(f"matrix.{axis} needs serve.speculative (it varies the draft)")
+        return self
+
+    @model_validator(mode="after")
+    def _interleave_needs_baselines(self) -> "Study":
+        if self.load.interleave:
+            if self.executor == "ray":
+                raise ValueError("load.interleave: needs executor 'local' (both servers on one machine)")
+            if not self.baseline.enabled or self.serve.speculative is None:
+                raise ValueError(
+                    "load.interleave: alternates speculative cells with their baseline's server; the study has "
+                    "no speculative cells or no baseline (baseline.enabled)"
+                )
         return self
 
     @model_validator(mode="after")

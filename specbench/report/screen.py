@@ -44,7 +44,7 @@ def final_table(run_dir: Path, study: StudyAnalysis | None = None) -> Table:
         caption="AL includes the bonus token; p_i unconditional; 95% CIs; "
         "tok/s: the load's output throughput (output tokens / load time, as cells.csv and compare "
         "show it); speed-up over the cell's own no-spec baseline (< 1x slower), its CI "
-        f"widened by the between-run spread of reruns ({RERUN_SD:g} on the log)",
+        + _speedup_ci_words(study.speedups if study is not None else []),
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         pad_edge=False,
@@ -90,6 +90,16 @@ def final_table(run_dir: Path, study: StudyAnalysis | None = None) -> Table:
             up,
         )
     return t
+
+
+def _speedup_ci_words(found: list) -> str:
+    """The speed-up column's caption: how its intervals were made, in a few words."""
+    words = []
+    if any(s.interleaved for s in found):
+        words.append("over requests sent interleaved with the baseline's (load.interleave)")
+    if not found or not all(s.interleaved for s in found):
+        words.append(f"widened by the between-run spread of reruns ({RERUN_SD:g} on the log)")
+    return "; ".join(words)
 
 
 def _study(run_dir: Path) -> StudyAnalysis | None:

@@ -14,7 +14,7 @@ changes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,15 @@ from specbench.analysis.divergence import (
     compare_outputs,
 )
 from specbench.analysis.kpredict import KPrediction, predict_k
-from specbench.analysis.speedup import RERUN_SD, SPEEDUP_LABELS, SPEEDUPS, Speedup, speedup, speedups_method
+from specbench.analysis.speedup import (
+    INTERLEAVED_RERUN_SD,
+    RERUN_SD,
+    SPEEDUP_LABELS,
+    SPEEDUPS,
+    Speedup,
+    speedup,
+    speedups_method,
+)
 from specbench.io import atomic_write_text
 from specbench.render import format as fmt
 from specbench.report.categories import (
@@ -59,6 +67,8 @@ class CellRequests:
     load_tok_per_s: float | None
     host: str | None = None  # manifest cell_hosts (Ray); None: the run's machine
     window: tuple[str, str] | None = None  # cell.json started_at, ended_at (ISO, UTC)
+    # load.interleave: its baseline's requests sent interleaved with this cell's (run/interleave.py)
+    paired_rows: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -104,6 +114,7 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
                 load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
                 host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
                 window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None,
+                paired_rows=cell.paired_baseline_rows(),
             )
         )
     return out, draft_axes_of(run.manifest)
@@ -184,10 +195,14 @@ def analyse_run(
     return study
 
 
-def run_speedups(path: Path | Run, *, confidence: float = 0.95) -> StudyAnalysis:
+def run_speedups(path: Path | Run, *, confidence: float = 0.95, interleaved: bool = True) -> StudyAnalysis:
     """Only each speculative cell's speed-up over its own baseline (no divergence pairs): what the
-    run's final screen shows."""
+    run's final screen shows. ``interleaved=False`` ignores the requests a cell's baseline answered
+    interleaved with it (load.interleave) and measures it against the baseline cell's own load, as
+    without interleaving (benchmarks/speedup_reruns.py compares the two on the same runs)."""
     cells, draft_axes = _read_run(path, False)
+    if not interleaved:
+        cells = [replace(c, paired_rows=None) for c in cells]
     study = StudyAnalysis(
         source=str(path.path if isinstance(path, Run) else path), cell_axes={c.label: c.axes for c in cells}
     )
@@ -213,19 +228,22 @@ def _add_speedups(
                 study.warnings.append(f"{spec.label}: no matching baseline, no speed-up ({why})")
             continue
         try:
+            paired = spec.paired_rows  # its baseline's own requests, sent interleaved in time with the cell's
             s = speedup(
                 spec.label,
                 spec.rows,
                 base.label,
-                base.rows,
+                paired or base.rows,
                 confidence=confidence,
-                rerun_sd=rerun_sd,
-                load_tok_per_s=(spec.load_tok_per_s, base.load_tok_per_s),
+                rerun_sd=INTERLEAVED_RERUN_SD if paired else rerun_sd,
+                load_tok_per_s=(None, None) if paired else (spec.load_tok_per_s, base.load_tok_per_s),
+                interleaved=bool(paired),
             )
         except ValueError as exc:
             study.warnings.append(f"{spec.label}: no speed-up ({exc})")
             continue
-        s.notes += timing_caveats(spec, base, cells)
+        if not s.interleaved:
+            s.notes += timing_caveats(spec, base, cells)
         study.speedups.append(s)
     study.throughputs = throughput_contrasts(cells, confidence=confidence, rerun_sd=rerun_sd)
 

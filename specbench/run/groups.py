@@ -52,6 +52,7 @@ from specbench.errors import ConfigError, ServerError
 from specbench.io import atomic_write_text
 from specbench.records import Acceptance, CellRecord
 from specbench.run.cells import Cell
+from specbench.run.interleave import Companions
 from specbench.run.lifecycle import (
     CellFailed,
     CellLife,
@@ -62,7 +63,7 @@ from specbench.run.lifecycle import (
     remove_tree,
     stats_wait_s,
 )
-from specbench.run.measure import measure_cell
+from specbench.run.measure import measure_cell, warm_up
 from specbench.run.runner import LocalExecutor
 from specbench.serve.attest import control_not_compared
 from specbench.serve.plugin.switch import DEV_MODE_ENV, probe, server_additions, switch_variant, switchable
@@ -236,11 +237,17 @@ class GroupedExecutor(LocalExecutor):
 
     def run_cells(self, cells: list[Cell], ctx: RunContext) -> Iterator[Result]:
         serve = ctx.study.serve
-        for group in group_cells(cells, serve.host, serve.share_servers):
-            if len(group) == 1:
-                yield self.run_cell(group[0], ctx)
-            else:
-                yield from self.run_group(group, ctx)
+        companions = Companions(ctx, cells, lambda server, base: warm_up(ctx, server.url, base))
+        if companions.pairs:  # load.interleave (run/interleave.py)
+            ctx = dataclasses.replace(ctx, companion=companions.get)
+        try:
+            for group in group_cells(cells, serve.host, serve.share_servers):
+                results = [self.run_cell(group[0], ctx)] if len(group) == 1 else self.run_group(group, ctx)
+                for record, acc in results:
+                    companions.done(record.cell_id)
+                    yield record, acc
+        finally:
+            companions.close()
 
     def run_cell(self, cell: Cell, ctx: RunContext) -> Result:
         record, acc = super().run_cell(cell, cell_context(ctx, cell) if cell.load else ctx)

@@ -70,6 +70,9 @@ class RunContext:
     cell_hosts: dict[str, str] = field(default_factory=dict)
     # shared servers that could not switch their head in place (the manifest's head_switch_fallbacks)
     switch_fallbacks: list[dict[str, Any]] = field(default_factory=list)
+    # load.interleave: a speculative cell -> (its baseline's running server or None, that baseline
+    # cell, cell.json's paired_baseline); run/interleave.py's Companions.get
+    companion: Callable[[Any], tuple[Any, Any, dict[str, Any]] | None] | None = None
 
 
 def stats_wait_s(ctx: RunContext) -> float:

@@ -23,6 +23,7 @@ from specbench.records import Acceptance, CellRecord, requests_of
 from specbench.redact import server_api_key
 from specbench.run import collect
 from specbench.run.cells import Cell
+from specbench.run.interleave import PAIRED_DIR, interleaved_load
 from specbench.run.lifecycle import CellFailed, RunContext, log_lines
 from specbench.serve.server import VLLMServer
 
@@ -87,6 +88,10 @@ def measure_cell(
     if not ok and not cell.is_baseline:
         raise CellFailed(f"warmup stats never appeared in the log within {wait_s:.0f} s")
 
+    # load.interleave: the baseline's server, started (once) before this cell's load begins
+    companion = ctx.companion(cell) if ctx.companion is not None and not cell.is_baseline else None
+    if companion is not None:
+        record.paired_baseline = companion[2]
     # A baseline has no acceptance to steer on: it sends the cap as a fixed load.
     n = ld.max_requests if ld.until is not None and ld.max_requests is not None else ld.num_requests
     ctx.display.update(cell.cell_id, "load", done=0, total=n)
@@ -107,6 +112,8 @@ def measure_cell(
             ),
             scrape=lambda: collect.prometheus_counts(server.scrape_metrics()),
         )
+    elif companion is not None and companion[0] is not None:
+        result = _interleaved(ctx, cell, server.url, key, n, d, companion, record)
     else:
         result = _load(
             ctx,
@@ -159,6 +166,51 @@ def measure_cell(
         acc.warnings = [*acc.warnings, covers["acceptance_covers"]]
     record.timings.collect_s = round(time.monotonic() - t0, 2)
     return acc
+
+
+def warm_up(ctx: RunContext, url: str, cell: Cell) -> None:
+    """The study's warmup requests to a server that serves ``cell`` (a companion, run/interleave.py)."""
+    if ctx.study.load.warmup_requests:
+        assert cell.model is not None
+        _load(
+            ctx,
+            url,
+            cell.model,
+            ctx.study.load.warmup_requests,
+            progress=None,
+            out_dir=ctx.run_dir,  # unused by the built-in driver, the only one interleave allows
+            api_key=server_api_key(cell.args, cell.env),
+            cell=cell,
+            warmup=True,
+        )
+
+
+def _interleaved(
+    ctx: RunContext, cell: Cell, url: str, key: str | None, n: int, d: Path, companion: tuple, record: CellRecord
+) -> LoadResult:
+    """The cell's load alternating with the same requests on its baseline's server
+    (run/interleave.py); the baseline side goes to ``d/paired_baseline``."""
+    server, base, info = companion
+    assert cell.model is not None and base.model is not None
+    done = [0]
+
+    def send_cell(start: int, k: int) -> LoadResult:
+        res = _load(ctx, url, cell.model, k, progress=None, out_dir=d, api_key=key, cell=cell, start=start)
+        done[0] += k
+        ctx.display.update(cell.cell_id, "load", done=done[0], total=n)
+        return res
+
+    def send_base(start: int, k: int) -> LoadResult:
+        key_b = server_api_key(base.args, base.env)
+        return _load(ctx, server.url, base.model, k, progress=None, out_dir=d, api_key=key_b, cell=base, start=start)
+
+    result, base_result, blocks = interleaved_load(n, ctx.study.load.interleave, send_cell, send_base)
+    write_outputs(base_result, d / PAIRED_DIR)
+    failed = sum(1 for r in base_result.requests if r.get("error"))
+    record.paired_baseline = {**info, **blocks, "requests": len(base_result.requests), "failed": failed}
+    if not server.is_alive():
+        record.paired_baseline["error"] = "the baseline's server died during the load"
+    return result
 
 
 def _load(

@@ -38,6 +38,7 @@ CELL_JSON = "cell.json"
 ACCEPTANCE_JSON = "acceptance.json"
 SUMMARY_JSON = "summary.json"
 REQUESTS_JSONL = "requests.jsonl"
+PAIRED_BASELINE = "paired_baseline"  # a cell's folder of its baseline's interleaved requests (run/interleave.py)
 
 BASE_COLUMNS = ["run_id", "cell_id", "repeat", "status", "is_baseline"]
 TAIL_COLUMNS = [
@@ -97,6 +98,15 @@ class CellData:
         if self.requests is None and _exists(path):
             return read_jsonl_lines(path), str(path)
         return list(enumerate(self.requests or [], 1)), f"{self.dir} (requests of the benchmark result)"
+
+    def paired_baseline_rows(self) -> list[dict[str, Any]] | None:
+        """The requests its baseline's server answered interleaved with this cell's load
+        (``load.interleave``, run/interleave.py), tagged with the cell's repeat; None when it has none."""
+        info = self.record.paired_baseline or {}
+        path = self.dir / PAIRED_BASELINE / REQUESTS_JSONL
+        if not info.get("blocks") or info.get("error") or not _exists(path):
+            return None
+        return [{**r, "_repeat": self.record.repeat} for _, r in read_jsonl_lines(path)]
 
 
 @dataclass

@@ -1,0 +1,150 @@
+"""A speculative cell's speed-up measured in time with its baseline (``load.interleave: N``).
+
+A cell and its baseline cell run minutes apart, and on a shared machine what happens in between
+moves their throughput ratio far more than their requests do (docs/methods.md, "Speed-up across
+reruns"). With ``load.interleave: N`` the baseline cell's server is started a second time beside
+the speculative cells that measure against it (a *companion*: the baseline cell's own argv and
+env, warmed up like any server), and each such cell's load alternates with the same requests on
+the companion in blocks of N requests, in ABBA order (cell, companion, companion, cell, cell, ...)
+so that a drift of the machine during the load falls on both sides alike.
+
+The companion's requests are the cell's ``paired_baseline/requests.jsonl`` (with their
+summary.json); cell.json's ``paired_baseline`` names the baseline cell, the blocks and the
+companion's log. The speed-up of such a cell is computed against those requests, request by
+request (the same ids and prompts, adjacent in time), wherever a speed-up is shown or gated. The
+baseline cell itself still runs and is measured on its own server, as without interleaving.
+
+Only one server loads at a time: the other waits idle. A companion is started when the first cell
+that needs it starts its load, and stopped after the last such cell (at most one per baseline cell
+is up). A companion that fails to start leaves its cells measured without it (the reason in their
+``paired_baseline``); their speed-up then is against the baseline cell's own load, as before.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from specbench.config import Study
+from specbench.errors import ServerError
+from specbench.run.cells import Cell, pick_baseline
+from specbench.run.lifecycle import RunContext, ServerSession
+from specbench.run.store import PAIRED_BASELINE
+
+PAIRED_DIR = PAIRED_BASELINE  # in a cell's directory: the companion's requests for that cell
+COMPANIONS_DIR = "companions"  # in the run directory: one folder per companion server (its log)
+
+
+def pairs(study: Study, cells: list[Cell]) -> dict[str, Cell]:
+    """Speculative cell id -> the baseline cell whose server it interleaves with (only with
+    ``load.interleave``; a cell without a matching baseline is not in it)."""
+    if not study.load.interleave:
+        return {}
+    baselines = [(b.axes, b.repeat, b) for b in cells if b.is_baseline]
+    out = {}
+    for c in cells:
+        if not c.is_baseline:
+            base = pick_baseline(c.axes, c.repeat, baselines, study.baseline.draft_axes)
+            if base is not None:
+                out[c.cell_id] = base
+    return out
+
+
+class Companions:
+    """The companion servers of a run: started on first use, stopped after their last cell."""
+
+    def __init__(self, ctx: RunContext, cells: list[Cell], warmup: Callable[[Any, Cell], None]):
+        self.ctx = ctx
+        self.pairs = pairs(ctx.study, cells)
+        self.left = {}  # baseline cell id -> spec cells still to run against it
+        for base in self.pairs.values():
+            self.left[base.cell_id] = self.left.get(base.cell_id, 0) + 1
+        self.sessions: dict[str, ServerSession] = {}
+        self.failed: dict[str, str] = {}
+        self._warmup = warmup
+
+    def get(self, cell: Cell) -> tuple[Any, Cell, dict[str, Any]] | None:
+        """(running companion server, its baseline cell, what cell.json records) for ``cell``;
+        None when the cell has no baseline to interleave with. A companion that cannot start gives
+        a record with the reason and no server."""
+        base = self.pairs.get(cell.cell_id)
+        if base is None:
+            return None
+        bid = base.cell_id
+        info: dict[str, Any] = {"cell": bid, "server_log": f"{COMPANIONS_DIR}/{bid}/server.log"}
+        if bid in self.failed:
+            return None, base, {**info, "error": self.failed[bid]}
+        session = self.sessions.get(bid)
+        if session is None:
+            d = self.ctx.run_dir / COMPANIONS_DIR / bid
+            d.mkdir(parents=True, exist_ok=True)
+            session = ServerSession(self.ctx, list(base.args), dict(base.env), d / "server.log")
+            try:
+                self.ctx.display.update(cell.cell_id, f"starting its baseline's server ({bid})")
+                session.start()
+                self._warmup(session.server, base)
+            except ServerError as exc:
+                session.stop()
+                self.failed[bid] = "the baseline's server did not start: " + str(exc).split("\n", 1)[0]
+                return None, base, {**info, "error": self.failed[bid]}
+            self.sessions[bid] = session
+            info["startup_s"] = session.startup_s
+        return session.server, base, info
+
+    def done(self, cell_id: str) -> None:
+        """``cell_id`` finished: stop its companion when no other cell needs it."""
+        base = self.pairs.get(cell_id)
+        if base is None:
+            return
+        self.left[base.cell_id] -= 1
+        if self.left[base.cell_id] <= 0 and base.cell_id in self.sessions:
+            self.sessions.pop(base.cell_id).stop()
+
+    def close(self) -> None:
+        while self.sessions:
+            self.sessions.popitem()[1].stop()
+
+
+def interleaved_load(
+    n: int, block: int, send_cell: Callable[[int, int], Any], send_base: Callable[[int, int], Any]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Requests ``0..n-1`` sent to both servers in blocks of ``block`` (``send_*(start, k)`` gives
+    a driver LoadResult), ABBA order; returns each side's merged LoadResult (its duration the sum
+    of its own blocks) and what cell.json records about the blocks."""
+    parts: dict[str, list[tuple[float, Any]]] = {"cell": [], "base": []}
+    sends = {"cell": send_cell, "base": send_base}
+    t0 = time.perf_counter()
+    order = []
+    for i, start in enumerate(range(0, n, block)):
+        k = min(block, n - start)
+        sides = ("cell", "base") if i % 2 == 0 else ("base", "cell")
+        for side in sides:
+            t = time.perf_counter() - t0
+            parts[side].append((t, sends[side](start, k)))
+        order.append("".join("A" if s == "cell" else "B" for s in sides))
+    return (
+        _merge(parts["cell"]),
+        _merge(parts["base"]),
+        {"block": block, "blocks": len(order), "order": " ".join(order)},
+    )
+
+
+def _merge(parts: list[tuple[float, Any]]) -> Any:
+    """One LoadResult from blocks: requests in order, each timed from the first block's start; the
+    duration is the blocks' own (the other side's blocks between them are not this side's load)."""
+    requests = []
+    for offset, res in parts:
+        for r in res.requests:
+            if r.get("start_s") is not None:
+                r["start_s"] += offset
+            requests.append(r)
+    first = parts[0][1]
+    n = sum(len(res.requests) for _, res in parts)
+    return replace(
+        first,
+        requests=requests,
+        duration_s=sum(res.duration_s for _, res in parts),
+        spec={**first.spec, "num_requests": n},
+    )

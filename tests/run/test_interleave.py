@@ -1,0 +1,155 @@
+"""load.interleave: a speculative cell's load alternates with the same requests on its baseline's
+server (run/interleave.py), and every speed-up (run screen, report, compare's gate) is computed
+against those interleaved requests. The real servers are tests/run/test_interleave_vllm.py's; here:
+the block order and merge, which baseline each cell pairs with, the config's refusals, and the
+readers on a committed run given a paired baseline (the figures checked against sums done here)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from factories import study
+
+from specbench.analysis.speedup import INTERLEAVED_RERUN_SD
+from specbench.cli.main import run_cli
+from specbench.config import parse_study
+from specbench.errors import ConfigError
+from specbench.io import read_jsonl, write_jsonl
+from specbench.load.driver import LoadResult
+from specbench.report.study import run_speedups
+from specbench.run.cells import expand
+from specbench.run.interleave import PAIRED_DIR, interleaved_load, pairs
+
+RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
+CELL, BASE = "mla-on__output_norm-on__r0", "baseline__mla-on__r0"
+
+
+def _sender(side: str, log: list):
+    def send(start: int, k: int) -> LoadResult:
+        log.append((side, start, k))
+        time.sleep(0.02)  # a block takes time: the next one starts later
+        rows = [{"id": start + j, "start_s": 0.001 * j, "side": side} for j in range(k)]
+        return LoadResult(requests=rows, started_at="t", duration_s=float(k), spec={"num_requests": k})
+
+    return send
+
+
+def test_blocks_alternate_abba_and_each_side_gets_every_request_once():
+    log: list = []
+    cell, base, info = interleaved_load(10, 4, _sender("cell", log), _sender("base", log))
+    assert log == [
+        ("cell", 0, 4),
+        ("base", 0, 4),
+        ("base", 4, 4),
+        ("cell", 4, 4),
+        ("cell", 8, 2),
+        ("base", 8, 2),
+    ]
+    assert info == {"block": 4, "blocks": 3, "order": "AB BA AB"}
+    for res, side in ((cell, "cell"), (base, "base")):
+        assert [r["id"] for r in res.requests] == list(range(10))
+        assert {r["side"] for r in res.requests} == {side}
+        assert res.duration_s == 10.0  # its own blocks only, not the other side's
+        assert res.spec["num_requests"] == 10
+    # each block's requests timed from the first block's start: later blocks start later
+    starts = [r["start_s"] for r in cell.requests]
+    assert starts[4] > starts[3] and starts[8] > starts[7]
+
+
+def test_each_speculative_cell_pairs_with_the_baseline_of_its_target():
+    s = study(
+        draft="org/draft", baseline=True, matrix={"mla": ["on", "off"], "num_speculative_tokens": [1, 2]}
+    ).model_copy()
+    s = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 4})})
+    cells = expand(s)
+    got = pairs(s, cells)
+    spec = [c for c in cells if not c.is_baseline]
+    assert set(got) == {c.cell_id for c in spec} and len(spec) == 4
+    for c in spec:
+        assert got[c.cell_id].is_baseline and got[c.cell_id].axes["mla"] == c.axes["mla"]
+    off = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 0})})
+    assert pairs(off, cells) == {}
+
+
+@pytest.mark.parametrize(
+    ("load", "extra", "says"),
+    [
+        ({"interleave": 4, "until": {"ci_half_width": {"acceptance_length": 0.1}}, "max_requests": 40}, {}, "until"),
+        ({"interleave": 4}, {"executor": "ray"}, "executor 'local'"),
+        ({"interleave": 4}, {"baseline": False}, "no baseline"),
+        ({"interleave": -1}, {}, "interleave"),
+    ],
+)
+def test_interleave_refuses_what_it_cannot_pair(load, extra, says):
+    data = {
+        "name": "t",
+        "serve": {"model": "org/m", "speculative": {"draft": "org/d"}},
+        "matrix": {"mla": ["on"]},
+        "load": load,
+        **extra,
+    }
+    with pytest.raises(ConfigError, match=says):
+        parse_study(data, "t.yaml")
+
+
+def _paired_copy(tmp_path: Path, factor: float) -> Path:
+    """cpu-default with CELL given a paired baseline: BASE's own requests with every e2e and ttft
+    times ``factor`` (factor 2: a baseline twice as slow, so the cell's speed-up doubles)."""
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    rows = read_jsonl(run / BASE / "requests.jsonl")
+    for r in rows:
+        r["e2e_s"] *= factor
+        r["ttft_s"] *= factor
+    write_jsonl(run / CELL / PAIRED_DIR / "requests.jsonl", rows)
+    rec = json.loads((run / CELL / "cell.json").read_text())
+    rec["paired_baseline"] = {"cell": BASE, "block": 4, "blocks": 5, "order": "AB BA AB BA AB", "requests": len(rows)}
+    (run / CELL / "cell.json").write_text(json.dumps(rec))
+    return run
+
+
+def _tok_s(rows) -> float:
+    ok = [r for r in rows if not r.get("error") and (r.get("output_tokens") or 0) >= 2]
+    return sum(r["output_tokens"] for r in ok) / sum(r["e2e_s"] for r in ok)
+
+
+def test_report_and_screen_measure_an_interleaved_cell_against_its_paired_requests(tmp_path):
+    run = _paired_copy(tmp_path, 2.0)
+    found = {s.cell: s for s in run_speedups(run).speedups}
+    s, other = found[CELL], found["mla-on__output_norm-off__r0"]
+    cell_rows = read_jsonl(run / CELL / "requests.jsonl")
+    want = _tok_s(cell_rows) / _tok_s(read_jsonl(run / CELL / PAIRED_DIR / "requests.jsonl"))
+    assert s.interleaved and s.paired and math.isclose(s.point["output_tok_per_s"], want, rel_tol=1e-12)
+    assert math.isclose(want, 2 * _tok_s(cell_rows) / _tok_s(read_jsonl(run / BASE / "requests.jsonl")), rel_tol=1e-12)
+    assert s.rerun_sd == INTERLEAVED_RERUN_SD
+    # the other cells have no paired requests: against the baseline cell, widened as before
+    assert not other.interleaved and other.rerun_sd > 0
+    # a paired baseline that could not start leaves the cell measured against the baseline cell
+    rec = json.loads((run / CELL / "cell.json").read_text())
+    rec["paired_baseline"]["error"] = "the baseline's server did not start: boom"
+    (run / CELL / "cell.json").write_text(json.dumps(rec))
+    assert not {s.cell: s for s in run_speedups(run).speedups}[CELL].interleaved
+
+
+def test_the_speedup_gate_uses_the_paired_requests(tmp_path, capsys):
+    run = _paired_copy(tmp_path, 2.0)
+    out = tmp_path / "c.json"
+    run_cli(["compare", str(RUN), str(run), "--gate", "speedup:-5%", "--json", str(out), "--allow-weak"])
+    capsys.readouterr()
+    data = json.loads(out.read_text())
+    row = next(
+        m
+        for c in data["cells"]
+        if c["name"] == "mla=on, output_norm=on"
+        for m in c["metrics"]
+        if m["name"] == "speedup"
+    )
+    base_rows = read_jsonl(RUN / BASE / "requests.jsonl")
+    cell_rows = read_jsonl(run / CELL / "requests.jsonl")
+    assert math.isclose(row["base"], _tok_s(cell_rows) / _tok_s(base_rows), rel_tol=1e-9)
+    assert math.isclose(row["cand"], 2 * row["base"], rel_tol=1e-9)
