@@ -91,6 +91,7 @@ def _plan_lines(config: Path, study, cells, groups) -> list[str]:
         ),
         f"#   {share}",
         *_switch_note(groups),
+        *_interleave_note(study, cells),
         (
             f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{per_cell:,} + {len(est.servers)} "
             f"warm-up(s) x {study.load.warmup_requests:,}"
@@ -116,6 +117,26 @@ def _plan_lines(config: Path, study, cells, groups) -> list[str]:
         "shared across servers)"
     )
     return lines
+
+
+def _interleave_note(study, cells) -> list[str]:
+    """load.interleave: which speculative cells alternate with which baseline's second server."""
+    if not study.load.interleave:
+        return []
+    from specbench.run.interleave import pairs, server_key  # lazy: pulls in numpy and pydantic
+
+    by_base: dict[str, int] = {}
+    first: dict[tuple, str] = {}  # baseline cells differing only in load axes share one second server
+    for base in pairs(study, cells).values():
+        name = first.setdefault(server_key(base), base.cell_id)
+        by_base[name] = by_base.get(name, 0) + 1
+    if not by_base:
+        return ["#   load.interleave: no speculative cell has a baseline cell to alternate with: it changes nothing"]
+    each = ", ".join(f"{b} for {n} cell(s)" for b, n in by_base.items())
+    return [
+        f"#   load.interleave {study.load.interleave}: each speculative cell's load alternates in blocks with its "
+        f"baseline's second server: {len(by_base)} more start-up(s) ({each}) and the same requests again on it"
+    ]
 
 
 def _gate_sized(

@@ -386,15 +386,10 @@ class Study(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _interleave_needs_baselines(self) -> "Study":
-        if self.load.interleave:
-            if self.executor == "ray":
-                raise ValueError("load.interleave: needs executor 'local' (both servers on one machine)")
-            if not self.baseline.enabled or self.serve.speculative is None:
-                raise ValueError(
-                    "load.interleave: alternates speculative cells with their baseline's server; the study has "
-                    "no speculative cells or no baseline (baseline.enabled)"
-                )
+    def _interleave_is_local(self) -> "Study":
+        # without baseline cells (baseline: false) it has nothing to pair: inert, as --dry-run shows
+        if self.load.interleave and self.executor == "ray":
+            raise ValueError("load.interleave: needs executor 'local' (both servers on one machine)")
         return self
 
     @model_validator(mode="after")

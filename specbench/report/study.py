@@ -248,6 +248,20 @@ def _add_speedups(
     study.throughputs = throughput_contrasts(cells, confidence=confidence, rerun_sd=rerun_sd)
 
 
+def _apart_or_interleaved(speed: list[StudyAnalysis]) -> str:
+    """Why a speed-up's interval is as wide as it is: measured apart from its baseline, or interleaved."""
+    found = [x for s in speed for x in s.speedups]
+    if found and all(x.interleaved for x in found):
+        return (
+            "each cell's baseline requests were sent between its own, in blocks (load.interleave), so the "
+            'machine\'s load falls on both sides (docs/methods.md, "Speed-up across reruns").'
+        )
+    return (
+        "a cell and its baseline run minutes apart, so the machine's load between them moves a speed-up more "
+        'than its requests do (docs/methods.md, "Speed-up across reruns"; load.interleave measures them in time).'
+    )
+
+
 def cell_k(c: CellRequests) -> int | None:
     """A speculative cell's k, from its requests' per-request counts."""
     ks = {
@@ -452,9 +466,7 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
             "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
             "tokens; it says whether acceptance or step cost decides. Its gap to "
             "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
-            f"batching, client overhead. Brackets: {method}; a cell and its baseline run minutes apart, "
-            "so the machine's load between them moves a speed-up more than its requests do (docs/methods.md, "
-            '"Speed-up across reruns").',
+            f"batching, client overhead. Brackets: {method}; " + _apart_or_interleaved(speed),
             "",
         ]
         for s in speed:

@@ -52,17 +52,26 @@ def pairs(study: Study, cells: list[Cell]) -> dict[str, Cell]:
     return out
 
 
+def server_key(base: Cell) -> tuple:
+    # baseline cells differing only in load axes are served alike: one companion for all of them
+    return tuple(base.args), tuple(sorted(base.env.items()))
+
+
 class Companions:
-    """The companion servers of a run: started on first use, stopped after their last cell."""
+    """The companion servers of a run: started on first use, stopped after their last cell. One per
+    distinct baseline server (baseline cells that differ only in load axes share it)."""
 
     def __init__(self, ctx: RunContext, cells: list[Cell], warmup: Callable[[Any, Cell], None]):
         self.ctx = ctx
         self.pairs = pairs(ctx.study, cells)
-        self.left = {}  # baseline cell id -> spec cells still to run against it
+        self.left: dict[tuple, int] = {}  # server key -> spec cells still to run against it
+        self.names: dict[tuple, str] = {}  # server key -> its folder (the first baseline cell's id)
         for base in self.pairs.values():
-            self.left[base.cell_id] = self.left.get(base.cell_id, 0) + 1
-        self.sessions: dict[str, ServerSession] = {}
-        self.failed: dict[str, str] = {}
+            key = server_key(base)
+            self.left[key] = self.left.get(key, 0) + 1
+            self.names.setdefault(key, base.cell_id)
+        self.sessions: dict[tuple, ServerSession] = {}
+        self.failed: dict[tuple, str] = {}
         self._warmup = warmup
 
     def get(self, cell: Cell) -> tuple[Any, Cell, dict[str, Any]] | None:
@@ -72,24 +81,25 @@ class Companions:
         base = self.pairs.get(cell.cell_id)
         if base is None:
             return None
-        bid = base.cell_id
-        info: dict[str, Any] = {"cell": bid, "server_log": f"{COMPANIONS_DIR}/{bid}/server.log"}
-        if bid in self.failed:
-            return None, base, {**info, "error": self.failed[bid]}
-        session = self.sessions.get(bid)
+        key = server_key(base)
+        name = self.names[key]
+        info: dict[str, Any] = {"cell": base.cell_id, "server_log": f"{COMPANIONS_DIR}/{name}/server.log"}
+        if key in self.failed:
+            return None, base, {**info, "error": self.failed[key]}
+        session = self.sessions.get(key)
         if session is None:
-            d = self.ctx.run_dir / COMPANIONS_DIR / bid
+            d = self.ctx.run_dir / COMPANIONS_DIR / name
             d.mkdir(parents=True, exist_ok=True)
             session = ServerSession(self.ctx, list(base.args), dict(base.env), d / "server.log")
             try:
-                self.ctx.display.update(cell.cell_id, f"starting its baseline's server ({bid})")
+                self.ctx.display.update(cell.cell_id, f"starting its baseline's server ({name})")
                 session.start()
                 self._warmup(session.server, base)
             except ServerError as exc:
                 session.stop()
-                self.failed[bid] = "the baseline's server did not start: " + str(exc).split("\n", 1)[0]
-                return None, base, {**info, "error": self.failed[bid]}
-            self.sessions[bid] = session
+                self.failed[key] = "the baseline's server did not start: " + str(exc).split("\n", 1)[0]
+                return None, base, {**info, "error": self.failed[key]}
+            self.sessions[key] = session
             info["startup_s"] = session.startup_s
         return session.server, base, info
 
@@ -98,9 +108,10 @@ class Companions:
         base = self.pairs.get(cell_id)
         if base is None:
             return
-        self.left[base.cell_id] -= 1
-        if self.left[base.cell_id] <= 0 and base.cell_id in self.sessions:
-            self.sessions.pop(base.cell_id).stop()
+        key = server_key(base)
+        self.left[key] -= 1
+        if self.left[key] <= 0 and key in self.sessions:
+            self.sessions.pop(key).stop()
 
     def close(self) -> None:
         while self.sessions:

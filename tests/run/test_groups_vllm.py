@@ -1,10 +1,15 @@
 """A load axis runs on ONE real vLLM server, and each cell's counts still agree exactly.
 
 One `specbench run` of the tiny fixture (target + EAGLE head) with ``load:concurrency: [1, 2, 4]``
-and no baseline: a single server (one start-up in its log, one pid in every cell.json), three
-cells, and per cell the log windows in that cell's own slice of the log == the /metrics diff
-(metrics_after.prom - metrics_before.prom) == the sum over its requests.jsonl, recomputed here
-from the files, not read from acceptance.json's own verdict.
+and a baseline: a single server per side (one start-up in its log, one pid in every cell.json),
+three cells each, and per speculative cell the log windows in that cell's own slice of the log ==
+the /metrics diff (metrics_after.prom - metrics_before.prom) == the sum over its requests.jsonl,
+recomputed here from the files, not read from acceptance.json's own verdict.
+
+The study also sets ``load.interleave: 4`` (run/interleave.py): each speculative cell's 8 requests
+alternate in two blocks with the same requests on a second server of its baseline, one for all three
+baseline cells (they differ only in load). Checked against vLLM's own access log of that server
+and the clients' clocks; the speed-up report reads is recomputed here from the two request files.
 
 Set SPECBENCH_GROUPED_RUN_DIR to a finished run of the same study (e.g. one kept by
 ``benchmarks/load_axes_reuse.py --keep DIR``, baselines allowed) to check it instead of running one.
@@ -28,6 +33,7 @@ from specbench.run.collect import diff_counts, prometheus_counts, request_units
 pytestmark = pytest.mark.vllm
 
 CONC = [1, 2, 4]
+INTERLEAVE = 4
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +57,8 @@ def grouped_run(tmp_path_factory):
             "startup_timeout_s": 600,
         },
         "matrix": {"load:concurrency": CONC},
-        "load": {"num_requests": 8, "max_tokens": 32, "warmup_requests": 2},
+        "load": {"num_requests": 8, "max_tokens": 32, "warmup_requests": 2, "interleave": INTERLEAVE},
+        "baseline": True,
         "results_dir": str(tmp / "results"),
     }
     path = tmp / "study.yaml"
@@ -133,6 +140,47 @@ def test_counts_agree_exactly_per_cell(grouped_run):
     last = prometheus_counts((grouped_run / cells[-1]["cell_id"] / "metrics_after.prom").read_text())
     first_before = prometheus_counts((grouped_run / cells[0]["cell_id"] / "metrics_before.prom").read_text())
     assert sum(seen_drafts) == last.num_drafts - first_before.num_drafts
+
+
+def _tok_s(rows: list[dict]) -> float:
+    ok = [r for r in rows if not r.get("error")]
+    return sum(r["output_tokens"] for r in ok) / sum(r["e2e_s"] for r in ok)
+
+
+def test_interleaved_blocks_alternate_on_one_companion_and_the_speedup_is_theirs(grouped_run):
+    from specbench.report.study import run_speedups
+
+    spec, bases = _cells(grouped_run), {c["axes"]["load:concurrency"]: c for c in _cells(grouped_run, True)}
+    (companion,) = (grouped_run / "companions").iterdir()  # one second server for all three baselines
+    log = (companion / "server.log").read_text()
+    assert log.count("Starting vLLM server on") == 1 and "speculative_config=None" in log
+    assert "SpecDecoding metrics" not in log
+    # vLLM's own access log: the warmup, then every request of every speculative cell, once
+    assert log.count('"POST /v1/chat/completions HTTP/1.1" 200') == 2 + len(spec) * 8
+    found = {s.cell: s for s in run_speedups(grouped_run).speedups}
+    for c in spec:
+        d = grouped_run / c["cell_id"]
+        info = c["paired_baseline"]
+        assert info["cell"] == bases[c["axes"]["load:concurrency"]]["cell_id"]
+        assert (info["block"], info["blocks"], info["order"], info["requests"], info["failed"]) == (4, 2, "AB BA", 8, 0)
+        assert info["server_log"] == f"companions/{companion.name}/server.log"
+        own = [json.loads(line) for line in (d / "requests.jsonl").read_text().splitlines()]
+        paired = [json.loads(line) for line in (d / "paired_baseline" / "requests.jsonl").read_text().splitlines()]
+        assert [(r["id"], r["prompt_id"]) for r in own] == [(r["id"], r["prompt_id"]) for r in paired]
+        assert not any(r.get("spec_decode") for r in paired)  # the companion does not speculate
+
+        def span(rows, ids):
+            return min(r["start_s"] for r in rows if r["id"] in ids), max(
+                r["start_s"] + r["e2e_s"] for r in rows if r["id"] in ids
+            )
+
+        first, second = range(0, 4), range(4, 8)
+        # A B | B A on one clock: cell, baseline, baseline, cell, each block done before the next starts
+        seq = [span(own, first), span(paired, first), span(paired, second), span(own, second)]
+        assert all(a[1] <= b[0] + 1e-3 for a, b in zip(seq, seq[1:])), seq
+        s = found[c["cell_id"]]
+        assert s.interleaved and s.paired and s.n_base == 8
+        assert abs(s.point["output_tok_per_s"] - _tok_s(own) / _tok_s(paired)) < 1e-9
 
 
 def test_a_group_whose_server_fails_fails_every_cell_with_the_reason(tmp_path):

@@ -81,7 +81,6 @@ def test_each_speculative_cell_pairs_with_the_baseline_of_its_target():
     [
         ({"interleave": 4, "until": {"ci_half_width": {"acceptance_length": 0.1}}, "max_requests": 40}, {}, "until"),
         ({"interleave": 4}, {"executor": "ray"}, "executor 'local'"),
-        ({"interleave": 4}, {"baseline": False}, "no baseline"),
         ({"interleave": -1}, {}, "interleave"),
     ],
 )
@@ -153,3 +152,13 @@ def test_the_speedup_gate_uses_the_paired_requests(tmp_path, capsys):
     cell_rows = read_jsonl(run / CELL / "requests.jsonl")
     assert math.isclose(row["base"], _tok_s(cell_rows) / _tok_s(base_rows), rel_tol=1e-9)
     assert math.isclose(row["cand"], 2 * row["base"], rel_tol=1e-9)
+
+
+def test_dry_run_names_each_baselines_second_server_or_says_it_changes_nothing(capsys):
+    root = Path(__file__).resolve().parents[2]
+    assert run_cli(["run", str(root / "configs" / "default.yaml"), "--dry-run", "--set", "load.interleave=4"]) == 0
+    out = capsys.readouterr().out
+    assert "2 more start-up(s) (baseline__mla-on__r0 for 3 cell(s), baseline__mla-off__r0 for 3 cell(s))" in out
+    argv = ["run", str(root / "configs" / "default.yaml"), "--dry-run", "--set", "load.interleave=4"]
+    assert run_cli([*argv, "--set", "baseline=false"]) == 0
+    assert "no speculative cell has a baseline cell to alternate with: it changes nothing" in capsys.readouterr().out
