@@ -71,10 +71,14 @@ _ONE, _OUT, _E2E, _TTFT, _D, _A = range(6)
 N_BASE_COLUMNS = 6
 
 
-def request_matrix(rows: list[dict[str, Any]] | list, positions: int = 0) -> tuple[list[tuple], np.ndarray]:
+def request_matrix(
+    rows: list[dict[str, Any]] | list, positions: int = 0, blocks: bool = False
+) -> tuple[list[tuple], np.ndarray]:
     """Keys ``(repeat, id, prompt_id)`` and columns [1, out, e2e, ttft, drafts, accepted] of the
     requests that finished with >= 2 tokens (drafts/accepted NaN without per-request counts), then
-    ``positions`` columns of accepted-per-position counts (NaN where a request lacks them)."""
+    ``positions`` columns of accepted-per-position counts (NaN where a request lacks them).
+    ``blocks``: keys end with the request's interleave block (None outside load.interleave), for
+    :func:`log_se`."""
     keys, cols = [], []
     for r in requests_of(rows):
         if not r.ok or r.e2e_s is None or r.ttft_s is None:
@@ -84,7 +88,7 @@ def request_matrix(rows: list[dict[str, Any]] | list, positions: int = 0) -> tup
             continue
         sd = r.spec_decode
         d, a = (sd.num_drafts, sd.accepted_tokens) if sd is not None else (None, None)
-        keys.append((r.repeat, r.id, r.prompt_id))
+        keys.append((r.repeat, r.id, r.prompt_id, r.block) if blocks else (r.repeat, r.id, r.prompt_id))
         pos = (sd.accepted_per_position if sd is not None else None) or []
         cols.append(
             [
@@ -143,8 +147,30 @@ def _log_figures(ms: np.ndarray, mb: np.ndarray) -> dict[str, np.ndarray]:
         return {k: np.log(v) for k, v in speedups(cell_stats(ms), cell_stats(mb)).items()}
 
 
+def by_block(
+    ks: list[tuple], ms: np.ndarray, kb: list[tuple], mb: np.ndarray
+) -> tuple[list[tuple], np.ndarray, list[tuple], np.ndarray]:
+    """Both cells' rows summed per interleave block when every request of both carries one (a cell
+    measured with load.interleave against its baseline's requests: the block pair is the unit, as
+    the machine's state is shared inside a block, not independent per request); else the rows as
+    they are, keyed ``(repeat, id, prompt_id)``."""
+    if not (ks and kb and all(len(k) == 4 and k[3] is not None for k in ks + kb)):
+        return [k[:3] for k in ks], ms, [k[:3] for k in kb], mb
+
+    def summed(keys: list[tuple], m: np.ndarray) -> tuple[list[tuple], np.ndarray]:
+        groups = {}
+        for i, k in enumerate(keys):
+            groups.setdefault((k[0], k[3]), []).append(i)
+        out = [(rep, b, f"block {b}") for rep, b in groups]
+        return out, np.stack([m[idx].sum(axis=0) for idx in groups.values()])
+
+    return (*summed(ks, ms), *summed(kb, mb))
+
+
 def log_se(ks: list[tuple], ms: np.ndarray, kb: list[tuple], mb: np.ndarray) -> tuple[dict[str, float], int, bool]:
-    """Jackknife SE of each figure's log, its df and whether the requests were paired."""
+    """Jackknife SE of each figure's log, its df and whether the requests were paired; over
+    interleave blocks where every request of both cells carries one (:func:`by_block`)."""
+    ks, ms, kb, mb = by_block(ks, ms, kb, mb)
     order = paired_order(ks, kb)
     ts, tb = ms.sum(axis=0), mb.sum(axis=0)
     with np.errstate(invalid="ignore"):
@@ -187,6 +213,7 @@ class Speedup:
     load_ratio: float | None = None  # summary.json throughput ratio (whole load), point only
     notes: list[str] = field(default_factory=list)
     interleaved: bool = False  # the baseline's requests were sent interleaved with the cell's (load.interleave)
+    df: int = 0  # the t interval's degrees of freedom: units (requests, or interleave blocks) - 1
 
 
 def speedup(
@@ -206,7 +233,7 @@ def speedup(
     ``load_tok_per_s`` optionally gives both cells' whole-load throughput (summary.json) for a
     point ratio beside the per-request figures.
     """
-    (ks, ms), (kb, mb) = request_matrix(spec_rows), request_matrix(base_rows)
+    (ks, ms), (kb, mb) = request_matrix(spec_rows, blocks=True), request_matrix(base_rows, blocks=True)
     if not len(ms) or not len(mb):
         raise ValueError("speed-up needs finished requests in both cells")
     spec = {k: float(v) for k, v in cell_stats(ms.sum(axis=0)).items()}
@@ -236,6 +263,7 @@ def speedup(
         load_ratio=ratio,
         notes=notes,
         interleaved=interleaved,
+        df=df,
     )
 
 
@@ -250,9 +278,13 @@ def speedups_method(found: list[Speedup]) -> str:
 
 def interval_method(confidence: float, rerun_sd: float, interleaved: bool = False) -> str:
     """How a speed-up's interval was made, in words (for tables, plots and the screen)."""
-    base = f"{confidence:.0%} t interval on the log, jackknife over requests (paired by prompt where both cells sent the same)"
     if interleaved:
-        base += ", the baseline's requests sent interleaved in time with the cell's (load.interleave)"
+        base = (
+            f"{confidence:.0%} t interval on the log, jackknife over blocks of requests sent to the cell and "
+            "its baseline's server in turn (load.interleave)"
+        )
+    else:
+        base = f"{confidence:.0%} t interval on the log, jackknife over requests (paired by prompt where both cells sent the same)"
     if not rerun_sd:
         return base + ("" if interleaved else "; within this run only: a rerun may differ by more")
     return base + f", widened by a between-run SD of {rerun_sd:g} on the log ({RERUN_SOURCE})"

@@ -37,8 +37,8 @@ from specbench.analysis.speedup import cell_stats, log_se, request_matrix, speed
 def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tuple[float, float | None, int] | None:
     """(output tok/s speed-up of ``rows`` over ``base``, jackknife SE of its log or None, units):
     the within-run part of the interval :func:`specbench.analysis.speedup.speedup` shows."""
-    ks, ms = request_matrix(rows)
-    kb, mb = request_matrix(base)
+    ks, ms = request_matrix(rows, blocks=True)
+    kb, mb = request_matrix(base, blocks=True)
     if not len(ms) or not len(mb):
         return None
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -66,7 +66,8 @@ def speedup_delta(
         b[2],
         c[2],
         confidence,
-        f"t (df min(n)-1), jackknife SE of the log speed-up over prompts, {b[2]} vs {c[2]}",
+        f"t (df min(n)-1), jackknife SE of the log speed-up over prompts (interleave blocks where the cell "
+        f"has them), {b[2]} vs {c[2]}",
     )
     if d.ci is None:
         d.why = f"too few requests for an interval ({b[2]} vs {c[2]}; needs >= 2 per side)"

@@ -77,6 +77,8 @@ class RequestRecord(Record):
     error: Optional[StrictStr] = None
     error_code: Optional[Union[StrictInt, StrictStr]] = None
     spec_decode: Optional[SpecDecode] = None
+    # load.interleave (run/interleave.py): the block it was sent in, the same on both servers
+    block: Optional[StrictInt] = None
     repeat: Optional[StrictInt] = Field(default=None, alias="_repeat", exclude=True)
 
     @property

@@ -133,7 +133,10 @@ def interleaved_load(
         sides = ("cell", "base") if i % 2 == 0 else ("base", "cell")
         for side in sides:
             t = time.perf_counter() - t0
-            parts[side].append((t, sends[side](start, k)))
+            res = sends[side](start, k)
+            for r in res.requests:
+                r["block"] = i  # the unit of the speed-up's interval (analysis/speedup.py)
+            parts[side].append((t, res))
         order.append("".join("A" if s == "cell" else "B" for s in sides))
     return (
         _merge(parts["cell"]),

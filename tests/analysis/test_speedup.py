@@ -123,3 +123,40 @@ def test_one_interval_method_for_report_and_gate():
     # the gate: the change of a speed-up against itself has the within-run SE of both sides
     _, _, delta = speedup_delta(spec, base, spec, base)
     assert delta.se == pytest.approx(math.sqrt(2) * p * se)
+
+
+def test_an_interleaved_cell_is_jackknifed_over_its_blocks_by_hand():
+    """load.interleave tags every request of both sides with its block: the interval's unit is the
+    block pair (the machine's state is shared inside a block), recomputed here with plain Python."""
+    rng = np.random.default_rng(7)
+    spec, base = [], []
+    for i in range(20):
+        slow = 1.0 + 0.5 * (i // 4 == 2)  # block 2 ran on a busy machine: both sides slower
+        spec.append({**_req(i, 33, 0.1, slow * float(rng.uniform(0.5, 0.7))), "block": i // 4})
+        base.append({**_req(i, 33, 0.1, slow * float(rng.uniform(0.2, 0.3))), "block": i // 4})
+    s = speedup("spec", spec, "base", base, rerun_sd=0.0)
+    sums = {
+        b: [sum(r[k] for r in rows if r["block"] == b) for rows in (spec, base) for k in ("output_tokens", "e2e_s")]
+        for b in range(5)
+    }
+    total = [sum(v[j] for v in sums.values()) for j in range(4)]
+
+    def log_ratio(t):
+        return math.log((t[0] / t[1]) / (t[2] / t[3]))
+
+    loo = [log_ratio([total[j] - sums[b][j] for j in range(4)]) for b in range(5)]
+    mean = sum(loo) / 5
+    se = math.sqrt(4 / 5 * sum((x - mean) ** 2 for x in loo))
+    h = t_quantile(0.95, 4) * se
+    lo, hi = s.within["output_tok_per_s"]
+    assert s.df == 4 and s.n_spec == 20
+    assert math.isclose(math.log(lo), log_ratio(total) - h, rel_tol=1e-9)
+    assert math.isclose(math.log(hi), log_ratio(total) + h, rel_tol=1e-9)
+    # the same rows without their blocks: a request-level interval (df 19), the same point
+    plain = speedup(
+        "spec", [{**r, "block": None} for r in spec], "base", [{**r, "block": None} for r in base], rerun_sd=0.0
+    )
+    assert plain.df == 19 and plain.point["output_tok_per_s"] == s.point["output_tok_per_s"]
+    # compare's gate computes the same within-run SE
+    b, c, d = speedup_delta(spec, base, spec, base)
+    assert d.df == 4

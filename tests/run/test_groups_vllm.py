@@ -168,6 +168,7 @@ def test_interleaved_blocks_alternate_on_one_companion_and_the_speedup_is_theirs
         paired = [json.loads(line) for line in (d / "paired_baseline" / "requests.jsonl").read_text().splitlines()]
         assert [(r["id"], r["prompt_id"]) for r in own] == [(r["id"], r["prompt_id"]) for r in paired]
         assert not any(r.get("spec_decode") for r in paired)  # the companion does not speculate
+        assert [r["block"] for r in own] == [r["block"] for r in paired] == [r["id"] // INTERLEAVE for r in own]
 
         def span(rows, ids):
             return min(r["start_s"] for r in rows if r["id"] in ids), max(
@@ -179,7 +180,7 @@ def test_interleaved_blocks_alternate_on_one_companion_and_the_speedup_is_theirs
         seq = [span(own, first), span(paired, first), span(paired, second), span(own, second)]
         assert all(a[1] <= b[0] + 1e-3 for a, b in zip(seq, seq[1:])), seq
         s = found[c["cell_id"]]
-        assert s.interleaved and s.paired and s.n_base == 8
+        assert s.interleaved and s.paired and s.n_base == 8 and s.df == 1  # two block pairs: the interval's units
         assert abs(s.point["output_tok_per_s"] - _tok_s(own) / _tok_s(paired)) < 1e-9
 
 

@@ -53,6 +53,7 @@ def test_blocks_alternate_abba_and_each_side_gets_every_request_once():
     assert info == {"block": 4, "blocks": 3, "order": "AB BA AB"}
     for res, side in ((cell, "cell"), (base, "base")):
         assert [r["id"] for r in res.requests] == list(range(10))
+        assert [r["block"] for r in res.requests] == [r["id"] // 4 for r in res.requests]  # the interval's unit
         assert {r["side"] for r in res.requests} == {side}
         assert res.duration_s == 10.0  # its own blocks only, not the other side's
         assert res.spec["num_requests"] == 10
