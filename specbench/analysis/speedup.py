@@ -214,6 +214,9 @@ class Speedup:
     notes: list[str] = field(default_factory=list)
     interleaved: bool = False  # the baseline's requests were sent interleaved with the cell's (load.interleave)
     df: int = 0  # the t interval's degrees of freedom: units (requests, or interleave blocks) - 1
+    # where a rerun's estimate is expected (95%): the interval's SE times sqrt(2), as a rerun's own
+    # estimate carries the same noise again (a 95% CI holds a rerun's estimate only ~83% of the time)
+    rerun_range: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def speedup(
@@ -242,6 +245,10 @@ def speedup(
     se, df, paired = log_se(ks, ms, kb, mb)
     within = {k: _interval(point[k], se.get(k), df, confidence) for k in point}
     wide = {k: _interval(point[k], math.hypot(se[k], rerun_sd) if k in se else None, df, confidence) for k in point}
+    rerun = {
+        k: _interval(point[k], math.sqrt(2) * math.hypot(se[k], rerun_sd) if k in se else None, df, confidence)
+        for k in point
+    }
     notes = []
     if np.isnan(point["decomposition"]):
         notes.append("no per-request spec-decode counts: the decomposition needs --per-request-spec-decode-metrics")
@@ -264,6 +271,7 @@ def speedup(
         notes=notes,
         interleaved=interleaved,
         df=df,
+        rerun_range=rerun,
     )
 
 

@@ -562,7 +562,9 @@ def speedup_records(study: StudyAnalysis) -> list[dict[str, Any]]:
             row[name] = s.point[k]
             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = s.intervals[k]
             row[f"{name}_within_run_ci_low"], row[f"{name}_within_run_ci_high"] = s.within[k]
+            row[f"{name}_rerun_low"], row[f"{name}_rerun_high"] = s.rerun_range.get(k, (float("nan"),) * 2)
         row["rerun_sd_log"] = s.rerun_sd
+        row["interleaved"] = s.interleaved
         row.update({f"cell_{k}": v for k, v in s.spec.items()})
         row.update({f"baseline_{k}": v for k, v in s.base.items() if k not in ("mean_acceptance_length", "t_verify_s")})
         row["load_tok_per_s_ratio"] = s.load_ratio
