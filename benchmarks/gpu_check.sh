@@ -22,10 +22,10 @@ if not torch.cuda.is_available():
 print("device", torch.cuda.get_device_name(0))
 PY
 TESTS=(
-  "tests/plugin/test_select.py::test_a_compiled_graph_follows_in_place_switches_without_retracing[cuda]"
-  "tests/plugin/test_select.py::test_a_captured_cuda_graph_follows_in_place_switches"
-  "tests/plugin/test_select.py::test_a_compiled_and_captured_graph_follows_in_place_switches"
-  "tests/test_procs_release.py::test_a_real_gpu_process_is_listed_then_released"
+  "tests/serve/plugin/test_select.py::test_a_compiled_graph_follows_in_place_switches_without_retracing[cuda]"
+  "tests/serve/plugin/test_select.py::test_a_captured_cuda_graph_follows_in_place_switches"
+  "tests/serve/plugin/test_select.py::test_a_compiled_and_captured_graph_follows_in_place_switches"
+  "tests/serve/test_procs_release.py::test_a_real_gpu_process_is_listed_then_released"
 )
 # -o addopts="": one process, none of pyproject's xdist options; -p no:cacheprovider: writes nothing
 REPORT=$("$PY" -m pytest -o addopts="" -p no:cacheprovider -q -rA "${TESTS[@]}" 2>&1)

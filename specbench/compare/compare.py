@@ -201,7 +201,7 @@ def compare_cell(
 def _served(attested: dict | None) -> dict | None:
     """An attested record with its head variant cut to what the head computes (output norm, position-0
     mask). A switchable server attests the shipped variant as ``control`` (the plugin's class running
-    the shipped forward, bit for bit: tests/plugin/test_control_vllm.py), a run without the switch
+    the shipped forward, bit for bit: tests/serve/plugin/test_control_vllm.py), a run without the switch
     as vLLM's own class; the two serve the same head, and every compare against
     results/baselines/cpu-default warned that they differ (issue 37)."""
     head = (attested or {}).get("head_variant")

@@ -36,7 +36,7 @@ from specbench.run.lifecycle import (
     utc_now,
 )
 from specbench.run.lifecycle import new_record as new_record  # re-exported: tests build records with it
-from specbench.run.lifecycle import remove_tree as _remove_tree  # noqa: F401 - re-exported: tests/test_server_cache.py
+from specbench.run.lifecycle import remove_tree as _remove_tree  # noqa: F401 - re-exported: tests/serve/test_server_cache.py
 from specbench.run.measure import measure_cell
 
 __all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "Executor", "LocalExecutor", "RunContext", "RunPlan", "execute"]

@@ -363,7 +363,7 @@ def control_not_compared(spec: dict[str, Any] | None) -> dict[str, Any] | None:
     """``spec`` with its head variant's ``control`` left out of the attestation check: on a
     switchable server every variant, the shipped one included, runs the plugin's class, which
     attests ``control`` true at the shipped values; that class counts exactly as shipped vLLM
-    (tests/plugin/test_control_vllm.py), and cells asking for the control keep a server of their own."""
+    (tests/serve/plugin/test_control_vllm.py), and cells asking for the control keep a server of their own."""
     variant = (spec or {}).get("head_variant")
     if not spec or not variant:
         return spec

@@ -141,7 +141,7 @@ def test_dry_run_says_how_many_servers(tmp_path):
     )
 
 
-# Head variants switched in place (plugin/switch.py; the real proof is tests/plugin/test_switch_vllm.py).
+# Head variants switched in place (plugin/switch.py; the real proof is tests/serve/plugin/test_switch_vllm.py).
 
 
 def _variant_study(matrix, eager=True, host="127.0.0.1", share=True, method="eagle", baseline=True):

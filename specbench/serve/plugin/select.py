@@ -12,7 +12,7 @@ for bit what its Python-branch forward computed (no arithmetic blending such as 
 which would round differently).
 
 The buffers are non-persistent: they are not in the state dict, so loading weights never touches
-them and a checkpoint never carries them. Pure torch (no vLLM import): tests/plugin/test_select.py
+them and a checkpoint never carries them. Pure torch (no vLLM import): tests/serve/plugin/test_select.py
 runs it under ``torch.compile`` on CPU.
 """
 

@@ -16,7 +16,7 @@ nothing is re-traced. Each worker answers with the variant read back from its bu
 :func:`probe` asks every worker once, right after the server is up, whether it can switch (the
 draft model is the plugin's class, on a runner the plugin knows, with a head file it was checked
 against); on any other answer the runner gives each variant a server of its own. Tests:
-tests/plugin/test_switch_vllm.py (compiled servers, switched vs fresh), tests/plugin/test_select.py.
+tests/serve/plugin/test_switch_vllm.py (compiled servers, switched vs fresh), tests/serve/plugin/test_select.py.
 """
 
 from __future__ import annotations

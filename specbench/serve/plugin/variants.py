@@ -16,7 +16,7 @@ buffers on the inner model (:mod:`specbench.serve.plugin.select`), so a compiled
 graphs hold no variant of their own, and :mod:`specbench.serve.plugin.switch` switches a running server
 by writing those buffers. The variant it starts with comes from the environment
 (:func:`set_initial`, called by the plugin's ``register``). At ``("on", False)`` it computes the
-shipped forward, bit for bit (the control, tests/plugin/test_control_vllm.py). The MTP layer's
+shipped forward, bit for bit (the control, tests/serve/plugin/test_control_vllm.py). The MTP layer's
 counterpart is :mod:`specbench.serve.plugin.mtp_variants`.
 
 The inner model must be *constructed* as this class: vLLM's compile wrapper captures ``forward``

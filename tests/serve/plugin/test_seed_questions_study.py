@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RUN = Path(os.environ.get("SPECBENCH_SEED_QUESTIONS_RUN", ROOT / "results/reruns/seed-questions-2026-12-03"))
 METHODS = ("eagle", "deepseek_mtp")
 NORMS = ("on", "logits-only", "off")

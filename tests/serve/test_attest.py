@@ -18,7 +18,7 @@ from specbench.serve.attest import (
     not_attested,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "results" / "baselines" / "cpu-default"
 PREFIX = "(EngineCore pid=123) INFO 12-03 16:01:53 "
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EAGLE_RUN = Path(os.environ.get("SPECBENCH_HEAD_VARIANTS_RUN", ROOT / "results/reruns/head-variants-2026-12-03"))
 MTP_RUN = Path(os.environ.get("SPECBENCH_HEAD_VARIANTS_MTP_RUN", ROOT / "results/reruns/head-variants-mtp-2026-12-03"))
 NORMS = ("on", "logits-only", "off")

@@ -13,7 +13,7 @@ from specbench.fixtures import resolve_fixture_ref
 from specbench.run.cells import expand
 from specbench.run.plan import check_cells
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_eagle_study_crosses_output_norm_with_the_pos0_mask():

@@ -41,7 +41,7 @@ import yaml
 
 pytestmark = pytest.mark.vllm
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VARIANT = "logits-only"
 CELL = f"output_norm-{VARIANT}__r0"
 EAGER = "mla-on__output_norm-{}__r0"  # the default study's cells

@@ -19,7 +19,7 @@ from specbench.errors import DependencyError, ServerError
 from specbench.redact import redact_argv, redact_env
 from specbench.serve.server import VLLMServer, pick_port
 
-STANDINS = Path(__file__).parent / "load"
+STANDINS = Path(__file__).parents[1] / "load"
 
 
 class StandIn(VLLMServer):

@@ -2,7 +2,7 @@
 variant (run/groups.py ``GroupedExecutor._server_per_variant``), with the reason in the manifest,
 each record and the display. No server here: the executor's own ``run_cell``/``run_group`` are
 replaced by recorders (a real server that fails the probe costs three vLLM start-ups; the probe's
-detection of a server without the worker extension is real in tests/plugin/test_switch_vllm.py)."""
+detection of a server without the worker extension is real in tests/serve/plugin/test_switch_vllm.py)."""
 
 from __future__ import annotations
 

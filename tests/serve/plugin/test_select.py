@@ -2,7 +2,7 @@
 in-place write that a compiled graph (and, on a GPU, a captured CUDA graph) obeys without a
 re-trace, and each variant computes exactly what a Python-branch forward of that variant does.
 
-The module (tests/plugin/torch_head.py: Head) has the shape of the plugin's heads: a mask on the
+The module (tests/serve/plugin/torch_head.py: Head) has the shape of the plugin's heads: a mask on the
 input embedding at position 0, a fused "norm with residual" returning (normed, summed), then a pick
 of (for logits, carried). The independent source is torch_head.branch_forward, the variant written
 with Python ``if``s (what the plugin shipped before: correct eager, frozen into the graph once

@@ -1,4 +1,4 @@
-"""Test support for tests/plugin/test_select.py: a torch module with the shape of the plugin's heads,
+"""Test support for tests/serve/plugin/test_select.py: a torch module with the shape of the plugin's heads,
 its Python-branch reference forward, inputs, and an Inductor backend that counts compiles.
 
 Kept out of test_select.py because it needs torch (and specbench.serve.plugin.select, which imports

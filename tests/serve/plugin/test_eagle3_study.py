@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RUN = Path(os.environ.get("SPECBENCH_EAGLE3_RUN", ROOT / "results/baselines/cpu-eagle3"))
 # method -> the module and class of vLLM's that must have loaded as the draft
 CLASSES = {
