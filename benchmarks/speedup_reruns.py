@@ -83,6 +83,7 @@ def coverage(groups: dict[str, list[Path]], interleaved: bool, shown_sd: float, 
     pairs = {g: _pairs(runs, interleaved) for g, runs in groups.items()}
     every = [p for ps in pairs.values() for p in ps]
     counts = {"checks": len(every), "within": 0, "held_out": 0, "shown": 0, "rerun_range": 0}
+    widths = sorted(math.exp(2 * t * math.hypot(sa, shown_sd)) for _, _, sa, _, _, t in every)
     if not every:
         say("no speculative cell shared by two runs of a group")
         return counts
@@ -110,8 +111,9 @@ def coverage(groups: dict[str, list[Path]], interleaved: bool, shown_sd: float, 
         f"({counts['within'] / n:.0%}), widened by the held-out SD {counts['held_out']}/{n} "
         f"({counts['held_out'] / n:.0%}), the CI as specbench shows it (SD {shown_sd:g}) {counts['shown']}/{n} "
         f"({counts['shown'] / n:.0%}), its rerun range (x sqrt 2) {counts['rerun_range']}/{n} "
-        f"({counts['rerun_range'] / n:.0%})"
+        f"({counts['rerun_range'] / n:.0%}); the shown CI's median width: high/low = {widths[len(widths) // 2]:.2f}"
     )
+    counts["median_width"] = widths[len(widths) // 2]
     return counts
 
 

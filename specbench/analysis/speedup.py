@@ -36,8 +36,16 @@ reruns"), where the within-run interval covered the rerun's estimate in 6 of 42 
 interval is widened by a between-run spread ``rerun_sd`` on the log scale,
 ``se = sqrt(se_within^2 + rerun_sd^2)``: :data:`RERUN_SD`, the SD estimated over those reruns,
 unless the caller gives its own (0: within this run only). ``Speedup.within`` keeps the within-run
-interval beside it. Even widened it covered 28 of 42 held-out reruns (67%): a speed-up measured on
-a shared machine is known to within a factor of ~2, whatever its request count.
+interval beside it. Even widened it covered 28 of 42 held-out reruns (67%): a speed-up measured
+apart from its baseline on a shared machine is known to within a factor of ~2, whatever its
+request count.
+
+Measured interleaved (``load.interleave``, specbench/run/interleave.py), a cell's baseline requests
+are sent between its own in blocks, and every request carries its block: the interval is then
+jackknifed over block pairs (:func:`by_block`; df = blocks - 1), as the requests of one block share
+the machine's state, and needs no between-run widening (:data:`INTERLEAVED_RERUN_SD`; measured in
+docs/methods.md). ``Speedup.rerun_range`` is where a rerun's estimate is expected: the interval's
+SE times sqrt(2), as the rerun carries the same noise again.
 """
 
 from __future__ import annotations

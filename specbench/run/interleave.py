@@ -62,8 +62,12 @@ class Companions:
     distinct baseline server (baseline cells that differ only in load axes share it)."""
 
     def __init__(self, ctx: RunContext, cells: list[Cell], warmup: Callable[[Any, Cell], None]):
+        """``cells``: those to run now; their baselines are looked up among all the plan's cells
+        (``ctx.plan_cells``: a resumed run's finished baseline still pairs with its cells)."""
         self.ctx = ctx
-        self.pairs = pairs(ctx.study, cells)
+        running = {c.cell_id for c in cells}
+        every = pairs(ctx.study, ctx.plan_cells or cells)
+        self.pairs = {cid: base for cid, base in every.items() if cid in running}
         self.left: dict[tuple, int] = {}  # server key -> spec cells still to run against it
         self.names: dict[tuple, str] = {}  # server key -> its folder (the first baseline cell's id)
         for base in self.pairs.values():

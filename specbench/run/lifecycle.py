@@ -73,6 +73,7 @@ class RunContext:
     # load.interleave: a speculative cell -> (its baseline's running server or None, that baseline
     # cell, cell.json's paired_baseline); run/interleave.py's Companions.get
     companion: Callable[[Any], tuple[Any, Any, dict[str, Any]] | None] | None = None
+    plan_cells: list[Cell] = field(default_factory=list)  # every cell of the plan (--resume runs fewer)
 
 
 def stats_wait_s(ctx: RunContext) -> float:

@@ -128,6 +128,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
         prompts=prompts,
         display=display,
         cell_hosts=dict(manifest.get("cell_hosts") or {}),
+        plan_cells=list(plan.cells),
     )
     manifest.update(status="running", ended_at=None)
     store.write_manifest(plan.run_dir, manifest)

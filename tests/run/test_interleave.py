@@ -163,3 +163,19 @@ def test_dry_run_names_each_baselines_second_server_or_says_it_changes_nothing(c
     argv = ["run", str(root / "configs" / "default.yaml"), "--dry-run", "--set", "load.interleave=4"]
     assert run_cli([*argv, "--set", "baseline=false"]) == 0
     assert "no speculative cell has a baseline cell to alternate with: it changes nothing" in capsys.readouterr().out
+
+
+def test_a_resumed_run_still_pairs_its_cells_with_a_finished_baseline(tmp_path):
+    from specbench.run.interleave import Companions
+    from specbench.run.lifecycle import RunContext
+
+    s = study(draft="org/draft", baseline=True)
+    s = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 4})})
+    cells = expand(s)
+    left = [c for c in cells if not c.is_baseline]  # --resume: the baselines are done
+    ctx = RunContext(study=s, run_dir=tmp_path, prompts=[], display=None, plan_cells=cells)
+    comp = Companions(ctx, left, lambda *_: None)
+    assert {cid: b.cell_id for cid, b in comp.pairs.items()} == {
+        c.cell_id: f"baseline__mla-{c.axes['mla']}__r0" for c in left
+    }
+    assert sorted(comp.left.values()) == [1, 1]  # one companion per MLA value, one cell each
