@@ -55,9 +55,10 @@ def report(
             min=0.0,
             max=5.0,
             metavar="SD",
-            help="Between-run SD of a speed-up's log that its CI is widened by: the default is the "
-            "spread measured over reruns on a shared 2-core VM (docs/methods.md, 'Speed-up across "
-            "reruns', 0.33); measure your machine's with benchmarks/speedup_reruns.py; 0 = within this run only.",
+            help="Between-run SD of a speed-up's log that its CI is widened by, for cells measured apart "
+            "from their baseline: the default is the spread measured over reruns on a shared 2-core VM "
+            "(docs/methods.md, 'Speed-up across reruns', 0.33); measure your machine's with "
+            "benchmarks/speedup_reruns.py; 0 = within this run only. Cells run with load.interleave need none.",
             show_default=False,
         ),
     ] = None,
