@@ -69,10 +69,6 @@ class CellRequests:
     window: tuple[str, str] | None = None  # cell.json started_at, ended_at (ISO, UTC)
     # load.interleave: its baseline's requests sent interleaved with this cell's (run/interleave.py)
     paired_rows: list[dict[str, Any]] | None = None
-    # the machine's 1-minute load average over the cell's load (mean of cell.json machine_load's
-    # before and after) and the machine's logical CPUs; None in runs from before it was recorded
-    busy: float | None = None
-    cpus: int | None = None
 
 
 @dataclass
@@ -119,16 +115,9 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
                 host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
                 window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None,
                 paired_rows=cell.paired_baseline_rows(),
-                busy=_busy(rec.machine_load),
-                cpus=(run.manifest.get("machine") or {}).get("cpu_count"),
             )
         )
     return out, draft_axes_of(run.manifest)
-
-
-def _busy(load: dict[str, Any] | None) -> float | None:
-    ones = [v[0] for v in (load or {}).values() if isinstance(v, list) and v and isinstance(v[0], (int, float))]
-    return sum(ones) / len(ones) if ones else None
 
 
 def timing_caveats(spec: CellRequests, base: CellRequests, cells: list[CellRequests]) -> list[str]:
@@ -141,14 +130,6 @@ def timing_caveats(spec: CellRequests, base: CellRequests, cells: list[CellReque
             f"ran on another host than the baseline ({spec.host} vs {base.host}): the speed-up "
             "includes any hardware difference"
         )
-    if spec.busy is not None and base.busy is not None:
-        # other work on the machine during one side only: on 2 cores, one busy core halves a side's CPU
-        if abs(spec.busy - base.busy) >= max(1.0, 0.25 * (spec.cpus or 4)):
-            out.append(
-                f"the machine's load average was {spec.busy:.1f} during this cell's load and {base.busy:.1f} "
-                "during its baseline's: the speed-up includes whatever else ran (load.interleave measures "
-                "both sides at once)"
-            )
     for c in (spec, base):
         busy = [o.label for o in cells if o is not c and _overlap(c, o)]
         if busy:

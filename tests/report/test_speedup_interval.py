@@ -36,29 +36,3 @@ def test_rerun_sd_sets_the_width_and_the_page_says_so(tmp_path, capsys):
     page_d, page_z = (tmp_path / "d" / "summary.md").read_text(), (tmp_path / "z" / "summary.md").read_text()
     assert f"widened by a between-run SD of {RERUN_SD:g} on the log" in page_d
     assert "within this run only: a rerun may differ by more" in page_z
-
-
-def test_a_busy_machine_on_one_side_is_named_in_the_speedups_notes(tmp_path):
-    """cell.json's machine_load (os.getloadavg as the load began and ended): a cell measured apart
-    from its baseline while the machine was busier on one side gets a note saying so."""
-    import json
-    import shutil
-
-    from specbench.report.study import run_speedups
-
-    run = tmp_path / "run"
-    shutil.copytree(RUN, run)
-    cell, base = "mla-on__output_norm-on__r0", "baseline__mla-on__r0"
-
-    def set_load(cid: str, one: float) -> None:
-        rec = json.loads((run / cid / "cell.json").read_text())
-        rec["machine_load"] = {"before": [one, 1.0, 1.0], "after": [one + 0.2, 1.0, 1.0]}
-        (run / cid / "cell.json").write_text(json.dumps(rec))
-
-    set_load(cell, 3.4)
-    set_load(base, 0.3)
-    notes = {s.cell: s.notes for s in run_speedups(run).speedups}
-    assert any("load average was 3.5 during this cell's load and 0.4 during its baseline's" in n for n in notes[cell])
-    assert not any("load average" in n for c, ns in notes.items() if c != cell for n in ns)  # no record: no note
-    set_load(base, 3.0)  # both sides alike busy: nothing to say
-    assert not any("load average" in n for n in {s.cell: s.notes for s in run_speedups(run).speedups}[cell])
