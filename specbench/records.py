@@ -205,9 +205,6 @@ class CellRecord(Record):
     # load.interleave (run/interleave.py): the baseline cell whose server this cell's load alternated
     # with, the blocks, the companion's log (or why it could not start).
     paired_baseline: Optional[dict[str, Any]] = None
-    # The machine's load average (1, 5, 15 min; os.getloadavg) as the cell's load began and ended:
-    # other work on the machine changes timings and speed-ups (docs/methods.md, "Speed-up across reruns").
-    machine_load: Optional[dict[str, Any]] = None
     # The node a remote executor (Ray) ran the cell on: the run's manifest records it in
     # cell_hosts, the cell file never does.
     node: Optional[StrictStr] = Field(default=None, exclude=True)

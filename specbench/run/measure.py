@@ -10,7 +10,6 @@ executor measures through :func:`measure_cell`; a step that cannot give a measur
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -97,7 +96,6 @@ def measure_cell(
     n = ld.max_requests if ld.until is not None and ld.max_requests is not None else ld.num_requests
     ctx.display.update(cell.cell_id, "load", done=0, total=n)
     t0 = time.monotonic()
-    record.machine_load = {"before": _loadavg()}
     if ld.until is not None and not cell.is_baseline:
         result, record.precision = precision_load(
             ld,
@@ -128,7 +126,6 @@ def measure_cell(
             cell=cell,
         )
     record.timings.load_s = round(time.monotonic() - t0, 2)
-    record.machine_load["after"] = _loadavg()
     if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
         record.load_accounting = result.spec["accounting"]
     write_outputs(result, d)
@@ -169,13 +166,6 @@ def measure_cell(
         acc.warnings = [*acc.warnings, covers["acceptance_covers"]]
     record.timings.collect_s = round(time.monotonic() - t0, 2)
     return acc
-
-
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # not available on this platform
-        return None
 
 
 def warm_up(ctx: RunContext, url: str, cell: Cell) -> None:

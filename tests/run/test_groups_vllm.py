@@ -161,7 +161,6 @@ def test_interleaved_blocks_alternate_on_one_companion_and_the_speedup_is_theirs
     for c in spec:
         d = grouped_run / c["cell_id"]
         info = c["paired_baseline"]
-        assert all(len(c["machine_load"][k]) == 3 for k in ("before", "after"))  # os.getloadavg around the load
         assert info["cell"] == bases[c["axes"]["load:concurrency"]]["cell_id"]
         assert (info["block"], info["blocks"], info["order"], info["requests"], info["failed"]) == (4, 2, "AB BA", 8, 0)
         assert info["server_log"] == f"companions/{companion.name}/server.log"
