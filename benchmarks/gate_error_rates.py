@@ -18,9 +18,10 @@ runs' real requests (or, for power, a simulation with known truth):
 5. Coverage of compare's paired change interval between two different cells of the default study
    (true change = the difference of their populations' statistics), 3, 5, 10 prompts. Target >= 93%.
 
-6. A speed-up's shown interval contains the next run's estimate of the same cell, over real reruns
-   of the default study with ``load.interleave`` (results/reruns/default-interleaved-*; both orders
-   of every pair; benchmarks/speedup_reruns.py prints each pair). Target >= 90%. No seed: real runs.
+6. A speed-up's rerun range (its interval's SE x sqrt 2, speedup.csv) contains the next run's
+   estimate of the same cell, over real reruns of the default study with ``load.interleave``
+   (results/reruns/default-interleaved-*; both orders of every pair; benchmarks/speedup_reruns.py
+   prints each pair). Target >= 90%. No seed: real runs.
 
 Each rate is printed with its Monte Carlo standard error.
 
@@ -174,11 +175,12 @@ def rerun_coverage() -> bool:
     if not il["checks"]:
         print("6. speed-up across real reruns: the committed reruns are missing")
         return False
-    good = il["shown"] >= 0.9 * il["checks"]
+    good = il["rerun_range"] >= 0.9 * il["checks"]
     print(
         f"6. speed-up across {len(runs['0'])} real reruns of the default study (load.interleave 4; "
-        f"benchmarks/speedup_reruns.py): the shown interval contains the next run's estimate in "
-        f"{il['shown']}/{il['checks']} ({il['shown'] / il['checks']:.0%})   target >= 90%: {verdict(good)}"
+        f"benchmarks/speedup_reruns.py): the rerun range contains the next run's estimate in "
+        f"{il['rerun_range']}/{il['checks']} ({il['rerun_range'] / il['checks']:.0%})   target >= 90%: "
+        f"{verdict(good)}; the 95% CI in {il['shown']}/{il['checks']} ({il['shown'] / il['checks']:.0%})"
     )
     print(
         f"    the same runs measured apart (each cell against its baseline cell's own load, as without "
