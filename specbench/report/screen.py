@@ -96,7 +96,7 @@ def _speedup_ci_words(found: list) -> str:
     """The speed-up column's caption: how its intervals were made, in a few words."""
     words = []
     if any(s.interleaved for s in found):
-        words.append("over requests sent interleaved with the baseline's (load.interleave)")
+        words.append("over block pairs sent in turn to it and its baseline (load.interleave)")
     if not found or not all(s.interleaved for s in found):
         words.append(f"widened by the between-run spread of reruns ({RERUN_SD:g} on the log)")
     return "; ".join(words)

@@ -69,6 +69,7 @@ class CellRequests:
     window: tuple[str, str] | None = None  # cell.json started_at, ended_at (ISO, UTC)
     # load.interleave: its baseline's requests sent interleaved with this cell's (run/interleave.py)
     paired_rows: list[dict[str, Any]] | None = None
+    paired_load_tok_per_s: float | None = None  # their summary.json throughput
 
 
 @dataclass
@@ -115,6 +116,7 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
                 host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
                 window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None,
                 paired_rows=cell.paired_baseline_rows(),
+                paired_load_tok_per_s=cell.paired_baseline_tok_per_s(),
             )
         )
     return out, draft_axes_of(run.manifest)
@@ -236,7 +238,7 @@ def _add_speedups(
                 paired or base.rows,
                 confidence=confidence,
                 rerun_sd=INTERLEAVED_RERUN_SD if paired else rerun_sd,
-                load_tok_per_s=(None, None) if paired else (spec.load_tok_per_s, base.load_tok_per_s),
+                load_tok_per_s=(spec.load_tok_per_s, spec.paired_load_tok_per_s if paired else base.load_tok_per_s),
                 interleaved=bool(paired),
             )
         except ValueError as exc:
@@ -253,8 +255,8 @@ def _apart_or_interleaved(speed: list[StudyAnalysis]) -> str:
     found = [x for s in speed for x in s.speedups]
     if found and all(x.interleaved for x in found):
         return (
-            "each cell's baseline requests were sent between its own, in blocks (load.interleave), so the "
-            'machine\'s load falls on both sides (docs/methods.md, "Speed-up across reruns").'
+            "whatever else the machine ran fell on both sides of a block pair; speedup.csv gives each "
+            'figure\'s rerun range too (docs/methods.md, "Speed-up across reruns").'
         )
     return (
         "a cell and its baseline run minutes apart, so the machine's load between them moves a speed-up more "

@@ -108,6 +108,15 @@ class CellData:
             return None
         return [{**r, "_repeat": self.record.repeat} for _, r in read_jsonl_lines(path)]
 
+    def paired_baseline_tok_per_s(self) -> float | None:
+        """The load throughput of those interleaved baseline requests (their summary.json)."""
+        if self.paired_baseline_rows() is None:
+            return None
+        tput = (load_summary(self.dir / PAIRED_BASELINE / SUMMARY_JSON) or {}).get(
+            "results_mean_output_throughput_token_per_s"
+        )
+        return float(tput) if isinstance(tput, (int, float)) else None
+
 
 @dataclass
 class Run:
