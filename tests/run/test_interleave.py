@@ -179,3 +179,20 @@ def test_a_resumed_run_still_pairs_its_cells_with_a_finished_baseline(tmp_path):
         c.cell_id: f"baseline__mla-{c.axes['mla']}__r0" for c in left
     }
     assert sorted(comp.left.values()) == [1, 1]  # one companion per MLA value, one cell each
+
+
+def test_baselines_differing_only_in_load_share_one_companion(tmp_path):
+    from specbench.run.interleave import Companions
+    from specbench.run.lifecycle import RunContext
+
+    s = study(draft="org/draft", baseline=True, matrix={"load:concurrency": [1, 2, 4]})
+    s = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 4})})
+    cells = expand(s)
+    ctx = RunContext(study=s, run_dir=tmp_path, prompts=[], display=None, plan_cells=cells)
+    comp = Companions(ctx, cells, lambda *_: None)
+    # each speculative cell pairs with the baseline at its own concurrency...
+    assert {c: b.axes["load:concurrency"] for c, b in comp.pairs.items()} == {
+        c.cell_id: c.axes["load:concurrency"] for c in cells if not c.is_baseline
+    }
+    # ...and the three baselines, served alike, get one second server for all three cells
+    assert list(comp.left.values()) == [3] and list(comp.names.values()) == ["baseline__concurrency-1__r0"]
