@@ -166,7 +166,7 @@ def by_block(
         return [k[:3] for k in ks], ms, [k[:3] for k in kb], mb
 
     def summed(keys: list[tuple], m: np.ndarray) -> tuple[list[tuple], np.ndarray]:
-        groups = {}
+        groups: dict[tuple, list[int]] = {}
         for i, k in enumerate(keys):
             groups.setdefault((k[0], k[3]), []).append(i)
         out = [(rep, b, f"block {b}") for rep, b in groups]

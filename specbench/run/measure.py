@@ -191,18 +191,19 @@ def _interleaved(
     """The cell's load alternating with the same requests on its baseline's server
     (run/interleave.py); the baseline side goes to ``d/paired_baseline``."""
     server, base, info = companion
-    assert cell.model is not None and base.model is not None
+    model, base_model = cell.model, base.model
+    assert model is not None and base_model is not None
     done = [0]
 
     def send_cell(start: int, k: int) -> LoadResult:
-        res = _load(ctx, url, cell.model, k, progress=None, out_dir=d, api_key=key, cell=cell, start=start)
+        res = _load(ctx, url, model, k, progress=None, out_dir=d, api_key=key, cell=cell, start=start)
         done[0] += k
         ctx.display.update(cell.cell_id, "load", done=done[0], total=n)
         return res
 
     def send_base(start: int, k: int) -> LoadResult:
         key_b = server_api_key(base.args, base.env)
-        return _load(ctx, server.url, base.model, k, progress=None, out_dir=d, api_key=key_b, cell=base, start=start)
+        return _load(ctx, server.url, base_model, k, progress=None, out_dir=d, api_key=key_b, cell=base, start=start)
 
     result, base_result, blocks = interleaved_load(n, ctx.study.load.interleave, send_cell, send_base)
     write_outputs(base_result, d / PAIRED_DIR)

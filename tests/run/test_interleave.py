@@ -1,6 +1,6 @@
 """load.interleave: a speculative cell's load alternates with the same requests on its baseline's
 server (run/interleave.py), and every speed-up (run screen, report, compare's gate) is computed
-against those interleaved requests. The real servers are tests/run/test_interleave_vllm.py's; here:
+against those interleaved requests. The real servers are tests/run/test_groups_vllm.py's; here:
 the block order and merge, which baseline each cell pairs with, the config's refusals, and the
 readers on a committed run given a paired baseline (the figures checked against sums done here)."""
 
