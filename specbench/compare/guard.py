@@ -34,6 +34,8 @@ _FIELDS = [
     ("precision-driven load (load.until)", ("resolved_config", "load", "until")),
     ("max_requests", ("resolved_config", "load", "max_requests")),
     ("concurrency", ("resolved_config", "load", "concurrency")),
+    # speed-ups measured interleaved with the baseline's requests or apart from them: two methods
+    ("speed-up measurement (load.interleave blocks; 0: apart)", ("resolved_config", "load", "interleave")),
     ("load driver", ("resolved_config", "load", "driver")),
     # recorded by `vllm bench serve` result files (specbench.run.sweep puts them here)
     ("dataset", ("resolved_config", "load", "dataset")),
@@ -52,7 +54,8 @@ _MISSING = object()
 _ABSENT_IS_NONE = {"until", "max_requests"}
 # Fields of runs before workloads: absent means the built-in prompts at load.max_tokens.
 # Runs before per-method drafts: absent means none (every method with ``draft``).
-_ABSENT_IS_DEFAULT: dict[str, Any] = {"workload": "builtin", "output_len": "max_tokens", "drafts": {}}
+# Runs before load.interleave: absent means 0 (speed-ups measured apart).
+_ABSENT_IS_DEFAULT: dict[str, Any] = {"workload": "builtin", "output_len": "max_tokens", "drafts": {}, "interleave": 0}
 
 
 def _get(d: Any, path: tuple[str, ...]) -> Any:

@@ -196,3 +196,15 @@ def test_baselines_differing_only_in_load_share_one_companion(tmp_path):
     }
     # ...and the three baselines, served alike, get one second server for all three cells
     assert list(comp.left.values()) == [3] and list(comp.names.values()) == ["baseline__concurrency-1__r0"]
+
+
+def test_compare_names_a_speedup_measured_apart_against_one_measured_interleaved(tmp_path, capsys):
+    run = _paired_copy(tmp_path, 1.0)
+    m = json.loads((run / "manifest.json").read_text())
+    m["resolved_config"]["load"]["interleave"] = 4
+    (run / "manifest.json").write_text(json.dumps(m))
+    run_cli(["compare", str(RUN), str(run), "--allow-weak"])
+    said = capsys.readouterr().err
+    assert "runs differ: speed-up measurement (load.interleave blocks; 0: apart): baseline 0, candidate 4" in said
+    run_cli(["compare", str(run), str(run), "--allow-weak"])
+    assert "load.interleave" not in capsys.readouterr().err  # alike: nothing to say
