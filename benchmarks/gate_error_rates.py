@@ -170,6 +170,9 @@ def rerun_coverage() -> bool:
     from specbench.analysis.speedup import INTERLEAVED_RERUN_SD, RERUN_SD
 
     runs = committed(INTERLEAVED)
+    if not all(r.is_dir() for group in runs.values() for r in group):
+        print("6. speed-up across real reruns: the committed reruns (results/reruns/default-interleaved-*) are missing")
+        return False
     il = coverage(runs, True, INTERLEAVED_RERUN_SD, out=None)
     apart = coverage(runs, False, RERUN_SD, out=None)
     if not il["checks"]:

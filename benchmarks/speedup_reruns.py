@@ -59,14 +59,14 @@ def _pairs(group: list[Path], interleaved: bool = True) -> list[tuple[str, float
             lo, hi = s.within["output_tok_per_s"]
             p = s.point["output_tok_per_s"]
             if p > 0 and math.isfinite(lo) and lo > 0:
-                figures[(run, s.cell)] = (math.log(p), (math.log(hi) - math.log(lo)) / 2, s.df + 1)
+                t = t_quantile(0.95, s.df)  # each run's own df: its SE read back off its own interval
+                figures[(run, s.cell)] = (math.log(p), (math.log(hi) - math.log(lo)) / 2 / t, t)
     out = []
     for a, b in itertools.permutations(group, 2):
-        for (run, cell), (la, ha, n) in figures.items():
+        for (run, cell), (la, sa, t) in figures.items():
             if run == a and (b, cell) in figures:
-                lb, hb, _ = figures[(b, cell)]
-                t = t_quantile(0.95, n - 1)
-                out.append((f"{a.name} -> {b.name}: {cell}", la, ha / t, lb, hb / t, t))
+                lb, sb, _ = figures[(b, cell)]
+                out.append((f"{a.name} -> {b.name}: {cell}", la, sa, lb, sb, t))
     return out
 
 

@@ -175,6 +175,21 @@ def by_block(
     return (*summed(ks, ms), *summed(kb, mb))
 
 
+def matched_blocks(
+    ks: list[tuple], ms: np.ndarray, kb: list[tuple], mb: np.ndarray
+) -> tuple[list[tuple], np.ndarray, list[tuple], np.ndarray, int]:
+    """Interleaved cells (every request of both carries its block): only the requests both sides
+    finished, so each block pair sums the same prompts on both sides and no lost block unpairs the
+    rest; the count of requests dropped. Other cells: as they are, 0."""
+    if not (ks and kb and all(len(k) == 4 and k[3] is not None for k in ks + kb)):
+        return ks, ms, kb, mb, 0
+    both = {k[:2] for k in ks} & {k[:2] for k in kb}
+    keep_s = [i for i, k in enumerate(ks) if k[:2] in both]
+    keep_b = [i for i, k in enumerate(kb) if k[:2] in both]
+    dropped = len(ks) + len(kb) - len(keep_s) - len(keep_b)
+    return [ks[i] for i in keep_s], ms[keep_s], [kb[i] for i in keep_b], mb[keep_b], dropped
+
+
 def log_se(ks: list[tuple], ms: np.ndarray, kb: list[tuple], mb: np.ndarray) -> tuple[dict[str, float], int, bool]:
     """Jackknife SE of each figure's log, its df and whether the requests were paired; over
     interleave blocks where every request of both cells carries one (:func:`by_block`)."""
@@ -245,6 +260,7 @@ def speedup(
     point ratio beside the per-request figures.
     """
     (ks, ms), (kb, mb) = request_matrix(spec_rows, blocks=True), request_matrix(base_rows, blocks=True)
+    ks, ms, kb, mb, dropped = matched_blocks(ks, ms, kb, mb)
     if not len(ms) or not len(mb):
         raise ValueError("speed-up needs finished requests in both cells")
     spec = {k: float(v) for k, v in cell_stats(ms.sum(axis=0)).items()}
@@ -258,6 +274,8 @@ def speedup(
         for k in point
     }
     notes = []
+    if dropped:
+        notes.append(f"{dropped} request(s) finished on one side only: left out of both (interleaved pairs)")
     if np.isnan(point["decomposition"]):
         notes.append("no per-request spec-decode counts: the decomposition needs --per-request-spec-decode-metrics")
     ls, lb = load_tok_per_s

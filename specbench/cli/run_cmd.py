@@ -444,6 +444,8 @@ def run(
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
         for note in plan.notes:  # e.g. where --resume took the run's secrets from
             console.print(f"resume: {note}", highlight=False, soft_wrap=True)
+        if plan.study.load.interleave and (executor or plan.study.executor) == "ray":  # a resumed run's too
+            raise ConfigError("--executor ray: load.interleave needs both servers on one machine (--executor local)")
         try:
             code = execute(
                 plan,

@@ -31,7 +31,7 @@ import numpy as np
 from specbench.analysis.deltas import Delta, scaled_delta
 from specbench.analysis.divergence import compare_outputs
 from specbench.analysis.intervals import percentile_interval, resample_weights
-from specbench.analysis.speedup import cell_stats, log_se, request_matrix, speedups
+from specbench.analysis.speedup import cell_stats, log_se, matched_blocks, request_matrix, speedups
 
 
 def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tuple[float, float | None, int] | None:
@@ -39,6 +39,7 @@ def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tu
     the within-run part of the interval :func:`specbench.analysis.speedup.speedup` shows."""
     ks, ms = request_matrix(rows, blocks=True)
     kb, mb = request_matrix(base, blocks=True)
+    ks, ms, kb, mb, _ = matched_blocks(ks, ms, kb, mb)
     if not len(ms) or not len(mb):
         return None
     with np.errstate(divide="ignore", invalid="ignore"):

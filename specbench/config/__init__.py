@@ -388,8 +388,16 @@ class Study(_Strict):
     @model_validator(mode="after")
     def _interleave_is_local(self) -> "Study":
         # without baseline cells (baseline: false) it has nothing to pair: inert, as --dry-run shows
-        if self.load.interleave and self.executor == "ray":
+        n = self.load.interleave
+        if n and self.executor == "ray":
             raise ValueError("load.interleave: needs executor 'local' (both servers on one machine)")
+        values = [self.load.concurrency, *self.matrix.get("load:concurrency", [])]
+        top = max((v for v in values if isinstance(v, int) and not isinstance(v, bool)), default=1)
+        if n and n < top:
+            raise ValueError(
+                f"load.interleave: {n} is below concurrency {top}: a block of {n} requests never has {top} "
+                f"in flight, so the cell would not run at its concurrency; use a multiple of it ({top}, {2 * top}, ...)"
+            )
         return self
 
     @model_validator(mode="after")

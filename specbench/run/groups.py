@@ -36,14 +36,10 @@ of the full log are its slice and which load settings it used (``load``).
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import json
-import time
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
-
-import httpx
 
 from specbench import redact
 from specbench.axis import parse_axis
@@ -60,7 +56,9 @@ from specbench.run.lifecycle import (
     ServerSession,
     attest_cell,
     log_lines,
+    loopback,
     remove_tree,
+    reset_prefix_cache,
     stats_wait_s,
 )
 from specbench.run.measure import measure_cell, warm_up
@@ -68,7 +66,6 @@ from specbench.run.runner import LocalExecutor
 from specbench.serve.attest import control_not_compared
 from specbench.serve.plugin.switch import DEV_MODE_ENV, probe, server_additions, switch_variant, switchable
 from specbench.serve.plugin.switches import HEAD_VAR, SWITCH_VARS, head_of_method, switches_from_env
-from specbench.serve.server import VLLMServer
 
 Result = tuple[CellRecord, Acceptance | None]
 SERVERS_DIR = "servers"
@@ -108,7 +105,7 @@ def group_server(group: list[Cell], host: str) -> tuple[list[str], dict[str, str
     env, args = dict(first.env), list(first.args)
     # vLLM 0.32 serves /reset_prefix_cache and /collective_rpc only with VLLM_SERVER_DEV_MODE=1
     # (its own `vllm bench sweep serve` sets it too): only where nothing but this machine can reach them
-    if len(group) > 1 and _loopback(host):
+    if len(group) > 1 and loopback(host):
         env.setdefault(DEV_MODE_ENV, "1")
     # Cells asking for different head variants: start the plugin's class at the head's shipped
     # values, ask every worker whether it can switch (probe), switch before each cell.
@@ -156,7 +153,7 @@ def head_switchable(cell: Cell, host: str) -> bool:
         return False  # no DeepSeek head, or an unknown switch value (plan.check_cells refuses it)
     if spec["head_variant"].get("control"):
         return False  # the control variant is registered at start-up by design: it keeps its own server
-    return switchable(spec.get("method") or "eagle") and _loopback(host)
+    return switchable(spec.get("method") or "eagle") and loopback(host)
 
 
 def _control_not_compared(cell: Cell) -> Cell:
@@ -204,32 +201,6 @@ def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunCont
         update["workload"] = cell.load["workload"]
     study = ctx.study.model_copy(update={"load": load.model_copy(update=update)})
     return dataclasses.replace(ctx, study=study, prompts=prompts)
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
-def reset_prefix_cache(server: VLLMServer, tries: int = 20, pause_s: float = 0.25) -> str:
-    """POST /reset_prefix_cache; "done", "refused" (still false after retries: blocks held) or
-    "unavailable" (no dev-mode endpoint). Not resetting changes prefill cost, not the counts."""
-    for _ in range(tries):
-        try:
-            resp = httpx.post(f"{server.url}/reset_prefix_cache", timeout=10.0)
-        except httpx.HTTPError:
-            return "unavailable"
-        if resp.status_code != 200:
-            return "unavailable"
-        try:
-            if resp.json().get("success", True):
-                return "done"
-        except ValueError:
-            return "done"
-        time.sleep(pause_s)
-    return "refused"
 
 
 class GroupedExecutor(LocalExecutor):

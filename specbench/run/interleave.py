@@ -30,8 +30,9 @@ from typing import Any
 from specbench.config import Study
 from specbench.errors import ServerError
 from specbench.run.cells import Cell, pick_baseline
-from specbench.run.lifecycle import RunContext, ServerSession
+from specbench.run.lifecycle import RunContext, ServerSession, loopback, reset_prefix_cache
 from specbench.run.store import PAIRED_BASELINE
+from specbench.serve.plugin.switch import DEV_MODE_ENV
 
 PAIRED_DIR = PAIRED_BASELINE  # in a cell's directory: the companion's requests for that cell
 COMPANIONS_DIR = "companions"  # in the run directory: one folder per companion server (its log)
@@ -53,8 +54,9 @@ def pairs(study: Study, cells: list[Cell]) -> dict[str, Cell]:
 
 
 def server_key(base: Cell) -> tuple:
-    # baseline cells differing only in load axes are served alike: one companion for all of them
-    return tuple(base.args), tuple(sorted(base.env.items()))
+    # baseline cells differing only in load axes are served alike: one companion for all of them;
+    # repeats keep their own (a repeat measures the start-to-start spread too, as in run/groups.py)
+    return base.repeat, tuple(base.args), tuple(sorted(base.env.items()))
 
 
 class Companions:
@@ -91,20 +93,29 @@ class Companions:
         if key in self.failed:
             return None, base, {**info, "error": self.failed[key]}
         session = self.sessions.get(key)
+        if session is not None and not session.server.is_alive():
+            self.sessions.pop(key).stop()
+            self.failed[key] = "the baseline's server died before this cell"
+            return None, base, {**info, "error": self.failed[key]}
         if session is None:
             d = self.ctx.run_dir / COMPANIONS_DIR / name
             d.mkdir(parents=True, exist_ok=True)
-            session = ServerSession(self.ctx, list(base.args), dict(base.env), d / "server.log")
+            env = dict(base.env)
+            if loopback(self.ctx.study.serve.host):  # /reset_prefix_cache before each cell (below)
+                env.setdefault(DEV_MODE_ENV, "1")
+            session = ServerSession(self.ctx, list(base.args), env, d / "server.log")
+            self.sessions[key] = session  # from here on close() stops it, whatever happens next
             try:
                 self.ctx.display.update(cell.cell_id, f"starting its baseline's server ({name})")
                 session.start()
                 self._warmup(session.server, base)
             except ServerError as exc:
-                session.stop()
+                self.sessions.pop(key).stop()
                 self.failed[key] = "the baseline's server did not start: " + str(exc).split("\n", 1)[0]
                 return None, base, {**info, "error": self.failed[key]}
-            self.sessions[key] = session
             info["startup_s"] = session.startup_s
+        # each cell sends the same prompts again: the companion must not answer them from its cache
+        info["prefix_cache_reset"] = reset_prefix_cache(session.server)
         return session.server, base, info
 
     def done(self, cell_id: str) -> None:

@@ -18,6 +18,7 @@ on its node (run/ray_executor.py).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import sys
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
+
+import httpx
 
 from specbench import redact
 from specbench.config import Study
@@ -233,3 +236,30 @@ class CellLife:
         close_record(self.record, server, secrets)
         if self.record.status != "done":
             store.write_cell(self.ctx.run_dir, self.record, None)
+
+
+def loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (dev-mode endpoints are served only there)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def reset_prefix_cache(server: VLLMServer, tries: int = 20, pause_s: float = 0.25) -> str:
+    """POST /reset_prefix_cache; "done", "refused" (still false after retries: blocks held) or
+    "unavailable" (no dev-mode endpoint). Not resetting changes prefill cost, not the counts."""
+    for _ in range(tries):
+        try:
+            resp = httpx.post(f"{server.url}/reset_prefix_cache", timeout=10.0)
+        except httpx.HTTPError:
+            return "unavailable"
+        if resp.status_code != 200:
+            return "unavailable"
+        try:
+            if resp.json().get("success", True):
+                return "done"
+        except ValueError:
+            return "done"
+        time.sleep(pause_s)
+    return "refused"

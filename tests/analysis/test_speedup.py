@@ -160,3 +160,20 @@ def test_an_interleaved_cell_is_jackknifed_over_its_blocks_by_hand():
     # compare's gate computes the same within-run SE
     b, c, d = speedup_delta(spec, base, spec, base)
     assert d.df == 4
+
+
+def test_a_request_or_block_lost_on_one_side_leaves_the_others_paired():
+    """Interleaved: only requests both sides finished count, so one lost request (or a whole lost
+    block) does not unpair the remaining block pairs nor sum different prompts on the two sides."""
+    spec = [{**_req(i, 33, 0.1, 0.6 + 0.01 * i), "block": i // 4} for i in range(20)]
+    base = [{**_req(i, 33, 0.1, 0.3 + 0.01 * i), "block": i // 4} for i in range(20)]
+    full = speedup("spec", spec, "base", base, rerun_sd=0.0)
+    one = speedup("spec", spec, "base", [{**r, "error": "x"} if r["id"] == 5 else r for r in base], rerun_sd=0.0)
+    assert one.paired and one.df == 4 and one.n_spec == one.n_base == 19
+    assert any("1 request(s) finished on one side only" in n for n in one.notes)
+    kept = [r for r in spec if r["id"] != 5]
+    want = sum(r["output_tokens"] for r in kept) / sum(r["e2e_s"] for r in kept)
+    want /= sum(r["output_tokens"] for r in base if r["id"] != 5) / sum(r["e2e_s"] for r in base if r["id"] != 5)
+    assert one.point["output_tok_per_s"] == pytest.approx(want, rel=1e-12)
+    block = speedup("spec", spec, "base", [r for r in base if r["block"] != 2], rerun_sd=0.0)
+    assert block.paired and block.df == 3 and full.df == 4

@@ -83,6 +83,8 @@ def test_each_speculative_cell_pairs_with_the_baseline_of_its_target():
         ({"interleave": 4, "until": {"ci_half_width": {"acceptance_length": 0.1}}, "max_requests": 40}, {}, "until"),
         ({"interleave": 4}, {"executor": "ray"}, "executor 'local'"),
         ({"interleave": -1}, {}, "interleave"),
+        ({"interleave": 2, "concurrency": 4}, {}, "below concurrency 4"),
+        ({"interleave": 4}, {"matrix": {"mla": ["on"], "load:concurrency": [2, 8]}}, "below concurrency 8"),
     ],
 )
 def test_interleave_refuses_what_it_cannot_pair(load, extra, says):
@@ -208,3 +210,49 @@ def test_compare_names_a_speedup_measured_apart_against_one_measured_interleaved
     assert "runs differ: speed-up measurement (load.interleave blocks; 0: apart): baseline 0, candidate 4" in said
     run_cli(["compare", str(run), str(run), "--allow-weak"])
     assert "load.interleave" not in capsys.readouterr().err  # alike: nothing to say
+
+
+def test_a_companion_is_stopped_whatever_ends_its_start_and_a_dead_one_is_not_reused(tmp_path, monkeypatch):
+    """Fake sessions (a real server cannot be made to die on cue here): Ctrl-C in the warm-up still
+    leaves the session for close() to stop; a companion found dead is stopped and reported."""
+    from specbench.run import interleave
+    from specbench.run.lifecycle import RunContext
+
+    made = []
+
+    class Session:
+        def __init__(self, *a, **k):
+            self.stopped, self.startup_s = False, 1.0
+            self.server = type("S", (), {"is_alive": lambda _: self.alive, "url": "http://127.0.0.1:1"})()
+            self.alive = True
+            made.append(self)
+
+        def start(self):
+            pass
+
+        def stop(self):
+            self.stopped = True
+
+    monkeypatch.setattr(interleave, "ServerSession", Session)
+    monkeypatch.setattr(interleave, "reset_prefix_cache", lambda server: "done")
+    s = study(draft="org/draft", baseline=True, matrix={"mla": ["on"]})
+    s = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 4})})
+    cells = expand(s)
+    spec = next(c for c in cells if not c.is_baseline)
+    display = type("D", (), {"update": lambda *a, **k: None})()
+    ctx = RunContext(study=s, run_dir=tmp_path, prompts=[], display=display, plan_cells=cells)
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    comp = interleave.Companions(ctx, cells, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        comp.get(spec)
+    comp.close()
+    assert made[-1].stopped
+    comp = interleave.Companions(ctx, cells, lambda *_: None)
+    server, _, info = comp.get(spec)
+    assert server is not None and info["prefix_cache_reset"] == "done"
+    made[-1].alive = False
+    server, _, info = comp.get(spec)
+    assert server is None and info["error"] == "the baseline's server died before this cell" and made[-1].stopped
