@@ -164,6 +164,7 @@ def test_interleaved_blocks_alternate_on_one_companion_and_the_speedup_is_theirs
         assert info["cell"] == bases[c["axes"]["load:concurrency"]]["cell_id"]
         assert (info["block"], info["blocks"], info["order"], info["requests"], info["failed"]) == (4, 2, "AB BA", 8, 0)
         assert info["server_log"] == f"companions/{companion.name}/server.log"
+        assert info["prefix_cache_reset"] == "done"  # each cell sends the same prompts to the companion again
         own = [json.loads(line) for line in (d / "requests.jsonl").read_text().splitlines()]
         paired = [json.loads(line) for line in (d / "paired_baseline" / "requests.jsonl").read_text().splitlines()]
         assert [(r["id"], r["prompt_id"]) for r in own] == [(r["id"], r["prompt_id"]) for r in paired]
