@@ -119,6 +119,11 @@ def _plan_lines(config: Path, study, cells, groups) -> list[str]:
     return lines
 
 
+def _local_for_interleave(study, kind: str) -> None:
+    if kind == "ray" and study.load.interleave:
+        raise ConfigError("--executor ray: load.interleave needs both servers on one machine (--executor local)")
+
+
 def _interleave_note(study, cells) -> list[str]:
     """load.interleave: which speculative cells alternate with which baseline's second server."""
     if not study.load.interleave:
@@ -426,8 +431,7 @@ def run(
 
         study = validated(config_or_default(config), sets)[0]
         kind = executor or study.executor
-        if kind == "ray" and study.load.interleave:
-            raise ConfigError("--executor ray: load.interleave needs both servers on one machine (--executor local)")
+        _local_for_interleave(study, kind)
         chosen = _executor(kind, address, max_concurrent_cells, cpus_per_cell)
     elif executor is not None:
         chosen = _executor(executor, address, max_concurrent_cells, cpus_per_cell)
@@ -444,8 +448,7 @@ def run(
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
         for note in plan.notes:  # e.g. where --resume took the run's secrets from
             console.print(f"resume: {note}", highlight=False, soft_wrap=True)
-        if plan.study.load.interleave and (executor or plan.study.executor) == "ray":  # a resumed run's too
-            raise ConfigError("--executor ray: load.interleave needs both servers on one machine (--executor local)")
+        _local_for_interleave(plan.study, executor or plan.study.executor)  # a resumed run's too
         try:
             code = execute(
                 plan,

@@ -172,10 +172,12 @@ def precision_load(
         min_requests=ld.min_requests,
         max_error_rate=ld.max_error_rate,
     )
-    return _merge(parts, time.perf_counter() - t_first[0], outcome.requests_sent), outcome.to_dict()
+    return merge_batches(parts, time.perf_counter() - t_first[0], outcome.requests_sent), outcome.to_dict()
 
 
-def _merge(parts: list[tuple[float, Any]], duration_s: float, sent: int) -> Any:
+def merge_batches(parts: list[tuple[float, Any]], duration_s: float, sent: int) -> Any:
+    """One LoadResult from ``(offset, LoadResult)`` batches: requests in order, each timed from the
+    first batch's start (also run/interleave.py's blocks)."""
     first = parts[0][1]
     requests = []
     for offset, res in parts:

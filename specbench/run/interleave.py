@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from specbench.config import Study
 from specbench.errors import ServerError
+from specbench.load.precision import merge_batches
 from specbench.run.cells import Cell, pick_baseline
 from specbench.run.lifecycle import RunContext, ServerSession, loopback, reset_prefix_cache
 from specbench.run.store import PAIRED_BASELINE
@@ -161,19 +161,7 @@ def interleaved_load(
 
 
 def _merge(parts: list[tuple[float, Any]]) -> Any:
-    """One LoadResult from blocks: requests in order, each timed from the first block's start; the
-    duration is the blocks' own (the other side's blocks between them are not this side's load)."""
-    requests = []
-    for offset, res in parts:
-        for r in res.requests:
-            if r.get("start_s") is not None:
-                r["start_s"] += offset
-            requests.append(r)
-    first = parts[0][1]
+    """One side's blocks as one LoadResult; its duration is its own blocks' (the other side's blocks
+    between them are not this side's load)."""
     n = sum(len(res.requests) for _, res in parts)
-    return replace(
-        first,
-        requests=requests,
-        duration_s=sum(res.duration_s for _, res in parts),
-        spec={**first.spec, "num_requests": n},
-    )
+    return merge_batches(parts, sum(res.duration_s for _, res in parts), n)

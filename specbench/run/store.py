@@ -102,15 +102,20 @@ class CellData:
     def paired_baseline_rows(self) -> list[dict[str, Any]] | None:
         """The requests its baseline's server answered interleaved with this cell's load
         (``load.interleave``, run/interleave.py), tagged with the cell's repeat; None when it has none."""
-        info = self.record.paired_baseline or {}
-        path = self.dir / PAIRED_BASELINE / REQUESTS_JSONL
-        if not info.get("blocks") or info.get("error") or not _exists(path):
+        if not self._paired():
             return None
+        path = self.dir / PAIRED_BASELINE / REQUESTS_JSONL
         return [{**r, "_repeat": self.record.repeat} for _, r in read_jsonl_lines(path)]
+
+    def _paired(self) -> bool:
+        info = self.record.paired_baseline or {}
+        return (
+            bool(info.get("blocks")) and not info.get("error") and _exists(self.dir / PAIRED_BASELINE / REQUESTS_JSONL)
+        )
 
     def paired_baseline_tok_per_s(self) -> float | None:
         """The load throughput of those interleaved baseline requests (their summary.json)."""
-        if self.paired_baseline_rows() is None:
+        if not self._paired():
             return None
         tput = (load_summary(self.dir / PAIRED_BASELINE / SUMMARY_JSON) or {}).get(
             "results_mean_output_throughput_token_per_s"
