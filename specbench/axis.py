@@ -23,7 +23,8 @@ AxisKind = Literal["env", "flag", "load", "builtin"]
 _PREFIXES: dict[AxisKind, str] = {"env": "env:", "flag": "flag:", "load": "load:"}
 
 # Built-in axes: specbench knows what each sets (mla -> VLLM_MLA_DISABLE, k -> the speculative config).
-BUILTIN_AXES = ("mla", "method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
+# vllm -> the install that serves the cell (specbench/serve/installs.py).
+BUILTIN_AXES = ("mla", "method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft", "vllm")
 # Axes that only make sense with speculation; the baseline cell reports them as "none".
 SPEC_AXES = ("method", "output_norm", "pos0_mask", "num_speculative_tokens", "draft")
 # Load settings as axes: cells that differ only in these share one server (run/groups.py).

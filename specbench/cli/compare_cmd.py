@@ -36,6 +36,19 @@ def _parse_gates(values: Optional[list[str]]):
         raise typer.BadParameter(str(exc)) from None
 
 
+def _split_between(value: Optional[str]) -> Optional[tuple[str, str, str]]:
+    """``--between AXIS=A,AXIS=B`` as (axis, A, B); a usage error otherwise."""
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",")]
+    pairs = [p.partition("=") for p in parts]
+    if len(pairs) != 2 or any(not a or not eq or not v for a, eq, v in pairs) or pairs[0][0] != pairs[1][0]:
+        raise typer.BadParameter(f"{value!r}: give one axis twice, AXIS=A,AXIS=B (e.g. vllm=0.31.0,vllm=current)")
+    if pairs[0][2] == pairs[1][2]:
+        raise typer.BadParameter(f"{value!r}: the two values are the same; compare two different ones")
+    return pairs[0][0], pairs[0][2], pairs[1][2]
+
+
 def compare(
     baseline: Annotated[
         Path,
@@ -44,7 +57,12 @@ def compare(
             help="Baseline: a run directory (results/<run-id>), a vllm bench result or sweep, one cell's acceptance.json, or a log / /metrics / `specbench parse` JSONL file.",
         ),
     ],
-    candidate: Annotated[Path, typer.Argument(metavar="CAND", help="Candidate, same kinds as BASE.")],
+    candidate: Annotated[
+        Optional[Path],
+        typer.Argument(
+            metavar="CAND", help="Candidate, same kinds as BASE (left out with --between).", show_default=False
+        ),
+    ] = None,
     gate: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -157,6 +175,16 @@ def compare(
             help="Also print every metric of every cell (base, cand, delta, CI, verdict) and each undecided check.",
         ),
     ] = False,
+    between: Annotated[
+        Optional[str],
+        typer.Option(
+            "--between",
+            callback=_split_between,
+            metavar="AXIS=A,AXIS=B",
+            help="Compare inside one RUN: its cells with AXIS=A (baseline) against those with AXIS=B, "
+            "e.g. --between vllm=0.31.0,vllm=current.",
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="Print only the verdict line (the exit code and the files say the rest)."),
@@ -168,6 +196,8 @@ def compare(
     from specbench.compare.noise import load_floors  # lazy: pulls in numpy and pydantic
     from specbench.compare.render import print_table  # lazy: pulls in numpy and pydantic
 
+    if candidate is None and between is None:
+        raise InputError("give BASE and CAND (two runs), or one RUN with --between AXIS=A,AXIS=B")
     guard_outputs(
         [baseline, candidate, gate_file, noise_floor],
         {
@@ -188,7 +218,13 @@ def compare(
     floors = None
     if noise_floor is not None:
         floors = load_floors(noise_floor)
-    base, cand = load_side(baseline), load_side(candidate)
+    contrast: Optional[tuple[str, str, str]] = between  # type: ignore[assignment]  # _split_between's
+    if contrast is not None:
+        base, cand = _between_sides(baseline, candidate, contrast)
+        candidate = baseline
+    else:
+        assert candidate is not None  # checked above
+        base, cand = load_side(baseline), load_side(candidate)
     diffs = mismatches(base, cand)
     comp = compare_sides(
         base,
@@ -207,7 +243,7 @@ def compare(
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)
-    same = same_run(baseline, candidate, base, cand)
+    same = same_run(baseline, candidate, base, cand) if contrast is None else None
     if same:
         comp.warnings.insert(0, same)
     if strict and (diffs or comp.only_base or comp.only_cand):
@@ -236,6 +272,19 @@ def compare(
     if comp.inconclusive and not comp.failures and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")
     raise typer.Exit(comp.exit_code)
+
+
+def _between_sides(baseline: Path, candidate: Optional[Path], between: tuple[str, str, str]):
+    from specbench.compare.sides import between as restrict  # lazy: pulls in numpy and pydantic
+    from specbench.compare.sides import load_side  # lazy: pulls in numpy and pydantic
+
+    if candidate is not None and os.path.realpath(candidate) != os.path.realpath(baseline):
+        raise InputError("--between compares cells inside one run: give one RUN (no CAND)")
+    axis, a, b = between
+    side = load_side(baseline)
+    if side.manifest is None:
+        raise InputError(f"{baseline}: --between needs a run directory (its cells carry the axis values)")
+    return restrict(side, axis, a), restrict(side, axis, b)
 
 
 def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:

@@ -11,7 +11,7 @@ from typing import Annotated, NoReturn, Optional
 import typer
 
 from specbench import __version__
-from specbench.cli import compare_cmd, fixtures_cmd, parse_cmd, report_cmd, run_cmd, validate_cmd
+from specbench.cli import compare_cmd, envs_cmd, fixtures_cmd, parse_cmd, report_cmd, run_cmd, validate_cmd
 from specbench.cli.common import print_error, report_failure, sigterm_as_interrupt, stdout_closed, tolerant_streams
 from specbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from specbench.io import clear_protected
@@ -25,9 +25,9 @@ app = typer.Typer(
 )
 
 # Each module's register(app) adds its command(s). Listed (and shown in --help) in workflow order:
-# run, validate, report, compare, parse, fixtures. Plain imports: a missing or broken command module
-# is an ImportError at start, never a dropped command.
-_COMMANDS = [run_cmd, validate_cmd, report_cmd, compare_cmd, parse_cmd, fixtures_cmd]
+# run, validate, report, compare, parse, fixtures, envs. Plain imports: a missing or broken command
+# module is an ImportError at start, never a dropped command.
+_COMMANDS = [run_cmd, validate_cmd, report_cmd, compare_cmd, parse_cmd, fixtures_cmd, envs_cmd]
 
 
 def _version_callback(value: bool) -> None:

@@ -50,7 +50,7 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
     for c in cells:
         group = server_of[c.cell_id]
         args, env, switching = group_server(group, serve.host) if len(group) > 1 else (c.args, c.env, False)
-        argv = server_argv(args, serve.host, port)
+        argv = server_argv(args, serve.host, port, python=_dry_python(c))
         print(
             f"\n[{c.cell_id}] axes={json.dumps(c.axes)}" + (f" load={json.dumps(c.load)}" if c.load else ""), file=out
         )
@@ -92,6 +92,7 @@ def _plan_lines(config: Path, study, cells, groups) -> list[str]:
         f"#   {share}",
         *_switch_note(groups),
         *_interleave_note(study, cells),
+        *_installs_note(study),
         (
             f"# requests: {upto}{est.requests:,} = {est.cells} cells x {upto}{per_cell:,} + {len(est.servers)} "
             f"warm-up(s) x {study.load.warmup_requests:,}"
@@ -116,6 +117,63 @@ def _plan_lines(config: Path, study, cells, groups) -> list[str]:
         "# each server gets a private TMPDIR, VLLM_RPC_BASE_PATH, VLLM_CACHE_ROOT (its modelinfos/ "
         "shared across servers)"
     )
+    return lines
+
+
+# pip's lines worth a user's eye while an install is made (the rest: resolver chatter)
+_PIP_SHOWN = (
+    "creating ",
+    "Collecting ",
+    "Downloading ",
+    "Installing collected",
+    "Successfully",
+    "asking vLLM",
+    "ready:",
+    "ERROR",
+)
+
+
+def _install_progress(line: str) -> None:
+    text = line.strip()
+    if text.startswith(_PIP_SHOWN):
+        console.print(f"  vllm install: {text[:160]}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _local_for_installs(study, kind: str) -> None:
+    """The vllm axis names environments on this machine: Ray's nodes have their own."""
+    values = [v for v in study.matrix.get("vllm", []) if v != "current"]
+    if values and kind == "ray":
+        raise ConfigError(
+            f"matrix.vllm: {values[0]!r} is an environment on this machine; the ray executor's nodes have their "
+            "own; use --executor local"
+        )
+
+
+def _dry_python(cell) -> str:
+    from specbench.serve.installs import expected_python, parse_install  # lazy: with the run modules
+
+    return expected_python(parse_install(cell.vllm)) if cell.vllm else sys.executable
+
+
+def _installs_note(study) -> list[str]:
+    """--dry-run: the vllm axis's installs, which exist and which a run creates, and what that adds."""
+    from specbench.run.installs import plan_installs  # lazy: with the run modules
+
+    rows = plan_installs(study)
+    if not rows:
+        return []
+    extra = sum(r["extra_s"] for r in rows)
+    lines = [
+        f"# vllm installs: {len(rows)}; planning adds about {extra:.0f} s (creating and asking them) before any server starts"
+    ]
+    for r in rows:
+        if r["kind"] == "current":
+            state = "this environment"
+        elif r["kind"] == "path":
+            state = "an existing environment, used as it is"
+        else:
+            state = f"{r['requirement']}: " + ("cached" if r["exists"] else "will be created (~0.5 GB)")
+        lines.append(f"#   {r['value']}: {state}")
     return lines
 
 
@@ -432,11 +490,15 @@ def run(
         study = validated(config_or_default(config), sets)[0]
         kind = executor or study.executor
         _local_for_interleave(study, kind)
+        _local_for_installs(study, kind)
         chosen = _executor(kind, address, max_concurrent_cells, cpus_per_cell)
     elif executor is not None:
         chosen = _executor(executor, address, max_concurrent_cells, cpus_per_cell)
     with sigterm_as_interrupt():
-        plan = resume_plan(resume) if resume is not None else new_plan(config_or_default(config), results_dir, sets)
+        if resume is not None:
+            plan = resume_plan(resume, progress=None if quiet else _install_progress)
+        else:
+            plan = new_plan(config_or_default(config), results_dir, sets, progress=None if quiet else _install_progress)
         display = make_display(quiet, final=final_screen)
         if sizing_lines:
             plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
@@ -449,6 +511,7 @@ def run(
         for note in plan.notes:  # e.g. where --resume took the run's secrets from
             console.print(f"resume: {note}", highlight=False, soft_wrap=True)
         _local_for_interleave(plan.study, executor or plan.study.executor)  # a resumed run's too
+        _local_for_installs(plan.study, executor or plan.study.executor)
         try:
             code = execute(
                 plan,

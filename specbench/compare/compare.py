@@ -42,7 +42,7 @@ from specbench.compare.results import (
 from specbench.compare.sides import Side, SideCell
 from specbench.compare.study import speedup_delta, study_figures
 from specbench.run.cells import draft_axes_of, pick_baseline
-from specbench.serve.attest import confounds
+from specbench.serve.attest import axis_fields, confounds
 
 
 def compare_sides(
@@ -84,6 +84,7 @@ def compare_sides(
                     warnings=warnings,
                     floors=noise_floors,
                     subset=subset is not None,
+                    contrast=axis_fields(base.contrast) if base.contrast else (),
                 )
             )
     cells += checks.missing_cells(base, cand)
@@ -130,11 +131,13 @@ def compare_cell(
     warnings: list[str] | None = None,
     floors: dict | None = None,
     subset: bool = False,
+    contrast: tuple[str, ...] = (),
 ) -> CellComparison:
     """Rows of one matched cell. ``refs``: each side's baseline (no-speculation) cell, for speedup and
     divergence_share. ``gates`` are applied here only when given (compare_sides applies them run-wide).
     Latency and throughput rows get their scope (:mod:`specbench.compare.noise`): between repeats,
-    or within-run only and held to ``floors`` (default floors when None)."""
+    or within-run only and held to ``floors`` (default floors when None). ``contrast``: the attested
+    fields the sides differ in on purpose (``compare --between``'s axis), not named as a confound."""
     warnings = warnings if warnings is not None else []
     blocks: list[Block] = []
     rows, pairing = _acceptance_rows(bc, cc, confidence, warnings)
@@ -170,7 +173,7 @@ def compare_cell(
                 + "; re-run the side with this specbench, whose servers report what they run"
             )
         )
-    differ = confounds(_served(bc.attested), _served(cc.attested))
+    differ = confounds(_served(bc.attested), _served(cc.attested), contrast)
     if differ:
         warnings.append(
             f"{bc.name}: the runs' servers differ in (attested, baseline vs candidate): {', '.join(differ)}"

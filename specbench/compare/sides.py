@@ -10,14 +10,14 @@ the file, whose units are its log windows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
 from specbench.analysis.windows import window_k
-from specbench.axis import SPEC_AXES
+from specbench.axis import SPEC_AXES, parse_axis
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
@@ -144,6 +144,7 @@ class Side:
     skipped: list[str] = field(default_factory=list)  # cells not done, with the reason
     warnings: list[str] = field(default_factory=list)
     failed: dict[CellKey, FailedCell] = field(default_factory=dict)  # cells with no finished repeat
+    contrast: str | None = None  # the axis two sides of one run differ in (compare --between; between())
 
     def axis_values(self) -> dict[str, set[str]]:
         """Every axis value any cell of this side has (finished or not), for checking gate selectors."""
@@ -190,6 +191,51 @@ def load_side(path: Path) -> Side:
     if kind == "acceptance":
         return _load_acceptance(path)
     return _load_file(path)
+
+
+def between(side: Side, axis: str, value: str) -> Side:
+    """The cells of one run whose ``axis`` is ``value``, keyed without that axis, so two such
+    sides of one run (``compare RUN --between vllm=0.31.0,vllm=current``) pair cell by cell as
+    two runs do. Its label names the value and, for the ``vllm`` axis, the vLLM version its
+    cells attested."""
+
+    def keep(axes: dict[str, Any]) -> dict[str, Any] | None:
+        return {a: v for a, v in axes.items() if a != axis} if str(axes.get(axis)) == value else None
+
+    cells: dict[CellKey, SideCell] = {}
+    for c in side.cells.values():
+        axes = keep(c.axes)
+        if axes is not None:
+            key = cell_key(axes)
+            cells[key] = replace(c, key=key, axes=axes, name=cell_name(axes, c.name))
+    failed: dict[CellKey, FailedCell] = {}
+    for f in side.failed.values():
+        axes = keep(f.axes)
+        if axes is not None:
+            key = cell_key(axes)
+            failed[key] = replace(f, key=key, axes=axes, name=cell_name(axes, f.name))
+    if not cells and not failed:
+        have = sorted(side.axis_values().get(axis, set()))
+        raise InputError(
+            f"{side.path}: --between {axis}={value}: no cell has it "
+            f"({'its values: ' + ', '.join(have) if have else f'the run has no {axis} axis'})"
+        )
+    versions = sorted({str((c.attested or {}).get("vllm_version")) for c in cells.values() if c.attested})
+    shown = f" (vLLM {', '.join(versions)})" if axis == "vllm" and versions else ""
+    return replace(
+        side,
+        label=f"{side.label} [{axis}={value}{shown}]",
+        cells=cells,
+        failed=failed,
+        contrast=axis,
+        skipped=[s for s in side.skipped if _of_value(s, axis, value)],
+    )
+
+
+def _of_value(line: str, axis: str, value: str) -> bool:
+    # a skipped cell's line starts with its cell id, where <axis label>-<value> names its value
+    cell_id, label = line.split(":", 1)[0], parse_axis(axis, strict=False).label
+    return f"{label}-" not in cell_id or f"{label}-{value}_" in cell_id + "_"
 
 
 def _load_acceptance(path: Path) -> Side:

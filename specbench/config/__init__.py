@@ -26,6 +26,7 @@ from specbench.load.llmperf_checks import check_llmperf
 from specbench.load.prompts import CATEGORIES
 from specbench.load.workloads import check_workload, workload_file
 from specbench.safe_yaml import LimitError, load_yaml
+from specbench.serve.installs import install_identity, parse_install
 
 # owner/name as on the Hugging Face hub; anything else must be an existing local path.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -376,6 +377,8 @@ class Study(_Strict):
             out[axis] = [_axis_value(parsed, i, val) for i, val in enumerate(values)]
             if len(set(map(str, out[axis]))) != len(out[axis]):
                 raise ValueError(f"{axis}: values repeat")
+            if parsed == Axis("builtin", "vllm"):
+                _distinct_installs(out[axis])
         return out
 
     @model_validator(mode="after")
@@ -550,10 +553,31 @@ def _builtin_axis_value(name: str, where: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
             raise ValueError(f"{where}: must be an integer from 1 to 64")
         return value
+    if name == "vllm":
+        return _vllm_axis_value(where, value)
     assert name == "draft", name  # parse_axis admits no other built-in
     if not isinstance(value, str):
         raise ValueError(f"{where}: must be a model path or hub id")
     return _wrap(where, lambda: check_model_ref(value))
+
+
+def _vllm_axis_value(where: str, value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise ValueError(f"{where}: {value!r} reads as a number; write the version quoted, e.g. '0.31.0'")
+    try:
+        parse_install(value)
+    except ConfigError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return str(value).strip()
+
+
+def _distinct_installs(values: list[Any]) -> None:
+    seen: dict[str, str] = {}
+    for i, value in enumerate(values):
+        same = install_identity(parse_install(value))
+        if same in seen:
+            raise ValueError(f"vllm[{i}]: {value!r} names the same install as {seen[same]!r}; give each install once")
+        seen[same] = str(value)
 
 
 def _load_axis_value(axis: Axis, where: str, value: Any) -> Any:

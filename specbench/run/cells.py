@@ -61,6 +61,8 @@ class Cell:
     model: str | None = None  # the name requests ask for: served_model_name, else the resolved model
     # What the cell claims to run (cell.json ``spec``; checked against what vLLM ran: specbench/serve/attest.py)
     spec: dict[str, Any] | None = None
+    vllm: str | None = None  # the vllm axis value: the install that serves the cell (None: the current one)
+    python: str | None = None  # that install's interpreter, set at planning (run/installs.py); None: this one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -261,6 +263,7 @@ def _cell(
         num_spec_tokens=k,
         model=serve.served_model_name or model,
         spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k),
+        vllm=str(values["vllm"]) if "vllm" in values else None,
     )
 
 

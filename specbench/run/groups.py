@@ -79,7 +79,7 @@ def group_key(cell: Cell, host: str = "127.0.0.1") -> tuple:
         (a, str(v)) for a, v in cell.axes.items() if parse_axis(a).kind != "load" and not (switch and a in VARIANT_AXES)
     )
     env = shipped_env(cell.env) if switch else cell.env
-    return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(env.items())), axes)
+    return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(env.items())), axes, cell.vllm)
 
 
 def group_cells(cells: list[Cell], host: str = "127.0.0.1", share: bool = True) -> list[list[Cell]]:
@@ -232,7 +232,7 @@ class GroupedExecutor(LocalExecutor):
         remove_tree(gdir)
         gdir.mkdir(parents=True, exist_ok=True)
         args, env, switching = group_server(group, serve.host)
-        session = ServerSession(ctx, args, env, gdir / "server.log")
+        session = ServerSession(ctx, args, env, gdir / "server.log", python=first.python)
         server = session.server
         info: dict[str, Any] = {
             "id": gid,

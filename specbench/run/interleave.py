@@ -56,7 +56,7 @@ def pairs(study: Study, cells: list[Cell]) -> dict[str, Cell]:
 def server_key(base: Cell) -> tuple:
     # baseline cells differing only in load axes are served alike: one companion for all of them;
     # repeats keep their own (a repeat measures the start-to-start spread too, as in run/groups.py)
-    return base.repeat, tuple(base.args), tuple(sorted(base.env.items()))
+    return base.repeat, tuple(base.args), tuple(sorted(base.env.items())), base.vllm
 
 
 class Companions:
@@ -103,7 +103,7 @@ class Companions:
             env = dict(base.env)
             if loopback(self.ctx.study.serve.host):  # /reset_prefix_cache before each cell (below)
                 env.setdefault(DEV_MODE_ENV, "1")
-            session = ServerSession(self.ctx, list(base.args), env, d / "server.log")
+            session = ServerSession(self.ctx, list(base.args), env, d / "server.log", python=base.python)
             self.sessions[key] = session  # from here on close() stops it, whatever happens next
             try:
                 self.ctx.display.update(cell.cell_id, f"starting its baseline's server ({name})")

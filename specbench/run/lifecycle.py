@@ -157,7 +157,9 @@ def _first_line(exc: BaseException) -> str:
 class ServerSession:
     """A vLLM server for one cell or one group of cells, with what must happen when it ends."""
 
-    def __init__(self, ctx: RunContext, args: list[str], env: dict[str, str], log_path: Path):
+    def __init__(
+        self, ctx: RunContext, args: list[str], env: dict[str, str], log_path: Path, python: str | None = None
+    ):
         serve = ctx.study.serve
         self.log_path = log_path
         self.state_dir = short_state_dir()
@@ -169,7 +171,8 @@ class ServerSession:
             port=serve.port,
             startup_timeout_s=serve.startup_timeout_s,
             state_dir=self.state_dir,
-            python=ctx.python or sys.executable,  # VLLMServer's own default
+            # the cell's vllm install (specbench/serve/installs.py), else the run's, else this one
+            python=python or ctx.python or sys.executable,
         )
         # Servers inherit os.environ: its secrets are scrubbed too.
         self.secrets = redact.secret_values(env, args, include_process_env=True)

@@ -27,12 +27,14 @@ from specbench.fixtures import resolve_fixture_ref
 from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
 from specbench.run import store
 from specbench.run.cells import Cell, default_resolver, expand, mla_off
+from specbench.run.installs import prepare_installs
 from specbench.run.lifecycle import utc_now
 from specbench.run.machine import fingerprint
 from specbench.run.read import read_run
 from specbench.run.runner import RunPlan
 from specbench.serve.attest import MLA_BACKENDS
 from specbench.serve.flags import flag_value
+from specbench.serve.installs import AXIS
 from specbench.serve.plugin import SWITCH_VARS, check_variant_supported, switches_from_env
 from specbench.serve.vllm_main import installed_vllm_version
 
@@ -221,10 +223,18 @@ def checked_cells(
     return cells
 
 
-def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> RunPlan:
+def new_plan(
+    config_path: Path,
+    results_dir: Path | None = None,
+    overrides: tuple[str, ...] = (),
+    progress: Callable[[str], None] | None = None,
+) -> RunPlan:
+    """A new run's plan and its run directory with the manifest. ``progress``: lines of what making
+    the ``vllm`` axis's installs ready does (pip's output included)."""
     study, _ = validated(config_path, overrides)  # before the run directory exists or a fixture is built
     sha = config_sha256(config_path)
     cells = checked_cells(study, fixture_resolver(study), config_path)  # the same cells, fixtures now built
+    installs = prepare_installs(study, cells, progress or _silent)  # before the run directory exists
     run_id = make_run_id(study)
     base = Path(results_dir) if results_dir is not None else Path(study.results_dir)
     run_dir = base / run_id
@@ -234,11 +244,17 @@ def new_plan(config_path: Path, results_dir: Path | None = None, overrides: tupl
     manifest = _manifest(study, run_id, Path(os.path.abspath(config_path)), sha, cells)
     if overrides:  # --resume applies them again to the same file (secrets from the environment)
         manifest["overrides"] = [shown_override(o) for o in overrides]
+    if installs:
+        manifest["installs"] = installs
     store.write_manifest(run_dir, manifest)
     return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=run_id, manifest=manifest)
 
 
-def resume_plan(run_dir: Path) -> RunPlan:
+def _silent(_line: str) -> None:
+    return None
+
+
+def resume_plan(run_dir: Path, progress: Callable[[str], None] | None = None) -> RunPlan:
     """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
     run_dir = Path(run_dir)
     run = read_run(run_dir, resuming=True)
@@ -286,6 +302,8 @@ def resume_plan(run_dir: Path) -> RunPlan:
             "was it written by another specbench version?"
         )
     check_cells(cells)
+    if study.matrix.get(AXIS):  # made ready again (an environment may have been removed since)
+        manifest["installs"] = prepare_installs(study, cells, progress or _silent)
     done = {cid for cid, c in run.cells.items() if c.status == "done"}
     manifest.setdefault("resumed_at", []).append(utc_now())
     return RunPlan(

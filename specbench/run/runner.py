@@ -55,7 +55,7 @@ class LocalExecutor:
 
     def run_cell(self, cell: Cell, ctx: RunContext) -> tuple[CellRecord, Acceptance | None]:
         life = CellLife(cell, ctx)
-        session = ServerSession(ctx, cell.args, cell.env, life.dir / "server.log")
+        session = ServerSession(ctx, cell.args, cell.env, life.dir / "server.log", python=cell.python)
         try:
             acc = life.run(session.server, lambda: self._start_and_measure(cell, ctx, life, session))
         finally:

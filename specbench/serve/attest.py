@@ -355,6 +355,8 @@ def mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> 
         for f in HEAD_FIELDS:
             differ(f"head_variant.{f}", asked_hv.get(f), ran_hv.get(f))
     differ("mla", spec.get("mla"), attested.get("mla"))
+    # asked only on a vllm axis (run/installs.py); vLLM prints its version without a local part
+    differ("vllm_version", _release(spec.get("vllm_version")), _release(attested.get("vllm_version")))
     differ("tp", spec.get("tp"), attested.get("tp"))
     return out
 
@@ -375,6 +377,10 @@ def recorded_mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | 
     checked without ``control`` (:func:`control_not_compared`)."""
     switched = bool(((attested or {}).get("head_variant") or {}).get("switched_in_place"))
     return mismatches(control_not_compared(spec) if switched else spec, attested)
+
+
+def _release(version: Any) -> str | None:
+    return str(version).split("+", 1)[0] if version else None
 
 
 def _shown(value: Any) -> str:
@@ -402,6 +408,7 @@ AXIS_FIELDS = {
     "num_speculative_tokens": ("num_speculative_tokens",),
     "method": ("spec_method", "head_variant", "draft_model"),
     "draft": ("draft_model", "head_variant"),
+    "vllm": ("vllm_version",),  # the install (specbench/serve/installs.py)
 }
 
 

