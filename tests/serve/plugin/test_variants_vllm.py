@@ -4,7 +4,7 @@ Reads the session's default study (tests/conftest.py), which serves all three va
 load on the heads fixture (MLA on cells: ``mla-on__output_norm-{on,logits-only,off}__r0``), so no
 server is started here: each cell's server log and /metrics scrapes are read from that run. That
 off and logits-only lower acceptance against on beyond the CIs is asserted on the default study
-(tests/run/test_default_study.py); compiled mode is tests/serve/plugin/test_compiled_vllm.py.
+(tests/run/test_default_study.py); compiled mode is tests/serve/plugin/test_switch_vllm.py.
 """
 
 from __future__ import annotations
