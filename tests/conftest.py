@@ -32,11 +32,7 @@ STUDY_TIMEOUT_S = 1800  # 4 servers (~5 min on 2 cores); generous for a loaded 2
 # controller and handed to its xdist workers through the environment.
 _SESSION_MODELINFOS_ENV = "SPECBENCH_TEST_SESSION_MODELINFOS"
 MAX_WORKERS = 4
-GIB_PER_WORKER = 7  # a worker may hold two tiny-model vLLM servers (~3 GiB each) at once
-# Workers beyond one per core: with one per core the 2-core machine's CPUs were busy 54% of the
-# full suite's wall time (2026-12-06: 29 min CPU in 26.7 min wall), as a worker mostly waits on a
-# server's single-threaded start-up or on HTTP; one more worker fills that idle time.
-EXTRA_WORKERS = 1
+GIB_PER_WORKER = 8  # a worker may hold two tiny-model vLLM servers (~3 GiB each) at once
 
 
 def pytest_configure(config) -> None:
@@ -78,21 +74,19 @@ def _bind_worker_cores() -> None:
     worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if not worker or count < 2 or "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
         return
-    cores, index = _allowed_cores(), int(worker.removeprefix("gw"))
-    # more workers than cores (EXTRA_WORKERS): worker i shares core i mod cores with another
-    mine = cores[index % count :: count] if len(cores) >= count else [cores[index % len(cores)]]
+    cores = _allowed_cores()
+    mine = cores[int(worker.removeprefix("gw")) % count :: count] if len(cores) >= count else []
     if mine:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, mine))
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto``: one worker per core plus EXTRA_WORKERS, at most MAX_WORKERS, and GIB_PER_WORKER
-    of memory each."""
+    """``-n auto``: one worker per core, at most MAX_WORKERS, and GIB_PER_WORKER of memory each."""
     try:
         mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError):
         mem_gib = GIB_PER_WORKER
-    return max(1, min(len(_allowed_cores()) + EXTRA_WORKERS, MAX_WORKERS, int(mem_gib // GIB_PER_WORKER)))
+    return max(1, min(len(_allowed_cores()), MAX_WORKERS, int(mem_gib // GIB_PER_WORKER)))
 
 
 def _module_of(item) -> str:
