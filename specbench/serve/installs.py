@@ -382,7 +382,7 @@ for key, argv in argvs.items():
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
-            parser()[0].parse_args(["serve", *argv])
+            p.parse_args(["serve", *argv])  # argparse keeps no state between parses
     except SystemExit as exc:
         if exc.code:
             lines = [ln for ln in err.getvalue().strip().splitlines() if ln.strip()]

