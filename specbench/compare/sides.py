@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
@@ -199,21 +199,8 @@ def between(side: Side, axis: str, value: str) -> Side:
     two runs do. Its label names the value and, for the ``vllm`` axis, the vLLM version its
     cells attested."""
 
-    def keep(axes: dict[str, Any]) -> dict[str, Any] | None:
-        return {a: v for a, v in axes.items() if a != axis} if str(axes.get(axis)) == value else None
-
-    cells: dict[CellKey, SideCell] = {}
-    for c in side.cells.values():
-        axes = keep(c.axes)
-        if axes is not None:
-            key = cell_key(axes)
-            cells[key] = replace(c, key=key, axes=axes, name=cell_name(axes, c.name))
-    failed: dict[CellKey, FailedCell] = {}
-    for f in side.failed.values():
-        axes = keep(f.axes)
-        if axes is not None:
-            key = cell_key(axes)
-            failed[key] = replace(f, key=key, axes=axes, name=cell_name(axes, f.name))
+    cells = _with_value(side.cells, axis, value)
+    failed = _with_value(side.failed, axis, value)
     if not cells and not failed:
         have = sorted(side.axis_values().get(axis, set()))
         raise InputError(
@@ -230,6 +217,20 @@ def between(side: Side, axis: str, value: str) -> Side:
         contrast=axis,
         skipped=[s for s in side.skipped if _of_value(s, axis, value)],
     )
+
+
+_C = TypeVar("_C", SideCell, FailedCell)
+
+
+def _with_value(cells: dict[CellKey, _C], axis: str, value: str) -> dict[CellKey, _C]:
+    """The cells whose ``axis`` is ``value``, keyed and named without that axis."""
+    out: dict[CellKey, _C] = {}
+    for c in cells.values():
+        if str(c.axes.get(axis)) == value:
+            axes = {a: v for a, v in c.axes.items() if a != axis}
+            key = cell_key(axes)
+            out[key] = replace(c, key=key, axes=axes, name=cell_name(axes, c.name))
+    return out
 
 
 def _of_value(line: str, axis: str, value: str) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specbench.config import Study
+from specbench.redact import redact_urls
 from specbench.run.cells import PER_REQUEST_FLAG, Cell
 from specbench.serve.installs import (
     AXIS,
@@ -52,7 +53,7 @@ def plan_installs(study: Study) -> list[dict[str, Any]]:
             {
                 "value": spec.shown,
                 "kind": spec.kind,
-                "requirement": spec.requirement,
+                "requirement": redact_urls(spec.requirement) if spec.requirement else None,
                 "exists": ready,
                 "extra_s": (0.0 if ready else CREATE_S) + (PROBE_S if spec.kind != "current" else 0.0),
             }

