@@ -198,7 +198,8 @@ def _interleave_note(study, cells) -> list[str]:
     each = ", ".join(f"{b} for {n} cell(s)" for b, n in by_base.items())
     return [
         f"#   load.interleave {study.load.interleave}: each speculative cell's load alternates in blocks with its "
-        f"baseline's second server: {len(by_base)} more start-up(s) ({each}) and the same requests again on it"
+        f"baseline's server, started with its first speculative cell and kept for the baseline cells ({each}): "
+        "no more start-ups, the same requests again on it"
     ]
 
 

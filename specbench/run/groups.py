@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -212,10 +212,17 @@ class GroupedExecutor(LocalExecutor):
         if companions.pairs:  # load.interleave (run/interleave.py)
             ctx = dataclasses.replace(ctx, companion=companions.get)
         try:
+            by_id = {c.cell_id: c for c in cells}
             for group in group_cells(cells, serve.host, serve.share_servers):
-                results = [self.run_cell(group[0], ctx)] if len(group) == 1 else self.run_group(group, ctx)
+                companion = companions.serves(group)  # baseline cells run on their running companion
+                if companion is not None:
+                    results: Iterable[Result] = self.run_group(group, ctx, companion)
+                elif len(group) == 1:
+                    results = [self.run_cell(group[0], ctx)]
+                else:
+                    results = self.run_group(group, ctx)
                 for record, acc in results:
-                    companions.done(record.cell_id)
+                    companions.done(record.cell_id, by_id.get(record.cell_id))
                     yield record, acc
         finally:
             companions.close()
@@ -225,28 +232,42 @@ class GroupedExecutor(LocalExecutor):
         record.load = load_settings(cell_context(ctx, cell).study.load)
         return record, acc
 
-    def run_group(self, group: list[Cell], ctx: RunContext) -> Iterator[Result]:
+    def run_group(
+        self, group: list[Cell], ctx: RunContext, companion: tuple[ServerSession, str] | None = None
+    ) -> Iterator[Result]:
+        """The group's cells on one server: started here, or ``companion``, a running interleave
+        companion of these baseline cells (its log's path in the run directory), left running."""
         serve, first = ctx.study.serve, group[0]
         gid = first.cell_id
-        gdir = ctx.run_dir / SERVERS_DIR / gid
-        remove_tree(gdir)
-        gdir.mkdir(parents=True, exist_ok=True)
-        args, env, switching = group_server(group, serve.host)
-        session = ServerSession(ctx, args, env, gdir / "server.log", python=first.python)
+        if companion is None:
+            gdir = ctx.run_dir / SERVERS_DIR / gid
+            remove_tree(gdir)
+            gdir.mkdir(parents=True, exist_ok=True)
+            args, env, switching = group_server(group, serve.host)
+            session = ServerSession(ctx, args, env, gdir / "server.log", python=first.python)
+        else:
+            session, switching = companion[0], False
         server = session.server
         info: dict[str, Any] = {
             "id": gid,
             "cells": [c.cell_id for c in group],
-            "log": f"{SERVERS_DIR}/{gid}/server.log",
+            "log": f"{SERVERS_DIR}/{gid}/server.log" if companion is None else companion[1],
             "startup_s": None,
-            "dev_mode": env.get(DEV_MODE_ENV) == "1",
+            "dev_mode": session.env.get(DEV_MODE_ENV) == "1",
         }
-        slice_start, dead_reason, cannot_switch = 0, None, None
+        if companion is not None:
+            info["companion"] = True  # started (and warmed up) for load.interleave: no start-up here
+        slice_start, dead_reason, cannot_switch = (
+            (0 if companion is None else log_lines(session.log_path)[1]),
+            None,
+            None,
+        )
         try:
-            ctx.display.update(gid, "starting")
             try:
-                session.start()
-                info["startup_s"] = session.startup_s
+                if companion is None:
+                    ctx.display.update(gid, "starting")
+                    session.start()
+                    info["startup_s"] = session.startup_s
             except ServerError as exc:
                 dead_reason = "the group's server did not start: " + str(exc).split("\n", 1)[0]
             if switching and dead_reason is None:
@@ -254,7 +275,8 @@ class GroupedExecutor(LocalExecutor):
             argv = session.argv()
             version = server.vllm_version() if dead_reason is None else None
             for i, cell in enumerate(group if cannot_switch is None else []):
-                cctx = cell_context(ctx, cell, warmup=(i == 0))  # a ConfigError here leaves the cell's dir alone
+                # a companion was warmed up when it started; a ConfigError here leaves the cell's dir alone
+                cctx = cell_context(ctx, cell, warmup=(i == 0 and companion is None))
                 life = CellLife(cell, ctx)
                 record = life.record
                 record.argv, record.port, record.vllm_version = argv, server.port, version
@@ -263,7 +285,8 @@ class GroupedExecutor(LocalExecutor):
                 record.timings.startup_s = info["startup_s"] if i == 0 else 0.0
                 if dead_reason is None and not server.is_alive():
                     dead_reason = "the group's server died before this cell"
-                steps = partial(self._on_shared_server, cell, cctx, life, session, switching, dead_reason, i == 0)
+                fresh = i == 0 and companion is None  # a companion served other cells' prompts before
+                steps = partial(self._on_shared_server, cell, cctx, life, session, switching, dead_reason, fresh)
                 try:
                     acc = life.run(server, steps)
                 except KeyboardInterrupt:
@@ -274,7 +297,8 @@ class GroupedExecutor(LocalExecutor):
                 slice_start = self._finish_group_cell(life, session, slice_start)
                 yield record, acc
         finally:
-            session.stop()
+            if companion is None:  # a companion is stopped by its Companions, after its last cell
+                session.stop()
         if cannot_switch is not None:  # this server is stopped: the cells get a server per variant
             yield from self._server_per_variant(group, ctx, cannot_switch)
 

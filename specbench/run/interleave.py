@@ -12,11 +12,13 @@ The companion's requests are the cell's ``paired_baseline/requests.jsonl`` (with
 summary.json); cell.json's ``paired_baseline`` names the baseline cell, the blocks and the
 companion's log. The speed-up of such a cell is computed against those requests, request by
 request (the same ids and prompts, adjacent in time), wherever a speed-up is shown or gated. The
-baseline cell itself still runs and is measured on its own server, as without interleaving.
+baseline cells themselves still run and are measured as without interleaving, on the companion
+(their server: the same argv and env, dev mode aside), after its last speculative cell: an
+interleaved run starts no other server for them.
 
 Only one server loads at a time: the other waits idle. A companion is started when the first cell
-that needs it starts its load, and stopped after the last such cell (at most one per baseline cell
-is up). A companion that fails to start leaves its cells measured without it (the reason in their
+that needs it starts its load, and stopped after the last cell that needs it, speculative or
+baseline (at most one per baseline server is up). A companion that fails to start leaves its cells measured without it (the reason in their
 ``paired_baseline``); their speed-up then is against the baseline cell's own load, as before.
 """
 
@@ -76,6 +78,12 @@ class Companions:
             key = server_key(base)
             self.left[key] = self.left.get(key, 0) + 1
             self.names.setdefault(key, base.cell_id)
+        # baseline cells still to run whose server a companion is: they run on it (serves()), so an
+        # interleaved run starts no server of its own for them
+        self.bases_left: dict[tuple, int] = {}
+        for c in cells:
+            if c.is_baseline and server_key(c) in self.left:
+                self.bases_left[server_key(c)] = self.bases_left.get(server_key(c), 0) + 1
         self.sessions: dict[tuple, ServerSession] = {}
         self.failed: dict[tuple, str] = {}
         self._warmup = warmup
@@ -118,14 +126,29 @@ class Companions:
         info["prefix_cache_reset"] = reset_prefix_cache(session.server)
         return session.server, base, info
 
-    def done(self, cell_id: str) -> None:
-        """``cell_id`` finished: stop its companion when no other cell needs it."""
+    def serves(self, group: list[Cell]) -> tuple[ServerSession, str] | None:
+        """The running companion that is ``group``'s server (baseline cells of its server key), with
+        its log's path in the run directory; None when there is none (the group starts its own)."""
+        first = group[0]
+        key = server_key(first)
+        session = self.sessions.get(key)
+        if not first.is_baseline or session is None or not session.server.is_alive():
+            return None
+        return session, f"{COMPANIONS_DIR}/{self.names[key]}/server.log"
+
+    def done(self, cell_id: str, cell: Cell | None = None) -> None:
+        """``cell_id`` finished: stop its companion when no other cell needs it (no speculative cell
+        to pair, no baseline cell to serve)."""
         base = self.pairs.get(cell_id)
-        if base is None:
+        if base is not None:
+            key = server_key(base)
+            self.left[key] -= 1
+        elif cell is not None and cell.is_baseline and server_key(cell) in self.bases_left:
+            key = server_key(cell)
+            self.bases_left[key] -= 1
+        else:
             return
-        key = server_key(base)
-        self.left[key] -= 1
-        if self.left[key] <= 0 and key in self.sessions:
+        if self.left[key] <= 0 and self.bases_left.get(key, 0) <= 0 and key in self.sessions:
             self.sessions.pop(key).stop()
 
     def close(self) -> None:

@@ -162,6 +162,7 @@ class ServerSession:
     ):
         serve = ctx.study.serve
         self.log_path = log_path
+        self.env = env
         self.state_dir = short_state_dir()
         self.server = VLLMServer(
             args,

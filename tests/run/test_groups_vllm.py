@@ -7,9 +7,10 @@ the /metrics diff (metrics_after.prom - metrics_before.prom) == the sum over its
 recomputed here from the files, not read from acceptance.json's own verdict.
 
 The study also sets ``load.interleave: 4`` (run/interleave.py): each speculative cell's 8 requests
-alternate in two blocks with the same requests on a second server of its baseline, one for all three
-baseline cells (they differ only in load). Checked against vLLM's own access log of that server
-and the clients' clocks; the speed-up report reads is recomputed here from the two request files.
+alternate in two blocks with the same requests on the server of its baseline (the companion), one
+for all three baseline cells (they differ only in load), which then serves the baseline cells
+themselves: two servers in all. Checked against vLLM's own access log of that server and the
+clients' clocks; the speed-up report reads is recomputed here from the two request files.
 
 Set SPECBENCH_GROUPED_RUN_DIR to a finished run of the same study (e.g. one kept by
 ``benchmarks/load_axes_reuse.py --keep DIR``, baselines allowed) to check it instead of running one.
@@ -91,13 +92,20 @@ def test_one_server_for_three_concurrencies(grouped_run, baseline):
     assert all(c["status"] == "done" for c in cells)
     assert len({c["pid"] for c in cells}) == 1  # one process served every cell
     server_dir = grouped_run / cells[0]["server_group"]["log"]
-    groups = {c["server_group"]["id"] for c in _cells(grouped_run) + _cells(grouped_run, True)}
+    every = _cells(grouped_run) + _cells(grouped_run, True)
+    groups = {c["server_group"]["id"] for c in every if not c["server_group"].get("companion")}
     assert sorted(p.name for p in (grouped_run / "servers").iterdir()) == sorted(groups)  # one dir per server
     log = server_dir.read_text()
     # vLLM prints this once per API server start-up
     assert log.count("Starting vLLM server on") == 1, [line for line in log.splitlines() if "Starting vLLM" in line]
-    assert [c["timings"]["startup_s"] > 0 for c in cells] == [True, False, False]
-    assert [c["prefix_cache_reset"] for c in cells] == ["first load", "done", "done"]
+    if baseline:  # on the interleave companion, started (and warmed up) for the speculative cells
+        assert [c["server_group"].get("companion") for c in cells] == [True] * 3
+        assert cells[0]["server_group"]["log"].startswith("companions/")
+        assert [c["timings"]["startup_s"] or 0 for c in cells] == [0, 0, 0]
+        assert [c["prefix_cache_reset"] for c in cells] == ["done"] * 3  # it served their prompts before
+    else:
+        assert [c["timings"]["startup_s"] > 0 for c in cells] == [True, False, False]
+        assert [c["prefix_cache_reset"] for c in cells] == ["first load", "done", "done"]
     if baseline:  # no speculation: no spec-decode counts in any cell's window
         assert all(
             json.loads((grouped_run / c["cell_id"] / "acceptance.json").read_text())["baseline_ok"] for c in cells
@@ -151,12 +159,14 @@ def test_interleaved_blocks_alternate_on_one_companion_and_the_speedup_is_theirs
     from specbench.report.study import run_speedups
 
     spec, bases = _cells(grouped_run), {c["axes"]["load:concurrency"]: c for c in _cells(grouped_run, True)}
-    (companion,) = (grouped_run / "companions").iterdir()  # one second server for all three baselines
+    (companion,) = (grouped_run / "companions").iterdir()  # one server for all three baselines
     log = (companion / "server.log").read_text()
     assert log.count("Starting vLLM server on") == 1 and "speculative_config=None" in log
     assert "SpecDecoding metrics" not in log
-    # vLLM's own access log: the warmup, then every request of every speculative cell, once
-    assert log.count('"POST /v1/chat/completions HTTP/1.1" 200') == 2 + len(spec) * 8
+    # vLLM's own access log: the warmup, every request of every speculative cell once, then the
+    # baseline cells' own loads (no second warm-up)
+    assert log.count('"POST /v1/chat/completions HTTP/1.1" 200') == 2 + len(spec) * 8 + len(bases) * 8
+    assert not list((grouped_run / "servers").glob("baseline*"))  # the baselines started no server
     found = {s.cell: s for s in run_speedups(grouped_run).speedups}
     for c in spec:
         d = grouped_run / c["cell_id"]

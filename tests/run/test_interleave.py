@@ -161,7 +161,9 @@ def test_dry_run_names_each_baselines_second_server_or_says_it_changes_nothing(c
     root = Path(__file__).resolve().parents[2]
     assert run_cli(["run", str(root / "configs" / "default.yaml"), "--dry-run", "--set", "load.interleave=4"]) == 0
     out = capsys.readouterr().out
-    assert "2 more start-up(s) (baseline__mla-on__r0 for 3 cell(s), baseline__mla-off__r0 for 3 cell(s))" in out
+    assert (
+        "kept for the baseline cells (baseline__mla-on__r0 for 3 cell(s), baseline__mla-off__r0 for 3 cell(s))" in out
+    )
     argv = ["run", str(root / "configs" / "default.yaml"), "--dry-run", "--set", "load.interleave=4"]
     assert run_cli([*argv, "--set", "baseline=false"]) == 0
     assert "no speculative cell has a baseline cell to alternate with: it changes nothing" in capsys.readouterr().out
@@ -256,3 +258,48 @@ def test_a_companion_is_stopped_whatever_ends_its_start_and_a_dead_one_is_not_re
     made[-1].alive = False
     server, _, info = comp.get(spec)
     assert server is None and info["error"] == "the baseline's server died before this cell" and made[-1].stopped
+
+
+def test_the_companion_serves_its_baseline_cells_and_stops_after_the_last(tmp_path, monkeypatch):
+    """Fake sessions (as above): the companion stays up after its speculative cells while baseline
+    cells of its server remain, serves() hands it to their group, and it stops after the last."""
+    from specbench.run import interleave
+    from specbench.run.lifecycle import RunContext
+
+    class Session:
+        def __init__(self, *a, **k):
+            self.stopped, self.startup_s, self.env = False, 1.0, {}
+            self.server = type("S", (), {"is_alive": lambda _: not self.stopped, "url": "http://127.0.0.1:1"})()
+
+        def start(self):
+            pass
+
+        def stop(self):
+            self.stopped = True
+
+    monkeypatch.setattr(interleave, "ServerSession", Session)
+    monkeypatch.setattr(interleave, "reset_prefix_cache", lambda server: "done")
+    s = study(draft="org/draft", baseline=True, matrix={"load:concurrency": [1, 2]})
+    s = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 4})})
+    cells = expand(s)
+    spec = [c for c in cells if not c.is_baseline]
+    bases = [c for c in cells if c.is_baseline]
+    ctx = RunContext(
+        study=s, run_dir=tmp_path, prompts=[], display=type("D", (), {"update": print})(), plan_cells=cells
+    )
+    comp = interleave.Companions(ctx, cells, lambda *_: None)
+    assert comp.serves(bases) is None  # not started yet: the group would start its own
+    server, _, _ = comp.get(spec[0])
+    session = next(iter(comp.sessions.values()))
+    for c in spec:
+        comp.done(c.cell_id, c)
+    assert not session.stopped  # its baseline cells are still to run
+    served = comp.serves(bases)
+    assert (
+        served is not None and served[0] is session and served[1] == "companions/baseline__concurrency-1__r0/server.log"
+    )
+    assert comp.serves(spec) is None  # a speculative group never runs on it
+    comp.done(bases[0].cell_id, bases[0])
+    assert not session.stopped
+    comp.done(bases[1].cell_id, bases[1])
+    assert session.stopped and not comp.sessions

@@ -94,6 +94,14 @@ def _runs(method: str, work) -> dict:
         assert reset_prefix_cache(server) == "done"
         out["after_refusal_load"] = _load(server, MAX_TOKENS, PROMPTS)
     out["log"] = (work / "switched" / "server.log").read_text(errors="replace")
+    if method in EAGER:
+        # vLLM as shipped (no specbench switch), eager like the switchable server: its first load ran
+        # the plugin's class at the shipped values, so equal counts are the control check for this
+        # head (tests/serve/plugin/test_control_vllm.py makes it for EAGLE, eager)
+        log = work / "shipped" / "server.log"
+        with _serve(_args(method, eager=True), _env({}), log) as server:
+            out["shipped"] = _load(server, MAX_TOKENS, PROMPTS)
+        out["shipped_log"] = log.read_text(errors="replace")
     for norm, mask in FRESH[method]:
         cell = {ENV_VAR: norm, POS0_MASK_VAR: "on" if mask else "off"}
         env = _env({**cell, **plugin_env(cell, method), switch.DEV_MODE_ENV: "1"})
@@ -126,6 +134,14 @@ def test_a_switched_compiled_server_counts_as_a_fresh_compiled_server_of_each_va
     for variant, fresh in runs["fresh"].items():
         assert fresh[0] > 30, variant
         assert runs["switched"][variant][0] == fresh, variant
+
+
+def test_the_plugins_class_at_the_shipped_values_counts_exactly_as_shipped_vllm(runs):
+    if "shipped" not in runs:
+        pytest.skip("EAGLE: tests/serve/plugin/test_control_vllm.py (eager servers)")
+    assert runs["shipped"][0] > 30 and runs["shipped"] == runs["first"]
+    assert "(control: the shipped forward, re-implemented)" in runs["log"]
+    assert "specbench output_norm variant" not in runs["shipped_log"] and "registered for" not in runs["shipped_log"]
 
 
 def test_switching_is_reversible(runs):
