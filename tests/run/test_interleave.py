@@ -214,19 +214,20 @@ def test_compare_names_a_speedup_measured_apart_against_one_measured_interleaved
     assert "load.interleave" not in capsys.readouterr().err  # alike: nothing to say
 
 
-def test_a_companion_is_stopped_whatever_ends_its_start_and_a_dead_one_is_not_reused(tmp_path, monkeypatch):
-    """Fake sessions (a real server cannot be made to die on cue here): Ctrl-C in the warm-up still
-    leaves the session for close() to stop; a companion found dead is stopped and reported."""
+@pytest.fixture
+def fake_sessions(monkeypatch) -> list:
+    """interleave's ServerSession replaced by a fake (a real server cannot be made to die on cue
+    here): every one made, in order; ``alive`` and ``stopped`` are theirs to read and set."""
     from specbench.run import interleave
-    from specbench.run.lifecycle import RunContext
 
-    made = []
+    made: list = []
 
     class Session:
         def __init__(self, *a, **k):
-            self.stopped, self.startup_s = False, 1.0
-            self.server = type("S", (), {"is_alive": lambda _: self.alive, "url": "http://127.0.0.1:1"})()
-            self.alive = True
+            self.stopped, self.alive, self.startup_s, self.env = False, True, 1.0, {}
+            self.server = type(
+                "S", (), {"is_alive": lambda _: self.alive and not self.stopped, "url": "http://127.0.0.1:1"}
+            )()
             made.append(self)
 
         def start(self):
@@ -237,6 +238,16 @@ def test_a_companion_is_stopped_whatever_ends_its_start_and_a_dead_one_is_not_re
 
     monkeypatch.setattr(interleave, "ServerSession", Session)
     monkeypatch.setattr(interleave, "reset_prefix_cache", lambda server: "done")
+    return made
+
+
+def test_a_companion_is_stopped_whatever_ends_its_start_and_a_dead_one_is_not_reused(tmp_path, fake_sessions):
+    """Fake sessions (a real server cannot be made to die on cue here): Ctrl-C in the warm-up still
+    leaves the session for close() to stop; a companion found dead is stopped and reported."""
+    from specbench.run import interleave
+    from specbench.run.lifecycle import RunContext
+
+    made = fake_sessions
     s = study(draft="org/draft", baseline=True, matrix={"mla": ["on"]})
     s = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 4})})
     cells = expand(s)
@@ -260,25 +271,12 @@ def test_a_companion_is_stopped_whatever_ends_its_start_and_a_dead_one_is_not_re
     assert server is None and info["error"] == "the baseline's server died before this cell" and made[-1].stopped
 
 
-def test_the_companion_serves_its_baseline_cells_and_stops_after_the_last(tmp_path, monkeypatch):
-    """Fake sessions (as above): the companion stays up after its speculative cells while baseline
-    cells of its server remain, serves() hands it to their group, and it stops after the last."""
+def test_the_companion_serves_its_baseline_cells_and_stops_after_the_last(tmp_path, fake_sessions):
+    """Fake sessions: the companion stays up after its speculative cells while baseline cells of its
+    server remain, serves() hands it to their group, and it stops after the last."""
     from specbench.run import interleave
     from specbench.run.lifecycle import RunContext
 
-    class Session:
-        def __init__(self, *a, **k):
-            self.stopped, self.startup_s, self.env = False, 1.0, {}
-            self.server = type("S", (), {"is_alive": lambda _: not self.stopped, "url": "http://127.0.0.1:1"})()
-
-        def start(self):
-            pass
-
-        def stop(self):
-            self.stopped = True
-
-    monkeypatch.setattr(interleave, "ServerSession", Session)
-    monkeypatch.setattr(interleave, "reset_prefix_cache", lambda server: "done")
     s = study(draft="org/draft", baseline=True, matrix={"load:concurrency": [1, 2]})
     s = s.model_copy(update={"load": s.load.model_copy(update={"interleave": 4})})
     cells = expand(s)
