@@ -299,5 +299,8 @@ def test_the_companion_serves_its_baseline_cells_and_stops_after_the_last(tmp_pa
     assert comp.serves(spec) is None  # a speculative group never runs on it
     comp.done(bases[0].cell_id, bases[0])
     assert not session.stopped
+    session.alive = False
+    assert comp.serves(bases[1:]) is None  # found dead: the group starts a server of its own
+    session.alive = True
     comp.done(bases[1].cell_id, bases[1])
     assert session.stopped and not comp.sessions
