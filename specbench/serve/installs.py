@@ -231,11 +231,8 @@ def prepare(spec: InstallSpec, progress: Callable[[str], None] = lambda _line: N
 
 
 def _path_python(spec: InstallSpec) -> Path:
-    where = Path(spec.path or "")
-    python = env_python(where)
-    if where.is_file() and os.access(where, os.X_OK):
-        python = where
-    if not python.is_file():
+    where, python = Path(spec.path or ""), Path(expected_python(spec))
+    if not python.is_file() or not os.access(python, os.X_OK):
         hint = (
             " (a source checkout: install it into an environment and name that, or give its path as a pip requirement)"
             if (where / "setup.py").is_file() or (where / "pyproject.toml").is_file()
