@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _switchable_before_issue_26(cell, host: str) -> bool:
     # The old rule (plugin/switch.py switchable(method, enforce_eager)): an eager EAGLE server only.
-    spec = cell.spec or {}
-    return _now(cell, host) and (spec.get("method") or "eagle") == "eagle" and not spec.get("compiled", True)
+    return _now(cell, host) and cell.method == "eagle" and cell.spec is not None and cell.spec.compiled is False
 
 
 _now = groups.head_switchable

@@ -25,6 +25,20 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator
 from specbench.analysis.counts import invalid_reason
 from specbench.io import load_json
 from specbench.model.base import Fractions, Interval, K, Num, R, Record, Scalar
+from specbench.model.cell import (
+    Attested,
+    HeadSwitch,
+    HeadSwitchFallback,
+    LoadAccounting,
+    LoadSettings,
+    LogWindowWait,
+    Machine,
+    PairedBaseline,
+    Precision,
+    ServerGroup,
+    Spec,
+    ordered_dump,
+)
 from specbench.model.counts import Counts
 from specbench.model.requests import RequestRecord, requests_of
 from specbench.redact import redact_text
@@ -173,8 +187,8 @@ class CellRecord(Record):
     started_at: Optional[StrictStr] = None
     ended_at: Optional[StrictStr] = None
     timings: Timings = Field(default_factory=Timings)
-    log_window_wait: Optional[dict[str, Any]] = None
-    load_accounting: Optional[dict[str, Any]] = None  # llmperf: requests asked / recorded / failed / seen
+    log_window_wait: Optional[LogWindowWait] = None
+    load_accounting: Optional[LoadAccounting] = None  # llmperf: requests asked / recorded / failed / seen
     pid: Optional[StrictInt] = None
 
     @field_validator("reason", "log_tail")
@@ -193,21 +207,30 @@ class CellRecord(Record):
 
     # Cells sharing a server (run/groups.py): the load this cell ran, which server and which slice of
     # its log, whether the prefix cache was reset before it, and the head variant switched in place.
-    load: Optional[dict[str, Any]] = None
-    server_group: Optional[dict[str, Any]] = None
+    load: Optional[LoadSettings] = None
+    server_group: Optional[ServerGroup] = None
     prefix_cache_reset: Optional[StrictStr] = None
-    head_variant: Optional[dict[str, Any]] = None
+    head_variant: Optional[HeadSwitch] = None
     # What the cell asked for and what vLLM said it ran (specbench/serve/attest.py); absent in older runs.
-    spec: Optional[dict[str, Any]] = None
-    attested: Optional[dict[str, Any]] = None
+    spec: Optional[Spec] = None
+    attested: Optional[Attested] = None
     # Precision-driven load (load/precision.py): why the load stopped, the half-widths reached.
-    precision: Optional[dict[str, Any]] = None
+    precision: Optional[Precision] = None
     # load.interleave (run/interleave.py): the baseline cell whose server this cell's load alternated
     # with, the blocks, the companion's log (or why it could not start).
-    paired_baseline: Optional[dict[str, Any]] = None
+    paired_baseline: Optional[PairedBaseline] = None
     # The node a remote executor (Ray) ran the cell on: the run's manifest records it in
     # cell_hosts, the cell file never does.
     node: Optional[StrictStr] = Field(default=None, exclude=True)
+
+    def dump(self) -> dict[str, Any]:
+        return ordered_dump(self)
+
+    @property
+    def k(self) -> int | None:
+        """The cell's k (``spec.num_speculative_tokens``, vLLM's name); None for a baseline or a run
+        from before ``spec`` was written."""
+        return self.spec.num_speculative_tokens if self.spec else None
 
 
 class Manifest(Record):
@@ -221,18 +244,21 @@ class Manifest(Record):
     vllm_version: Optional[StrictStr] = None
     config_path: Optional[StrictStr] = None
     config_sha256: Optional[StrictStr] = None
-    resolved_config: Optional[dict[str, Any]] = None
+    resolved_config: Optional[dict[str, Any]] = None  # free-form: the config as the user wrote it, resolved
     axes: list[StrictStr] = Field(default_factory=list)
-    machine: Optional[dict[str, Any]] = None
+    machine: Optional[Machine] = None
     started_at: Optional[StrictStr] = None
     ended_at: Optional[StrictStr] = None
     status: Optional[StrictStr] = None
     cells: list[StrictStr]
     cell_hosts: dict[str, Optional[StrictStr]] = Field(default_factory=dict)
     # shared servers whose head could not be switched in place (probe's reason; a server per variant ran)
-    head_switch_fallbacks: list[dict[str, Any]] = Field(default_factory=list)
+    head_switch_fallbacks: list[HeadSwitchFallback] = Field(default_factory=list)
     resumed_at: list[StrictStr] = Field(default_factory=list)
     error: Optional[StrictStr] = None  # status "failed": the error that stopped the run
+
+    def dump(self) -> dict[str, Any]:
+        return ordered_dump(self)
 
 
 def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "record") -> R:

@@ -137,6 +137,7 @@ def test_expanding_a_baseline_config_gives_its_cell_ids_and_axes(run):
         assert c.axes == on_disk["axes"]
 
 
+@pytest.mark.heavy
 def test_a_malformed_axis_exits_2_naming_the_field(tmp_path):
     config = tmp_path / "bad.yaml"
     data = {"name": "t", "serve": {"model": "fixture:target"}, "matrix": {"colour": ["red"]}}
@@ -170,6 +171,7 @@ def prefix_slices(source: str) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.heavy
 def test_no_module_slices_axis_prefixes():
     """Only specbench/axis.py knows how an axis's text is made (the one parse)."""
     offenders = []

@@ -84,6 +84,7 @@ def _without_positions(unit: dict) -> dict:
     return {**unit, "accepted_per_position": None}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("change", [_zero_draft_unit, _without_positions], ids=["zero-draft-request", "no-positions"])
 def test_one_interval_where_the_old_choices_disagreed(change, tmp_path: Path):
     """The committed cells happen to agree under the three old rules; these copies of one do not:

@@ -186,6 +186,7 @@ def test_packaged_default_is_the_user_facing_copy():
     assert packaged_default_config().read_bytes() == (ROOT / "configs" / "default.yaml").read_bytes()
 
 
+@pytest.mark.heavy
 def test_cli_validate_exit_codes_and_no_traceback(tmp_path):
     bad = _write(tmp_path, _with("matrix.mla", ["on", "maybe"]))
     r = subprocess.run(
@@ -205,6 +206,7 @@ def test_cli_validate_exit_codes_and_no_traceback(tmp_path):
     assert "8 cells" in good.stdout  # 6 speculative + one baseline per MLA value
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_cli_every_malformed_config_exit_2_one_line(tmp_path, command):
     # Every MALFORMED config through the real commands (in-process, so 2 x 35 cases stay fast):

@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine: run the script itself")
 def test_gpu_check_exits_non_zero_without_cuda():
     r = subprocess.run(

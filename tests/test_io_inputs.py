@@ -80,6 +80,7 @@ def _cli(*args, **kw) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("kind", ["fifo", "socket", "/dev/zero"])
 @pytest.mark.parametrize("command", ["parse", "report"])
 def test_parse_and_report_refuse_a_special_input_by_its_kind(command, kind, tmp_path):
@@ -92,6 +93,7 @@ def test_parse_and_report_refuse_a_special_input_by_its_kind(command, kind, tmp_
     assert not (tmp_path / "rep").exists()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("flag", ["--gate-file", "--noise-floor"])
 def test_option_files_that_are_fifos_are_refused(flag, tmp_path):
     """compare's option files are inputs too (here, before the runs are read)."""
@@ -102,6 +104,7 @@ def test_option_files_that_are_fifos_are_refused(flag, tmp_path):
     assert res.returncode == 2 and str(fifo) in res.stderr and "FIFO" in res.stderr, res.stderr
 
 
+@pytest.mark.heavy
 def test_an_output_fifo_is_refused_before_any_work(tmp_path):
     fifo = _special(tmp_path, "fifo")
     log = tmp_path / "a.log"
@@ -113,6 +116,7 @@ def test_an_output_fifo_is_refused_before_any_work(tmp_path):
     assert res.returncode == 2 and "GITHUB_STEP_SUMMARY" in res.stderr and "FIFO" in res.stderr, res.stderr
 
 
+@pytest.mark.heavy
 def test_standard_input_is_still_read_as_a_pipe(tmp_path):
     line = (
         "SpecDecoding metrics: Draft acceptance rate: 58.4%, Mean acceptance length: 2.75, "
@@ -129,6 +133,7 @@ def test_standard_input_is_still_read_as_a_pipe(tmp_path):
         assert res.returncode == 0 and len(res.stdout.splitlines()) == 1, res.stderr
 
 
+@pytest.mark.heavy
 def test_a_fifo_inside_a_sweep_directory_is_refused_not_waited_on(tmp_path):
     """A FIFO named like a `vllm bench sweep` result (run=0.json) inside the directory given to
     report or compare: read through the one opener, exit 2 naming it (it blocked before)."""

@@ -411,6 +411,7 @@ def test_a_secret_in_a_bad_set_never_reaches_the_error(override, secret, capsys)
     assert secret not in out + err and REDACTED in err
 
 
+@pytest.mark.heavy
 def test_secrets_read_from_an_input_run_never_reach_an_output(tmp_path, capsys):
     """issue 43: a failed cell's reason and a model URL read from an input run were copied into
     compare's stdout, --json, --markdown, --junit and report's summary.md / acceptance.csv."""

@@ -65,6 +65,7 @@ def _report_values(summary: str) -> dict[tuple[str, str], str]:
     return values
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("doc", DOCS, ids=[d.stem for d in DOCS])
 def test_study_page_tables_are_what_the_report_prints(doc: Path):
     text = doc.read_text()

@@ -163,48 +163,77 @@ def paired_acceptance_deltas(
     mc = count_matrix([cand.get(i, zero) for i in ids], k)
     pb, pc = count_stats(mb.sum(axis=0), k), count_stats(mc.sum(axis=0), k)
     n = len(ids)
-    lb, lc = (count_stats(m.sum(axis=0) - m, k) for m in (mb, mc)) if n >= 2 else (None, None)
+    keys = list(pb)
+    spread = _leave_one_prompt_out(mb, mc, k, keys) if n >= 2 else None
     fb, fc = within_var(mb.sum(axis=0), k), within_var(mc.sum(axis=0), k)
     ib = cell_intervals([base.get(i, zero) for i in ids], confidence) if n >= 2 else {}
     ic = cell_intervals([cand.get(i, zero) for i in ids], confidence) if n >= 2 else {}
     out = {}
-    keys = list(pb)
-    if lb is not None and lc is not None:  # every statistic at once (numpy's per-call cost dominated)
-        loo_b = np.column_stack([lb[key] for key in keys])
-        loo_c = np.column_stack([lc[key] for key in keys])
-        with np.errstate(invalid="ignore"):
-            variances = dict(zip(keys, jackknife_vars(loo_c - loo_b).tolist()))
-        correlations = dict(zip(keys, _correlations(loo_b, loo_c).tolist()))
     for key in keys:
         point = float(pc[key] - pb[key])
         if not _finite(point):
             out[key] = Delta(None, why="not defined on both sides")
             continue
-        if lb is None or lc is None:
+        if spread is None:
             out[key] = Delta(point, why=f"too few prompts for an interval ({n}; needs >= 2)")
             continue
-        var = variances[key]
-        if not _finite(var):
-            out[key] = Delta(point, why="not defined in every leave-one-prompt-out subset")
-            continue
-        se = math.sqrt(_floored(var, fb.get(key, math.nan) + fc.get(key, math.nan), point))
-        lo, hi = _t_ci(point, se, n - 1, confidence)
-        side_b, side_c = ib.get(key), ic.get(key)
-        if se == 0 or side_b is None or side_c is None or not _finite(*side_b, *side_c):
-            # a zero-width t interval stays zero-width (never decides: _floored); a side with fewer
-            # than 2 prompts with trials for the statistic has no score interval: the t alone
-            out[key] = Delta(point, (lo, hi), se, float(n - 1), f"paired by prompt, t with jackknife SE, {n} prompts")
-            continue
-        m_lo, m_hi = _mover(float(pb[key]), float(pc[key]), side_b, side_c, correlations[key])
-        lo, hi = min(lo, m_lo), max(hi, m_hi)
-        out[key] = Delta(
+        variances, correlations = spread
+        out[key] = _paired_delta(
             point,
-            (lo, hi),
-            (hi - lo) / (2 * t_quantile(confidence, n - 1)),  # the p-value's SE: the mean half-width
-            float(n - 1),
-            f"paired by prompt, {PAIRED_MOVER}, {n} prompts",
+            variances[key],
+            within=fb.get(key, math.nan) + fc.get(key, math.nan),
+            sides=(float(pb[key]), float(pc[key])),
+            side_intervals=(ib.get(key), ic.get(key)),
+            r=correlations[key],
+            n=n,
+            confidence=confidence,
         )
     return out
+
+
+def _leave_one_prompt_out(
+    mb: np.ndarray, mc: np.ndarray, k: int, keys: list[str]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per statistic, the jackknife variance of the paired change and the two sides' correlation."""
+    lb, lc = (count_stats(m.sum(axis=0) - m, k) for m in (mb, mc))
+    # every statistic at once (numpy's per-call cost dominated)
+    loo_b = np.column_stack([lb[key] for key in keys])
+    loo_c = np.column_stack([lc[key] for key in keys])
+    with np.errstate(invalid="ignore"):
+        variances = dict(zip(keys, jackknife_vars(loo_c - loo_b).tolist()))
+    correlations = dict(zip(keys, _correlations(loo_b, loo_c).tolist()))
+    return variances, correlations
+
+
+def _paired_delta(
+    point: float,
+    var: float,
+    *,
+    within: float,
+    sides: tuple[float, float],
+    side_intervals: tuple[tuple[float, float] | None, tuple[float, float] | None],
+    r: float,
+    n: int,
+    confidence: float,
+) -> Delta:
+    if not _finite(var):
+        return Delta(point, why="not defined in every leave-one-prompt-out subset")
+    se = math.sqrt(_floored(var, within, point))
+    lo, hi = _t_ci(point, se, n - 1, confidence)
+    side_b, side_c = side_intervals
+    if se == 0 or side_b is None or side_c is None or not _finite(*side_b, *side_c):
+        # a zero-width t interval stays zero-width (never decides: _floored); a side with fewer
+        # than 2 prompts with trials for the statistic has no score interval: the t alone
+        return Delta(point, (lo, hi), se, float(n - 1), f"paired by prompt, t with jackknife SE, {n} prompts")
+    m_lo, m_hi = _mover(*sides, side_b, side_c, r)
+    lo, hi = min(lo, m_lo), max(hi, m_hi)
+    return Delta(
+        point,
+        (lo, hi),
+        (hi - lo) / (2 * t_quantile(confidence, n - 1)),  # the p-value's SE: the mean half-width
+        float(n - 1),
+        f"paired by prompt, {PAIRED_MOVER}, {n} prompts",
+    )
 
 
 def _correlations(loo_b: np.ndarray, loo_c: np.ndarray) -> np.ndarray:

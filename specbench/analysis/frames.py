@@ -45,34 +45,46 @@ def summary_frame(
     rows: list[dict[str, Any]] = []
     k_max = 0
     for label, units in groups.items():
-        pooled = totals.get(label) or total(units)
-        row: dict[str, Any] = {
-            "label": label,
-            "unit": unit.get(label, "window") if isinstance(unit, dict) else unit,
-            "n_units": len(units),
-        }
-        if pooled is None:
-            rows.append(row)
-            continue
-        acc = acceptance(pooled)
-        ci = cell_intervals(units, confidence=confidence) if units else None
-        row["ci_degenerate"] = bool(ci is None or ci.degenerate)
-        row["ci_method"] = "" if ci is None or ci.degenerate else ci.method  # which interval the CI columns hold
-        row["num_spec_tokens"] = pooled.num_spec_tokens
-        row["num_drafts"] = pooled.num_drafts
-        row["draft_tokens"] = pooled.draft_tokens
-        row["accepted_tokens"] = pooled.accepted_tokens
-        get = (lambda key: ci.get(key)) if ci is not None else (lambda key: None)  # noqa: B023 - used at once, in this iteration
-        _ci_cols(row, "mean_acceptance_length", acc.mean_acceptance_length, get("mean_acceptance_length"))
-        _ci_cols(row, "draft_acceptance_rate", acc.draft_acceptance_rate, get("draft_acceptance_rate"))
-        for i, p in enumerate(acc.per_position):
-            _ci_cols(row, f"p{i}", p, get(f"p{i}"))
-        for i, a in enumerate(acc.conditional):
-            _ci_cols(row, f"a{i}", a, get(f"a{i}"))
-        k_max = max(k_max, len(acc.per_position))
-        row["derived"] = ", ".join(dict.fromkeys(d for u in (units or [pooled]) for d in u.derived))
-        row["warnings"] = "; ".join(acc.warnings)
+        row, k = _summary_row(
+            label,
+            units,
+            totals.get(label) or total(units),
+            unit.get(label, "window") if isinstance(unit, dict) else unit,
+            confidence,
+        )
+        k_max = max(k_max, k)
         rows.append(row)
+    return pd.DataFrame(rows, columns=_summary_columns(k_max))
+
+
+def _summary_row(
+    label: str, units: list[Counts], pooled: Counts | None, unit: str, confidence: float
+) -> tuple[dict[str, Any], int]:
+    """The group's row and its number of draft positions (0 without counts)."""
+    row: dict[str, Any] = {"label": label, "unit": unit, "n_units": len(units)}
+    if pooled is None:
+        return row, 0
+    acc = acceptance(pooled)
+    ci = cell_intervals(units, confidence=confidence) if units else None
+    row["ci_degenerate"] = bool(ci is None or ci.degenerate)
+    row["ci_method"] = "" if ci is None or ci.degenerate else ci.method  # which interval the CI columns hold
+    row["num_spec_tokens"] = pooled.num_spec_tokens
+    row["num_drafts"] = pooled.num_drafts
+    row["draft_tokens"] = pooled.draft_tokens
+    row["accepted_tokens"] = pooled.accepted_tokens
+    get = (lambda key: ci.get(key)) if ci is not None else (lambda key: None)
+    _ci_cols(row, "mean_acceptance_length", acc.mean_acceptance_length, get("mean_acceptance_length"))
+    _ci_cols(row, "draft_acceptance_rate", acc.draft_acceptance_rate, get("draft_acceptance_rate"))
+    for i, p in enumerate(acc.per_position):
+        _ci_cols(row, f"p{i}", p, get(f"p{i}"))
+    for i, a in enumerate(acc.conditional):
+        _ci_cols(row, f"a{i}", a, get(f"a{i}"))
+    row["derived"] = ", ".join(dict.fromkeys(d for u in (units or [pooled]) for d in u.derived))
+    row["warnings"] = "; ".join(acc.warnings)
+    return row, len(acc.per_position)
+
+
+def _summary_columns(k_max: int) -> list[str]:
     head = [
         "label",
         "unit",
@@ -89,5 +101,4 @@ def summary_frame(
         + [f"p{i}" for i in range(k_max)]
         + [f"a{i}" for i in range(k_max)]
     )
-    cols = head + [c for s in stats for c in (s, f"{s}_ci_low", f"{s}_ci_high")] + ["derived", "warnings"]
-    return pd.DataFrame(rows, columns=cols)
+    return head + [c for s in stats for c in (s, f"{s}_ci_low", f"{s}_ci_high")] + ["derived", "warnings"]

@@ -185,6 +185,26 @@ def predict_k(
     finished requests.
     """
     measured = {kk: v for kk, v in (measured or {}).items() if 1 <= kk <= k}
+    ks, ms, kb, mb = _source_and_base(source_rows, base_rows, k)
+    others = {kk: request_matrix(rows) for kk, (_, rows) in measured.items()}
+    paired, weights, mb, others = _resampling(ks, kb, mb, others, n_resamples, seed)
+    point = _figures(ms.sum(axis=0), mb.sum(axis=0), {kk: m.sum(axis=0) for kk, (_, m) in others.items()}, k)
+    reps = _figures(
+        weights["src"] @ ms, weights["base"] @ mb, {kk: weights[kk] @ m for kk, (_, m) in others.items()}, k
+    )
+    ci = {key: percentile_interval(v, confidence) for key, v in reps.items()}
+    points = [_point(kk, k, point, ci, measured) for kk in range(1, k + 1)]
+    notes = [] if paired else ["cells sent different requests: each resampled on its own"]
+    return KPrediction(
+        source=source, baseline=baseline, k=k, points=points, paired=paired, confidence=confidence, notes=notes
+    )
+
+
+def _source_and_base(
+    source_rows: list[dict[str, Any]], base_rows: list[dict[str, Any]], k: int
+) -> tuple[list[tuple], np.ndarray, list[tuple], np.ndarray]:
+    """Request keys and matrices of the source cell (k positions) and its baseline; ValueError when
+    the prediction cannot be made from them."""
     ks, ms = request_matrix(source_rows, positions=k)
     kb, mb = request_matrix(base_rows, positions=0)
     if not len(ms) or not len(mb):
@@ -193,12 +213,24 @@ def predict_k(
         raise ValueError(
             "the prediction needs per-request accepted-per-position counts (--per-request-spec-decode-metrics)"
         )
-    others = {kk: request_matrix(rows) for kk, (_, rows) in measured.items()}
+    return ks, ms, kb, mb
+
+
+def _resampling(
+    ks: list[tuple],
+    kb: list[tuple],
+    mb: np.ndarray,
+    others: dict[int, tuple[list[tuple], np.ndarray]],
+    n_resamples: int,
+    seed: int,
+) -> tuple[bool, dict[str | int, np.ndarray], np.ndarray, dict[int, tuple[list[tuple], np.ndarray]]]:
+    """Whether all cells sent the same requests, the bootstrap weights of each ("src", "base" and each
+    measured k), and the baseline and measured matrices, in the source's row order when paired."""
     keysets = [kb] + [o[0] for o in others.values()]
     named = all(key[2] is not None for key in ks)
     paired = named and len(set(ks)) == len(ks) and all(sorted(x, key=repr) == sorted(ks, key=repr) for x in keysets)
     rng = np.random.default_rng(seed)
-    weights: dict[str | int, np.ndarray]  # "src", "base" and each measured k
+    weights: dict[str | int, np.ndarray]
     if paired:
         w = resample_weights(len(ks), n_resamples, rng)
         weights = {"src": w, "base": w, **{kk: w for kk in others}}
@@ -210,56 +242,57 @@ def predict_k(
             "base": resample_weights(len(kb), n_resamples, rng),
             **{kk: resample_weights(len(o[0]), n_resamples, rng) for kk, o in others.items()},
         }
+    return paired, weights, mb, others
 
-    def figures(src: np.ndarray, base: np.ndarray, cells: dict[int, np.ndarray]) -> dict[tuple, np.ndarray]:
-        """Every figure from summed columns (one row of sums, or B rows of resampled sums)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_plain = _decode(base) / (base[..., _OUT] - base[..., _ONE])
-            c_src = _decode(src) / src[..., _D] / t_plain
-            tpot_src = t_plain / (_decode(src) / (src[..., _OUT] - src[..., _ONE]))
-            out: dict[tuple, np.ndarray] = {}
-            p = [src[..., N_BASE_COLUMNS + i] / src[..., _D] for i in range(k)]
-            for kk in range(1, k + 1):
-                al = 1 + sum(p[:kk])
-                cost = 1 + (c_src - 1) * kk / k
-                out[("al_pred", kk)], out[("cost_model", kk)], out[("speedup_pred", kk)] = al, cost, al / cost
-                if kk == k:
-                    out[("tpot_speedup_meas", kk)] = tpot_src
-                if kk in cells:
-                    c = cells[kk]
-                    out[("al_meas", kk)] = 1 + c[..., _A] / c[..., _D]
-                    out[("al_diff", kk)] = al - out[("al_meas", kk)]
-                    out[("cost_meas", kk)] = _decode(c) / c[..., _D] / t_plain
-                    out[("cost_diff", kk)] = cost - out[("cost_meas", kk)]
-                    out[("speedup_pred_meas_cost", kk)] = al / out[("cost_meas", kk)]
-                    out[("tpot_speedup_meas", kk)] = t_plain / (_decode(c) / (c[..., _OUT] - c[..., _ONE]))
-            return out
 
-    point = figures(ms.sum(axis=0), mb.sum(axis=0), {kk: m.sum(axis=0) for kk, (_, m) in others.items()})
-    reps = figures(weights["src"] @ ms, weights["base"] @ mb, {kk: weights[kk] @ m for kk, (_, m) in others.items()})
-    ci = {key: percentile_interval(v, confidence) for key, v in reps.items()}
-    points = []
-    for kk in range(1, k + 1):
-        kp = KPoint(
-            k=kk,
-            al_pred=float(point[("al_pred", kk)]),
-            al_pred_ci=ci[("al_pred", kk)],
-            cost_model=float(point[("cost_model", kk)]),
-            cost_model_ci=ci[("cost_model", kk)],
-            speedup_pred=float(point[("speedup_pred", kk)]),
-            speedup_pred_ci=ci[("speedup_pred", kk)],
-        )
-        if kk in measured:
-            kp.cell = measured[kk][0]
-            for name in ("al_meas", "cost_meas", "tpot_speedup_meas", "speedup_pred_meas_cost"):
-                setattr(kp, name, float(point[(name, kk)]))
-                setattr(kp, f"{name}_ci", ci[(name, kk)])
-            kp.al_diff_ci, kp.cost_diff_ci = ci[("al_diff", kk)], ci[("cost_diff", kk)]
-        elif kk == k:
-            kp.tpot_speedup_meas = float(point[("tpot_speedup_meas", kk)])
-            kp.tpot_speedup_meas_ci = ci[("tpot_speedup_meas", kk)]
-        points.append(kp)
-    notes = [] if paired else ["cells sent different requests: each resampled on its own"]
-    return KPrediction(
-        source=source, baseline=baseline, k=k, points=points, paired=paired, confidence=confidence, notes=notes
+def _figures(src: np.ndarray, base: np.ndarray, cells: dict[int, np.ndarray], k: int) -> dict[tuple, np.ndarray]:
+    """Every figure from summed columns (one row of sums, or B rows of resampled sums)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_plain = _decode(base) / (base[..., _OUT] - base[..., _ONE])
+        c_src = _decode(src) / src[..., _D] / t_plain
+        tpot_src = t_plain / (_decode(src) / (src[..., _OUT] - src[..., _ONE]))
+        out: dict[tuple, np.ndarray] = {}
+        p = [src[..., N_BASE_COLUMNS + i] / src[..., _D] for i in range(k)]
+        for kk in range(1, k + 1):
+            al = 1 + sum(p[:kk])
+            cost = 1 + (c_src - 1) * kk / k
+            out[("al_pred", kk)], out[("cost_model", kk)], out[("speedup_pred", kk)] = al, cost, al / cost
+            if kk == k:
+                out[("tpot_speedup_meas", kk)] = tpot_src
+            if kk in cells:
+                c = cells[kk]
+                out[("al_meas", kk)] = 1 + c[..., _A] / c[..., _D]
+                out[("al_diff", kk)] = al - out[("al_meas", kk)]
+                out[("cost_meas", kk)] = _decode(c) / c[..., _D] / t_plain
+                out[("cost_diff", kk)] = cost - out[("cost_meas", kk)]
+                out[("speedup_pred_meas_cost", kk)] = al / out[("cost_meas", kk)]
+                out[("tpot_speedup_meas", kk)] = t_plain / (_decode(c) / (c[..., _OUT] - c[..., _ONE]))
+        return out
+
+
+def _point(
+    kk: int,
+    k: int,
+    point: dict[tuple, np.ndarray],
+    ci: dict[tuple, tuple[float, float]],
+    measured: dict[int, tuple[str, list[dict[str, Any]]]],
+) -> KPoint:
+    kp = KPoint(
+        k=kk,
+        al_pred=float(point[("al_pred", kk)]),
+        al_pred_ci=ci[("al_pred", kk)],
+        cost_model=float(point[("cost_model", kk)]),
+        cost_model_ci=ci[("cost_model", kk)],
+        speedup_pred=float(point[("speedup_pred", kk)]),
+        speedup_pred_ci=ci[("speedup_pred", kk)],
     )
+    if kk in measured:
+        kp.cell = measured[kk][0]
+        for name in ("al_meas", "cost_meas", "tpot_speedup_meas", "speedup_pred_meas_cost"):
+            setattr(kp, name, float(point[(name, kk)]))
+            setattr(kp, f"{name}_ci", ci[(name, kk)])
+        kp.al_diff_ci, kp.cost_diff_ci = ci[("al_diff", kk)], ci[("cost_diff", kk)]
+    elif kk == k:
+        kp.tpot_speedup_meas = float(point[("tpot_speedup_meas", kk)])
+        kp.tpot_speedup_meas_ci = ci[("tpot_speedup_meas", kk)]
+    return kp

@@ -368,7 +368,14 @@ class WindowCounter:
 
 
 def window_k(c: Counts) -> int | None:
+    """k of one unit of counts: as recorded, else the length of its per-position counts."""
     return c.num_spec_tokens or (len(c.accepted_per_position) if c.accepted_per_position else None)
+
+
+def units_k(units: list[Counts]) -> int | None:
+    """The one k all ``units`` share (:func:`window_k`); None when they have none or several."""
+    ks = {window_k(u) for u in units}
+    return ks.pop() if len(ks) == 1 else None
 
 
 def mixed_k(windows: list[Counts]) -> list[str]:

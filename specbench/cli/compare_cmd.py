@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from specbench.cli.common import console, err_console, handle_errors, silence_stdout, warn
+from specbench.cli.options import Seed
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import InputError
 from specbench.io import atomic_write_text, save_json
@@ -49,182 +50,179 @@ def _split_between(value: Optional[str]) -> Optional[tuple[str, str, str]]:
     return pairs[0][0], pairs[0][2], pairs[1][2]
 
 
+# Option types of compare, declared once here so its signature reads as the list of its options.
+Base = Annotated[
+    Path,
+    typer.Argument(
+        metavar="BASE",
+        help="Baseline: a run directory (results/<run-id>), a vllm bench result or sweep, one cell's acceptance.json, or a log / /metrics / `specbench parse` JSONL file.",
+    ),
+]
+Cand = Annotated[
+    Optional[Path],
+    typer.Argument(metavar="CAND", help="Candidate, same kinds as BASE (left out with --between).", show_default=False),
+]
+GateExprs = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--gate",
+        callback=_parse_gates,
+        metavar="EXPR",
+        help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
+        "per_position[0]:-0.02, ttft_p50_ms:+10%, speedup:-5%, divergence_share:+10pp. Fails only when the whole CI of the change is past the "
+        "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.",
+    ),
+]
+GateFile = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--gate-file",
+        metavar="FILE",
+        help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.",
+    ),
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
+        "cells on one side only, are an error (exit 2) instead of a warning.",
+    ),
+]
+MarkdownOut = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--markdown",
+        metavar="FILE",
+        help="Write a Markdown report (PR comment). Also appended to $GITHUB_STEP_SUMMARY when set.",
+    ),
+]
+HtmlOut = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Write one self-contained HTML page: the verdict, the gate grid, both runs' provenance, "
+        "the per-position figure, every metric of every cell (no network needed to open it).",
+    ),
+]
+JunitOut = Annotated[
+    Optional[Path], typer.Option("--junit", metavar="FILE", help="Write JUnit XML: one testcase per gate per cell.")
+]
+JsonOut = Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the full comparison as JSON.")]
+PlotOut = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--plot",
+        metavar="FILE",
+        help="Write a plot (.png, .svg or .pdf): per cell p_i of both "
+        "sides, over the change Δp_i with the gate's CI and tolerance.",
+    ),
+]
+Confidence = Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")]
+Resamples = Annotated[
+    int,
+    typer.Option(
+        "--resamples",
+        min=100,
+        max=1_000_000,
+        help="Bootstrap resamples (latency and divergence CIs; acceptance and speed-up changes take t intervals).",
+    ),
+]
+AllowInconclusive = Annotated[
+    bool,
+    typer.Option(
+        "--allow-inconclusive",
+        help="Exit 0 instead of 3 when no check failed but some could not be decided (a warning says which).",
+    ),
+]
+AllowWeak = Annotated[
+    bool,
+    typer.Option(
+        "--allow-weak",
+        help="Pass checks too weak for their tolerance (power < 80% to see a change of it) when their "
+        "interval passes, instead of counting them inconclusive (exit 3); the headline, Markdown and "
+        "JUnit say so. A check no candidate could fail stays inconclusive.",
+    ),
+]
+Holm = Annotated[
+    bool,
+    typer.Option(
+        "--holm/--no-holm",
+        help="Family-wise control (Holm) over every check of the compare (all cells x all "
+        "gate lines); --no-holm controls the false-alarm rate per check only.",
+    ),
+]
+NoiseFloor = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--noise-floor",
+        metavar="FILE",
+        help="YAML {metric: SIGNED_CHANGE} (e2e_p50_ms: +80%, output_tok_per_s: -45%): how far a whole rerun of the "
+        "baseline moves latency / throughput on your machine. With one repeat a side those checks fail only "
+        "past it (default floors: docs/methods.md; benchmarks/noise_floor.py --write measures one).",
+    ),
+]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Also print every metric of every cell (base, cand, delta, CI, verdict) and each undecided check.",
+    ),
+]
+Between = Annotated[
+    Optional[str],
+    typer.Option(
+        "--between",
+        callback=_split_between,
+        metavar="AXIS=A,AXIS=B",
+        help="Compare inside one RUN: its cells with AXIS=A (baseline) against those with AXIS=B, "
+        "e.g. --between vllm=0.31.0,vllm=current.",
+    ),
+]
+Quiet = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="Print only the verdict line (the exit code and the files say the rest)."),
+]
+
+
 def compare(
-    baseline: Annotated[
-        Path,
-        typer.Argument(
-            metavar="BASE",
-            help="Baseline: a run directory (results/<run-id>), a vllm bench result or sweep, one cell's acceptance.json, or a log / /metrics / `specbench parse` JSONL file.",
-        ),
-    ],
-    candidate: Annotated[
-        Optional[Path],
-        typer.Argument(
-            metavar="CAND", help="Candidate, same kinds as BASE (left out with --between).", show_default=False
-        ),
-    ] = None,
-    gate: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--gate",
-            callback=_parse_gates,
-            metavar="EXPR",
-            help="Repeatable. METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%, per_position[*]:-2pp, "
-            "per_position[0]:-0.02, ttft_p50_ms:+10%, speedup:-5%, divergence_share:+10pp. Fails only when the whole CI of the change is past the "
-            "tolerance. Default: acceptance_length:-3% and per_position[*]:-2pp.",
-        ),
-    ] = None,
-    gate_file: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--gate-file",
-            metavar="FILE",
-            help="YAML list of gate expressions, items optionally {gate: EXPR, cells: {axis: value}}.",
-        ),
-    ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
-            "cells on one side only, are an error (exit 2) instead of a warning.",
-        ),
-    ] = False,
-    markdown: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--markdown",
-            metavar="FILE",
-            help="Write a Markdown report (PR comment). Also appended to $GITHUB_STEP_SUMMARY when set.",
-        ),
-    ] = None,
-    html: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--html",
-            metavar="FILE",
-            help="Write one self-contained HTML page: the verdict, the gate grid, both runs' provenance, "
-            "the per-position figure, every metric of every cell (no network needed to open it).",
-        ),
-    ] = None,
-    junit: Annotated[
-        Optional[Path], typer.Option("--junit", metavar="FILE", help="Write JUnit XML: one testcase per gate per cell.")
-    ] = None,
-    json_out: Annotated[
-        Optional[Path], typer.Option("--json", metavar="FILE", help="Write the full comparison as JSON.")
-    ] = None,
-    plot: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--plot",
-            metavar="FILE",
-            help="Write a plot (.png, .svg or .pdf): per cell p_i of both "
-            "sides, over the change Δp_i with the gate's CI and tolerance.",
-        ),
-    ] = None,
-    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="CI level.")] = 0.95,
-    resamples: Annotated[
-        int,
-        typer.Option(
-            "--resamples",
-            min=100,
-            max=1_000_000,
-            help="Bootstrap resamples (latency and divergence CIs; acceptance and speed-up changes take t intervals).",
-        ),
-    ] = 2000,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
-    allow_inconclusive: Annotated[
-        bool,
-        typer.Option(
-            "--allow-inconclusive",
-            help="Exit 0 instead of 3 when no check failed but some could not be decided (a warning says which).",
-        ),
-    ] = False,
-    allow_weak: Annotated[
-        bool,
-        typer.Option(
-            "--allow-weak",
-            help="Pass checks too weak for their tolerance (power < 80% to see a change of it) when their "
-            "interval passes, instead of counting them inconclusive (exit 3); the headline, Markdown and "
-            "JUnit say so. A check no candidate could fail stays inconclusive.",
-        ),
-    ] = False,
-    holm: Annotated[
-        bool,
-        typer.Option(
-            "--holm/--no-holm",
-            help="Family-wise control (Holm) over every check of the compare (all cells x all "
-            "gate lines); --no-holm controls the false-alarm rate per check only.",
-        ),
-    ] = True,
-    noise_floor: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--noise-floor",
-            metavar="FILE",
-            help="YAML {metric: SIGNED_CHANGE} (e2e_p50_ms: +80%, output_tok_per_s: -45%): how far a whole rerun of the "
-            "baseline moves latency / throughput on your machine. With one repeat a side those checks fail only "
-            "past it (default floors: docs/methods.md; benchmarks/noise_floor.py --write measures one).",
-        ),
-    ] = None,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            "-v",
-            help="Also print every metric of every cell (base, cand, delta, CI, verdict) and each undecided check.",
-        ),
-    ] = False,
-    between: Annotated[
-        Optional[str],
-        typer.Option(
-            "--between",
-            callback=_split_between,
-            metavar="AXIS=A,AXIS=B",
-            help="Compare inside one RUN: its cells with AXIS=A (baseline) against those with AXIS=B, "
-            "e.g. --between vllm=0.31.0,vllm=current.",
-        ),
-    ] = None,
-    quiet: Annotated[
-        bool,
-        typer.Option("--quiet", "-q", help="Print only the verdict line (the exit code and the files say the rest)."),
-    ] = False,
+    baseline: Base,
+    candidate: Cand = None,
+    gate: GateExprs = None,
+    gate_file: GateFile = None,
+    strict: Strict = False,
+    markdown: MarkdownOut = None,
+    html: HtmlOut = None,
+    junit: JunitOut = None,
+    json_out: JsonOut = None,
+    plot: PlotOut = None,
+    confidence: Confidence = 0.95,
+    resamples: Resamples = 2000,
+    seed: Seed = 0,
+    allow_inconclusive: AllowInconclusive = False,
+    allow_weak: AllowWeak = False,
+    holm: Holm = True,
+    noise_floor: NoiseFloor = None,
+    verbose: Verbose = False,
+    between: Between = None,
+    quiet: Quiet = False,
 ) -> None:
     """Compare two runs cell by cell: exit 1 on a regression past the gates, 3 when a check cannot be decided."""
-    from specbench.compare import DEFAULT_GATES, compare_sides, load_gate_file, load_side, parse_gate  # lazy: numpy
-    from specbench.compare.guard import mismatches, unchecked  # lazy: pulls in numpy and pydantic
+    from specbench.compare import compare_sides  # lazy: numpy
+    from specbench.compare.guard import mismatches  # lazy: pulls in numpy and pydantic
     from specbench.compare.noise import load_floors  # lazy: pulls in numpy and pydantic
-    from specbench.compare.render import print_table  # lazy: pulls in numpy and pydantic
 
     if candidate is None and between is None:
         raise InputError("give BASE and CAND (two runs), or one RUN with --between AXIS=A,AXIS=B")
-    guard_outputs(
-        [baseline, candidate, gate_file, noise_floor],
-        {
-            "--markdown": markdown,
-            "--html": html,
-            "--junit": junit,
-            "--json": json_out,
-            "--plot": plot,
-        },  # before any work; inputs never written
-        env_files=["GITHUB_STEP_SUMMARY"],
-    )
-    gates: list[Any] = list(gate or [])  # Gate objects: _parse_gates ran as the option's callback
-    if gate_file is not None:
-        gates += load_gate_file(gate_file)
-    default = not gates
-    if default:
-        gates = [parse_gate(g) for g in DEFAULT_GATES]
-    floors = None
-    if noise_floor is not None:
-        floors = load_floors(noise_floor)
+    outputs = {"--markdown": markdown, "--html": html, "--junit": junit, "--json": json_out, "--plot": plot}
+    # before any work; inputs never written
+    guard_outputs([baseline, candidate, gate_file, noise_floor], outputs, env_files=["GITHUB_STEP_SUMMARY"])
+    gates, default = _gates(gate, gate_file)
+    floors = None if noise_floor is None else load_floors(noise_floor)
     contrast: Optional[tuple[str, str, str]] = between  # type: ignore[assignment]  # _split_between's
-    if contrast is not None:
-        base, cand = _between_sides(baseline, candidate, contrast)
-        candidate = baseline
-    else:
-        assert candidate is not None  # checked above
-        base, cand = load_side(baseline), load_side(candidate)
+    base, cand, candidate = _sides(baseline, candidate, contrast)
     diffs = mismatches(base, cand)
     comp = compare_sides(
         base,
@@ -240,12 +238,51 @@ def compare(
         allow_weak=allow_weak,
     )
     comp.allow_inconclusive = allow_inconclusive
+    _add_warnings(comp, base, cand, baseline, candidate, check_same_run=contrast is None)
+    _refuse_incomparable(comp, base, cand, diffs, baseline, candidate, strict)
+    _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html)
+    _print_verdict(comp, verbose=verbose, quiet=quiet, allow_inconclusive=allow_inconclusive)
+    raise typer.Exit(comp.exit_code)
+
+
+def _gates(gate: Optional[list[Any]], gate_file: Optional[Path]) -> tuple[list[Any], bool]:
+    """The gates to check, and whether they are the defaults (no --gate, no --gate-file)."""
+    from specbench.compare import DEFAULT_GATES, load_gate_file, parse_gate  # lazy: numpy
+
+    gates: list[Any] = list(gate or [])  # Gate objects: _parse_gates ran as the option's callback
+    if gate_file is not None:
+        gates += load_gate_file(gate_file)
+    default = not gates
+    if default:
+        gates = [parse_gate(g) for g in DEFAULT_GATES]
+    return gates, default
+
+
+def _sides(baseline: Path, candidate: Optional[Path], contrast: Optional[tuple[str, str, str]]):
+    """(base, cand, the candidate's path): with --between both sides come from BASE, which then
+    stands for the candidate too in the messages."""
+    from specbench.compare import load_side  # lazy: numpy
+
+    if contrast is not None:
+        base, cand = _between_sides(baseline, candidate, contrast)
+        return base, cand, baseline
+    assert candidate is not None  # checked by compare
+    return load_side(baseline), load_side(candidate), candidate
+
+
+def _add_warnings(comp, base, cand, baseline: Path, candidate: Path, check_same_run: bool) -> None:
+    from specbench.compare.guard import unchecked  # lazy: pulls in numpy and pydantic
+
     note = unchecked(base, cand)
     if note:
         comp.warnings.append(note)
-    same = same_run(baseline, candidate, base, cand) if contrast is None else None
-    if same:
-        comp.warnings.insert(0, same)
+    # --between's two sides are one run on purpose
+    one_run = same_run(baseline, candidate, base, cand) if check_same_run else None
+    if one_run:
+        comp.warnings.insert(0, one_run)
+
+
+def _refuse_incomparable(comp, base, cand, diffs: list[str], baseline: Path, candidate: Path, strict: bool) -> None:
     if strict and (diffs or comp.only_base or comp.only_cand):
         problems = (
             diffs
@@ -264,14 +301,17 @@ def compare(
             f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
             f"{', '.join(c.name for c in cand.cells.values())})"
         )
-    _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html)
+
+
+def _print_verdict(comp, *, verbose: bool, quiet: bool, allow_inconclusive: bool) -> None:
+    from specbench.compare.render import print_table  # lazy: pulls in numpy and pydantic
+
     try:
         print_table(comp, console, verbose=verbose, err=err_console, quiet=quiet)
     except BrokenPipeError:  # `| head`: the table ends there, the verdict (exit code) stands
         silence_stdout()
     if comp.inconclusive and not comp.failures and allow_inconclusive:
         warn(f"{len(comp.inconclusive)} gate check(s) inconclusive; exit 0 because of --allow-inconclusive")
-    raise typer.Exit(comp.exit_code)
 
 
 def _between_sides(baseline: Path, candidate: Optional[Path], between: tuple[str, str, str]):

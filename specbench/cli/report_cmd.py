@@ -8,85 +8,94 @@ from typing import Annotated, Optional
 import typer
 
 from specbench.cli.common import console, err_console, handle_errors, nonempty_path
+from specbench.cli.options import Seed
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import ConfigError
 from specbench.render.format import user_text
 from specbench.render.tables import column_chunks
 
+# Option types of report, declared once here so its signature reads as the list of its options.
+Inputs = Annotated[
+    Optional[list[Path]],
+    typer.Argument(
+        metavar="FILE|RUN_DIR...",
+        help="Server logs, Prometheus scrapes, `specbench parse` JSONL, acceptance.json files, or run directories.",
+        show_default=False,
+    ),
+]
+Labels = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--label",
+        metavar="NAME=FILE",
+        help="Put FILE into group NAME (repeatable; several files may share a name).",
+    ),
+]
+OutDir = Annotated[
+    Path,
+    typer.Option(
+        "--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots."
+    ),
+]
+Resamples = Annotated[
+    int,
+    typer.Option(
+        "--resamples",
+        min=100,
+        max=1_000_000,
+        help="Bootstrap resamples (divergence and k-prediction CIs; acceptance CIs are score "
+        "intervals, speed-up CIs jackknife t).",
+    ),
+]
+RerunSd = Annotated[
+    Optional[float],
+    typer.Option(
+        "--rerun-sd",
+        min=0.0,
+        max=5.0,
+        metavar="SD",
+        help="Between-run SD of a speed-up's log that its CI is widened by, for cells measured apart "
+        "from their baseline: the default is the spread measured over reruns on a shared 2-core VM "
+        "(docs/methods.md, 'Speed-up across reruns', 0.33); measure your machine's with "
+        "benchmarks/speedup_reruns.py; 0 = within this run only. Cells run with load.interleave need none.",
+        show_default=False,
+    ),
+]
+Reference = Annotated[
+    Optional[str],
+    typer.Option(
+        "--reference",
+        metavar="CELL",
+        help="The cell every other is set against in 'Change vs reference' (its id, run id/cell id, "
+        "or its title as the tables print it, e.g. 'MLA on · norm on'); default the first speculative cell.",
+        show_default=False,
+    ),
+]
+Plots = Annotated[
+    bool,
+    typer.Option(
+        "--plots/--no-plots",
+        help="Write the figures (PNG + SVG). --no-plots writes summary.md and the CSVs only, "
+        "without loading matplotlib (a CI job that reads the tables saves most of the time).",
+    ),
+]
+
 
 def report(
-    inputs: Annotated[
-        Optional[list[Path]],
-        typer.Argument(
-            metavar="FILE|RUN_DIR...",
-            help="Server logs, Prometheus scrapes, `specbench parse` JSONL, acceptance.json files, or run directories.",
-            show_default=False,
-        ),
-    ] = None,
-    label: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--label",
-            metavar="NAME=FILE",
-            help="Put FILE into group NAME (repeatable; several files may share a name).",
-        ),
-    ] = None,
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", metavar="DIR", parser=nonempty_path, help="Directory for summary.md, acceptance.csv and plots."
-        ),
-    ] = Path("report"),
-    resamples: Annotated[
-        int,
-        typer.Option(
-            "--resamples",
-            min=100,
-            max=1_000_000,
-            help="Bootstrap resamples (divergence and k-prediction CIs; acceptance CIs are score "
-            "intervals, speed-up CIs jackknife t).",
-        ),
-    ] = 2000,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")] = 0,
-    rerun_sd: Annotated[
-        Optional[float],
-        typer.Option(
-            "--rerun-sd",
-            min=0.0,
-            max=5.0,
-            metavar="SD",
-            help="Between-run SD of a speed-up's log that its CI is widened by, for cells measured apart "
-            "from their baseline: the default is the spread measured over reruns on a shared 2-core VM "
-            "(docs/methods.md, 'Speed-up across reruns', 0.33); measure your machine's with "
-            "benchmarks/speedup_reruns.py; 0 = within this run only. Cells run with load.interleave need none.",
-            show_default=False,
-        ),
-    ] = None,
-    reference: Annotated[
-        Optional[str],
-        typer.Option(
-            "--reference",
-            metavar="CELL",
-            help="The cell every other is set against in 'Change vs reference' (its id, run id/cell id, "
-            "or its title as the tables print it, e.g. 'MLA on · norm on'); default the first speculative cell.",
-            show_default=False,
-        ),
-    ] = None,
-    plots: Annotated[
-        bool,
-        typer.Option(
-            "--plots/--no-plots",
-            help="Write the figures (PNG + SVG). --no-plots writes summary.md and the CSVs only, "
-            "without loading matplotlib (a CI job that reads the tables saves most of the time).",
-        ),
-    ] = True,
+    inputs: Inputs = None,
+    label: Labels = None,
+    out: OutDir = Path("report"),
+    resamples: Resamples = 2000,
+    seed: Seed = 0,
+    rerun_sd: RerunSd = None,
+    reference: Reference = None,
+    plots: Plots = True,
 ) -> None:
     """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
     # the report core loads only when the command runs, so `specbench --help` and the other
     # commands never pay for it
     from specbench.report.build import build_report, table_rows, write_report  # lazy: pulls in pandas
     from specbench.report.inputs import parse_label  # lazy: pulls in numpy and pydantic
-    from specbench.report.kpredict import advice_lines  # lazy: pulls in numpy
 
     labels = [parse_label(x) for x in (label or [])]
     guard_outputs([*(inputs or []), *(p for _, p in labels)], dirs={"--out": out})
@@ -104,6 +113,13 @@ def report(
     )
     paths = write_report(rep, out, plots)
     _print_table(rep, table_rows)
+    _print_findings(rep, out)
+    console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)
+
+
+def _print_findings(rep, out: Path) -> None:
+    from specbench.report.kpredict import advice_lines  # lazy: pulls in numpy
+
     for g in rep.groups:
         if g.warnings:
             err_console.print(
@@ -123,7 +139,6 @@ def report(
             console.print(user_text(line), highlight=False)
         for w in st.warnings:
             err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
-    console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

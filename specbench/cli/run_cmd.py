@@ -23,6 +23,7 @@ from specbench.cli.common import (
     sigterm_as_interrupt,
 )
 from specbench.errors import ConfigError
+from specbench.io import load_json
 from specbench.redact import redact_argv, redact_env
 
 # The cores below are imported inside the commands (each marked ``# lazy:``): config, plan, estimate
@@ -212,7 +213,6 @@ def _gate_sized(
     manifest (compare then knows the baseline's other prompts were left out on purpose)."""
     from specbench.compare.gates import parse_gate  # lazy: pulls in numpy
     from specbench.compare.sizing import describe, size_gates  # lazy: pulls in numpy and scipy
-    from specbench.io import load_json
     from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
 
     if not gates or baseline is None:
@@ -232,50 +232,13 @@ def _gate_sized(
     keys = {cell_key(c.axes) for c in expand(study) if not c.is_baseline}
     sizing = size_gates(baseline, [parse_gate(g) for g in gates], only=keys)
     lines = describe(sizing)
-    ld = study.load
     if as_baseline:
         n = sizing.needed
         lines.append(
             f"#   --as-baseline: {n:,} distinct prompts per cell, for this run and every candidate gated on it"
         )
     else:
-        if sizing.too_weak:
-            raise ConfigError(
-                f"--gate-baseline {baseline}: it sent {sizing.prompts:,} prompts per cell, its own spread asks for "
-                f"~{max(c.n_min for c in sizing.too_weak):,} "
-                f"for {len(sizing.too_weak)} check(s) to be able to fail; re-make it with the same --gate flags, "
-                f"--gate-baseline {baseline} and --as-baseline"
-            )
-        # compare pairs prompt by prompt: the candidate sends the baseline's prompts
-        base_manifest = load_json(Path(baseline) / "manifest.json")
-        base_load = (base_manifest.get("resolved_config") or {}).get("load") or {}
-        mine = {"workload": ld.workload, "seed": ld.seed, "output_len": ld.output_len}
-        adopt = []
-        for key, val in mine.items():
-            want = base_load.get(key, val)
-            if want == val:
-                continue
-            if any(o.split("=", 1)[0].strip() == f"load.{key}" for o in sets):
-                raise ConfigError(
-                    f"--gate-baseline {baseline}: its load had {key} {want!r}, --set gives {val!r}; the candidate "
-                    "must send the baseline's prompts to be paired with it"
-                )
-            adopt.append(f"load.{key}={want}")
-        if adopt:
-            sets = (*sets, *adopt)
-            lines.append(f"#   the baseline's prompts: {', '.join(adopt)}")
-            study, _ = validated(config, sets)  # the adopted workload's distinct prompts are checked below
-        sent = int(base_load.get("num_requests") or sizing.prompts)
-        # the hardest check's size (with the margin) is enough; the shuffled workload's first n prompts
-        # are the baseline's first n (same seed), so they pair, and the baseline's others are left out
-        n = sizing.needed if 0 < sizing.needed < sent else sent
-        if n < sent:
-            subset = {"baseline_run_id": base_manifest.get("run_id"), "prompts": n, "of": sent}
-        lines.append(
-            f"#   the baseline's first {n:,} of {sent:,} prompts per cell, paired (what the hardest check needs)"
-            if n < sent
-            else f"#   the baseline's {n:,} prompts per cell, paired"
-        )
+        sets, study, n, subset = _paired_sizing(config, sets, baseline, study, sizing, lines)
     if n <= 0:
         return sets, lines, subset
     for name, have in _distinct_prompts(study).items():
@@ -285,6 +248,52 @@ def _gate_sized(
                 "prompt is no new evidence): use --set load.workload=sharegpt, or a looser tolerance"
             )
     return (*sets, f"load.num_requests={n}"), lines, subset
+
+
+def _paired_sizing(config: Path, sets: tuple[str, ...], baseline: Path, study, sizing, lines: list[str]):
+    """A candidate gated on ``baseline``: (``sets`` with the baseline's workload settings adopted, the
+    study they give, the prompts per cell, the subset of the baseline's prompts or None); says so in
+    ``lines``."""
+    from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
+
+    if sizing.too_weak:
+        raise ConfigError(
+            f"--gate-baseline {baseline}: it sent {sizing.prompts:,} prompts per cell, its own spread asks for "
+            f"~{max(c.n_min for c in sizing.too_weak):,} "
+            f"for {len(sizing.too_weak)} check(s) to be able to fail; re-make it with the same --gate flags, "
+            f"--gate-baseline {baseline} and --as-baseline"
+        )
+    # compare pairs prompt by prompt: the candidate sends the baseline's prompts
+    base_manifest = load_json(Path(baseline) / "manifest.json")
+    base_load = (base_manifest.get("resolved_config") or {}).get("load") or {}
+    ld = study.load
+    mine = {"workload": ld.workload, "seed": ld.seed, "output_len": ld.output_len}
+    adopt = []
+    for key, val in mine.items():
+        want = base_load.get(key, val)
+        if want == val:
+            continue
+        if any(o.split("=", 1)[0].strip() == f"load.{key}" for o in sets):
+            raise ConfigError(
+                f"--gate-baseline {baseline}: its load had {key} {want!r}, --set gives {val!r}; the candidate "
+                "must send the baseline's prompts to be paired with it"
+            )
+        adopt.append(f"load.{key}={want}")
+    if adopt:
+        sets = (*sets, *adopt)
+        lines.append(f"#   the baseline's prompts: {', '.join(adopt)}")
+        study, _ = validated(config, sets)  # the adopted workload's distinct prompts are checked below
+    sent = int(base_load.get("num_requests") or sizing.prompts)
+    # the hardest check's size (with the margin) is enough; the shuffled workload's first n prompts
+    # are the baseline's first n (same seed), so they pair, and the baseline's others are left out
+    n = sizing.needed if 0 < sizing.needed < sent else sent
+    subset = {"baseline_run_id": base_manifest.get("run_id"), "prompts": n, "of": sent} if n < sent else None
+    lines.append(
+        f"#   the baseline's first {n:,} of {sent:,} prompts per cell, paired (what the hardest check needs)"
+        if n < sent
+        else f"#   the baseline's {n:,} prompts per cell, paired"
+    )
+    return sets, study, n, subset
 
 
 def _distinct_prompts(study) -> dict[str, int | None]:
@@ -322,7 +331,7 @@ def _switch_note(groups) -> list[str]:
     whose start-up probe says it cannot switch is restarted per variant (run/groups.py)."""
 
     def variants(group) -> int:
-        return len({tuple(sorted(((c.spec or {}).get("head_variant") or {}).items())) for c in group})
+        return len({c.spec.head_variant.model_dump_json() if c.spec and c.spec.head_variant else None for c in group})
 
     switching = [g for g in groups if variants(g) > 1]
     if not switching:
@@ -370,88 +379,103 @@ def _executor(kind: str, address: Optional[str], max_concurrent: Optional[int], 
     return RayExecutor(RayOptions(address=address, max_concurrent_cells=max_concurrent, cpus_per_cell=cpus_per_cell))
 
 
+# Option types of run, declared once here so its signature reads as the list of its options.
+ConfigArg = Annotated[
+    Optional[Path],
+    typer.Argument(
+        metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
+    ),
+]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.",
+    ),
+]
+Resume = Annotated[
+    Optional[Path],
+    typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR."),
+]
+OutDir = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--out",
+        metavar="DIR",
+        parser=nonempty_path,
+        help="Where the run directory <run-id>/ goes (default: the config's results_dir).",
+    ),
+]
+ResultsDirAlias = Annotated[Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")]
+Executor = Annotated[
+    Optional[str],
+    typer.Option(
+        "--executor",
+        metavar="local|ray",
+        help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.",
+    ),
+]
+Address = Annotated[
+    Optional[str],
+    typer.Option(
+        "--address",
+        metavar="ADDRESS",
+        help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.",
+    ),
+]
+MaxConcurrentCells = Annotated[
+    Optional[int],
+    typer.Option(
+        "--max-concurrent-cells",
+        min=1,
+        help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).",
+    ),
+]
+CpusPerCell = Annotated[float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")]
+GateExprs = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--gate",
+        metavar="EXPR",
+        help="Size each cell's load so this compare gate can fail (needs --gate-baseline); repeatable.",
+    ),
+]
+GateBaseline = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--gate-baseline",
+        metavar="RUN",
+        help="The run the gate will compare against: its per-prompt spread sizes the load.",
+    ),
+]
+AsBaseline = Annotated[
+    bool,
+    typer.Option(
+        "--as-baseline",
+        help="This run will be the new baseline: size it so that it and a candidate made alike can fail.",
+    ),
+]
+
+# --address, --max-concurrent-cells, --cpus-per-cell: what _executor takes after the kind
+_RayOptions = tuple[Optional[str], Optional[int], float]
+
+
 def run(
-    config: Annotated[
-        Optional[Path],
-        typer.Argument(
-            metavar="CONFIG", help="Study config (YAML); default: the built-in default study.", show_default=False
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Print the plan (servers, requests, wall-time estimate) and each cell's argv and env; run nothing.",
-        ),
-    ] = False,
+    config: ConfigArg = None,
+    dry_run: DryRun = False,
     overrides: SetOption = None,
-    resume: Annotated[
-        Optional[Path],
-        typer.Option("--resume", metavar="RUN_DIR", help="Run only the missing/failed cells of RUN_DIR."),
-    ] = None,
-    results_dir: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--out",
-            metavar="DIR",
-            parser=nonempty_path,
-            help="Where the run directory <run-id>/ goes (default: the config's results_dir).",
-        ),
-    ] = None,
-    results_dir_alias: Annotated[
-        Optional[Path], typer.Option("--results-dir", hidden=True, help="Old name of --out.")
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the run directory.")] = False,
-    executor: Annotated[
-        Optional[str],
-        typer.Option(
-            "--executor",
-            metavar="local|ray",
-            help="local (cells one after another) or ray (cells as Ray tasks); default: the config's executor.",
-        ),
-    ] = None,
-    address: Annotated[
-        Optional[str],
-        typer.Option(
-            "--address",
-            metavar="ADDRESS",
-            help="Ray cluster: auto, or ray://HEAD:10001; default: RAY_ADDRESS, else a private local Ray.",
-        ),
-    ] = None,
-    max_concurrent_cells: Annotated[
-        Optional[int],
-        typer.Option(
-            "--max-concurrent-cells",
-            min=1,
-            help="Ray: at most this many cells at once (default: as many as the cluster's resources hold).",
-        ),
-    ] = None,
-    cpus_per_cell: Annotated[
-        float, typer.Option("--cpus-per-cell", min=0.01, help="Ray: CPUs each cell reserves.")
-    ] = 1.0,
-    gates: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--gate",
-            metavar="EXPR",
-            help="Size each cell's load so this compare gate can fail (needs --gate-baseline); repeatable.",
-        ),
-    ] = None,
-    gate_baseline: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--gate-baseline",
-            metavar="RUN",
-            help="The run the gate will compare against: its per-prompt spread sizes the load.",
-        ),
-    ] = None,
-    as_baseline: Annotated[
-        bool,
-        typer.Option(
-            "--as-baseline",
-            help="This run will be the new baseline: size it so that it and a candidate made alike can fail.",
-        ),
-    ] = False,
+    resume: Resume = None,
+    results_dir: OutDir = None,
+    results_dir_alias: ResultsDirAlias = None,
+    quiet: Quiet = False,
+    executor: Executor = None,
+    address: Address = None,
+    max_concurrent_cells: MaxConcurrentCells = None,
+    cpus_per_cell: CpusPerCell = 1.0,
+    gates: GateExprs = None,
+    gate_baseline: GateBaseline = None,
+    as_baseline: AsBaseline = False,
 ) -> None:
     """Run a study: start vLLM servers (shared by cells that differ only in load or head variant), load, collect acceptance; results/<run-id>/."""
     sets = tuple(overrides or ())
@@ -462,14 +486,7 @@ def run(
         raise ConfigError(
             "give either CONFIG (and --set) or --resume RUN_DIR, not both (a resumed run reuses its own config)"
         )
-    sizing_lines: list[str] = []
-    subset = None
-    if gates or gate_baseline is not None or as_baseline:
-        if resume is not None:
-            raise ConfigError("--gate sizes a new run's load; it does not combine with --resume")
-        sets, sizing_lines, subset = _gate_sized(
-            config_or_default(config), sets, gates or [], gate_baseline, as_baseline
-        )
+    sets, sizing_lines, subset = _sizing(config, sets, resume, gates, gate_baseline, as_baseline)
     if dry_run:
         if resume is not None:
             raise ConfigError("--dry-run does not combine with --resume")
@@ -477,14 +494,36 @@ def run(
             print(line)
         _print_dry_run(config_or_default(config), sets)
         return
-    from specbench.report.screen import final_screen  # lazy: pulls in pandas
-    from specbench.run.display import make_display  # lazy: 6 ms of rich.live and fractions at start-up
-    from specbench.run.plan import new_plan, resume_plan  # lazy: pulls in numpy and pydantic
-    from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
+    ray_options: _RayOptions = (address, max_concurrent_cells, cpus_per_cell)
+    chosen = _chosen_executor(config, sets, resume, executor, ray_options)
+    with sigterm_as_interrupt():
+        plan, display = _open_plan(config, results_dir, sets, resume, quiet)
+        _announce(plan, quiet, sizing_lines, subset)
+        code = _execute(plan, display, executor, chosen, ray_options)
+    print(f"{plan.run_dir}" if quiet else f"results: {plan.run_dir}", flush=True)
+    raise typer.Exit(code)
 
+
+def _sizing(
+    config: Optional[Path],
+    sets: tuple[str, ...],
+    resume: Optional[Path],
+    gates: Optional[list[str]],
+    gate_baseline: Optional[Path],
+    as_baseline: bool,
+) -> tuple[tuple[str, ...], list[str], dict | None]:
+    if not (gates or gate_baseline is not None or as_baseline):
+        return sets, [], None
+    if resume is not None:
+        raise ConfigError("--gate sizes a new run's load; it does not combine with --resume")
+    return _gate_sized(config_or_default(config), sets, gates or [], gate_baseline, as_baseline)
+
+
+def _chosen_executor(
+    config: Optional[Path], sets: tuple[str, ...], resume: Optional[Path], executor: Optional[str], ray: _RayOptions
+):
     # the executor and its options are checked before the run directory is written (a bogus
     # --executor used to leave a planned run behind); a resumed run's comes from its manifest
-    chosen = None
     if resume is None:
         from specbench.run.plan import validated  # lazy: pulls in numpy and pydantic
 
@@ -492,40 +531,52 @@ def run(
         kind = executor or study.executor
         _local_for_interleave(study, kind)
         _local_for_installs(study, kind)
-        chosen = _executor(kind, address, max_concurrent_cells, cpus_per_cell)
-    elif executor is not None:
-        chosen = _executor(executor, address, max_concurrent_cells, cpus_per_cell)
-    with sigterm_as_interrupt():
-        if resume is not None:
-            plan = resume_plan(resume, progress=None if quiet else _install_progress)
-        else:
-            plan = new_plan(config_or_default(config), results_dir, sets, progress=None if quiet else _install_progress)
-        display = make_display(quiet, final=final_screen)
-        if sizing_lines:
-            plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
-        if subset is not None:  # compare reads it: the baseline's other prompts left out on purpose
-            plan.manifest["gate_subset"] = subset
-        if not quiet:
-            console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
-            for line in sizing_lines:
-                console.print(line, highlight=False, soft_wrap=True, markup=False)
-        for note in plan.notes:  # e.g. where --resume took the run's secrets from
-            console.print(f"resume: {note}", highlight=False, soft_wrap=True)
-        _local_for_interleave(plan.study, executor or plan.study.executor)  # a resumed run's too
-        _local_for_installs(plan.study, executor or plan.study.executor)
-        try:
-            code = execute(
-                plan,
-                display,
-                chosen or _executor(plan.study.executor, address, max_concurrent_cells, cpus_per_cell),
-            )
-        except KeyboardInterrupt:
-            print(f"{plan.run_dir}", flush=True)
-            raise
-        finally:
-            display.close()
-    print(f"{plan.run_dir}" if quiet else f"results: {plan.run_dir}", flush=True)
-    raise typer.Exit(code)
+        return _executor(kind, *ray)
+    if executor is not None:
+        return _executor(executor, *ray)
+    return None
+
+
+def _open_plan(config: Optional[Path], results_dir: Optional[Path], sets: tuple[str, ...], resume, quiet: bool):
+    """The run's plan (its directory written, or a resumed one read) and its display."""
+    from specbench.report.screen import final_screen  # lazy: pulls in pandas
+    from specbench.run.display import make_display  # lazy: 6 ms of rich.live and fractions at start-up
+    from specbench.run.plan import new_plan, resume_plan  # lazy: pulls in numpy and pydantic
+
+    progress = None if quiet else _install_progress
+    if resume is not None:
+        plan = resume_plan(resume, progress=progress)
+    else:
+        plan = new_plan(config_or_default(config), results_dir, sets, progress=progress)
+    return plan, make_display(quiet, final=final_screen)
+
+
+def _announce(plan, quiet: bool, sizing_lines: list[str], subset: dict | None) -> None:
+    if sizing_lines:
+        plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
+    if subset is not None:  # compare reads it: the baseline's other prompts left out on purpose
+        plan.manifest["gate_subset"] = subset
+    if not quiet:
+        console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+        for line in sizing_lines:
+            console.print(line, highlight=False, soft_wrap=True, markup=False)
+    for note in plan.notes:  # e.g. where --resume took the run's secrets from
+        console.print(f"resume: {note}", highlight=False, soft_wrap=True)
+
+
+def _execute(plan, display, executor: Optional[str], chosen, ray: _RayOptions) -> int:
+    from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
+
+    kind = executor or plan.study.executor
+    _local_for_interleave(plan.study, kind)  # a resumed run's too
+    _local_for_installs(plan.study, kind)
+    try:
+        return execute(plan, display, chosen or _executor(plan.study.executor, *ray))
+    except KeyboardInterrupt:
+        print(f"{plan.run_dir}", flush=True)
+        raise
+    finally:
+        display.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -129,7 +129,7 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
         if cell.missing:
             off = _spec_off_failure(cell.key, base, cand)
             for g in gates:
-                if applies(g, cell.axes, info.is_baseline, info.num_spec_tokens):
+                if applies(g, cell.axes, info.is_baseline, info.k):
                     name = row_name(g.metric, "*" if g.all_positions else g.index)
                     if off and g.metric.source == "acceptance":
                         cell.gates.append(
@@ -184,7 +184,7 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
     """The checks of every gate that applies to this matched cell (Holm needs every cell: not here)."""
     by_name = {r.name: r for r in cell.rows}
     # a position either side has is a check: one the other side lacks is inconclusive, never dropped
-    k = max([x for x in (bc.num_spec_tokens, cc.num_spec_tokens) if x] or [0]) or None
+    k = max([x for x in (bc.k, cc.k) if x] or [0]) or None
     failed = bc.failed_repeats + cc.failed_repeats
     for gate in gates:
         if not applies(gate, bc.axes, bc.is_baseline, k):
@@ -279,7 +279,7 @@ def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCel
         if gate.all_positions
         else [n for n in [row_name(gate.metric, gate.index)] if n in rows]
     )
-    kb, kc = bc.num_spec_tokens, cc.num_spec_tokens
+    kb, kc = bc.k, cc.k
     one_side = []  # positions one side has and the other lacks (k differs): checks that cannot be made
     if gate.metric.indexed and kb and kc and kb != kc:
         wanted = range(max(kb, kc)) if gate.all_positions else [gate.index]

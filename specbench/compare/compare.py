@@ -41,6 +41,7 @@ from specbench.compare.results import (
 )
 from specbench.compare.sides import Side, SideCell
 from specbench.compare.study import speedup_delta, study_figures
+from specbench.model.cell import Attested
 from specbench.run.cells import draft_axes_of, pick_baseline
 from specbench.serve.attest import axis_fields, confounds
 
@@ -67,28 +68,10 @@ def compare_sides(
     inconclusive (:mod:`specbench.compare.power`); ``allow_weak`` passes it, labelled.
     """
     checks.validate(gates, base, cand)
-    cells = []
     warnings: list[str] = []
-    subset = sized_subset(base, cand)
-    for key, bc in base.cells.items():
-        cc = cand.cells.get(key)
-        if cc is not None:
-            cells.append(
-                compare_cell(
-                    bc,
-                    cc,
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    confidence=confidence,
-                    refs=(_matching_baseline(base, bc), _matching_baseline(cand, cc)),
-                    warnings=warnings,
-                    floors=noise_floors,
-                    subset=subset is not None,
-                    contrast=axis_fields(base.contrast) if base.contrast else (),
-                )
-            )
+    cells = _matched_cells(base, cand, warnings, n_resamples, seed, confidence, noise_floors)
     cells += checks.missing_cells(base, cand)
-    warnings = [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings] + warnings
+    warnings = _side_warnings(base, cand) + warnings
     warnings += [f"baseline cell skipped: {s}" for s in base.skipped] + [
         f"candidate cell skipped: {s}" for s in cand.skipped
     ]
@@ -110,6 +93,42 @@ def compare_sides(
     checks.apply_gates(comp, gates, base, cand)
     comp.warnings += scope_warning(comp)
     return comp
+
+
+def _matched_cells(
+    base: Side,
+    cand: Side,
+    warnings: list[str],
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    floors: dict | None,
+) -> list[CellComparison]:
+    """A comparison of each baseline cell the candidate has too; their warnings go to ``warnings``."""
+    cells = []
+    subset = sized_subset(base, cand)
+    for key, bc in base.cells.items():
+        cc = cand.cells.get(key)
+        if cc is not None:
+            cells.append(
+                compare_cell(
+                    bc,
+                    cc,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    confidence=confidence,
+                    refs=(_matching_baseline(base, bc), _matching_baseline(cand, cc)),
+                    warnings=warnings,
+                    floors=floors,
+                    subset=subset is not None,
+                    contrast=axis_fields(base.contrast) if base.contrast else (),
+                )
+            )
+    return cells
+
+
+def _side_warnings(base: Side, cand: Side) -> list[str]:
+    return [f"baseline: {w}" for w in base.warnings] + [f"candidate: {w}" for w in cand.warnings]
 
 
 def _matching_baseline(side: Side, cell: SideCell) -> SideCell | None:
@@ -139,11 +158,35 @@ def compare_cell(
     or within-run only and held to ``floors`` (default floors when None). ``contrast``: the attested
     fields the sides differ in on purpose (``compare --between``'s axis), not named as a confound."""
     warnings = warnings if warnings is not None else []
-    blocks: list[Block] = []
     rows, pairing = _acceptance_rows(bc, cc, confidence, warnings)
     rows += _latency_rows(bc, cc, n_resamples, seed, confidence)
     rows += _study_rows(bc, cc, refs, n_resamples, seed, confidence)
     scope_rows(rows, bc, cc, refs, confidence, floors)
+    blocks = _cell_blocks(bc, cc, pairing)
+    _cell_warnings(bc, cc, pairing, warnings, subset=subset, contrast=contrast)
+    out = CellComparison(
+        name=bc.name,
+        axes=bc.axes,
+        base_ids=bc.cell_ids,
+        cand_ids=cc.cell_ids,
+        base_units=len(bc.units),
+        cand_units=len(cc.units),
+        unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else f"{bc.unit_kind}/{cc.unit_kind}",
+        rows=rows,
+        key=bc.key,
+        is_baseline=bc.is_baseline,
+        blocks=blocks,
+        pairing=None if pairing is None else pairing.summary(),
+    )
+    if gates:
+        checks.apply_cell(out, gates, bc, cc, confidence)
+    checks.finish_rows(out)
+    return out
+
+
+def _cell_blocks(bc: SideCell, cc: SideCell, pairing: Pairing | None) -> list[Block]:
+    """Why some of the cell's checks cannot be decided."""
+    blocks: list[Block] = []
     clashes = [f"{side}: {d}" for side, c in (("baseline", bc), ("candidate", cc)) for d in c.disagreements]
     if clashes:  # every check: traffic outside the load, or lost requests, touch latency too
         blocks.append(
@@ -173,6 +216,18 @@ def compare_cell(
                 + "; re-run the side with this specbench, whose servers report what they run"
             )
         )
+    return blocks
+
+
+def _cell_warnings(
+    bc: SideCell,
+    cc: SideCell,
+    pairing: Pairing | None,
+    warnings: list[str],
+    *,
+    subset: bool,
+    contrast: tuple[str, ...],
+) -> None:
     differ = confounds(_served(bc.attested), _served(cc.attested), contrast)
     if differ:
         warnings.append(
@@ -181,36 +236,18 @@ def compare_cell(
     # a candidate sized to the first n of this baseline's prompts leaves the others out on purpose
     if pairing is not None and (pairing.only_cand or (pairing.only_base and not subset)):
         warnings.append(f"{bc.name}: acceptance {pairing.describe()}")
-    out = CellComparison(
-        name=bc.name,
-        axes=bc.axes,
-        base_ids=bc.cell_ids,
-        cand_ids=cc.cell_ids,
-        base_units=len(bc.units),
-        cand_units=len(cc.units),
-        unit_kind=bc.unit_kind if bc.unit_kind == cc.unit_kind else f"{bc.unit_kind}/{cc.unit_kind}",
-        rows=rows,
-        key=bc.key,
-        is_baseline=bc.is_baseline,
-        blocks=blocks,
-        pairing=None if pairing is None else pairing.summary(),
-    )
-    if gates:
-        checks.apply_cell(out, gates, bc, cc, confidence)
-    checks.finish_rows(out)
-    return out
 
 
-def _served(attested: dict | None) -> dict | None:
+def _served(attested: Attested | None) -> Attested | None:
     """An attested record with its head variant cut to what the head computes (output norm, position-0
     mask). A switchable server attests the shipped variant as ``control`` (the plugin's class running
     the shipped forward, bit for bit: tests/serve/plugin/test_control_vllm.py), a run without the switch
     as vLLM's own class; the two serve the same head, and every compare against
     results/baselines/cpu-default warned that they differ (issue 37)."""
-    head = (attested or {}).get("head_variant")
-    if not isinstance(head, dict):
+    head = attested.head_variant if attested is not None else None
+    if attested is None or head is None:
         return attested
-    return {**(attested or {}), "head_variant": {k: head.get(k) for k in ("output_norm", "pos0_mask")}}
+    return attested.with_(head_variant={"output_norm": head.output_norm, "pos0_mask": head.pos0_mask})
 
 
 def _acceptance_rows(

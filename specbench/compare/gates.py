@@ -291,11 +291,7 @@ def decide(
     if base is None or cand is None or _nan(base) or _nan(cand):
         return Decision(Status.INCONCLUSIVE, message=f"{name}: not measured on both sides")
     tol = gate.tolerance(base) if tolerance is None else tolerance
-    harm, harm_ci = harm_of(gate.metric, cand - base, None if ci is None or any(map(_nan, ci)) else ci)
-    s = scale(gate.metric, base, cand)  # within rounding of the metric's scale is 0 (compare/exact.py)
-    harm = snap(harm, s) or 0.0
-    if harm_ci is not None:
-        harm_ci = (snap(harm_ci[0], s) or 0.0, snap(harm_ci[1], s) or 0.0)
+    harm, harm_ci, s = _snapped_harm(gate.metric, base, cand, ci)
     word = f"worse by {harm:.4g}" if harm > 0 else (f"better by {-harm:.4g}" if harm < 0 else "unchanged")
     head = f"{name}: base {base:.4g} -> cand {cand:.4g} ({word}"
     if harm_ci is None:
@@ -317,18 +313,33 @@ def decide(
             "decides: every unit or resample shows the same change, so there are too few distinct units "
             f"to measure its spread; {HINTS[gate.metric.source]}",
         )
-    if se is not None and df is not None:
-        p = one_sided_p(harm, tol, se, df)
-    elif replicates is not None:
-        p = bootstrap_p(-replicates if gate.metric.higher_is_better else replicates, tol)
-    else:
-        p = None
+    p = _p_value(gate.metric, harm, tol, se, df, replicates)
     t_df = df if se is not None else None
     spread = _spread(se, t_df, replicates, harm_ci, confidence)
     mdc = minimum_detectable(tol, spread, t_df, (1 - confidence) / 2)
     msg = f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr})"
     status = Status.FAIL if harm_ci[0] > tol else Status.PASS
     return Decision(status, harm, harm_ci, tol, msg, p_value=p, mdc=mdc, se=spread, df=t_df)
+
+
+def _snapped_harm(
+    metric: Metric, base: float, cand: float, ci: tuple[float, float] | None
+) -> tuple[float, tuple[float, float] | None, float]:
+    # A NaN bound is no CI at all; within rounding of the metric's scale is 0 (compare/exact.py).
+    harm, harm_ci = harm_of(metric, cand - base, None if ci is None or any(map(_nan, ci)) else ci)
+    s = scale(metric, base, cand)
+    harm = snap(harm, s) or 0.0
+    if harm_ci is not None:
+        harm_ci = (snap(harm_ci[0], s) or 0.0, snap(harm_ci[1], s) or 0.0)
+    return harm, harm_ci, s
+
+
+def _p_value(metric: Metric, harm: float, tol: float, se: float | None, df: float | None, replicates) -> float | None:
+    if se is not None and df is not None:
+        return one_sided_p(harm, tol, se, df)
+    if replicates is not None:
+        return bootstrap_p(-replicates if metric.higher_is_better else replicates, tol)
+    return None
 
 
 def _spread(se: float | None, df: float | None, replicates, harm_ci: tuple[float, float], confidence: float) -> float:

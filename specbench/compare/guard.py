@@ -103,8 +103,8 @@ def mismatches(base: Side, cand: Side) -> list[str]:
     out += _data_files(base.manifest, cand.manifest)
     for key, bc in base.cells.items():
         cc = cand.cells.get(key)
-        if cc is not None and bc.num_spec_tokens and cc.num_spec_tokens and bc.num_spec_tokens != cc.num_spec_tokens:
-            out.append(f"{bc.name}: k baseline {bc.num_spec_tokens}, candidate {cc.num_spec_tokens}")
+        if cc is not None and bc.k and cc.k and bc.k != cc.k:
+            out.append(f"{bc.name}: k baseline {bc.k}, candidate {cc.k}")
     return out
 
 

@@ -7,6 +7,7 @@ import math
 import re
 
 from specbench.compare.compare import Comparison, MetricRow
+from specbench.compare.results import CellComparison, GateResult
 from specbench.render import format as fmt
 from specbench.render.format import md_cell, user_text
 from specbench.render.tables import titles
@@ -383,9 +384,26 @@ def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
 def markdown(comp: Comparison) -> str:
     """A self-contained Markdown report: headline, one table per cell, regressions, warnings."""
     level = int(round(comp.confidence * 100))
+    out = _md_head(comp, level)
+    out += _md_verdict_grid(comp)
+    out += ["<details><summary>Every metric of every cell</summary>", ""]
+    names = cell_titles(comp)
+    for cell in comp.cells:
+        out += _md_cell_table(cell, names[cell.name], level)
+    out += ["</details>", ""]
+    out += _md_gate_list("Regressions", comp.failures)
+    out += _md_gate_list("Inconclusive (not a pass)", comp.inconclusive)
+    blind = [f"- {md_cell(line)}" for line in weak_gates(comp)]
+    if blind:
+        out += ["### Weak gates", ""] + blind + [""]
+    out += _md_notes(comp)
+    return "\n".join(out)
+
+
+def _md_head(comp: Comparison, level: int) -> list[str]:
     m = md_cell  # every value from the inputs stays on its line and in its cell (no "|", newline or ESC)
     icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or comp.weak or not comp.checks else "✅")
-    out = [
+    return [
         f"## {icon} specbench compare: {m(headline(comp))}",
         "",
         f"Baseline `{m(comp.base_label)}` vs candidate `{m(comp.cand_label)}`; gates: "
@@ -394,60 +412,65 @@ def markdown(comp: Comparison) -> str:
         + f"; {level}% CIs; {m(comp.error_rate)}. *detects*: {m(detects(comp))}.",
         "",
     ]
+
+
+def _md_verdict_grid(comp: Comparison) -> list[str]:
+    m = md_cell
     metrics, rows, ungated = verdict_grid(comp)
-    if rows:
-        out += [
-            f"Gate checks per cell: change, verdict ({units_note(comp)}).",
-            "",
-            "| cell | " + " | ".join(short_metric(m) for m in metrics) + " |",
-            "|---|" + "---:|" * len(metrics),
-        ]
-        md_status = {"fail": "**FAIL**", "pass": "pass", "inconclusive": "inconclusive", "": ""}
-        out += [
-            f"| {m(title)} | " + " | ".join(f"{m(c)} {md_status[st]}".strip() for c, st in row) + " |"
-            for title, row in rows
-        ] + [""]
-        if ungated:
-            out += [f"No gate applies to: {m(', '.join(ungated))}.", ""]
-    out += ["<details><summary>Every metric of every cell</summary>", ""]
-    names = cell_titles(comp)
-    for cell in comp.cells:
-        gate_by_metric: dict[str, list[str]] = {}
-        for g in cell.gates:
-            gate_by_metric.setdefault(g.metric, []).append(g.status)
-        if cell.missing:
-            out += [f"### {m(names[cell.name])}", "", f"No comparison: the cell {m(cell.missing)}.", ""]
-            continue
-        out += [
-            f"### {m(names[cell.name])}",
-            "",
-            f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
-            "|---|---:|---:|---:|---:|---|---|---:|",
-        ]
-        mdc = _mdc(cell)
-        for row in cell.rows:
-            out.append(
-                f"| {short_metric(row.name)} | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
-                f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | "
-                f"{_gate_cell(gate_by_metric.get(row.name, []), md=True)} | {mdc.get(row.name, '')} |"
-            )
-        out.append("")
-    out += ["</details>", ""]
-    if comp.failures:
-        out += (
-            ["### Regressions", ""]
-            + [f"- **{m(g.cell)}** `{m(g.metric)}` (`{m(g.gate)}`): {m(g.message)}" for g in comp.failures]
-            + [""]
+    if not rows:
+        return []
+    md_status = {"fail": "**FAIL**", "pass": "pass", "inconclusive": "inconclusive", "": ""}
+    out = [
+        f"Gate checks per cell: change, verdict ({units_note(comp)}).",
+        "",
+        "| cell | " + " | ".join(short_metric(metric) for metric in metrics) + " |",
+        "|---|" + "---:|" * len(metrics),
+    ]
+    out += [
+        f"| {m(title)} | " + " | ".join(f"{m(c)} {md_status[st]}".strip() for c, st in row) + " |"
+        for title, row in rows
+    ] + [""]
+    if ungated:
+        out += [f"No gate applies to: {m(', '.join(ungated))}.", ""]
+    return out
+
+
+def _md_cell_table(cell: CellComparison, title: str, level: int) -> list[str]:
+    if cell.missing:
+        return [f"### {md_cell(title)}", "", f"No comparison: the cell {md_cell(cell.missing)}.", ""]
+    gate_by_metric: dict[str, list[str]] = {}
+    for g in cell.gates:
+        gate_by_metric.setdefault(g.metric, []).append(g.status)
+    out = [
+        f"### {md_cell(title)}",
+        "",
+        f"| metric | base | cand | delta | {level}% CI | verdict | gate | detects |",
+        "|---|---:|---:|---:|---:|---|---|---:|",
+    ]
+    mdc = _mdc(cell)
+    for row in cell.rows:
+        out.append(
+            f"| {short_metric(row.name)} | {fmt_value(row, row.base)} | {fmt_value(row, row.cand)} | "
+            f"{fmt_change(row)} | {fmt_ci(row)} | {VERDICT_MD[row.verdict]} | "
+            f"{_gate_cell(gate_by_metric.get(row.name, []), md=True)} | {mdc.get(row.name, '')} |"
         )
-    if comp.inconclusive:
-        out += (
-            ["### Inconclusive (not a pass)", ""]
-            + [f"- **{m(g.cell)}** `{m(g.metric)}` (`{m(g.gate)}`): {m(g.message)}" for g in comp.inconclusive]
-            + [""]
-        )
-    blind = [f"- {m(line)}" for line in weak_gates(comp)]
-    if blind:
-        out += ["### Weak gates", ""] + blind + [""]
+    out.append("")
+    return out
+
+
+def _md_gate_list(heading: str, gates: list[GateResult]) -> list[str]:
+    if not gates:
+        return []
+    m = md_cell
+    return (
+        [f"### {heading}", ""]
+        + [f"- **{m(g.cell)}** `{m(g.metric)}` (`{m(g.gate)}`): {m(g.message)}" for g in gates]
+        + [""]
+    )
+
+
+def _md_notes(comp: Comparison) -> list[str]:
+    m = md_cell
     only_base, only_cand = one_side_names(comp)
     notes = (
         [f"- only in baseline: {m(n)}" for n in only_base]
@@ -455,6 +478,6 @@ def markdown(comp: Comparison) -> str:
         + [f"- runs differ: {m(x)}" for x in comp.mismatches]
         + [f"- warning: {m(w)}" for w in comp.warnings]
     )
-    if notes:
-        out += ["### Notes", ""] + notes + [""]
-    return "\n".join(out)
+    if not notes:
+        return []
+    return ["### Notes", ""] + notes + [""]

@@ -16,14 +16,16 @@ from typing import Any, TypeVar
 
 from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
-from specbench.analysis.windows import window_k
+from specbench.analysis.windows import units_k, window_k
 from specbench.axis import SPEC_AXES, parse_axis
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
-from specbench.records import Acceptance, acceptance_units, load
+from specbench.model.cell import Attested, Spec
+from specbench.records import Acceptance, CellRecord, acceptance_units, load
 from specbench.run.collect import NO_SPEC_COUNTS
 from specbench.run.read import input_kind, read_run, read_windows
+from specbench.run.store import CellData
 from specbench.run.sweep import side_notes
 from specbench.serve.attest import not_attested
 
@@ -52,7 +54,7 @@ class SideCell:
     latency_repeat: dict[str, list[Any]] = field(default_factory=dict)  # metric -> each value's repeat
     summary: dict[str, list[float]] = field(default_factory=dict)  # metric -> one value per repeat
     repeats: list[Any] = field(default_factory=list)  # the repeat of each finished cell pooled here
-    num_spec_tokens: int | None = None
+    k: int | None = None  # num_speculative_tokens
     is_baseline: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)  # requests.jsonl rows, tagged with _repeat
     # load.interleave: its baseline's requests sent interleaved with each repeat's load (tagged with
@@ -67,7 +69,7 @@ class SideCell:
     # run directories: repeats whose cell.json lacks vLLM's confirmation of MLA, k or head variant
     # ("cell_id: mla, head_variant"), and the first repeat's attested record (confounds between runs)
     unattested: list[str] = field(default_factory=list)
-    attested: dict[str, Any] | None = None
+    attested: Attested | None = None
 
     @property
     def spec_off(self) -> str:
@@ -131,7 +133,7 @@ class FailedCell:
     axes: dict[str, Any]
     reason: str
     is_baseline: bool = False
-    num_spec_tokens: int | None = None
+    k: int | None = None  # num_speculative_tokens
     spec_off: bool = False  # it failed because /metrics showed no drafts after a finished load
 
 
@@ -157,7 +159,7 @@ class Side:
     def max_k(self) -> int | None:
         """The largest k of any speculative cell; None when some speculative cell's k is unknown."""
         cells: list[SideCell | FailedCell] = [*self.cells.values(), *self.failed.values()]
-        ks = [c.num_spec_tokens for c in cells if not c.is_baseline]
+        ks = [c.k for c in cells if not c.is_baseline]
         known = [k for k in ks if k]
         return max(known) if ks and len(known) == len(ks) else None
 
@@ -207,7 +209,7 @@ def between(side: Side, axis: str, value: str) -> Side:
             f"{side.path}: --between {axis}={value}: no cell has it "
             f"({'its values: ' + ', '.join(have) if have else f'the run has no {axis} axis'})"
         )
-    versions = sorted({str((c.attested or {}).get("vllm_version")) for c in cells.values() if c.attested})
+    versions = sorted({str(c.attested.vllm_version) for c in cells.values() if c.attested})
     shown = f" (vLLM {', '.join(versions)})" if axis == "vllm" and versions else ""
     return replace(
         side,
@@ -275,7 +277,7 @@ def _load_file(path: Path) -> Side:
         cell_ids=[path.name],
         units=read.units,
         unit_kind=read.unit,
-        num_spec_tokens=_k(windows),
+        k=units_k(windows),
     )
     return Side(
         path=path,
@@ -299,46 +301,14 @@ def _load_run_dir(path: Path) -> Side:
         side.warnings.append(f"{path.name}: {UNCHECKED.format(what=source + ' results')}")
     not_done: dict[CellKey, FailedCell] = {}
     for cell_id, data in run.cells.items():
-        rec = data.record
-        axes = dict(rec.axes)
-        # A study with no speculative axis gives its baseline cells the speculative cells' axes
-        # (configs/workloads.yaml): the key says which is which, or the two would pool as repeats.
-        if rec.is_baseline and not set(axes) & set(SPEC_AXES):
-            axes[NO_SPEC_KEY] = "baseline"
+        axes = _side_axes(data.record)
         key = cell_key(axes)
         if data.status != "done":
-            why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
-            side.skipped.append(why)
-            base = bool(rec.is_baseline)
-            planned = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
-            not_done.setdefault(
-                key,
-                FailedCell(
-                    key,
-                    cell_name(axes, cell_id),
-                    axes,
-                    why,
-                    base,
-                    None if base else planned,
-                    spec_off=not base and rec.reason == NO_SPEC_COUNTS,
-                ),
-            )
+            failed = _failed_cell(key, axes, cell_id, data, run.manifest)
+            side.skipped.append(failed.reason)
+            not_done.setdefault(key, failed)
             continue
-        cell = side.cells.get(key)
-        if cell is None:
-            cell = side.cells[key] = SideCell(
-                key=key, name=cell_name(axes, cell_id), axes=axes, is_baseline=bool(rec.is_baseline)
-            )
-        cell.cell_ids.append(cell_id)
-        cell.repeats.append(rec.repeat)
-        if not foreign:
-            _add_attestation(cell, cell_id, rec)
-        _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
-        _add_latency(cell, *data.request_rows(), data.summary, rec.repeat)
-        paired = data.paired_baseline_rows() if not cell.is_baseline else None
-        cell.paired = (cell.paired or []) + paired if paired and (cell.paired or len(cell.repeats) == 1) else None
-        if cell.num_spec_tokens is None and not cell.is_baseline:
-            cell.num_spec_tokens = (rec.spec or {}).get("num_speculative_tokens") or _planned_k(axes, run.manifest)
+        _pool_cell(side, key, axes, cell_id, data, run.manifest, foreign=foreign)
     for key, failed in not_done.items():
         if key in side.cells:
             side.cells[key].failed_repeats.append(failed.reason)
@@ -348,6 +318,62 @@ def _load_run_dir(path: Path) -> Side:
     if str(run.manifest.get("source", "")).startswith("vllm bench"):
         side.warnings += side_notes(run)
     return side
+
+
+def _side_axes(rec: CellRecord) -> dict[str, Any]:
+    axes = dict(rec.axes)
+    # A study with no speculative axis gives its baseline cells the speculative cells' axes
+    # (configs/workloads.yaml): the key says which is which, or the two would pool as repeats.
+    if rec.is_baseline and not set(axes) & set(SPEC_AXES):
+        axes[NO_SPEC_KEY] = "baseline"
+    return axes
+
+
+def _failed_cell(
+    key: CellKey, axes: dict[str, Any], cell_id: str, data: CellData, manifest: dict[str, Any]
+) -> FailedCell:
+    rec = data.record
+    why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
+    base = bool(rec.is_baseline)
+    planned = rec.k or _planned_k(axes, manifest)
+    return FailedCell(
+        key,
+        cell_name(axes, cell_id),
+        axes,
+        why,
+        base,
+        None if base else planned,
+        spec_off=not base and rec.reason == NO_SPEC_COUNTS,
+    )
+
+
+def _pool_cell(
+    side: Side,
+    key: CellKey,
+    axes: dict[str, Any],
+    cell_id: str,
+    data: CellData,
+    manifest: dict[str, Any],
+    *,
+    foreign: bool,
+) -> None:
+    """Add a finished cell to the side's cell of its axis values (repeats pool into one)."""
+    rec = data.record
+    cell = side.cells.get(key)
+    if cell is None:
+        cell = side.cells[key] = SideCell(
+            key=key, name=cell_name(axes, cell_id), axes=axes, is_baseline=bool(rec.is_baseline)
+        )
+    cell.cell_ids.append(cell_id)
+    cell.repeats.append(rec.repeat)
+    if not foreign:
+        _add_attestation(cell, cell_id, rec)
+    _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
+    _add_latency(cell, *data.request_rows(), data.summary, rec.repeat)
+    paired = data.paired_baseline_rows() if not cell.is_baseline else None
+    cell.paired = (cell.paired or []) + paired if paired and (cell.paired or len(cell.repeats) == 1) else None
+    if cell.k is None and not cell.is_baseline:
+        cell.k = rec.k or _planned_k(axes, manifest)
 
 
 def _timing_warnings(run) -> list[str]:
@@ -392,9 +418,10 @@ def _add_attestation(cell: SideCell, cell_id: str, rec) -> None:
     speculative one (a run from before attestation confirms nothing)."""
     fields: tuple[str, ...] = ("mla",) if rec.is_baseline else ("mla", "num_speculative_tokens", "head_variant")
     attested = rec.attested
-    if attested is not None and not rec.is_baseline and (rec.spec or {}).get("head_variant") is None:
+    spec = rec.spec or Spec()
+    if attested is not None and not rec.is_baseline and spec.head_variant is None:
         fields = ("mla", "num_speculative_tokens")  # a method without a DeepSeek head: no variant to confirm
-    if attested is not None and (rec.spec or {}).get("mla") is None and attested.get("mla") is None:
+    if attested is not None and spec.mla is None and attested.mla is None:
         fields = tuple(f for f in fields if f != "mla")  # MLA neither asked nor reported (a model without MLA)
     missing = not_attested(attested, fields)
     if missing:
@@ -431,7 +458,7 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
     if prev not in (None, "total", kind):
         warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
     cell.unit_kind = kind
-    cell.num_spec_tokens = acc.num_spec_tokens or _k(cell.units)
+    cell.k = acc.num_spec_tokens or units_k(cell.units)
 
 
 def _check_own_totals(acc: Acceptance, where: Path) -> None:
@@ -540,8 +567,3 @@ def _per_request(value: Any) -> float | None:
     if isinstance(value, list) and value and all(isinstance(x, (int, float)) for x in value):
         return sum(value) / len(value)
     return None
-
-
-def _k(units: list[Counts]) -> int | None:
-    ks = {u.num_spec_tokens or (len(u.accepted_per_position) if u.accepted_per_position else None) for u in units}
-    return ks.pop() if len(ks) == 1 else None

@@ -109,7 +109,7 @@ def size_gates(
         for cell in cells:
             if cell.is_baseline or not gate.selects(dict(cell.key)):
                 continue
-            k = cell.num_spec_tokens or 0
+            k = cell.k or 0
             if len(cell.units) < 2 or not k:
                 raise ConfigError(
                     f"--gate-baseline {baseline}: cell {cell.name} has {len(cell.units)} unit(s) with counts; "

@@ -160,10 +160,8 @@ def _body(model: str, prompt: Prompt, spec: LoadSpec) -> dict[str, Any]:
     return body
 
 
-async def _one(
-    client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, spec: LoadSpec, t0: float
-) -> dict[str, Any]:
-    rec: dict[str, Any] = {
+def _new_record(i: int, prompt: Prompt) -> dict[str, Any]:
+    return {
         "id": i,
         "prompt_id": prompt.id,
         "category": prompt.category,
@@ -184,6 +182,12 @@ async def _one(
         "error_code": None,
         "spec_decode": None,
     }
+
+
+async def _one(
+    client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, spec: LoadSpec, t0: float
+) -> dict[str, Any]:
+    rec = _new_record(i, prompt)
     start = time.perf_counter()
     rec["start_s"] = start - t0
     last_t: float | None = None

@@ -184,6 +184,59 @@ def _run(
     log_path = Path(log_path) if log_path else results_dir / "llmperf.log"
     n = spec.max_num_completed_requests
     t0 = time.monotonic()
+    code = _watch(model, spec, results_dir, env, log_path, progress, scrape, span, poll_s, t0)
+    after = account.server_counts(_safe(scrape))
+    span.observe(time.monotonic(), after)
+    log_text = log_path.read_text(encoding="utf-8", errors="replace")
+    name = results_name(model, spec.mean_input_tokens, spec.mean_output_tokens)
+    have_files = (results_dir / f"{name}_summary.json").is_file()
+    server = account.diff_server(before, after)
+    if code != 0 and not (server and server["sent"]):
+        msgs = account.error_lines(log_text)
+        raise SpecbenchError(
+            f"llmperf exited with status {code}"
+            + (f": {'; '.join(msgs)[:300]}" if msgs else "")
+            + f" (log {log_path}, last lines below)\n"
+            + "\n".join(log_text.splitlines()[-30:])
+        )
+    if have_files:
+        result = read_llmperf_results(results_dir, name)
+    else:
+        result = _no_results(model, spec, name, time.monotonic() - t0)
+    started = result.spec.pop("llmperf_started", None)
+    new, acc = account.reconcile(
+        n,
+        result.requests,
+        server,
+        log_text,
+        started=started,
+        timed_out="Test timed out before all requests" in log_text,
+    )
+    acc["llmperf_exit_status"] = code
+    result.requests.extend(new)
+    llmperf_tps = result.spec.pop("llmperf_output_tok_per_s", None)
+    server_s = span.seconds
+    acc["server_span_s"] = round(server_s, 3) if server_s else None
+    acc["server_span_resolution_s"] = poll_s
+    result.spec["accounting"] = acc
+    result.spec["summary_extra"] = _summary_extra(server, server_s, llmperf_tps, acc)
+    return result
+
+
+def _watch(
+    model: str,
+    spec: LlmperfSpec,
+    results_dir: Path,
+    env: dict[str, str],
+    log_path: Path,
+    progress: Callable[[int, int], None] | None,
+    scrape: Callable[[], str | None],
+    span: account.ServerSpan,
+    poll_s: float,
+    t0: float,
+) -> int:
+    """Run llmperf to its end, its output copied to ``log_path`` and the server scraped into
+    ``span`` every ``poll_s``; its exit status. Killed (SpecbenchError) past its wall-clock limit."""
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:
         proc = subprocess.Popen(
             llmperf_argv(model, spec, results_dir),
@@ -194,7 +247,9 @@ def _run(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        reader = threading.Thread(target=_pump, args=(proc, log, n, progress), daemon=True)
+        reader = threading.Thread(
+            target=_pump, args=(proc, log, spec.max_num_completed_requests, progress), daemon=True
+        )
         try:
             reader.start()  # inside the try: a Ctrl-C here must still kill llmperf's process group
             while True:
@@ -213,52 +268,29 @@ def _run(
             # Also after a clean exit: Ray's workers may outlive llmperf's driver (and hold the pipe).
             kill_tree(proc, grace_s=KILL_GRACE_S)
             join_started(reader, timeout=10)
-    after = account.server_counts(_safe(scrape))
-    span.observe(time.monotonic(), after)
-    log_text = log_path.read_text(encoding="utf-8", errors="replace")
-    name = results_name(model, spec.mean_input_tokens, spec.mean_output_tokens)
-    have_files = (results_dir / f"{name}_summary.json").is_file()
-    server = account.diff_server(before, after)
-    if code != 0 and not (server and server["sent"]):
-        msgs = account.error_lines(log_text)
-        raise SpecbenchError(
-            f"llmperf exited with status {code}"
-            + (f": {'; '.join(msgs)[:300]}" if msgs else "")
-            + f" (log {log_path}, last lines below)\n"
-            + "\n".join(log_text.splitlines()[-30:])
-        )
-    if have_files:
-        result = read_llmperf_results(results_dir, name)
-    else:
-        result = LoadResult(
-            requests=[],
-            started_at="",
-            duration_s=time.monotonic() - t0,
-            model=model,
-            spec={
-                "load_generator": "llmperf",
-                "concurrency": spec.num_concurrent_requests,
-                "max_tokens": spec.mean_output_tokens,
-                "llmperf_name": name,
-            },
-        )
-    started = result.spec.pop("llmperf_started", None)
-    new, acc = account.reconcile(
-        n,
-        result.requests,
-        server,
-        log_text,
-        started=started,
-        timed_out="Test timed out before all requests" in log_text,
+    return code
+
+
+def _no_results(model: str, spec: LlmperfSpec, name: str, duration_s: float) -> LoadResult:
+    """What a run that wrote no result files gives: no request records, only what was asked."""
+    return LoadResult(
+        requests=[],
+        started_at="",
+        duration_s=duration_s,
+        model=model,
+        spec={
+            "load_generator": "llmperf",
+            "concurrency": spec.num_concurrent_requests,
+            "max_tokens": spec.mean_output_tokens,
+            "llmperf_name": name,
+        },
     )
-    acc["llmperf_exit_status"] = code
-    result.requests.extend(new)
-    llmperf_tps = result.spec.pop("llmperf_output_tok_per_s", None)
-    server_s = span.seconds
-    acc["server_span_s"] = round(server_s, 3) if server_s else None
-    acc["server_span_resolution_s"] = poll_s
-    result.spec["accounting"] = acc
-    result.spec["summary_extra"] = {
+
+
+def _summary_extra(
+    server: dict[str, Any] | None, server_s: float | None, llmperf_tps: Any, acc: dict[str, Any]
+) -> dict[str, Any]:
+    return {
         "specbench_load_driver": "llmperf",
         "specbench_itl_method": "llmperf_per_chunk",
         "specbench_itl_definition": "llmperf's: a request's total chunk time / its number of chunks (not per token)",
@@ -269,7 +301,6 @@ def _run(
         "llmperf_output_tok_per_s": llmperf_tps,
         "specbench_llmperf_accounting": acc,
     }
-    return result
 
 
 def _pump(proc: subprocess.Popen, log, total: int, progress: Callable[[int, int], None] | None) -> None:

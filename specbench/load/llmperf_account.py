@@ -146,10 +146,18 @@ def reconcile(
         "dropped_failed": dropped_failed,
         "timed_out": timed_out,
     }
-    if server:
-        extra = max(0, server["completed"] - recorded_ok)
-        acc.update({"server": server, "server_not_recorded": extra})
-        acc["acceptance_covers"] = (
+    acc.update(_server_accounting(server, recorded_ok))
+    return new, acc
+
+
+def _server_accounting(server: dict[str, Any] | None, recorded_ok: int) -> dict[str, Any]:
+    if not server:
+        return {"acceptance_covers": "no /metrics scrape around the load: request set not checked"}
+    extra = max(0, server["completed"] - recorded_ok)
+    return {
+        "server": server,
+        "server_not_recorded": extra,
+        "acceptance_covers": (
             f"the /metrics diff covers {server['completed']} requests the server completed; "
             f"requests.jsonl records {recorded_ok}"
             + (
@@ -158,10 +166,8 @@ def reconcile(
                 if extra
                 else ""
             )
-        )
-    else:
-        acc["acceptance_covers"] = "no /metrics scrape around the load: request set not checked"
-    return new, acc
+        ),
+    }
 
 
 def _failed_record(i: int, why: str, code: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, Callable
 
 from specbench.metrics.logs import _DEC, _INT, FAST_SPEC_RE, PREFILTER
 from specbench.metrics.record import EngineStatsRecord, SpecDecodeRecord
@@ -96,14 +97,12 @@ def read_chunk(
     nothing was changed, ``engine_by_pid`` included). ``engine_stats=False``: Engine lines only
     give their engine ids, no records. ``as_json``: each record as its JSON line (str) instead,
     never built as an object (what `specbench parse --format jsonl` writes)."""
+    spec_out, engine_out = _builders(file, engine_stats, as_json)
     records: list = []
     append = records.append
     engines = dict(engine_by_pid)
-    rates = _RATES
     prefix_match = PREFIX_RE.fullmatch
     find, count = buf.rfind, buf.count
-    file_json = json.dumps(file) if as_json else None
-    floats, rate_texts = _FLOAT_TEXT, _RATE_TEXT
     line, prev, n_engine, n_spec = lineno + 1, 0, 0, 0
     for m in BULK_RE.finditer(buf, 0, cut):
         end = m.start()
@@ -115,95 +114,130 @@ def read_chunk(
         prev = start
         pid_s, time = prefix.groups()
         pid = int(pid_s)
-        mal, acc_tp, dr_tp, acc, drafted, per_pos, dar, engine, prompt, gen, running, waiting = m.groups()
+        groups = m.groups()
+        engine = groups[7]
         if engine is None:
             n_spec += 1
-            if as_json:
-                eng = engines.get(pid)
-                append(
-                    SPEC_JSON
-                    % (
-                        file_json,
-                        line,
-                        time.decode(),
-                        pid,
-                        "null" if eng is None else eng,
-                        int(drafted),
-                        int(acc),
-                        ", ".join(map(floats.__getitem__, per_pos.split(b", "))),
-                        floats[mal],
-                        rate_texts[dar],
-                        floats[acc_tp],
-                        floats[dr_tp],
-                    )
-                )
-                continue
-            rate = rates.get(dar)
-            if rate is None:
-                rate = round(float(dar) / 100.0, 12)
-                if len(rates) < 4096:
-                    rates[dar] = rate
-            # Positional, in SpecDecodeRecord's field order (keywords cost twice as much here).
-            append(
-                SpecDecodeRecord(
-                    "vllm",
-                    "vllm-v1-mean-first",
-                    file,
-                    line,
-                    time.decode(),
-                    pid,
-                    engines.get(pid),
-                    False,
-                    None,
-                    None,
-                    int(drafted),
-                    int(acc),
-                    None,
-                    None,
-                    list(map(float, per_pos.split(b", "))),
-                    float(mal),
-                    rate,
-                    float(acc_tp),
-                    float(dr_tp),
-                )
-            )
+            append(spec_out(line, time, pid, engines.get(pid), groups))
         else:
             n_engine += 1
             engines[pid] = engine_id = int(engine)
-            if engine_stats and as_json:
-                append(
-                    ENGINE_JSON
-                    % (
-                        file_json,
-                        line,
-                        time.decode(),
-                        pid,
-                        engine_id,
-                        floats[prompt],
-                        floats[gen],
-                        int(running),
-                        int(waiting),
-                    )
-                )
-            elif engine_stats:
-                append(
-                    EngineStatsRecord(
-                        "vllm",
-                        "vllm-engine-stats",
-                        file,
-                        line,
-                        time.decode(),
-                        pid,
-                        engine_id,
-                        float(prompt),
-                        float(gen),
-                        int(running),
-                        int(waiting),
-                    )
-                )
-    for marker, per_spec, per_engine in _MARKERS:
-        if count(marker, 0, cut) != n_spec * per_spec + n_engine * per_engine:
-            return None
+            if engine_out is not None:
+                append(engine_out(line, time, pid, engine_id, groups))
+    if not _only_candidates(buf, cut, n_spec, n_engine):
+        return None
     engine_by_pid.update(engines)
     newlines = line - 1 - lineno + count(b"\n", prev, cut)
     return records, lineno + newlines + (cut > 0 and buf[cut - 1] != 10)
+
+
+def _only_candidates(buf: bytes, cut: int, n_spec: int, n_engine: int) -> bool:
+    """Whether ``buf[:cut]``'s marker counts show its ``n_spec`` + ``n_engine`` lines read are all
+    its candidate lines."""
+    count = buf.count
+    for marker, per_spec, per_engine in _MARKERS:
+        if count(marker, 0, cut) != n_spec * per_spec + n_engine * per_engine:
+            return False
+    return True
+
+
+# One matched line (line number, time, pid, engine id, the match's groups) -> what read_chunk keeps.
+# Chosen once per chunk, as closures over its file, so read_chunk's loop tests no format flag per
+# line; the call per line costs ~2% on a dense log (benchmarks/parse_throughput.py --layout dense).
+_Builder = Callable[[int, bytes, int, "int | None", tuple], Any]
+
+
+def _builders(file: str | None, engine_stats: bool, as_json: bool) -> tuple[_Builder, _Builder | None]:
+    """The SpecDecoding line's and the Engine line's builders (None: Engine lines give no records)."""
+    spec, engine = _json_builders(file) if as_json else _record_builders(file)
+    return spec, engine if engine_stats else None
+
+
+def _json_builders(file: str | None) -> tuple[_Builder, _Builder]:
+    file_json = json.dumps(file)
+    floats, rate_texts = _FLOAT_TEXT, _RATE_TEXT
+
+    def spec(line, time, pid, eng, groups):
+        mal, acc_tp, dr_tp, acc, drafted, per_pos, dar = groups[:7]
+        return SPEC_JSON % (
+            file_json,
+            line,
+            time.decode(),
+            pid,
+            "null" if eng is None else eng,
+            int(drafted),
+            int(acc),
+            ", ".join(map(floats.__getitem__, per_pos.split(b", "))),
+            floats[mal],
+            rate_texts[dar],
+            floats[acc_tp],
+            floats[dr_tp],
+        )
+
+    def engine(line, time, pid, engine_id, groups):
+        prompt, gen, running, waiting = groups[8:]
+        return ENGINE_JSON % (
+            file_json,
+            line,
+            time.decode(),
+            pid,
+            engine_id,
+            floats[prompt],
+            floats[gen],
+            int(running),
+            int(waiting),
+        )
+
+    return spec, engine
+
+
+def _record_builders(file: str | None) -> tuple[_Builder, _Builder]:
+    rates = _RATES
+
+    def spec(line, time, pid, eng, groups):
+        mal, acc_tp, dr_tp, acc, drafted, per_pos, dar = groups[:7]
+        rate = rates.get(dar)
+        if rate is None:
+            rate = round(float(dar) / 100.0, 12)
+            if len(rates) < 4096:
+                rates[dar] = rate
+        # Positional, in SpecDecodeRecord's field order (keywords cost twice as much here).
+        return SpecDecodeRecord(
+            "vllm",
+            "vllm-v1-mean-first",
+            file,
+            line,
+            time.decode(),
+            pid,
+            eng,
+            False,
+            None,
+            None,
+            int(drafted),
+            int(acc),
+            None,
+            None,
+            list(map(float, per_pos.split(b", "))),
+            float(mal),
+            rate,
+            float(acc_tp),
+            float(dr_tp),
+        )
+
+    def engine(line, time, pid, engine_id, groups):
+        prompt, gen, running, waiting = groups[8:]
+        return EngineStatsRecord(
+            "vllm",
+            "vllm-engine-stats",
+            file,
+            line,
+            time.decode(),
+            pid,
+            engine_id,
+            float(prompt),
+            float(gen),
+            int(running),
+            int(waiting),
+        )
+
+    return spec, engine

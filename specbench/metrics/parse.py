@@ -13,7 +13,7 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, Any, Callable, Generator, Iterable, Iterator
 
 from specbench.errors import InputError
 from specbench.io import open_input
@@ -88,26 +88,14 @@ def parse_file(
         return out
 
     name = str(path)
-    if path.is_dir():
-        raise InputError(f"{name}: is a directory; give log or /metrics files (or a run directory to 'report')")
-    fh: IO[bytes]
-    if name in STDIN_NAMES:  # standard input (a pipe, read once below)
-        try:
-            fh = os.fdopen(os.dup(0), "rb")
-        except OSError as exc:
-            raise InputError(f"{name}: cannot read ({exc.strerror or exc}); check the path") from None
-    else:  # a regular file only: a FIFO or device is refused by its kind, never opened to block
-        fh = open_input(path, "log", fix="check the path and its permissions")[0]
+    fh = _open_log(path, name)
     with fh:
         try:
             if not fh.seekable():  # a pipe (`parse -`, /dev/stdin): read it once, parse it from memory
                 fh = io.BytesIO(fh.read())
             head = fh.read(4096)
             fh.seek(0)
-            src: IO[bytes] | _CarriageReturns = fh
-            if b"\r" in head and b"\n" not in head and b"\n" not in fh.read(CHUNK_BYTES):
-                src = _CarriageReturns(fh)  # a CR-only file (classic Mac line ends): its lines end at \r
-            fh.seek(0)
+            src = _line_source(fh, head)
             if vllm_bench.sniff(head.decode("utf-8", "replace")):  # a `vllm bench serve --save-result` file
                 bench_records, bench_warnings = vllm_bench.records_from_file(path)
                 return ParseResult(records=keep(bench_records), warnings=bench_warnings)
@@ -128,6 +116,28 @@ def parse_file(
     if not spec_seen:
         warnings.append(f"{name}: no speculative-decoding metrics found")
     return ParseResult(records=records, warnings=warnings, replaced_chars=counter.replaced)
+
+
+def _open_log(path: Path, name: str) -> IO[bytes]:
+    if path.is_dir():
+        raise InputError(f"{name}: is a directory; give log or /metrics files (or a run directory to 'report')")
+    if name in STDIN_NAMES:  # standard input (a pipe, read once by parse_file)
+        try:
+            return os.fdopen(os.dup(0), "rb")
+        except OSError as exc:
+            raise InputError(f"{name}: cannot read ({exc.strerror or exc}); check the path") from None
+    # A regular file only: a FIFO or device is refused by its kind, never opened to block.
+    return open_input(path, "log", fix="check the path and its permissions")[0]
+
+
+def _line_source(fh: IO[bytes], head: bytes) -> IO[bytes] | _CarriageReturns:
+    """``fh`` as the log scan reads it, rewound: a CR-only file (classic Mac line ends) is read with
+    its lines ending at \\r."""
+    src: IO[bytes] | _CarriageReturns = fh
+    if b"\r" in head and b"\n" not in head and b"\n" not in fh.read(CHUNK_BYTES):
+        src = _CarriageReturns(fh)
+    fh.seek(0)
+    return src
 
 
 # How standard input is named on the command line: read as the pipe it is (any other FIFO is refused).
@@ -163,74 +173,25 @@ def _scan_log(
     engine_stats: bool = True,
     as_json: bool = False,
 ) -> Iterator[Record | str]:
-    """Stream a log in chunks; only lines holding a marker reach Python-level parsing.
+    """Stream a log in chunks (:func:`_chunks`); only lines holding a marker reach Python-level parsing.
 
     Everything else is touched only by C-speed byte scans: one ``bytes.find`` pass per marker,
     and one ``bytes.count`` pass for the newlines, which give exact line numbers (counted from
-    one hit to the next, then to the chunk's end). A chunk ends at its last newline; the next
-    read starts there (a seek, not a copy). A chunk that holds a multi-line printed summary is
-    parsed line by line instead, so block state stays exact; the summary parser lives across
-    chunks, so a block cut by a chunk boundary is still whole. A chunk never ends inside a record
-    wrapped by hand over several lines (:func:`_safe_cut`). A line longer than a chunk and the
-    line cap is read up to the cap and skipped to its end at C speed: memory stays bounded. After a
-    chunk with BULK_MIN_HITS candidate lines, the next is first offered whole to
-    :func:`bulk.read_chunk` (one regex over the chunk), which takes it only when all its candidate
-    lines are vLLM 0.32 stats lines.
+    one hit to the next, then to the chunk's end). A chunk that holds a multi-line printed summary
+    is parsed line by line instead, so block state stays exact; the summary parser lives across
+    chunks, so a block cut by a chunk boundary is still whole. After a chunk with BULK_MIN_HITS
+    candidate lines, the next is first offered whole to :func:`bulk.read_chunk` (one regex over the
+    chunk), which takes it only when all its candidate lines are vLLM 0.32 stats lines.
     """
     summary = SummaryParser(name, warn=line_parser.warn)
     lineno = 0  # lines before the current chunk
     dense = False  # the previous chunk had BULK_MIN_HITS candidate lines
-    offset, size = 0, CHUNK_BYTES
-    while True:
-        fh.seek(offset)
-        buf = fh.read(size)
-        rec: Record | None
-        if not buf:
-            rec = summary.close()
-            if rec is not None:
-                yield rec
-            return
-        if len(buf) == size:  # more may follow: stop at the last whole line
-            cut = buf.rfind(b"\n") + 1
-            if cut == 0 and size <= MAX_LINE_BYTES:  # one line longer than the chunk: read more of it
-                size *= 2
-                continue
-            if cut == 0:  # longer than the cap too: its start only, then skip to its end
-                offset = _line_end(fh, offset + len(buf))
-                head = buf[:MAX_LINE_BYTES]
-                if not head.isascii():
-                    counter.count(head)
-                lineno += 1
-                yield from _parse_lines_from(
-                    [head.decode("utf-8", "replace")],
-                    lineno - 1,
-                    line_parser,
-                    name,
-                    summary,
-                    cut_lines=frozenset([lineno]),
-                )
-                size = CHUNK_BYTES
-                continue
-            safe = _safe_cut(buf, cut)
-            if safe == 0 and size < 8 * max(CHUNK_BYTES, MAX_LINE_BYTES):  # a wrapped record may run on
-                size *= 2
-                continue
-            cut, size = safe or cut, CHUNK_BYTES
-        else:
-            cut = len(buf)
-        offset += cut
-        if not buf.isascii():  # pure ASCII (the common case) has nothing to replace
-            counter.count(buf[:cut])
+    rec: Record | None
+    for buf, cut in _chunks(fh, counter):
         # Searching all of buf (its last partial line is searched again with the next chunk) saves
         # a copy; a marker found only there just sends this chunk down the slower, exact path.
-        if summary.open or _has_summary_marker(buf):
-            # Split on \n only, as the hit path below counts lines: a lone \r (tqdm progress bars
-            # in vLLM logs) is not a line end, and splitlines() would shift every later line number.
-            lines = [line.decode("utf-8", "replace") for line in buf[:cut].split(b"\n")]
-            if lines and lines[-1] == "":
-                lines.pop()  # the chunk ends with \n
-            yield from _parse_lines_from(lines, lineno, line_parser, name, summary)
-            lineno += len(lines)
+        if cut is None or summary.open or _has_summary_marker(buf):
+            lineno = yield from _parse_chunk_lines(buf, cut, lineno, line_parser, name, summary)
             continue
         if dense and logs.FAST_PATHS:
             got = bulk.read_chunk(buf, cut, lineno, name, line_parser.engine_by_pid, engine_stats, as_json)
@@ -238,19 +199,10 @@ def _scan_log(
                 records, lineno = got
                 yield from records
                 continue
-        starts = set()
-        for marker in _HIT_MARKERS:
-            pos = buf.find(marker, 0, cut)
-            while pos >= 0:
-                starts.add(buf.rfind(b"\n", 0, pos) + 1)
-                # The rest of this line is a candidate already: search on from the next line.
-                nxt = buf.find(b"\n", pos, cut)
-                if nxt < 0:
-                    break
-                pos = buf.find(marker, nxt + 1, cut)
+        starts = _hit_starts(buf, cut)
         dense = len(starts) >= BULK_MIN_HITS
         prev_start, prev_line, consumed = 0, lineno, 0
-        for start in sorted(starts):
+        for start in starts:
             if start < consumed:  # a line already read as part of a wrapped record
                 continue
             end = buf.find(b"\n", start, cut)
@@ -269,6 +221,83 @@ def _scan_log(
             if rec is not None:
                 yield rec
         lineno = prev_line + buf.count(b"\n", prev_start, cut) + (buf[cut - 1] != 10)
+    rec = summary.close()
+    if rec is not None:
+        yield rec
+
+
+def _chunks(fh, counter: "_ReplacementCounter") -> Iterator[tuple[bytes, int | None]]:
+    """The log as ``(buf, cut)`` chunks, each of whole lines ``buf[:cut]``, its invalid UTF-8 counted.
+
+    A chunk ends at its last newline; the next read starts there (a seek, not a copy). A chunk
+    never ends inside a record wrapped by hand over several lines (:func:`_safe_cut`). A line
+    longer than a chunk and the line cap is read up to the cap and skipped to its end at C speed,
+    so memory stays bounded: it comes as ``(its first MAX_LINE_BYTES bytes, None)``.
+    """
+    offset, size = 0, CHUNK_BYTES
+    while True:
+        fh.seek(offset)
+        buf = fh.read(size)
+        if not buf:
+            return
+        if len(buf) == size:  # more may follow: stop at the last whole line
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0 and size <= MAX_LINE_BYTES:  # one line longer than the chunk: read more of it
+                size *= 2
+                continue
+            if cut == 0:  # longer than the cap too: its start only, then skip to its end
+                offset = _line_end(fh, offset + len(buf))
+                head = buf[:MAX_LINE_BYTES]
+                if not head.isascii():
+                    counter.count(head)
+                yield head, None
+                size = CHUNK_BYTES
+                continue
+            safe = _safe_cut(buf, cut)
+            if safe == 0 and size < 8 * max(CHUNK_BYTES, MAX_LINE_BYTES):  # a wrapped record may run on
+                size *= 2
+                continue
+            cut, size = safe or cut, CHUNK_BYTES
+        else:
+            cut = len(buf)
+        offset += cut
+        if not buf.isascii():  # pure ASCII (the common case) has nothing to replace
+            counter.count(buf[:cut])
+        yield buf, cut
+
+
+def _parse_chunk_lines(
+    buf: bytes, cut: int | None, lineno: int, line_parser: LineParser, name: str, summary: SummaryParser
+) -> Generator[Record, None, int]:
+    """The records of ``buf[:cut]`` read line by line (after line ``lineno``); returns the number of
+    its last line. ``cut`` None: ``buf`` is the start of one line over the cap (its rest skipped)."""
+    if cut is None:
+        yield from _parse_lines_from(
+            [buf.decode("utf-8", "replace")], lineno, line_parser, name, summary, frozenset([lineno + 1])
+        )
+        return lineno + 1
+    # Split on \n only, as the hit path counts lines: a lone \r (tqdm progress bars in vLLM
+    # logs) is not a line end, and splitlines() would shift every later line number.
+    lines = [line.decode("utf-8", "replace") for line in buf[:cut].split(b"\n")]
+    if lines and lines[-1] == "":
+        lines.pop()  # the chunk ends with \n
+    yield from _parse_lines_from(lines, lineno, line_parser, name, summary)
+    return lineno + len(lines)
+
+
+def _hit_starts(buf: bytes, cut: int) -> list[int]:
+    """The offsets, in order, of the lines of ``buf[:cut]`` that hold a prefilter marker."""
+    starts = set()
+    for marker in _HIT_MARKERS:
+        pos = buf.find(marker, 0, cut)
+        while pos >= 0:
+            starts.add(buf.rfind(b"\n", 0, pos) + 1)
+            # The rest of this line is a candidate already: search on from the next line.
+            nxt = buf.find(b"\n", pos, cut)
+            if nxt < 0:
+                break
+            pos = buf.find(marker, nxt + 1, cut)
+    return sorted(starts)
 
 
 MAX_LINE_BYTES = MAX_LINE_CHARS

@@ -129,14 +129,14 @@ def build_report(
     """Groups from log/scrape/JSONL files and run directories, their summary and comparisons;
     ``rerun_sd`` widens the speed-up intervals (:mod:`specbench.analysis.speedup`); ``reference``
     names the cell every other is set against (:mod:`specbench.report.reference`; default the first)."""
-    groups: list[Group] = []
-    comparisons: list[CellDifference] = []
-    studies = []
     files = [p for p in inputs if not is_run_dir(p)]
     run_dirs = [p for p in inputs if is_run_dir(p)]
     runs = _distinct_runs(run_dirs)  # each run read once, every part of the report reads that
     prefix = len(run_dirs) > 1  # several runs: cell labels carry the run id
     names: dict[str, str] = {}
+    groups: list[Group] = []
+    comparisons: list[CellDifference] = []
+    studies = []
     for run in runs:
         names.update(titles_of(run, prefix=prefix))
         run_groups = groups_from_run(run, prefix=prefix)
@@ -149,25 +149,8 @@ def build_report(
                 run, prefix=prefix, n_resamples=n_resamples, seed=seed, confidence=confidence, rerun_sd=rerun_sd
             )
         )
-    file_groups = groups_from_files(files, labels or [])
-    if not runs and all(not g.units and g.total is None and g.rate_only is None for g in file_groups):
-        # An empty table with exit 0 would read as a result: no input held any metric.
-        raise no_spec_data([*files, *(p for _, p in labels or [])])
-    groups += file_groups
-    counted = {g.label: g.units for g in groups}
-    summary = summary_frame(
-        counted,
-        totals={g.label: g.total for g in groups if g.total is not None},
-        unit={g.label: g.unit for g in groups},
-        confidence=confidence,
-    )
-    # one list of warnings per group, in the Markdown and in the CSV alike
-    for g, pooled in zip(groups, summary["warnings"]):
-        if isinstance(pooled, str) and pooled:
-            g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
-    # Python strings, not pandas' default pyarrow str: a long log's cell holds every window's
-    # warnings, and a pyarrow copy of it would be held beside the Python one being written.
-    summary["warnings"] = pd.Series(["; ".join(g.warnings) for g in groups], index=summary.index, dtype=object)
+    groups += _file_groups(files, labels, any_runs=bool(runs))
+    summary = _summary(groups, confidence)
     view = reference_view(groups, reference, confidence, lambda label: names.get(label, label))
     return Report(
         groups=groups,
@@ -182,6 +165,33 @@ def build_report(
         reference=view,
         source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]),
     )
+
+
+def _file_groups(files: list[Path], labels: list[tuple[str, Path]] | None, *, any_runs: bool) -> list[Group]:
+    file_groups = groups_from_files(files, labels or [])
+    if not any_runs and all(not g.units and g.total is None and g.rate_only is None for g in file_groups):
+        # An empty table with exit 0 would read as a result: no input held any metric.
+        raise no_spec_data([*files, *(p for _, p in labels or [])])
+    return file_groups
+
+
+def _summary(groups: list[Group], confidence: float) -> pd.DataFrame:
+    """The summary frame; adds the pooled warnings to each group's own, as a side effect."""
+    counted = {g.label: g.units for g in groups}
+    summary = summary_frame(
+        counted,
+        totals={g.label: g.total for g in groups if g.total is not None},
+        unit={g.label: g.unit for g in groups},
+        confidence=confidence,
+    )
+    # one list of warnings per group, in the Markdown and in the CSV alike
+    for g, pooled in zip(groups, summary["warnings"]):
+        if isinstance(pooled, str) and pooled:
+            g.warnings += [w for w in pooled.split("; ") if w not in g.warnings]
+    # Python strings, not pandas' default pyarrow str: a long log's cell holds every window's
+    # warnings, and a pyarrow copy of it would be held beside the Python one being written.
+    summary["warnings"] = pd.Series(["; ".join(g.warnings) for g in groups], index=summary.index, dtype=object)
+    return summary
 
 
 def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
@@ -370,7 +380,20 @@ def facets_of(groups: list[Group]) -> list[tuple[str, list[str]]] | None:
 def render_markdown(report: Report, plots: bool = True) -> str:
     """summary.md; ``plots``: whether the figures were written (the file list names only what is there)."""
     pct = f"{report.confidence:.0%}"
-    out = [
+    out = _md_head(report, pct)
+    out += _md_derived(report)
+    out += _md_differences(report, pct)
+    out += _md_reference(report, pct)
+    out += render_sections(report.studies, _md_table, report.title)
+    out += _md_study_warnings(report)
+    out += _md_rate_only(report)
+    out += _md_warnings(report)
+    out += _md_files(report, plots)
+    return "\n".join(out)
+
+
+def _md_head(report: Report, pct: str) -> list[str]:
+    return [
         "# specbench acceptance report",
         "",
         f"Inputs: {fmt.md_cell(report.source)}",
@@ -395,74 +418,97 @@ def render_markdown(report: Report, plots: bool = True) -> str:
         _md_table(*table_rows(report, "a")),
         "",
     ]
+
+
+def _md_derived(report: Report) -> list[str]:
     derived = [
         (r["label"], r["derived"])
         for _, r in report.summary.iterrows()
         if isinstance(r.get("derived"), str) and r["derived"]
     ]
-    if derived:
-        out += [
-            "Derived, not printed: "
-            + "; ".join(f"{lab}: {d}" for lab, d in derived)
-            + " (num_drafts = drafted / k, cross-checked with accepted / Σp_i; "
-            "accepted_per_position = round(p_i · num_drafts)).",
-            "",
-        ]
-    if report.comparisons:
-        out += [
-            "## Differences between cells",
-            "",
-            f"Cells that differ in one axis; Δ = first minus second, {pct} CI of the difference as "
-            "`specbench compare` computes it for unpaired cells (t interval, jackknife SE over units, never "
-            "below the two cells' within-draw sampling SE, df = min(n) − 1); "
-            "significant when the CI excludes 0.",
-            "",
-        ]
-        out += [f"- {fmt.md_line(c.sentence())}" for c in report.comparisons] + [""]
-    if report.reference is not None:
-        ref = report.reference
-        out += [
-            "## Change vs reference",
-            "",
-            f"Every cell minus the reference cell, **{fmt.md_cell(report.title(ref.reference))}** "
-            + (
-                "(chosen with `--reference`)"
-                if ref.chosen
-                else "(the first cell; choose another with `--reference CELL`)"
-            )
-            + f": ΔAL and Δp_i in percentage points, {pct} CI as in the section above (t, jackknife SE over each "
-            "cell's units, unpaired). A change is significant when its CI excludes 0.",
-            "",
-            _md_table(*reference_rows(ref, report.title)),
-            "",
-        ]
-    out += render_sections(report.studies, _md_table, report.title)
+    if not derived:
+        return []
+    return [
+        "Derived, not printed: "
+        + "; ".join(f"{lab}: {d}" for lab, d in derived)
+        + " (num_drafts = drafted / k, cross-checked with accepted / Σp_i; "
+        "accepted_per_position = round(p_i · num_drafts)).",
+        "",
+    ]
+
+
+def _md_differences(report: Report, pct: str) -> list[str]:
+    if not report.comparisons:
+        return []
+    return [
+        "## Differences between cells",
+        "",
+        f"Cells that differ in one axis; Δ = first minus second, {pct} CI of the difference as "
+        "`specbench compare` computes it for unpaired cells (t interval, jackknife SE over units, never "
+        "below the two cells' within-draw sampling SE, df = min(n) − 1); "
+        "significant when the CI excludes 0.",
+        "",
+        *[f"- {fmt.md_line(c.sentence())}" for c in report.comparisons],
+        "",
+    ]
+
+
+def _md_reference(report: Report, pct: str) -> list[str]:
+    ref = report.reference
+    if ref is None:
+        return []
+    return [
+        "## Change vs reference",
+        "",
+        f"Every cell minus the reference cell, **{fmt.md_cell(report.title(ref.reference))}** "
+        + ("(chosen with `--reference`)" if ref.chosen else "(the first cell; choose another with `--reference CELL`)")
+        + f": ΔAL and Δp_i in percentage points, {pct} CI as in the section above (t, jackknife SE over each "
+        "cell's units, unpaired). A change is significant when its CI excludes 0.",
+        "",
+        _md_table(*reference_rows(ref, report.title)),
+        "",
+    ]
+
+
+def _md_study_warnings(report: Report) -> list[str]:
     study_warnings = [w for s in report.studies for w in s.warnings]
-    if study_warnings:
-        out += ["## Divergence and speed-up warnings", ""] + [f"- {fmt.md_line(w)}" for w in study_warnings] + [""]
+    if not study_warnings:
+        return []
+    return ["## Divergence and speed-up warnings", ""] + [f"- {fmt.md_line(w)}" for w in study_warnings] + [""]
+
+
+def _md_rate_only(report: Report) -> list[str]:
     rate_only = [g for g in report.groups if g.rate_only is not None]
-    if rate_only:
-        out += ["## Rate-only lines (no counts, not summed)", ""]
-        for g in rate_only:
-            ro = g.rate_only
-            assert ro is not None  # rate_only holds only such groups
-            als = [r["mean_acceptance_length"] for r in ro.per_record if r["mean_acceptance_length"] is not None]
-            span = (
-                f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
-            )
-            combined = f"; draft-weighted AL {ro.mean_acceptance_length:.3f}" if ro.weighted else ""
-            out.append(fmt.md_line(f"- {g.label}: {ro.n_records} line(s), {span}{combined} ({ro.note})"))
-        out.append("")
+    if not rate_only:
+        return []
+    out = ["## Rate-only lines (no counts, not summed)", ""]
+    for g in rate_only:
+        ro = g.rate_only
+        assert ro is not None  # rate_only holds only such groups
+        als = [r["mean_acceptance_length"] for r in ro.per_record if r["mean_acceptance_length"] is not None]
+        span = f"AL as printed from {min(als):.2f} to {max(als):.2f}, last {als[-1]:.2f}" if als else "no AL printed"
+        combined = f"; draft-weighted AL {ro.mean_acceptance_length:.3f}" if ro.weighted else ""
+        out.append(fmt.md_line(f"- {g.label}: {ro.n_records} line(s), {span}{combined} ({ro.note})"))
+    out.append("")
+    return out
+
+
+def _md_warnings(report: Report) -> list[str]:
     warned = [g for g in report.groups if g.warnings]
-    if warned:
-        out += ["## Warnings", ""]
-        for g in warned:
-            shown = g.warnings[:MAX_WARNINGS_SHOWN]
-            out += [fmt.md_line(f"- {g.label}: {w}") for w in shown]
-            if len(g.warnings) > len(shown):
-                out.append(fmt.md_line(f"- {g.label}: … and {len(g.warnings) - len(shown)} more"))
-        out.append("")
-    out += [
+    if not warned:
+        return []
+    out = ["## Warnings", ""]
+    for g in warned:
+        shown = g.warnings[:MAX_WARNINGS_SHOWN]
+        out += [fmt.md_line(f"- {g.label}: {w}") for w in shown]
+        if len(g.warnings) > len(shown):
+            out.append(fmt.md_line(f"- {g.label}: … and {len(g.warnings) - len(shown)} more"))
+    out.append("")
+    return out
+
+
+def _md_files(report: Report, plots: bool) -> list[str]:
+    out = [
         "## Files",
         "",
         "- `acceptance.csv`: the table above, one row per group, with CI columns",
@@ -489,7 +535,7 @@ def render_markdown(report: Report, plots: bool = True) -> str:
     if not plots:
         out.append("- no figures: the report was written with `--no-plots`")
     out.append("")
-    return "\n".join(out)
+    return out
 
 
 def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path]:

@@ -58,13 +58,14 @@ def run_provenance(run: Run) -> Provenance:
     """A run's provenance; what the run did not record says so."""
     m = run.manifest
     serve, load = _get(m, "resolved_config", "serve") or {}, _get(m, "resolved_config", "load") or {}
-    cells = [c.cell for c in run.cells.values()]
-    ks = sorted({str(k) for c in cells if (k := _get(c, "spec", "num_speculative_tokens")) is not None})
-    methods = sorted({str(x) for c in cells if (x := _get(c, "spec", "method"))})
-    done = [c for c in cells if c.get("status") == "done"]
-    checked = [c for c in done if c.get("attested")]
-    agree = [c for c in checked if not recorded_mismatches(c.get("spec"), c.get("attested"))]
-    attested_vllm = sorted({str(v) for c in checked if (v := _get(c, "attested", "vllm_version"))})
+    cells = [c.record for c in run.cells.values()]
+    specs = [c.spec for c in cells if c.spec is not None]
+    ks = sorted({str(s.num_speculative_tokens) for s in specs if s.num_speculative_tokens is not None})
+    methods = sorted({str(s.method) for s in specs if s.method})
+    done = [c for c in cells if c.status == "done"]
+    checked = [c for c in done if c.attested is not None]
+    agree = [c for c in checked if not recorded_mismatches(c.spec, c.attested)]
+    attested_vllm = sorted({str(c.attested.vllm_version) for c in checked if c.attested and c.attested.vllm_version})
     machine = m.get("machine") or {}
     gpus = machine.get("gpus") or []
     hw = ", ".join(

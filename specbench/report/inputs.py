@@ -17,6 +17,7 @@ from typing import Any
 from specbench.analysis.acceptance import Counts, RateOnlySummary, point_estimates
 from specbench.analysis.windows import WindowCounter
 from specbench.errors import ConfigError, InputError
+from specbench.model.cell import Attested
 from specbench.records import Acceptance, acceptance_units, load
 from specbench.run.cells import axis_label
 from specbench.run.read import FileUnits, file_units, input_kind, is_run, read_run, read_windows, stream_records
@@ -34,7 +35,7 @@ class Group:
     axes: dict[str, str] | None = None  # run-dir cells only
     repeat: int | None = None
     title: str = ""  # what tables show (axis values for run-dir cells); label when empty
-    attested: dict | None = None  # run-dir cells: what vLLM said it ran (cell.json, specbench/serve/attest.py)
+    attested: Attested | None = None  # run-dir cells: what vLLM said it ran (cell.json, specbench/serve/attest.py)
 
     def point(self) -> dict[str, float]:
         return point_estimates([self.total] if self.total is not None else self.units)

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from specbench.analysis.intervals import cell_intervals
-from specbench.analysis.speedup import RERUN_SD
+from specbench.analysis.speedup import RERUN_SD, Speedup
 from specbench.errors import SpecbenchError
 from specbench.records import acceptance_units
 from specbench.render import format as fmt
@@ -22,6 +22,7 @@ from specbench.report.build import contrasts, titles_of
 from specbench.report.study import StudyAnalysis, run_speedups
 from specbench.report.throughput import headline
 from specbench.run.read import read_run
+from specbench.run.store import CellData
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -39,8 +40,17 @@ def final_table(run_dir: Path, study: StudyAnalysis | None = None) -> Table:
     names = titles_of(run)
     study = study if study is not None else _study(run_dir)
     speed = {s.cell: s for s in study.speedups} if study is not None else {}
+    failed = any(c.status != "done" for c in run.cells.values())
+    k = max((len(c.acc.derived.per_position) for c in run.cells.values() if c.acc is not None), default=0)
+    t = _empty_table(run.run_id, study, failed, k)
+    for cid, c in run.cells.items():
+        t.add_row(*_cell_row(Path(run_dir) / cid, c, names.get(cid, cid), speed.get(cid), failed, k))
+    return t
+
+
+def _empty_table(title: str, study: StudyAnalysis | None, failed: bool, k: int) -> Table:
     t = Table(
-        title=run.run_id,
+        title=title,
         caption="AL includes the bonus token; p_i unconditional; 95% CIs; "
         "tok/s: the load's output throughput (output tokens / load time, as cells.csv and compare "
         "show it); speed-up over the cell's own no-spec baseline (< 1x slower), its CI "
@@ -52,44 +62,41 @@ def final_table(run_dir: Path, study: StudyAnalysis | None = None) -> Table:
     )
     # numbers never wrap; a long cell name wraps at its spaces, inside its own row
     t.add_column("cell", min_width=11)
-    failed = any(c.status != "done" for c in run.cells.values())
     if failed:
         t.add_column("status", min_width=6)
     t.add_column("AL [CI]", no_wrap=True)
-    k = max((len(c.acc.derived.per_position) for c in run.cells.values() if c.acc is not None), default=0)
     for i in range(k):
         t.add_column(f"p{i}", no_wrap=True)
     t.add_column("tok/s", no_wrap=True)
     t.add_column("speed-up [CI]", no_wrap=True)
-    for cid, c in run.cells.items():
-        name = names.get(cid, cid)
-        tps = (c.summary or {}).get("results_mean_output_throughput_token_per_s")
-        status = [c.status if c.status == "done" else f"{c.status}: {(c.record.reason or '')[:60]}".rstrip(": ")]
-        status = status if failed else []
-        if c.acc is None or c.acc.baseline:
-            t.add_row(name, *status, *(["-"] * (1 + k)), _fmt(tps, 1), "-")
-            continue
-        derived = c.acc.derived
-        pos = derived.per_position
-        s = speed.get(cid)
-        up = (
-            "-"
-            if s is None
-            else f"{fmt.num(s.point['output_tok_per_s'], 2)}× [{fmt.num(s.intervals['output_tok_per_s'][0], 2)}, "
-            f"{fmt.num(s.intervals['output_tok_per_s'][1], 2)}]"
-        )
-        # the interval report and compare print (the stored one may be of an older method)
-        units, _, _ = acceptance_units(c.acc, Path(run_dir) / cid / "acceptance.json")
-        interval = cell_intervals(units).get("mean_acceptance_length") if len(units) > 1 else None
-        t.add_row(
-            name,
-            *status,
-            _with_ci(derived.mean_acceptance_length, interval, 2),
-            *[_fmt(pos[i] if i < len(pos) else None) for i in range(k)],
-            _fmt(tps, 1),
-            up,
-        )
     return t
+
+
+def _cell_row(cell_dir: Path, c: CellData, name: str, s: Speedup | None, failed: bool, k: int) -> list[str]:
+    tps = (c.summary or {}).get("results_mean_output_throughput_token_per_s")
+    status = [c.status if c.status == "done" else f"{c.status}: {(c.record.reason or '')[:60]}".rstrip(": ")]
+    status = status if failed else []
+    if c.acc is None or c.acc.baseline:
+        return [name, *status, *(["-"] * (1 + k)), _fmt(tps, 1), "-"]
+    derived = c.acc.derived
+    pos = derived.per_position
+    up = (
+        "-"
+        if s is None
+        else f"{fmt.num(s.point['output_tok_per_s'], 2)}× [{fmt.num(s.intervals['output_tok_per_s'][0], 2)}, "
+        f"{fmt.num(s.intervals['output_tok_per_s'][1], 2)}]"
+    )
+    # the interval report and compare print (the stored one may be of an older method)
+    units, _, _ = acceptance_units(c.acc, cell_dir / "acceptance.json")
+    interval = cell_intervals(units).get("mean_acceptance_length") if len(units) > 1 else None
+    return [
+        name,
+        *status,
+        _with_ci(derived.mean_acceptance_length, interval, 2),
+        *[_fmt(pos[i] if i < len(pos) else None) for i in range(k)],
+        _fmt(tps, 1),
+        up,
+    ]
 
 
 def _speedup_ci_words(found: list) -> str:

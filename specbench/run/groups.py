@@ -46,6 +46,7 @@ from specbench.axis import parse_axis
 from specbench.config import Load
 from specbench.errors import ConfigError, ServerError
 from specbench.io import atomic_write_text
+from specbench.model.cell import HeadSwitch, LoadSettings, ServerGroup
 from specbench.records import Acceptance, CellRecord
 from specbench.run.cells import Cell
 from specbench.run.interleave import Companions
@@ -111,7 +112,7 @@ def group_server(group: list[Cell], host: str) -> tuple[list[str], dict[str, str
     # values, ask every worker whether it can switch (probe), switch before each cell.
     switching = len({head_variant(c) for c in group}) > 1
     if switching:
-        extra_args, extra_env = server_additions((first.spec or {}).get("method") or "eagle")
+        extra_args, extra_env = server_additions(first.method)
         env, args = {**shipped_env(env), **extra_env}, args + extra_args
     return args, env, switching
 
@@ -148,12 +149,12 @@ def head_switchable(cell: Cell, host: str) -> bool:
     from what the cell asks for (its ``spec``). Optimistic in every compile mode: the variants are
     data in the module, so a compiled graph stays valid across a switch; the runner's probe at
     start-up confirms it and falls back to a server per variant where the server says it cannot."""
-    spec = cell.spec or {}
-    if cell.is_baseline or cell.draft is None or spec.get("head_variant") is None:
+    spec = cell.spec
+    if cell.is_baseline or cell.draft is None or spec is None or spec.head_variant is None:
         return False  # no DeepSeek head, or an unknown switch value (plan.check_cells refuses it)
-    if spec["head_variant"].get("control"):
+    if spec.head_variant.control:
         return False  # the control variant is registered at start-up by design: it keeps its own server
-    return switchable(spec.get("method") or "eagle") and loopback(host)
+    return switchable(spec.method or "eagle") and loopback(host)
 
 
 def _control_not_compared(cell: Cell) -> Cell:
@@ -161,20 +162,20 @@ def _control_not_compared(cell: Cell) -> Cell:
     return dataclasses.replace(cell, spec=control_not_compared(cell.spec))
 
 
-def load_settings(load: Load) -> dict[str, Any]:
+def load_settings(load: Load) -> LoadSettings:
     """What a cell's load was, for cell.json (the effective values, axis or not)."""
     cats = load.prompts.categories
-    return {
-        "driver": load.driver,
-        "num_requests": load.num_requests,
-        "concurrency": load.concurrency,
-        "max_tokens": load.max_tokens,
-        "temperature": load.temperature,
-        "category": cats[0] if cats and len(cats) == 1 else cats,
-        "workload": load.workload_name,
-        "output_len": load.output_len,
-        "warmup_requests": load.warmup_requests,
-    }
+    return LoadSettings(
+        driver=load.driver,
+        num_requests=load.num_requests,
+        concurrency=load.concurrency,
+        max_tokens=load.max_tokens,
+        temperature=load.temperature,
+        category=cats[0] if cats and len(cats) == 1 else cats,
+        workload=load.workload_name,
+        output_len=load.output_len,
+        warmup_requests=load.warmup_requests,
+    )
 
 
 def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunContext:
@@ -201,6 +202,67 @@ def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunCont
         update["workload"] = cell.load["workload"]
     study = ctx.study.model_copy(update={"load": load.model_copy(update=update)})
     return dataclasses.replace(ctx, study=study, prompts=prompts)
+
+
+def _group_session(
+    group: list[Cell], ctx: RunContext, companion: tuple[ServerSession, str] | None
+) -> tuple[ServerSession, bool]:
+    """The group's server session (not started yet) in a fresh servers/ directory, or the
+    companion's; and whether it switches head variants in place."""
+    if companion is not None:
+        return companion[0], False
+    first = group[0]
+    gdir = ctx.run_dir / SERVERS_DIR / first.cell_id
+    remove_tree(gdir)
+    gdir.mkdir(parents=True, exist_ok=True)
+    args, env, switching = group_server(group, ctx.study.serve.host)
+    return ServerSession(ctx, args, env, gdir / "server.log", python=first.python), switching
+
+
+def _group_info(
+    group: list[Cell], session: ServerSession, companion: tuple[ServerSession, str] | None
+) -> dict[str, Any]:
+    gid = group[0].cell_id
+    info: dict[str, Any] = {
+        "id": gid,
+        "cells": [c.cell_id for c in group],
+        "log": f"{SERVERS_DIR}/{gid}/server.log" if companion is None else companion[1],
+        "startup_s": None,
+        "dev_mode": session.env.get(DEV_MODE_ENV) == "1",
+    }
+    if companion is not None:
+        info["companion"] = True  # started (and warmed up) for load.interleave: no start-up here
+    return info
+
+
+def _start_group_server(ctx: RunContext, gid: str, session: ServerSession, info: dict[str, Any]) -> str | None:
+    """Start the group's server; None when it started, else why it did not (its cells fail with it)."""
+    try:
+        ctx.display.update(gid, "starting")
+        session.start()
+        info["startup_s"] = session.startup_s
+    except ServerError as exc:
+        return "the group's server did not start: " + str(exc).split("\n", 1)[0]
+    return None
+
+
+def _group_cell_life(
+    cell: Cell,
+    ctx: RunContext,
+    i: int,
+    info: dict[str, Any],
+    argv: list[str] | None,
+    port: int | None,
+    version: str | None,
+) -> CellLife:
+    """The life of the group's ``i``-th cell, its record saying which server runs it."""
+    life = CellLife(cell, ctx)
+    record = life.record
+    record.argv, record.port, record.vllm_version = argv, port, version
+    record.load = load_settings(cell_context(ctx, cell).study.load)
+    record.server_group = ServerGroup.model_validate({**info, "index": i})
+    record.timings.startup_s = info["startup_s"] if i == 0 else 0.0
+    return life
 
 
 class GroupedExecutor(LocalExecutor):
@@ -237,39 +299,16 @@ class GroupedExecutor(LocalExecutor):
     ) -> Iterator[Result]:
         """The group's cells on one server: started here, or ``companion``, a running interleave
         companion of these baseline cells (its log's path in the run directory), left running."""
-        serve, first = ctx.study.serve, group[0]
-        gid = first.cell_id
-        if companion is None:
-            gdir = ctx.run_dir / SERVERS_DIR / gid
-            remove_tree(gdir)
-            gdir.mkdir(parents=True, exist_ok=True)
-            args, env, switching = group_server(group, serve.host)
-            session = ServerSession(ctx, args, env, gdir / "server.log", python=first.python)
-        else:
-            session, switching = companion[0], False
+        gid = group[0].cell_id
+        session, switching = _group_session(group, ctx, companion)
         server = session.server
-        info: dict[str, Any] = {
-            "id": gid,
-            "cells": [c.cell_id for c in group],
-            "log": f"{SERVERS_DIR}/{gid}/server.log" if companion is None else companion[1],
-            "startup_s": None,
-            "dev_mode": session.env.get(DEV_MODE_ENV) == "1",
-        }
-        if companion is not None:
-            info["companion"] = True  # started (and warmed up) for load.interleave: no start-up here
-        slice_start, dead_reason, cannot_switch = (
-            (0 if companion is None else log_lines(session.log_path)[1]),
-            None,
-            None,
-        )
+        info = _group_info(group, session, companion)
+        slice_start = 0 if companion is None else log_lines(session.log_path)[1]
+        dead_reason: str | None = None
+        cannot_switch: str | None = None
         try:
-            try:
-                if companion is None:
-                    ctx.display.update(gid, "starting")
-                    session.start()
-                    info["startup_s"] = session.startup_s
-            except ServerError as exc:
-                dead_reason = "the group's server did not start: " + str(exc).split("\n", 1)[0]
+            if companion is None:
+                dead_reason = _start_group_server(ctx, gid, session, info)
             if switching and dead_reason is None:
                 cannot_switch = probe(server.url)  # not None: no cell runs here; see below
             argv = session.argv()
@@ -277,12 +316,8 @@ class GroupedExecutor(LocalExecutor):
             for i, cell in enumerate(group if cannot_switch is None else []):
                 # a companion was warmed up when it started; a ConfigError here leaves the cell's dir alone
                 cctx = cell_context(ctx, cell, warmup=(i == 0 and companion is None))
-                life = CellLife(cell, ctx)
+                life = _group_cell_life(cell, ctx, i, info, argv, server.port, version)
                 record = life.record
-                record.argv, record.port, record.vllm_version = argv, server.port, version
-                record.load = load_settings(cell_context(ctx, cell).study.load)
-                record.server_group = {**info, "index": i}
-                record.timings.startup_s = info["startup_s"] if i == 0 else 0.0
                 if dead_reason is None and not server.is_alive():
                     dead_reason = "the group's server died before this cell"
                 fresh = i == 0 and companion is None  # a companion served other cells' prompts before
@@ -319,8 +354,9 @@ class GroupedExecutor(LocalExecutor):
         cctx.display.update(cell.cell_id, "starting")
         switched, asked = None, cell
         if switching:
-            record.head_variant = self._switch(server.url, cell)
-            switched = record.head_variant["workers"]
+            answer = self._switch(server.url, cell)
+            record.head_variant = HeadSwitch.model_validate(answer)
+            switched = answer["workers"]
             asked = _control_not_compared(cell)
         attest_cell(asked, record, session.log_path, switched)
         record.prefix_cache_reset = "first load" if first_cell else reset_prefix_cache(server)
@@ -345,7 +381,7 @@ class GroupedExecutor(LocalExecutor):
         for cells in by_variant.values():
             results = [self.run_cell(cells[0], ctx)] if len(cells) == 1 else self.run_group(cells, ctx)
             for record, acc in results:
-                record.server_group = {**(record.server_group or {}), "head_switch_fallback": reason}
+                record.server_group = (record.server_group or ServerGroup()).with_(head_switch_fallback=reason)
                 yield record, acc
 
     @staticmethod
@@ -371,6 +407,6 @@ class GroupedExecutor(LocalExecutor):
         text, n = log_lines(session.log_path)
         lines = text.splitlines(keepends=True)[slice_start:n]
         atomic_write_text(life.dir / "server.log", redact.scrub_text("".join(lines), session.secrets))
-        life.record.server_group = {**(life.record.server_group or {}), "log_lines": [slice_start + 1, n]}
+        life.record.server_group = (life.record.server_group or ServerGroup()).with_(log_lines=[slice_start + 1, n])
         life.close(session.server, session.secrets)
         return n

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specbench.config import Study
+from specbench.model.cell import Spec
 from specbench.redact import redact_urls
 from specbench.run.cells import PER_REQUEST_FLAG, Cell
 from specbench.serve.installs import (
@@ -94,7 +95,7 @@ def prepare_installs(study: Study, cells: list[Cell], progress: Progress = _quie
         }
         for c in mine:
             c.python = ready.python
-            c.spec = {**(c.spec or {}), "vllm_version": found["version"], "vllm_install": claim}
+            c.spec = (c.spec or Spec()).with_(vllm_version=found["version"], vllm_install=claim)
         out[spec.shown] = {
             **ready.record(),
             "vllm_dist": found.get("dist"),
@@ -125,7 +126,7 @@ def _check_cells(study: Study, spec: InstallSpec, cells: list[Cell], python: str
             raise InstallError(f"{where}: its vllm serve refuses the cell's arguments: {error}")
         if auto and not has_flag:
             c.args = _without_flag(c.args)  # that release counts spec decoding in the logs only
-        method = (c.spec or {}).get("vllm_method")
+        method = c.spec.vllm_method if c.spec else None
         if method and answer.get("methods") is not None and method not in methods:
             raise InstallError(
                 f"{where}: this vLLM has no speculative method {method!r} (it knows {', '.join(sorted(methods))})"
@@ -154,7 +155,7 @@ def _head_file_problem(cell: Cell, found: dict[str, Any]) -> str | None:
     for a cell that asks the plugin for a variant (a switch in its environment)."""
     if cell.is_baseline or not any(cell.env.get(v, "").strip() for v in SWITCH_VARS):
         return None
-    head = head_of_method((cell.spec or {}).get("method") or "eagle")
+    head = head_of_method(cell.method)
     root = found.get("root")
     if head is None or not root:
         return None

@@ -19,7 +19,8 @@ from specbench.io import atomic_write_text
 from specbench.load.driver import LoadResult, LoadSpec, run_load, write_outputs
 from specbench.load.llmperf import llmperf_spec, run_llmperf
 from specbench.load.precision import precision_load
-from specbench.records import Acceptance, CellRecord, requests_of
+from specbench.model.cell import LogWindowWait, PairedBaseline, Precision
+from specbench.records import Acceptance, CellRecord, RequestRecord, requests_of
 from specbench.redact import server_api_key
 from specbench.run import collect
 from specbench.run.cells import Cell
@@ -63,11 +64,51 @@ def measure_cell(
 ) -> Acceptance:
     """Load the cell's server and collect its acceptance; the load's files go to ``d``, timings and
     notes to ``record``. Raises CellFailed when the result cannot be a measurement."""
-    study = ctx.study
-    ld = study.load
+    ld = ctx.study.load
     model = cell.model
     assert model is not None, "cells.expand() names every cell's model"
     key = server_api_key(cell.args, cell.env)  # a server started with --api-key refuses keyless load
+    before_prom, before_line = _warmup_and_before(cell, ctx, server, model, key, d, log_path, wait_s)
+
+    # load.interleave: the baseline's server, started (once) before this cell's load begins
+    companion = ctx.companion(cell) if ctx.companion is not None and not cell.is_baseline else None
+    if companion is not None:
+        record.paired_baseline = PairedBaseline.model_validate(companion[2])
+    # A baseline has no acceptance to steer on: it sends the cap as a fixed load.
+    n = ld.max_requests if ld.until is not None and ld.max_requests is not None else ld.num_requests
+    ctx.display.update(cell.cell_id, "load", done=0, total=n)
+    t0 = time.monotonic()
+    result = _send_load(cell, ctx, server, model, key, n, d, companion, record)
+    record.timings.load_s = round(time.monotonic() - t0, 2)
+    if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
+        record.load_accounting = result.spec["accounting"]
+    write_outputs(result, d)
+    requests = requests_of(result.requests, d / "requests.jsonl")
+    _check_load(server, requests, ld.max_error_rate)
+
+    ctx.display.update(cell.cell_id, "collecting")
+    t0 = time.monotonic()
+    acc = _collect(cell, ctx, server, log_path, wait_s, d, record, before_prom, before_line, requests)
+    covers = result.spec.get("accounting") or {}
+    if covers.get("server_not_recorded") or covers.get("failed"):
+        # llmperf: the /metrics counts cover requests that requests.jsonl does not time.
+        acc.warnings = [*acc.warnings, covers["acceptance_covers"]]
+    record.timings.collect_s = round(time.monotonic() - t0, 2)
+    return acc
+
+
+def _warmup_and_before(
+    cell: Cell,
+    ctx: RunContext,
+    server: VLLMServer,
+    model: str,
+    key: str | None,
+    d: Path,
+    log_path: Path,
+    wait_s: float,
+) -> tuple[Counts | None, int]:
+    """Warm the server up and take 'before': its /metrics counts and the log line it stands at."""
+    ld = ctx.study.load
     if ld.warmup_requests:
         ctx.display.update(cell.cell_id, "warmup")
         _load(
@@ -87,17 +128,23 @@ def measure_cell(
     atomic_write_text(d / "metrics_before.prom", before_text)
     if not ok and not cell.is_baseline:
         raise CellFailed(f"warmup stats never appeared in the log within {wait_s:.0f} s")
+    return before_prom, before_line
 
-    # load.interleave: the baseline's server, started (once) before this cell's load begins
-    companion = ctx.companion(cell) if ctx.companion is not None and not cell.is_baseline else None
-    if companion is not None:
-        record.paired_baseline = companion[2]
-    # A baseline has no acceptance to steer on: it sends the cap as a fixed load.
-    n = ld.max_requests if ld.until is not None and ld.max_requests is not None else ld.num_requests
-    ctx.display.update(cell.cell_id, "load", done=0, total=n)
-    t0 = time.monotonic()
+
+def _send_load(
+    cell: Cell,
+    ctx: RunContext,
+    server: VLLMServer,
+    model: str,
+    key: str | None,
+    n: int,
+    d: Path,
+    companion: tuple | None,
+    record: CellRecord,
+) -> LoadResult:
+    ld = ctx.study.load
     if ld.until is not None and not cell.is_baseline:
-        result, record.precision = precision_load(
+        result, outcome = precision_load(
             ld,
             lambda start, k: _load(
                 ctx,
@@ -112,59 +159,64 @@ def measure_cell(
             ),
             scrape=lambda: collect.prometheus_counts(server.scrape_metrics()),
         )
-    elif companion is not None and companion[0] is not None:
-        result = _interleaved(ctx, cell, server.url, key, n, d, companion, record)
-    else:
-        result = _load(
-            ctx,
-            server.url,
-            model,
-            n,
-            progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
-            out_dir=d / "llmperf",
-            api_key=key,
-            cell=cell,
-        )
-    record.timings.load_s = round(time.monotonic() - t0, 2)
-    if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
-        record.load_accounting = result.spec["accounting"]
-    write_outputs(result, d)
-    requests = requests_of(result.requests, d / "requests.jsonl")
+        record.precision = Precision.model_validate(outcome)
+        return result
+    if companion is not None and companion[0] is not None:
+        return _interleaved(ctx, cell, server.url, key, n, d, companion, record)
+    return _load(
+        ctx,
+        server.url,
+        model,
+        n,
+        progress=lambda k, *_: ctx.display.update(cell.cell_id, "load", done=k, total=n),
+        out_dir=d / "llmperf",
+        api_key=key,
+        cell=cell,
+    )
+
+
+def _check_load(server: VLLMServer, requests: list[RequestRecord], max_error_rate: float) -> None:
     errors = [r.error for r in requests if r.error]
     if not server.is_alive():
         raise CellFailed("vLLM server died during the load")
-    if len(errors) > ld.max_error_rate * len(requests):
+    if len(errors) > max_error_rate * len(requests):
         raise CellFailed(
             f"{len(errors)}/{len(requests)} requests failed (max_error_rate "
-            f"{ld.max_error_rate}); first error: {str(errors[0])[:200]}"
+            f"{max_error_rate}); first error: {str(errors[0])[:200]}"
         )
 
-    ctx.display.update(cell.cell_id, "collecting")
-    t0 = time.monotonic()
+
+def _collect(
+    cell: Cell,
+    ctx: RunContext,
+    server: VLLMServer,
+    log_path: Path,
+    wait_s: float,
+    d: Path,
+    record: CellRecord,
+    before_prom: Counts | None,
+    before_line: int,
+    requests: list[RequestRecord],
+) -> Acceptance:
+    """The cell's acceptance from the log windows and /metrics counts after 'before'."""
     after_text, prom, windows, warns, matched = wait_log_matches(server, log_path, before_line, before_prom, wait_s)
-    record.log_window_wait = {"matched": matched, "timeout_s": wait_s, "after_line": before_line}
+    record.log_window_wait = LogWindowWait(matched=matched, timeout_s=wait_s, after_line=before_line)
     atomic_write_text(d / "metrics_after.prom", after_text)
     if cell.is_baseline:
-        acc = collect.baseline_acceptance(before_prom, collect.prometheus_counts(after_text), windows)
-    else:
-        acc = collect.build_acceptance(
-            num_spec_tokens=cell.num_spec_tokens,
-            prom=prom,
-            windows=windows,
-            window_warnings=warns,
-            req_units=collect.request_units(requests),
-            per_request_mode=study.serve.per_request_metrics,
-        )
-        if not prom or not prom.num_drafts:
-            raise CellFailed(collect.NO_SPEC_COUNTS)
-        reset = collect.reset_problem(prom)
-        if reset:
-            raise CellFailed(reset)
-    covers = result.spec.get("accounting") or {}
-    if covers.get("server_not_recorded") or covers.get("failed"):
-        # llmperf: the /metrics counts cover requests that requests.jsonl does not time.
-        acc.warnings = [*acc.warnings, covers["acceptance_covers"]]
-    record.timings.collect_s = round(time.monotonic() - t0, 2)
+        return collect.baseline_acceptance(before_prom, collect.prometheus_counts(after_text), windows)
+    acc = collect.build_acceptance(
+        num_spec_tokens=cell.k,
+        prom=prom,
+        windows=windows,
+        window_warnings=warns,
+        req_units=collect.request_units(requests),
+        per_request_mode=ctx.study.serve.per_request_metrics,
+    )
+    if not prom or not prom.num_drafts:
+        raise CellFailed(collect.NO_SPEC_COUNTS)
+    reset = collect.reset_problem(prom)
+    if reset:
+        raise CellFailed(reset)
     return acc
 
 
@@ -208,9 +260,10 @@ def _interleaved(
     result, base_result, blocks = interleaved_load(n, ctx.study.load.interleave, send_cell, send_base)
     write_outputs(base_result, d / PAIRED_DIR)
     failed = sum(1 for r in base_result.requests if r.get("error"))
-    record.paired_baseline = {**info, **blocks, "requests": len(base_result.requests), "failed": failed}
+    paired = {**info, **blocks, "requests": len(base_result.requests), "failed": failed}
     if not server.is_alive():
-        record.paired_baseline["error"] = "the baseline's server died during the load"
+        paired["error"] = "the baseline's server died during the load"
+    record.paired_baseline = PairedBaseline.model_validate(paired)
     return result
 
 

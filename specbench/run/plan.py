@@ -86,7 +86,7 @@ def _check_variants(cells: list[Cell]) -> None:
             _model_dir(c.draft),
             switches.output_norm,
             pos0_mask=switches.pos0_mask,
-            method=_spec_method(c),
+            method=c.method,
             control=switches.control,
         )
 
@@ -123,7 +123,7 @@ def _check_eagle3_on_cpu(cells: list[Cell]) -> None:
     its draft (or, where the draft's config is not at hand, its target) is a DeepSeek one; GPU builds
     are left to vLLM."""
     for c in cells:
-        if _spec_method(c) != "eagle3" or not mla_off(c.env) or not _serves_on_cpu(c) or not _deepseek_eagle3(c):
+        if c.method != "eagle3" or not mla_off(c.env) or not _serves_on_cpu(c) or not _deepseek_eagle3(c):
             continue
         raise ConfigError(
             f"cell {c.cell_id}: method eagle3 with MLA off (VLLM_MLA_DISABLE={c.env.get('VLLM_MLA_DISABLE')}) does "
@@ -157,11 +157,6 @@ def _model_config(ref: str | None) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _spec_method(cell: Cell) -> str:
-    """The cell's speculative method as its config names it (``spec.method``; "eagle" for none)."""
-    return (cell.spec or {}).get("method") or "eagle"
 
 
 def _model_dir(ref: str) -> Path | None:
@@ -321,7 +316,20 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
     environment does not hold is an error naming it. Returns (config, names taken from environ)."""
     data = copy.deepcopy(resolved)
     fix = f"export it, or restore {config_path} and resume again"
-    used: list[str] = []
+    _refuse_hidden_matrix(data, source, config_path)
+    serve_raw = data.get("serve")
+    serve: dict[str, Any] = serve_raw if isinstance(serve_raw, dict) else {}
+    env_raw = serve.get("env")
+    env: dict[str, Any] = env_raw if isinstance(env_raw, dict) else {}
+    used = _restore_serve_env(env, environ, source, fix)
+    args = serve.get("extra_args")
+    if isinstance(args, list) and REDACTED in [str(a) for a in args] + [str(a).split("=", 1)[-1] for a in args]:
+        serve["extra_args"] = _restore_extra_args([str(a) for a in args], env, environ, used, source, fix)
+    _refuse_unrestorable(data, source, config_path)
+    return data, used
+
+
+def _refuse_hidden_matrix(data: dict, source: str, config_path: Path) -> None:
     for axis, values in (data.get("matrix") or {}).items():
         # "***": how runs before short hashes saved secret axis values; never a value to pass on.
         if isinstance(values, list) and any(is_hidden_axis_value(v) or v == REDACTED for v in values):
@@ -329,10 +337,10 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
                 f"{source}: matrix.{axis}: secret values are kept only as hashes; "
                 f"restore {config_path} (the run's config) and resume again"
             )
-    serve_raw = data.get("serve")
-    serve: dict[str, Any] = serve_raw if isinstance(serve_raw, dict) else {}
-    env_raw = serve.get("env")
-    env: dict[str, Any] = env_raw if isinstance(env_raw, dict) else {}
+
+
+def _restore_serve_env(env: dict[str, Any], environ: dict[str, str], source: str, fix: str) -> list[str]:
+    used: list[str] = []
     for name, value in list(env.items()):
         if value == REDACTED:
             if name not in environ:
@@ -341,26 +349,34 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
                 )
             del env[name]  # the server inherits it from this environment
             used.append(name)
-    args = serve.get("extra_args")
-    if isinstance(args, list) and REDACTED in [str(a) for a in args] + [str(a).split("=", 1)[-1] for a in args]:
-        args = [str(a) for a in args]
-        keep = list(range(len(args)))
-        for start, end in secret_spans(args):
-            hidden = args[start].endswith("=" + REDACTED) or REDACTED in args[start + 1 : end]
-            if not hidden:
-                continue
-            nargs = secret_flag(args[start])
-            var = "VLLM_API_KEY" if nargs == "+" else "HF_TOKEN" if nargs == "?" else None
-            if var is None or var not in environ:
-                raise ConfigError(
-                    f"{source}: serve.extra_args: {args[start].split('=')[0]} was redacted when the "
-                    f"run was saved{f' and {var} is not set' if var else ''}; {fix}"
-                )
-            if nargs == "+":
-                env["VLLM_API_KEY"] = environ[var]
-            keep = [i for i in keep if not start <= i < end]
-            used.append(var)
-        serve["extra_args"] = [args[i] for i in keep]
+    return used
+
+
+def _restore_extra_args(
+    args: list[str], env: dict[str, Any], environ: dict[str, str], used: list[str], source: str, fix: str
+) -> list[str]:
+    # Fills the caller's ``env`` and ``used`` in place (see restore_secrets).
+    keep = list(range(len(args)))
+    for start, end in secret_spans(args):
+        hidden = args[start].endswith("=" + REDACTED) or REDACTED in args[start + 1 : end]
+        if not hidden:
+            continue
+        nargs = secret_flag(args[start])
+        var = "VLLM_API_KEY" if nargs == "+" else "HF_TOKEN" if nargs == "?" else None
+        if var is None or var not in environ:
+            raise ConfigError(
+                f"{source}: serve.extra_args: {args[start].split('=')[0]} was redacted when the "
+                f"run was saved{f' and {var} is not set' if var else ''}; {fix}"
+            )
+        if nargs == "+":
+            env["VLLM_API_KEY"] = environ[var]
+        keep = [i for i in keep if not start <= i < end]
+        used.append(var)
+    return [args[i] for i in keep]
+
+
+def _refuse_unrestorable(data: dict, source: str, config_path: Path) -> None:
+    # Secrets with no variable to take them from: only the original config has them.
     llmperf = (data.get("load") or {}).get("llmperf") if isinstance(data.get("load"), dict) else None
     if isinstance(llmperf, dict) and REDACTED in " ".join(map(str, llmperf.get("extra_args") or [])):
         raise ConfigError(
@@ -373,7 +389,6 @@ def restore_secrets(resolved: dict, environ: dict[str, str], source: str, config
             f"{source}: {hidden}: a password in a URL was redacted when the run was saved; "
             f"restore {config_path} and resume again"
         )
-    return data, used
 
 
 def _redacted_url(value, path: str = "") -> str | None:

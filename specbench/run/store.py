@@ -28,6 +28,7 @@ from specbench.io import (
     save_json,
 )
 from specbench.load.summary import summary_columns
+from specbench.model.cell import Attested
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.redact import redact_strings
 from specbench.run.cells import axis_label
@@ -108,9 +109,12 @@ class CellData:
         return [{**r, "_repeat": self.record.repeat} for _, r in read_jsonl_lines(path)]
 
     def _paired(self) -> bool:
-        info = self.record.paired_baseline or {}
+        info = self.record.paired_baseline
         return (
-            bool(info.get("blocks")) and not info.get("error") and _exists(self.dir / PAIRED_BASELINE / REQUESTS_JSONL)
+            info is not None
+            and bool(info.blocks)
+            and not info.error
+            and _exists(self.dir / PAIRED_BASELINE / REQUESTS_JSONL)
         )
 
     def paired_baseline_tok_per_s(self) -> float | None:
@@ -267,7 +271,7 @@ def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summa
         "status": cell.status,
         "is_baseline": cell.is_baseline,
         # why a precision-driven load stopped (precision_reached | max_requests | errors); none for a fixed N
-        "load_stop": (cell.precision or {}).get("reason"),
+        "load_stop": cell.precision.reason if cell.precision else None,
     }
     for axis, value in cell.axes.items():
         row[axis_label(axis)] = value
@@ -293,19 +297,19 @@ def cell_row(run_id: str, cell: CellRecord, acceptance: Acceptance | None, summa
     return row
 
 
-def attested_columns(attested: dict[str, Any] | None) -> dict[str, Any]:
+def attested_columns(attested: Attested | None) -> dict[str, Any]:
     """What vLLM said the cell ran (cell.json ``attested``) as table columns; none for a run from
     before attestation. ``not_attested`` lists the fields vLLM did not print."""
     if attested is None:
         return {}
-    variant = attested.get("head_variant") or {}
+    variant = attested.head_variant
     return {
-        "attested_mla": attested.get("mla"),
-        "attention_backend": attested.get("attention_backend"),
-        "attested_k": attested.get("num_speculative_tokens"),
-        "attested_output_norm": variant.get("output_norm"),
-        "attested_pos0_mask": variant.get("pos0_mask"),
-        "not_attested": ";".join(sorted(attested.get("unattested") or {})) or None,
+        "attested_mla": attested.mla,
+        "attention_backend": attested.attention_backend,
+        "attested_k": attested.num_speculative_tokens,
+        "attested_output_norm": variant.output_norm if variant else None,
+        "attested_pos0_mask": variant.pos0_mask if variant else None,
+        "not_attested": ";".join(sorted(attested.unattested or {})) or None,
     }
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.io import atomic_write_text, cache_path
+from specbench.model.cell import Spec
 
 ENV = "SPECBENCH_TIMINGS_FILE"
 VERSION = 1
@@ -31,14 +32,14 @@ def timings_path() -> Path | None:
     return cache_path("timings.json", ENV)
 
 
-def server_key(model: str, spec: dict[str, Any] | None) -> str:
+def server_key(model: str, spec: Spec | None) -> str:
     """The start-up's key: model, method (``none`` for a baseline), k, compile mode, MLA, TP size, host."""
-    spec = spec or {}
-    mode = "compiled" if spec.get("compiled", True) else "eager"
-    mla = {True: "on", False: "off"}.get(spec["mla"], "default") if isinstance(spec.get("mla"), bool) else "default"
-    k = f" k {spec['num_speculative_tokens']} |" if spec.get("num_speculative_tokens") else ""
+    spec = spec or Spec()
+    mode = "eager" if spec.compiled is False else "compiled"
+    mla = {True: "on", False: "off", None: "default"}[spec.mla]
+    k = f" k {spec.num_speculative_tokens} |" if spec.num_speculative_tokens else ""
     return (
-        f"{model} | method {spec.get('method') or 'none'} |{k} {mode} | mla {mla} | tp {spec.get('tp') or 1} | "
+        f"{model} | method {spec.method or 'none'} |{k} {mode} | mla {mla} | tp {spec.tp or 1} | "
         f"host {socket.gethostname()}"
     )
 

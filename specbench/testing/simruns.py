@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.analysis.acceptance import DEFINITION, total
+from specbench.analysis.acceptance import DEFINITION, Counts, total
 from specbench.io import save_json, write_jsonl
 from specbench.testing.simulate import simulate_units
 
@@ -61,66 +61,71 @@ def write_run(
     """cells: {axes, p, units, drafts, spread?, repeat?, ttft_ms?: (median, sd), status?}."""
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)
-    ids = []
-    for c in cells:
-        cid = "__".join(f"{k}-{v}" for k, v in c["axes"].items()) + f"__r{c.get('repeat', 0)}"
-        ids.append(cid)
-        units = simulate_units(c["p"], c["units"], c["drafts"], rng, spread=c.get("spread", 0.0))
-        tot = total(units)
-        assert tot is not None, "simulated units always draft"
-        save_json(
-            root / cid / "acceptance.json",
-            {
-                "definition": DEFINITION,
-                "num_spec_tokens": len(c["p"]),
-                "prometheus": {"counts": tot.to_dict()},
-                "logs": {"counts": tot.to_dict(), "windows": [tot.to_dict()]},
-                "per_request": {"counts": tot.to_dict(), "units": [u.to_dict() for u in units]},
-                "agreement": {"logs_vs_prometheus": True, "per_request_vs_prometheus": True, "details": {}},
-                "derived": {},
-                "ci": None,
-                "warnings": [],
-            },
-        )
-        if "ttft_ms" in c:
-            med, sd = c["ttft_ms"]
-            write_jsonl(
-                root / cid / "requests.jsonl",
-                [
-                    {
-                        "index": i,
-                        "error": None,
-                        "ttft_s": max(1e-4, rng.normal(med, sd)) / 1000,
-                        "end_to_end_latency_s": 0.5,
-                        "itl_s": [0.01, 0.012, 0.008],
-                    }
-                    for i in range(c["units"])
-                ],
-            )
-        save_json(
-            root / cid / "cell.json",
-            {
-                "cell_id": cid,
-                "axes": c["axes"],
-                "repeat": c.get("repeat", 0),
-                "is_baseline": False,
-                "status": c.get("status", "done"),
-                "reason": c.get("reason"),
-                "exit_status": None,
-                "log_tail": None,
-                "argv": [],
-                "env": {},
-                "host": "127.0.0.1",
-                "port": 0,
-                "vllm_version": "0.32.0",
-                **(claims(c["axes"], len(c["p"])) if c.get("attested", True) else {}),
-            },
-        )
+    ids = [_write_cell(root, c, rng) for c in cells]
     m = copy.deepcopy(MANIFEST)
     for key, value in (manifest or {}).items():
         m[key] = value
     save_json(root / "manifest.json", {**m, "run_id": run_id, "cells": ids})
     return root
+
+
+def _write_cell(root: Path, c: dict[str, Any], rng: np.random.Generator) -> str:
+    """One cell's directory (acceptance.json, requests.jsonl with ``ttft_ms``, cell.json); its id."""
+    cid = "__".join(f"{k}-{v}" for k, v in c["axes"].items()) + f"__r{c.get('repeat', 0)}"
+    units = simulate_units(c["p"], c["units"], c["drafts"], rng, spread=c.get("spread", 0.0))
+    save_json(root / cid / "acceptance.json", _acceptance(len(c["p"]), units))
+    if "ttft_ms" in c:
+        med, sd = c["ttft_ms"]
+        write_jsonl(
+            root / cid / "requests.jsonl",
+            [
+                {
+                    "index": i,
+                    "error": None,
+                    "ttft_s": max(1e-4, rng.normal(med, sd)) / 1000,
+                    "end_to_end_latency_s": 0.5,
+                    "itl_s": [0.01, 0.012, 0.008],
+                }
+                for i in range(c["units"])
+            ],
+        )
+    save_json(root / cid / "cell.json", _cell_record(cid, c))
+    return cid
+
+
+def _acceptance(k: int, units: list[Counts]) -> dict[str, Any]:
+    tot = total(units)
+    assert tot is not None, "simulated units always draft"
+    return {
+        "definition": DEFINITION,
+        "num_spec_tokens": k,
+        "prometheus": {"counts": tot.to_dict()},
+        "logs": {"counts": tot.to_dict(), "windows": [tot.to_dict()]},
+        "per_request": {"counts": tot.to_dict(), "units": [u.to_dict() for u in units]},
+        "agreement": {"logs_vs_prometheus": True, "per_request_vs_prometheus": True, "details": {}},
+        "derived": {},
+        "ci": None,
+        "warnings": [],
+    }
+
+
+def _cell_record(cid: str, c: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "cell_id": cid,
+        "axes": c["axes"],
+        "repeat": c.get("repeat", 0),
+        "is_baseline": False,
+        "status": c.get("status", "done"),
+        "reason": c.get("reason"),
+        "exit_status": None,
+        "log_tail": None,
+        "argv": [],
+        "env": {},
+        "host": "127.0.0.1",
+        "port": 0,
+        "vllm_version": "0.32.0",
+        **(claims(c["axes"], len(c["p"])) if c.get("attested", True) else {}),
+    }
 
 
 def claims(axes: dict[str, Any], k: int) -> dict[str, Any]:

@@ -84,7 +84,7 @@ def mdc_side(label: str, p: list[float], rng: np.random.Generator, prompts: int 
         cell_ids=["c"],
         units=units,
         unit_kind="request",
-        num_spec_tokens=3,
+        k=3,
         exact=total(units),
         requests=[{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)],
     )

@@ -54,6 +54,7 @@ def _cell_ci(units: list[Counts]):
     return acc.ci
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("n_windows", [3, 5, 10])
 def test_per_cell_ci_covers_at_its_level_over_few_windows(n_windows):
     rng = np.random.default_rng(20261203 + n_windows)

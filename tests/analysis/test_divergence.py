@@ -178,6 +178,7 @@ def _old_end_inside_rule(spec: dict, n_tokens: int, prefix: int | None) -> tuple
     return d, acc
 
 
+@pytest.mark.heavy
 def test_prefix_al_is_unbiased_with_independent_steps():
     a, b = _simulated_rows(3000, seed=7)
     pair = compare_outputs("A", a, "B", b)
@@ -198,6 +199,7 @@ def test_prefix_al_is_unbiased_with_independent_steps():
     assert old_al < TRUE_A - 0.1, old_al
 
 
+@pytest.mark.heavy
 def test_prefix_al_is_not_an_al_with_dependent_steps():
     """Sticky steps (each step's marginal law P_A / P_B, so AL 2.70 / 2.90): prefix AL departs from the
     same requests' plain AL by far more than its error, so it must not sit beside AL as the same

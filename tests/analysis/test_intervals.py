@@ -47,6 +47,7 @@ def test_single_unit_is_degenerate_not_precise():
     assert ci["mean_acceptance_length"] == (1 + 163 / 93, 1 + 163 / 93)
 
 
+@pytest.mark.heavy
 def test_coverage_on_bernoulli_streams():
     # True values: p0 = alpha, AL = 1 + alpha + alpha^2 + alpha^3.
     alpha, reps = 0.713, 200  # alpha off the 1/400 lattice of p0 values

@@ -27,6 +27,7 @@ def _specbench(*args: str, env: dict[str, str] | None = None, stdout=subprocess.
     )
 
 
+@pytest.mark.heavy
 def test_an_ascii_terminal_keeps_the_verdict(tmp_path):
     """Before: exit 2 "input is not UTF-8 text" after the Markdown was written; the verdict lost."""
     md = tmp_path / "gate.md"

@@ -30,6 +30,7 @@ def _one_error(r: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
 def test_a_read_that_fails_mid_file_names_the_input():
     """/proc/self/mem is a regular file of size 0 whose read fails (EIO): before, a bare
@@ -38,12 +39,14 @@ def test_a_read_that_fails_mid_file_names_the_input():
     assert "/proc/self/mem: cannot read log (Input/output error)" in line
 
 
+@pytest.mark.heavy
 def test_a_newline_in_a_path_is_shown_not_a_line_break(tmp_path):
     path = tmp_path / "a\nb.log"
     line = _one_error(_specbench("parse", str(path)))
     assert f"{tmp_path}/a\\nb.log: log not found" in line
 
 
+@pytest.mark.heavy
 def test_one_input_given_twice_says_so(tmp_path):
     """Before: a message about a --label nobody gave."""
     log = tmp_path / "l.log"
@@ -52,6 +55,7 @@ def test_one_input_given_twice_says_so(tmp_path):
     assert f"{log}: given twice" in line and "--label" not in line
 
 
+@pytest.mark.heavy
 def test_an_unknown_cell_status_is_an_input_error(tmp_path):
     """Before: compare exit 3 (a failed cell), report exit 0 with the cell left out."""
     run = tmp_path / "run"
@@ -63,6 +67,7 @@ def test_an_unknown_cell_status_is_an_input_error(tmp_path):
         assert f"{cell}: status" in line and "unknown cell status 'weird'" in line
 
 
+@pytest.mark.heavy
 def test_two_outputs_on_one_path_are_refused_before_any_work(tmp_path):
     """Before: `--json X --markdown X` wrote one and silently overwrote it with the other."""
     out = tmp_path / "x.out"
@@ -70,6 +75,7 @@ def test_two_outputs_on_one_path_are_refused_before_any_work(tmp_path):
     assert "writes there too" in line and str(out) in line and not out.exists()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["requests.jsonl", "summary.json"])
 def test_a_self_linked_run_file_is_an_input_error(tmp_path, name):
     """Before: a requests.jsonl or summary.json linked to itself read as absent (report exit 0)."""
@@ -82,6 +88,7 @@ def test_a_self_linked_run_file_is_an_input_error(tmp_path, name):
     assert f"{target}: cannot read (Too many levels of symbolic links)" in line
 
 
+@pytest.mark.heavy
 def test_a_bench_result_with_more_positions_than_any_draft_names_itself(tmp_path):
     """Before: 10^5 per-position rates printed a 10^5-column table (and once blamed acceptance.json)."""
     data = json.loads((ROOT / "tests" / "metrics" / "data" / "vllm_bench" / "detailed.json").read_text())
@@ -92,6 +99,7 @@ def test_a_bench_result_with_more_positions_than_any_draft_names_itself(tmp_path
     assert f"{bench}:1: spec_decode_per_position_acceptance_rates has 100,000 positions" in line
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     ("args", "said"),
     [

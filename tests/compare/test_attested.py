@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from realruns import BASELINE, copy_run, run
 
 CELL = "mla-on__output_norm-on__r0"
@@ -26,6 +27,7 @@ def _edit_cell(run_dir: Path, cid: str, edit) -> None:
     f.write_text(json.dumps(data))
 
 
+@pytest.mark.heavy
 def test_the_committed_attested_baseline_passes_against_itself(tmp_path):
     code, out = run(BASELINE, _copy(tmp_path, "cand"), "--gate", SEEN)
     assert code == 0, out
@@ -46,6 +48,7 @@ def test_a_run_from_before_attestation_is_inconclusive_not_a_pass(tmp_path):
     assert others == {"pass"}
 
 
+@pytest.mark.heavy
 def test_a_head_variant_vllm_did_not_confirm_blocks_the_baseline_side_too(tmp_path):
     base = _copy(tmp_path, "base")
 
@@ -80,6 +83,7 @@ def test_inputs_no_specbench_server_produced_are_shown_unchecked_not_refused(tmp
     assert any("not attested (a log or /metrics file" in w for w in json.loads(js.read_text())["warnings"])
 
 
+@pytest.mark.heavy
 def test_the_shipped_head_served_as_control_or_not_is_the_same_head(tmp_path):
     """Issue 37: every compare against cpu-default warned "servers differ in head_variant
     {control=off, ...} vs {control=on, ...}" for cells serving the same shipped variant (a switchable

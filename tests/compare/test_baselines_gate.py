@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BASELINES = sorted(p for p in (ROOT / "results" / "baselines").iterdir() if (p / "manifest.json").is_file())
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("run", BASELINES, ids=[p.name for p in BASELINES])
 def test_every_committed_baseline_is_attested_and_gates(run):
     side = load_side(run)

@@ -118,6 +118,7 @@ def test_a_whole_run_slowdown_with_one_repeat_is_inconclusive_within_run_only(tm
     assert "latency/throughput check(s) are within-run only" in out and "e2e_p50_ms +250%" in out
 
 
+@pytest.mark.heavy
 def test_a_slowdown_beyond_the_noise_floor_fails(tmp_path):
     """6x: past (1 + 10%) x 3.5 = 3.85x of the baseline's e2e median in every cell: exit 1. (Holm
     over 32 checks asks p <= 0.08%: a bootstrap p-value needs 2000 resamples to get there.)"""
@@ -129,6 +130,7 @@ def test_a_slowdown_beyond_the_noise_floor_fails(tmp_path):
     assert all("beyond the noise floor of e2e_p50_ms, +250%" in g["message"] for g in failed)
 
 
+@pytest.mark.heavy
 def test_every_run_level_metric_is_held_to_its_floor(tmp_path):
     """2.4x: inside every floor (latency +250%, tok/s -75%, speed-up -70%); no check fails. The
     speed-up does not move (its baseline cell slowed with it): it passes its interval (within-run
@@ -150,6 +152,7 @@ def test_every_run_level_metric_is_held_to_its_floor(tmp_path):
     assert {g.status for g in comp.checks if g.metric == "speedup"} == {"inconclusive"}
 
 
+@pytest.mark.heavy
 def test_repeats_are_the_unit_a_consistent_regression_fails(tmp_path):
     """Three repeats a side: one value per repeat, Welch t over repeats. A 2.4x regression in every
     repeat, with the repeats within 10% of each other, is past the tolerance between runs: exit 1."""
@@ -165,6 +168,7 @@ def test_repeats_are_the_unit_a_consistent_regression_fails(tmp_path):
     )
 
 
+@pytest.mark.heavy
 def test_repeats_a_shift_within_their_spread_is_no_regression(tmp_path):
     """Two repeats a side. The baseline's own repeats differ 2.4x (one ran on a busy machine); the
     candidate sits inside that spread: the between-repeat interval covers it, no check fails."""
@@ -177,6 +181,7 @@ def test_repeats_a_shift_within_their_spread_is_no_regression(tmp_path):
     assert {g.scope for g in comp.checks} == {BETWEEN}
 
 
+@pytest.mark.heavy
 def test_repeats_on_one_side_only_are_within_run(tmp_path):
     base = make_run(tmp_path / "base", [1.0, 1.1])
     cand = make_run(tmp_path / "cand", [2.4])
@@ -184,6 +189,7 @@ def test_repeats_on_one_side_only_are_within_run(tmp_path):
     assert not comp.failures and {g.scope for g in comp.checks} == {WITHIN}
 
 
+@pytest.mark.heavy
 def test_the_speedup_per_repeat_is_over_the_same_repeat_of_its_baseline(tmp_path):
     """Repeat 1 of every cell, baseline cells included, ran 2x slower: each repeat's speed-up is
     the same, so the between-repeat interval is of zero width around no change: a pass."""
@@ -215,6 +221,7 @@ def _rerun_pairs(runs: list[Path]):
     ]
 
 
+@pytest.mark.heavy
 def test_committed_same_vm_reruns_do_not_fail_each_other(tmp_path):
     """The head-variants and seed-questions studies ran the same cells (same server, load and VM;
     2026-12-03, 3 hours apart): e2e_p50_ms moved up to +210% between them. Under the default gates

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from realruns import BASELINE, SPEC_CELLS, copy_run, run
 from rewrite import rewrite, shorter
 
 CELL = SPEC_CELLS[0]  # mla=on, output_norm=on
 
 
+@pytest.mark.heavy
 def test_a_position_one_side_lacks_is_an_inconclusive_check(tmp_path):
     cand = rewrite(copy_run(tmp_path / "cand"), [CELL], shorter(2), k=2)
     js = tmp_path / "r.json"

@@ -16,6 +16,7 @@ import math
 import shlex
 from pathlib import Path
 
+import pytest
 import yaml
 from realruns import copy_run, run
 from rewrite import rewrite
@@ -48,6 +49,7 @@ def test_the_recipe_gates_what_it_sized_against_the_committed_baseline():
     assert manifest["gate_sizing"], "the rerun was not sized by --gate"
 
 
+@pytest.mark.heavy
 def test_the_recipe_passes_a_rerun_with_no_weak_check(tmp_path):
     _, compare_argv = _recipe()
     gates = [a for g in _gates(compare_argv) for a in ("--gate", g)]
@@ -62,6 +64,7 @@ def test_the_recipe_passes_a_rerun_with_no_weak_check(tmp_path):
     assert json.loads((RERUN / "manifest.json").read_text())["gate_subset"]["prompts"] == 176
 
 
+@pytest.mark.heavy
 def test_a_subset_sized_against_another_baseline_is_warned_about(tmp_path):
     """gate_subset names the baseline it was sized against: against any other run (here: the same
     files under another run id) the missing prompts and the request count are warned about again."""
@@ -76,6 +79,7 @@ def test_a_subset_sized_against_another_baseline_is_warned_about(tmp_path):
     assert "unmatched, left out: 22 of 198 baseline prompts" in out
 
 
+@pytest.mark.heavy
 def test_thinned_accepted_tokens_fail(tmp_path):
     """Every speculative cell's requests keep floor((1 - f) a_i) of the a_i tokens accepted at
     position i (a prefix stays a prefix), f chosen per cell so its AL drops by twice the AL gate's

@@ -47,6 +47,7 @@ def test_regression_exit_1_names_cell_and_metric(pair):
     assert "REGRESSION" in out
 
 
+@pytest.mark.heavy
 def test_outputs(pair, tmp_path):
     md, xml, js, png, summary = (tmp_path / n for n in ("r.md", "r.xml", "r.json", "r.png", "step.md"))
     summary.write_text("earlier step\n")

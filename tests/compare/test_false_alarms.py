@@ -87,6 +87,7 @@ def test_interval_level_is_95_not_90(simulated):
     assert coverage >= 0.93, f"coverage {coverage:.3f} of the 95% CI over {TRIALS} A/A trials"
 
 
+@pytest.mark.heavy
 def test_holm_controls_family_wise_rate_over_positions_and_cells():
     """4 cells x 3 positions, zero tolerance, no true change: any false alarm in the run counts."""
     rng = np.random.default_rng(7)

@@ -61,6 +61,7 @@ def test_loads_of_fewer_than_3_prompts_give_no_verdict(tmp_path, n_prompts):
     assert f"too few independent prompts: {n_prompts} paired; a verdict needs >= 3 distinct prompts per side" in out
 
 
+@pytest.mark.heavy
 def test_a_zero_width_interval_around_a_change_never_decides(tmp_path):
     """Requests without prompt ids (the units of acceptance.json): 20 copies of one request per
     side, one token fewer in every candidate copy. Both sides' units are all alike: the interval has

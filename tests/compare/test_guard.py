@@ -21,7 +21,14 @@ def _changed(path: tuple[str, ...]) -> dict:
     node = top
     for part in path[1:-1]:
         node = node[part]
-    node[path[-1]] = f"other-{node.get(path[-1])}"
+    was = node.get(path[-1])
+    # a value of the same type (the manifest's machine is typed: a count stays an integer)
+    if isinstance(was, (int, float)) and not isinstance(was, bool):
+        node[path[-1]] = was + 1
+    elif isinstance(was, list):
+        node[path[-1]] = [*was, {"name": "other", "memory": "1 MiB", "driver": "1"}]
+    else:
+        node[path[-1]] = f"other-{was}"
     return {path[0]: top}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from realruns import BASELINE, SPEC_CELLS, run
 
 
@@ -74,6 +75,7 @@ def test_a_regression_with_the_hardest_prompts_errored_does_not_pass(copy):
     assert "more than 20% of a side unmatched" in out
 
 
+@pytest.mark.heavy
 def test_disjoint_prompt_sets_are_compared_unpaired_and_labelled_so(copy, tmp_path):
     for cid in SPEC_CELLS:
         f = copy / cid / "requests.jsonl"

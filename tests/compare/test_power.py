@@ -15,6 +15,7 @@ from rewrite import dead, first_prompts
 GATES = ["--gate", "acceptance_length:-5%", "--gate", "per_position[*]:-5pp"]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("prompts", [3, 5, 6, 8, 20])
 def test_a_dead_head_never_passes(tmp_path, prompts):
     """0 accepted on every prompt of one cell (AL 2.72 -> 1.00): passed at 3-6 prompts, its AL
@@ -37,6 +38,7 @@ def test_a_dead_head_never_passes(tmp_path, prompts):
         assert set(statuses.values()) == {"fail"} and code == 1
 
 
+@pytest.mark.heavy
 def test_a_gate_too_weak_for_its_tolerance_is_inconclusive_unless_allowed(copy, tmp_path):
     """At 20 prompts a -5% AL gate sees only drops of 0.23-0.52 AL (15-19%): its passes could not
     have failed. Exit 3, each check saying what it would need; --allow-weak passes them, and the

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "results" / "baselines" / "cpu-default"
 
@@ -36,6 +38,7 @@ def _compare(*args: object) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.heavy
 def test_an_undecided_compare_fits_a_screen_and_q_prints_the_verdict_only(tmp_path):
     copy = _rerun_copy(tmp_path)
     r = _compare(RUN, copy)

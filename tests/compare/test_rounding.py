@@ -22,6 +22,7 @@ def _one_more_draft(_: int, sd: dict) -> dict:
     }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("prompts", [3, 20])
 def test_alpha_identical_prompt_by_prompt_never_fails_from_rounding(tmp_path, prompts):
     """Was: conditional[1]:0 failed at 3 prompts, "worse by 1.11e-16, CI of harm [1.11e-16, 1.11e-16]"."""

@@ -53,6 +53,7 @@ def _resampled(src: Path, dst: Path, n: int, seed: int = 0) -> Path:
     return dst
 
 
+@pytest.mark.heavy
 def test_sides_of_the_sized_size_have_no_weak_check(tmp_path):
     sizing = size_gates(WORKLOADS, [parse_gate(g) for g in GATES])
     n = sizing.needed
@@ -122,6 +123,7 @@ def test_dry_run_prints_the_sized_load():
     assert f"cells x {sizing.needed:,}" in output
 
 
+@pytest.mark.heavy
 def test_a_candidate_sends_what_its_hardest_check_needs_of_the_baselines_prompts():
     """Gated against a baseline larger than its checks need (the committed cpu-gate sent 198), the
     candidate sends the first ~needed of the baseline's prompts (same seed: the shuffled workload's
@@ -144,6 +146,7 @@ def test_other_gates_count_in_holms_family_and_are_named_as_not_sized():
     assert any("ttft_p50_ms:+50%" in line and "not sized" in line for line in describe(mixed))
 
 
+@pytest.mark.heavy
 def test_a_pilot_with_more_cells_sizes_only_the_studys_own():
     """configs/ci-gate.yaml's study (4 cells) sized from a 6-cell pilot (its logits-only cells since
     dropped): Holm's family and the sizes are the 4 cells' (16 checks), not the pilot's 24; a

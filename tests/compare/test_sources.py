@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from realruns import BASELINE, run
 
 CELL = "mla-on__output_norm-on__r0"
@@ -38,6 +39,7 @@ def _per_request_regressed(cell_dir: Path, scale: float) -> None:
     (cell_dir / "acceptance.json").write_text(json.dumps(acc))
 
 
+@pytest.mark.heavy
 def test_disagreeing_sources_are_inconclusive_with_both_figures(tmp_path):
     """Per-request counts regressed by ~0.45 AL while /metrics did not: was exit 0 (the point from
     /metrics, a warning). Now every check of the cell is inconclusive, the others decide."""

@@ -117,6 +117,7 @@ def test_divergence_share_gate(tmp_path):
     assert all(g["status"] == "inconclusive" and g["weak"] for c in data["cells"] for g in c["gates"])
 
 
+@pytest.mark.heavy
 def test_divergence_share_without_a_baseline_for_the_target_is_inconclusive(tmp_path):
     """Without the mla=off baseline the mla=off cells have none serving their target: their checks
     are inconclusive (exit 3), never measured against the mla=on baseline."""

@@ -23,6 +23,7 @@ def _fail_cells(run_dir: Path) -> None:
         f.write_text(json.dumps({**json.loads(f.read_text()), "status": "failed", "reason": "server died"}))
 
 
+@pytest.mark.heavy
 def test_identical_runs_do_not_fail_and_pass_only_what_they_can_see(copy):
     """Was "no regression: 24 passed": at 20 prompts the default gates (3%, 2pp) cannot see their
     tolerance (issue 37). The 4 checks that pass are p_1 / p_2 of the output-norm-off cells, whose
@@ -99,6 +100,7 @@ def test_position_no_run_has_is_a_usage_error(gate, fragment):
     assert len(out.strip().splitlines()) == 1
 
 
+@pytest.mark.heavy
 def test_gate_file_selector(tmp_path):
     f = tmp_path / "g.yaml"
     f.write_text("gates:\n  - gate: per_position[0]:-2pp\n    cells: {mla: maybe}\n")
@@ -149,6 +151,7 @@ def test_bare_logs_get_window_intervals(tmp_path):
     assert code in (1, 3), out  # a big drop (output norm off) is never "no regression"
 
 
+@pytest.mark.heavy
 def test_throughput_gets_a_ci_from_requests_with_one_repeat(tmp_path):
     """repeats: 1 and output_tok_per_s: the CI comes from requests.jsonl, not a lone summary value."""
     js = tmp_path / "r.json"
@@ -163,6 +166,7 @@ def test_throughput_gets_a_ci_from_requests_with_one_repeat(tmp_path):
 SAME = "; every unit shows the same change: none (exactly), the within-draw floor's t"
 
 
+@pytest.mark.heavy
 def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path):
     """Both sides carry per-request counts with prompt ids: the change is paired by prompt, and
     requests of the same prompt form one unit (not independent ones)."""
@@ -189,6 +193,7 @@ def test_acceptance_paired_by_prompt_and_repeated_prompts_pooled(copy, tmp_path)
     assert methods == {f"paired by prompt, {PAIRED_MOVER}, 5 prompts{SAME}"}
 
 
+@pytest.mark.heavy
 def test_each_check_prints_its_smallest_detectable_change(tmp_path):
     md = tmp_path / "r.md"
     code, out = run(BASELINE, BASELINE, "--gate", "ttft_p50_ms:+10%", "--markdown", md, "--verbose")

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from realruns import run
 
 RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-workloads"
@@ -31,6 +32,7 @@ def _other_file(run_dir: Path) -> Path:
     return run_dir
 
 
+@pytest.mark.heavy
 def test_same_ids_other_texts_are_not_paired(tmp_path):
     cand = _other_file(_copy(tmp_path / "cand"))
     code, out = run(RUN, cand, "--gate", "acceptance_length:-20%", "--json", tmp_path / "c.json", columns=400)
@@ -46,6 +48,7 @@ def _pairings(path: Path) -> dict[str, str]:
     return {c["name"]: (c["pairing"] or {}).get("description", "") for c in json.loads(path.read_text())["cells"]}
 
 
+@pytest.mark.heavy
 def test_same_texts_stay_paired(tmp_path):
     cand = _copy(tmp_path / "cand")
     code, out = run(RUN, cand, "--gate", "acceptance_length:-20%", "--json", tmp_path / "c.json", columns=400)

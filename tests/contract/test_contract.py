@@ -276,6 +276,7 @@ def test_generated_damaged_gate_files_keep_the_contract(tmp_path):
 
 
 # -- output paths ----------------------------------------------------------------------------
+@pytest.mark.heavy
 def test_generated_output_paths_keep_the_contract(tmp_path):
     base = _small_run(tmp_path / "base")
     cand = _small_run(tmp_path / "cand")
@@ -336,6 +337,7 @@ def test_parse_reads_a_piped_log(source):
     assert rows and all(row["kind"] == "spec_decode" for row in rows)
 
 
+@pytest.mark.heavy
 def test_real_process_exit_codes_and_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nserve: {model: /tmp}\nmatrix: {1: [a]}\n")

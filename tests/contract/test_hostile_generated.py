@@ -361,6 +361,7 @@ def _spawn(argv: list, **kw) -> subprocess.Popen:
     )
 
 
+@pytest.mark.heavy
 def test_closed_pipes_and_signals_during_writes_in_real_processes(tmp_path):
     """Seeded picks from the process families (the fixed reproducers are in test_hostile_inputs.py
     and test_signals.py): a closed stdout, a reader that stops after a random number of bytes, and

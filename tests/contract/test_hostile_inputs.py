@@ -264,6 +264,7 @@ def test_closed_stdout_is_a_usage_error_not_silence(fmt):
     assert proc.returncode == 2 and err.count("\n") == 1 and "standard output is closed" in err, err
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("fmt", ["table", "jsonl", "csv"])
 def test_a_reader_that_stops_early_is_no_error(tmp_path, fmt):
     import subprocess
@@ -322,6 +323,7 @@ def test_a_long_table_is_plain_text_with_the_records_values(tmp_path):
         assert [float(x) for x in cells[5:]] == pytest.approx(rec["per_position_acceptance"], abs=0.0005)
 
 
+@pytest.mark.heavy
 def test_a_metrics_file_with_100k_series_is_read_in_seconds(tmp_path):
     """Only vllm:spec_decode_* series are read: 100k other series add seconds, not minutes, and
     change nothing in the record."""

@@ -59,6 +59,7 @@ def _busy_then(sig: int, argv: list[str], out_dir: Path, reading: Path) -> tuple
     return proc.returncode, left
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_report_interrupted_by_a_signal_exits_130_and_leaves_no_temp_files(tmp_path, big_log, sig):
     out = tmp_path / "report"
@@ -182,6 +183,7 @@ cli_main.main()
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("command", ["report", "parse"])
 def test_a_stop_whose_interrupt_was_lost_still_ends_the_command_as_interrupted(tmp_path, command):
     """The handler's KeyboardInterrupt can be swallowed by extension code; the command then ran on

@@ -102,6 +102,7 @@ def test_head_switch_values_run_refuses_are_refused_by_dry_run_and_validate_too(
     assert not _no_launch and not (tmp_path / "out").exists()  # refused before a run directory exists
 
 
+@pytest.mark.heavy
 def test_the_contract_configs_and_their_damage_get_the_same_answer_from_all_three(tmp_path, _no_launch):
     bases = [(p.name, yaml.safe_load(p.read_text())) for p in sorted((ROOT / "configs").glob("*.yaml"))]
     for name, data in bases:  # the undamaged configs pass all three, and run reaches execute

@@ -202,6 +202,7 @@ def checkout(tmp_path, monkeypatch):
 
 # The hanging tokenizer is waited out whatever the limit, so 1 s is enough; the empty one ends on its
 # own, so its limit is only an upper bound that a loaded machine's start-up never reaches.
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "mode,expected,limit_s", [("empty", "tokenizer is empty", 60), ("hang", "did not load within 1 s", 1)]
 )
@@ -245,6 +246,7 @@ def _spec(checkout, n=3, **kw):
     )
 
 
+@pytest.mark.heavy
 def test_subprocess_path_with_standin(tmp_path, checkout):
     spec = _spec(checkout)
     result = run_llmperf("http://127.0.0.1:9", "m", spec, tmp_path / "out", scrape=lambda: None)
@@ -270,6 +272,7 @@ def test_subprocess_path_with_standin(tmp_path, checkout):
         )
 
 
+@pytest.mark.heavy
 def test_dropped_failed_request_is_counted(tmp_path, checkout, monkeypatch):
     """llmperf exits 0 with 2 of 3 rows; the server answered one request 400: it is a failed record."""
     monkeypatch.setenv("STANDIN_MODE", "drop")
@@ -294,6 +297,7 @@ def test_overshoot_is_stated(tmp_path, checkout):
     assert "covers 5 requests" in acc["acceptance_covers"] and "2 more" in acc["acceptance_covers"]
 
 
+@pytest.mark.heavy
 def test_all_failed_gives_failed_records_with_the_reason(tmp_path, checkout, monkeypatch):
     monkeypatch.setenv("STANDIN_MODE", "allfail")
     scrape = _server(_prom(10, 0, 10, 500), _prom(10, 3, 10, 500))
@@ -348,6 +352,7 @@ def test_wall_clock_limit_kills_the_process_group(tmp_path, checkout, monkeypatc
     assert not left, f"child {pid} of the killed llmperf still running"
 
 
+@pytest.mark.heavy
 def test_progress_from_tqdm(tmp_path, checkout, monkeypatch):
     monkeypatch.setenv("STANDIN_MODE", "progress")
     seen = []

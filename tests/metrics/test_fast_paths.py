@@ -110,6 +110,7 @@ def _records(lines: list[str], fast: bool, monkeypatch) -> list:
     ]
 
 
+@pytest.mark.heavy
 def test_fast_paths_equal_the_general_path(monkeypatch):
     lines = _lines(20_000)
     fast = _records(lines, True, monkeypatch)
@@ -231,6 +232,7 @@ def _dense_log(rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
+@pytest.mark.heavy
 def test_bulk_chunks_equal_the_per_hit_and_line_by_line_paths(tmp_path, monkeypatch):
     """parse_file with the bulk reader offered every chunk (small chunks, so many all-stats chunks and
     many mixed ones) gives exactly the records and warnings of the hit-by-hit path and of the general

@@ -116,6 +116,7 @@ def test_hostile_lines_under_the_cap_are_linear(line):
     assert time.process_time() - t0 < 5.0  # linear: ~10 ms; the quadratic paths took minutes
 
 
+@pytest.mark.heavy
 def test_pairs_read_per_colon_equal_the_per_comma_reference():
     import random
 

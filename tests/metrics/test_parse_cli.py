@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 SEED = (
     "INFO 07-16 18:05:38 [metrics.py:87] SpecDecoding metrics: Draft acceptance rate: 58.4%, Mean acceptance length: 2.75, "
     "Accepted: 163 tokens, Drafted: 279 tokens, Per-position acceptance rate: 0.882, 0.559, 0.312"
@@ -14,6 +16,7 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "specbench", "parse", *map(str, args)], capture_output=True, text=True)
 
 
+@pytest.mark.heavy
 def test_jsonl_is_only_records(tmp_path):
     log = tmp_path / "server.log"
     log.write_bytes(b"noise line\n" + SEED.encode() + b"\n\xff\xfe bad bytes\n")
@@ -30,6 +33,7 @@ def test_unreadable_path_exit_2(tmp_path):
     assert len(res.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.heavy
 def test_no_metrics_in_any_input_is_exit_2_naming_them_and_strict_is_the_same_error(tmp_path):
     """Issue 43, item 6: an empty table with exit 0 read as a result (a UTF-16 log, /dev/null, a
     log of another server). Without --strict: exit 2 when no input has metrics, exit 0 when one
@@ -50,6 +54,7 @@ def test_no_metrics_in_any_input_is_exit_2_naming_them_and_strict_is_the_same_er
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 1 and "empty.log" in res.stderr
 
 
+@pytest.mark.heavy
 def test_csv_and_table(tmp_path):
     log = tmp_path / "a.log"
     log.write_text(SEED + "\n")
@@ -58,6 +63,7 @@ def test_csv_and_table(tmp_path):
     assert "163" in run(log).stdout
 
 
+@pytest.mark.heavy
 def test_jsonl_is_json_dumps_of_the_records_byte_for_byte(tmp_path):
     """The CLI's own JSON formatter and parse_file(engine_stats=False) change nothing users see:
     stdout is json.dumps of each record, with and without --engine-stats, across two files."""
@@ -75,6 +81,7 @@ def test_jsonl_is_json_dumps_of_the_records_byte_for_byte(tmp_path):
         assert res.stdout == "".join(json.dumps(r.to_dict()) + "\n" for r in recs if r.kind in kinds)
 
 
+@pytest.mark.heavy
 def test_cr_only_line_ends_are_read_like_lf(tmp_path):
     """Issue 43, item 6: a log whose lines end with a lone CR gave 1 of 5 records (its first)."""
     lf, cr = tmp_path / "lf.log", tmp_path / "cr.log"

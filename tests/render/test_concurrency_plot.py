@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from specbench.analysis.speedup import Speedup
 from specbench.render.plots.concurrency import concurrency_series, write_concurrency_plot
 
@@ -36,6 +38,7 @@ def test_series_per_other_axes_sorted_by_concurrency():
     assert [s.cell for _, s in series["mla=off"]] == ["c1-off", "c2-off", "c4-off"]
 
 
+@pytest.mark.heavy
 def test_plot_written_only_with_two_concurrencies(tmp_path):
     speeds = [_s(f"c{c}-{m}", 2.0 / c, 2.6, 1.0 + c / 4) for c in (1, 2, 4) for m in ("on", "off")]
     paths = write_concurrency_plot(speeds, AXES, tmp_path)

@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "results/baselines/cpu-head-variants"
 
 
+@pytest.mark.heavy
 def test_one_panel_per_value_one_line_per_cell_with_its_ci(tmp_path):
     rows = facets.read_cells(RUN)
     fig = facets.facet_figure(rows, "output_norm", "output_norm", "SPECBENCH_POS0_MASK")

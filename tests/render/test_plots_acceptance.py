@@ -23,6 +23,7 @@ def groups():
     return {"output_norm=on": units(0.77), "output_norm=off": units(0.5)}
 
 
+@pytest.mark.heavy
 def test_per_position_and_al_over_time_files(tmp_path):
     g = groups()
     summary = summary_frame(g)
@@ -97,6 +98,7 @@ def test_cumulative_al_sums_counts_and_its_last_interval_is_the_cells():
     assert cum[-1][2:] == cell_intervals(units)["mean_acceptance_length"]
 
 
+@pytest.mark.heavy
 def test_cumulative_al_of_a_long_log_is_a_bounded_number_of_points_ending_at_the_pooled_al():
     from specbench.analysis.intervals import cumulative_intervals
 

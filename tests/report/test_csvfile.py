@@ -4,6 +4,7 @@ writes, long cells included (quotes, separators and line ends in them, split acr
 import math
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ from specbench.report import csvfile
 TEXT = st.text(alphabet=st.sampled_from(list('ab ;,"\n\ré\t0')), max_size=60)
 
 
+@pytest.mark.heavy
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.tuples(TEXT, TEXT, st.integers(0, 3), st.sampled_from([0.5, math.nan, 1e-9])), min_size=1, max_size=4),

@@ -76,6 +76,7 @@ def test_reference_by_title_or_id_and_clear_errors(report):
         pick_reference(groups, "nope", title)
 
 
+@pytest.mark.heavy
 def test_cli_reference_flag_writes_table_and_figure(tmp_path):
     runner = CliRunner()
     out = tmp_path / "rep"

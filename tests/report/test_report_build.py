@@ -42,6 +42,7 @@ def write_records(path, windows):
     return path
 
 
+@pytest.mark.heavy
 def test_report_on_record_file_writes_all_outputs(tmp_path):
     f = write_records(tmp_path / "a.jsonl", [(163, 279, [0.774, 0.581, 0.398]), (150, 270, [0.756, 0.522, 0.389])])
     rep = build_report([f], n_resamples=200)
@@ -81,6 +82,7 @@ def test_missing_file_is_input_error(tmp_path):
         build_report([tmp_path / "nope.log"])
 
 
+@pytest.mark.heavy
 def test_cli_exit_codes(tmp_path):
     runner = CliRunner()
     bad = runner.invoke(app, ["report", "--label", "oops", "--out", str(tmp_path / "o")])
@@ -124,6 +126,7 @@ def make_run_dir(tmp_path):
     return run
 
 
+@pytest.mark.heavy
 def test_report_on_run_dir_states_significant_difference(tmp_path):
     run = make_run_dir(tmp_path)
     rep = build_report([run], n_resamples=300)
@@ -183,6 +186,7 @@ def test_failed_cell_is_listed_not_compared(tmp_path):
     assert "server died" in render_markdown(rep)
 
 
+@pytest.mark.heavy
 def test_report_on_real_vllm_log(tmp_path):
     from pathlib import Path
 

@@ -51,6 +51,7 @@ def test_summary_lists_exactly_the_files_written(plots: bool, tmp_path: Path):
         assert {"acceptance.csv", "divergence.csv", "speedup.csv", "kprediction.csv"} <= written
 
 
+@pytest.mark.heavy
 def test_summary_names_the_interval_of_its_table(tmp_path: Path):
     """The method a cell's interval states (Intervals.method) is the one summary.md describes."""
     out = tmp_path / "rep"
@@ -64,6 +65,7 @@ def test_summary_names_the_interval_of_its_table(tmp_path: Path):
         assert {row["ci_method"] for row in csv.DictReader(f)} == methods
 
 
+@pytest.mark.heavy
 def test_no_plots_never_loads_matplotlib(tmp_path: Path):
     """--no-plots is for CI jobs that read the tables: the report must not pay for matplotlib."""
     code = (

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "results" / "baselines" / "cpu-default"
 HOSTILE = "on|x\nFAKE: all gates passed\x1b[31m[bold]<img src=http://x/y onerror=alert(1)>"
@@ -29,6 +31,7 @@ def _table_widths(md: str) -> list[set[int]]:
     return tables
 
 
+@pytest.mark.heavy
 def test_a_hostile_axis_value_stays_one_value(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("server.log", "*.prom"))

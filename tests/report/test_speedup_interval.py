@@ -7,6 +7,8 @@ import csv
 import math
 from pathlib import Path
 
+import pytest
+
 from specbench.analysis.speedup import RERUN_SD
 from specbench.cli.main import run_cli
 
@@ -18,6 +20,7 @@ def _speedups(out: Path) -> list[dict[str, str]]:
         return [r for r in csv.DictReader(fh) if r["speedup_output_tok_per_s"]]
 
 
+@pytest.mark.heavy
 def test_rerun_sd_sets_the_width_and_the_page_says_so(tmp_path, capsys):
     assert run_cli(["report", str(RUN), "--out", str(tmp_path / "d"), "--no-plots"]) == 0
     assert run_cli(["report", str(RUN), "--out", str(tmp_path / "z"), "--no-plots", "--rerun-sd", "0"]) == 0

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from specbench.report.screen import final_screen
@@ -18,6 +19,7 @@ from specbench.report.screen import final_screen
 RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 
 
+@pytest.mark.heavy
 def test_the_suggested_report_command_runs_as_printed(tmp_path):
     run = tmp_path / "results" / RUN.name
     shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("server.log", "*.prom"))
@@ -39,6 +41,7 @@ def test_the_suggested_report_command_runs_as_printed(tmp_path):
     assert sorted(p.name for p in run.parent.iterdir()) == [RUN.name]  # nothing beside the run
 
 
+@pytest.mark.heavy
 def test_k_advice_says_its_assumptions_once(tmp_path):
     """issue 41: `report` printed the same assumptions paragraph once per cell (six times)."""
     r = subprocess.run(

@@ -43,6 +43,7 @@ def test_last_flag_wins_as_argparse_reads_it():
 MODEL_SPECIFIC = ("_DSV4", "_DSV41", "MINIMAX_", "_MSA", "STEP5_", "KIMI_", "NO_ATTENTION", "CUSTOM")
 
 
+@pytest.mark.heavy
 @pytest.mark.imports_vllm
 def test_every_backend_of_the_installed_vllm_has_its_kind():
     """The installed vLLM's AttentionBackendEnum: the classes under backends/mla/ are MLA_BACKENDS,

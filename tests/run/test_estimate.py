@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from specbench.cli.main import run_cli
+from specbench.model.cell import Spec
 from specbench.records import CellRecord
 from specbench.run import timings
 from specbench.run.display import QuietDisplay
@@ -208,11 +209,12 @@ def test_a_failed_cell_records_nothing_and_other_settings_stay_unknown(monkeypat
     kept = timings.read(path)
     assert [v["startup_s"] for v in kept["startups"].values()] == [9.0]
     assert [v["s_per_request"] for v in kept["loads"].values()] == [0.3]
-    assert timings.server_key("org/m", {"method": "eagle", "compiled": False}) not in kept["startups"]
+    assert timings.server_key("org/m", Spec(method="eagle", compiled=False)) not in kept["startups"]
     path.write_text("{torn")  # a cache: a damaged file counts as empty, never an error
     assert timings.read(path) == {"startups": {}, "loads": {}}
 
 
+@pytest.mark.heavy
 def test_the_cold_starts_benchmark_reports_what_the_dry_run_plans(monkeypatch, tmp_path):
     """benchmarks/cold_starts.py (the performance table's row) counts what `run --dry-run` prints;
     before issue 26 the R1 study started a server per cell."""

@@ -87,6 +87,7 @@ def test_interrupt_keeps_finished_cells(tmp_path):
     assert run.cells_frame().cell_id.tolist() == ["mla-on__r0"]
 
 
+@pytest.mark.heavy
 def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
     """cells.csv is rewritten after every cell from rows kept in memory (store.Tables): the reads of
     cell.json / summary.json grow with the cells, not with their square (each used to re-read all)."""

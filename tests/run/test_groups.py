@@ -100,7 +100,7 @@ def test_cell_context_applies_the_cell_load_and_narrows_prompts(tmp_path):
     cctx = cell_context(ctx, cell)
     assert cctx.study.load.concurrency == 8 and cctx.study.load.warmup_requests == study.load.warmup_requests
     assert {p.category for p in cctx.prompts} == {"math"}
-    assert load_settings(cctx.study.load)["category"] == "math"
+    assert load_settings(cctx.study.load).category == "math"
     later = cell_context(ctx, cell, warmup=False)  # a group's later cells: warmup once per server
     assert later.study.load.warmup_requests == 0
     assert study.load.concurrency == 4  # the study itself is untouched
@@ -115,6 +115,7 @@ def test_category_missing_from_the_users_prompt_file_fails_before_the_run(tmp_pa
         check_prompts(study, "s.yaml")
 
 
+@pytest.mark.heavy
 def test_dry_run_says_how_many_servers(tmp_path):
     import subprocess
     import sys
@@ -217,8 +218,6 @@ def test_the_variant_enacted_follows_the_server_configuration_not_the_claim():
     study = _variant_study({"mla": ["on", "off"]}, baseline=False)  # no switch in the env: no SPECBENCH_HEAD
     honest = expand(study)[0]
     assert "SPECBENCH_HEAD" not in honest.env
-    claim = dataclasses.replace(
-        honest, spec={**copy.deepcopy(honest.spec), "method": "deepseek_mtp", "vllm_method": "mtp"}
-    )
+    claim = dataclasses.replace(honest, spec=copy.deepcopy(honest.spec).with_(method="deepseek_mtp", vllm_method="mtp"))
     assert configured_method(claim) == "eagle"
     assert head_variant(claim) == head_variant(honest) == ("on", False)

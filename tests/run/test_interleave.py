@@ -138,6 +138,7 @@ def test_report_and_screen_measure_an_interleaved_cell_against_its_paired_reques
     assert not {s.cell: s for s in run_speedups(run).speedups}[CELL].interleaved
 
 
+@pytest.mark.heavy
 def test_the_speedup_gate_uses_the_paired_requests(tmp_path, capsys):
     run = _paired_copy(tmp_path, 2.0)
     out = tmp_path / "c.json"
@@ -202,6 +203,7 @@ def test_baselines_differing_only_in_load_share_one_companion(tmp_path):
     assert list(comp.left.values()) == [3] and list(comp.names.values()) == ["baseline__concurrency-1__r0"]
 
 
+@pytest.mark.heavy
 def test_compare_names_a_speedup_measured_apart_against_one_measured_interleaved(tmp_path, capsys):
     run = _paired_copy(tmp_path, 1.0)
     m = json.loads((run / "manifest.json").read_text())

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from specbench.config import parse_study
+from specbench.model.cell import Spec
 from specbench.records import CellRecord, load
 from specbench.run import store
 from specbench.run.cells import Cell
@@ -47,7 +50,7 @@ def _cells(spec: dict | None = None) -> list[Cell]:
             args=["owner/m"],
             env=env,
             load={"concurrency": c},
-            num_spec_tokens=3,
+            k=3,
             model="m",
             spec=spec,
         )
@@ -74,24 +77,26 @@ def _both(tmp_path: Path, monkeypatch, spec: dict | None = None) -> tuple[list[C
     return _run(tmp_path / "alone", cells, share=False), _run(tmp_path / "shared", cells, share=True)
 
 
+@pytest.mark.heavy
 def test_a_server_dying_under_load_fails_the_cell_alike_in_both_executors(tmp_path, monkeypatch):
     (alone, _), (first, second) = _both(tmp_path, monkeypatch)
     for rec in (alone, first):
         assert (rec.status, rec.reason) == ("failed", "vLLM server died during the load")
         assert rec.exit_status == 7  # the server's own exit status, not the stop's
         assert "standin: engine died" in rec.log_tail
-    assert first.server_group["index"] == 0 and alone.server_group is None
+    assert first.server_group.index == 0 and alone.server_group is None
     # the shared server is gone: the next cell fails at once, naming the cell it died in
     assert second.status == "failed"
     assert second.reason == f"the group's server died during cell {first.cell_id}"
 
 
+@pytest.mark.heavy
 def test_an_attestation_mismatch_fails_the_cell_alike_in_both_executors(tmp_path, monkeypatch):
     # The cells claim MLA off; the server says it runs an MLA backend. Nothing is measured.
-    (alone, _), (first, second) = _both(tmp_path, monkeypatch, spec={"mla": False})
+    (alone, _), (first, second) = _both(tmp_path, monkeypatch, spec=Spec(mla=False))
     for rec in (alone, first, second):
         assert (rec.status, rec.reason) == ("failed", "attestation: mla: asked for off, vLLM ran on")
-        assert rec.attested["mla"] is True and rec.timings.load_s is None
+        assert rec.attested.mla is True and rec.timings.load_s is None
     assert not (tmp_path / "alone" / alone.cell_id / "requests.jsonl").exists()
     # the shared server was alive when each cell ended: no exit status; the own server's is its stop's
     assert first.exit_status is None and second.exit_status is None and alone.exit_status is not None

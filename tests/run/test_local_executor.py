@@ -27,7 +27,7 @@ def test_a_server_that_exits_at_start_is_recorded_with_its_status(tmp_path, monk
         is_baseline=False,
         args=["crash"],
         env={"PYTHONPATH": str(STANDINS)},
-        num_spec_tokens=3,
+        k=3,
         model="m",
     )
     ctx = RunContext(study=study, run_dir=tmp_path, prompts=[], display=QuietDisplay())

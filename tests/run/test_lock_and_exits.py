@@ -111,6 +111,7 @@ def test_sighup_takes_the_ctrl_c_path(tmp_path):
     assert proc.returncode == 130 and "interrupted" in out
 
 
+@pytest.mark.heavy
 def test_llmperf_is_killed_with_its_whole_process_group(tmp_path):
     # A stand-in for llmperf that starts a worker in its group (as Ray does) and hangs: killing
     # only the leader PID would leave the worker running.

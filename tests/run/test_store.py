@@ -146,6 +146,7 @@ def test_bad_files_are_refused_naming_the_file(tmp_path, target, damage):
     assert str(p) in str(exc.value) and "\n" not in str(exc.value)
 
 
+@pytest.mark.heavy
 def test_cli_resume_of_corrupt_run_exits_2_naming_file(tmp_path):
     run_dir = _make_run(tmp_path)
     (run_dir / "mla-on__output_norm-on__r0" / "cell.json").write_text('{"schema_version": 1, "cell_id"')

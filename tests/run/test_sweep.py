@@ -77,6 +77,7 @@ def test_runs_in_the_experiment_directory_itself(tmp_path):
     assert not is_sweep_dir(tmp_path / "run=0.json") and not is_sweep_dir(DATA)
 
 
+@pytest.mark.heavy
 def test_report_reads_the_sweep_as_a_study(tmp_path):
     code, out = invoke("report", SWEEP, "--out", tmp_path)
     assert code == 0, out
@@ -87,6 +88,7 @@ def test_report_reads_the_sweep_as_a_study(tmp_path):
     assert (tmp_path / "per_position.png").exists()
 
 
+@pytest.mark.heavy
 def test_report_reads_result_files(tmp_path):
     code, out = invoke("report", DATA / "plain.json", DATA / "detailed.json", "--out", tmp_path)
     assert code == 0, out

@@ -57,20 +57,21 @@ def test_planned_argv_parses_as_the_cell_claims(serve, config):
     cells = expand(study)
     assert cells
     for group in group_cells(cells, study.serve.host, study.serve.share_servers):
-        switching = len({c.spec["head_variant"]["output_norm"] if c.spec["head_variant"] else None for c in group}) > 1
+        switching = len({c.spec.head_variant.output_norm if c.spec.head_variant else None for c in group}) > 1
         for cell in group:
             full = server_argv(cell.args, study.serve.host, 8000, "python", "specbench.serve.vllm_main")
             argv = full[full.index("serve") :] + (server_additions()[0] if switching else [])
             ns = serve(argv)
             spec = cell.spec
+            assert spec is not None
             assert ns.model_tag == cell.args[0] and ns.host == study.serve.host and ns.port == 8000
-            assert ns.tensor_parallel_size == spec["tp"]
-            assert bool(ns.enforce_eager) is (not spec["compiled"])
+            assert ns.tensor_parallel_size == spec.tp
+            assert bool(ns.enforce_eager) is (not spec.compiled)
             if cell.is_baseline:
                 assert ns.speculative_config is None, cell.cell_id
             else:
                 assert ns.speculative_config == {
-                    "method": spec["vllm_method"],
-                    "model": spec["draft_model"],
-                    "num_speculative_tokens": spec["num_speculative_tokens"],
+                    "method": spec.vllm_method,
+                    "model": spec.draft_model,
+                    "num_speculative_tokens": spec.num_speculative_tokens,
                 }

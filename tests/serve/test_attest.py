@@ -8,15 +8,32 @@ from pathlib import Path
 
 import pytest
 
-from specbench.serve.attest import (
-    ATTEST_PREFIX,
-    attest,
-    backend_lines,
-    confounds,
-    engine_config,
-    mismatches,
-    not_attested,
-)
+from specbench.model.cell import Attested, Spec
+from specbench.serve import attest as attest_mod
+from specbench.serve.attest import ATTEST_PREFIX, backend_lines, engine_config
+
+
+# The tests write claims and records as cell.json holds them (JSON objects); the checks take the
+# typed records (specbench/model/cell.py), so each call goes through the model as a loaded file does.
+def attest(text: str, switched: list | None = None) -> dict:
+    return attest_mod.attest(text, switched).dump()
+
+
+def _typed(cls, d):
+    return None if d is None else cls.model_validate(d)
+
+
+def mismatches(spec: dict | None, attested: dict | None) -> list[str]:
+    return attest_mod.mismatches(_typed(Spec, spec), _typed(Attested, attested))
+
+
+def not_attested(attested: dict | None, *fields: str) -> list[str]:
+    return attest_mod.not_attested(_typed(Attested, attested), *fields)
+
+
+def confounds(a: dict | None, b: dict | None, axis_fields=()) -> list[str]:
+    return attest_mod.confounds(_typed(Attested, a), _typed(Attested, b), axis_fields)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "results" / "baselines" / "cpu-default"

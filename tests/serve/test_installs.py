@@ -25,6 +25,7 @@ import factories
 import pytest
 
 from specbench.errors import ConfigError
+from specbench.model.cell import Attested, Spec
 from specbench.serve import installs
 from specbench.serve.attest import mismatches
 
@@ -102,11 +103,11 @@ def test_an_index_password_never_shows():
 
 
 def test_attestation_holds_the_cell_to_its_install_version():
-    assert mismatches({"vllm_version": "0.31.0"}, {"vllm_version": "0.32.0"}) == [
+    assert mismatches(Spec(vllm_version="0.31.0"), Attested(vllm_version="0.32.0")) == [
         "vllm_version: asked for '0.31.0', vLLM ran '0.32.0'"
     ]
-    assert mismatches({"vllm_version": "0.32.0"}, {"vllm_version": "0.32.0+cpu"}) == []
-    assert mismatches({}, {"vllm_version": "0.32.0"}) == []  # no vllm axis: nothing asked
+    assert mismatches(Spec(vllm_version="0.32.0"), Attested(vllm_version="0.32.0+cpu")) == []
+    assert mismatches(Spec(), Attested(vllm_version="0.32.0")) == []  # no vllm axis: nothing asked
 
 
 # -- the cache ------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ def _tree() -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.heavy
 def test_killed_tree_is_released_and_all_its_pids_are_returned(monkeypatch):
     monkeypatch.setattr(procs, "gpu_pids", lambda: None)  # this machine: no nvidia-smi
     proc = _tree()

@@ -45,6 +45,7 @@ def _gone(pids: list[int]) -> list[int]:
     return alive
 
 
+@pytest.mark.heavy
 def test_healthy_start_and_stop_leaves_no_process(tmp_path):
     # stop() waits min(grace_s, 2 s) for descendants to end on SIGTERM before it SIGKILLs them; the
     # escaped grandchild never gets that SIGTERM, so the whole wait is spent: keep it short. A
@@ -66,6 +67,7 @@ def test_healthy_start_and_stop_leaves_no_process(tmp_path):
     server.stop()  # idempotent
 
 
+@pytest.mark.heavy
 def test_sigterm_ignored_escalates_to_sigkill(tmp_path):
     # The stand-in ignores SIGTERM before it serves (start() returns after that), so the grace
     # period always runs out whatever its length: a short one proves the escalation as well.
@@ -110,6 +112,7 @@ def test_killed_during_start_raises_with_tail(tmp_path):
     server.stop()
 
 
+@pytest.mark.heavy
 def test_startup_timeout_raises_with_tail_and_kills(tmp_path):
     server = standin(tmp_path, "hang", startup_timeout_s=2.0, grace_s=1.0)
     with pytest.raises(ServerError, match="not healthy after 2 s") as err:
@@ -207,6 +210,7 @@ def test_ctrl_c_inside_the_log_tee_start_still_stops_cleanly(tmp_path, monkeypat
     assert _gone([pid]) == []
 
 
+@pytest.mark.heavy
 def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path, monkeypatch):
     # The stand-in ignores SIGTERM, so stop() would wait out its 60 s grace period; a Ctrl-C
     # (a real SIGINT to this process) during that wait must SIGKILL the group and re-raise.

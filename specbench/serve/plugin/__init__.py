@@ -184,26 +184,39 @@ def check_variant_supported(
     switches = Switches(variant, pos0_mask, control, head)
     what = _describe(switches)
     if head is None:
-        if variant == "on" and pos0_mask is None and not control:
-            return
-        if method in OWN_CLASS_HEADS:
-            raise ConfigError(
-                f"{what}: not supported for method {method!r}: {OWN_CLASS_HEADS[method]}; supported: {SUPPORTED}"
-            )
-        raise ConfigError(
-            f"{what} switches a DeepSeek draft head (method 'eagle' with a head, or "
-            f"'deepseek_mtp'); with method {method!r} it would silently do nothing: remove it"
-        )
+        _refuse_without_head(variant, pos0_mask, control, method, what)
+        return
     if switches.is_shipped(head) or draft_dir is None:
         return  # vLLM as shipped: nothing to check (or no config.json to read yet)
     path = Path(draft_dir) / "config.json"
     kind = "DeepSeek-V3 EAGLE head" if head == "eagle" else "DeepSeek-V3 target with an MTP layer"
+    config = _read_draft_config(path, what, kind)
+    _check_draft_config(config, path, head, method, what, kind)
+
+
+def _refuse_without_head(variant: str, pos0_mask: bool | None, control: bool, method: str, what: str) -> None:
+    if variant == "on" and pos0_mask is None and not control:
+        return
+    if method in OWN_CLASS_HEADS:
+        raise ConfigError(
+            f"{what}: not supported for method {method!r}: {OWN_CLASS_HEADS[method]}; supported: {SUPPORTED}"
+        )
+    raise ConfigError(
+        f"{what} switches a DeepSeek draft head (method 'eagle' with a head, or "
+        f"'deepseek_mtp'); with method {method!r} it would silently do nothing: remove it"
+    )
+
+
+def _read_draft_config(path: Path, what: str, kind: str) -> Any:
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config not found; {what} needs a local {kind}") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config ({exc})") from None
+
+
+def _check_draft_config(config: Any, path: Path, head: str, method: str, what: str, kind: str) -> None:
     archs = config.get("architectures") or []
     model_type = config.get("model_type")
     fix = f"use the shipped values (output_norm 'on', pos0_mask '{mask_label(HEADS[head][1][1])}') for this model"

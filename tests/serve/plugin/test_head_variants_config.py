@@ -30,7 +30,7 @@ def test_mtp_study_drafts_with_the_targets_own_layer():
     target = resolve_fixture_ref("fixture:heads-target")
     # the config says deepseek_mtp; vLLM is passed the name it runs it as (0.32 renames it, warning)
     assert spec == {"method": "mtp", "model": target, "num_speculative_tokens": 3}
-    assert (cell.spec["method"], cell.spec["vllm_method"]) == ("deepseek_mtp", "mtp")
+    assert (cell.spec.method, cell.spec.vllm_method) == ("deepseek_mtp", "mtp")
     assert cell.args[0] == target and "SPECBENCH_OUTPUT_NORM" not in cell.env
 
 
@@ -68,7 +68,7 @@ def test_seed_questions_cross_method_output_norm_and_pos0_mask():
             norm,
             mask,
         )
-        assert c.spec["head_variant"] == {"output_norm": norm, "pos0_mask": mask, "control": False}
+        assert c.spec.head_variant.dump() == {"output_norm": norm, "pos0_mask": mask, "control": False}
         seen.add((method, norm, mask))
     assert len(seen) == len(spec) == 12
     (base,) = [c for c in cells if c.is_baseline]

@@ -68,11 +68,11 @@ def test_a_server_that_cannot_switch_gives_each_variant_its_own_server(tmp_path)
         sorted(c.cell_id for c in group if head_variant(c) == v) for v in {head_variant(c) for c in group}
     )
     assert sorted(r.cell_id for r in records) == sorted(c.cell_id for c in group)
-    assert all(r.server_group["head_switch_fallback"] == reason for r in records)
+    assert all(r.server_group.head_switch_fallback == reason for r in records)
     # the probed server's log is kept apart from the per-variant servers' directories
     assert (tmp_path / SERVERS_DIR / f"{group[0].cell_id}.cannot-switch" / "server.log").read_text() == "probed\n"
     assert any(reason in state for _, state in display.lines)
     manifest = {"run_id": "r", "cells": [c.cell_id for c in group]}
     _note_hosts(manifest, ctx)
     (note,) = Manifest.model_validate(manifest).head_switch_fallbacks
-    assert note["reason"] == reason and note["cells"] == [c.cell_id for c in group]
+    assert note.reason == reason and note.cells == [c.cell_id for c in group]

@@ -178,19 +178,19 @@ def test_the_servers_ran_compiled_and_attest_their_variant(runs):
     (not the switched server's graph loaded from a shared one)."""
     started = attest(runs["log"])
     eager = runs["method"] in EAGER
-    assert started["compilation"]["enforce_eager"] is eager and started["mla"] is True
+    assert started.compilation.enforce_eager is eager and started.mla is True
     roots = {root for _, root in CACHE_LINE.findall(runs["log"])}
     assert len(roots) == (0 if eager else 1), roots
     for (norm, mask), log in runs["fresh_logs"].items():
         a = attest(log)
-        assert a["compilation"]["enforce_eager"] is False
+        assert a.compilation.enforce_eager is False
         assert {"backbone", "eagle_head"} <= {part for part, _ in CACHE_LINE.findall(log)}  # both compiled
         fresh_roots = {root for _, root in CACHE_LINE.findall(log)}
         assert len(fresh_roots) == 1 and not fresh_roots & roots, (fresh_roots, roots)
         # its own cache: under the server's own state dir (VLLMServer: <log dir>/server-state/cache)
         root = next(iter(fresh_roots))
         assert f"/fresh-{norm}-{mask}/server-state/cache" in root, root
-        assert (a["head_variant"]["output_norm"], a["head_variant"]["pos0_mask"]) == (norm, "on" if mask else "off")
+        assert (a.head_variant.output_norm, a.head_variant.pos0_mask) == (norm, "on" if mask else "off")
         assert f"specbench output_norm variant '{norm}' loaded" in log and "nothing registered" not in log
 
 
