@@ -27,6 +27,7 @@ from specbench.io import load_json
 from specbench.model.base import Fractions, Interval, K, Num, R, Record, Scalar
 from specbench.model.cell import (
     Attested,
+    GateSubset,
     HeadSwitch,
     HeadSwitchFallback,
     LoadAccounting,
@@ -34,6 +35,7 @@ from specbench.model.cell import (
     LogWindowWait,
     Machine,
     PairedBaseline,
+    Part,
     Precision,
     ServerGroup,
     Spec,
@@ -233,11 +235,12 @@ class CellRecord(Record):
         return self.spec.num_speculative_tokens if self.spec else None
 
 
-class Manifest(Record):
+class Manifest(Part):
     """``manifest.json``: the run's identity, resolved config, machine and cell list.
 
     The runner keeps the manifest as the dict plan.py built and updates it; store validates it
-    through this model on every write and on load."""
+    through this model on every write, and readers get it from :func:`specbench.run.store.load_run`
+    as this model (``Run.manifest``). Keys are written back in the order they were read."""
 
     run_id: StrictStr
     specbench_version: Optional[StrictStr] = None
@@ -256,6 +259,13 @@ class Manifest(Record):
     head_switch_fallbacks: list[HeadSwitchFallback] = Field(default_factory=list)
     resumed_at: list[StrictStr] = Field(default_factory=list)
     error: Optional[StrictStr] = None  # status "failed": the error that stopped the run
+    overrides: list[StrictStr] = Field(default_factory=list)  # run --set, as shown (secrets hidden)
+    gate_sizing: list[StrictStr] = Field(default_factory=list)  # run --gate: why it sent the prompts it sent
+    gate_subset: Optional[GateSubset] = None
+    # free-form: each workload's provenance (file sha256s, sampler) and each vllm axis install, as recorded
+    workloads: dict[str, Optional[dict[str, Any]]] = Field(default_factory=dict)
+    installs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    source: Optional[StrictStr] = None  # a vllm bench result or sweep read as a run (specbench/run/sweep.py)
 
     def dump(self) -> dict[str, Any]:
         return ordered_dump(self)

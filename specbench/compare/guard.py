@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.compare.sides import Side
+from specbench.model.cell import GateSubset
+from specbench.records import Manifest
 
 _FIELDS = [
     ("vLLM version", ("vllm_version",)),
@@ -66,18 +68,18 @@ def _get(d: Any, path: tuple[str, ...]) -> Any:
     return d
 
 
-def sized_subset(base: Side, cand: Side) -> dict[str, Any] | None:
+def sized_subset(base: Side, cand: Side) -> GateSubset | None:
     """The candidate's ``gate_subset`` when it is this baseline's: made by ``run --gate
     --gate-baseline`` with this baseline, it sent the first ``prompts`` of the baseline's ``of``
     prompts per cell (what its hardest check needs), so the baseline's others are left out on purpose."""
     if base.manifest is None or cand.manifest is None:
         return None
-    sub = cand.manifest.get("gate_subset")
-    if not isinstance(sub, dict) or sub.get("baseline_run_id") != base.manifest.get("run_id"):
+    sub = cand.manifest.gate_subset
+    if sub is None or sub.baseline_run_id != base.manifest.run_id:
         return None
-    b = _get(base.manifest, ("resolved_config", "load", "num_requests"))
-    c = _get(cand.manifest, ("resolved_config", "load", "num_requests"))
-    return sub if (sub.get("of"), sub.get("prompts")) == (b, c) else None
+    b = _get(base.manifest.resolved_config, ("load", "num_requests"))
+    c = _get(cand.manifest.resolved_config, ("load", "num_requests"))
+    return sub if (sub.of, sub.prompts) == (b, c) else None
 
 
 def mismatches(base: Side, cand: Side) -> list[str]:
@@ -87,10 +89,11 @@ def mismatches(base: Side, cand: Side) -> list[str]:
     if base.manifest is None or cand.manifest is None:
         return out  # see unchecked()
     subset = sized_subset(base, cand)
+    files = base.manifest.dump(), cand.manifest.dump()  # the fields as each manifest.json holds them
     for label, path in _FIELDS:
         if subset is not None and label == "number of requests":
             continue
-        b, c = _get(base.manifest, path), _get(cand.manifest, path)
+        b, c = _get(files[0], path), _get(files[1], path)
         if path[-1] in _ABSENT_IS_NONE:
             b, c = (None if v is _MISSING else v for v in (b, c))
         if path[-1] in _ABSENT_IS_DEFAULT:
@@ -108,10 +111,10 @@ def mismatches(base: Side, cand: Side) -> list[str]:
     return out
 
 
-def _data_files(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+def _data_files(base: Manifest, cand: Manifest) -> list[str]:
     """A workload both runs sent whose data file or chat template differs (manifest ``workloads``)."""
     out = []
-    bw, cw = base.get("workloads") or {}, cand.get("workloads") or {}
+    bw, cw = base.workloads, cand.workloads
     for name in sorted(set(bw) & set(cw)):
         for key, what in (("sha256", "data file"), ("chat_template_sha256", "chat template")):
             b, c = (bw[name] or {}).get(key), (cw[name] or {}).get(key)

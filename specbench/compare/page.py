@@ -14,15 +14,15 @@ from specbench.render import html
 
 
 def _side_rows(side: Any) -> dict[str, str]:
-    m = side.manifest or {}
-    machine = m.get("machine") or {}
-    hw = ", ".join(str(x) for x in (machine.get("hostname"), machine.get("cpu_model")) if x)
+    m = side.manifest  # a Manifest, or None for a single file
+    machine = m.machine if m is not None else None
+    hw = ", ".join(str(x) for x in ((machine.hostname, machine.cpu_model) if machine else ()) if x)
     return {
-        "run": str(m.get("run_id") or side.label),
-        "vLLM": str(m.get("vllm_version") or "not recorded"),
+        "run": str((m.run_id if m else None) or side.label),
+        "vLLM": str((m.vllm_version if m else None) or "not recorded"),
         "machine": hw or "not recorded",
-        "started": str(m.get("started_at") or "not recorded"),
-        "specbench": str(m.get("specbench_version") or "not recorded"),
+        "started": str((m.started_at if m else None) or "not recorded"),
+        "specbench": str((m.specbench_version if m else None) or "not recorded"),
         "cells": str(len(side.cells)),
     }
 

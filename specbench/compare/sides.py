@@ -22,7 +22,7 @@ from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
 from specbench.model.cell import Attested, Spec
-from specbench.records import Acceptance, CellRecord, acceptance_units, load
+from specbench.records import Acceptance, CellRecord, Manifest, acceptance_units, load
 from specbench.run.collect import NO_SPEC_COUNTS
 from specbench.run.read import input_kind, read_run, read_windows
 from specbench.run.store import CellData
@@ -141,7 +141,7 @@ class FailedCell:
 class Side:
     path: Path
     label: str
-    manifest: dict[str, Any] | None
+    manifest: Manifest | None
     cells: dict[CellKey, SideCell]
     skipped: list[str] = field(default_factory=list)  # cells not done, with the reason
     warnings: list[str] = field(default_factory=list)
@@ -292,10 +292,10 @@ def _load_run_dir(path: Path) -> Side:
     run = read_run(path)
     if not run.cells:
         raise InputError(f"{path}: the run has no finished cells; run it (specbench run) before comparing")
-    side = Side(path=path, label=str(run.manifest.get("run_id") or path.name), manifest=run.manifest, cells={})
+    side = Side(path=path, label=str(run.manifest.run_id or path.name), manifest=run.manifest, cells={})
     # A `vllm bench sweep` directory read as a run: no specbench server ran it, so nothing could
     # attest its cells. They are shown unchecked (a warning), not refused: their numbers are vLLM's own.
-    source = str(run.manifest.get("source") or "")
+    source = str(run.manifest.source or "")
     foreign = source.startswith("vllm bench")
     if foreign:
         side.warnings.append(f"{path.name}: {UNCHECKED.format(what=source + ' results')}")
@@ -315,7 +315,7 @@ def _load_run_dir(path: Path) -> Side:
         else:
             side.failed[key] = failed
     side.warnings += _timing_warnings(run)
-    if str(run.manifest.get("source", "")).startswith("vllm bench"):
+    if str(run.manifest.source or "").startswith("vllm bench"):
         side.warnings += side_notes(run)
     return side
 
@@ -329,9 +329,7 @@ def _side_axes(rec: CellRecord) -> dict[str, Any]:
     return axes
 
 
-def _failed_cell(
-    key: CellKey, axes: dict[str, Any], cell_id: str, data: CellData, manifest: dict[str, Any]
-) -> FailedCell:
+def _failed_cell(key: CellKey, axes: dict[str, Any], cell_id: str, data: CellData, manifest: Manifest) -> FailedCell:
     rec = data.record
     why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
     base = bool(rec.is_baseline)
@@ -353,7 +351,7 @@ def _pool_cell(
     axes: dict[str, Any],
     cell_id: str,
     data: CellData,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     *,
     foreign: bool,
 ) -> None:
@@ -379,7 +377,7 @@ def _pool_cell(
 def _timing_warnings(run) -> list[str]:
     """Latency and speed-up compare client timings: say when this run's cells did not run alone on
     one machine (the Ray executor can run them side by side, or on different hosts)."""
-    hosts = run.manifest.get("cell_hosts") or {}
+    hosts = run.manifest.cell_hosts
     spans = [
         (cid, hosts.get(cid) or "", c.record.started_at, c.record.ended_at)
         for cid, c in run.cells.items()
@@ -511,12 +509,12 @@ def _exact(acc: Acceptance) -> Counts | None:
     return c
 
 
-def _planned_k(axes: dict[str, Any], manifest: dict[str, Any]) -> int | None:
+def _planned_k(axes: dict[str, Any], manifest: Manifest) -> int | None:
     """k a cell was to run with, for a run from before cell.json had ``spec``: its
     num_speculative_tokens axis, else the study's setting."""
     k = axes.get("num_speculative_tokens")
     if k is None:
-        spec = ((manifest.get("resolved_config") or {}).get("serve") or {}).get("speculative") or {}
+        spec = ((manifest.resolved_config or {}).get("serve") or {}).get("speculative") or {}
         k = spec.get("num_speculative_tokens")
     if k is None:
         return None

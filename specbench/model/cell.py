@@ -234,6 +234,14 @@ class Machine(Part):
     gpus: list[dict[str, StrictStr]] = Field(default_factory=list)
 
 
+class GateSubset(Part):
+    """``run --gate --gate-baseline``: the run sent the first ``prompts`` of the baseline's ``of``."""
+
+    baseline_run_id: Optional[StrictStr] = None
+    prompts: Optional[StrictInt] = None
+    of: Optional[StrictInt] = None
+
+
 class HeadSwitchFallback(Part):
     """A shared server whose head could not be switched in place (a server per variant ran)."""
 

@@ -230,7 +230,7 @@ def _distinct_runs(run_dirs: list[Path]) -> list[Run]:
     named = [str(r.run_id) for r in runs]
     for run, run_dir in zip(runs, run_dirs):
         if named.count(str(run.run_id)) > 1 and own_run_id(run.manifest) is None:
-            run.manifest["run_id"] = str(run_dir)  # two vllm bench results of one name: labelled by path
+            run.manifest.run_id = str(run_dir)  # two vllm bench results of one name: labelled by path
     ids: dict[str, Path] = {}
     for run, run_dir in zip(runs, run_dirs):
         run_id = str(run.run_id)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import significant
+from specbench.model.cell import Machine
 from specbench.render import html
 from specbench.run.store import Run
 from specbench.serve.attest import recorded_mismatches
@@ -57,7 +58,7 @@ class Provenance:
 def run_provenance(run: Run) -> Provenance:
     """A run's provenance; what the run did not record says so."""
     m = run.manifest
-    serve, load = _get(m, "resolved_config", "serve") or {}, _get(m, "resolved_config", "load") or {}
+    serve, load = _get(m.resolved_config, "serve") or {}, _get(m.resolved_config, "load") or {}
     cells = [c.record for c in run.cells.values()]
     specs = [c.spec for c in cells if c.spec is not None]
     ks = sorted({str(s.num_speculative_tokens) for s in specs if s.num_speculative_tokens is not None})
@@ -66,25 +67,25 @@ def run_provenance(run: Run) -> Provenance:
     checked = [c for c in done if c.attested is not None]
     agree = [c for c in checked if not recorded_mismatches(c.spec, c.attested)]
     attested_vllm = sorted({str(c.attested.vllm_version) for c in checked if c.attested and c.attested.vllm_version})
-    machine = m.get("machine") or {}
-    gpus = machine.get("gpus") or []
+    machine = m.machine or Machine()
+    gpus = machine.gpus
     hw = ", ".join(
         x
         for x in (
-            str(machine.get("cpu_model") or ""),
-            f"{machine['cpu_count']} CPUs" if machine.get("cpu_count") else "",
-            f"{machine['memory_gib']} GiB" if machine.get("memory_gib") else "",
+            str(machine.cpu_model or ""),
+            f"{machine.cpu_count} CPUs" if machine.cpu_count else "",
+            f"{machine.memory_gib} GiB" if machine.memory_gib else "",
             f"{len(gpus)} GPU(s)" if gpus else "no GPU",
         )
         if x
     )
     workload = _get(load, "workload") or _get(load, "prompts", "path") or "built-in prompts"
     requests = load.get("num_requests")
-    note = f"{run.run_id} · {_shown(serve.get('model'))} · k {', '.join(ks) or 'none'} · vLLM {_shown(m.get('vllm_version'))}"
+    note = f"{run.run_id} · {_shown(serve.get('model'))} · k {', '.join(ks) or 'none'} · vLLM {_shown(m.vllm_version)}"
     rows = [
-        ("run", f"{run.run_id} ({_shown(m.get('status'))})"),
-        ("when", f"{_shown(m.get('started_at'))} → {_shown(m.get('ended_at'))}"),
-        ("config", f"{_shown(m.get('config_path'))} (sha256 {str(m.get('config_sha256') or '')[:12] or '?'})"),
+        ("run", f"{run.run_id} ({_shown(m.status)})"),
+        ("when", f"{_shown(m.started_at)} → {_shown(m.ended_at)}"),
+        ("config", f"{_shown(m.config_path)} (sha256 {str(m.config_sha256 or '')[:12] or '?'})"),
         ("model", _shown(serve.get("model"))),
         (
             "draft",
@@ -95,7 +96,7 @@ def run_provenance(run: Run) -> Provenance:
         ("k (draft tokens per step)", ", ".join(ks) or "none"),
         (
             "vLLM",
-            f"{_shown(m.get('vllm_version'))}"
+            f"{_shown(m.vllm_version)}"
             + (f"; cells' servers said {', '.join(attested_vllm)}" if attested_vllm else ""),
         ),
         (
@@ -110,8 +111,8 @@ def run_provenance(run: Run) -> Provenance:
             f"concurrency {_shown(load.get('concurrency'))}, max {_shown(load.get('max_tokens'))} tokens, "
             f"seed {_shown(load.get('seed'))}, workload {workload}",
         ),
-        ("machine", f"{_shown(machine.get('hostname'))}: {hw or 'not recorded'}"),
-        ("specbench", _shown(m.get("specbench_version"))),
+        ("machine", f"{_shown(machine.hostname)}: {hw or 'not recorded'}"),
+        ("specbench", _shown(m.specbench_version)),
     ]
     return Provenance(rows, note + (f" · {requests} requests per cell" if requests is not None else ""))
 

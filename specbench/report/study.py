@@ -113,7 +113,7 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
                 is_baseline=bool(rec.is_baseline),
                 rows=rows,
                 load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
-                host=(run.manifest.get("cell_hosts") or {}).get(cell_id),
+                host=run.manifest.cell_hosts.get(cell_id),
                 window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None,
                 paired_rows=cell.paired_baseline_rows(),
                 paired_load_tok_per_s=cell.paired_baseline_tok_per_s(),

@@ -30,6 +30,7 @@ from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Stud
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
 from specbench.model.cell import HeadVariant, Spec
+from specbench.records import Manifest
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 from specbench.serve.attest import ATTEST_VAR, canonical_method, head_variant_of
 from specbench.serve.flags import serve_flags
@@ -100,9 +101,9 @@ def target_mismatch(spec_axes: dict[str, Any], base_axes: dict[str, Any], draft_
     return [a for a in names if str(spec_axes.get(a)) != str(base_axes.get(a))]
 
 
-def draft_axes_of(manifest: dict[str, Any] | None) -> list[str]:
+def draft_axes_of(manifest: Manifest | None) -> list[str]:
     """A run's ``baseline.draft_axes`` from its manifest (absent in runs from before they existed)."""
-    cfg = (manifest or {}).get("resolved_config") or {}
+    cfg = (manifest.resolved_config if manifest is not None else None) or {}
     base = cfg.get("baseline") if isinstance(cfg, dict) else None
     return list(base.get("draft_axes") or []) if isinstance(base, dict) else []
 

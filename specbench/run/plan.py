@@ -253,7 +253,7 @@ def resume_plan(run_dir: Path, progress: Callable[[str], None] | None = None) ->
     """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
     run_dir = Path(run_dir)
     run = read_run(run_dir, resuming=True)
-    manifest = run.manifest
+    manifest = run.manifest.dump()  # the runner goes on updating it as the dict it wrote
     if str(manifest.get("source", "")).startswith("vllm bench"):
         raise InputError(
             f"{run_dir}: a vllm bench sweep directory, not a specbench run; continue it with "

@@ -28,7 +28,7 @@ from specbench.metrics.prometheus import looks_like_prometheus
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.metrics.vllm_bench import sniff
 from specbench.model.counts import Counts
-from specbench.records import ci_units
+from specbench.records import Manifest, ci_units
 from specbench.run.store import MANIFEST, Run, load_run
 from specbench.run.sweep import is_sweep_dir, load_bench_file, load_sweep
 from specbench.safe_yaml import loads_json
@@ -79,13 +79,12 @@ def as_run(run: Path | Run) -> Run:
     return run if isinstance(run, Run) else read_run(run)
 
 
-def own_run_id(manifest: dict[str, Any] | None) -> str | None:
+def own_run_id(manifest: Manifest | None) -> str | None:
     """The id a specbench run gave itself, which its copies share; None for a vllm bench result or
     sweep read as a run, whose "id" is only its file or directory name (two of one name are two runs)."""
-    if not manifest or str(manifest.get("source") or "").startswith("vllm bench"):
+    if manifest is None or str(manifest.source or "").startswith("vllm bench"):
         return None
-    run_id = manifest.get("run_id")
-    return str(run_id) if run_id else None
+    return manifest.run_id or None
 
 
 @dataclass

@@ -130,19 +130,19 @@ class CellData:
 @dataclass
 class Run:
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     cells: dict[str, CellData] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
-        return self.manifest["run_id"]
+        return self.manifest.run_id
 
     def cells_frame(self):
         """One row per cell (tidy), columns as in docs/contracts.md; axes named after the axis."""
         import pandas as pd
 
         rows = [cell_row(self.run_id, c.record, c.acc, c.summary) for c in self.cells.values()]
-        return _frame(pd, rows, self.manifest.get("axes", []))
+        return _frame(pd, rows, self.manifest.axes)
 
 
 def cell_dir(run_dir: Path, cell_id: str) -> Path:
@@ -367,7 +367,7 @@ def load_run(path: Path, *, resuming: bool = False) -> Run:
     Manifest.parse(manifest, path / MANIFEST, "restore the file from a copy of the run")
     if not resuming:  # what a reader shows: a secret a writer missed (or a hand edit added) stays hidden
         manifest = redact_strings(manifest)
-    run = Run(path=path, manifest=manifest)
+    run = Run(path=path, manifest=Manifest.parse(manifest, path / MANIFEST, "restore the file from a copy of the run"))
     # A run that ended "done" wrote every cell; in other states a listed cell may never have run.
     finished = manifest.get("status") == "done" and not resuming
     for cell_id in manifest["cells"]:

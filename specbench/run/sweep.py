@@ -38,6 +38,7 @@ from specbench.metrics.vllm_bench import (
     spec_record,
     summary,
 )
+from specbench.records import Manifest
 from specbench.run.cells import _slug
 from specbench.run.store import CellData, Run
 
@@ -203,7 +204,8 @@ def load_sweep(path: Path | str) -> Run:
                 cells.setdefault(failed.cell_id, failed)
     if not results:
         raise InputError(f"{path}: the sweep has only failed runs; nothing to read")
-    return Run(path=path, manifest=_manifest(path.name, "vllm bench sweep", results, cells), cells=cells)
+    manifest = Manifest.model_validate(_manifest(path.name, "vllm bench sweep", results, cells))
+    return Run(path=path, manifest=manifest, cells=cells)
 
 
 def _cell_id(axes: dict[str, Any], point_id: str, repeat: int) -> str:
@@ -249,23 +251,24 @@ def load_bench_file(path: Path | str) -> Run:
         repeat = seen[key] = seen.get(key, -1) + 1
         cid = path.stem if len(results) == 1 else f"{path.stem}#{i + 1}"
         cells[cid] = _cell(cid, path.parent, res, axes, repeat)
-    return Run(path=path, manifest=_manifest(path.name, "vllm bench serve", results, cells), cells=cells)
+    manifest = Manifest.model_validate(_manifest(path.name, "vllm bench serve", results, cells))
+    return Run(path=path, manifest=manifest, cells=cells)
 
 
 def side_notes(run: Run) -> list[str]:
     """What ``compare`` says about a vllm bench side: the settings the files record (the mismatch
     guard compares those), what they do not record, and the readers' warnings."""
-    cfg = run.manifest.get("resolved_config") or {}
+    cfg = run.manifest.resolved_config or {}
     settings = [
         f"{label} {cfg[section][field]}"
         for key, (section, field), label in PROVENANCE
         if field in cfg.get(section, {}) and key != "dataset_name"
     ]
-    dates = run.manifest.get("started_at"), run.manifest.get("ended_at")
+    dates = run.manifest.started_at, run.manifest.ended_at
     when = f"date {dates[0]}" + (f" to {dates[1]}" if dates[1] != dates[0] else "") if dates[0] else "no date"
-    axes = run.manifest.get("axes") or []
+    axes = run.manifest.axes
     out = [
-        f"{run.path.name}: {run.manifest['source']} ({when}; {', '.join(settings) or 'no settings recorded'}"
+        f"{run.path.name}: {run.manifest.source} ({when}; {', '.join(settings) or 'no settings recorded'}"
         + (f"; axes {', '.join(axes)}" if axes else "")
         + "); vLLM version, draft, k, sampling and machine "
         "are not recorded in its files and were not checked; its inter-token latencies are per streamed chunk "

@@ -19,6 +19,7 @@ import numpy as np
 
 from specbench.analysis.counts import Counts, total
 from specbench.compare.sides import Side, SideCell, cell_key, cell_name
+from specbench.records import Manifest
 from specbench.testing import BASELINES
 
 BASELINE = BASELINES / "cpu-default"
@@ -74,5 +75,5 @@ def aa_sides(pop: dict[str, dict], n: int, rng: np.random.Generator) -> tuple[Si
                 exact=total(units),
                 requests=[{"prompt_id": p[0], "spec_decode": u.to_dict()} for p, u in zip(chosen[cid], units)],
             )
-        sides.append(Side(path=Path(label), label=label, manifest={"run_id": label}, cells=cells))
+        sides.append(Side(path=Path(label), label=label, manifest=Manifest(run_id=label, cells=[]), cells=cells))
     return sides[0], sides[1]

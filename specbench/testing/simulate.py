@@ -19,6 +19,7 @@ from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import total
 from specbench.compare import compare_sides, parse_gate
 from specbench.compare.sides import Side, SideCell
+from specbench.records import Manifest
 
 
 def simulate_units(
@@ -88,7 +89,7 @@ def mdc_side(label: str, p: list[float], rng: np.random.Generator, prompts: int 
         exact=total(units),
         requests=[{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)],
     )
-    return Side(path=Path(label), label=label, manifest={"run_id": label}, cells={(): cell})
+    return Side(path=Path(label), label=label, manifest=Manifest(run_id=label, cells=[]), cells={(): cell})
 
 
 def mdc_power(

@@ -400,10 +400,14 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
 def test_compare_says_when_runs_used_different_drivers():
     from specbench.compare.guard import mismatches
     from specbench.compare.sides import Side
+    from specbench.records import Manifest
 
     def side(driver):
         return Side(
-            path=Path(driver), label=driver, manifest={"resolved_config": {"load": {"driver": driver}}}, cells={}
+            path=Path(driver),
+            label=driver,
+            manifest=Manifest(run_id="r", cells=[], resolved_config={"load": {"driver": driver}}),
+            cells={},
         )
 
     assert "load driver: baseline 'builtin', candidate 'llmperf'" in mismatches(side("builtin"), side("llmperf"))

@@ -66,7 +66,7 @@ def run(tmp_path_factory):
     (honest,) = expand(study, fixture_resolver(study))
     cells = [honest]
     for name, (claim, _) in WRONG.items():
-        cell = dataclasses.replace(honest, cell_id=f"claims-{name}__r0", spec={**copy.deepcopy(honest.spec), **claim})
+        cell = dataclasses.replace(honest, cell_id=f"claims-{name}__r0", spec=copy.deepcopy(honest.spec).with_(**claim))
         cells.append(cell)
     assert len(group_cells(cells)) == 1  # one server for all five
     run_dir = tmp / "run"
@@ -86,7 +86,8 @@ def test_the_honest_cell_is_measured_with_its_claim_attested(run):
     _, loaded = run
     cell = loaded.cells["mla-on__r0"].record
     assert cell.status == "done", cell.reason
-    a, spec = cell.attested, cell.spec
+    assert cell.attested is not None and cell.spec is not None
+    a, spec = cell.attested.dump(), cell.spec.dump()  # as cell.json holds them
     assert a["workers"] == 1 and a["mla"] is True and spec["mla"] is True
     assert (
         (a["spec_method"], a["num_speculative_tokens"])

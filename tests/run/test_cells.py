@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from specbench.config import load_config, parse_study
+from specbench.records import Manifest
 from specbench.redact import redact_argv
 from specbench.run.cells import draft_axes_of, expand, pick_baseline, supports_per_request_metrics, target_mismatch
 from specbench.serve.server import server_argv
@@ -237,6 +238,9 @@ def test_legacy_expansion_reproduces_a_pre_per_target_baseline_run():
 
 def test_draft_axes_are_read_from_a_run_manifest():
 
-    assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True, "draft_axes": ["env:D"]}}}) == ["env:D"]
-    assert draft_axes_of({"resolved_config": {"baseline": {"enabled": True}}}) == []  # an older run
+    def manifest(baseline: dict) -> Manifest:
+        return Manifest(run_id="r", cells=[], resolved_config={"baseline": baseline})
+
+    assert draft_axes_of(manifest({"enabled": True, "draft_axes": ["env:D"]})) == ["env:D"]
+    assert draft_axes_of(manifest({"enabled": True})) == []  # an older run
     assert draft_axes_of(None) == []

@@ -71,12 +71,12 @@ def _acc(run_dir: Path, cell: str) -> dict:
 
 def _baselines(run) -> list[str]:
     """One baseline per MLA value (the baseline serves the same target as the cells it is set against)."""
-    return [c for c in run.manifest["cells"] if c.startswith("baseline__")]
+    return [c for c in run.manifest.cells if c.startswith("baseline__")]
 
 
 def test_every_spec_cell_done_with_counts(run):
     assert _baselines(run) == ["baseline__mla-on__r0", "baseline__mla-off__r0"]
-    assert set(SPEC_CELLS + _baselines(run)) == set(run.manifest["cells"])
+    assert set(SPEC_CELLS + _baselines(run)) == set(run.manifest.cells)
     for cid in SPEC_CELLS:
         c = run.cells[cid]
         assert c.status == "done", (cid, c.cell.get("reason"), c.cell.get("log_tail"))
@@ -88,7 +88,7 @@ def test_every_cell_is_attested_as_its_name_claims(run):
     """cell.json: ``spec`` is the claim (from the axes), ``attested`` what vLLM's worker said it ran
     (the plugin's line, read back from vLLM's own objects); on CPU the MLA-off cells print no backend
     line, so their ``mla`` comes from the worker's ``model_config.use_mla`` alone."""
-    for cid in run.manifest["cells"]:
+    for cid in run.manifest.cells:
         c = run.cells[cid].record
         assert c.spec is not None and c.attested is not None, cid
         spec, a = c.spec.dump(), c.attested.dump()  # as cell.json holds them
@@ -279,8 +279,8 @@ def test_cells_table_and_manifest(default_study, run):
     frame = run.cells_frame()
     assert list(frame.cell_id) == list(csv.cell_id)
     m = run.manifest
-    assert m["status"] == "done" and m["config_sha256"] and m["resolved_config"]["name"] == "default"
-    assert m["machine"]["cpu_count"] >= 1 and m["vllm_version"]
+    assert m.status == "done" and m.config_sha256 and (m.resolved_config or {})["name"] == "default"
+    assert m.machine is not None and (m.machine.cpu_count or 0) >= 1 and m.vllm_version
     assert pd.read_parquet(default_study / "cells.parquet").shape == csv.shape
 
 

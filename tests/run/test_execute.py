@@ -62,14 +62,14 @@ def test_all_done_exit_0(tmp_path):
     # 2 spec cells + one baseline per MLA value
     assert execute(plan, QuietDisplay(), Scripted(["done"] * 4, plan.run_dir)) == EXIT_OK
     run = store.load_run(plan.run_dir)
-    assert run.manifest["status"] == "done" and run.manifest["ended_at"]
+    assert run.manifest.status == "done" and run.manifest.ended_at
     assert len(run.cells_frame()) == 4
 
 
 def test_some_failed_exit_3_and_resume_skips_done(tmp_path):
     plan = _plan(tmp_path)
     assert execute(plan, QuietDisplay(), Scripted(["done", "failed", "done", "done"], plan.run_dir)) == EXIT_SOME_FAILED
-    assert store.load_run(plan.run_dir).manifest["status"] == "some_failed"
+    assert store.load_run(plan.run_dir).manifest.status == "some_failed"
     plan.skip = {cid for cid, c in store.load_run(plan.run_dir).cells.items() if c.status == "done"}
     again = Scripted(["done"], plan.run_dir)
     again.seen = sorted(plan.skip)
@@ -82,7 +82,7 @@ def test_interrupt_keeps_finished_cells(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         execute(plan, QuietDisplay(), Scripted(["done", "interrupt"], plan.run_dir))
     run = store.load_run(plan.run_dir)
-    assert run.manifest["status"] == "interrupted"
+    assert run.manifest.status == "interrupted"
     assert list(run.cells) == ["mla-on__r0"]
     assert run.cells_frame().cell_id.tolist() == ["mla-on__r0"]
 

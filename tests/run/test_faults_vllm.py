@@ -159,7 +159,7 @@ def test_killed_server_then_ctrl_c_then_resume(tmp_path, signalable):
     assert _left_in_groups(groups | {killed[0].pid}) == []
 
     run = load_run(run_dir)
-    assert run.manifest["status"] == "interrupted"
+    assert run.manifest.status == "interrupted"
     first, second = run.cells[cell1].cell, run.cells[cell2].cell
     assert first["status"] == "failed" and "died" in first["reason"], first["reason"]
     assert first["exit_status"] == -signal.SIGKILL
@@ -182,7 +182,7 @@ def test_killed_server_then_ctrl_c_then_resume(tmp_path, signalable):
     blocker.close()
     assert r.returncode == 0, r.stderr[-3000:]
     run = load_run(run_dir)
-    assert run.manifest["status"] == "done" and len(run.manifest["resumed_at"]) == 1
+    assert run.manifest.status == "done" and len(run.manifest.resumed_at) == 1
     for cid in (cell1, cell2):
         cell = run.cells[cid]
         assert cell.status == "done" and cell.cell["reason"] is None

@@ -53,8 +53,8 @@ def test_unexpected_error_leaves_the_manifest_failed_not_running(tmp_path, monke
     with pytest.raises(RuntimeError):
         execute(plan, QuietDisplay(), Boom())
     manifest = store.load_run(plan.run_dir).manifest
-    assert manifest["status"] == "failed" and manifest["ended_at"]
-    assert "disk on fire" in manifest["error"] and "hf_secretinerror" not in manifest["error"]
+    assert manifest.status == "failed" and manifest.ended_at
+    assert manifest.error and "disk on fire" in manifest.error and "hf_secretinerror" not in manifest.error
     assert not (plan.run_dir / store.LOCK).exists()
 
 

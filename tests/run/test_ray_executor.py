@@ -210,7 +210,7 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     assert not alive, f"vLLM processes survived Ctrl-C: {[p.pid for p in alive]}"
     run_dir = Path(out.strip().splitlines()[-1])
     run = store.load_run(run_dir)
-    assert run.manifest["status"] == "interrupted"
+    assert run.manifest.status == "interrupted"
     assert run.cells[GOOD].status == "failed" and "interrupted" in run.cells[GOOD].cell["reason"]
 
     # 2. --resume reruns both failed cells on Ray; the bad one fails again, the run goes on.
@@ -219,8 +219,8 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     )
     assert r.returncode == 3, r.stderr[-3000:]
     run = store.load_run(run_dir)
-    assert run.manifest["status"] == "some_failed"
-    assert run.manifest["cell_hosts"] == {GOOD: socket.gethostname(), BAD: socket.gethostname()}
+    assert run.manifest.status == "some_failed"
+    assert run.manifest.cell_hosts == {GOOD: socket.gethostname(), BAD: socket.gethostname()}
     good, bad = run.cells[GOOD], run.cells[BAD]
     assert good.status == "done"
     assert bad.status == "failed" and bad.cell["exit_status"] == 2

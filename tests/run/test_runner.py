@@ -78,7 +78,7 @@ def test_failed_cells_recorded_and_run_continues(failed_run):
     _, r, run_dir = failed_run
     assert r.returncode == 3, r.stderr
     run = load_run(run_dir)
-    assert run.manifest["status"] == "some_failed"
+    assert run.manifest.status == "some_failed"
     assert [c.status for c in run.cells.values()] == ["failed", "failed"]  # the second cell ran too
     for c in run.cells.values():
         assert c.cell["exit_status"] not in (None, 0)
@@ -142,7 +142,7 @@ def test_ctrl_c_stops_server_and_keeps_run(tmp_path, sig, signalable):
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
     run_dir = log.parent.parent
     run = load_run(run_dir)
-    assert run.manifest["status"] == "interrupted"
+    assert run.manifest.status == "interrupted"
     (cell,) = run.cells.values()
     assert cell.status == "failed" and "interrupted" in cell.cell["reason"]
 

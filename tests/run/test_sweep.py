@@ -46,8 +46,8 @@ def test_sweep_cells_axes_and_counts_equal_the_metrics_diff():
             k: v for k, v in scrape_diff(before, after).items() if k != "generation_tokens"
         }, cid
         assert counts["derived"] == []
-    assert run.manifest["axes"] == ["max_num_seqs", "max_concurrency"]
-    assert run.manifest["resolved_config"]["serve"]["model"] == "tiny"
+    assert run.manifest.axes == ["max_num_seqs", "max_concurrency"]
+    assert run.manifest.resolved_config["serve"]["model"] == "tiny"
 
 
 def test_directory_names_give_serve_bench_and_workload_axes():
