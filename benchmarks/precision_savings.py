@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.precision import MIN_REQUESTS_FLOOR
 from specbench.load.precision import Batch, run_until
+from specbench.model.counts import Counts
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "load" / "data" / "default_study_request_units.json"
 

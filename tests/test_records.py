@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from specbench.analysis.counts import Counts
 from specbench.errors import InputError
 from specbench.io import load_json, read_jsonl
+from specbench.model.counts import Counts
 from specbench.model.requests import requests_of
 from specbench.records import Acceptance, CellRecord, Manifest, load
 from specbench.run import collect, store

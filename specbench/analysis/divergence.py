@@ -58,8 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import percentile_interval, resample_weights
+from specbench.model.counts import Counts
 
 COMMON_PREFIX_DEFINITION = (
     "prefix AL: 1 + A/D over only the verify steps that start inside the prefix both cells' outputs share, "

@@ -8,9 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from specbench.analysis.counts import Counts, acceptance, total
+from specbench.analysis.counts import acceptance, total
 from specbench.analysis.intervals import cell_intervals
 from specbench.metrics.record import SpecDecodeRecord
+from specbench.model.counts import Counts
 
 _RECORD_COLUMNS = list(SpecDecodeRecord(source="", format="").to_dict())
 

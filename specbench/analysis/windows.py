@@ -26,9 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specbench.analysis.counts import Counts, acceptance, invalid_reason
+from specbench.analysis.counts import acceptance, invalid_reason
 from specbench.errors import InputError
 from specbench.metrics.record import SpecDecodeRecord
+from specbench.model.counts import Counts
 
 # Half a unit in the last printed digit of vLLM's formats: AL "%.2f", rates "%.3f", DAR "%.1f%%".
 AL_PRINT_TOL = 0.005 + 1e-9

@@ -20,7 +20,7 @@ from typing import SupportsFloat
 import numpy as np
 
 from specbench.analysis import deltas as iv
-from specbench.analysis.counts import Counts, total
+from specbench.analysis.counts import total
 from specbench.analysis.intervals import t_quantile, within_var
 from specbench.compare import checks, exact
 from specbench.compare.gates import Gate
@@ -42,6 +42,7 @@ from specbench.compare.results import (
 from specbench.compare.sides import Side, SideCell
 from specbench.compare.study import speedup_delta, study_figures
 from specbench.model.cell import Attested
+from specbench.model.counts import Counts
 from specbench.run.cells import draft_axes_of, pick_baseline
 from specbench.serve.attest import axis_fields, confounds
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import invalid_reason
 from specbench.analysis.windows import units_k, window_k
 from specbench.axis import SPEC_AXES, parse_axis
@@ -22,6 +21,7 @@ from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
 from specbench.model.cell import Attested, Spec
+from specbench.model.counts import Counts
 from specbench.records import Acceptance, CellRecord, Manifest, acceptance_units, load
 from specbench.run.collect import NO_SPEC_COUNTS
 from specbench.run.read import input_kind, read_run, read_windows

@@ -26,8 +26,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.precision import INTERVAL, Look, ci_key, half_widths, precise_enough
+from specbench.model.counts import Counts
 from specbench.records import ci_units, diff_counts, request_units
 
 REACHED, MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"

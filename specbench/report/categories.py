@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.intervals import cell_intervals
+from specbench.model.counts import Counts
 from specbench.model.requests import requests_of
 
 # A category needs this many prompts for its row to carry an interval worth reading.

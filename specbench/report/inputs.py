@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specbench.analysis.acceptance import Counts, RateOnlySummary, point_estimates
+from specbench.analysis.acceptance import RateOnlySummary, point_estimates
 from specbench.analysis.windows import WindowCounter
 from specbench.errors import ConfigError, InputError
 from specbench.model.cell import Attested
+from specbench.model.counts import Counts
 from specbench.records import Acceptance, acceptance_units, load
 from specbench.run.cells import axis_label
 from specbench.run.read import FileUnits, file_units, input_kind, is_run, read_run, read_windows, stream_records

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.deltas import paired_acceptance_deltas
 from specbench.analysis.intervals import cell_intervals, common_k, count_matrix, count_stats
+from specbench.model.counts import Counts
 from specbench.testing import BASELINES
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from specbench.analysis.acceptance import Counts
 from specbench.analysis.counts import total
 from specbench.compare import compare_sides, parse_gate
 from specbench.compare.sides import Side, SideCell
+from specbench.model.counts import Counts
 from specbench.records import Manifest
 
 

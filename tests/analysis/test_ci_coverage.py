@@ -18,10 +18,10 @@ import math
 import numpy as np
 import pytest
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.analysis.precision import half_widths
+from specbench.model.counts import Counts
 from specbench.run.collect import build_acceptance
 
 K = 3

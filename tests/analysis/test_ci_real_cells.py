@@ -19,8 +19,8 @@ import math
 import numpy as np
 import pytest
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import cell_intervals
+from specbench.model.counts import Counts
 from specbench.testing.realcells import coverage, populations
 
 DRAWS = 200

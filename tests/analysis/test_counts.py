@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from specbench.analysis.counts import Counts, acceptance, total
+from specbench.analysis.counts import acceptance, total
+from specbench.model.counts import Counts
 
 
 def test_seed_line_hand_calculation():

@@ -5,8 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import bootstrap, bootstrap_delta, point_estimates, significant
+from specbench.model.counts import Counts
 
 K = 3
 

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from specbench.analysis.counts import Counts, total
+from specbench.analysis.counts import total
 from specbench.analysis.precision import MIN_REQUESTS_FLOOR, Look, ci_key, precise_enough
 from specbench.io import save_json
 from specbench.load.driver import LoadResult
 from specbench.load.precision import MAX_REQUESTS, REACHED, precision_load
+from specbench.model.counts import Counts
 from specbench.run.collect import build_acceptance, request_units
 
 DATA = Path(__file__).parents[1] / "load" / "data" / "default_study_request_units.json"

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import point_estimates
 from specbench.analysis.precision import MIN_REQUESTS_FLOOR, Look, half_widths, precise_enough
 from specbench.load.precision import Batch, run_until
+from specbench.model.counts import Counts
 
 K, MAX_TOKENS = 3, 64
 N_STUDIES = 1000

@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.analysis.precision import half_widths
 from specbench.load.precision import MAX_REQUESTS, REACHED
+from specbench.model.counts import Counts
 
 pytestmark = pytest.mark.vllm
 TARGET = 0.15

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.frames import summary_frame
+from specbench.model.counts import Counts
 from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, plot_per_position, save_figure
 
 

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from specbench.analysis.counts import Counts
 from specbench.cli.main import app
 from specbench.errors import ConfigError, InputError
 from specbench.metrics.record import SpecDecodeRecord
+from specbench.model.counts import Counts
 from specbench.report.build import build_report, render_markdown, write_report
 from specbench.report.inputs import parse_label
 

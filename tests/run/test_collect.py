@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.analysis.acceptance import Counts
+from specbench.model.counts import Counts
 from specbench.run import collect
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from specbench.analysis.counts import Counts
 from specbench.analysis.intervals import cell_intervals
+from specbench.model.counts import Counts
 from specbench.render import format as fmt
 from specbench.report.screen import final_screen, final_table
 from specbench.run import store

@@ -14,9 +14,9 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from specbench.analysis.acceptance import Counts
 from specbench.analysis.intervals import cell_intervals
 from specbench.io import atomic_write_bytes
+from specbench.model.counts import Counts
 from specbench.render.plots.style import draw_ci
 
 SIDES = (("baseline", "tab:blue", "o"), ("candidate", "tab:orange", "s"))
