@@ -112,8 +112,14 @@ def pytest_collection_modifyitems(config, items) -> None:
       module-scoped fixture; the module's tests that use none go to whichever worker is free;
     - ``slow`` tests are handed out first (xdist hands out work in collection order, groups of
       many tests first), so the two workers finish together instead of one waiting on a long
-      test that started last.
+      test that started last;
+    - ``heavy`` tests (a second or so each) are ``slow`` to ``-m`` (the fast loop,
+      ``-m "not vllm and not slow"``, leaves them out) but keep their place in the order.
     """
+    first = {id(item) for item in items if item.get_closest_marker("slow")}
+    for item in items:
+        if item.get_closest_marker("heavy") and id(item) not in first:
+            item.add_marker(pytest.mark.slow)
     studied = {_module_of(i) for i in items if "default_study" in i.fixturenames}
     with_vllm = {_module_of(i) for i in items if i.get_closest_marker("vllm")}
     for item in items:
@@ -127,7 +133,7 @@ def pytest_collection_modifyitems(config, items) -> None:
         else:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: otherwise as collected
+    items.sort(key=lambda item: id(item) not in first)  # stable: otherwise as collected
 
 
 def vllm_env(tmp: Path) -> dict[str, str]:

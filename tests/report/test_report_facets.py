@@ -35,8 +35,8 @@ def test_six_lines_or_one_varying_axis_stay_in_one_panel():
 def test_a_faceted_figure_has_a_row_of_panels_per_facet():
     import numpy as np
 
-    from specbench.model.counts import Counts
     from specbench.analysis.frames import summary_frame
+    from specbench.model.counts import Counts
     from specbench.render.plots.acceptance import per_position_figure
 
     rng = np.random.default_rng(0)
