@@ -27,7 +27,7 @@ from specbench.cli.main import run_cli
 from specbench.compare.sides import load_side
 from specbench.records import Acceptance, load
 from specbench.render import format as fmt
-from specbench.report.build import titles_of
+from specbench.report.assemble import titles_of
 from specbench.report.screen import final_table
 from specbench.run.collect import build_acceptance
 from specbench.run.read import read_run

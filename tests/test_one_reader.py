@@ -26,7 +26,7 @@ from specbench.compare.sides import load_side
 from specbench.errors import ConfigError
 from specbench.model.counts import Counts
 from specbench.records import Acceptance, load
-from specbench.report import build as report_build
+from specbench.report import assemble as report_build
 from specbench.report.inputs import groups_from_files
 from specbench.run import read as run_read
 from specbench.run.read import input_kind, read_windows

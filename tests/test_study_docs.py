@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.report.build import build_report, render_markdown
+from specbench.report.assemble import build_report, render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted((ROOT / "docs" / "studies").glob("*.md"))

@@ -94,7 +94,7 @@ def report(
     """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
     # the report core loads only when the command runs, so `specbench --help` and the other
     # commands never pay for it
-    from specbench.report.build import build_report, table_rows, write_report  # lazy: pulls in pandas
+    from specbench.report.assemble import build_report, table_rows, write_report  # lazy: pulls in pandas
     from specbench.report.inputs import parse_label  # lazy: pulls in numpy and pydantic
 
     labels = [parse_label(x) for x in (label or [])]

@@ -158,7 +158,7 @@ def _dry_python(cell) -> str:
 
 def _installs_note(study) -> list[str]:
     """--dry-run: the vllm axis's installs, which exist and which a run creates, and what that adds."""
-    from specbench.run.installs import plan_installs  # lazy: with the run modules
+    from specbench.run.install_plan import plan_installs  # lazy: with the run modules
 
     rows = plan_installs(study)
     if not rows:

@@ -7,7 +7,7 @@ intervals and never narrower than the jackknife t, see :mod:`specbench.compare.p
 medians: BCa; latency and throughput over repeats when both sides have 2+, else within-run only and held to a noise floor: :mod:`specbench.compare.noise`).
 Acceptance point estimates come from the exact /metrics diff when both sides have one and every
 prompt was paired (units then only give the interval). A cell's :class:`Block` s name reasons its checks cannot be decided (inconclusive).
-Gate checks are applied by :mod:`specbench.compare.checks`.
+Gate checks are applied by :mod:`specbench.compare.gate_checks`.
 A row's verdict is ``worse``/``better`` only when the CI of the delta excludes 0 *and* the change
 is past the row's tolerance (its gate's, else 0); else ``~``.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from specbench.analysis import deltas as iv
 from specbench.analysis.counts import total
 from specbench.analysis.intervals import t_quantile, within_var
-from specbench.compare import checks, exact
+from specbench.compare import exact, gate_checks
 from specbench.compare.gates import Gate
 from specbench.compare.guard import sized_subset
 from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
@@ -68,10 +68,10 @@ def compare_sides(
     run can satisfy (unknown axis or value, position >= k). A check too weak for its tolerance is
     inconclusive (:mod:`specbench.compare.power`); ``allow_weak`` passes it, labelled.
     """
-    checks.validate(gates, base, cand)
+    gate_checks.validate(gates, base, cand)
     warnings: list[str] = []
     cells = _matched_cells(base, cand, warnings, n_resamples, seed, confidence, noise_floors)
-    cells += checks.missing_cells(base, cand)
+    cells += gate_checks.missing_cells(base, cand)
     warnings = _side_warnings(base, cand) + warnings
     warnings += [f"baseline cell skipped: {s}" for s in base.skipped] + [
         f"candidate cell skipped: {s}" for s in cand.skipped
@@ -91,7 +91,7 @@ def compare_sides(
         holm=holm,
         allow_weak=allow_weak,
     )
-    checks.apply_gates(comp, gates, base, cand)
+    gate_checks.apply_gates(comp, gates, base, cand)
     comp.warnings += scope_warning(comp)
     return comp
 
@@ -180,8 +180,8 @@ def compare_cell(
         pairing=None if pairing is None else pairing.summary(),
     )
     if gates:
-        checks.apply_cell(out, gates, bc, cc, confidence)
-    checks.finish_rows(out)
+        gate_checks.apply_cell(out, gates, bc, cc, confidence)
+    gate_checks.finish_rows(out)
     return out
 
 

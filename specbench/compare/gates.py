@@ -27,7 +27,7 @@ same change: too few distinct units to measure spread); zero width around no cha
 unit identical on both sides) passes. Each decided check carries a one-sided p-value (t intervals: from SE and df;
 bootstrap intervals: the share of replicates inside the tolerance); the compare then holds the
 family-wise rate over every check it made, all cells x all gate lines, with Holm
-(:mod:`specbench.compare.checks`) unless turned off (``--no-holm``).
+(:mod:`specbench.compare.gate_checks`) unless turned off (``--no-holm``).
 """
 
 from __future__ import annotations

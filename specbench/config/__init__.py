@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from specbench.analysis.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
 from specbench.axis import ENV_NAME, SPEC_AXES, Axis, parse_axis
-from specbench.config.checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study
 from specbench.config.overrides import apply_overrides, shown_override
+from specbench.config.study_checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
 from specbench.io import read_bytes

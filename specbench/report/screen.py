@@ -18,7 +18,7 @@ from specbench.analysis.speedup import RERUN_SD, Speedup
 from specbench.errors import SpecbenchError
 from specbench.records import acceptance_units
 from specbench.render import format as fmt
-from specbench.report.build import contrasts, titles_of
+from specbench.report.assemble import contrasts, titles_of
 from specbench.report.study import StudyAnalysis, run_speedups
 from specbench.report.throughput import headline
 from specbench.run.read import read_run

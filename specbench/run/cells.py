@@ -64,7 +64,7 @@ class Cell:
     # What the cell claims to run (cell.json ``spec``; checked against what vLLM ran: specbench/serve/attest.py)
     spec: Spec | None = None
     vllm: str | None = None  # the vllm axis value: the install that serves the cell (None: the current one)
-    python: str | None = None  # that install's interpreter, set at planning (run/installs.py); None: this one
+    python: str | None = None  # that install's interpreter, set at planning (run/install_plan.py); None: this one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

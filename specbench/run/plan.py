@@ -20,14 +20,14 @@ from typing import Any, Callable
 
 import specbench
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
-from specbench.config.checks import check_prompts
 from specbench.config.overrides import shown_override
+from specbench.config.study_checks import check_prompts
 from specbench.errors import ConfigError, InputError
 from specbench.fixtures import resolve_fixture_ref
 from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
 from specbench.run import store
 from specbench.run.cells import Cell, default_resolver, expand, mla_off
-from specbench.run.installs import prepare_installs
+from specbench.run.install_plan import prepare_installs
 from specbench.run.lifecycle import utc_now
 from specbench.run.machine import fingerprint
 from specbench.run.read import read_run

@@ -377,7 +377,7 @@ def mismatches(spec: Spec | None, attested: Attested | None) -> list[str]:
         for f in HEAD_FIELDS:
             differ(f"head_variant.{f}", getattr(asked_hv, f, None), getattr(ran_hv, f, None))
     differ("mla", spec.mla, attested.mla)
-    # asked only on a vllm axis (run/installs.py); vLLM prints its version without a local part
+    # asked only on a vllm axis (run/install_plan.py); vLLM prints its version without a local part
     differ("vllm_version", _release(spec.vllm_version), _release(attested.vllm_version))
     differ("tp", spec.tp, attested.tp)
     return out

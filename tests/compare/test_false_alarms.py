@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.deltas import acceptance_deltas, one_sided_p, paired_acceptance_deltas
-from specbench.compare.checks import holm_reject
+from specbench.compare.gate_checks import holm_reject
 from specbench.testing.simulate import simulate_units
 
 P = [0.77, 0.55, 0.35]
@@ -114,8 +114,8 @@ def test_holm_step_down():
 
 
 def test_holm_turns_a_lone_marginal_failure_into_a_pass_and_says_so():
-    from specbench.compare.checks import holm
     from specbench.compare.compare import CellComparison, Comparison, GateResult
+    from specbench.compare.gate_checks import holm
 
     def result(cell, metric, status, p):
         return GateResult(

@@ -159,7 +159,7 @@ import signal
 import sys
 
 from specbench.cli import main as cli_main, parse_cmd
-from specbench.report import build
+from specbench.report import assemble
 
 
 def swallowing(fn):
@@ -177,7 +177,7 @@ def swallowing(fn):
     return wrapped
 
 
-build.render_markdown = swallowing(build.render_markdown)  # inside the report's marked set
+assemble.render_markdown = swallowing(assemble.render_markdown)  # inside the report's marked set
 parse_cmd.parse_file = swallowing(parse_cmd.parse_file)  # a command with no output set
 cli_main.main()
 """

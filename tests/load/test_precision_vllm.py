@@ -85,7 +85,7 @@ def test_stops_for_the_recorded_reason(precision_run):
 
 
 def test_recorded_half_width_matches_the_cell_files_and_the_report(precision_run):
-    from specbench.report.build import build_report
+    from specbench.report.assemble import build_report
 
     (cell_dir,) = [d for d in precision_run.iterdir() if (d / "cell.json").is_file()]
     prec = json.loads((cell_dir / "cell.json").read_text())["precision"]

@@ -13,7 +13,7 @@ import pytest
 from specbench.analysis.frames import summary_frame
 from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure
 from specbench.render.plots.style import encode
-from specbench.report.build import facets_of
+from specbench.report.assemble import facets_of
 from specbench.report.inputs import groups_from_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def _overlapping_titles(fig) -> list[str]:
 def test_no_text_of_a_report_figure_is_clipped(run):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from specbench.report.build import titles_of
+    from specbench.report.assemble import titles_of
     from specbench.report.reference import reference_figure, reference_view
     from specbench.run.read import read_run
 
@@ -103,7 +103,7 @@ def test_no_text_of_a_study_figure_is_clipped(name):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from specbench.render.plots.study import divergence_figure, speedup_figure
-    from specbench.report.build import run_titles
+    from specbench.report.assemble import run_titles
     from specbench.report.study import analyse_run
 
     run = ROOT / "results" / "baselines" / name

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from specbench.cli.main import app
 from specbench.errors import ConfigError
-from specbench.report.build import build_report
+from specbench.report.assemble import build_report
 from specbench.report.reference import pick_reference, reference_rows
 
 RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"

@@ -11,7 +11,7 @@ from specbench.cli.main import app
 from specbench.errors import ConfigError, InputError
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.model.counts import Counts
-from specbench.report.build import build_report, render_markdown, write_report
+from specbench.report.assemble import build_report, render_markdown, write_report
 from specbench.report.inputs import parse_label
 
 OUTPUTS = [

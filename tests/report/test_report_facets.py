@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from types import SimpleNamespace
 
-from specbench.report.build import MAX_LINES_PER_PANEL, facets_of
+from specbench.report.assemble import MAX_LINES_PER_PANEL, facets_of
 
 
 def _groups(axes_values: dict[str, list[str]]):

@@ -66,7 +66,7 @@ def test_a_hostile_axis_value_stays_one_value(tmp_path):
 
 def test_the_report_table_writer_escapes_what_it_is_given():
     """The writer itself, for text that reaches it without a cell title (headers, file names)."""
-    from specbench.report.build import _md_table
+    from specbench.report.assemble import _md_table
 
     md = _md_table(["cell|x", "AL"], [["a\nFAKE | b", "2.0\x1b[31m"]])
     assert md.splitlines() == ["| cell\\|x | AL |", "|---|---|", "| a FAKE \\| b | 2.0\\x1b[31m |"]

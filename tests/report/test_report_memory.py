@@ -87,11 +87,11 @@ def test_report_holds_less_than_its_records(tmp_path, monkeypatch):
 
     from specbench.io import atomic_write_bytes
     from specbench.metrics.parse import parse_file
-    from specbench.report import build
+    from specbench.report import assemble
     from specbench.report.csvfile import csv_chunks
 
     read_peak = {}
-    real_groups = build.groups_from_files
+    real_groups = assemble.groups_from_files
 
     def reading(*args, **kwargs):
         tracemalloc.reset_peak()
@@ -99,7 +99,7 @@ def test_report_holds_less_than_its_records(tmp_path, monkeypatch):
         read_peak["bytes"] = tracemalloc.get_traced_memory()[1]
         return out
 
-    monkeypatch.setattr(build, "groups_from_files", reading)
+    monkeypatch.setattr(assemble, "groups_from_files", reading)
 
     def measure(windows: int):
         log = tmp_path / f"{windows}.log"
@@ -113,8 +113,8 @@ def test_report_holds_less_than_its_records(tmp_path, monkeypatch):
             tracemalloc.reset_peak()
             parse_file(log, each=lambda rec: None)
             parsing = tracemalloc.get_traced_memory()[1] - base
-            rep = build.build_report([log], n_resamples=500)
-            (tmp_path / "summary.md").write_text(build.render_markdown(rep))
+            rep = assemble.build_report([log], n_resamples=500)
+            (tmp_path / "summary.md").write_text(assemble.render_markdown(rep))
             atomic_write_bytes(tmp_path / "acceptance.csv", csv_chunks(rep.summary))
             peak = max(read_peak["bytes"], tracemalloc.get_traced_memory()[1])
             return rep, records_bytes, read_peak["bytes"] - base - parsing, peak - base
@@ -155,7 +155,7 @@ def test_report_does_not_import_scipy_stats(tmp_path):
     log = tmp_path / "server.log"
     _server_log(log, 30)
     code = (
-        "import sys\nfrom specbench.report.build import build_report\n"
+        "import sys\nfrom specbench.report.assemble import build_report\n"
         "from specbench.analysis.intervals import cumulative_intervals\n"
         "rep = build_report([sys.argv[1]], n_resamples=200)\ncum = cumulative_intervals(rep.groups[0].units)\n"
         "print(sum(c[3] == c[3] for c in cum), 'scipy.stats' in sys.modules, 'scipy.special' in sys.modules)"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specbench.report.build import build_report, render_markdown, write_report
+from specbench.report.assemble import build_report, render_markdown, write_report
 from specbench.report.study import analyse_run
 
 ROOT = Path(__file__).resolve().parents[2]

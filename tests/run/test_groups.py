@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from specbench.config import parse_study
-from specbench.config.checks import check_prompts
+from specbench.config.study_checks import check_prompts
 from specbench.errors import ConfigError
 from specbench.load.prompts import load_prompts
 from specbench.run.cells import expand, pick_baseline

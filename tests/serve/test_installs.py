@@ -1,4 +1,4 @@
-"""The ``vllm`` axis's installs (specbench/serve/installs.py, specbench/run/installs.py): real venvs,
+"""The ``vllm`` axis's installs (specbench/serve/installs.py, specbench/run/install_plan.py): real venvs,
 real pip, real processes; no network (pip runs with PIP_NO_INDEX).
 
 The environment cache, its lock and its clean-up do not depend on what pip installs, and a real
@@ -237,7 +237,7 @@ def test_dry_run_says_which_environments_exist_and_what_creating_them_adds(offli
         [sys.executable, "-m", "specbench", "run", str(cfg), "--dry-run"], capture_output=True, text=True, env=env
     )
     assert r.returncode == 0, r.stderr
-    from specbench.run.installs import CREATE_S, PROBE_S
+    from specbench.run.install_plan import CREATE_S, PROBE_S
 
     # 0.31.0 is created and asked; current is neither
     assert f"# vllm installs: 2; planning adds about {CREATE_S + PROBE_S:.0f} s" in r.stdout, r.stdout
@@ -260,7 +260,7 @@ def test_a_path_that_is_no_environment_is_refused(tmp_path):
 def test_an_environment_without_vllm_is_refused_before_any_server(tmp_path):
     """A real venv with no vLLM in it, named as ``path:``: planning refuses it, naming what is missing."""
     from specbench.run.cells import expand
-    from specbench.run.installs import prepare_installs
+    from specbench.run.install_plan import prepare_installs
 
     env = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
@@ -270,7 +270,7 @@ def test_an_environment_without_vllm_is_refused_before_any_server(tmp_path):
 
 
 def test_dry_run_hides_an_index_password():
-    from specbench.run.installs import plan_installs
+    from specbench.run.install_plan import plan_installs
 
     rows = plan_installs(factories.study(matrix={"vllm": ["vllm @ https://u:s3cret@idx.example/vllm-0.31.0.whl"]}))
     assert rows and "s3cret" not in json.dumps(rows)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.report.build import contrasts
+from specbench.report.assemble import contrasts
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "results" / "baselines" / "cpu-vllm-upgrade"

@@ -135,7 +135,7 @@ def test_pos0_mask_axis_and_its_env_axis_collide():
 
 
 def load_config_data(data):
-    from specbench.config.checks import check_study
+    from specbench.config.study_checks import check_study
 
     check_study(parse_study(data, "x.yaml"), "x.yaml")
 
