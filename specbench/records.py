@@ -267,9 +267,6 @@ class Manifest(Part):
     installs: dict[str, dict[str, Any]] = Field(default_factory=dict)
     source: Optional[StrictStr] = None  # a vllm bench result or sweep read as a run (specbench/run/sweep.py)
 
-    def dump(self) -> dict[str, Any]:
-        return ordered_dump(self)
-
 
 def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "record") -> R:
     """``value`` as a ``cls`` record (a dict is validated: writers get the loaders' checks too)."""

@@ -220,6 +220,9 @@ def stdout_is_tty() -> bool:
     return sys.stdout.isatty()
 
 
+# compare and report seed their bootstraps alike
+Seed = Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed (results are deterministic in it).")]
+
 # run and validate take the same overrides, checked alike (run/plan.validated)
 SetOption = Annotated[
     Optional[list[str]],

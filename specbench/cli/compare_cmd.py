@@ -17,8 +17,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from specbench.cli.common import console, err_console, handle_errors, silence_stdout, warn
-from specbench.cli.options import Seed
+from specbench.cli.common import Seed, console, err_console, handle_errors, silence_stdout, warn
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import InputError
 from specbench.io import atomic_write_text, save_json

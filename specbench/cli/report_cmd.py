@@ -7,8 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from specbench.cli.common import console, err_console, handle_errors, nonempty_path
-from specbench.cli.options import Seed
+from specbench.cli.common import Seed, console, err_console, handle_errors, nonempty_path
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import ConfigError
 from specbench.render.format import user_text

@@ -32,6 +32,9 @@ class Part(Record):
             part._order = tuple(data)
         return part
 
+    def dump(self) -> dict[str, Any]:
+        return ordered_dump(self)
+
     def with_(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` set (new keys after the ones it has)."""
         return self.model_validate({**ordered_dump(self), **changes})

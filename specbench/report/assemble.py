@@ -205,9 +205,9 @@ def titles_of(run: Run, *, prefix: bool = False) -> dict[str, str]:
     cells = [
         (
             cid,
-            {axis_label(str(k)): str(v) for k, v in (c.cell.get("axes") or {}).items()},
-            bool(c.cell.get("is_baseline")),
-            c.cell.get("repeat"),
+            {axis_label(str(k)): str(v) for k, v in c.record.axes.items()},
+            bool(c.record.is_baseline),
+            c.record.repeat,
         )
         for cid, c in run.cells.items()
     ]

@@ -364,9 +364,9 @@ def load_run(path: Path, *, resuming: bool = False) -> Run:
     manifest = load_json(path / MANIFEST)
     if not isinstance(manifest.get("cells"), list) or "run_id" not in manifest:
         raise InputError(f"{path / MANIFEST}: not a specbench run manifest (no run_id / cells)")
-    Manifest.parse(manifest, path / MANIFEST, "restore the file from a copy of the run")
     if not resuming:  # what a reader shows: a secret a writer missed (or a hand edit added) stays hidden
         manifest = redact_strings(manifest)
+    # validated once, as the reader will hold it (redaction only replaces strings with strings)
     run = Run(path=path, manifest=Manifest.parse(manifest, path / MANIFEST, "restore the file from a copy of the run"))
     # A run that ended "done" wrote every cell; in other states a listed cell may never have run.
     finished = manifest.get("status") == "done" and not resuming

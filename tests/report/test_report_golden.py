@@ -33,7 +33,7 @@ def _files(d: Path) -> dict[str, str]:
 
 
 def test_every_baseline_is_covered() -> None:
-    assert len(BASELINES) >= 10, BASELINES
+    assert BASELINES, "no committed baseline found under results/baselines"
     assert sorted(p.name for p in GOLDEN.iterdir()) == BASELINES, "regenerate: SPECBENCH_UPDATE_GOLDEN=1"
 
 
