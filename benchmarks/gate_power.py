@@ -2,7 +2,7 @@
 
 Each trial simulates a baseline and a candidate side (per-draft Bernoulli chains with known p_i,
 grouped into request units with per-request spread, specbench/testing/simulate.py) and runs
-the real comparison (:func:`specbench.compare.compare.compare_cell`: jackknife t interval over
+the real comparison (:func:`specbench.compare.cellwise.compare_cell`: jackknife t interval over
 request units, then the gate rule). "detect" = the gate fails when the candidate's p_0 is truly
 ``--drop`` lower; "false alarm" = the gate fails when both sides have the same truth; "size" = the
 gate fails when the true drop equals the gate's own tolerance (the boundary of what it allows: the
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from specbench.compare.compare import compare_cell
+from specbench.compare.cellwise import compare_cell
 from specbench.compare.gates import parse_gate
 from specbench.compare.sides import SideCell
 from specbench.testing.simulate import simulate_units

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from specbench.config import parse_study
-from specbench.run import store
+from specbench.results import store
 from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import GroupedExecutor

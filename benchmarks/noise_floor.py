@@ -36,7 +36,7 @@ METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s", "speed
 
 
 def main(argv: list[str] | None = None) -> int:
-    from specbench.compare.compare import compare_cell
+    from specbench.compare.cellwise import compare_cell
     from specbench.compare.metrics import METRICS as REGISTRY
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.analysis.precision import MIN_REQUESTS_FLOOR
+from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR
 from specbench.load.precision import Batch, run_until
 from specbench.model.counts import Counts
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from specbench.analysis.intervals import t_quantile
 from specbench.analysis.speedup import INTERLEAVED_RERUN_SD, RERUN_SD
-from specbench.report.study import run_speedups
+from specbench.report.baseline_pairs import run_speedups
 
 ROOT = Path(__file__).resolve().parents[1]
 

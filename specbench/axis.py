@@ -81,6 +81,22 @@ def parse_axis(text: str, *, strict: bool = True) -> Axis:
     return axis
 
 
+def axis_label(text: str) -> str:
+    """Short name of an axis in cell ids and table columns: env:FOO -> FOO, flag:--x-y -> x-y,
+    load:concurrency -> concurrency (:attr:`Axis.label`; not strict: the keys of a record of any
+    age, or a label already, come here too)."""
+    return parse_axis(text, strict=False).label
+
+
+def value_slug(value: object) -> str:
+    """An axis value as it reads in a cell id (a path component): a model path or hub id by its
+    last component, anything but ``A-Za-z0-9._-`` as ``_``, at most 40 characters."""
+    text = str(value)
+    if "/" in text:  # a model path or hub id: its last component is the readable part
+        text = text.rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40] or "_"
+
+
 def _problem(axis: Axis) -> str | None:
     if axis.kind == "env" and not ENV_NAME.match(axis.name):
         return f"{axis.name!r} is not an environment variable name"

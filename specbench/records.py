@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator
 
-from specbench.analysis.counts import invalid_reason
+from specbench.analysis.rates import invalid_reason
 from specbench.io import load_json
 from specbench.model.base import Fractions, Interval, K, Num, R, Record, Scalar
 from specbench.model.cell import (
@@ -239,7 +239,7 @@ class Manifest(Part):
     """``manifest.json``: the run's identity, resolved config, machine and cell list.
 
     The runner keeps the manifest as the dict plan.py built and updates it; store validates it
-    through this model on every write, and readers get it from :func:`specbench.run.store.load_run`
+    through this model on every write, and readers get it from :func:`specbench.results.store.load_run`
     as this model (``Run.manifest``). Keys are written back in the order they were read."""
 
     run_id: StrictStr
@@ -265,7 +265,7 @@ class Manifest(Part):
     # free-form: each workload's provenance (file sha256s, sampler) and each vllm axis install, as recorded
     workloads: dict[str, Optional[dict[str, Any]]] = Field(default_factory=dict)
     installs: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    source: Optional[StrictStr] = None  # a vllm bench result or sweep read as a run (specbench/run/sweep.py)
+    source: Optional[StrictStr] = None  # a vllm bench result or sweep read as a run (specbench/results/sweep.py)
 
 
 def as_record(cls: type[R], value: "R | dict[str, Any]", file: Path | str = "record") -> R:

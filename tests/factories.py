@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.config import Study, parse_study
-from specbench.run import store
+from specbench.results import store
 from specbench.run.cells import expand
 from specbench.run.runner import RunPlan
 

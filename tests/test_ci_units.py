@@ -29,8 +29,8 @@ from specbench.records import Acceptance, load
 from specbench.render import format as fmt
 from specbench.report.assemble import titles_of
 from specbench.report.screen import final_table
+from specbench.results.read import read_run
 from specbench.run.collect import build_acceptance
-from specbench.run.read import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = sorted(p for p in (ROOT / "results" / "baselines").iterdir() if (p / "manifest.json").exists())

@@ -1,5 +1,5 @@
 """Every project file a doc, docstring or comment names exists: a path like
-``specbench/run/store.py``, ``tests/conftest.py`` or ``benchmarks/noise_floor.py``, and a dotted
+``specbench/results/store.py``, ``tests/conftest.py`` or ``benchmarks/noise_floor.py``, and a dotted
 module like ``specbench.compare.sides`` (an attribute after it is allowed). A moved or renamed
 module otherwise leaves readers pointed at nothing (internals.md once named a module that never
 existed)."""

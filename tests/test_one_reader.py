@@ -1,5 +1,5 @@
 """One reader: ``specbench report`` and ``specbench compare`` take every kind of input through
-specbench/run/read.py, so one input gives one cell with one set of units and one interval in both.
+specbench/results/read.py, so one input gives one cell with one set of units and one interval in both.
 
 Inputs are real files of the committed cpu-head-variants study (each of its cells had its own
 server): each cell's server.log, the same log as ``specbench parse --format jsonl`` records, and the
@@ -28,8 +28,8 @@ from specbench.model.counts import Counts
 from specbench.records import Acceptance, load
 from specbench.report import assemble as report_build
 from specbench.report.inputs import groups_from_files
-from specbench.run import read as run_read
-from specbench.run.read import input_kind, read_windows
+from specbench.results import read as run_read
+from specbench.results.read import input_kind, read_windows
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "results" / "reruns" / "head-variants-2026-12-03"

@@ -15,7 +15,8 @@ from specbench.io import load_json, read_jsonl
 from specbench.model.counts import Counts
 from specbench.model.requests import requests_of
 from specbench.records import Acceptance, CellRecord, Manifest, load
-from specbench.run import collect, store
+from specbench.results import store
+from specbench.run import collect
 from specbench.run.cells import Cell
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """The ``vllm bench serve`` fixture files (tests/metrics/data/vllm_bench/) and what their /metrics
 scrapes say each benchmark did (prometheus_client's parser: an independent source, not ours).
-Shared by tests/metrics/test_vllm_bench.py and tests/run/test_sweep.py."""
+Shared by tests/metrics/test_vllm_bench.py and tests/results/test_sweep.py."""
 
 from __future__ import annotations
 

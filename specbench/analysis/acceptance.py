@@ -6,8 +6,8 @@ The pieces live in small modules: :mod:`.counts` (Counts, AcceptanceStats, accep
 
 from __future__ import annotations
 
-from specbench.analysis.counts import DEFINITION, AcceptanceStats, acceptance, total
 from specbench.analysis.intervals import Intervals, bootstrap, bootstrap_delta, point_estimates, significant
+from specbench.analysis.rates import DEFINITION, AcceptanceStats, acceptance, total
 from specbench.analysis.windows import RateOnlySummary, counts_from_records, rate_only_summary
 from specbench.model.counts import Counts
 

@@ -80,7 +80,7 @@ def acceptance_deltas(
     ``floor`` False for repeats as units (compare's between-run path): a repeat pools a whole load,
     so the repeats' own spread is the between-run variance they are there to measure; the
     within-draw floor with df = min(n) - 1 = 1 from two repeats made every two-repeat check blind
-    (a 46% AL drop passed: tests/run/test_sweep.py)."""
+    (a 46% AL drop passed: tests/results/test_sweep.py)."""
     k = common_k(base, cand)
     mb, mc = count_matrix(base, k), count_matrix(cand, k)
     pb, pc = count_stats(mb.sum(axis=0), k), count_stats(mc.sum(axis=0), k)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from specbench.analysis.counts import acceptance, total
 from specbench.analysis.intervals import cell_intervals
+from specbench.analysis.rates import acceptance, total
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.model.counts import Counts
 

@@ -24,7 +24,7 @@ predicts nothing. Its gaps to the tok/s and e2e speed-ups are what speculation d
 client's own overhead. A real prediction, at other k, is :mod:`specbench.analysis.kpredict`.
 
 CIs: one method for every speed-up figure specbench shows (screen, report, plot, CSV) and the
-one compare gates on (:mod:`specbench.compare.study`): a t interval on the log of the figure, its
+one compare gates on (:mod:`specbench.compare.within_run`): a t interval on the log of the figure, its
 standard error jackknifed over requests. When both cells sent the same requests (same repeat, id
 and prompt), a request leaves the cell and its baseline together (paired: the prompt mix cancels),
 df = n - 1; else each cell is jackknifed on its own and the variances add, df = min(n) - 1.

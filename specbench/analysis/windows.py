@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specbench.analysis.counts import acceptance, invalid_reason
+from specbench.analysis.rates import acceptance, invalid_reason
 from specbench.errors import InputError
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.model.counts import Counts

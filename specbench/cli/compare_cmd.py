@@ -331,7 +331,7 @@ def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
     delta is then 0 by construction and a pass says nothing."""
     if os.path.realpath(baseline) == os.path.realpath(candidate):
         return f"baseline and candidate are the same path ({baseline}): every change is 0 by construction"
-    from specbench.run.read import own_run_id  # lazy: the readers pull in numpy and pydantic
+    from specbench.results.read import own_run_id  # lazy: the readers pull in numpy and pydantic
 
     ids = [own_run_id(s.manifest) for s in (base, cand)]
     if ids[0] and ids[0] == ids[1]:

@@ -117,7 +117,7 @@ def report(
 
 
 def _print_findings(rep, out: Path) -> None:
-    from specbench.report.kpredict import advice_lines  # lazy: pulls in numpy
+    from specbench.report.choosing_k import advice_lines  # lazy: pulls in numpy
 
     for g in rep.groups:
         if g.warnings:

@@ -4,7 +4,7 @@
 :mod:`.render` / :mod:`.junit` / :mod:`specbench.render.plots.compare` turn a :class:`Comparison` into output.
 """
 
-from specbench.compare.compare import CellComparison, Comparison, GateResult, MetricRow, compare_sides
+from specbench.compare.cellwise import CellComparison, Comparison, GateResult, MetricRow, compare_sides
 from specbench.compare.gates import DEFAULT_GATES, GRAMMAR, Gate, GateError, decide, load_gate_file, parse_gate
 from specbench.compare.sides import Side, SideCell, load_side
 

@@ -39,7 +39,7 @@ _FIELDS = [
     # speed-ups measured interleaved with the baseline's requests or apart from them: two methods
     ("speed-up measurement (load.interleave blocks; 0: apart)", ("resolved_config", "load", "interleave")),
     ("load driver", ("resolved_config", "load", "driver")),
-    # recorded by `vllm bench serve` result files (specbench.run.sweep puts them here)
+    # recorded by `vllm bench serve` result files (specbench.results.sweep puts them here)
     ("dataset", ("resolved_config", "load", "dataset")),
     ("tokenizer", ("resolved_config", "load", "tokenizer")),
     ("request rate", ("resolved_config", "load", "request_rate")),

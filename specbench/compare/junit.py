@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from specbench.compare.compare import Comparison
+from specbench.compare.cellwise import Comparison
 from specbench.compare.render import cell_titles, short_metric
 
 # Characters XML 1.0 cannot hold at all (ElementTree writes them and the file no longer parses):

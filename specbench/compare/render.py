@@ -1,4 +1,4 @@
-"""Text renderings of a :class:`~specbench.compare.compare.Comparison`: the Rich terminal table,
+"""Text renderings of a :class:`~specbench.compare.cellwise.Comparison`: the Rich terminal table,
 Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from specbench.compare.compare import Comparison, MetricRow
+from specbench.compare.cellwise import Comparison, MetricRow
 from specbench.compare.results import CellComparison, GateResult
 from specbench.render import format as fmt
 from specbench.render.format import md_cell, user_text

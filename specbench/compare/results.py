@@ -1,7 +1,7 @@
 """The records of a comparison: a metric row, a gate check's result, a block, a cell and the whole
 compare (exit code, error control, JSON form). Plain data below every compare module
 (:mod:`~specbench.compare.gate_checks` and :mod:`~specbench.compare.noise` fill them,
-:mod:`~specbench.compare.compare` builds them, render/junit read them)."""
+:mod:`~specbench.compare.cellwise` builds them, render/junit read them)."""
 
 from __future__ import annotations
 

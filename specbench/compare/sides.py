@@ -1,8 +1,8 @@
 """One side of a comparison: a run directory or a single log / /metrics file, as matched cells.
 
 ``load_side(path)`` is the only entry point. A ``vllm bench serve`` result file or a ``vllm bench
-sweep serve`` directory is read as a run (:mod:`specbench.run.sweep`). A run directory is read through
-:func:`specbench.run.store.load_run` (which refuses missing, corrupt and other-version files);
+sweep serve`` directory is read as a run (:mod:`specbench.results.sweep`). A run directory is read through
+:func:`specbench.results.store.load_run` (which refuses missing, corrupt and other-version files);
 cells with the same axis values (repeats) are pooled into one :class:`SideCell` whose units are
 the union of the repeats' units. A log or /metrics file is one cell with axes ``{}``, named after
 the file, whose units are its log windows.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from specbench.analysis.counts import invalid_reason
+from specbench.analysis.rates import invalid_reason
 from specbench.analysis.windows import units_k, window_k
 from specbench.axis import SPEC_AXES, parse_axis
 from specbench.compare.values import check_k, check_rows
@@ -23,10 +23,10 @@ from specbench.load.summary import summary_columns
 from specbench.model.cell import Attested, Spec
 from specbench.model.counts import Counts
 from specbench.records import Acceptance, CellRecord, Manifest, acceptance_units, load
+from specbench.results.read import input_kind, read_run, read_windows
+from specbench.results.store import CellData
+from specbench.results.sweep import side_notes
 from specbench.run.collect import NO_SPEC_COUNTS
-from specbench.run.read import input_kind, read_run, read_windows
-from specbench.run.store import CellData
-from specbench.run.sweep import side_notes
 from specbench.serve.attest import not_attested
 
 CellKey = tuple[tuple[str, str], ...]
@@ -183,7 +183,7 @@ UNCHECKED = (
 
 def load_side(path: Path) -> Side:
     """Read a run, one cell's acceptance.json, or one log / /metrics / ``specbench parse`` file, as
-    :mod:`specbench.run.read` (report's reader too) reads it; InputError (exit 2) naming what is wrong."""
+    :mod:`specbench.results.read` (report's reader too) reads it; InputError (exit 2) naming what is wrong."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such run directory or file; pass results/<run-id> or a log / /metrics file")

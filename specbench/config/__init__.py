@@ -15,7 +15,7 @@ from typing import Any, Callable, Literal, Optional, Sequence, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from specbench.analysis.precision import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
+from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
 from specbench.axis import ENV_NAME, SPEC_AXES, Axis, parse_axis
 from specbench.config.overrides import apply_overrides, shown_override
 from specbench.config.study_checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study

@@ -9,7 +9,7 @@ the requests sent go to cell.json under ``precision``.
 
 This module drives the load: when to look, how many requests to send next, which units the
 requests sent so far make. The statistics (the stop rule, its interval, the first-look floor and
-why) are :mod:`specbench.analysis.precision`'s.
+why) are :mod:`specbench.analysis.stop_rule`'s.
 
 **Units**: per-request counts (vLLM ``--per-request-spec-decode-metrics``), with the requests of one
 prompt summed into one unit: at temperature 0 a repeated prompt repeats its counts, so counting
@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
-from specbench.analysis.precision import INTERVAL, Look, ci_key, half_widths, precise_enough
+from specbench.analysis.stop_rule import INTERVAL, Look, ci_key, half_widths, precise_enough
 from specbench.model.counts import Counts
 from specbench.records import ci_units, diff_counts, request_units
 

@@ -30,7 +30,7 @@ METRICS = (
     "number_output_tokens",
 )
 
-# llmperf summary key -> (specbench column, scale to the column's unit): cells.csv (run/store.py)
+# llmperf summary key -> (specbench column, scale to the column's unit): cells.csv (results/store.py)
 # and compare's summary fallback (compare/sides.py) read the same map through summary_columns.
 SUMMARY_COLUMNS = {
     "results_num_completed_requests": ("requests", 1),

@@ -1,7 +1,7 @@
 """Exact acceptance counts: the one typed form of a cell's, window's or request's counts.
 
 :class:`Counts` is what parsers give (``SpecDecodeRecord.counts()``), what the statistics sum and
-take (:mod:`specbench.analysis.counts`), and what ``acceptance.json`` validates and writes (its
+take (:mod:`specbench.analysis.rates`), and what ``acceptance.json`` validates and writes (its
 ``counts`` objects, :mod:`specbench.records`): no second class, no converter.
 
 A plain dataclass rather than a pydantic model: statistics build and add Counts in loops (the

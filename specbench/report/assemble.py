@@ -18,19 +18,19 @@ from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.analysis.speedup import RERUN_SD
+from specbench.axis import axis_label
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
 from specbench.metrics.parse import no_spec_data
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title, titles
+from specbench.report.baseline_pairs import analyse_run, render_sections, write_study_outputs
 from specbench.report.csvfile import csv_chunks
 from specbench.report.index import figure_note, index_html, run_provenance
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
 from specbench.report.reference import ReferenceView, reference_figure, reference_rows, reference_view
-from specbench.report.study import analyse_run, render_sections, write_study_outputs
-from specbench.run.cells import axis_label
-from specbench.run.read import own_run_id, read_run
-from specbench.run.store import Run
+from specbench.results.read import own_run_id, read_run
+from specbench.results.store import Run
 from specbench.serve.attest import axis_fields, confounds, not_attested
 
 MAX_WARNINGS_SHOWN = 20
@@ -39,7 +39,7 @@ MAX_WARNINGS_SHOWN = 20
 @dataclass
 class CellDifference:
     """Two run-dir cells that differ in exactly one axis; delta = cand - base. (Not
-    :class:`specbench.compare.compare.Comparison`, which compares two runs.)"""
+    :class:`specbench.compare.cellwise.Comparison`, which compares two runs.)"""
 
     axis: str
     base: str  # group labels
@@ -107,7 +107,7 @@ class Report:
     seed: int
     comparisons: list[CellDifference] = field(default_factory=list)
     source: str = ""
-    studies: list = field(default_factory=list)  # report.study.StudyAnalysis per run directory
+    studies: list = field(default_factory=list)  # report.baseline_pairs.StudyAnalysis per run directory
     titles: dict[str, str] = field(default_factory=dict)  # label -> axis-value title (run-dir cells)
     provenance: list = field(default_factory=list)  # per run: report.index.Provenance
     reference: ReferenceView | None = None  # every cell against one (report.reference)
@@ -201,7 +201,7 @@ def run_titles(run_dir: Path, *, prefix: bool = False) -> dict[str, str]:
 
 
 def titles_of(run: Run, *, prefix: bool = False) -> dict[str, str]:
-    """:func:`run_titles` of a run already loaded (:class:`specbench.run.store.Run`)."""
+    """:func:`run_titles` of a run already loaded (:class:`specbench.results.store.Run`)."""
     cells = [
         (
             cid,
@@ -550,7 +550,7 @@ def write_report(report: Report, out_dir: Path, plots: bool = True) -> list[Path
         atomic_write_bytes(paths[1], csv_chunks(report.summary))  # streamed: a warnings cell can be MBs
         if plots:
             # lazy: matplotlib only when figures are written (run's end-of-run screen imports this module)
-            from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, save_figure
+            from specbench.render.plots.curves import al_over_time_figure, per_position_figure, save_figure
             from specbench.render.plots.style import encode, noted  # lazy: pulls in matplotlib
 
             enc = encode([(g.label, g.axes) for g in report.groups])

@@ -14,7 +14,7 @@ from typing import Any
 from specbench.analysis.acceptance import significant
 from specbench.model.cell import Machine
 from specbench.render import html
-from specbench.run.store import Run
+from specbench.results.store import Run
 from specbench.serve.attest import recorded_mismatches
 
 # figure file stem -> what it shows, in words (the page's captions and alt texts)
@@ -130,7 +130,7 @@ def findings(report: Any) -> str:
     """What the screen prints, arranged for reading: significant contrasts, then the rest folded;
     speed-ups as a table with what below 1× means; k advice; the study's warnings folded."""
     # lazy: numpy and the k-prediction model, only when a page is written
-    from specbench.report.kpredict import advice_lines
+    from specbench.report.choosing_k import advice_lines
     from specbench.report.throughput import headline  # lazy: numpy, only when a page is written
 
     out: list[str] = []

@@ -1,6 +1,6 @@
 """Inputs of ``specbench report``: files and runs -> labelled groups of summable units.
 
-Every path is read by :mod:`specbench.run.read`, the reader ``compare`` uses too: a run (a
+Every path is read by :mod:`specbench.results.read`, the reader ``compare`` uses too: a run (a
 ``specbench run`` or ``vllm bench sweep`` directory, a ``vllm bench serve`` result file) gives one
 group per cell from its ``acceptance.json`` (exact Prometheus counts for the point estimate,
 per-request units or log windows for the CI); a log, Prometheus scrape or ``specbench parse`` JSONL
@@ -16,13 +16,13 @@ from typing import Any
 
 from specbench.analysis.acceptance import RateOnlySummary, point_estimates
 from specbench.analysis.windows import WindowCounter
+from specbench.axis import axis_label
 from specbench.errors import ConfigError, InputError
 from specbench.model.cell import Attested
 from specbench.model.counts import Counts
 from specbench.records import Acceptance, acceptance_units, load
-from specbench.run.cells import axis_label
-from specbench.run.read import FileUnits, file_units, input_kind, is_run, read_run, read_windows, stream_records
-from specbench.run.store import Run
+from specbench.results.read import FileUnits, file_units, input_kind, is_run, read_run, read_windows, stream_records
+from specbench.results.store import Run
 
 
 @dataclass
@@ -52,7 +52,7 @@ def parse_label(text: str) -> tuple[str, Path]:
 
 def is_run_dir(path: Path) -> bool:
     """Read as a run: a ``specbench run`` directory, a ``vllm bench sweep serve`` directory or a
-    ``vllm bench serve`` result file (run/read.py decides, for report and compare alike)."""
+    ``vllm bench serve`` result file (results/read.py decides, for report and compare alike)."""
     return is_run(path)
 
 

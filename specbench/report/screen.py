@@ -19,10 +19,10 @@ from specbench.errors import SpecbenchError
 from specbench.records import acceptance_units
 from specbench.render import format as fmt
 from specbench.report.assemble import contrasts, titles_of
-from specbench.report.study import StudyAnalysis, run_speedups
+from specbench.report.baseline_pairs import StudyAnalysis, run_speedups
 from specbench.report.throughput import headline
-from specbench.run.read import read_run
-from specbench.run.store import CellData
+from specbench.results.read import read_run
+from specbench.results.store import CellData
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -35,7 +35,7 @@ def final_table(run_dir: Path, study: StudyAnalysis | None = None) -> Table:
     (``MLA on · norm off``, ``no spec · MLA on``). The AL interval is recomputed from the stored
     counts over the units `report` and `compare` choose (records.acceptance_units), so all three
     print one interval, also for runs stored under an older interval method. ``study``: the run's
-    speed-ups already read (:func:`specbench.report.study.run_speedups`), else read here."""
+    speed-ups already read (:func:`specbench.report.baseline_pairs.run_speedups`), else read here."""
     run = read_run(run_dir)
     names = titles_of(run)
     study = study if study is not None else _study(run_dir)

@@ -72,7 +72,7 @@ class ThroughputContrast:
 
 
 def throughput_contrasts(cells: list[Any], *, confidence: float, rerun_sd: float) -> list[ThroughputContrast]:
-    """Every two cells (:class:`specbench.report.study.CellRequests`) of one repeat, both no-spec or
+    """Every two cells (:class:`specbench.report.baseline_pairs.CellRequests`) of one repeat, both no-spec or
     both speculative, that differ in exactly one axis; the first value an axis takes in run order is
     the reference side, as in the acceptance contrasts."""
     first: dict[str, str] = {}

@@ -25,7 +25,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
-from specbench.axis import SPEC_AXES, Axis, parse_axis
+from specbench.axis import SPEC_AXES, Axis, axis_label, parse_axis, value_slug
 from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Study
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
@@ -75,13 +75,6 @@ class Cell:
         return (self.spec.method if self.spec else None) or "eagle"
 
 
-def axis_label(axis: str) -> str:
-    """Short name of an axis in cell ids and table columns: env:FOO -> FOO, flag:--x-y -> x-y,
-    load:concurrency -> concurrency (:attr:`specbench.axis.Axis.label`; not strict: the keys of a
-    record of any age, or a label already, come here too)."""
-    return parse_axis(axis, strict=False).label
-
-
 def is_target_axis(axis: str, draft_axes: Iterable[str] = ()) -> bool:
     """Whether ``axis`` (raw ``env:FOO`` or its label ``FOO``) changes the target model's serving.
 
@@ -122,13 +115,6 @@ def pick_baseline(
         if rep == repeat and not target_mismatch(spec_axes, axes, draft_axes):
             return item
     return None
-
-
-def _slug(value: Any) -> str:
-    text = str(value)
-    if "/" in text:  # a model path or hub id: its last component is the readable part
-        text = text.rstrip("/").rsplit("/", 1)[-1]
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40] or "_"
 
 
 def _id_value(axis: str, value: Any) -> Any:
@@ -193,7 +179,9 @@ def _cell(
     id_axes: list[str] | None = None,
 ) -> Cell:
     serve = study.serve
-    parts = [f"{axis_label(a)}-{_slug(_id_value(a, v))}" for a, v in values.items() if id_axes is None or a in id_axes]
+    parts = [
+        f"{axis_label(a)}-{value_slug(_id_value(a, v))}" for a, v in values.items() if id_axes is None or a in id_axes
+    ]
     cell_id = "__".join((["baseline"] if baseline else []) + parts + [f"r{repeat}"])
     model = resolve(serve.model)
     args: list[str] = [model]

@@ -17,8 +17,8 @@ import math
 from typing import Any
 
 from specbench.analysis.acceptance import DEFINITION, acceptance, counts_from_records
-from specbench.analysis.counts import invalid_reason, total
 from specbench.analysis.intervals import cell_intervals
+from specbench.analysis.rates import invalid_reason, total
 from specbench.metrics.parse import parse_prometheus, parse_text
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.model.counts import Counts

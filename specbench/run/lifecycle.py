@@ -36,7 +36,7 @@ from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench.load.prompts import Prompt
 from specbench.records import Acceptance, CellRecord, Timings
-from specbench.run import store
+from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.serve.attest import attest, mismatches
 from specbench.serve.server import VLLMServer

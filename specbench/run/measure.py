@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from specbench.analysis.counts import total
+from specbench.analysis.rates import total
 from specbench.io import atomic_write_text
 from specbench.load.driver import LoadResult, LoadSpec, run_load, write_outputs
 from specbench.load.llmperf import llmperf_spec, run_llmperf

@@ -25,12 +25,12 @@ from specbench.config.study_checks import check_prompts
 from specbench.errors import ConfigError, InputError
 from specbench.fixtures import resolve_fixture_ref
 from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
-from specbench.run import store
+from specbench.results import store
+from specbench.results.read import read_run
 from specbench.run.cells import Cell, default_resolver, expand, mla_off
 from specbench.run.install_plan import prepare_installs
 from specbench.run.lifecycle import utc_now
 from specbench.run.machine import fingerprint
-from specbench.run.read import read_run
 from specbench.run.runner import RunPlan
 from specbench.serve.attest import MLA_BACKENDS
 from specbench.serve.flags import flag_value

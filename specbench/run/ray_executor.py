@@ -31,7 +31,7 @@ from specbench.errors import ConfigError, DependencyError
 from specbench.io import atomic_write_bytes
 from specbench.load.prompts import Prompt
 from specbench.records import Acceptance, CellRecord, as_record, load
-from specbench.run import store
+from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import GroupedExecutor

@@ -24,7 +24,8 @@ from specbench.errors import EXIT_OK, DependencyError, InputError
 from specbench.load.prompts import Prompt
 from specbench.load.workloads import load_workload
 from specbench.records import Acceptance, CellRecord, as_record, load
-from specbench.run import store, timings
+from specbench.results import store
+from specbench.run import timings
 from specbench.run.cells import Cell
 from specbench.run.lifecycle import (
     CellLife,

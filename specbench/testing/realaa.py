@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.analysis.counts import total
+from specbench.analysis.rates import total
 from specbench.compare.sides import Side, SideCell, cell_key, cell_name
 from specbench.model.counts import Counts
 from specbench.records import Manifest

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.compare.study import speedup_delta
+from specbench.compare.within_run import speedup_delta
 from specbench.testing import BASELINES
 
 BASELINE = BASELINES / "cpu-default"

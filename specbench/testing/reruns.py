@@ -11,7 +11,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from specbench.compare.compare import _matching_baseline
+from specbench.compare.cellwise import _matching_baseline
 from specbench.compare.sides import load_side
 from specbench.testing import CHECKOUT
 

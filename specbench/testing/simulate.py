@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from specbench.analysis.counts import total
+from specbench.analysis.rates import total
 from specbench.compare import compare_sides, parse_gate
 from specbench.compare.sides import Side, SideCell
 from specbench.model.counts import Counts

@@ -20,7 +20,7 @@ import pytest
 
 from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
-from specbench.analysis.precision import half_widths
+from specbench.analysis.stop_rule import half_widths
 from specbench.model.counts import Counts
 from specbench.run.collect import build_acceptance
 

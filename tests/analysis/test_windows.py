@@ -2,7 +2,7 @@
 
 import pytest
 
-from specbench.analysis.counts import acceptance, total
+from specbench.analysis.rates import acceptance, total
 from specbench.analysis.windows import counts_from_records, rate_only_summary
 from specbench.metrics.record import EngineStatsRecord, SpecDecodeRecord
 

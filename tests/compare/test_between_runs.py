@@ -227,7 +227,7 @@ def test_committed_same_vm_reruns_do_not_fail_each_other(tmp_path):
     2026-12-03, 3 hours apart): e2e_p50_ms moved up to +210% between them. Under the default gates
     and every latency / throughput gate, no check of any ordered pair fails; the within-run
     intervals alone failed e2e_p50_ms:+10% in 7 of 26 ordered pairs (with the third run)."""
-    from specbench.compare.compare import compare_cell
+    from specbench.compare.cellwise import compare_cell
     from specbench.compare.gates import DEFAULT_GATES
 
     runs = [ROOT / "results" / "reruns" / n for n in ("head-variants-2026-12-03", "seed-questions-2026-12-03")]
@@ -251,7 +251,7 @@ def test_committed_same_vm_reruns_do_not_fail_each_other(tmp_path):
 def test_the_default_floors_cover_the_worst_committed_rerun():
     """The floors in noise.py are at least the worst harm benchmarks/noise_floor.py measures over the
     committed same-VM reruns in today's tree."""
-    from specbench.compare.compare import compare_cell
+    from specbench.compare.cellwise import compare_cell
 
     runs = [ROOT / "results" / "reruns" / n for n in ("head-variants-2026-12-03", "seed-questions-2026-12-03")]
     worst: dict[str, float] = {}

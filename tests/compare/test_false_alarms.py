@@ -114,7 +114,7 @@ def test_holm_step_down():
 
 
 def test_holm_turns_a_lone_marginal_failure_into_a_pass_and_says_so():
-    from specbench.compare.compare import CellComparison, Comparison, GateResult
+    from specbench.compare.cellwise import CellComparison, Comparison, GateResult
     from specbench.compare.gate_checks import holm
 
     def result(cell, metric, status, p):

@@ -105,7 +105,7 @@ def test_the_correction_and_the_number_of_checks_are_stated(tmp_path):
 def test_a_lone_marginal_failure_of_a_plain_gate_is_corrected_across_cells():
     """Holm spans gate lines and cells: a plain (not ``[*]``) gate's one marginal failure among 12
     checks passes, with the reason in its notes."""
-    from specbench.compare.compare import CellComparison, Comparison, GateResult
+    from specbench.compare.cellwise import CellComparison, Comparison, GateResult
     from specbench.compare.gate_checks import holm
 
     def result(cell, gate, status, p):

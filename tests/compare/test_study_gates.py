@@ -1,4 +1,4 @@
-"""Gates on speed-up and divergence share (specbench/compare/study.py) through the real CLI.
+"""Gates on speed-up and divergence share (specbench/compare/within_run.py) through the real CLI.
 
 The runs are copies of the committed real CPU baseline (results/baselines/cpu-default) with one
 known change written into a copy's requests.jsonl, so the truth of each gate is known.

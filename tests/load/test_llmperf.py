@@ -379,7 +379,7 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
     from specbench.compare.sides import SideCell, _add_latency
     from specbench.io import read_jsonl_lines
     from specbench.records import CellRecord
-    from specbench.run.store import cell_row
+    from specbench.results.store import cell_row
 
     scrape = _server(_prom(10, 0, 10, 500), _prom(13, 0, 13, 539))
     result = run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=scrape, poll_s=0.05)

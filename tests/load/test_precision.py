@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.analysis.precision import half_widths
+from specbench.analysis.stop_rule import half_widths
 from specbench.config import parse_study
 from specbench.errors import ConfigError
 from specbench.load.driver import LoadResult

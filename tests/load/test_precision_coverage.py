@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.intervals import point_estimates
-from specbench.analysis.precision import MIN_REQUESTS_FLOOR, Look, half_widths, precise_enough
+from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, Look, half_widths, precise_enough
 from specbench.load.precision import Batch, run_until
 from specbench.model.counts import Counts
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from specbench.analysis.intervals import SCORE_JACKKNIFE
-from specbench.analysis.precision import half_widths
+from specbench.analysis.stop_rule import half_widths
 from specbench.load.precision import MAX_REQUESTS, REACHED
 from specbench.model.counts import Counts
 

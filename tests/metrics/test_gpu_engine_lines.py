@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from specbench.analysis.counts import total
+from specbench.analysis.rates import total
 from specbench.metrics.parse import parse_text
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.run.collect import log_windows

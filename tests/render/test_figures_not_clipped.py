@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from specbench.analysis.frames import summary_frame
-from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure
+from specbench.render.plots.curves import al_over_time_figure, per_position_figure
 from specbench.render.plots.style import encode
 from specbench.report.assemble import facets_of
 from specbench.report.inputs import groups_from_run
@@ -53,7 +53,7 @@ def test_no_text_of_a_report_figure_is_clipped(run):
 
     from specbench.report.assemble import titles_of
     from specbench.report.reference import reference_figure, reference_view
-    from specbench.run.read import read_run
+    from specbench.results.read import read_run
 
     loaded = read_run(run)
     groups = groups_from_run(loaded)
@@ -102,9 +102,9 @@ def test_no_text_of_a_study_figure_is_clipped(name):
     speculative cells), titled as report titles them."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from specbench.render.plots.study import divergence_figure, speedup_figure
+    from specbench.render.plots.speedup_divergence import divergence_figure, speedup_figure
     from specbench.report.assemble import run_titles
-    from specbench.report.study import analyse_run
+    from specbench.report.baseline_pairs import analyse_run
 
     run = ROOT / "results" / "baselines" / name
     study, titles = analyse_run(run, n_resamples=200), run_titles(run)

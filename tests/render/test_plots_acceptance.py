@@ -7,7 +7,7 @@ import pytest
 
 from specbench.analysis.frames import summary_frame
 from specbench.model.counts import Counts
-from specbench.render.plots.acceptance import al_over_time_figure, per_position_figure, plot_per_position, save_figure
+from specbench.render.plots.curves import al_over_time_figure, per_position_figure, plot_per_position, save_figure
 
 
 def groups():

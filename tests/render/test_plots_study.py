@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbench.render.plots.study import divergence_figure, divergence_matrix, speedup_figure
-from specbench.report.study import analyse_run
+from specbench.render.plots.speedup_divergence import divergence_figure, divergence_matrix, speedup_figure
+from specbench.report.baseline_pairs import analyse_run
 
 RUN = Path(
     os.environ.get("SPECBENCH_TEST_RUN_DIR")
@@ -46,7 +46,7 @@ def test_speedup_forest_is_log_and_spans_its_data_and_one(study):
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
     lo, hi = ax.get_xlim()
-    from specbench.render.plots.study import SPEEDUPS  # the speed-ups drawn (not the step cost)
+    from specbench.render.plots.speedup_divergence import SPEEDUPS  # the speed-ups drawn (not the step cost)
 
     ends = [x for s in study.speedups for k in SPEEDUPS for x in s.intervals[k]] + [1.0]
     data = math.log(max(ends)) - math.log(min(ends))
@@ -61,7 +61,7 @@ def test_speedup_forest_is_log_and_spans_its_data_and_one(study):
 def test_speedup_ticks_never_crowd_at_any_axis_width():
     import math
 
-    from specbench.render.plots.study import spaced_ticks
+    from specbench.render.plots.speedup_divergence import spaced_ticks
 
     for span in (math.log(1.25) * 1.08, 0.5, 1.0, math.log(4) * 1.08, 2.0):
         ticks = spaced_ticks(span)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from specbench.report.baseline_pairs import analyse_run
 from specbench.report.categories import category_rows, prompt_units
-from specbench.report.study import analyse_run
 
 RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 CELL = "mla-on__output_norm-on__r0"

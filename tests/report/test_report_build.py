@@ -105,8 +105,8 @@ def _simulated_units(rng, alpha, n=12, drafts=40):
 
 def make_run_dir(tmp_path):
     """A run directory written through the run store and collector, as `specbench run` writes it."""
+    from specbench.results.store import write_cell, write_manifest
     from specbench.run.collect import build_acceptance
-    from specbench.run.store import write_cell, write_manifest
 
     run = tmp_path / "run1"
     rng = np.random.default_rng(0)
@@ -156,7 +156,7 @@ def test_rate_only_file_is_reported_apart(tmp_path):
 
 
 def test_failed_cell_is_listed_not_compared(tmp_path):
-    from specbench.run.store import write_cell, write_manifest
+    from specbench.results.store import write_cell, write_manifest
 
     run = make_run_dir(tmp_path)
     write_cell(

@@ -37,7 +37,7 @@ def test_a_faceted_figure_has_a_row_of_panels_per_facet():
 
     from specbench.analysis.frames import summary_frame
     from specbench.model.counts import Counts
-    from specbench.render.plots.acceptance import per_position_figure
+    from specbench.render.plots.curves import per_position_figure
 
     rng = np.random.default_rng(0)
     units = {

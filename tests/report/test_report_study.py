@@ -1,4 +1,4 @@
-"""specbench/report/study.py on real runs: divergence and speed-up sections of `specbench report`.
+"""specbench/report/baseline_pairs.py on real runs: divergence and speed-up sections of `specbench report`.
 
 - The session's default study (the `default_study` fixture: MLA on/off x output norm
   on/logits-only/off + a baseline per MLA value, per-step arrays since per_request_metrics auto = detailed): MLA on vs off divergence is

@@ -1,8 +1,8 @@
-"""specbench/report/study.timing_caveats: when client timings of two cells are not comparable."""
+"""specbench/report/baseline_pairs.timing_caveats: when client timings of two cells are not comparable."""
 
 from __future__ import annotations
 
-from specbench.report.study import CellRequests, timing_caveats
+from specbench.report.baseline_pairs import CellRequests, timing_caveats
 
 
 def _cell(label, start, end, host=None, baseline=False):

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from specbench.report.assemble import build_report, render_markdown, write_report
-from specbench.report.study import analyse_run
+from specbench.report.baseline_pairs import analyse_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "results" / "baselines" / "cpu-default"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from specbench.report.baseline_pairs import _read_run
 from specbench.report.screen import final_screen
-from specbench.report.study import _read_run
 from specbench.report.throughput import headline, throughput_contrasts
 
 RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.report.assemble import build_report
-from specbench.run.store import load_run
+from specbench.results.store import load_run
 
 pytestmark = pytest.mark.vllm
 

@@ -12,7 +12,7 @@ from specbench.analysis.intervals import cell_intervals
 from specbench.model.counts import Counts
 from specbench.render import format as fmt
 from specbench.report.screen import final_screen, final_table
-from specbench.run import store
+from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.run.display import LiveDisplay, PlainDisplay, QuietDisplay, make_display
 

@@ -14,8 +14,8 @@ import factories
 import pytest
 
 import specbench.io
-from specbench.run import store
-from specbench.run import store as store_mod
+from specbench.results import store
+from specbench.results import store as store_mod
 from specbench.run.display import QuietDisplay
 from specbench.run.runner import EXIT_OK, EXIT_SOME_FAILED, execute
 

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from specbench.analysis.acceptance import counts_from_records
-from specbench.analysis.counts import total as sum_counts
+from specbench.analysis.rates import total as sum_counts
 from specbench.metrics.parse import parse_text
 from specbench.run.collect import diff_counts, prometheus_counts, request_units
 
@@ -156,7 +156,7 @@ def _tok_s(rows: list[dict]) -> float:
 
 
 def test_interleaved_blocks_alternate_on_one_companion_and_the_speedup_is_theirs(grouped_run):
-    from specbench.report.study import run_speedups
+    from specbench.report.baseline_pairs import run_speedups
 
     spec, bases = _cells(grouped_run), {c["axes"]["load:concurrency"]: c for c in _cells(grouped_run, True)}
     (companion,) = (grouped_run / "companions").iterdir()  # one server for all three baselines

@@ -21,7 +21,7 @@ from specbench.config import parse_study
 from specbench.errors import ConfigError
 from specbench.io import read_jsonl, write_jsonl
 from specbench.load.driver import LoadResult
-from specbench.report.study import run_speedups
+from specbench.report.baseline_pairs import run_speedups
 from specbench.run.cells import expand
 from specbench.run.interleave import PAIRED_DIR, interleaved_load, pairs
 

@@ -16,7 +16,7 @@ import pytest
 from specbench.config import parse_study
 from specbench.model.cell import Spec
 from specbench.records import CellRecord, load
-from specbench.run import store
+from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import GroupedExecutor, group_cells

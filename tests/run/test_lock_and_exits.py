@@ -16,7 +16,7 @@ import factories
 import pytest
 
 from specbench.errors import InputError
-from specbench.run import store
+from specbench.results import store
 from specbench.run.display import QuietDisplay
 from specbench.run.runner import execute
 from specbench.serve.procs import kill_tree

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from specbench.errors import ConfigError
-from specbench.run import store
+from specbench.results import store
 from specbench.run.ray_executor import RayExecutor, cell_resources, check_reachable, read_cell_files, write_cell_files
 from specbench.run.runner import RunContext
 

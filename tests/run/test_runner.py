@@ -19,7 +19,7 @@ import psutil
 import pytest
 import yaml
 
-from specbench.run.store import load_run
+from specbench.results.store import load_run
 
 pytestmark = pytest.mark.vllm
 

@@ -53,7 +53,7 @@ def bands(units: list[Counts], *, confidence: float = 0.95) -> Band | None:
 
 
 def delta_rows(cell) -> DeltaRow | None:
-    """The per_position[i] rows of a :class:`~specbench.compare.compare.CellComparison`."""
+    """The per_position[i] rows of a :class:`~specbench.compare.cellwise.CellComparison`."""
     rows = {r.index: r for r in cell.rows if r.name.startswith("per_position[") and r.index is not None}
     if not rows:
         return None

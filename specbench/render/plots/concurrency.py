@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 import specbench.render.plots  # noqa: F401  (selects the Agg backend before any figure is drawn)
 from specbench.analysis.speedup import SPEEDUP_LABELS, Speedup
-from specbench.render.plots.acceptance import save_figure
+from specbench.render.plots.curves import save_figure
 from specbench.render.plots.style import noted
 
 AXIS = "concurrency"  # axis_label("load:concurrency")

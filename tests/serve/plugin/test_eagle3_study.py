@@ -70,7 +70,7 @@ def test_what_the_page_says(cells):
 def test_the_report_names_each_methods_own_draft():
     """index.html's provenance: the EAGLE-3 cells' head is not the EAGLE head named by ``draft``."""
     from specbench.report.index import run_provenance
-    from specbench.run.read import read_run
+    from specbench.results.read import read_run
 
     rows = dict(run_provenance(read_run(RUN)).rows)
     assert rows["draft"] == (

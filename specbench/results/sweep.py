@@ -1,6 +1,6 @@
 """``vllm bench sweep serve`` output directories and ``vllm bench serve`` result files as runs.
 
-Both become a :class:`specbench.run.store.Run` in memory (nothing is written), so ``report`` and
+Both become a :class:`specbench.results.store.Run` in memory (nothing is written), so ``report`` and
 ``compare`` read them like a ``specbench run`` directory. Layout written by vLLM 0.32
 (``vllm/benchmarks/sweep/serve.py``; ``serve_workload.py`` adds the ``WL-`` part)::
 
@@ -39,8 +39,8 @@ from specbench.metrics.vllm_bench import (
     summary,
 )
 from specbench.records import Manifest
-from specbench.run.cells import _slug
-from specbench.run.store import CellData, Run
+from specbench.axis import value_slug
+from specbench.results.store import CellData, Run
 
 RUN_FILE_RE = re.compile(r"^run=(\d+)\.json$")
 FAILURE_RE = re.compile(r"^run=(\d+)\.failure\.json$")
@@ -210,7 +210,7 @@ def load_sweep(path: Path | str) -> Run:
 
 def _cell_id(axes: dict[str, Any], point_id: str, repeat: int) -> str:
     """``max_num_seqs-4__max_concurrency-1__r0``, as ``specbench run`` names its cells."""
-    parts = [f"{k}-{_slug(v)}" for k, v in axes.items()] or [point_id]
+    parts = [f"{k}-{value_slug(v)}" for k, v in axes.items()] or [point_id]
     return "__".join(parts + [f"r{repeat}"])
 
 

@@ -16,8 +16,8 @@ from specbench.cli.main import app
 from specbench.compare.guard import mismatches
 from specbench.compare.sides import load_side
 from specbench.errors import InputError
-from specbench.run.read import read_run
-from specbench.run.sweep import is_sweep_dir, point_axes, sections
+from specbench.results.read import read_run
+from specbench.results.sweep import is_sweep_dir, point_axes, sections
 
 SWEEP = DATA / "sweep"
 # sweep order: serve combs, then bench combs (max_concurrency 1, 4), then runs; scrape 02 is before it

@@ -1,7 +1,7 @@
 """The "choosing k" section of ``specbench report``: predictions at k' <= k beside measured cells.
 
 Pure rendering of :class:`specbench.analysis.kpredict.KPrediction` objects (computed by
-:func:`specbench.report.study.analyse_run`): a Markdown table, CSV records, and one sentence of k
+:func:`specbench.report.baseline_pairs.analyse_run`): a Markdown table, CSV records, and one sentence of k
 advice per source cell: a recommended k only from a prediction the run's cells checked and did not
 reject; otherwise the failed check with its miss, or that nothing checked it.
 """

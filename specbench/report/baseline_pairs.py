@@ -37,6 +37,7 @@ from specbench.analysis.speedup import (
     speedup,
     speedups_method,
 )
+from specbench.axis import axis_label
 from specbench.io import atomic_write_text
 from specbench.render import format as fmt
 from specbench.report.categories import (
@@ -46,11 +47,11 @@ from specbench.report.categories import (
     category_rows,
     render_categories,
 )
-from specbench.report.kpredict import KPREDICTION_INTRO, kprediction_records, render_kpredictions
+from specbench.report.choosing_k import KPREDICTION_INTRO, kprediction_records, render_kpredictions
 from specbench.report.throughput import ThroughputContrast, throughput_contrasts, throughput_rows
-from specbench.run.cells import axis_label, draft_axes_of, pick_baseline, target_mismatch
-from specbench.run.read import as_run
-from specbench.run.store import Run
+from specbench.results.read import as_run
+from specbench.results.store import Run
+from specbench.run.cells import draft_axes_of, pick_baseline, target_mismatch
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.
@@ -626,9 +627,9 @@ def write_study_outputs(
             paths.append(Path(out_dir) / f"{name}.csv")
     if not plots:
         return paths
-    from specbench.render.plots.acceptance import save_figure  # lazy: pulls in matplotlib
     from specbench.render.plots.concurrency import write_concurrency_plot  # lazy: pulls in matplotlib
-    from specbench.render.plots.study import divergence_figure, speedup_figure  # lazy: pulls in matplotlib
+    from specbench.render.plots.curves import save_figure  # lazy: pulls in matplotlib
+    from specbench.render.plots.speedup_divergence import divergence_figure, speedup_figure  # lazy: pulls in matplotlib
     from specbench.render.plots.style import noted  # lazy: pulls in matplotlib
 
     pairs = [p for s in studies for p, _ in s.pairs]

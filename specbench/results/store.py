@@ -31,7 +31,7 @@ from specbench.load.summary import summary_columns
 from specbench.model.cell import Attested
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.redact import redact_strings
-from specbench.run.cells import axis_label
+from specbench.axis import axis_label
 from specbench.safe_yaml import loads_json
 
 MANIFEST = "manifest.json"
@@ -355,7 +355,7 @@ def _pos_key(name: str) -> tuple:
 
 def load_run(path: Path, *, resuming: bool = False) -> Run:
     """Read a specbench run directory; InputError naming the file for anything missing, corrupt or
-    foreign (readers that also take `vllm bench sweep` directories use :func:`specbench.run.read.read_run`).
+    foreign (readers that also take `vllm bench sweep` directories use :func:`specbench.results.read.read_run`).
 
     ``resuming``: a deleted cell directory is the documented way to have --resume re-run a cell."""
     path = Path(path)

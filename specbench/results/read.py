@@ -1,8 +1,8 @@
 """The one reader of what ``report`` and ``compare`` are given: each input path is one kind, read
 one way, into a run (cells with their acceptance.json) or a file's windows.
 
-- ``run``: a ``specbench run`` directory (:func:`specbench.run.store.load_run`), a ``vllm bench
-  sweep serve`` directory or a ``vllm bench serve --save-result`` file (:mod:`specbench.run.sweep`
+- ``run``: a ``specbench run`` directory (:func:`specbench.results.store.load_run`), a ``vllm bench
+  sweep serve`` directory or a ``vllm bench serve --save-result`` file (:mod:`specbench.results.sweep`
   reads both as a run).
 - ``acceptance``: one cell's acceptance.json (its units chosen by
   :func:`specbench.records.acceptance_units`, as for a run's cells).
@@ -29,8 +29,8 @@ from specbench.metrics.record import SpecDecodeRecord
 from specbench.metrics.vllm_bench import sniff
 from specbench.model.counts import Counts
 from specbench.records import Manifest, ci_units
-from specbench.run.store import MANIFEST, Run, load_run
-from specbench.run.sweep import is_sweep_dir, load_bench_file, load_sweep
+from specbench.results.store import MANIFEST, Run, load_run
+from specbench.results.sweep import is_sweep_dir, load_bench_file, load_sweep
 from specbench.safe_yaml import loads_json
 
 InputKind = Literal["run", "acceptance", "records"]

@@ -20,8 +20,8 @@ from typing import SupportsFloat
 import numpy as np
 
 from specbench.analysis import deltas as iv
-from specbench.analysis.counts import total
 from specbench.analysis.intervals import t_quantile, within_var
+from specbench.analysis.rates import total
 from specbench.compare import exact, gate_checks
 from specbench.compare.gates import Gate
 from specbench.compare.guard import sized_subset
@@ -40,7 +40,7 @@ from specbench.compare.results import (
     Status,
 )
 from specbench.compare.sides import Side, SideCell
-from specbench.compare.study import speedup_delta, study_figures
+from specbench.compare.within_run import speedup_delta, study_figures
 from specbench.model.cell import Attested
 from specbench.model.counts import Counts
 from specbench.run.cells import draft_axes_of, pick_baseline

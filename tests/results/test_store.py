@@ -1,4 +1,4 @@
-"""specbench/run/store.py: run directory round trip, atomic writes, refusing bad files, no secrets."""
+"""specbench/results/store.py: run directory round trip, atomic writes, refusing bad files, no secrets."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from specbench.errors import InputError
 from specbench.io import load_json, save_json
 from specbench.redact import scrub_file, secret_values
-from specbench.run import store
+from specbench.results import store
 from specbench.run.plan import resume_plan
 
 AXES = ["mla", "output_norm"]

@@ -1,0 +1,38 @@
+"""The package's layout reads as the pipeline (docs/internals.md): few modules loose at the root,
+no file name used for two different things, and every package saying its job in its docstring."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "specbench"
+MAX_ROOT_MODULES = 6  # besides __init__ and __main__: errors, io, safe_yaml, axis, redact, records
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_at_most_six_modules_sit_at_the_package_root() -> None:
+    loose = [p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    assert len(loose) <= MAX_ROOT_MODULES, f"modules loose at specbench/: {sorted(loose)}; give them a package"
+
+
+def test_no_module_name_is_used_twice() -> None:
+    where: dict[str, list[str]] = defaultdict(list)
+    for p in _modules():
+        if p.name != "__init__.py":
+            where[p.name].append(p.relative_to(PACKAGE).as_posix())
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert not twice, f"one file name, two modules (name each for what it holds): {twice}"
+
+
+def test_every_package_says_its_job() -> None:
+    silent = [
+        init.parent.relative_to(PACKAGE.parent).as_posix()
+        for init in PACKAGE.rglob("__init__.py")
+        if "__pycache__" not in init.parts and not (ast.get_docstring(ast.parse(init.read_text())) or "").strip()
+    ]
+    assert not silent, f"packages without a docstring saying their job: {silent}"
