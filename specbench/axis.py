@@ -32,6 +32,13 @@ SPEC_AXES = ("method", "output_norm", "pos0_mask", "num_speculative_tokens", "dr
 LOAD_SETTINGS = ("concurrency", "max_tokens", "temperature", "category", "workload")
 LOAD_AXES = tuple(f"load:{s}" for s in LOAD_SETTINGS)
 
+# The built-in axes that switch one environment variable per cell: mla vLLM's, the others the
+# plugin's head variant (specbench/serve/plugin). Each axis's value maps to that variable's value
+# in one place, :meth:`Axis.env_value`.
+SWITCH_ENV = {"mla": "VLLM_MLA_DISABLE", "output_norm": "SPECBENCH_OUTPUT_NORM", "pos0_mask": "SPECBENCH_POS0_MASK"}
+# Built-in axes whose values are on/off (YAML's bare on/off arrive as booleans and are stored as text).
+ON_OFF_AXES = ("mla", "pos0_mask")
+
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_NAME = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 
@@ -59,8 +66,56 @@ class Axis:
         """The short name of cell ids and table columns: ``VLLM_FOO``, ``max-num-seqs``, ``concurrency``."""
         return self.name.lstrip("-") if self.kind == "flag" else self.name
 
+    @property
+    def env_var(self) -> str | None:
+        """The environment variable a value of this axis sets in the cell's server: an ``env:``
+        axis's own, a switch axis's (:data:`SWITCH_ENV`: ``mla`` -> ``VLLM_MLA_DISABLE``); None for
+        the axes that set a flag, the speculative config, a load setting or the install."""
+        if self.kind == "env":
+            return self.name
+        return SWITCH_ENV.get(self.name) if self.kind == "builtin" else None
+
+    def env_value(self, value: object) -> str:
+        """What :attr:`env_var` is set to for ``value``: ``mla`` on -> ``"0"``, off -> ``"1"``
+        (vLLM reads ``VLLM_MLA_DISABLE``); any other axis's value as text."""
+        if self == MLA:
+            return "0" if self.is_on(value) else "1"
+        return str(value)
+
+    def is_on(self, value: object) -> bool | None:
+        """An on/off axis's value (:data:`ON_OFF_AXES`, as stored or as YAML's boolean) as a bool;
+        None for any other axis or value."""
+        if self.kind != "builtin" or self.name not in ON_OFF_AXES:
+            return None
+        if value is True or value == "on":
+            return True
+        if value is False or value == "off":
+            return False
+        return None
+
     def __str__(self) -> str:
         return self.text
+
+
+MLA = Axis("builtin", "mla")
+
+
+def on_off(flag: bool | None, unset: str = "default") -> str:
+    """A switch as the text that axes, tables and keys show: ``on``, ``off``, or ``unset`` for None."""
+    return unset if flag is None else ("on" if flag else "off")
+
+
+def mla_disabled(env: dict[str, str]) -> bool | None:
+    """Whether vLLM serves with MLA off in this environment: ``VLLM_MLA_DISABLE`` read as vLLM reads
+    it, ``bool(int(value))`` (vllm/envs.py; so ``"01"`` is off too). None when it is not set, or
+    set to what ``int`` refuses (vLLM fails at start: nothing is asked of MLA)."""
+    raw = env.get(SWITCH_ENV["mla"])
+    if raw is None:
+        return None
+    try:
+        return bool(int(raw.strip() or "0"))
+    except ValueError:
+        return None
 
 
 def parse_axis(text: str, *, strict: bool = True) -> Axis:

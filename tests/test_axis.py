@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import csv
+import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.axis import BUILTIN_AXES, LOAD_AXES, Axis, AxisError, parse_axis
+from specbench.axis import BUILTIN_AXES, LOAD_AXES, Axis, AxisError, mla_disabled, on_off, parse_axis
 from specbench.config import parse_study
 from specbench.errors import EXIT_USAGE, ConfigError
 from specbench.run.cells import expand
@@ -135,6 +138,11 @@ def test_expanding_a_baseline_config_gives_its_cell_ids_and_axes(run):
     for c in cells:
         on_disk = json.loads((run / c.cell_id / "cell.json").read_text(encoding="utf-8"))
         assert c.axes == on_disk["axes"]
+        # the MLA claim made now from the config is the one stored, and what vLLM printed it ran
+        claim = c.spec.mla if c.spec else None
+        assert claim is on_disk["spec"].get("mla"), c.cell_id
+        printed = (on_disk.get("attested") or {}).get("mla")
+        assert printed is None or claim is None or printed is claim, c.cell_id
 
 
 @pytest.mark.heavy
@@ -199,3 +207,78 @@ def test_the_prefix_scan_finds_each_hand_slice(source):
 
 def test_the_prefix_scan_leaves_whole_axes_and_prose_alone():
     assert not prefix_slices('"""An env: axis."""\nif "load:category" in m: pass\nv = ("env:SPECBENCH_POS0_MASK",)')
+
+
+# -- what an axis sets: env, value, on/off (one method each on Axis) ------------------------------
+def _vllm_reads_mla_disable():
+    """vLLM's own reading of VLLM_MLA_DISABLE, taken from the installed vllm/envs.py's source (not
+    imported: importing vLLM is for tests marked so)."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or spec.origin is None:
+        pytest.skip("vLLM is not installed")
+    source = (Path(spec.origin).parent / "envs.py").read_text(encoding="utf-8")
+    (expr,) = re.findall(r'"VLLM_MLA_DISABLE":\s*(lambda: [^\n]+?),?\n', source)
+    return expr
+
+
+@pytest.mark.parametrize("raw", ["0", "1", "01", " 1 ", "2", "00", "true", "off", None])
+def test_mla_disabled_reads_the_variable_as_vllm_does(raw, monkeypatch):
+    expr = _vllm_reads_mla_disable()
+    if raw is None:
+        monkeypatch.delenv("VLLM_MLA_DISABLE", raising=False)
+    else:
+        monkeypatch.setenv("VLLM_MLA_DISABLE", raw)
+    try:
+        vllm_says = eval(expr, {"os": os})()  # vLLM's own lambda, read from its source
+    except ValueError:
+        vllm_says = None  # vLLM fails at start: MLA is not asked either way
+    env = {} if raw is None else {"VLLM_MLA_DISABLE": raw}
+    want = None if raw is None else vllm_says
+    assert mla_disabled(env) == want
+
+
+@pytest.mark.parametrize("value", ["on", "off", True, False])
+def test_the_mla_axis_sets_the_variable_vllm_reads_the_other_way_round(value):
+    axis = parse_axis("mla")
+    assert axis.env_var == "VLLM_MLA_DISABLE"
+    on = value in ("on", True)
+    assert axis.is_on(value) is on
+    # vLLM reads it as bool(int(value)): MLA on is "disable: 0"
+    assert mla_disabled({axis.env_var: axis.env_value(value)}) is (not on)
+    assert on_off(axis.is_on(value)) == ("on" if on else "off")
+
+
+def test_each_axis_says_which_variable_it_sets():
+    assert parse_axis("env:VLLM_FOO").env_var == "VLLM_FOO"
+    assert parse_axis("env:VLLM_FOO").env_value(3) == "3"
+    assert parse_axis("output_norm").env_var == "SPECBENCH_OUTPUT_NORM"
+    assert parse_axis("pos0_mask").env_var == "SPECBENCH_POS0_MASK"
+    assert parse_axis("pos0_mask").is_on("on") is True and parse_axis("output_norm").is_on("on") is None
+    for text in ("flag:--max-num-seqs", "load:concurrency", "num_speculative_tokens", "draft", "vllm", "method"):
+        assert parse_axis(text).env_var is None, text
+    assert on_off(None) == "default" and on_off(None, "-") == "-"
+
+
+@pytest.mark.parametrize("run", BASELINES, ids=[p.name for p in BASELINES])
+def test_a_committed_cells_mla_claim_is_its_axis_and_what_vllm_printed(run):
+    """For every committed cell with an ``mla`` axis: the claim (spec.mla) is the axis read by
+    :meth:`Axis.is_on`, and vLLM's own printout (attested.mla) agrees where it was attested."""
+    seen = 0
+    for cell_json in run.glob("*/cell.json"):
+        cell = json.loads(cell_json.read_text(encoding="utf-8"))
+        mla = (cell.get("axes") or {}).get("mla")
+        if mla is None or cell.get("status") != "done":
+            continue
+        seen += 1
+        assert cell["spec"]["mla"] is parse_axis("mla").is_on(mla), cell_json
+        printed = (cell.get("attested") or {}).get("mla")
+        assert printed is None or printed is cell["spec"]["mla"], cell_json
+    if "mla" in _manifest(run)["resolved_config"].get("matrix", {}):
+        assert seen, f"{run.name}: an mla axis but no finished cell read"
+
+
+def test_a_cells_mla_claim_follows_its_env_as_vllm_reads_it():
+    for raw, claim in (("0", True), ("1", False), ("01", False), ("true", None)):
+        study = parse_study({"name": "t", "serve": {"model": "owner/m", "env": {"VLLM_MLA_DISABLE": raw}}}, "t.yaml")
+        (cell,) = expand(study, resolve=str)
+        assert cell.spec is not None and cell.spec.mla is claim, raw

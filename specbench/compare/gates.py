@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.deltas import bootstrap_p, one_sided_p
+from specbench.axis import on_off
 from specbench.compare.exact import ROUNDING, scale, snap
 from specbench.compare.metrics import METRICS, Metric, resolve, row_name
 from specbench.compare.results import Status
@@ -148,7 +149,7 @@ def _selector(expr: str, cells: dict[str, Any] | None) -> tuple[tuple[str, tuple
         out.append(
             (
                 str(axis),
-                tuple({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v) for v in vals),
+                tuple(on_off(v) if isinstance(v, bool) else str(v) for v in vals),
             )
         )
     return tuple(sorted(out))

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from specbench.analysis.rates import invalid_reason
 from specbench.analysis.windows import units_k, window_k
-from specbench.axis import SPEC_AXES, parse_axis
+from specbench.axis import SPEC_AXES, axis_label
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
@@ -237,7 +237,7 @@ def _with_value(cells: dict[CellKey, _C], axis: str, value: str) -> dict[CellKey
 
 def _of_value(line: str, axis: str, value: str) -> bool:
     # a skipped cell's line starts with its cell id, where <axis label>-<value> names its value
-    cell_id, label = line.split(":", 1)[0], parse_axis(axis, strict=False).label
+    cell_id, label = line.split(":", 1)[0], axis_label(axis)
     return f"{label}-" not in cell_id or f"{label}-{value}_" in cell_id + "_"
 
 

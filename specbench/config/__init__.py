@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
-from specbench.axis import ENV_NAME, SPEC_AXES, Axis, parse_axis
+from specbench.axis import ENV_NAME, SPEC_AXES, Axis, on_off, parse_axis
 from specbench.config.overrides import apply_overrides, shown_override
 from specbench.config.study_checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study
 from specbench.errors import ConfigError, SpecbenchError
@@ -44,10 +44,8 @@ class _Strict(BaseModel):
 
 
 def _on_off(value: Any, allowed: tuple[str, ...]) -> str:
-    if value is True:
-        value = "on"
-    elif value is False:
-        value = "off"
+    if isinstance(value, bool):
+        value = on_off(value)
     if not isinstance(value, str) or value not in allowed:
         raise ValueError("must be " + " or ".join(repr(a) for a in allowed))
     return value
@@ -343,6 +341,16 @@ class Study(_Strict):
     baseline: Baseline = Field(default_factory=lambda: Baseline(enabled=False))
     # local: cells one after another; ray: cells as Ray tasks (specbench run --executor ray).
     executor: Literal["local", "ray"] = "local"
+    _axes: dict[str, Axis] = PrivateAttr(default_factory=dict)
+
+    @property
+    def axes(self) -> dict[str, Axis]:
+        """The matrix's axes by their text, parsed once (the matrix's validation refused any that
+        is not an axis): what every module that asks what an axis sets reads."""
+        if list(self._axes) != list(self.matrix):
+            self._axes = {a: parse_axis(a) for a in self.matrix}
+        return self._axes
+
     results_dir: str = "results"
 
     @field_validator("name")
@@ -507,7 +515,7 @@ class Study(_Strict):
     @model_validator(mode="after")
     def _draft_axes_in_matrix(self) -> "Study":
         for i, axis in enumerate(self.baseline.draft_axes):
-            if axis not in self.matrix or parse_axis(axis).kind not in ("env", "flag"):
+            if axis not in self.matrix or self.axes[axis].kind not in ("env", "flag"):
                 raise ValueError(
                     f"baseline.draft_axes[{i}]: {axis!r} is not an env:/flag: axis of the matrix "
                     "(speculative axes are draft-only already; mla changes the target)"

@@ -20,7 +20,7 @@ import math
 import re
 from typing import Any
 
-from specbench.axis import Axis, parse_axis
+from specbench.axis import SWITCH_ENV, Axis
 from specbench.errors import ConfigError, InputError, SpecbenchError
 from specbench.load.prompts import load_prompts
 from specbench.load.workloads import (
@@ -40,7 +40,6 @@ MAX_TEMPERATURE = 100.0
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
 )
-_ENV_SETTERS = {"mla": "VLLM_MLA_DISABLE", "output_norm": "SPECBENCH_OUTPUT_NORM", "pos0_mask": "SPECBENCH_POS0_MASK"}
 
 
 def check_study(study: Any, source: str) -> None:
@@ -116,7 +115,7 @@ def _size(matrix: dict, repeats: int):
 
 def _collisions(study: Any):
     matrix, serve = study.matrix, study.serve
-    for axis, name in _ENV_SETTERS.items():
+    for axis, name in SWITCH_ENV.items():
         env_axis = Axis("env", name).text
         if axis in matrix and env_axis in matrix:
             yield f"matrix.{env_axis}", f"collides with matrix.{axis} (which sets {name}); keep one of the two"
@@ -134,7 +133,7 @@ def _collisions(study: Any):
                 ),
             )
     flags = {a.split("=", 1)[0] for a in serve.extra_args if a.startswith("--")}
-    for parsed in map(parse_axis, matrix):  # the matrix's keys were parsed when it was validated
+    for parsed in study.axes.values():  # the matrix's keys, parsed when it was validated
         if parsed.kind == "flag" and parsed.name in flags:
             yield f"matrix.{parsed.text}", f"{parsed.name} is also in serve.extra_args; keep one of the two"
 

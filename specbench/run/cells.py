@@ -25,7 +25,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
-from specbench.axis import SPEC_AXES, Axis, axis_label, parse_axis, value_slug
+from specbench.axis import MLA, SPEC_AXES, SWITCH_ENV, Axis, axis_label, mla_disabled, value_slug
 from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Study
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
@@ -195,7 +195,7 @@ def _cell(
     if spec is not None and not baseline:
         method, draft, k, output_norm = _speculative_args(serve, spec, values, resolve, args)
     args += _serve_args(serve)
-    parsed_axes = {a: parse_axis(a) for a in values}  # validated with the config: never raises here
+    parsed_axes = study.axes  # parsed once, when the config was validated
     env = _cell_env(study, values, parsed_axes, args, baseline=baseline, method=method, output_norm=output_norm)
     axes_out = {a: shown_axis_value(a, values[a]) for a in values}
     load = {parsed_axes[a].name: v for a, v in values.items() if parsed_axes[a].kind == "load"}
@@ -274,10 +274,8 @@ def _cell_env(
         if baseline and not is_target_axis(axis, study.baseline.draft_axes):
             continue  # a draft-only axis: the baseline has no draft, so it sets nothing
         parsed = parsed_axes[axis]
-        if axis == "mla":
-            env["VLLM_MLA_DISABLE"] = "0" if value == "on" else "1"
-        elif parsed.kind == "env":
-            env[parsed.name] = str(value)
+        if parsed.kind == "env" or parsed == MLA:
+            env[parsed.env_var or ""] = parsed.env_value(value)
         elif parsed.kind == "flag":
             if value is True:
                 args.append(parsed.name)
@@ -285,9 +283,9 @@ def _cell_env(
                 args += [parsed.name, str(value)]
     if method is not None:
         if output_norm is not None:
-            env["SPECBENCH_OUTPUT_NORM"] = str(output_norm)
+            env[SWITCH_ENV["output_norm"]] = str(output_norm)
         if "pos0_mask" in values:
-            env["SPECBENCH_POS0_MASK"] = str(values["pos0_mask"])
+            env[SWITCH_ENV["pos0_mask"]] = str(values["pos0_mask"])
     env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/serve/attest.py)
     env.update(_plugin_env(env, method or ""))  # SPECBENCH_HEAD for the switches; our name in a VLLM_PLUGINS list
     return env
@@ -305,15 +303,11 @@ def cell_spec(
 ) -> Spec:
     """What a cell claims to run, from its name's axes first (the claim), then from the config.
 
-    ``mla``: the ``mla`` axis when there is one, else ``VLLM_MLA_DISABLE`` as the cell's env sets
-    it, else None (not asked: vLLM's default). ``head_variant``: the plugin switches the cell asks
+    ``mla``: the ``mla`` axis when there is one, else ``VLLM_MLA_DISABLE`` as vLLM reads the cell's
+    env (:func:`specbench.axis.mla_disabled`), else None (not asked: vLLM's default). ``head_variant``: the plugin switches the cell asks
     for (a DeepSeek head's shipped values when none); None for another method or a baseline."""
-    if "mla" in values:
-        mla = values["mla"] == "on"
-    elif "VLLM_MLA_DISABLE" in env:
-        mla = env["VLLM_MLA_DISABLE"].strip() not in ("1", "true", "True")
-    else:
-        mla = None
+    disabled = mla_disabled(env)
+    mla = MLA.is_on(values["mla"]) if "mla" in values else (None if disabled is None else not disabled)
     head = head_of_method(method) if method else None
     variant = None
     if head is not None:
@@ -341,16 +335,6 @@ def vllm_method(method: str | None) -> str | None:
     """The method name passed to vLLM: ``mtp`` for the deprecated ``deepseek_mtp`` (vLLM runs it
     as ``mtp`` either way and warns), any other as written."""
     return canonical_method(method)
-
-
-def mla_off(env: dict[str, str]) -> bool:
-    """Whether vLLM serves with this environment with MLA off: it reads ``VLLM_MLA_DISABLE`` as
-    ``bool(int(value))`` (vllm/envs.py), so ``"01"`` is off too. A value ``int`` refuses fails vLLM
-    at start; here it is not off."""
-    try:
-        return bool(int(env.get("VLLM_MLA_DISABLE", "0").strip() or "0"))
-    except ValueError:
-        return False
 
 
 @functools.lru_cache(maxsize=None)  # distribution metadata is read from disk; it cannot change mid-process

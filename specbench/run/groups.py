@@ -42,7 +42,7 @@ from functools import partial
 from typing import Any
 
 from specbench import redact
-from specbench.axis import parse_axis
+from specbench.axis import LOAD_AXES, on_off
 from specbench.config import Load
 from specbench.errors import ConfigError, ServerError
 from specbench.io import atomic_write_text
@@ -76,9 +76,7 @@ def group_key(cell: Cell, host: str = "127.0.0.1") -> tuple:
     """Cells with equal keys can share a server: same argv and env, same non-load axes; for a cell
     whose head variant can be switched in place (:func:`head_switchable`), the variant is left out."""
     switch = head_switchable(cell, host)
-    axes = tuple(
-        (a, str(v)) for a, v in cell.axes.items() if parse_axis(a).kind != "load" and not (switch and a in VARIANT_AXES)
-    )
+    axes = tuple((a, str(v)) for a, v in cell.axes.items() if a not in LOAD_AXES and not (switch and a in VARIANT_AXES))
     env = shipped_env(cell.env) if switch else cell.env
     return (cell.is_baseline, cell.repeat, tuple(cell.args), tuple(sorted(env.items())), axes, cell.vllm)
 
@@ -390,7 +388,7 @@ class GroupedExecutor(LocalExecutor):
         must be that variant in every worker before the cell starts (else the cell fails)."""
         output_norm, pos0_mask = head_variant(cell)
         workers = switch_variant(url, output_norm, pos0_mask)
-        want = (output_norm, "on" if pos0_mask else "off")
+        want = (output_norm, on_off(bool(pos0_mask)))
         wrong = [
             f"worker {i} runs {w}"
             for i, w in enumerate(workers)

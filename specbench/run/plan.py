@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import specbench
+from specbench.axis import mla_disabled
 from specbench.config import FIXTURE_REFS, Study, config_sha256, load_config, parse_study
 from specbench.config.overrides import shown_override
 from specbench.config.study_checks import check_prompts
@@ -27,7 +28,7 @@ from specbench.fixtures import resolve_fixture_ref
 from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
 from specbench.results import store
 from specbench.results.read import read_run
-from specbench.run.cells import Cell, default_resolver, expand, mla_off
+from specbench.run.cells import Cell, default_resolver, expand
 from specbench.run.install_plan import prepare_installs
 from specbench.run.lifecycle import utc_now
 from specbench.run.machine import fingerprint
@@ -107,7 +108,7 @@ def _check_backends(cells: list[Cell]) -> None:
     would refuse it at start (CUDA) or run another backend than the cell names (CPU)."""
     for c in cells:
         backend = attention_backend(list(c.args))
-        if backend and backend.upper() in MLA_BACKENDS and mla_off(c.env):
+        if backend and backend.upper() in MLA_BACKENDS and mla_disabled(c.env):
             raise ConfigError(
                 f"cell {c.cell_id}: --attention-backend {backend} serves MLA only, and the cell runs with MLA off "
                 "(VLLM_MLA_DISABLE=1); vLLM would refuse it (CUDA) or run another backend (CPU). Give it to a "
@@ -123,7 +124,7 @@ def _check_eagle3_on_cpu(cells: list[Cell]) -> None:
     its draft (or, where the draft's config is not at hand, its target) is a DeepSeek one; GPU builds
     are left to vLLM."""
     for c in cells:
-        if c.method != "eagle3" or not mla_off(c.env) or not _serves_on_cpu(c) or not _deepseek_eagle3(c):
+        if c.method != "eagle3" or not mla_disabled(c.env) or not _serves_on_cpu(c) or not _deepseek_eagle3(c):
             continue
         raise ConfigError(
             f"cell {c.cell_id}: method eagle3 with MLA off (VLLM_MLA_DISABLE={c.env.get('VLLM_MLA_DISABLE')}) does "

@@ -21,6 +21,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from specbench.axis import on_off
 from specbench.io import atomic_write_text, cache_path
 from specbench.model.cell import Spec
 
@@ -36,7 +37,7 @@ def server_key(model: str, spec: Spec | None) -> str:
     """The start-up's key: model, method (``none`` for a baseline), k, compile mode, MLA, TP size, host."""
     spec = spec or Spec()
     mode = "eager" if spec.compiled is False else "compiled"
-    mla = {True: "on", False: "off", None: "default"}[spec.mla]
+    mla = on_off(spec.mla)
     k = f" k {spec.num_speculative_tokens} |" if spec.num_speculative_tokens else ""
     return (
         f"{model} | method {spec.method or 'none'} |{k} {mode} | mla {mla} | tp {spec.tp or 1} | "

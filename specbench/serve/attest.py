@@ -28,6 +28,7 @@ import json
 import re
 from typing import Any, Iterable
 
+from specbench.axis import on_off
 from specbench.model.base import Record
 from specbench.model.cell import Attested, Spec, ordered_dump
 
@@ -349,7 +350,7 @@ def _cross_check(out: dict[str, Any], engine: dict[str, Any], backends: list[str
 def head_variant_of(output_norm: str | None, pos0_mask: bool | None, control: bool) -> dict[str, Any]:
     return {
         "output_norm": output_norm,
-        "pos0_mask": None if pos0_mask is None else ("on" if pos0_mask else "off"),
+        "pos0_mask": None if pos0_mask is None else on_off(pos0_mask),
         "control": control,
     }
 
@@ -406,7 +407,7 @@ def _release(version: Any) -> str | None:
 
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
-        return {True: "on", False: "off"}[value]
+        return on_off(value)
     return repr(value) if isinstance(value, str) else str(value)
 
 
