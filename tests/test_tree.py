@@ -7,6 +7,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from specbench.config import limits
+
 PACKAGE = Path(__file__).resolve().parents[1] / "specbench"
 MAX_ROOT_MODULES = 6  # besides __init__ and __main__: errors, io, safe_yaml, axis, redact, records
 
@@ -36,3 +38,23 @@ def test_every_package_says_its_job() -> None:
         if "__pycache__" not in init.parts and not (ast.get_docstring(ast.parse(init.read_text())) or "").strip()
     ]
     assert not silent, f"packages without a docstring saying their job: {silent}"
+
+
+def test_the_studys_limits_are_written_once_in_config_limits() -> None:
+    """No module of config/ writes a limit's number itself, as a pydantic bound (``le=``, ``lt=``)
+    or in a comparison: each reads it from config/limits.py, so the schema and the checks agree."""
+    values = {v for k, v in vars(limits).items() if k.startswith("MAX_")}
+    found = []
+    for path in sorted((PACKAGE / "config").glob("*.py")):
+        if path.name == "limits.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            bounds = [kw.value for kw in node.keywords if kw.arg in ("le", "lt")] if isinstance(node, ast.Call) else []
+            if isinstance(node, ast.Compare):
+                bounds += [node.left, *node.comparators]
+            found += [
+                f"{path.name}:{b.lineno}: {b.value}"
+                for b in bounds
+                if isinstance(b, ast.Constant) and not isinstance(b.value, bool) and b.value in values
+            ]
+    assert not found, f"a limit written outside config/limits.py: {found}"

@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, PRECISION_METRICS  # defined with the rule
 from specbench.axis import ENV_NAME, SPEC_AXES, Axis, on_off, parse_axis
+from specbench.config.limits import MAX_K, MAX_REPEATS, MAX_REQUESTS, MAX_TEMPERATURE
 from specbench.config.overrides import apply_overrides, shown_override
-from specbench.config.study_checks import MAX_REQUESTS, MAX_TEMPERATURE, check_study
+from specbench.config.study_checks import check_study
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
 from specbench.io import read_bytes
@@ -83,7 +84,7 @@ class Speculative(_Strict):
     # The draft of each method that needs its own, where a method axis crosses heads of different
     # kinds (``{eagle3: fixture:heads-draft-eagle3}`` next to ``draft`` for eagle): method -> model.
     drafts: dict[str, str] = Field(default_factory=dict)
-    num_speculative_tokens: int = Field(default=3, ge=1, le=64)
+    num_speculative_tokens: int = Field(default=3, ge=1, le=MAX_K)
 
     _draft = field_validator("draft")(lambda cls, v: v if v is None else check_model_ref(v))
 
@@ -337,7 +338,7 @@ class Study(_Strict):
     serve: Serve
     matrix: dict[str, list[AxisValue]] = Field(default_factory=dict)
     load: Load = Field(default_factory=Load)
-    repeats: int = Field(default=1, ge=1, le=100)
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     baseline: Baseline = Field(default_factory=lambda: Baseline(enabled=False))
     # local: cells one after another; ray: cells as Ray tasks (specbench run --executor ray).
     executor: Literal["local", "ray"] = "local"
@@ -558,8 +559,8 @@ def _builtin_axis_value(name: str, where: str, value: Any) -> Any:
             raise ValueError(f"{where}: must be a vLLM speculative method name (eagle, deepseek_mtp, ...)")
         return value
     if name == "num_speculative_tokens":
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-            raise ValueError(f"{where}: must be an integer from 1 to 64")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+            raise ValueError(f"{where}: must be an integer from 1 to {MAX_K}")
         return value
     if name == "vllm":
         return _vllm_axis_value(where, value)

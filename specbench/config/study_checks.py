@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from specbench.axis import SWITCH_ENV, Axis
+from specbench.config.limits import MAX_CELLS, MAX_REQUESTS, MAX_TEMPERATURE, MAX_TIMEOUT_S
 from specbench.errors import ConfigError, InputError, SpecbenchError
 from specbench.load.prompts import load_prompts
 from specbench.load.workloads import (
@@ -33,10 +34,6 @@ from specbench.load.workloads import (
     workload_file,
 )
 
-MAX_CELLS = 10_000  # each cell is a vLLM server start (about a minute): 10^4 is a week of runs
-MAX_REQUESTS = 10_000_000
-MAX_TIMEOUT_S = 7 * 24 * 3600.0
-MAX_TEMPERATURE = 100.0
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
 )

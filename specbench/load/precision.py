@@ -30,7 +30,7 @@ from specbench.analysis.stop_rule import INTERVAL, Look, ci_key, half_widths, pr
 from specbench.model.counts import Counts
 from specbench.records import ci_units, diff_counts, request_units
 
-REACHED, MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
+REACHED, AT_MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
 
 
 @dataclass
@@ -96,7 +96,7 @@ def run_until(
     batches: list[Batch] = []
     looks: list[dict[str, Any]] = []
     sent = errors = 0
-    reason = MAX_REQUESTS
+    reason = AT_MAX_REQUESTS
     widths: dict[str, float | None] = {k: None for k in by_key}
     unit, n_units = "request", 0
     while sent < max_requests:

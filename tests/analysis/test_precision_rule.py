@@ -18,7 +18,7 @@ from specbench.analysis.rates import total
 from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, Look, ci_key, precise_enough
 from specbench.io import save_json
 from specbench.load.driver import LoadResult
-from specbench.load.precision import MAX_REQUESTS, REACHED, precision_load
+from specbench.load.precision import AT_MAX_REQUESTS, REACHED, precision_load
 from specbench.model.counts import Counts
 from specbench.run.collect import build_acceptance, request_units
 
@@ -91,7 +91,7 @@ def test_stop_rule_half_width_is_acceptance_json_s_interval(cell, targets, max_r
     if prec["reason"] == REACHED:
         assert all(widths[m] <= t for m, t in targets.items()), widths
     else:
-        assert prec["reason"] == MAX_REQUESTS and prec["requests_sent"] == max_requests
+        assert prec["reason"] == AT_MAX_REQUESTS and prec["requests_sent"] == max_requests
         assert any(widths[m] > t for m, t in targets.items()), widths
 
 

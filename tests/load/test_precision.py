@@ -15,7 +15,7 @@ from specbench.analysis.stop_rule import half_widths
 from specbench.config import parse_study
 from specbench.errors import ConfigError
 from specbench.load.driver import LoadResult
-from specbench.load.precision import ERRORS, MAX_REQUESTS, REACHED, Batch, precision_load, run_until
+from specbench.load.precision import AT_MAX_REQUESTS, ERRORS, REACHED, Batch, precision_load, run_until
 from specbench.model.counts import Counts
 
 DATA = Path(__file__).parent / "data" / "default_study_request_units.json"
@@ -60,7 +60,7 @@ def test_stops_when_the_half_width_is_reached_and_records_it():
 def test_stops_at_max_requests_cutting_the_last_batch():
     send, calls = sender()
     _, out = run_until(send, {"acceptance_length": 0.001, "p0": 0.5}, max_requests=27, batch=10, min_requests=20)
-    assert out.reason == MAX_REQUESTS and out.requests_sent == 27 and calls[-1] == (20, 7)
+    assert out.reason == AT_MAX_REQUESTS and out.requests_sent == 27 and calls[-1] == (20, 7)
     assert out.half_widths["acceptance_length"] > 0.001
 
 

@@ -20,7 +20,7 @@ import yaml
 
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.analysis.stop_rule import half_widths
-from specbench.load.precision import MAX_REQUESTS, REACHED
+from specbench.load.precision import AT_MAX_REQUESTS, REACHED
 from specbench.model.counts import Counts
 
 pytestmark = pytest.mark.vllm
@@ -72,7 +72,7 @@ def test_stops_for_the_recorded_reason(precision_run):
     sent = sum(1 for _ in (cell_dir / "requests.jsonl").open())
     assert prec["requests_sent"] == sent == prec["looks"][-1]["requests"]
     hw = prec["half_widths"]["acceptance_length"]
-    assert prec["reason"] in (REACHED, MAX_REQUESTS)
+    assert prec["reason"] in (REACHED, AT_MAX_REQUESTS)
     if prec["reason"] == REACHED:
         assert hw <= TARGET
         assert all(
