@@ -42,7 +42,7 @@ from specbench.model.cell import (
     ordered_dump,
 )
 from specbench.model.counts import Counts
-from specbench.model.requests import RequestRecord, requests_of
+from specbench.model.requests import RequestRecord, Rows, requests_of  # noqa: F401 - RequestRecord re-exported (run/measure.py)
 from specbench.redact import redact_text
 
 
@@ -300,10 +300,11 @@ def diff_counts(after: Counts | None, before: Counts | None) -> Counts | None:
     )
 
 
-def request_units(requests: list[RequestRecord] | list[dict[str, Any]]) -> list[Counts] | None:
-    """One Counts per successful request with spec-decode data; None when any lacks it."""
+def request_units(requests: Rows) -> list[Counts] | None:
+    """One Counts per successful request with spec-decode data; None when any lacks it (plain
+    rows, as a load driver returns them, are validated here; records pass through)."""
     units = []
-    for req in requests_of(requests):  # type: ignore[arg-type]  # RequestRecords pass through as they are
+    for req in requests_of(requests):
         if req.error:
             continue
         if req.spec_decode is None or not req.spec_decode.complete:

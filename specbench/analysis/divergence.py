@@ -60,6 +60,7 @@ import numpy as np
 
 from specbench.analysis.intervals import percentile_interval, resample_weights
 from specbench.model.counts import Counts
+from specbench.model.requests import RequestRecord, Rows, SpecDecode, requests_of
 
 COMMON_PREFIX_DEFINITION = (
     "prefix AL: 1 + A/D over only the verify steps that start inside the prefix both cells' outputs share, "
@@ -78,27 +79,27 @@ def first_divergence(a: Any, b: Any) -> int | None:
     return None if len(a) == len(b) else n
 
 
-def output_of(row: dict[str, Any]) -> tuple[Any, str] | None:
+def output_of(row: RequestRecord) -> tuple[Any, str] | None:
     """A request's output as (sequence, unit): token ids, else its text; None for failed requests."""
-    if row.get("error") or row.get("error_code"):
+    if not row.ok:
         return None
-    if row.get("token_ids"):
-        return list(row["token_ids"]), "token"
-    if row.get("text"):
-        return row["text"], "char"
+    if row.token_ids:
+        return list(row.token_ids), "token"
+    if row.text:
+        return row.text, "char"
     return None
 
 
-def step_counts(spec: dict[str, Any] | None, n_tokens: int, prefix: int | None) -> Counts | None:
+def step_counts(spec: SpecDecode | None, n_tokens: int, prefix: int | None) -> Counts | None:
     """Counts over the verify steps that start inside ``[0, prefix)`` (None = all steps).
 
-    ``spec`` is a request's ``spec_decode`` object; None when it has no per-step arrays or its
-    steps do not account for its ``n_tokens`` (see the module docstring).
+    ``spec`` is a request's ``spec_decode``; None when it has no per-step arrays or its steps do
+    not account for its ``n_tokens`` (see the module docstring).
     """
-    if not spec or spec.get("per_step_accepted") is None:
+    if spec is None or spec.per_step_accepted is None:
         return None
-    acc, drafted = list(spec["per_step_accepted"]), list(spec.get("per_step_drafted") or [])
-    k = int(spec.get("num_spec_tokens") or max(drafted or [0]))
+    acc, drafted = list(spec.per_step_accepted), list(spec.per_step_drafted or [])
+    k = int(spec.num_spec_tokens or max(drafted or [0]))
     if len(drafted) != len(acc) or not 0 <= 1 + sum(a + 1 for a in acc) - n_tokens <= k:
         return None
     pos, d, t, a_sum, per_pos = 1, 0, 0, 0, [0] * k
@@ -119,9 +120,12 @@ def step_counts(spec: dict[str, Any] | None, n_tokens: int, prefix: int | None) 
     )
 
 
-def plain_counts(spec: dict[str, Any] | None) -> Counts | None:
-    """A request's own counts (the whole output), from its ``spec_decode`` object."""
-    return Counts.from_dict(spec) if spec else None
+def plain_counts(spec: SpecDecode | None) -> Counts | None:
+    """A request's own counts (the whole output), from its ``spec_decode``; None without one (or
+    an empty one); ValueError when its counts are incomplete."""
+    if spec is None or not (spec.model_fields_set or spec.model_extra):
+        return None
+    return spec.counts()
 
 
 @dataclass
@@ -200,38 +204,39 @@ class PairDivergence:
         return out
 
 
-def _key(row: dict[str, Any]) -> tuple:
-    return (row.get("_repeat"), row.get("id"))
+def _key(row: RequestRecord) -> tuple:
+    return (row.repeat, row.id)
 
 
-def compare_outputs(a: str, rows_a: list[dict[str, Any]], b: str, rows_b: list[dict[str, Any]]) -> PairDivergence:
-    """Pair two cells' request rows (``requests.jsonl``; ``_repeat`` optional) and measure divergence."""
-    by_b = {_key(r): r for r in rows_b}
+def compare_outputs(a: str, rows_a: Rows, b: str, rows_b: Rows) -> PairDivergence:
+    """Pair two cells' requests (``requests.jsonl`` rows as records, tagged with their repeat or not;
+    plain rows are validated here) and measure divergence."""
+    by_b = {_key(r): r for r in requests_of(rows_b)}
     pairs: list[PromptPair] = []
     mismatched = unpaired = 0
     acc_a, acc_b = SideAcceptance(), SideAcceptance()
     units = set()
-    for ra in rows_a:
+    for ra in requests_of(rows_a):
         rb = by_b.pop(_key(ra), None)
         oa, ob = output_of(ra), (output_of(rb) if rb is not None else None)
         if rb is None or oa is None or ob is None or oa[1] != ob[1]:
             unpaired += 1
             continue
-        if ra.get("prompt_id") != rb.get("prompt_id"):
+        if ra.prompt_id != rb.prompt_id:
             mismatched += 1
             continue
         (sa, unit), (sb, _) = oa, ob
         units.add(unit)
         pos = first_divergence(sa, sb)
         common = [
-            _add_side(side, row.get("spec_decode"), len(seq) if unit == "token" else None, pos)
+            _add_side(side, row.spec_decode, len(seq) if unit == "token" else None, pos)
             for side, row, seq in ((acc_a, ra, sa), (acc_b, rb, sb))
         ]
         pairs.append(
             PromptPair(
-                ra.get("_repeat"),
-                int(ra.get("id", len(pairs))),
-                str(ra.get("prompt_id")),
+                ra.repeat,
+                len(pairs) if ra.id is None else int(ra.id),
+                str(ra.prompt_id),
                 pos,
                 len(sa),
                 len(sb),
@@ -251,22 +256,20 @@ def compare_outputs(a: str, rows_a: list[dict[str, Any]], b: str, rows_b: list[d
     )
 
 
-def _add_side(
-    side: SideAcceptance, spec: dict[str, Any] | None, n_tokens: int | None, pos: int | None
-) -> Counts | None:
+def _add_side(side: SideAcceptance, spec: SpecDecode | None, n_tokens: int | None, pos: int | None) -> Counts | None:
     """Adds one request's counts to ``side``; returns its common-prefix counts (None when unknown)."""
     plain = plain_counts(spec)
     if spec is None or plain is None:
         return None
     side.plain.append(plain)
-    if spec.get("per_step_accepted") is None and plain.num_drafts == 0:
+    if spec.per_step_accepted is None and plain.num_drafts == 0:
         side.common.append(plain)  # no verify steps: nothing to restrict
         return plain
     if n_tokens is None:
         return None
     common = step_counts(spec, n_tokens, pos)
     if common is None:
-        if spec.get("per_step_accepted") is not None:
+        if spec.per_step_accepted is not None:
             side.unaligned += 1
         return None
     side.common.append(common)

@@ -31,12 +31,12 @@ on its own. Sums first, then ratios.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from specbench.analysis.intervals import percentile_interval, resample_weights
 from specbench.analysis.speedup import N_BASE_COLUMNS, request_matrix
+from specbench.model.requests import RequestRecord
 
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(N_BASE_COLUMNS)
 
@@ -168,11 +168,11 @@ def _decode(s: np.ndarray) -> np.ndarray:
 
 def predict_k(
     source: str,
-    source_rows: list[dict[str, Any]],
+    source_rows: list[RequestRecord],
     k: int,
     baseline: str,
-    base_rows: list[dict[str, Any]],
-    measured: dict[int, tuple[str, list[dict[str, Any]]]] | None = None,
+    base_rows: list[RequestRecord],
+    measured: dict[int, tuple[str, list[RequestRecord]]] | None = None,
     *,
     n_resamples: int = 2000,
     seed: int = 0,
@@ -180,7 +180,7 @@ def predict_k(
 ) -> KPrediction:
     """Predict AL, step cost and speed-up at every k' <= ``k`` from ``source`` (see the module docstring).
 
-    ``measured`` maps k' to a cell measured at k' (label, request rows), compared with the prediction.
+    ``measured`` maps k' to a cell measured at k' (label, its requests), compared with the prediction.
     Raises ValueError when the source lacks per-request per-position counts or either cell has no
     finished requests.
     """
@@ -201,7 +201,7 @@ def predict_k(
 
 
 def _source_and_base(
-    source_rows: list[dict[str, Any]], base_rows: list[dict[str, Any]], k: int
+    source_rows: list[RequestRecord], base_rows: list[RequestRecord], k: int
 ) -> tuple[list[tuple], np.ndarray, list[tuple], np.ndarray]:
     """Request keys and matrices of the source cell (k positions) and its baseline; ValueError when
     the prediction cannot be made from them."""
@@ -275,7 +275,7 @@ def _point(
     k: int,
     point: dict[tuple, np.ndarray],
     ci: dict[tuple, tuple[float, float]],
-    measured: dict[int, tuple[str, list[dict[str, Any]]]],
+    measured: dict[int, tuple[str, list[RequestRecord]]],
 ) -> KPoint:
     kp = KPoint(
         k=kk,

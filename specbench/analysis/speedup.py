@@ -52,12 +52,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from specbench.analysis.intervals import jackknife_vars, t_quantile
-from specbench.model.requests import requests_of
+from specbench.model.requests import RequestRecord, Rows, requests_of
 
 SPEEDUPS = ("output_tok_per_s", "tpot", "e2e", "decomposition")
 SPEEDUP_LABELS = {
@@ -79,14 +78,12 @@ _ONE, _OUT, _E2E, _TTFT, _D, _A = range(6)
 N_BASE_COLUMNS = 6
 
 
-def request_matrix(
-    rows: list[dict[str, Any]] | list, positions: int = 0, blocks: bool = False
-) -> tuple[list[tuple], np.ndarray]:
+def request_matrix(rows: Rows, positions: int = 0, blocks: bool = False) -> tuple[list[tuple], np.ndarray]:
     """Keys ``(repeat, id, prompt_id)`` and columns [1, out, e2e, ttft, drafts, accepted] of the
     requests that finished with >= 2 tokens (drafts/accepted NaN without per-request counts), then
     ``positions`` columns of accepted-per-position counts (NaN where a request lacks them).
     ``blocks``: keys end with the request's interleave block (None outside load.interleave), for
-    :func:`log_se`."""
+    :func:`log_se`. Records are read as they are; plain rows (tests, benchmarks) are validated here."""
     keys, cols = [], []
     for r in requests_of(rows):
         if not r.ok or r.e2e_s is None or r.ttft_s is None:
@@ -244,9 +241,9 @@ class Speedup:
 
 def speedup(
     cell: str,
-    spec_rows: list[dict[str, Any]],
+    spec_rows: list[RequestRecord],
     baseline: str,
-    base_rows: list[dict[str, Any]],
+    base_rows: list[RequestRecord],
     *,
     confidence: float = 0.95,
     rerun_sd: float = RERUN_SD,

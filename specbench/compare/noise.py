@@ -193,8 +193,8 @@ def repeat_values(name: str, cell: SideCell, ref: SideCell | None) -> list[float
 def _repeat_speedups(cell: SideCell, ref: SideCell) -> list[float]:
     out = []
     for r in sorted(set(cell.repeats) & set(ref.repeats), key=repr):
-        _, ms = request_matrix([x for x in cell.requests if x.get("_repeat") == r])
-        _, mb = request_matrix([x for x in (cell.paired or ref.requests) if x.get("_repeat") == r])
+        _, ms = request_matrix([x for x in cell.requests if x.repeat == r])
+        _, mb = request_matrix([x for x in (cell.paired or ref.requests) if x.repeat == r])
         if len(ms) and len(mb):
             value = float(speedups(cell_stats(ms.sum(axis=0)), cell_stats(mb.sum(axis=0)))["output_tok_per_s"])
             if math.isfinite(value):

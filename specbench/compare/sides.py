@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from specbench.analysis.rates import invalid_reason
 from specbench.analysis.windows import units_k, window_k
@@ -22,6 +22,7 @@ from specbench.errors import InputError
 from specbench.load.summary import summary_columns
 from specbench.model.cell import Attested, Spec
 from specbench.model.counts import Counts
+from specbench.model.requests import RequestRecord, numbered_requests
 from specbench.records import Acceptance, CellRecord, Manifest, acceptance_units, load
 from specbench.results.read import input_kind, read_run, read_windows
 from specbench.results.store import CellData
@@ -31,11 +32,13 @@ from specbench.serve.attest import not_attested
 
 CellKey = tuple[tuple[str, str], ...]
 
-# requests.jsonl key -> (latency column in ms, scale). Our driver and llmperf both use *_s names.
-_LATENCY_KEYS = {
-    "ttft_p50_ms": (("ttft_ms", 1.0), ("ttft_s", 1000.0)),
-    "itl_p50_ms": (("itl_ms", 1.0), ("inter_token_latency_s", 1000.0), ("itl_s", 1000.0)),
-    "e2e_p50_ms": (("e2e_ms", 1.0), ("end_to_end_latency_s", 1000.0), ("e2e_s", 1000.0)),
+# latency column -> a request's (value, scale to ms) candidates, the first present taken. Our driver
+# and llmperf both write *_s names (RequestRecord's fields); *_ms and llmperf's raw names are keys
+# only another writer's rows carry (RequestRecord.extra).
+_LATENCY: dict[str, Callable[[RequestRecord], tuple[tuple[Any, float], ...]]] = {
+    "ttft_p50_ms": lambda r: ((r.extra("ttft_ms"), 1.0), (r.ttft_s, 1000.0)),
+    "itl_p50_ms": lambda r: ((r.extra("itl_ms"), 1.0), (r.extra("inter_token_latency_s"), 1000.0), (r.itl_s, 1000.0)),
+    "e2e_p50_ms": lambda r: ((r.extra("e2e_ms"), 1.0), (r.extra("end_to_end_latency_s"), 1000.0), (r.e2e_s, 1000.0)),
 }
 # summary.json (llmperf key names, read through load.summary.summary_columns) fallbacks when
 # there are no per-request rows.
@@ -56,10 +59,10 @@ class SideCell:
     repeats: list[Any] = field(default_factory=list)  # the repeat of each finished cell pooled here
     k: int | None = None  # num_speculative_tokens
     is_baseline: bool = False
-    requests: list[dict[str, Any]] = field(default_factory=list)  # requests.jsonl rows, tagged with _repeat
+    requests: list[RequestRecord] = field(default_factory=list)  # requests.jsonl rows, tagged with their repeat
     # load.interleave: its baseline's requests sent interleaved with each repeat's load (tagged with
-    # _repeat); None unless every repeat pooled here has them (run/interleave.py)
-    paired: list[dict[str, Any]] | None = None
+    # their repeat); None unless every repeat pooled here has them (run/interleave.py)
+    paired: list[RequestRecord] | None = None
     exact: Counts | None = None  # /metrics diff summed over repeats; None unless every repeat has one
     exact_missing: bool = False  # some repeat had no /metrics diff: ``exact`` is not the cell's total
     failed_repeats: list[str] = field(default_factory=list)  # repeats of this cell that did not finish
@@ -80,7 +83,7 @@ class SideCell:
         done = [r for r in self.requests if not _errored(r)]
         if not done:
             return ""
-        tokens = sum(r.get("output_tokens") or 0 for r in done)
+        tokens = sum(r.output_tokens or 0 for r in done)
         return f"0 drafts over {len(done)} finished requests ({tokens:g} output tokens)"
 
     def prompt_clusters(self) -> dict[str, Counts]:
@@ -91,32 +94,29 @@ class SideCell:
         for row in self.requests:
             if _errored(row):
                 continue
-            sd, pid = row.get("spec_decode"), row.get("prompt_id")
-            if not isinstance(sd, dict) or pid is None:
+            sd, pid = row.spec_decode, row.prompt_id
+            if sd is None or pid is None or not sd.complete:
                 return {}
-            try:
-                c = Counts.from_dict(sd)
-            except (KeyError, TypeError, ValueError):
-                return {}
+            c = sd.counts()
             if invalid_reason(c):  # named in a warning where acceptance.json's units are read
                 continue
-            out[str(pid)] = out[str(pid)] + c if str(pid) in out else c
+            out[pid] = out[pid] + c if pid in out else c
         return out
 
     def prompt_texts(self) -> dict[str, str]:
         """``{prompt id: prompt_sha256}`` of the finished requests that recorded one (runs since
         workloads): the text each id stood for."""
         return {
-            str(row["prompt_id"]): str(row["prompt_sha256"])
+            row.prompt_id: row.prompt_sha256
             for row in self.requests
-            if not _errored(row) and row.get("prompt_id") is not None and row.get("prompt_sha256")
+            if not _errored(row) and row.prompt_id is not None and row.prompt_sha256
         }
 
     def throughput_units(self) -> tuple[list[float], list[float]]:
         """(output tokens, e2e seconds) of each finished request, for throughput's standard error."""
         toks, secs = [], []
         for row in self.requests:
-            t, e = row.get("output_tokens"), row.get("e2e_s", row.get("end_to_end_latency_s"))
+            t, e = row.output_tokens, _e2e(row)
             if _errored(row) or not isinstance(t, (int, float)) or not isinstance(e, (int, float)) or e <= 0:
                 continue
             toks.append(float(t))
@@ -368,7 +368,7 @@ def _pool_cell(
         _add_attestation(cell, cell_id, rec)
     _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
     _add_latency(cell, *data.request_rows(), data.summary, rec.repeat)
-    paired = data.paired_baseline_rows() if not cell.is_baseline else None
+    paired = data.paired_baseline_records() if not cell.is_baseline else None
     cell.paired = (cell.paired or []) + paired if paired and (cell.paired or len(cell.repeats) == 1) else None
     if cell.k is None and not cell.is_baseline:
         cell.k = rec.k or _planned_k(axes, manifest)
@@ -524,8 +524,13 @@ def _planned_k(axes: dict[str, Any], manifest: Manifest) -> int | None:
         return None
 
 
-def _errored(row: dict[str, Any]) -> bool:
-    return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))
+def _errored(row: RequestRecord) -> bool:
+    return not row.ok or bool(row.extra("error_msg"))  # error_msg: llmperf's own rows
+
+
+def _e2e(row: RequestRecord) -> Any:
+    # e2e_s when the row has the key (even as null), else llmperf's name for it
+    return row.e2e_s if "e2e_s" in row.model_fields_set else row.extra("end_to_end_latency_s")
 
 
 def _add_latency(
@@ -535,20 +540,20 @@ def _add_latency(
     summary: dict[str, Any] | None,
     repeat: Any = None,
 ) -> None:
-    for k, line in check_rows(numbered, where, _errored).items():
+    """The repeat's requests: their values checked as written (compare/values.py), then validated
+    once as records (each tagged with the repeat) and their latencies taken."""
+    for k, line in check_rows(numbered, where).items():
         cell.ks_seen.setdefault(k, f"{where}:{line}")
     check_k(cell.ks_seen, cell.name)
-    rows = [row for _, row in numbered]
-    if rows:
-        for row in rows:
-            cell.requests.append({**row, "_repeat": repeat})
-            if _errored(row):
-                continue
-            for metric, keys in _LATENCY_KEYS.items():
-                value = next((v * s for k, s in keys if (v := _per_request(row.get(k))) is not None), None)
-                if value is not None:
-                    cell.latency.setdefault(metric, []).append(float(value))
-                    cell.latency_repeat.setdefault(metric, []).append(repeat)
+    for row in numbered_requests(numbered, where, repeat):
+        cell.requests.append(row)
+        if _errored(row):
+            continue
+        for metric, candidates in _LATENCY.items():
+            value = next((v * s for x, s in candidates(row) if (v := _per_request(x)) is not None), None)
+            if value is not None:
+                cell.latency.setdefault(metric, []).append(float(value))
+                cell.latency_repeat.setdefault(metric, []).append(repeat)
     columns = summary_columns(summary)
     for metric in _SUMMARY_METRICS:
         value = columns.get(metric)

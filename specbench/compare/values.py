@@ -4,7 +4,13 @@ A count or a time in a finished request's row must be a finite number >= 0, a co
 Before, Infinity in a spec-decode count crashed compare (OverflowError), Infinity in ``e2e_s`` made
 a speed-up of 0 that failed, one NaN TTFT made a row inconclusive, and a negative count was left
 out silently. Rows of errored requests give no figures and are not checked. Type errors (a string
-where a number belongs) are :mod:`specbench.records`' to report.
+where a number belongs) are :mod:`specbench.model.requests`' to report.
+
+The rows are checked as written, before they are validated into
+:class:`specbench.model.requests.RequestRecord` (the only dict-shaped read of a row in compare):
+validation converts values (an integer inter-token gap reads as a float) and refuses some bad
+values in its own words, so these checks, and their messages naming the value as the file holds
+it, come first, as they always have.
 
 Per-position counts of different lengths in one cell (mixed k: repeats or requests served at
 different ``num_speculative_tokens``) are refused: pooled, the shorter k silently dropped a
@@ -43,12 +49,12 @@ _SPEC = (
 FIX = "a count or time must be a finite number >= 0 (a count a whole one); re-run the cell or correct the file"
 
 
-def check_rows(rows: list[tuple[int, dict[str, Any]]], where: str, errored) -> dict[int, int]:
-    """InputError ``where:line: field ...`` for the first bad value of a finished request's row;
-    returns ``{k: first line}`` of the rows' per-position counts (k = their length)."""
+def check_rows(rows: list[tuple[int, dict[str, Any]]], where: str) -> dict[int, int]:
+    """InputError ``where:line: field ...`` for the first bad value of a finished request's row
+    (as written); returns ``{k: first line}`` of the rows' per-position counts (k = their length)."""
     ks: dict[int, int] = {}
     for line, row in rows:
-        if errored(row):
+        if _errored(row):
             continue
         for name, value, whole in _fields(row):
             problem = _problem(value, whole)
@@ -59,6 +65,11 @@ def check_rows(rows: list[tuple[int, dict[str, Any]]], where: str, errored) -> d
         if isinstance(pos, list):
             ks.setdefault(len(pos), line)
     return ks
+
+
+def _errored(row: dict[str, Any]) -> bool:
+    # the row as written: llmperf's rows say so in error_msg (RequestRecord keeps it as an extra key)
+    return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))
 
 
 def check_k(ks: dict[int, str], cell: str) -> None:

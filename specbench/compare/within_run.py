@@ -24,17 +24,16 @@ replicates give its p-value.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from specbench.analysis.deltas import Delta, scaled_delta
 from specbench.analysis.divergence import compare_outputs
 from specbench.analysis.intervals import percentile_interval, resample_weights
 from specbench.analysis.speedup import cell_stats, log_se, matched_blocks, request_matrix, speedups
+from specbench.model.requests import Rows
 
 
-def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tuple[float, float | None, int] | None:
+def speedup_figure(rows: Rows, base: Rows) -> tuple[float, float | None, int] | None:
     """(output tok/s speed-up of ``rows`` over ``base``, jackknife SE of its log or None, units):
     the within-run part of the interval :func:`specbench.analysis.speedup.speedup` shows."""
     ks, ms = request_matrix(rows, blocks=True)
@@ -49,10 +48,10 @@ def speedup_figure(rows: list[dict[str, Any]], base: list[dict[str, Any]]) -> tu
 
 
 def speedup_delta(
-    base_rows: list[dict[str, Any]],
-    base_ref: list[dict[str, Any]],
-    cand_rows: list[dict[str, Any]],
-    cand_ref: list[dict[str, Any]],
+    base_rows: Rows,
+    base_ref: Rows,
+    cand_rows: Rows,
+    cand_ref: Rows,
     confidence: float = 0.95,
 ) -> tuple[float, float, Delta] | None:
     """(base speed-up, cand speed-up, the change's t interval); None when a side has no figure."""
@@ -75,7 +74,7 @@ def speedup_delta(
     return b[0], c[0], d
 
 
-def _divergence(rows: list[dict[str, Any]], base: list[dict[str, Any]], n: int, rng) -> tuple[float, np.ndarray] | None:
+def _divergence(rows: Rows, base: Rows, n: int, rng) -> tuple[float, np.ndarray] | None:
     pair = compare_outputs("cell", rows, "baseline", base)
     if not pair.n:
         return None
@@ -84,10 +83,10 @@ def _divergence(rows: list[dict[str, Any]], base: list[dict[str, Any]], n: int, 
 
 
 def study_figures(
-    base_rows: list[dict[str, Any]],
-    base_ref: list[dict[str, Any]],
-    cand_rows: list[dict[str, Any]],
-    cand_ref: list[dict[str, Any]],
+    base_rows: Rows,
+    base_ref: Rows,
+    cand_rows: Rows,
+    cand_ref: Rows,
     *,
     n_resamples: int = 2000,
     seed: int = 0,

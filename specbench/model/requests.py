@@ -5,7 +5,7 @@ reads rows through the same model the run directory's readers use."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional, Union
+from typing import Annotated, Any, Iterable, Optional, Sequence, Union
 
 from annotated_types import Len
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, ValidationError
@@ -52,7 +52,9 @@ class SpecDecode(Record):
 class RequestRecord(Record):
     """One line of ``requests.jsonl`` (built-in driver, llmperf or ``vllm bench serve`` rows).
 
-    Readers tag rows with the cell's repeat under ``_repeat`` (never written)."""
+    Readers tag rows with the cell's repeat under ``_repeat`` (never written): :attr:`repeat`.
+    Keys this model does not name (another writer's, e.g. llmperf's ``error_msg``) stay on the
+    record: :meth:`extra`."""
 
     model_config = ConfigDict(extra="allow", strict=True, validate_assignment=True, populate_by_name=True)
 
@@ -86,16 +88,31 @@ class RequestRecord(Record):
         """Finished without an error."""
         return not self.error and not self.error_code
 
+    def extra(self, key: str) -> Any:
+        """The value of a key this model does not name (None when the row has none)."""
+        return (self.model_extra or {}).get(key)
 
-def requests_of(rows: list[dict[str, Any]], file: Path | str = "requests") -> list[RequestRecord]:
-    """Rows as :class:`RequestRecord`; InputError naming the row and field of a damaged one."""
-    out = []
-    for n, row in enumerate(rows, 1):
-        if isinstance(row, RequestRecord):
-            out.append(row)
-            continue
-        try:
-            out.append(RequestRecord.model_validate(row))
-        except ValidationError as exc:
-            raise InputError(f"{file}:{n}: {first_problem(exc)}; re-run the cell or delete the file") from None
-    return out
+
+# Requests as records, or as plain rows still to validate (a load driver's result, tests, benchmarks).
+Rows = Sequence[Union[RequestRecord, dict[str, Any]]]
+
+
+def requests_of(rows: Rows, file: Path | str = "requests") -> list[RequestRecord]:
+    """Rows as :class:`RequestRecord` (records pass through as they are); InputError naming the
+    row and field of a damaged one."""
+    return [r if isinstance(r, RequestRecord) else _validated(r, f"{file}:{n}") for n, r in enumerate(rows, 1)]
+
+
+def numbered_requests(
+    numbered: Iterable[tuple[int, dict[str, Any]]], file: Path | str, repeat: Any
+) -> list[RequestRecord]:
+    """The ``(line number, row)`` pairs of a ``requests.jsonl`` validated once as records, each
+    tagged with its cell's ``repeat``; InputError naming ``file:line`` and the field of a damaged one."""
+    return [_validated({**row, "_repeat": repeat}, f"{file}:{line}") for line, row in numbered]
+
+
+def _validated(row: dict[str, Any], where: str) -> RequestRecord:
+    try:
+        return RequestRecord.model_validate(row)
+    except ValidationError as exc:
+        raise InputError(f"{where}: {first_problem(exc)}; re-run the cell or delete the file") from None

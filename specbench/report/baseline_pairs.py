@@ -39,6 +39,7 @@ from specbench.analysis.speedup import (
 )
 from specbench.axis import axis_label
 from specbench.io import atomic_write_text
+from specbench.model.requests import RequestRecord
 from specbench.render import format as fmt
 from specbench.report.categories import (
     CategoryContrast,
@@ -64,12 +65,12 @@ class CellRequests:
     axes: dict[str, str]
     repeat: int | None
     is_baseline: bool
-    rows: list[dict[str, Any]]
+    rows: list[RequestRecord]  # requests.jsonl, validated once, tagged with the cell's repeat
     load_tok_per_s: float | None
     host: str | None = None  # manifest cell_hosts (Ray); None: the run's machine
     window: tuple[str, str] | None = None  # cell.json started_at, ended_at (ISO, UTC)
     # load.interleave: its baseline's requests sent interleaved with this cell's (run/interleave.py)
-    paired_rows: list[dict[str, Any]] | None = None
+    paired_rows: list[RequestRecord] | None = None
     paired_load_tok_per_s: float | None = None  # their summary.json throughput
 
 
@@ -90,7 +91,7 @@ class StudyAnalysis:
 
 
 def read_cells(path: Path | Run, *, prefix: bool = False) -> list[CellRequests]:
-    """The finished cells of a run directory with their request rows (tagged with ``_repeat``)."""
+    """The finished cells of a run directory with their requests (records tagged with their repeat)."""
     return _read_run(path, prefix)[0]
 
 
@@ -102,9 +103,7 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
     for cell_id, cell in run.cells.items():
         if cell.status != "done" or not cell.has_requests():
             continue
-        numbered, _ = cell.request_rows()
         rec = cell.record
-        rows = [{**r, "_repeat": rec.repeat} for _, r in numbered]
         tput = (cell.summary or {}).get("results_mean_output_throughput_token_per_s")
         out.append(
             CellRequests(
@@ -112,11 +111,11 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
                 axes={axis_label(str(k)): str(v) for k, v in rec.axes.items()},
                 repeat=rec.repeat,
                 is_baseline=bool(rec.is_baseline),
-                rows=rows,
+                rows=cell.request_records(),
                 load_tok_per_s=float(tput) if isinstance(tput, (int, float)) else None,
                 host=run.manifest.cell_hosts.get(cell_id),
                 window=(rec.started_at, rec.ended_at) if rec.started_at and rec.ended_at else None,
-                paired_rows=cell.paired_baseline_rows(),
+                paired_rows=cell.paired_baseline_records(),
                 paired_load_tok_per_s=cell.paired_baseline_tok_per_s(),
             )
         )
@@ -267,11 +266,7 @@ def _apart_or_interleaved(speed: list[StudyAnalysis]) -> str:
 
 def cell_k(c: CellRequests) -> int | None:
     """A speculative cell's k, from its requests' per-request counts."""
-    ks = {
-        int(r["spec_decode"]["num_spec_tokens"])
-        for r in c.rows
-        if isinstance(r.get("spec_decode"), dict) and r["spec_decode"].get("num_spec_tokens")
-    }
+    ks = {r.spec_decode.num_spec_tokens for r in c.rows if r.spec_decode is not None and r.spec_decode.num_spec_tokens}
     return ks.pop() if len(ks) == 1 else None
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.intervals import cell_intervals
 from specbench.model.counts import Counts
-from specbench.model.requests import requests_of
+from specbench.model.requests import RequestRecord
 
 # A category needs this many prompts for its row to carry an interval worth reading.
 MIN_PROMPTS = 2
@@ -50,11 +50,11 @@ class CategoryContrast:
         return f"{self.high} vs {self.low}: AL {self.delta:+.2f} [{self.ci[0]:+.2f}, {self.ci[1]:+.2f}], {significant}"
 
 
-def prompt_units(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Counts]]:
+def prompt_units(rows: list[RequestRecord]) -> dict[tuple[str, str], dict[str, Counts]]:
     """``{(workload, category): {prompt key: counts summed over its requests}}`` for the rows with
     complete per-request counts (a cell without them gives ``{}``)."""
     out: dict[tuple[str, str], dict[str, Counts]] = {}
-    for req in requests_of(rows):
+    for req in rows:
         sd = req.spec_decode
         if req.error or sd is None or not sd.complete or not sd.num_drafts:
             continue
@@ -66,7 +66,7 @@ def prompt_units(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, 
     return out
 
 
-def category_rows(cell: str, rows: list[dict[str, Any]]) -> tuple[list[CategoryRow], CategoryContrast | None]:
+def category_rows(cell: str, rows: list[RequestRecord]) -> tuple[list[CategoryRow], CategoryContrast | None]:
     """The cell's rows per category (only when it has two or more) and its high-vs-low contrast."""
     groups = prompt_units(rows)
     if len(groups) < 2:

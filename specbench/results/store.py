@@ -29,6 +29,7 @@ from specbench.io import (
 )
 from specbench.load.summary import summary_columns
 from specbench.model.cell import Attested
+from specbench.model.requests import RequestRecord, numbered_requests
 from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.redact import redact_strings
 from specbench.axis import axis_label
@@ -92,21 +93,28 @@ class CellData:
         return self.requests is not None or _exists(self.dir / REQUESTS_JSONL)
 
     def request_rows(self) -> tuple[list[tuple[int, dict[str, Any]]], str]:
-        """``(line number, row)`` of each request and where they were read: the cell's
+        """``(line number, row)`` of each request as written and where they were read: the cell's
         requests.jsonl, or the rows held in memory (a vllm bench result, numbered from 1); no rows
-        when the cell has neither. What report and compare both read a cell's requests from."""
+        when the cell has neither. Report reads them as :meth:`request_records`; compare checks the
+        values as written first (compare/values.py), then validates them the same way."""
         path = self.dir / REQUESTS_JSONL
         if self.requests is None and _exists(path):
             return read_jsonl_lines(path), str(path)
         return list(enumerate(self.requests or [], 1)), f"{self.dir} (requests of the benchmark result)"
 
-    def paired_baseline_rows(self) -> list[dict[str, Any]] | None:
+    def request_records(self) -> list[RequestRecord]:
+        """The cell's requests validated once as records (InputError naming file, line and field),
+        each tagged with the cell's repeat."""
+        return numbered_requests(*self.request_rows(), self.record.repeat)
+
+    def paired_baseline_records(self) -> list[RequestRecord] | None:
         """The requests its baseline's server answered interleaved with this cell's load
-        (``load.interleave``, run/interleave.py), tagged with the cell's repeat; None when it has none."""
+        (``load.interleave``, run/interleave.py), validated and tagged with the cell's repeat; None
+        when it has none."""
         if not self._paired():
             return None
         path = self.dir / PAIRED_BASELINE / REQUESTS_JSONL
-        return [{**r, "_repeat": self.record.repeat} for _, r in read_jsonl_lines(path)]
+        return numbered_requests(read_jsonl_lines(path), path, self.record.repeat)
 
     def _paired(self) -> bool:
         info = self.record.paired_baseline

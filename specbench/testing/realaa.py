@@ -20,6 +20,7 @@ import numpy as np
 from specbench.analysis.rates import total
 from specbench.compare.sides import Side, SideCell, cell_key, cell_name
 from specbench.model.counts import Counts
+from specbench.model.requests import requests_of
 from specbench.records import Manifest
 from specbench.testing import BASELINES
 
@@ -74,7 +75,9 @@ def aa_sides(pop: dict[str, dict], n: int, rng: np.random.Generator) -> tuple[Si
                 unit_kind="request",
                 k=c["k"],
                 exact=total(units),
-                requests=[{"prompt_id": p[0], "spec_decode": u.to_dict()} for p, u in zip(chosen[cid], units)],
+                requests=requests_of(
+                    [{"prompt_id": p[0], "spec_decode": u.to_dict()} for p, u in zip(chosen[cid], units)]
+                ),
             )
         sides.append(Side(path=Path(label), label=label, manifest=Manifest(run_id=label, cells=[]), cells=cells))
     return sides[0], sides[1]

@@ -19,6 +19,7 @@ from specbench.analysis.rates import total
 from specbench.compare import compare_sides, parse_gate
 from specbench.compare.sides import Side, SideCell
 from specbench.model.counts import Counts
+from specbench.model.requests import requests_of
 from specbench.records import Manifest
 
 
@@ -87,7 +88,7 @@ def mdc_side(label: str, p: list[float], rng: np.random.Generator, prompts: int 
         unit_kind="request",
         k=3,
         exact=total(units),
-        requests=[{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)],
+        requests=requests_of([{"prompt_id": f"p{i}", "spec_decode": u.to_dict()} for i, u in enumerate(units)]),
     )
     return Side(path=Path(label), label=label, manifest=Manifest(run_id=label, cells=[]), cells={(): cell})
 

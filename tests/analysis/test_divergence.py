@@ -11,6 +11,7 @@ import pytest
 from specbench.analysis.acceptance import point_estimates
 from specbench.analysis.divergence import common_prefix_intervals, compare_outputs, first_divergence, step_counts
 from specbench.analysis.rates import total
+from specbench.model.requests import SpecDecode
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +50,7 @@ def test_first_divergence_cases():
 
 def test_step_counts_keep_the_steps_that_start_inside_the_prefix():
     # token 0 from prefill; steps emit 1+a tokens: [1,2] [3] [4,5,6,7] [8,9] -> start at 1, 3, 4, 8
-    spec = _spec([1, 0, 3, 1])
+    spec = SpecDecode.model_validate(_spec([1, 0, 3, 1]))
     n = 10
     whole = step_counts(spec, n, None)
     assert (whole.num_drafts, whole.accepted_tokens, whole.accepted_per_position) == (4, 5, [3, 1, 1])
@@ -64,13 +65,15 @@ def test_step_counts_keep_the_steps_that_start_inside_the_prefix():
 
 
 def test_step_counts_clip_the_last_step_at_max_tokens_and_refuse_unaligned():
-    spec = _spec([3, 3])  # 1 + 4 + 4 = 9 tokens if not cut; cut at 7 (2 clipped, <= k); start at 1, 5
+    raw = _spec([3, 3])  # 1 + 4 + 4 = 9 tokens if not cut; cut at 7 (2 clipped, <= k); start at 1, 5
+    spec = SpecDecode.model_validate(raw)
     assert step_counts(spec, 7, None).num_drafts == 2
     assert step_counts(spec, 7, 7).num_drafts == 2
     assert step_counts(spec, 7, 6).num_drafts == 2
     assert step_counts(spec, 7, 5).num_drafts == 1
     assert step_counts(spec, 12, None) is None  # steps account for 9 tokens, not 12
-    assert step_counts({**spec, "per_step_accepted": None}, 7, None) is None  # summary level
+    assert step_counts(SpecDecode.model_validate({**raw, "per_step_accepted": None}), 7, None) is None  # summary level
+    assert step_counts(None, 7, None) is None  # no spec_decode
 
 
 def test_pairs_identical_diverging_and_mismatched_prompts():

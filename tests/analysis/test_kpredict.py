@@ -10,10 +10,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specbench.analysis.kpredict import predict_k
+from specbench.analysis.kpredict import predict_k as _predict_k
+from specbench.model.requests import requests_of
 
 ROOT = Path(__file__).resolve().parents[2]
 KSWEEP = ROOT / "results" / "reruns" / "k-sweep-2026-12-03"
+
+
+def predict_k(source, source_rows, k, baseline, base_rows, measured=None, **kw):
+    """kpredict.predict_k on hand-made rows, validated once into records as a run's reader does."""
+    measured = {kk: (label, requests_of(rows)) for kk, (label, rows) in (measured or {}).items()}
+    return _predict_k(source, requests_of(source_rows), k, baseline, requests_of(base_rows), measured, **kw)
 
 
 def _req(i: int, out: int, decode: float, drafts: int | None = None, per_pos: list[int] | None = None) -> dict:

@@ -10,10 +10,17 @@ import numpy as np
 import pytest
 
 from specbench.analysis.intervals import t_quantile
-from specbench.analysis.speedup import RERUN_SD, request_matrix, speedup
+from specbench.analysis.speedup import RERUN_SD, request_matrix
+from specbench.analysis.speedup import speedup as _speedup
 from specbench.compare.within_run import speedup_delta
+from specbench.model.requests import requests_of
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def speedup(cell, spec_rows, baseline, base_rows, **kw):
+    """analysis.speedup.speedup on hand-made rows, validated once into records as a run's reader does."""
+    return _speedup(cell, requests_of(spec_rows), baseline, requests_of(base_rows), **kw)
 
 
 def _req(i: int, out: int, ttft: float, e2e: float, drafts: int | None = None, accepted: int | None = None) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from specbench.model.requests import requests_of
 from specbench.report.baseline_pairs import analyse_run
 from specbench.report.categories import category_rows, prompt_units
 
@@ -19,7 +20,7 @@ def _rows():
 
 def test_each_category_is_its_requests_counts_summed():
     rows = _rows()
-    out, contrast = category_rows(CELL, rows)
+    out, contrast = category_rows(CELL, requests_of(rows))
     assert {r.category for r in out} == {r["category"] for r in rows}
     for r in out:
         mine = [x["spec_decode"] for x in rows if x["category"] == r.category and not x.get("error")]
@@ -37,15 +38,16 @@ def test_each_category_is_its_requests_counts_summed():
 def test_a_repeated_prompt_is_one_unit():
     rows = _rows()
     doubled = rows + [dict(r, id=1000 + i) for i, r in enumerate(rows)]
-    for units in prompt_units(doubled).values():
+    for units in prompt_units(requests_of(doubled)).values():
         for c in units.values():
             assert c.num_drafts % 2 == 0  # the repeat summed into its prompt's unit
-    assert sum(len(u) for u in prompt_units(doubled).values()) == sum(len(u) for u in prompt_units(rows).values())
+    doubled_units, units = prompt_units(requests_of(doubled)), prompt_units(requests_of(rows))
+    assert sum(len(u) for u in doubled_units.values()) == sum(len(u) for u in units.values())
 
 
 def test_one_category_gives_no_split_and_report_lists_spec_cells_only():
     rows = [dict(r, category="chat") for r in _rows()]
-    assert category_rows(CELL, rows) == ([], None)
+    assert category_rows(CELL, requests_of(rows)) == ([], None)
     study = analyse_run(RUN, n_resamples=50)
     cells = {rs[0].cell for rs, _ in study.categories}
     assert cells and not any(c.startswith("baseline") for c in cells)
