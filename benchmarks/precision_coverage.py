@@ -21,7 +21,7 @@ import numpy as np
 
 from specbench.analysis.intervals import cell_intervals
 from specbench.load.precision import Batch, run_until
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 RUN = Path(__file__).resolve().parents[1] / "results" / "baselines" / "cpu-default"
 CELLS = ("mla-on__output_norm-on__r0", "mla-on__output_norm-logits-only__r0", "mla-on__output_norm-off__r0")

@@ -24,7 +24,7 @@ import numpy as np
 
 from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR
 from specbench.load.precision import Batch, run_until
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "load" / "data" / "default_study_request_units.json"
 

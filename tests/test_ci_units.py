@@ -25,7 +25,7 @@ from rich.console import Console
 from specbench.analysis.intervals import cell_intervals
 from specbench.cli.main import run_cli
 from specbench.compare.sides import load_side
-from specbench.records import Acceptance, load
+from specbench.records.files import Acceptance, load
 from specbench.render import format as fmt
 from specbench.report.assemble import titles_of
 from specbench.report.screen import final_table

@@ -24,8 +24,8 @@ from specbench.cli.compare_cmd import same_run
 from specbench.cli.main import app, run_cli
 from specbench.compare.sides import load_side
 from specbench.errors import ConfigError
-from specbench.model.counts import Counts
-from specbench.records import Acceptance, load
+from specbench.records.counts import Counts
+from specbench.records.files import Acceptance, load
 from specbench.report import assemble as report_build
 from specbench.report.inputs import groups_from_files
 from specbench.results import read as run_read

@@ -1,4 +1,4 @@
-"""specbench/records.py: the run directory's typed records read every committed run, write the keys
+"""specbench/records/files.py: the run directory's typed records read every committed run, write the keys
 specbench has always written, and refuse damaged files naming the file and the field."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from specbench.errors import InputError
 from specbench.io import load_json, read_jsonl
-from specbench.model.counts import Counts
-from specbench.model.requests import requests_of
-from specbench.records import Acceptance, CellRecord, Manifest, load
+from specbench.records.counts import Counts
+from specbench.records.files import Acceptance, CellRecord, Manifest, load
+from specbench.records.requests import requests_of
 from specbench.results import store
 from specbench.run import collect
 from specbench.run.cells import Cell

@@ -9,7 +9,7 @@ from __future__ import annotations
 from specbench.analysis.intervals import Intervals, bootstrap, bootstrap_delta, point_estimates, significant
 from specbench.analysis.rates import DEFINITION, AcceptanceStats, acceptance, total
 from specbench.analysis.windows import RateOnlySummary, counts_from_records, rate_only_summary
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 __all__ = [
     "DEFINITION",

@@ -39,7 +39,7 @@ from specbench.analysis.intervals import (
     t_quantile,
     within_var,
 )
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 # Delta.method of the paired acceptance change (compare's JSON/Markdown/JUnit print it)
 PAIRED_MOVER = "MOVER of the two cells' score intervals with the pairing correlation, at least the jackknife t"

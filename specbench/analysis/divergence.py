@@ -59,8 +59,8 @@ from typing import Any
 import numpy as np
 
 from specbench.analysis.intervals import percentile_interval, resample_weights
-from specbench.model.counts import Counts
-from specbench.model.requests import RequestRecord, Rows, SpecDecode, requests_of
+from specbench.records.counts import Counts
+from specbench.records.requests import RequestRecord, Rows, SpecDecode, requests_of
 
 COMMON_PREFIX_DEFINITION = (
     "prefix AL: 1 + A/D over only the verify steps that start inside the prefix both cells' outputs share, "

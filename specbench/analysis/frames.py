@@ -11,7 +11,7 @@ import pandas as pd
 from specbench.analysis.intervals import cell_intervals
 from specbench.analysis.rates import acceptance, total
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 _RECORD_COLUMNS = list(SpecDecodeRecord(source="", format="").to_dict())
 

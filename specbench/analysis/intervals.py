@@ -22,7 +22,7 @@ import warnings as _warnings
 
 import numpy as np
 
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 JACKKNIFE_T = "jackknife-t"  # the per-cell interval before the score interval (older acceptance.json)
 # Up to this many units the two pseudo-units have a unit's average size; beyond it they shrink as

@@ -36,7 +36,7 @@ import numpy as np
 
 from specbench.analysis.intervals import percentile_interval, resample_weights
 from specbench.analysis.speedup import N_BASE_COLUMNS, request_matrix
-from specbench.model.requests import RequestRecord
+from specbench.records.requests import RequestRecord
 
 _ONE, _OUT, _E2E, _TTFT, _D, _A = range(N_BASE_COLUMNS)
 

@@ -1,6 +1,6 @@
 """The statistics derived from exact acceptance counts (docs/methods.md "Counts and definitions").
 
-:class:`~specbench.model.counts.Counts` (the one typed form of the counts) is what gets summed:
+:class:`~specbench.records.counts.Counts` (the one typed form of the counts) is what gets summed:
 windows, requests and scrape differences all become Counts, and every statistic is recomputed from
 the sums (a ratio estimator), never averaged across windows.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 # Counts is imported from here by most of analysis, compare, load and the tests.
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "Counts",
     "acceptance",
     "conditional_from_unconditional",
-    "invalid_reason",
     "total",
 ]
 
@@ -32,28 +31,6 @@ DEFINITION = (
 
 # Slack for comparing ratios of exact integers (only float noise, nothing printed).
 _EXACT_TOL = 1e-9
-
-
-def invalid_reason(c: Counts) -> str | None:
-    """Why these counts cannot be real (negative, accepted > drafted, p_i > 1), or None.
-
-    Such counts come from a counter reset, a damaged file or a misparsed line; they are input
-    errors to report and leave out, never numbers to put in a table."""
-    fields = {"num_drafts": c.num_drafts, "draft_tokens": c.draft_tokens, "accepted_tokens": c.accepted_tokens}
-    fields.update({f"accepted_per_position[{i}]": x for i, x in enumerate(c.accepted_per_position or [])})
-    neg = [f"{k} {v}" for k, v in fields.items() if v < 0]
-    if neg:
-        return "negative count: " + ", ".join(neg)
-    if c.accepted_tokens > c.draft_tokens:
-        return f"accepted_tokens {c.accepted_tokens} > draft_tokens {c.draft_tokens}"
-    over = [i for i, x in enumerate(c.accepted_per_position or []) if x > c.num_drafts]
-    if over:
-        i = over[0]
-        return (
-            f"p_{i} > 1: accepted_per_position[{i}] {c.accepted_per_position[i]} > "  # type: ignore[index]
-            f"num_drafts {c.num_drafts}"
-        )
-    return None
 
 
 def total(units: list[Counts]) -> Counts | None:

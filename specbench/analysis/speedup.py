@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specbench.analysis.intervals import jackknife_vars, t_quantile
-from specbench.model.requests import RequestRecord, Rows, requests_of
+from specbench.records.requests import RequestRecord, Rows, requests_of
 
 SPEEDUPS = ("output_tok_per_s", "tpot", "e2e", "decomposition")
 SPEEDUP_LABELS = {

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 from specbench.analysis.intervals import SCORE_JACKKNIFE, cell_intervals
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 # The config's statistic names -> keys of count_stats (config/ validates `until` against it;
 # p0, p1, ... are count_stats keys already).

@@ -26,10 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specbench.analysis.rates import acceptance, invalid_reason
+from specbench.analysis.rates import acceptance
 from specbench.errors import InputError
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts, invalid_reason
 
 # Half a unit in the last printed digit of vLLM's formats: AL "%.2f", rates "%.3f", DAR "%.1f%%".
 AL_PRINT_TOL = 0.005 + 1e-9

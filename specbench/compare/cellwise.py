@@ -41,8 +41,8 @@ from specbench.compare.results import (
 )
 from specbench.compare.sides import Side, SideCell
 from specbench.compare.within_run import speedup_delta, study_figures
-from specbench.model.cell import Attested
-from specbench.model.counts import Counts
+from specbench.records.cell import Attested
+from specbench.records.counts import Counts
 from specbench.run.cells import draft_axes_of, pick_baseline
 from specbench.serve.attest import axis_fields, confounds
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.compare.sides import Side
-from specbench.model.cell import GateSubset
-from specbench.records import Manifest
+from specbench.records.cell import GateSubset
+from specbench.records.files import Manifest
 
 _FIELDS = [
     ("vLLM version", ("vllm_version",)),

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 # Share of a side's prompts that may lack a partner on the other side before no verdict is given.
 MAX_UNMATCHED = 0.20

@@ -14,16 +14,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from specbench.analysis.rates import invalid_reason
 from specbench.analysis.windows import units_k, window_k
 from specbench.axis import SPEC_AXES, axis_label
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.load.summary import summary_columns
-from specbench.model.cell import Attested, Spec
-from specbench.model.counts import Counts
-from specbench.model.requests import RequestRecord, numbered_requests
-from specbench.records import Acceptance, CellRecord, Manifest, acceptance_units, load
+from specbench.records.cell import Attested, Spec
+from specbench.records.counts import Counts, invalid_reason
+from specbench.records.files import Acceptance, CellRecord, Manifest, acceptance_units, load
+from specbench.records.requests import RequestRecord, numbered_requests
 from specbench.results.read import input_kind, read_run, read_windows
 from specbench.results.store import CellData
 from specbench.results.sweep import side_notes

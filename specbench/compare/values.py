@@ -4,10 +4,10 @@ A count or a time in a finished request's row must be a finite number >= 0, a co
 Before, Infinity in a spec-decode count crashed compare (OverflowError), Infinity in ``e2e_s`` made
 a speed-up of 0 that failed, one NaN TTFT made a row inconclusive, and a negative count was left
 out silently. Rows of errored requests give no figures and are not checked. Type errors (a string
-where a number belongs) are :mod:`specbench.model.requests`' to report.
+where a number belongs) are :mod:`specbench.records.requests`' to report.
 
 The rows are checked as written, before they are validated into
-:class:`specbench.model.requests.RequestRecord` (the only dict-shaped read of a row in compare):
+:class:`specbench.records.requests.RequestRecord` (the only dict-shaped read of a row in compare):
 validation converts values (an integer inter-token gap reads as a float) and refuses some bad
 values in its own words, so these checks, and their messages naming the value as the file holds
 it, come first, as they always have.

@@ -30,7 +30,7 @@ from specbench.analysis.deltas import Delta, scaled_delta
 from specbench.analysis.divergence import compare_outputs
 from specbench.analysis.intervals import percentile_interval, resample_weights
 from specbench.analysis.speedup import cell_stats, log_se, matched_blocks, request_matrix, speedups
-from specbench.model.requests import Rows
+from specbench.records.requests import Rows
 
 
 def speedup_figure(rows: Rows, base: Rows) -> tuple[float, float | None, int] | None:

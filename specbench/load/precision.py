@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 from specbench.analysis.stop_rule import INTERVAL, Look, ci_key, half_widths, precise_enough
-from specbench.model.counts import Counts
-from specbench.records import ci_units, diff_counts, request_units
+from specbench.records.counts import Counts
+from specbench.records.files import ci_units, diff_counts, request_units
 
 REACHED, AT_MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
 

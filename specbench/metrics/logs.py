@@ -34,7 +34,7 @@ from typing import Any
 from specbench.metrics import paste
 from specbench.metrics.fields import fraction, integer, number, number_list, pairs, strip_ansi
 from specbench.metrics.record import EngineStatsRecord, Record, SpecDecodeRecord
-from specbench.model.counts import MAX_POSITIONS
+from specbench.records.counts import MAX_POSITIONS
 
 SPEC_MARKERS = ("SpecDecoding metrics:", "Speculative metrics:")
 SGLANG_MARKER = "Decode batch"

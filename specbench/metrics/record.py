@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 Source = Literal["vllm", "sglang", "prometheus", "vllm-bench-serve", "vllm-offline"]
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from specbench.metrics.fields import fraction, integer, number, strip_ansi
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.model.counts import MAX_POSITIONS
+from specbench.records.counts import MAX_POSITIONS
 
 BENCH_HEADER_RE = re.compile(r"-{3,}\s*Speculative Decoding\s*-{3,}")
 LABEL_CHARS_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _()%/\-]*")

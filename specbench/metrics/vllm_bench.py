@@ -36,7 +36,7 @@ from typing import Any, Iterator
 from specbench.errors import InputError
 from specbench.io import open_input, read_text
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.model.counts import MAX_POSITIONS
+from specbench.records.counts import MAX_POSITIONS
 
 FORMAT = "vllm-bench-serve-json"
 SPEC_KEYS = (

@@ -39,7 +39,7 @@ from specbench.analysis.speedup import (
 )
 from specbench.axis import axis_label
 from specbench.io import atomic_write_text
-from specbench.model.requests import RequestRecord
+from specbench.records.requests import RequestRecord
 from specbench.render import format as fmt
 from specbench.report.categories import (
     CategoryContrast,

@@ -15,8 +15,8 @@ from typing import Any
 
 from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.intervals import cell_intervals
-from specbench.model.counts import Counts
-from specbench.model.requests import RequestRecord
+from specbench.records.counts import Counts
+from specbench.records.requests import RequestRecord
 
 # A category needs this many prompts for its row to carry an interval worth reading.
 MIN_PROMPTS = 2

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import significant
-from specbench.model.cell import Machine
+from specbench.records.cell import Machine
 from specbench.render import html
 from specbench.results.store import Run
 from specbench.serve.attest import recorded_mismatches

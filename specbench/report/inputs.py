@@ -5,7 +5,7 @@ Every path is read by :mod:`specbench.results.read`, the reader ``compare`` uses
 group per cell from its ``acceptance.json`` (exact Prometheus counts for the point estimate,
 per-request units or log windows for the CI); a log, Prometheus scrape or ``specbench parse`` JSONL
 gives one group of log windows per file or ``--label`` name; a cell's acceptance.json one group.
-Which units a group's CI runs over is :func:`specbench.records.ci_units`'s choice, as everywhere.
+Which units a group's CI runs over is :func:`specbench.records.files.ci_units`'s choice, as everywhere.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from specbench.analysis.acceptance import RateOnlySummary, point_estimates
 from specbench.analysis.windows import WindowCounter
 from specbench.axis import axis_label
 from specbench.errors import ConfigError, InputError
-from specbench.model.cell import Attested
-from specbench.model.counts import Counts
-from specbench.records import Acceptance, acceptance_units, load
+from specbench.records.cell import Attested
+from specbench.records.counts import Counts
+from specbench.records.files import Acceptance, acceptance_units, load
 from specbench.results.read import FileUnits, file_units, input_kind, is_run, read_run, read_windows, stream_records
 from specbench.results.store import Run
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from specbench.analysis.intervals import cell_intervals
 from specbench.analysis.speedup import RERUN_SD, Speedup
 from specbench.errors import SpecbenchError
-from specbench.records import acceptance_units
+from specbench.records.files import acceptance_units
 from specbench.render import format as fmt
 from specbench.report.assemble import contrasts, titles_of
 from specbench.report.baseline_pairs import StudyAnalysis, run_speedups

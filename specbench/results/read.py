@@ -5,7 +5,7 @@ one way, into a run (cells with their acceptance.json) or a file's windows.
   sweep serve`` directory or a ``vllm bench serve --save-result`` file (:mod:`specbench.results.sweep`
   reads both as a run).
 - ``acceptance``: one cell's acceptance.json (its units chosen by
-  :func:`specbench.records.acceptance_units`, as for a run's cells).
+  :func:`specbench.records.files.acceptance_units`, as for a run's cells).
 - ``records``: a vLLM/SGLang server log, a Prometheus scrape, or canonical records as JSON lines
   (``specbench parse`` output), whose spec-decode records become log windows
   (:class:`specbench.analysis.windows.WindowCounter`) as they are read.
@@ -27,8 +27,8 @@ from specbench.metrics import parse
 from specbench.metrics.prometheus import looks_like_prometheus
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.metrics.vllm_bench import sniff
-from specbench.model.counts import Counts
-from specbench.records import Manifest, ci_units
+from specbench.records.counts import Counts
+from specbench.records.files import Manifest, ci_units
 from specbench.results.store import MANIFEST, Run, load_run
 from specbench.results.sweep import is_sweep_dir, load_bench_file, load_sweep
 from specbench.safe_yaml import loads_json
@@ -100,7 +100,7 @@ class FileUnits:
 
 def read_windows(paths: Iterable[Path]) -> FileUnits:
     """The windows of ``paths`` read in order as one stream (a record is turned into counts as it
-    is read, never all held) and the CI units :func:`specbench.records.ci_units` chooses from them."""
+    is read, never all held) and the CI units :func:`specbench.records.files.ci_units` chooses from them."""
     counter = WindowCounter()
     warnings: list[str] = []
     for p in paths:

@@ -28,9 +28,9 @@ from specbench.io import (
     save_json,
 )
 from specbench.load.summary import summary_columns
-from specbench.model.cell import Attested
-from specbench.model.requests import RequestRecord, numbered_requests
-from specbench.records import Acceptance, CellRecord, Manifest, as_record, load
+from specbench.records.cell import Attested
+from specbench.records.requests import RequestRecord, numbered_requests
+from specbench.records.files import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.redact import redact_strings
 from specbench.axis import axis_label
 from specbench.safe_yaml import loads_json

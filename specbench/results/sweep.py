@@ -38,7 +38,7 @@ from specbench.metrics.vllm_bench import (
     spec_record,
     summary,
 )
-from specbench.records import Manifest
+from specbench.records.files import Manifest
 from specbench.axis import value_slug
 from specbench.results.store import CellData, Run
 

@@ -29,8 +29,8 @@ from specbench.axis import MLA, SPEC_AXES, SWITCH_ENV, Axis, axis_label, mla_dis
 from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Study
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
-from specbench.model.cell import HeadVariant, Spec
-from specbench.records import Manifest
+from specbench.records.cell import HeadVariant, Spec
+from specbench.records.files import Manifest
 from specbench.redact import is_hidden_axis_value, shown_axis_value
 from specbench.serve.attest import ATTEST_VAR, canonical_method, head_variant_of
 from specbench.serve.flags import serve_flags

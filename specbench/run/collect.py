@@ -18,11 +18,11 @@ from typing import Any
 
 from specbench.analysis.acceptance import DEFINITION, acceptance, counts_from_records
 from specbench.analysis.intervals import cell_intervals
-from specbench.analysis.rates import invalid_reason, total
+from specbench.analysis.rates import total
 from specbench.metrics.parse import parse_prometheus, parse_text
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.model.counts import Counts
-from specbench.records import (
+from specbench.records.counts import Counts, invalid_reason
+from specbench.records.files import (
     CI,
     Acceptance,
     Agreement,

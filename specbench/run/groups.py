@@ -46,8 +46,8 @@ from specbench.axis import LOAD_AXES, on_off
 from specbench.config import Load
 from specbench.errors import ConfigError, ServerError
 from specbench.io import atomic_write_text
-from specbench.model.cell import HeadSwitch, LoadSettings, ServerGroup
-from specbench.records import Acceptance, CellRecord
+from specbench.records.cell import HeadSwitch, LoadSettings, ServerGroup
+from specbench.records.files import Acceptance, CellRecord
 from specbench.run.cells import Cell
 from specbench.run.interleave import Companions
 from specbench.run.lifecycle import (

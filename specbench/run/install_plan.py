@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specbench.config import Study
-from specbench.model.cell import Spec
+from specbench.records.cell import Spec
 from specbench.redact import redact_urls
 from specbench.run.cells import PER_REQUEST_FLAG, Cell
 from specbench.serve.installs import (

@@ -35,7 +35,7 @@ from specbench import redact
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench.load.prompts import Prompt
-from specbench.records import Acceptance, CellRecord, Timings
+from specbench.records.files import Acceptance, CellRecord, Timings
 from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.serve.attest import attest, mismatches

@@ -19,9 +19,9 @@ from specbench.io import atomic_write_text
 from specbench.load.driver import LoadResult, LoadSpec, run_load, write_outputs
 from specbench.load.llmperf import llmperf_spec, run_llmperf
 from specbench.load.precision import precision_load
-from specbench.model.cell import LogWindowWait, PairedBaseline, Precision
-from specbench.model.counts import Counts
-from specbench.records import Acceptance, CellRecord, RequestRecord, requests_of
+from specbench.records.cell import LogWindowWait, PairedBaseline, Precision
+from specbench.records.counts import Counts
+from specbench.records.files import Acceptance, CellRecord, RequestRecord, requests_of
 from specbench.redact import server_api_key
 from specbench.run import collect
 from specbench.run.cells import Cell

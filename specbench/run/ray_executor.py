@@ -30,7 +30,7 @@ from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError
 from specbench.io import atomic_write_bytes
 from specbench.load.prompts import Prompt
-from specbench.records import Acceptance, CellRecord, as_record, load
+from specbench.records.files import Acceptance, CellRecord, as_record, load
 from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay

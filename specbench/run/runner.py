@@ -23,7 +23,7 @@ from specbench.errors import EXIT_FAILED_CELLS as EXIT_SOME_FAILED
 from specbench.errors import EXIT_OK, DependencyError, InputError
 from specbench.load.prompts import Prompt
 from specbench.load.workloads import load_workload
-from specbench.records import Acceptance, CellRecord, as_record, load
+from specbench.records.files import Acceptance, CellRecord, as_record, load
 from specbench.results import store
 from specbench.run import timings
 from specbench.run.cells import Cell

@@ -23,7 +23,7 @@ from typing import Any
 
 from specbench.axis import on_off
 from specbench.io import atomic_write_text, cache_path
-from specbench.model.cell import Spec
+from specbench.records.cell import Spec
 
 ENV = "SPECBENCH_TIMINGS_FILE"
 VERSION = 1

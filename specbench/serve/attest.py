@@ -19,7 +19,7 @@ A field vLLM did not print is ``None`` and named in ``unattested`` with the reas
 failure by itself. A field whose attested value contradicts ``spec`` is: :func:`mismatches` names
 it, and the runner fails the cell (``attestation: asked for ..., vLLM ran ...``). Pure functions:
 text in, the ``attested`` object out; the checks read the typed :class:`Spec` and :class:`Attested`
-(specbench/model/cell.py); nothing here imports vLLM.
+(specbench/records/cell.py); nothing here imports vLLM.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import re
 from typing import Any, Iterable
 
 from specbench.axis import on_off
-from specbench.model.base import Record
-from specbench.model.cell import Attested, Spec, ordered_dump
+from specbench.records.base import Record
+from specbench.records.cell import Attested, Spec, ordered_dump
 
 ATTEST_VAR = "SPECBENCH_ATTEST"  # "1": the plugin prints its attestation line in every worker
 ATTEST_PREFIX = "specbench attest: "

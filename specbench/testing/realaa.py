@@ -19,9 +19,9 @@ import numpy as np
 
 from specbench.analysis.rates import total
 from specbench.compare.sides import Side, SideCell, cell_key, cell_name
-from specbench.model.counts import Counts
-from specbench.model.requests import requests_of
-from specbench.records import Manifest
+from specbench.records.counts import Counts
+from specbench.records.files import Manifest
+from specbench.records.requests import requests_of
 from specbench.testing import BASELINES
 
 BASELINE = BASELINES / "cpu-default"

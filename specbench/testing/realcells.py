@@ -16,7 +16,7 @@ import numpy as np
 
 from specbench.analysis.deltas import paired_acceptance_deltas
 from specbench.analysis.intervals import cell_intervals, common_k, count_matrix, count_stats
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.testing import BASELINES
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from specbench.analysis.acceptance import DEFINITION, total
 from specbench.io import save_json, write_jsonl
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.testing.simulate import simulate_units
 
 MANIFEST = {

@@ -18,9 +18,9 @@ from scipy.stats import t as student_t
 from specbench.analysis.rates import total
 from specbench.compare import compare_sides, parse_gate
 from specbench.compare.sides import Side, SideCell
-from specbench.model.counts import Counts
-from specbench.model.requests import requests_of
-from specbench.records import Manifest
+from specbench.records.counts import Counts
+from specbench.records.files import Manifest
+from specbench.records.requests import requests_of
 
 
 def simulate_units(

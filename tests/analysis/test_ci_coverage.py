@@ -21,7 +21,7 @@ import pytest
 from specbench.analysis.frames import summary_frame
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.analysis.stop_rule import half_widths
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.run.collect import build_acceptance
 
 K = 3

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.intervals import cell_intervals
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.testing.realcells import coverage, populations
 
 DRAWS = 200

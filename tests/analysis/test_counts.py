@@ -5,7 +5,7 @@ import math
 import pytest
 
 from specbench.analysis.rates import acceptance, total
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 
 def test_seed_line_hand_calculation():
@@ -58,7 +58,7 @@ def test_dict_roundtrip():
 
 
 def test_invalid_counts_are_named():
-    from specbench.analysis.rates import invalid_reason
+    from specbench.records.counts import invalid_reason
 
     assert invalid_reason(Counts(10, 30, 15, [8, 5, 2])) is None
     assert invalid_reason(Counts(-1, 30, 15, [8, 5, 2])) == "negative count: num_drafts -1"

@@ -11,7 +11,7 @@ import pytest
 from specbench.analysis.acceptance import point_estimates
 from specbench.analysis.divergence import common_prefix_intervals, compare_outputs, first_divergence, step_counts
 from specbench.analysis.rates import total
-from specbench.model.requests import SpecDecode
+from specbench.records.requests import SpecDecode
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ import pytest
 
 from specbench.analysis.frames import records_to_frame, summary_frame
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 
 def test_records_to_frame_has_canonical_columns():

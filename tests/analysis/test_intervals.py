@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.intervals import bootstrap, bootstrap_delta, point_estimates, significant
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 K = 3
 

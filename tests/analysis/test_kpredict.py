@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from specbench.analysis.kpredict import predict_k as _predict_k
-from specbench.model.requests import requests_of
+from specbench.records.requests import requests_of
 
 ROOT = Path(__file__).resolve().parents[2]
 KSWEEP = ROOT / "results" / "reruns" / "k-sweep-2026-12-03"

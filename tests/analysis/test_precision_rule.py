@@ -19,7 +19,7 @@ from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, Look, ci_key, preci
 from specbench.io import save_json
 from specbench.load.driver import LoadResult
 from specbench.load.precision import AT_MAX_REQUESTS, REACHED, precision_load
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.run.collect import build_acceptance, request_units
 
 DATA = Path(__file__).parents[1] / "load" / "data" / "default_study_request_units.json"

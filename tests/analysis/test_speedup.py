@@ -13,7 +13,7 @@ from specbench.analysis.intervals import t_quantile
 from specbench.analysis.speedup import RERUN_SD, request_matrix
 from specbench.analysis.speedup import speedup as _speedup
 from specbench.compare.within_run import speedup_delta
-from specbench.model.requests import requests_of
+from specbench.records.requests import requests_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

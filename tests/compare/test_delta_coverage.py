@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.deltas import paired_acceptance_deltas
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.testing.realcells import paired_delta_coverage, populations
 
 WORST = ("mla-on__output_norm-logits-only__r0", "mla-on__output_norm-off__r0")  # p_2: 79.8% at 5 with the t

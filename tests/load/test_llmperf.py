@@ -378,7 +378,7 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
     """cells.csv's output_tok_per_s is the server-true figure and its itl_p50_ms never llmperf's per-chunk ITL."""
     from specbench.compare.sides import SideCell, _add_latency
     from specbench.io import read_jsonl_lines
-    from specbench.records import CellRecord
+    from specbench.records.files import CellRecord
     from specbench.results.store import cell_row
 
     scrape = _server(_prom(10, 0, 10, 500), _prom(13, 0, 13, 539))
@@ -400,7 +400,7 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
 def test_compare_says_when_runs_used_different_drivers():
     from specbench.compare.guard import mismatches
     from specbench.compare.sides import Side
-    from specbench.records import Manifest
+    from specbench.records.files import Manifest
 
     def side(driver):
         return Side(

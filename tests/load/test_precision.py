@@ -16,7 +16,7 @@ from specbench.config import parse_study
 from specbench.errors import ConfigError
 from specbench.load.driver import LoadResult
 from specbench.load.precision import AT_MAX_REQUESTS, ERRORS, REACHED, Batch, precision_load, run_until
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 DATA = Path(__file__).parent / "data" / "default_study_request_units.json"
 ROWS = json.loads(DATA.read_text())["cells"]["mla-on__output_norm-off__r0"]

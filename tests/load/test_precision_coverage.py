@@ -26,7 +26,7 @@ import pytest
 from specbench.analysis.intervals import point_estimates
 from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, Look, half_widths, precise_enough
 from specbench.load.precision import Batch, run_until
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 K, MAX_TOKENS = 3, 64
 N_STUDIES = 1000

@@ -21,7 +21,7 @@ import yaml
 from specbench.analysis.intervals import SCORE_JACKKNIFE
 from specbench.analysis.stop_rule import half_widths
 from specbench.load.precision import AT_MAX_REQUESTS, REACHED
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 pytestmark = pytest.mark.vllm
 TARGET = 0.15

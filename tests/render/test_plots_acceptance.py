@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.frames import summary_frame
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.render.plots.curves import al_over_time_figure, per_position_figure, plot_per_position, save_figure
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specbench.model.requests import requests_of
+from specbench.records.requests import requests_of
 from specbench.report.baseline_pairs import analyse_run
 from specbench.report.categories import category_rows, prompt_units
 

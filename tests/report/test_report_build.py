@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from specbench.cli.main import app
 from specbench.errors import ConfigError, InputError
 from specbench.metrics.record import SpecDecodeRecord
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.report.assemble import build_report, render_markdown, write_report
 from specbench.report.inputs import parse_label
 
@@ -239,7 +239,7 @@ def test_counts_that_disagree_between_sources_are_said(tmp_path):
     """A cell whose log windows or per-request counts disagree with /metrics says so in the report."""
     from pathlib import Path
 
-    from specbench.records import Acceptance, load
+    from specbench.records.files import Acceptance, load
     from specbench.report.inputs import group_from_acceptance
 
     src = (

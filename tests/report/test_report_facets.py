@@ -36,7 +36,7 @@ def test_a_faceted_figure_has_a_row_of_panels_per_facet():
     import numpy as np
 
     from specbench.analysis.frames import summary_frame
-    from specbench.model.counts import Counts
+    from specbench.records.counts import Counts
     from specbench.render.plots.curves import per_position_figure
 
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis import intervals as bootstrap  # the module holding bootstrap()
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 
 LINE = (
     "(APIServer pid=7) INFO 12-02 13:26:42 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.70, "

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from specbench.config import load_config, parse_study
-from specbench.records import Manifest
+from specbench.records.files import Manifest
 from specbench.redact import redact_argv
 from specbench.run.cells import draft_axes_of, expand, pick_baseline, supports_per_request_metrics, target_mismatch
 from specbench.serve.server import server_argv

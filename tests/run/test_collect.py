@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.run import collect
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from specbench.analysis.intervals import cell_intervals
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.render import format as fmt
 from specbench.report.screen import final_screen, final_table
 from specbench.results import store

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from specbench.cli.main import run_cli
-from specbench.model.cell import Spec
-from specbench.records import CellRecord
+from specbench.records.cell import Spec
+from specbench.records.files import CellRecord
 from specbench.run import timings
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import group_cells

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from specbench.config import parse_study
-from specbench.model.cell import Spec
-from specbench.records import CellRecord, load
+from specbench.records.cell import Spec
+from specbench.records.files import CellRecord, load
 from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.config import load_config
-from specbench.records import CellRecord, load
+from specbench.records.files import CellRecord, load
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
 from specbench.run.measure import wait_log_matches

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from specbench.model.cell import Attested, Spec
+from specbench.records.cell import Attested, Spec
 from specbench.serve import attest as attest_mod
 from specbench.serve.attest import ATTEST_PREFIX, backend_lines, engine_config
 
 
 # The tests write claims and records as cell.json holds them (JSON objects); the checks take the
-# typed records (specbench/model/cell.py), so each call goes through the model as a loaded file does.
+# typed records (specbench/records/cell.py), so each call goes through the model as a loaded file does.
 def attest(text: str, switched: list | None = None) -> dict:
     return attest_mod.attest(text, switched).dump()
 

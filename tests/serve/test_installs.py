@@ -25,7 +25,7 @@ import factories
 import pytest
 
 from specbench.errors import ConfigError
-from specbench.model.cell import Attested, Spec
+from specbench.records.cell import Attested, Spec
 from specbench.serve import installs
 from specbench.serve.attest import mismatches
 

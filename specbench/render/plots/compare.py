@@ -16,7 +16,7 @@ from pathlib import Path
 
 from specbench.analysis.intervals import cell_intervals
 from specbench.io import atomic_write_bytes
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.render.plots.style import draw_ci
 
 SIDES = (("baseline", "tab:blue", "o"), ("candidate", "tab:orange", "s"))

@@ -15,7 +15,7 @@ from matplotlib.ticker import MaxNLocator
 
 from specbench.analysis.intervals import cumulative_intervals
 from specbench.io import atomic_write_bytes
-from specbench.model.counts import Counts
+from specbench.records.counts import Counts
 from specbench.render.plots.style import Encoding, draw_ci, encode, shared_legend
 
 _STATS = {

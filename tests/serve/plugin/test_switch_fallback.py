@@ -7,7 +7,7 @@ detection of a server without the worker extension is real in tests/serve/plugin
 from __future__ import annotations
 
 from specbench.config import parse_study
-from specbench.records import Manifest
+from specbench.records.files import Manifest
 from specbench.run.cells import expand
 from specbench.run.groups import SERVERS_DIR, GroupedExecutor, group_cells, head_variant
 from specbench.run.runner import RunContext, _note_hosts, new_record

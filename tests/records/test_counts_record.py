@@ -1,4 +1,4 @@
-"""specbench/model/counts.py: Counts is the one typed form of the counts. Parsers give it
+"""specbench/records/counts.py: Counts is the one typed form of the counts. Parsers give it
 (SpecDecodeRecord.counts()), records validate and write it (acceptance.json's ``counts`` objects), and
 it stays out of the parsers' start-up (no pydantic until a record is built)."""
 
@@ -14,8 +14,8 @@ import pytest
 from specbench.errors import InputError
 from specbench.io import load_json
 from specbench.metrics.parse import parse_text
-from specbench.model.counts import MAX_POSITIONS, WRITTEN, Counts
-from specbench.records import Acceptance, Total, Windows, diff_counts
+from specbench.records.counts import MAX_POSITIONS, WRITTEN, Counts
+from specbench.records.files import Acceptance, Total, Windows, diff_counts
 from specbench.run import collect
 
 ROOT = Path(__file__).resolve().parents[2]

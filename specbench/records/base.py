@@ -16,7 +16,7 @@ from annotated_types import Len
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from specbench.errors import InputError
-from specbench.model.counts import MAX_POSITIONS
+from specbench.records.counts import MAX_POSITIONS
 
 Num = Union[StrictInt, StrictFloat]
 Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]

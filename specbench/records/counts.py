@@ -2,7 +2,7 @@
 
 :class:`Counts` is what parsers give (``SpecDecodeRecord.counts()``), what the statistics sum and
 take (:mod:`specbench.analysis.rates`), and what ``acceptance.json`` validates and writes (its
-``counts`` objects, :mod:`specbench.records`): no second class, no converter.
+``counts`` objects, :mod:`specbench.records.files`): no second class, no converter.
 
 A plain dataclass rather than a pydantic model: statistics build and add Counts in loops (the
 jackknife, window sums, precision's per-request totals) where a validating constructor would cost
@@ -138,3 +138,25 @@ class Counts:
 
 def _copy(pos: list[int] | None) -> list[int] | None:
     return None if pos is None else list(pos)
+
+
+def invalid_reason(c: Counts) -> str | None:
+    """Why these counts cannot be real (negative, accepted > drafted, p_i > 1), or None.
+
+    Such counts come from a counter reset, a damaged file or a misparsed line; they are input
+    errors to report and leave out, never numbers to put in a table."""
+    fields = {"num_drafts": c.num_drafts, "draft_tokens": c.draft_tokens, "accepted_tokens": c.accepted_tokens}
+    fields.update({f"accepted_per_position[{i}]": x for i, x in enumerate(c.accepted_per_position or [])})
+    neg = [f"{k} {v}" for k, v in fields.items() if v < 0]
+    if neg:
+        return "negative count: " + ", ".join(neg)
+    if c.accepted_tokens > c.draft_tokens:
+        return f"accepted_tokens {c.accepted_tokens} > draft_tokens {c.draft_tokens}"
+    over = [i for i, x in enumerate(c.accepted_per_position or []) if x > c.num_drafts]
+    if over:
+        i = over[0]
+        return (
+            f"p_{i} > 1: accepted_per_position[{i}] {c.accepted_per_position[i]} > "  # type: ignore[index]
+            f"num_drafts {c.num_drafts}"
+        )
+    return None

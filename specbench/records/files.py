@@ -1,6 +1,6 @@
 """Typed records of a run directory: what ``manifest.json``, ``cell.json`` and ``acceptance.json``
 hold (docs/contracts.md "Results directory"); a line of ``requests.jsonl`` is
-:class:`specbench.model.requests.RequestRecord`, a ``counts`` object :class:`specbench.model.counts.Counts`.
+:class:`specbench.records.requests.RequestRecord`, a ``counts`` object :class:`specbench.records.counts.Counts`.
 
 Writers build these models and save ``record.dump()``; readers get them from :func:`load`, which
 validates the file once, so code past the loader reads attributes instead of guessing at dict
@@ -22,10 +22,9 @@ from typing import Any, Optional
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator
 
-from specbench.analysis.rates import invalid_reason
 from specbench.io import load_json
-from specbench.model.base import Fractions, Interval, K, Num, R, Record, Scalar
-from specbench.model.cell import (
+from specbench.records.base import Fractions, Interval, K, Num, R, Record, Scalar
+from specbench.records.cell import (
     Attested,
     GateSubset,
     HeadSwitch,
@@ -41,13 +40,13 @@ from specbench.model.cell import (
     Spec,
     ordered_dump,
 )
-from specbench.model.counts import Counts
-from specbench.model.requests import RequestRecord, Rows, requests_of  # noqa: F401 - RequestRecord re-exported (run/measure.py)
+from specbench.records.counts import Counts, invalid_reason
+from specbench.records.requests import RequestRecord, Rows, requests_of  # noqa: F401 - RequestRecord re-exported (run/measure.py)
 from specbench.redact import redact_text
 
 
 # -- acceptance ----------------------------------------------------------------------------------
-# Each ``counts`` object is a Counts (specbench/model/counts.py): validated and written through it.
+# Each ``counts`` object is a Counts (specbench/records/counts.py): validated and written through it.
 class Total(Record):
     counts: Optional[Counts] = None
 

@@ -11,8 +11,8 @@ from annotated_types import Len
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from specbench.errors import InputError
-from specbench.model.base import K, Num, Positions, Record, first_problem
-from specbench.model.counts import MAX_POSITIONS, Counts
+from specbench.records.base import K, Num, Positions, Record, first_problem
+from specbench.records.counts import MAX_POSITIONS, Counts
 
 
 class SpecDecode(Record):

@@ -1,4 +1,4 @@
-"""specbench/model/requests.py: a run's requests.jsonl rows are validated once, where a cell's
+"""specbench/records/requests.py: a run's requests.jsonl rows are validated once, where a cell's
 requests are read (results/store.py CellData.request_records), into RequestRecords tagged with the
 cell's repeat; readers after that take the records as they are."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from specbench.errors import InputError
-from specbench.model.requests import RequestRecord, numbered_requests, requests_of
+from specbench.records.requests import RequestRecord, numbered_requests, requests_of
 from specbench.results.store import CellData
 
 ROW = {

@@ -1,4 +1,4 @@
-"""The typed parts of ``cell.json`` and ``manifest.json`` (:mod:`specbench.records` holds the files'
+"""The typed parts of ``cell.json`` and ``manifest.json`` (:mod:`specbench.records.files` holds the files'
 top-level models): what a cell asked for (:class:`Spec`), what vLLM said it ran (:class:`Attested`),
 the load it ran (:class:`LoadSettings`), why a precision-driven load stopped (:class:`Precision`),
 the server it shared and the baseline it alternated with.
@@ -14,7 +14,7 @@ from typing import Any, Optional
 from pydantic import Field, PrivateAttr, StrictBool, StrictInt, StrictStr, model_validator
 from typing_extensions import Self
 
-from specbench.model.base import K, Num, Record
+from specbench.records.base import K, Num, Record
 
 
 class Part(Record):
