@@ -24,10 +24,11 @@ from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplet
 from specbench.metrics.parse import no_spec_data
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title, titles
-from specbench.report.baseline_pairs import analyse_run, render_sections, write_study_outputs
+from specbench.report.baseline_pairs import analyse_run
 from specbench.report.csvfile import csv_chunks
 from specbench.report.index import figure_note, index_html, run_provenance
 from specbench.report.inputs import Group, groups_from_files, groups_from_run, is_run_dir
+from specbench.report.pair_sections import render_sections, write_study_outputs
 from specbench.report.reference import ReferenceView, reference_figure, reference_rows, reference_view
 from specbench.results.read import own_run_id, read_run
 from specbench.results.store import Run

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specbench.report.baseline_pairs import analyse_run, divergence_rows, prefix_rows, render_sections
+from specbench.report.baseline_pairs import analyse_run
+from specbench.report.pair_sections import divergence_rows, prefix_rows, render_sections
 
 RUN = Path(__file__).resolve().parents[2] / "results" / "baselines" / "cpu-default"
 
