@@ -15,6 +15,7 @@ from typing import Any
 
 from specbench.analysis.deltas import acceptance_deltas
 from specbench.analysis.intervals import cell_intervals
+from specbench.analysis.windows import window_k
 from specbench.records.counts import Counts
 from specbench.records.requests import RequestRecord
 
@@ -75,7 +76,7 @@ def category_rows(cell: str, rows: list[RequestRecord]) -> tuple[list[CategoryRo
     for (workload, category), units in sorted(groups.items()):
         us = list(units.values())
         iv = cell_intervals(us)
-        k = max((u.num_spec_tokens or len(u.accepted_per_position or [])) for u in us)
+        k = max((window_k(u) or 0) for u in us)
         has_ci = len(us) >= MIN_PROMPTS and not iv.degenerate
         out.append(
             CategoryRow(
