@@ -34,7 +34,7 @@ LOAD_AXES = tuple(f"load:{s}" for s in LOAD_SETTINGS)
 
 # The built-in axes that switch one environment variable per cell: mla vLLM's, the others the
 # plugin's head variant (specbench/serve/plugin). Each axis's value maps to that variable's value
-# in one place, :meth:`Axis.env_value`.
+# in one place, :meth:`Axis.env_value`, which run/cells.py uses for every one of them.
 SWITCH_ENV = {"mla": "VLLM_MLA_DISABLE", "output_norm": "SPECBENCH_OUTPUT_NORM", "pos0_mask": "SPECBENCH_POS0_MASK"}
 # Built-in axes whose values are on/off (YAML's bare on/off arrive as booleans and are stored as text).
 ON_OFF_AXES = ("mla", "pos0_mask")
@@ -98,6 +98,8 @@ class Axis:
 
 
 MLA = Axis("builtin", "mla")
+OUTPUT_NORM = Axis("builtin", "output_norm")
+POS0_MASK = Axis("builtin", "pos0_mask")
 
 
 def on_off(flag: bool | None, unset: str = "default") -> str:
@@ -113,7 +115,7 @@ def mla_disabled(env: dict[str, str]) -> bool | None:
     if raw is None:
         return None
     try:
-        return bool(int(raw.strip() or "0"))
+        return bool(int(raw))  # exactly vLLM's reading: int() takes " 1 ", refuses "" and "true"
     except ValueError:
         return None
 

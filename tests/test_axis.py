@@ -221,7 +221,7 @@ def _vllm_reads_mla_disable():
     return expr
 
 
-@pytest.mark.parametrize("raw", ["0", "1", "01", " 1 ", "2", "00", "true", "off", None])
+@pytest.mark.parametrize("raw", ["0", "1", "01", " 1 ", "2", "00", "", " ", "true", "off", None])
 def test_mla_disabled_reads_the_variable_as_vllm_does(raw, monkeypatch):
     expr = _vllm_reads_mla_disable()
     if raw is None:
@@ -257,24 +257,6 @@ def test_each_axis_says_which_variable_it_sets():
     for text in ("flag:--max-num-seqs", "load:concurrency", "num_speculative_tokens", "draft", "vllm", "method"):
         assert parse_axis(text).env_var is None, text
     assert on_off(None) == "default" and on_off(None, "-") == "-"
-
-
-@pytest.mark.parametrize("run", BASELINES, ids=[p.name for p in BASELINES])
-def test_a_committed_cells_mla_claim_is_its_axis_and_what_vllm_printed(run):
-    """For every committed cell with an ``mla`` axis: the claim (spec.mla) is the axis read by
-    :meth:`Axis.is_on`, and vLLM's own printout (attested.mla) agrees where it was attested."""
-    seen = 0
-    for cell_json in run.glob("*/cell.json"):
-        cell = json.loads(cell_json.read_text(encoding="utf-8"))
-        mla = (cell.get("axes") or {}).get("mla")
-        if mla is None or cell.get("status") != "done":
-            continue
-        seen += 1
-        assert cell["spec"]["mla"] is parse_axis("mla").is_on(mla), cell_json
-        printed = (cell.get("attested") or {}).get("mla")
-        assert printed is None or printed is cell["spec"]["mla"], cell_json
-    if "mla" in _manifest(run)["resolved_config"].get("matrix", {}):
-        assert seen, f"{run.name}: an mla axis but no finished cell read"
 
 
 def test_a_cells_mla_claim_follows_its_env_as_vllm_reads_it():

@@ -5,7 +5,7 @@ it (when to look, how many requests to send next, how the units are clustered).
 
 **The interval is the per-cell CI everywhere**: :func:`specbench.analysis.intervals.cell_intervals`,
 the one function acceptance.json, ``report``, ``compare`` and this rule call, over the units
-``records.ci_units`` chooses (docs/methods.md "Counts and definitions" and "Precision-driven
+``records.files.ci_units`` chooses (docs/methods.md "Counts and definitions" and "Precision-driven
 load"). The rule reads its half-width, the interval's longer side (the score interval is
 asymmetric), before any clip to the statistic's range: a clip at 0 or 1 is not precision.
 

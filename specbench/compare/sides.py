@@ -22,7 +22,7 @@ from specbench.load.summary import summary_columns
 from specbench.records.cell import Attested, Spec
 from specbench.records.counts import Counts, invalid_reason
 from specbench.records.files import Acceptance, CellRecord, Manifest, acceptance_units, load
-from specbench.records.requests import RequestRecord, numbered_requests
+from specbench.records.requests import RequestRecord, errored, numbered_requests
 from specbench.results.read import input_kind, read_run, read_windows
 from specbench.results.store import CellData
 from specbench.results.sweep import side_notes
@@ -79,7 +79,7 @@ class SideCell:
         source it has counted 0 drafts), or ""."""
         if self.is_baseline or self.units or not self.zero_drafts:
             return ""
-        done = [r for r in self.requests if not _errored(r)]
+        done = [r for r in self.requests if not errored(r)]
         if not done:
             return ""
         tokens = sum(r.output_tokens or 0 for r in done)
@@ -91,7 +91,7 @@ class SideCell:
         requests made no drafts is present with zero counts (it ran: not unmatched)."""
         out: dict[str, Counts] = {}
         for row in self.requests:
-            if _errored(row):
+            if errored(row):
                 continue
             sd, pid = row.spec_decode, row.prompt_id
             if sd is None or pid is None or not sd.complete:
@@ -108,7 +108,7 @@ class SideCell:
         return {
             row.prompt_id: row.prompt_sha256
             for row in self.requests
-            if not _errored(row) and row.prompt_id is not None and row.prompt_sha256
+            if not errored(row) and row.prompt_id is not None and row.prompt_sha256
         }
 
     def throughput_units(self) -> tuple[list[float], list[float]]:
@@ -116,7 +116,7 @@ class SideCell:
         toks, secs = [], []
         for row in self.requests:
             t, e = row.output_tokens, _e2e(row)
-            if _errored(row) or not isinstance(t, (int, float)) or not isinstance(e, (int, float)) or e <= 0:
+            if errored(row) or not isinstance(t, (int, float)) or not isinstance(e, (int, float)) or e <= 0:
                 continue
             toks.append(float(t))
             secs.append(float(e))
@@ -403,7 +403,7 @@ def _timing_warnings(run) -> list[str]:
 
 
 def _units(acc: Acceptance, where: Path, warnings: list[str] | None = None) -> tuple[list[Counts], str | None]:
-    """The cell's CI units as report reads them too (records.acceptance_units); invalid ones warned of."""
+    """The cell's CI units as report reads them too (records.files.acceptance_units); invalid ones warned of."""
     units, kind, left_out = acceptance_units(acc, where)
     if warnings is not None:
         warnings += left_out
@@ -523,10 +523,6 @@ def _planned_k(axes: dict[str, Any], manifest: Manifest) -> int | None:
         return None
 
 
-def _errored(row: RequestRecord) -> bool:
-    return not row.ok or bool(row.extra("error_msg"))  # error_msg: llmperf's own rows
-
-
 def _e2e(row: RequestRecord) -> Any:
     # e2e_s when the row has the key (even as null), else llmperf's name for it
     return row.e2e_s if "e2e_s" in row.model_fields_set else row.extra("end_to_end_latency_s")
@@ -546,7 +542,7 @@ def _add_latency(
     check_k(cell.ks_seen, cell.name)
     for row in numbered_requests(numbered, where, repeat):
         cell.requests.append(row)
-        if _errored(row):
+        if errored(row):
             continue
         for metric, candidates in _LATENCY.items():
             value = next((v * s for x, s in candidates(row) if (v := _per_request(x)) is not None), None)

@@ -23,6 +23,7 @@ import math
 from typing import Any, Iterator
 
 from specbench.errors import InputError
+from specbench.records.requests import errored
 
 _COUNTS = ("output_tokens", "input_tokens", "chunks")
 _TIMES = (
@@ -54,7 +55,7 @@ def check_rows(rows: list[tuple[int, dict[str, Any]]], where: str) -> dict[int, 
     (as written); returns ``{k: first line}`` of the rows' per-position counts (k = their length)."""
     ks: dict[int, int] = {}
     for line, row in rows:
-        if _errored(row):
+        if errored(row):
             continue
         for name, value, whole in _fields(row):
             problem = _problem(value, whole)
@@ -65,11 +66,6 @@ def check_rows(rows: list[tuple[int, dict[str, Any]]], where: str) -> dict[int, 
         if isinstance(pos, list):
             ks.setdefault(len(pos), line)
     return ks
-
-
-def _errored(row: dict[str, Any]) -> bool:
-    # the row as written: llmperf's rows say so in error_msg (RequestRecord keeps it as an extra key)
-    return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))
 
 
 def check_k(ks: dict[int, str], cell: str) -> None:

@@ -15,7 +15,7 @@ why) are :mod:`specbench.analysis.stop_rule`'s.
 prompt summed into one unit: at temperature 0 a repeated prompt repeats its counts, so counting
 repeats as independent would shrink the CI without new information. While no prompt repeats
 (``max_requests`` <= the prompt set) a unit is a request, exactly as in acceptance.json
-(``records.ci_units`` chooses, as for every CI). Without per-request counts each batch is one unit
+(``records.files.ci_units`` chooses, as for every CI). Without per-request counts each batch is one unit
 (its /metrics diff; batches as clusters): cruder (a batch of 10 requests is one unit) and it
 differs from the report's CI, which then runs over log windows; the record says ``unit: "batch"``.
 """

@@ -80,9 +80,10 @@ class Counts:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, origin: str | None = None) -> Counts:
-        """Counts from a ``counts``-shaped dict read loosely (a request row's ``spec_decode``: numbers
-        may be floats or strings, other keys ignored); raises KeyError/TypeError/ValueError on a bad shape.
-        Records read strictly, through the pydantic schema below."""
+        """Counts from a ``counts``-shaped dict read loosely (numbers may be floats or strings, other
+        keys ignored; tests and benchmarks build Counts from plain rows with it); raises
+        KeyError/TypeError/ValueError on a bad shape. Records read strictly, through the pydantic
+        schema below, and a request row's counts through :meth:`specbench.records.requests.SpecDecode.counts`."""
         pos = d.get("accepted_per_position")
         return cls(
             num_drafts=int(d["num_drafts"]),

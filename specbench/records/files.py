@@ -41,7 +41,7 @@ from specbench.records.cell import (
     ordered_dump,
 )
 from specbench.records.counts import Counts, invalid_reason
-from specbench.records.requests import RequestRecord, Rows, requests_of  # noqa: F401 - RequestRecord re-exported (run/measure.py)
+from specbench.records.requests import Rows, requests_of
 from specbench.redact import redact_text
 
 

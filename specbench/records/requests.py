@@ -116,3 +116,12 @@ def _validated(row: dict[str, Any], where: str) -> RequestRecord:
         return RequestRecord.model_validate(row)
     except ValidationError as exc:
         raise InputError(f"{where}: {first_problem(exc)}; re-run the cell or delete the file") from None
+
+
+def errored(row: RequestRecord | dict[str, Any]) -> bool:
+    """Whether a request failed: ``error`` or ``error_code`` set, or llmperf's own ``error_msg``; for
+    a row as written (a dict) and as a record alike, so the checks of raw rows and the readers of
+    records leave out the same requests."""
+    if isinstance(row, RequestRecord):
+        return not row.ok or bool(row.extra("error_msg"))
+    return bool(row.get("error") or row.get("error_code") or row.get("error_msg"))

@@ -29,7 +29,7 @@ from specbench.results.store import Run
 class Group:
     label: str
     units: list[Counts]
-    unit: str  # what one unit is: "window", "request", "scrape" or "total" (records.ci_units)
+    unit: str  # what one unit is: "window", "request", "scrape" or "total" (records.files.ci_units)
     total: Counts | None = None  # exact totals when known (Prometheus); else the units' sum is used
     warnings: list[str] = field(default_factory=list)
     rate_only: RateOnlySummary | None = None
@@ -71,7 +71,7 @@ def group_from_records(label: str, records: list[Any], warnings: list[str] | Non
 
 
 def _group(label: str, read: FileUnits) -> Group:
-    """The group of one label's files, with the units the reader chose (records.ci_units)."""
+    """The group of one label's files, with the units the reader chose (records.files.ci_units)."""
     group = Group(label=label, units=read.units, unit=read.unit, warnings=read.warnings, rate_only=read.rate_only)
     if not read.units and group.rate_only is None:
         group.warnings.append("no spec-decode metrics found (is speculative decoding on, and stats logging?)")

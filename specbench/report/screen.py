@@ -33,7 +33,7 @@ def final_table(run_dir: Path, study: StudyAnalysis | None = None) -> Table:
     """Per cell: AL [95% CI], p_i, output tok/s and the speed-up over its own baseline [95% CI], read
     back from the run directory itself; cells titled as `report` and `compare` title them
     (``MLA on · norm off``, ``no spec · MLA on``). The AL interval is recomputed from the stored
-    counts over the units `report` and `compare` choose (records.acceptance_units), so all three
+    counts over the units `report` and `compare` choose (records.files.acceptance_units), so all three
     print one interval, also for runs stored under an older interval method. ``study``: the run's
     speed-ups already read (:func:`specbench.report.baseline_pairs.run_speedups`), else read here."""
     run = read_run(run_dir)

@@ -25,7 +25,17 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
-from specbench.axis import MLA, SPEC_AXES, SWITCH_ENV, Axis, axis_label, mla_disabled, value_slug
+from specbench.axis import (
+    MLA,
+    OUTPUT_NORM,
+    POS0_MASK,
+    SPEC_AXES,
+    SWITCH_ENV,
+    Axis,
+    axis_label,
+    mla_disabled,
+    value_slug,
+)
 from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Study
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
@@ -274,8 +284,8 @@ def _cell_env(
         if baseline and not is_target_axis(axis, study.baseline.draft_axes):
             continue  # a draft-only axis: the baseline has no draft, so it sets nothing
         parsed = parsed_axes[axis]
-        if parsed.kind == "env" or parsed == MLA:
-            env[parsed.env_var or ""] = parsed.env_value(value)
+        if parsed.env_var and (parsed.kind == "env" or parsed == MLA):
+            env[parsed.env_var] = parsed.env_value(value)
         elif parsed.kind == "flag":
             if value is True:
                 args.append(parsed.name)
@@ -283,9 +293,9 @@ def _cell_env(
                 args += [parsed.name, str(value)]
     if method is not None:
         if output_norm is not None:
-            env[SWITCH_ENV["output_norm"]] = str(output_norm)
+            env[SWITCH_ENV["output_norm"]] = OUTPUT_NORM.env_value(output_norm)
         if "pos0_mask" in values:
-            env[SWITCH_ENV["pos0_mask"]] = str(values["pos0_mask"])
+            env[SWITCH_ENV["pos0_mask"]] = POS0_MASK.env_value(values["pos0_mask"])
     env[ATTEST_VAR] = "1"  # every worker prints what it runs (specbench/serve/attest.py)
     env.update(_plugin_env(env, method or ""))  # SPECBENCH_HEAD for the switches; our name in a VLLM_PLUGINS list
     return env

@@ -21,7 +21,8 @@ from specbench.load.llmperf import llmperf_spec, run_llmperf
 from specbench.load.precision import precision_load
 from specbench.records.cell import LogWindowWait, PairedBaseline, Precision
 from specbench.records.counts import Counts
-from specbench.records.files import Acceptance, CellRecord, RequestRecord, requests_of
+from specbench.records.files import Acceptance, CellRecord
+from specbench.records.requests import RequestRecord, requests_of
 from specbench.redact import server_api_key
 from specbench.run import collect
 from specbench.run.cells import Cell

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from specbench.errors import InputError
-from specbench.records.requests import RequestRecord, numbered_requests, requests_of
+from specbench.records.requests import RequestRecord, errored, numbered_requests, requests_of
 from specbench.results.store import CellData
 
 ROW = {
@@ -55,3 +55,23 @@ def test_records_pass_through_unvalidated_again():
     again = requests_of(recs)
     assert all(a is b for a, b in zip(again, recs))
     assert requests_of([ROW])[0].repeat is None  # plain rows: validated, untagged
+
+
+@pytest.mark.parametrize(
+    "row, failed",
+    [
+        ({}, False),
+        ({"error": None, "error_code": None}, False),
+        ({"error": ""}, False),
+        ({"error": "HTTP 500"}, True),
+        ({"error_code": 404}, True),
+        ({"error_code": "ConnectError"}, True),
+        ({"error_msg": "Warning Or Error: 400 Client Error"}, True),  # llmperf's own rows
+        ({"error_msg": ""}, False),
+    ],
+)
+def test_a_failed_request_is_the_same_as_written_and_as_a_record(row, failed):
+    """compare/values.py checks rows as written and the readers use records: both leave out the
+    same requests."""
+    assert errored(row) is failed
+    assert errored(requests_of([row])[0]) is failed

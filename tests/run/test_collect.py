@@ -70,7 +70,7 @@ def test_build_acceptance_agreement_and_ci_unit():
     assert off.per_request is None and off.agreement.per_request_vs_prometheus is None
     assert off.agreement.logs_vs_prometheus is False
     assert off.agreement.details["logs"]["num_drafts"] == [40, 100]
-    assert off.ci.unit == "total" and off.ci.degenerate  # one window is no sample: records.ci_units
+    assert off.ci.unit == "total" and off.ci.degenerate  # one window is no sample: records.files.ci_units
 
 
 def test_baseline_acceptance_flags_spec_activity():
