@@ -290,11 +290,7 @@ def _acceptance_rows(
         eb, ec = (iv.count_stats(iv.count_matrix([x], k_exact).sum(axis=0), k_exact) for x in (xb, xc))
         pb = {key: (eb[key] if key in eb else v) for key, v in pb.items()}
         pc = {key: (ec[key] if key in ec else v) for key, v in pc.items()}
-    specs: list[tuple[Metric, int | None]] = [
-        (METRICS["mean_acceptance_length"], None),
-        (METRICS["draft_acceptance_rate"], None),
-    ]
-    specs += [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
+    specs = _acceptance_specs(k)
     rows = []
     for metric, i in specs:
         key = stat_key(metric, i)
@@ -338,17 +334,22 @@ def _flat(deltas: dict[str, iv.Delta], ub: list[Counts], uc: list[Counts], k: in
         deltas[key] = iv.Delta(0.0, (-h, h), se, d.df, f"{d.method}; {why}: none (exactly), the within-draw floor's t")
 
 
+def _acceptance_specs(k: int) -> list[tuple[Metric, int | None]]:
+    """The acceptance metrics a cell at ``k`` is compared on: AL, DAR, then p_i and alpha_i per position."""
+    specs: list[tuple[Metric, int | None]] = [
+        (METRICS["mean_acceptance_length"], None),
+        (METRICS["draft_acceptance_rate"], None),
+    ]
+    return specs + [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
+
+
 def _spec_off_rows(bc: SideCell) -> list[MetricRow]:
     """A candidate that made no drafts accepted nothing: AL 1 (each step its own token), DAR, p_i
     and alpha_i 0; the baseline's figures from its counts. No interval: a Block decides."""
     k = iv.common_k(bc.units, bc.units)
     counts = [bc.exact] if bc.exact is not None and not bc.exact_missing else bc.units
     pb = iv.count_stats(iv.count_matrix(counts, k).sum(axis=0), k)
-    specs: list[tuple[Metric, int | None]] = [
-        (METRICS["mean_acceptance_length"], None),
-        (METRICS["draft_acceptance_rate"], None),
-    ]
-    specs += [(METRICS["per_position"], i) for i in range(k)] + [(METRICS["conditional"], i) for i in range(k)]
+    specs = _acceptance_specs(k)
     rows = []
     for metric, i in specs:
         b, c = _finite(pb.get(stat_key(metric, i))), 1.0 if metric.name == "mean_acceptance_length" else 0.0

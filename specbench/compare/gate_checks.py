@@ -23,7 +23,7 @@ import math
 from dataclasses import replace
 
 from specbench.compare import power
-from specbench.compare.gates import Decision, Gate, GateError, decide, harm_of, minimum_detectable
+from specbench.compare.gates import Decision, Gate, GateError, decide_row, harm_of, minimum_detectable
 from specbench.compare.metrics import row_name
 from specbench.compare.noise import BETWEEN, WITHIN, allowed, not_after_holm, within_run
 from specbench.compare.results import DECIDED, Block, CellComparison, Comparison, GateResult, MetricRow, Status
@@ -122,49 +122,40 @@ def _any_cell(key, base: Side, cand: Side):
     raise KeyError(key)
 
 
+def _missing_result(cell, g: Gate, off: str) -> GateResult:
+    """A gate on a cell one side lacks: a fail for an acceptance gate where the candidate turned
+    speculation off (``off`` says how), else inconclusive (no data)."""
+    failed = bool(off) and g.metric.source == "acceptance"
+    return GateResult(
+        cell=cell.name,
+        gate=g.describe(),
+        metric=g.row,
+        status=Status.FAIL if failed else Status.INCONCLUSIVE,
+        message=f"{g.row}: {off}" if failed else f"{g.row}: no data: the cell {cell.missing}",
+        p_value=0.0 if failed else None,
+        control="per check",
+    )
+
+
 def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> None:
     """Fill every cell's gate results, list gates that matched nothing, adjust for the number of checks (Holm)."""
     for cell in comp.cells:
         info = _any_cell(cell.key, base, cand)
         if cell.missing:
             off = _spec_off_failure(cell.key, base, cand)
-            for g in gates:
-                if applies(g, cell.axes, info.is_baseline, info.k):
-                    name = row_name(g.metric, "*" if g.all_positions else g.index)
-                    if off and g.metric.source == "acceptance":
-                        cell.gates.append(
-                            GateResult(
-                                cell=cell.name,
-                                gate=g.describe(),
-                                metric=name,
-                                status=Status.FAIL,
-                                message=f"{name}: {off}",
-                                p_value=0.0,
-                                control="per check",
-                            )
-                        )
-                        continue
-                    cell.gates.append(
-                        GateResult(
-                            cell=cell.name,
-                            gate=g.describe(),
-                            metric=name,
-                            status=Status.INCONCLUSIVE,
-                            message=f"{name}: no data: the cell {cell.missing}",
-                            control="per check",
-                        )
-                    )
+            cell.gates += [
+                _missing_result(cell, g, off) for g in gates if applies(g, cell.axes, info.is_baseline, info.k)
+            ]
         else:
             apply_cell(cell, gates, base.cells[cell.key], cand.cells[cell.key], comp.confidence)
     hit = {r.gate for c in comp.cells for r in c.gates}
     for g in gates:
         if g.describe() not in hit:
-            name = row_name(g.metric, "*" if g.all_positions else g.index)
             comp.unmatched.append(
                 GateResult(
                     cell="(no cell)",
                     gate=g.describe(),
-                    metric=name,
+                    metric=g.row,
                     status=Status.INCONCLUSIVE,
                     message=f"{g.describe()} applies to no cell of either run (its selector, or a "
                     "no-speculation cell only): nothing was checked",
@@ -296,25 +287,10 @@ def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCel
             ),
         )
     if not names and not one_side:
-        name = row_name(gate.metric, "*" if gate.all_positions else gate.index)
+        name = gate.row
         yield name, Decision(Status.INCONCLUSIVE, message=f"{name}: {_missing(gate, bc, cc)}")
     for n in names:
-        r = rows[n]
-        yield (
-            n,
-            decide(
-                gate,
-                r.base,
-                r.cand,
-                r.ci,
-                n,
-                se=r.se,
-                df=r.df,
-                why=r.why,
-                replicates=r.replicates,
-                confidence=confidence,
-            ),
-        )
+        yield n, decide_row(gate, rows[n], confidence=confidence)
 
 
 def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:

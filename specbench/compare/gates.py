@@ -43,7 +43,7 @@ from specbench.analysis.deltas import bootstrap_p, one_sided_p
 from specbench.axis import on_off
 from specbench.compare.exact import ROUNDING, scale, snap
 from specbench.compare.metrics import METRICS, Metric, resolve, row_name
-from specbench.compare.results import Status
+from specbench.compare.results import MetricRow, Status
 from specbench.errors import ConfigError
 from specbench.io import read_text
 from specbench.safe_yaml import load_yaml
@@ -83,6 +83,11 @@ class Gate:
     @property
     def all_positions(self) -> bool:
         return self.index == -1
+
+    @property
+    def row(self) -> str:
+        """The metric instance the gate names in tables and results: ``per_position[0]``, ``[*]`` for all."""
+        return row_name(self.metric, "*" if self.all_positions else self.index)
 
     def tolerance(self, base_value: float) -> float:
         """The allowed harm, >= 0, in the metric's unit (``%`` is relative to ``base_value``)."""
@@ -321,6 +326,23 @@ def decide(
     msg = f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr})"
     status = Status.FAIL if harm_ci[0] > tol else Status.PASS
     return Decision(status, harm, harm_ci, tol, msg, p_value=p, mdc=mdc, se=spread, df=t_df)
+
+
+def decide_row(gate: Gate, row: MetricRow, *, confidence: float, tolerance: float | None = None) -> Decision:
+    """:func:`decide` on one compared row: its values, its interval and how that was made."""
+    return decide(
+        gate,
+        row.base,
+        row.cand,
+        row.ci,
+        row.name,
+        se=row.se,
+        df=row.df,
+        why=row.why,
+        replicates=row.replicates,
+        confidence=confidence,
+        tolerance=tolerance,
+    )
 
 
 def _snapped_harm(

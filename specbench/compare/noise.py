@@ -33,7 +33,7 @@ import numpy as np
 
 from specbench.analysis import deltas as iv
 from specbench.analysis.speedup import cell_stats, request_matrix, speedups
-from specbench.compare.gates import Decision, Gate, decide, minimum_detectable
+from specbench.compare.gates import Decision, Gate, decide_row, minimum_detectable
 from specbench.compare.metrics import METRICS, Metric
 from specbench.compare.results import DECIDED, GateResult, MetricRow, Status
 from specbench.compare.sides import SideCell
@@ -209,19 +209,7 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     if decision.status not in DECIDED or row.floor is None or row.base is None:
         return decision
     limit = allowed(row.metric, row.base, decision.tolerance or 0.0, row.floor)
-    past = decide(
-        gate,
-        row.base,
-        row.cand,
-        row.ci,
-        row.name,
-        se=row.se,
-        df=row.df,
-        why=row.why,
-        replicates=row.replicates,
-        confidence=confidence,
-        tolerance=limit,
-    )
+    past = decide_row(gate, row, confidence=confidence, tolerance=limit)
     held = replace(decision, p_value=past.p_value, floor=limit, scope=WITHIN)
     if held.se is not None:  # it can fail only past the limit: that is what it detects from
         held = replace(held, mdc=minimum_detectable(limit, held.se, held.df, (1 - confidence) / 2))
