@@ -1,4 +1,5 @@
-"""A study's matrix axes, parsed once: ``env:NAME``, ``flag:--option``, ``load:setting`` or a built-in.
+"""A study's matrix axes, parsed once: ``env:NAME``, ``flag:--option``, ``load:setting``,
+``speculative:FIELD`` (a field of vLLM's speculative config) or a built-in.
 
 An axis is written as text in the config (``matrix: {"env:VLLM_FOO": [...]}``), and that same text
 is what manifest.json, cell.json and ``baseline.draft_axes`` hold. :func:`parse_axis` reads it into an
@@ -18,9 +19,9 @@ from typing import Literal
 
 from specbench.errors import ConfigError
 
-AxisKind = Literal["env", "flag", "load", "builtin"]
+AxisKind = Literal["env", "flag", "load", "speculative", "builtin"]
 # The prefix of each prefixed kind, as written in configs and stored on disk.
-_PREFIXES: dict[AxisKind, str] = {"env": "env:", "flag": "flag:", "load": "load:"}
+_PREFIXES: dict[AxisKind, str] = {"env": "env:", "flag": "flag:", "load": "load:", "speculative": "speculative:"}
 
 # Built-in axes: specbench knows what each sets (mla -> VLLM_MLA_DISABLE, k -> the speculative config).
 # vllm -> the install that serves the cell (specbench/serve/installs.py).
@@ -41,6 +42,9 @@ ON_OFF_AXES = ("mla", "pos0_mask")
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_NAME = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+FIELD_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+# speculative: fields that specbench builds from serve.speculative: their own axes set them.
+_BUILT_SPEC_FIELDS = {"method": "method", "model": "draft", "num_speculative_tokens": "num_speculative_tokens"}
 
 
 class AxisError(ConfigError, ValueError):
@@ -65,6 +69,12 @@ class Axis:
     def label(self) -> str:
         """The short name of cell ids and table columns: ``VLLM_FOO``, ``max-num-seqs``, ``concurrency``."""
         return self.name.lstrip("-") if self.kind == "flag" else self.name
+
+    @property
+    def only_drafts(self) -> bool:
+        """Whether the axis changes only the draft side (a baseline, which has no draft, does not vary
+        on it): the speculative built-ins and every ``speculative:`` field."""
+        return self.kind == "speculative" or (self.kind == "builtin" and self.name in SPEC_AXES)
 
     @property
     def env_var(self) -> str | None:
@@ -159,12 +169,16 @@ def _problem(axis: Axis) -> str | None:
         return f"{axis.name!r} is not an environment variable name"
     if axis.kind == "flag" and not FLAG_NAME.match(axis.name):
         return f"{axis.name!r} is not a long option like '--max-num-batched-tokens'"
+    if axis.kind == "speculative" and not FIELD_NAME.match(axis.name):
+        return f"{axis.name!r} is not a speculative config field name like 'rejection_sample_method'"
+    if axis.kind == "speculative" and axis.name in _BUILT_SPEC_FIELDS:
+        return f"use the {_BUILT_SPEC_FIELDS[axis.name]!r} axis (specbench builds that field)"
     if axis.kind == "load" and axis.name not in LOAD_SETTINGS:
         return f"unknown load axis {axis.text!r}; use one of {', '.join(LOAD_AXES)}"
     if axis.kind == "builtin" and axis.name not in BUILTIN_AXES:
         return (
-            f"unknown axis {axis.text!r}; use one of {', '.join(BUILTIN_AXES)}, 'env:NAME', 'flag:--option' "
-            f"or {', '.join(LOAD_AXES)}"
+            f"unknown axis {axis.text!r}; use one of {', '.join(BUILTIN_AXES)}, 'env:NAME', 'flag:--option', "
+            f"'speculative:FIELD' or {', '.join(LOAD_AXES)}"
         )
     return None
 

@@ -76,7 +76,27 @@ def check_model_ref(value: str) -> str:
     return value
 
 
+# A value of a vLLM speculative-config field passed through (serve.speculative.FIELD or a
+# speculative:FIELD axis): what JSON carries.
+_JSON_SCALAR = (str, int, float, bool, type(None))
+
+
+def _json_like(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_json_like(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_like(v) for k, v in value.items())
+    return isinstance(value, _JSON_SCALAR)
+
+
 class Speculative(_Strict):
+    """The speculative config. Any other field is one of vLLM's ``SpeculativeConfig``
+    (``rejection_sample_method``, ``synthetic_acceptance_rates``, ...), passed through into the one
+    ``--speculative-config`` JSON; its name is checked against the serving install's own class
+    (config/study_checks.py and run/install_plan.py, via specbench/serve/spec_fields.py)."""
+
+    model_config = ConfigDict(extra="allow", frozen=False, strict=True)
+
     method: str = "eagle"
     # The draft model (an EAGLE head, ...). For deepseek_mtp / mtp it may be left out: the draft is
     # the served model's own MTP layer. With a ``method`` axis it is the head of the non-MTP cells.
@@ -101,6 +121,18 @@ class Speculative(_Strict):
             except ValueError as exc:
                 raise ValueError(f"{method}: {exc}") from None
         return v
+
+    @model_validator(mode="after")
+    def _passed_through(self) -> "Speculative":
+        for name, value in (self.model_extra or {}).items():
+            if not _json_like(value):
+                raise ValueError(f"{name}: must be a number, string, boolean, list or mapping (it goes into JSON)")
+        return self
+
+    @property
+    def vllm_fields(self) -> dict[str, Any]:
+        """The fields passed through to vLLM as written (every field but method, draft, drafts, k)."""
+        return dict(self.model_extra or {})
 
     def draft_of(self, method: str) -> Optional[str]:
         """The draft model ``method`` runs with: its own from ``drafts``, else ``draft``."""
@@ -330,7 +362,7 @@ class Baseline(_Strict):
     draft_axes: list[str] = Field(default_factory=list)
 
 
-AxisValue = Union[str, int, float, bool]
+AxisValue = Union[str, int, float, bool, list[Union[str, int, float, bool]]]  # lists: speculative: axes only
 
 
 class Study(_Strict):
@@ -392,8 +424,8 @@ class Study(_Strict):
 
     @model_validator(mode="after")
     def _spec_axes_need_speculation(self) -> "Study":
-        for axis in SPEC_AXES:
-            if axis in self.matrix and self.serve.speculative is None:
+        for axis in self.matrix:
+            if (axis in SPEC_AXES or self.axes[axis].kind == "speculative") and self.serve.speculative is None:
                 raise ValueError(f"matrix.{axis} needs serve.speculative (it varies the draft)")
         return self
 
@@ -538,6 +570,15 @@ def _axis_value(axis: Axis, i: int, value: Any) -> Any:
         if not isinstance(value, (str, int, float)):
             raise ValueError(f"{where}: must be a string or number")
         return str(value)
+    if axis.kind == "speculative":
+        scalar = (str, int, float, bool)
+        if not isinstance(value, scalar) and not (
+            isinstance(value, list) and all(isinstance(v, scalar) for v in value)
+        ):
+            raise ValueError(f"{where}: must be a number, string, boolean or a list of them")
+        return value
+    if isinstance(value, list):
+        raise ValueError(f"{where}: a list is a value of a speculative: axis only")
     if axis.kind == "flag":
         if axis.name in ("--host", "--port"):
             raise ValueError(f"{axis.text}: set serve.host / serve.port instead")

@@ -10,15 +10,19 @@ or by silently mislabelling cells) is refused here, as one line naming the file 
 - a host that is not a host name or IP address (a space ends in a gaierror at run time);
 - non-finite or absurd numbers (``.inf`` timeouts, ``num_requests: 1e30``);
 - matrices too large to run (a 10^6-cell matrix is refused at once, before any expansion);
-- prompt categories and prompt files (read now, not after the run directory exists).
+- prompt categories and prompt files (read now, not after the run directory exists);
+- vLLM speculative-config fields passed through (``serve.speculative.FIELD``, ``speculative:FIELD``
+  axes): a name the installed vLLM's ``SpeculativeConfig`` lacks (the nearest real one named), and
+  synthetic-acceptance values vLLM would refuse when its engine starts, per cell's k.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import math
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from specbench.axis import SWITCH_ENV, Axis
 from specbench.config.limits import MAX_CELLS, MAX_REQUESTS, MAX_TEMPERATURE, MAX_TIMEOUT_S
@@ -33,6 +37,8 @@ from specbench.load.workloads import (
     load_workload,
     workload_file,
 )
+from specbench.serve.installs import parse_install
+from specbench.serve.spec_fields import current_vllm_root, speculative_fields, synthetic_problem, unknown_field
 
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
@@ -49,6 +55,7 @@ def _problems(study: Any):
     serve, load = study.serve, study.load
     yield from _size(study.matrix, study.repeats)
     yield from _collisions(study)
+    yield from _speculative_fields(study)
     for where in _nul_fields(study.model_dump(), ""):
         yield where, "contains a NUL character (no path, command line or environment can hold it)"
     for axis, values in study.matrix.items():
@@ -133,6 +140,42 @@ def _collisions(study: Any):
     for parsed in study.axes.values():  # the matrix's keys, parsed when it was validated
         if parsed.kind == "flag" and parsed.name in flags:
             yield f"matrix.{parsed.text}", f"{parsed.name} is also in serve.extra_args; keep one of the two"
+
+
+def _speculative_fields(study: Any) -> Iterator[tuple[str, str]]:
+    spec = study.serve.speculative
+    if spec is None:
+        return
+    axes = {a: p.name for a, p in study.axes.items() if p.kind == "speculative"}
+    for axis, name in axes.items():
+        if name in spec.vllm_fields:
+            yield f"matrix.{axis}", f"serve.speculative.{name} is set too; keep one of the two"
+    names = [*spec.vllm_fields, *axes.values()]
+    installs = [parse_install(v).kind for v in study.matrix.get("vllm", ["current"])]
+    fields = speculative_fields(current_vllm_root()) if "current" in installs else None
+    problem = unknown_field(names, fields) if fields is not None and names else None
+    if problem:  # the installs of a vllm axis are asked when planning (run/install_plan.py)
+        name = problem.split(":", 1)[0]
+        where = f"matrix.speculative:{name}" if name in axes.values() else f"serve.speculative.{name}"
+        yield where, problem.split(": ", 1)[1]
+        return
+    yield from _synthetic(study, spec.vllm_fields, axes)
+
+
+def _synthetic(study: Any, fixed: dict[str, Any], axes: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """vLLM's synthetic-acceptance checks on every cell's speculative config (each k, each value of
+    the speculative: axes)."""
+    ks = study.matrix.get("num_speculative_tokens", [study.serve.speculative.num_speculative_tokens])
+    combos = itertools.product(ks, *(study.matrix[a] for a in axes))
+    for k, *values in combos:
+        fields = {**fixed, **dict(zip(axes.values(), values))}
+        found = synthetic_problem(fields, int(k))
+        if found:
+            field, problem = found
+            where = f"matrix.speculative:{field}" if field in axes.values() else f"serve.speculative.{field}"
+            at_k = f" (num_speculative_tokens {k})" if "num_speculative_tokens" in study.matrix else ""
+            yield where, problem + at_k
+            return
 
 
 def _host_ok(host: str) -> bool:

@@ -109,6 +109,7 @@ class Spec(Part):
     compiled: Optional[StrictBool] = None
     vllm_version: Optional[StrictStr] = None
     vllm_install: Optional[VllmInstall] = None
+    rejection_sample_method: Optional[StrictStr] = None  # only where the config sets it
 
 
 class Compilation(Part):
@@ -139,6 +140,11 @@ class Attested(Part):
     runner_line: Optional[StrictStr] = None
     draft_class: Optional[StrictStr] = None
     draft_attention: Optional[list[StrictStr] | StrictStr] = None
+    # vLLM's rejection sampling (standard / synthetic / block) and, for synthetic, the rates it
+    # resolved and whose kernel ran it on CPU ("specbench-cpu": the plugin's; "vllm": vLLM's own)
+    rejection_sample_method: Optional[StrictStr] = None
+    synthetic_acceptance_rates: Optional[list[Num]] = None
+    rejection_kernel: Optional[StrictStr] = None
     unattested: Optional[dict[str, StrictStr]] = None
 
 

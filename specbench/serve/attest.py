@@ -44,6 +44,9 @@ _SPEC_CFG = re.compile(
     r"speculative_config=(?:None|SpeculativeConfig\(method='(?P<method>[^']*)', "
     r"model=(?:'(?P<model>[^']*)'|None), num_spec_tokens=(?P<k>\d+|None)\))"
 )
+# vLLM's API server logs the arguments it was given that differ from the defaults
+# (entrypoints/serve/utils/api_utils.py ``non-default args: %s``): the speculative config as a dict.
+_NON_DEFAULT = re.compile(r"non-default args: .*'rejection_sample_method': '(?P<method>\w+)'")
 _BOOL_KEYS = {
     "enforce_eager": "enforce_eager",
     "enable_prefix_caching": "prefix_caching",
@@ -245,6 +248,7 @@ def attest(text: str, switched: list[dict[str, Any]] | None = None) -> Attested:
         _from_vllm_lines(out, engine, backends, why)
     if switched:
         _from_switch(out, switched, why)
+    _rejection(out, workers, text, why)
     if not engine:
         why["engine"] = "no 'Initializing a V1 LLM engine' line in the server log"
     _cross_check(out, engine, backends, why)
@@ -298,6 +302,35 @@ def _from_vllm_lines(out: dict[str, Any], engine: dict[str, Any], backends: list
         out["mla"] = backend_is_mla(backends[0]) if len(backends) == 1 else None
     else:
         why["mla"] = "no attention backend line (vLLM-CPU prints none with MLA off)"
+
+
+def rejection_line(text: str) -> str | None:
+    """The ``rejection_sample_method`` vLLM's API server printed among its non-default args (None:
+    not printed, so vLLM's default ``standard``, or an older vLLM without the field)."""
+    found = None
+    for line in text.splitlines():
+        m = _NON_DEFAULT.search(line)
+        if m:
+            found = m.group("method")
+    return found
+
+
+def _rejection(out: dict[str, Any], workers: list[dict[str, Any]], text: str, why: dict[str, str]) -> None:
+    """``rejection_sample_method`` from the workers' lines and vLLM's non-default args (two sources
+    that disagree attest nothing); for synthetic, the rates and the kernel the workers report."""
+    last = _latest_per_rank(workers)
+    printed = rejection_line(text)
+    ran = _agreed(last, "rejection_sample_method", why) if any("rejection_sample_method" in w for w in last) else None
+    if ran is not None and printed is not None and ran != printed:
+        why["rejection_sample_method"] = f"the workers report {ran!r}, vLLM's non-default args say {printed!r}"
+        return
+    method = ran or printed
+    if method is None:
+        return
+    out["rejection_sample_method"] = method
+    if method == "synthetic" and last:
+        out["synthetic_acceptance_rates"] = _agreed(last, "synthetic_acceptance_rates", why)
+        out["rejection_kernel"] = _agreed(last, "rejection_kernel", why)
 
 
 def _from_switch(out: dict[str, Any], switched: list[dict[str, Any]], why: dict[str, str]) -> None:
@@ -374,6 +407,7 @@ def mismatches(spec: Spec | None, attested: Attested | None) -> list[str]:
     if asked_spec:
         differ("spec_method", canonical_method(spec.vllm_method), canonical_method(attested.spec_method))
         differ("num_speculative_tokens", spec.num_speculative_tokens, attested.num_speculative_tokens)
+        differ("rejection_sample_method", spec.rejection_sample_method, attested.rejection_sample_method)
         asked_hv, ran_hv = spec.head_variant, attested.head_variant
         for f in HEAD_FIELDS:
             differ(f"head_variant.{f}", getattr(asked_hv, f, None), getattr(ran_hv, f, None))

@@ -46,6 +46,7 @@ from typing import Any
 
 from specbench.errors import ConfigError
 from specbench.serve.attest import ATTEST_VAR
+from specbench.serve.plugin import synthetic
 from specbench.serve.plugin.probe import install
 from specbench.serve.plugin.switches import (
     CONTROL_VAR,
@@ -64,6 +65,7 @@ from specbench.serve.plugin.switches import (
     mask_label,
     switches_from_env,
 )
+from specbench.serve.plugin.synthetic import SYNTHETIC_VAR
 from specbench.serve.vllm_main import installed_vllm_version
 
 __all__ = [
@@ -118,6 +120,10 @@ def register() -> None:
     env = os.environ
     if env.get(ATTEST_VAR, "").strip() == "1":
         install()  # every worker prints what it runs (specbench.serve.attest reads it)
+    if env.get(SYNTHETIC_VAR, "").strip() == "1":
+        replaced = synthetic.install()  # only the CPU kernels that refuse synthetic mode
+        if replaced:
+            logger.info("specbench plugin: CPU synthetic rejection kernel installed for %s", ", ".join(replaced))
     if not any_switch_set(env):
         return  # a server specbench did not configure: touch nothing, say nothing
     try:

@@ -20,6 +20,7 @@ from typing import Any
 
 from specbench.serve.attest import ATTEST_PREFIX, head_variant_of
 from specbench.serve.plugin.switches import HEADS
+from specbench.serve.plugin.synthetic import registered_kernel
 
 logger = logging.getLogger("vllm.specbench_plugin")
 
@@ -154,4 +155,18 @@ def attestation(worker) -> dict[str, Any]:
         "prefix_caching": getattr(cfg.cache_config, "enable_prefix_caching", None),
         "tp": par.tensor_parallel_size,
         "dp": par.data_parallel_size,
+        **_rejection(spec),
     }
+
+
+def _rejection(spec) -> dict[str, Any]:
+    """How this worker verifies drafts (vLLM's ``rejection_sample_method``); for synthetic, the
+    rates vLLM resolved and whose CPU kernel is registered (:mod:`specbench.serve.plugin.synthetic`)."""
+    method = getattr(spec, "rejection_sample_method", None)
+    if method is None:
+        return {}
+    out: dict[str, Any] = {"rejection_sample_method": method}
+    if method == "synthetic":
+        out["synthetic_acceptance_rates"] = getattr(spec, "synthetic_acceptance_rates", None)
+        out["rejection_kernel"] = registered_kernel()
+    return out
