@@ -355,7 +355,7 @@ def cell_spec(
         except ConfigError:
             pass  # an unknown switch value: plan.check_cells refuses it, naming the config file
     dp = next((int(v) for f, v in zip(args, args[1:]) if f in ("--data-parallel-size", "-dp") and v.isdigit()), 1)
-    return Spec(
+    spec = Spec(
         method=method,
         vllm_method=vllm_method(method),
         draft_model=draft,
@@ -365,9 +365,9 @@ def cell_spec(
         tp=study.serve.tensor_parallel_size,
         dp=dp,
         compiled="--enforce-eager" not in args,
-        # only when the config sets it (rejection_sample_method): cells written before it keep their spec
-        **({"rejection_sample_method": str(sample)} if sample is not None else {}),
     )
+    # only when the config sets it: the spec of every other cell stays as it was written before
+    return spec if sample is None else spec.with_(rejection_sample_method=str(sample))
 
 
 def vllm_method(method: str | None) -> str | None:

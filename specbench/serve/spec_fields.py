@@ -100,6 +100,6 @@ def synthetic_problem(fields: dict[str, Any], k: int) -> tuple[str, str] | None:
         if any(rates[i] > rates[i - 1] for i in range(1, k)):
             return "synthetic_acceptance_rates", f"must be non-increasing (unconditional per position), got {rates}"
         return None
-    if not _number(length) or not 1.0 <= length <= float(k + 1):
+    if not isinstance(length, (int, float)) or isinstance(length, bool) or not 1.0 <= length <= float(k + 1):
         return "synthetic_acceptance_length", f"must be a number in [1, {k + 1}] (1 + k), got {length!r}"
     return None
