@@ -2,8 +2,8 @@
 
 Exit codes: 0 every gate check passed, 1 a check failed (a regression; the output names cell and
 metric), 3 none failed but some could not be decided (inconclusive: a cell missing or failed, a
-metric absent, too few units for an interval, a check too weak to see a change of its tolerance
-(``--allow-weak`` passes those, labelled), a latency / throughput change past its tolerance
+metric absent, too few units for an interval, an interval that straddles the tolerance (neither
+known within it nor known past it: "needs ~N"), a latency / throughput change past its tolerance
 inside one run but within the noise floor of a whole rerun; ``--allow-inconclusive`` turns 3 into 0
 with a warning), 2 usage or input error (malformed gate, a gate no run can satisfy, missing /
 other-version result files, --strict mismatch).
@@ -137,13 +137,13 @@ AllowInconclusive = Annotated[
 ]
 AllowWeak = Annotated[
     bool,
-    typer.Option(
-        "--allow-weak",
-        help="Pass checks too weak for their tolerance (power < 80% to see a change of it) when their "
-        "interval passes, instead of counting them inconclusive (exit 3); the headline, Markdown and "
-        "JUnit say so. A check no candidate could fail stays inconclusive.",
-    ),
+    typer.Option("--allow-weak", hidden=True, help="Removed: a pass now means the interval lies within the tolerance."),
 ]
+ALLOW_WEAK_GONE = (
+    "--allow-weak was removed: a check now passes only when its interval lies within the tolerance, so no "
+    "pass is weak; a check whose interval straddles the tolerance is inconclusive (exit 3) and says how many "
+    "prompts would decide it; --allow-inconclusive exits 0 on those (docs/gate.md)"
+)
 Holm = Annotated[
     bool,
     typer.Option(
@@ -213,6 +213,8 @@ def compare(
     from specbench.compare.guard import mismatches  # lazy: pulls in numpy and pydantic
     from specbench.compare.noise import load_floors  # lazy: pulls in numpy and pydantic
 
+    if allow_weak:
+        raise InputError(ALLOW_WEAK_GONE)
     if candidate is None and between is None:
         raise InputError("give BASE and CAND (two runs), or one RUN with --between AXIS=A,AXIS=B")
     outputs = {"--markdown": markdown, "--html": html, "--junit": junit, "--json": json_out, "--plot": plot}
@@ -234,7 +236,6 @@ def compare(
         confidence=confidence,
         holm=holm,
         noise_floors=floors,
-        allow_weak=allow_weak,
     )
     comp.allow_inconclusive = allow_inconclusive
     _add_warnings(comp, base, cand, baseline, candidate, check_same_run=contrast is None)

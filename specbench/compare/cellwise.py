@@ -59,14 +59,13 @@ def compare_sides(
     confidence: float = 0.95,
     holm: bool = True,
     noise_floors: dict | None = None,
-    allow_weak: bool = False,
 ) -> Comparison:
     """Match cells by axis values, compute every metric row, apply every gate that selects a cell.
 
     ``noise_floors``: ``{metric: noise.Floor}`` for latency and throughput checks with one repeat a
     side (default :func:`specbench.compare.noise.default_floors`). GateError (exit 2) for a gate no
-    run can satisfy (unknown axis or value, position >= k). A check too weak for its tolerance is
-    inconclusive (:mod:`specbench.compare.power`); ``allow_weak`` passes it, labelled.
+    run can satisfy (unknown axis or value, position >= k). A check passes only when its interval
+    lies within its tolerance (:mod:`specbench.compare.power`).
     """
     gate_checks.validate(gates, base, cand)
     warnings: list[str] = []
@@ -89,7 +88,6 @@ def compare_sides(
         confidence=confidence,
         n_resamples=n_resamples,
         holm=holm,
-        allow_weak=allow_weak,
     )
     gate_checks.apply_gates(comp, gates, base, cand)
     comp.warnings += scope_warning(comp)

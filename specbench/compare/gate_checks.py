@@ -162,11 +162,11 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
                     control="per check",
                 )
             )
-    comp.family = sum(1 for r in comp.checks if r.status in DECIDED)
+    comp.family = len(comp.tested)
     if comp.holm:
         holm(comp, (1 - comp.confidence) / 2)
     detectable(comp)
-    power.judge(comp)  # after Holm: the level it held each check to is what its power is judged at
+    power.judge(comp)  # after Holm: a pass stands only where its interval lies within the tolerance
     for cell in comp.cells:
         finish_rows(cell)
 
@@ -187,7 +187,7 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
             elif row is not None:
                 decision = replace(decision, scope=row.scope)
             decision = _blocked(decision, name, [b for b in cell.blocks if b.holds(gate.metric)])
-            if decision.status == Status.PASS and failed:
+            if decision.status == Status.PASS and failed:  # (a straddling check stays undecided: tested)
                 decision = replace(
                     decision,
                     status=Status.INCONCLUSIVE,
@@ -212,6 +212,9 @@ def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCe
                     floor=decision.floor,
                     units=units,
                     unit=unit,
+                    harm=decision.harm,
+                    harm_ci=decision.harm_ci,
+                    undecided=decision.undecided if decision.status == Status.INCONCLUSIVE else "",
                 )
             )
 
@@ -226,10 +229,11 @@ def _blocked(decision: Decision, name: str, holding: list[Block]) -> Decision:
     block, others = holding[0], tuple(f"also: {b.reason}" for b in holding[1:])
     if block.status == Status.FAIL:  # no sampling error in "no drafts at all"
         return replace(decision, status=Status.FAIL, p_value=0.0, message=f"{name}: {block.reason}", notes=others)
-    if decision.status != Status.INCONCLUSIVE:
+    if decision.status != Status.INCONCLUSIVE or decision.undecided:
         return replace(
             decision,
             status=Status.INCONCLUSIVE,
+            undecided="",  # blocked: its interval is not evidence, so it is not in Holm's family
             message=f"{name}: not decided: {block.reason} ({decision.message})",
         )
     return replace(decision, notes=(*decision.notes, f"also: {block.reason}"))
@@ -323,7 +327,7 @@ def holm(comp: Comparison, alpha: float) -> None:
     A check fails only if it failed at the per-check level and Holm rejects it. A decided check
     without a p-value (none is built so; kept as a guard) cannot take part: a failure there is
     made inconclusive, never left to fail uncorrected nor turned into a pass."""
-    results = [r for r in comp.checks if r.status in DECIDED]
+    results = comp.tested
     m = len(results)
     control = run_control(alpha, m)
     pvals = [1.0 if r.p_value is None else r.p_value for r in results]
@@ -345,11 +349,11 @@ def _after_holm(r: GateResult, rejected: bool, control: str, m: int) -> GateResu
         )
     if r.scope == WITHIN:
         return not_after_holm(r, m)
-    note = (
+    why = (
         f"past the tolerance at the per-check level (p = {r.p_value:.3g}) but not after Holm "
         f"over all {m} checks of this compare"
     )
-    return replace(r, status=Status.PASS, notes=(*r.notes, note))
+    return replace(r, status=Status.INCONCLUSIVE, undecided=why, message=f"{r.message}; not decided: {why}")
 
 
 def detectable(comp: Comparison) -> None:
@@ -359,7 +363,7 @@ def detectable(comp: Comparison) -> None:
     m = max(comp.decided, 1) if comp.holm else 1
 
     def step(g: GateResult) -> GateResult:
-        if g.status not in DECIDED or g.se is None or g.tolerance is None:
+        if not (g.status in DECIDED or g.undecided) or g.se is None or g.tolerance is None:
             return g
         # within-run only: it can fail only past the noise floor, so that is what it detects from
         return replace(g, mdc=minimum_detectable(g.tolerance if g.floor is None else g.floor, g.se, g.df, alpha, m))

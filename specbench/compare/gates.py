@@ -12,15 +12,21 @@ Grammar (one line, shown in every parse error)::
   the tolerance is allowed), ``+`` for lower-is-better ones (``ttft_p50_ms:+10%``). A sign against
   the metric's direction is a usage error, so a gate can never silently test nothing. 0 needs no sign.
 - Unit: ``%`` relative to the baseline's point estimate; ``pp`` percentage points (fraction metrics
-  only: ``-2pp`` = -0.02); none = absolute, in the metric's own unit (``per_position[0]:-0.02``).
+  only: ``-2pp`` = -0.02); none = absolute, in the metric's own unit (``acceptance_length:-0.1``).
+  A fraction metric's tolerance must carry ``pp`` or ``%``: a bare ``-5`` on a 0-1 metric would be a
+  tolerance of 5.0 that tests nothing, so it is refused naming both spellings.
+- Aliases as the tables print them: ``AL``, ``DAR``, ``p_0`` (``p0``), ``alpha_1`` / ``α_1``; the
+  gate is shown in its canonical form (``per_position[0]:-2pp``).
 
 Decision (three states; nothing missing is ever a pass):
 let ``harm`` be the change in the bad direction (``base - cand`` for higher-is-better metrics,
 ``cand - base`` otherwise) and ``[harm_lo, harm_hi]`` its CI at ``confidence``. The check
 FAILS iff ``harm_lo > tol``: the whole CI lies past the tolerance in the bad direction, a one-sided
 test of "true harm <= tol" at level (1 - confidence) / 2 (2.5% at 95%): that is the false-alarm
-rate each check controls. It PASSES when the CI reaches back inside the tolerance. It is
-INCONCLUSIVE when the metric is missing on a side, the cell failed or is on one side only, the
+rate each check controls. It PASSES iff ``harm_hi <= tol``: the whole CI lies within the tolerance,
+so a true harm of the tolerance passes with probability <= 2.5% (docs/gate.md). An interval that
+straddles the tolerance is INCONCLUSIVE (``Decision.undecided``; :mod:`specbench.compare.power`
+says how many units would decide it). It is also INCONCLUSIVE when the metric is missing on a side, the cell failed or is on one side only, the
 selector or position matches nothing, or there is no CI (too few units): a point estimate alone
 never decides. Nor does a CI of zero width around a change (every unit or resample shows the
 same change: too few distinct units to measure spread); zero width around no change at all (every
@@ -42,17 +48,17 @@ from typing import Any
 from specbench.analysis.deltas import bootstrap_p, one_sided_p
 from specbench.axis import on_off
 from specbench.compare.exact import ROUNDING, scale, snap
-from specbench.compare.metrics import METRICS, Metric, resolve, row_name
-from specbench.compare.results import MetricRow, Status
+from specbench.compare.metrics import METRICS, Metric, expand_short, resolve, row_name
+from specbench.compare.results import DECIDED, MetricRow, Status
 from specbench.errors import ConfigError
 from specbench.io import read_text
 from specbench.safe_yaml import load_yaml
 
 GRAMMAR = (
     "METRIC[INDEX]:SIGNED_TOLERANCE[%|pp], e.g. acceptance_length:-3%  per_position[*]:-2pp  "
-    "per_position[0]:-0.02  ttft_p50_ms:+10%; metrics: "
+    "p_0:-2pp  ttft_p50_ms:+10%; metrics: "
     + ", ".join(f"{n}[i|*]" if m.indexed else n for n, m in METRICS.items())
-    + " (alias acceptance_length)"
+    + " (aliases acceptance_length and AL, DAR, p_i, alpha_i / α_i)"
 )
 
 # Without a --gate or --gate-file: guards acceptance, the thing specbench exists to measure.
@@ -110,7 +116,7 @@ class Gate:
 
 def parse_gate(expr: str, *, cells: dict[str, Any] | None = None) -> Gate:
     """Parse one expression; GateError naming it and showing the grammar when it is malformed."""
-    text = str(expr).strip().replace(" ", "")
+    text = expand_short(str(expr).strip().replace(" ", ""))
     m = _EXPR.match(text)
 
     def bad(why: str) -> GateError:
@@ -128,6 +134,14 @@ def parse_gate(expr: str, *, cells: dict[str, Any] | None = None) -> Gate:
     index = None if m["index"] is None else (-1 if m["index"] == "*" else int(m["index"]))
     unit = m["unit"] or "abs"
     value = float(m["value"])
+    if unit == "abs" and metric.is_fraction and value != 0:
+        # a bare number on a 0-1 metric: -5 meant -5pp far more often than a tolerance of 5.0 (which tests nothing)
+        v = m["value"].lstrip("+-")
+        as_pp = f"; {v} as a fraction is {abs(value) * 100:g}pp" if abs(value) < 1 else ""
+        raise bad(
+            f"{metric.name} is a fraction (0-1), so its tolerance needs a unit: "
+            f"{m['value'][0]}{v}pp (percentage points{as_pp}) or {m['value'][0]}{v}% (relative to the baseline)"
+        )
     if unit == "pp" and not metric.is_fraction:
         raise bad(
             f"pp (percentage points) only applies to fractions; {metric.name} is in {metric.unit}, use % or "
@@ -141,7 +155,10 @@ def parse_gate(expr: str, *, cells: dict[str, Any] | None = None) -> Gate:
                 f"{metric.name} is {better}-is-better, so its allowed change must be written {want}"
                 f"{m['value'].lstrip('+-')}{m['unit'] or ''}"
             )
-    return Gate(expr=text, metric=metric, index=index, value=value, unit=unit, cells=_selector(expr, cells))
+    name = "acceptance_length" if metric.name == "mean_acceptance_length" else metric.name  # as the docs spell it
+    canonical = f"{name}[{m['index']}]" if metric.indexed else name
+    canonical = f"{canonical}:{m['value']}{m['unit'] or ''}"
+    return Gate(expr=canonical, metric=metric, index=index, value=value, unit=unit, cells=_selector(expr, cells))
 
 
 def _selector(expr: str, cells: dict[str, Any] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -223,6 +240,12 @@ class Decision:
     df: float | None = None  # t intervals; None = normal
     floor: float | None = None  # within-run only: the harm past which it can fail (the noise floor with the tolerance)
     scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (specbench/compare/noise.py)
+    undecided: str = ""  # an interval that straddles the tolerance: inconclusive, but tested (Holm's family)
+
+    @property
+    def tested(self) -> bool:
+        """Whether an interval was held against the tolerance (pass, fail or straddling): Holm's family."""
+        return self.status in DECIDED or bool(self.undecided)
 
 
 # How to get units, per metric source, for an inconclusive "no CI" check.
@@ -324,8 +347,16 @@ def decide(
     spread = _spread(se, t_df, replicates, harm_ci, confidence)
     mdc = minimum_detectable(tol, spread, t_df, (1 - confidence) / 2)
     msg = f"{head}, CI of harm [{harm_ci[0]:.4g}, {harm_ci[1]:.4g}]; allowed {tol:.4g} from {gate.expr})"
-    status = Status.FAIL if harm_ci[0] > tol else Status.PASS
-    return Decision(status, harm, harm_ci, tol, msg, p_value=p, mdc=mdc, se=spread, df=t_df)
+    if harm_ci[0] > tol:
+        status, undecided = Status.FAIL, ""
+    elif harm_ci[1] <= tol:
+        status, undecided = Status.PASS, ""
+    else:  # the interval straddles the tolerance: neither known within it nor known past it
+        status, undecided = Status.INCONCLUSIVE, STRADDLES
+    return Decision(status, harm, harm_ci, tol, msg, p_value=p, mdc=mdc, se=spread, df=t_df, undecided=undecided)
+
+
+STRADDLES = "not known to be within the tolerance: its interval straddles it"
 
 
 def decide_row(gate: Gate, row: MetricRow, *, confidence: float, tolerance: float | None = None) -> Decision:

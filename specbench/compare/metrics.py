@@ -7,6 +7,7 @@ from per-request rows (bootstrap the median over requests) or, without rows, sum
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -87,8 +88,21 @@ ALIASES = {
 
 
 def resolve(name: str) -> Metric | None:
-    """The metric called ``name`` (aliases allowed), or None."""
-    return METRICS.get(ALIASES.get(name, name))
+    """The metric called ``name`` (aliases allowed, in any case: ``AL``, ``DAR``), or None."""
+    return METRICS.get(name) or METRICS.get(ALIASES.get(name.lower(), name.lower()))
+
+
+# What every table prints for a position (p_0, α_1) and what users type back: p_0, p0, alpha_1, α_1, a1.
+_SHORT_POSITION = re.compile(r"^(?P<m>p|alpha|a|α)_?(?P<i>\d+|\*)(?=:)", re.IGNORECASE)
+
+
+def expand_short(expr: str) -> str:
+    """``p_0:-2pp`` -> ``per_position[0]:-2pp``; ``α_1:...`` -> ``conditional[1]:...``; else unchanged."""
+    m = _SHORT_POSITION.match(expr)
+    if not m:
+        return expr
+    name = "per_position" if m["m"].lower() == "p" else "conditional"
+    return f"{name}[{m['i']}]{expr[m.end() :]}"
 
 
 def row_name(metric: Metric, index: int | str | None) -> str:

@@ -35,7 +35,7 @@ from specbench.analysis import deltas as iv
 from specbench.analysis.speedup import cell_stats, request_matrix, speedups
 from specbench.compare.gates import Decision, Gate, decide_row, minimum_detectable
 from specbench.compare.metrics import METRICS, Metric
-from specbench.compare.results import DECIDED, GateResult, MetricRow, Status
+from specbench.compare.results import GateResult, MetricRow, Status
 from specbench.compare.sides import SideCell
 from specbench.errors import ConfigError
 from specbench.io import read_text
@@ -206,7 +206,7 @@ def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float
     """A decided check of a within-run-only row: a failure stands only past the noise floor, else
     it is inconclusive; a pass is labelled. The p-value is the floor's test (Holm), and ``floor``
     the harm the check can fail past (its minimum detectable change)."""
-    if decision.status not in DECIDED or row.floor is None or row.base is None:
+    if not decision.tested or row.floor is None or row.base is None:
         return decision
     limit = allowed(row.metric, row.base, decision.tolerance or 0.0, row.floor)
     past = decide_row(gate, row, confidence=confidence, tolerance=limit)

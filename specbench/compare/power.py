@@ -1,33 +1,25 @@
-"""A pass means "would have failed": checks too weak for their tolerance are not passes.
+"""A pass means "known to be within tolerance"; what an undecided check needs to be decided.
 
-A gate check fails when the whole CI of the harm lies past its tolerance T; a check whose interval
-is wide passes almost whatever the candidate did. Measured (issue 37): at 20 requests every check of
-the CI recipe against the committed CPU baseline passed while it could see only drops of 10-19% AL
-for a 5% gate, and a dead head (0 of 216 draft tokens accepted, AL 2.375 -> 1.000 on every prompt)
-passed at 3-6 prompts: its AL interval was [1.00, 3.47], and the harm that check detects, 5.4 AL,
-is more than AL can drop. So a check that passed its interval passes only when
+Every gate check has a harm (the change in the bad direction) with a two-sided interval at the
+compare's confidence (95%: one-sided 2.5% at each end). After Holm (:mod:`~specbench.compare.gate_checks`):
 
-1. **its power at the tolerance is >= 80%**: it tells a change of T from no change with >= 80%
-   probability at the level the compare held it to (alpha / m, Holm over the m checks with an
-   interval; alpha per check with --no-holm): ``(q_(1-alpha/m) + q_0.8) x SE <= T``. The printed
-   "detects" figure (the harm it fails at with 80% probability, T plus that) is then <= 2 T. A
-   within-run latency / throughput check (:mod:`~specbench.compare.noise`) fails only past its
-   noise floor: its "detects" starts there, so it is held to the same 2 T;
-2. **its interval is informative**: that detected harm fits inside the metric's range from the
-   baseline's value (AL >= 1; fractions, throughput and speed-up >= 0; a share <= 1), and so does
-   the tolerance plus how far the interval reaches below the change (a score interval is wider
-   toward a candidate at the metric's bound than its SE says); else not even the worst possible
-   candidate could have failed it.
-
-A check whose tolerance reaches the metric's worst value from the baseline's (p_2 = 0 in the
-baseline, a 5pp gate) guards against nothing that can happen: it passes, and says so.
-
-Otherwise it is inconclusive, "too weak to see a drop of T: needs ~N prompts", where N scales the
-units the SE rests on by the SE's 1/sqrt(n) law. ``--allow-weak`` lets a check that fails rule 1
-pass, labelled in the headline, the Markdown and the JUnit; a check that fails rule 2 stays
-inconclusive, since it could not have failed at all. Failures are never touched: a CI past the
-tolerance is a regression whatever the power. Weakness is judged after Holm, over the family Holm
-held, so turning a weak pass inconclusive changes no other check's level.
+- **fail**: the interval's lower end lies past the tolerance T (we know the harm exceeds T), at the
+  per-check level and after Holm over every check of the compare (family-wise false alarms <= 2.5%).
+- **pass**: the interval's upper end is at or below T (we know the harm is at most T). No correction
+  is needed for a pass: the compare exits 0 only when *every* check passes, so a candidate with one
+  true harm at T exits 0 only if that one check passes, which it does with probability <= 2.5%
+  (an intersection-union test). This replaced issue 37's power rule (``(q + q_0.8) x SE <= T``),
+  under which a check failed only when its whole interval lay past T, so a "5% gate" failed
+  reliably only at about 2T and a true drop of T passed; ``--allow-weak`` went with it.
+- **inconclusive**: neither: the interval straddles T. It says how many units would decide it
+  (:func:`needs`): at the harm as measured, the count at which the interval's far end clears T with
+  80% probability.
+- **cannot fail**: the tolerance reaches the metric's worst value from the baseline's (p_2 = 0.01 in
+  the baseline, a 5pp gate): no candidate can be past it. Not a fail, not counted as a pass: the
+  headline counts it apart (``GateResult.cannot_fail``).
+- A latency / throughput check with one repeat a side (``within-run only``, :mod:`~specbench.compare.noise`)
+  can fail past its noise floor but never pass: its interval does not hold a shift of the whole run,
+  so it cannot show the change is within T; 2+ repeats a side give it a between-run interval.
 """
 
 from __future__ import annotations
@@ -35,10 +27,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from specbench.compare.gates import POWER, harm_of
+from specbench.compare.gates import POWER
 from specbench.compare.metrics import Metric
-from specbench.compare.noise import WITHIN
+from specbench.compare.noise import HINT, WITHIN
 from specbench.compare.results import Comparison, GateResult, MetricRow, Status
+
+# Past this many times the units a check has, "needs ~N" says only that: the change sits so close to
+# the tolerance that no practical run decides it.
+MAX_SCALE = 100
 
 
 def largest_harm(metric: Metric, base: float) -> float:
@@ -58,8 +54,7 @@ def amount(metric: Metric, x: float) -> str:
 
 def beyond_range(g: GateResult, row: MetricRow | None) -> str:
     """Why no candidate can be past the check's tolerance (the baseline's value is within the
-    tolerance of the metric's worst value: p_2 = 0 with a 5pp gate), or "". Such a check cannot
-    fail, and needs not: what it guards against cannot happen."""
+    tolerance of the metric's worst value: p_2 = 0 with a 5pp gate), or ""."""
     if row is None or row.base is None or g.tolerance is None:
         return ""
     largest = largest_harm(row.metric, row.base)
@@ -67,94 +62,87 @@ def beyond_range(g: GateResult, row: MetricRow | None) -> str:
         return ""
     drop = "drop" if row.metric.higher_is_better else "rise"
     return (
-        f"no {drop} past the tolerance is possible: the baseline's {row.base:.4g} is within "
-        f"{amount(row.metric, g.tolerance)} of the metric's worst value; a pass by the metric's range"
+        f"cannot fail: no {drop} past the tolerance is possible, the baseline's {row.base:.4g} is within "
+        f"{amount(row.metric, g.tolerance)} of the metric's worst value"
     )
 
 
-def weakness(g: GateResult, row: MetricRow | None) -> tuple[str, bool]:
-    """Why a passed check cannot stand as a pass, and whether --allow-weak may pass it anyway
-    (``("", True)`` when it is powered and informative)."""
-    tol, mdc = g.tolerance, g.mdc
-    if tol is None or mdc is None:  # every check with an interval has both: kept as a guard
-        return "its power at the tolerance is unknown (no standard error): not a pass", False
-    metric = row.metric if row is not None else None
-    drop = "a rise" if metric is not None and not metric.higher_is_better else "a drop"
-    show = (lambda x: amount(metric, x)) if metric is not None else (lambda x: f"{x:.4g}")
-    head = f"too weak to see {drop} of {show(tol)}"
-    sees = f"it detects {show(mdc)} with {POWER:.0%} probability at the level used"
-    base = row.base if row is not None else None
-    largest = largest_harm(metric, base) if metric is not None and base is not None else None
-    within = g.scope == WITHIN and g.floor is not None
-    fails_past = g.floor if within and g.floor is not None else tol  # a within-run check fails only past its floor
-    below = _below(row)
-    blind = ""  # why not even the worst possible candidate could have failed it
-    if largest is not None and tol < largest and mdc > largest:
-        blind = f"{sees}, more than the largest possible {drop[2:]} from the baseline's {base:.4g} ({show(largest)})"
-    elif largest is not None and tol < largest and below is not None and fails_past + below >= largest:
-        blind = (
-            f"its interval reaches {show(below)} below its change, so not even the largest possible {drop[2:]} "
-            f"from the baseline's {base:.4g} ({show(largest)}) would have failed it"
-        )
-    if within:
-        if not blind and mdc <= 2 * tol:
-            return "", True
-        return (
-            f"{head}: {WITHIN} (one repeat a side), it fails only past {show(fails_past)} (the tolerance with "
-            f"the noise floor) and {sees}{'; ' + blind if blind else ''}; more requests do not lower that, "
-            "repeats (2+ a side) do",
-            not blind,
-        )
-    if blind and largest is not None:
-        have = mdc - tol if mdc > largest else (below or 0.0)
-        return f"{head}: {_needs(g, have, largest - tol)}: {blind}: no candidate could have failed it", False
-    if mdc <= 2 * tol:
-        return "", True
-    if tol <= 0:
-        return (
-            f"{head}: a zero tolerance is seen by no interval that has a width; {sees}; give the gate a tolerance",
-            True,
-        )
-    return f"{head}: {_needs(g, mdc - tol, tol)}: {sees}", True
+def quantile(alpha: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha))
 
 
-def _below(row: MetricRow | None) -> float | None:
-    """How far the harm's interval reaches below the harm (its lower half-width; MOVER's is wider
-    than the SE says toward a candidate at the metric's bound)."""
-    if row is None or row.delta is None or row.ci is None:
-        return None
-    harm, harm_ci = harm_of(row.metric, row.delta, row.ci)
-    return None if harm_ci is None else harm - harm_ci[0]
-
-
-def _needs(g: GateResult, have: float, want: float) -> str:
-    """``needs ~N prompts (has n)``: the units at which the SE, shrinking as 1/sqrt(n), makes the
-    detectable change beyond the tolerance ``have`` shrink to ``want``."""
+def needs(g: GateResult, harm: float, alpha: float, m: int) -> str:
+    """``needs ~N prompts (has n)`` for a check whose interval straddles its tolerance: the units at
+    which, with the harm as measured and the SE shrinking as 1/sqrt(n), the interval's far end clears
+    the tolerance with :data:`POWER` probability: below it for a pass (level ``alpha``), past it for a
+    fail (``alpha / m``, Holm's level for a lone harm among ``m`` checks). Normal quantiles: the t
+    quantile at the units a check has now is not the one at the units it needs. Checked by resampling
+    at the printed count (tests/compare/test_boundaries.py)."""
+    tol, se = g.tolerance, g.se
     unit = g.unit or "units"
-    if not g.units or want <= 0:
-        return f"needs ~{(have / want) ** 2:.1f}x the {unit} per side" if want > 0 else f"needs more {unit}"
-    return f"needs ~{math.ceil(g.units * (have / want) ** 2)} {unit} (has {g.units})"
+    if tol is None or se is None or se <= 0:
+        return f"needs more {unit}"
+    level = alpha if harm <= tol else alpha / max(m, 1)
+    # toward a pass, a candidate that looks better is taken as unchanged: the plug-in estimate of a
+    # gain at few units would promise a count at which the check decides far less than POWER
+    gap = tol - max(harm, 0.0) if harm <= tol else harm - tol
+    scale = ((quantile(level) + quantile(1 - POWER)) * se / gap) ** 2 if gap > 0 else math.inf
+    way = "pass" if harm <= tol else "fail"
+    if scale > MAX_SCALE:
+        return f"its change sits at the tolerance: more than {MAX_SCALE}x the {unit} would be needed to decide it"
+    if not g.units:
+        return f"needs ~{scale:.1f}x the {unit} per side to {way}"
+    return f"needs ~{max(math.ceil(g.units * scale), g.units + 1)} {unit} (has {g.units}) to {way}"
 
 
 def judge(comp: Comparison) -> None:
-    """Turn every passed check that is too weak for its tolerance inconclusive (or, under
-    ``comp.allow_weak``, label it where --allow-weak may pass it). Run after Holm and the MDCs."""
+    """After Holm: mark the checks that cannot fail; a within-run-only pass becomes inconclusive; every
+    check whose interval straddles its tolerance says what would decide it (module docstring)."""
+    alpha = (1 - comp.confidence) / 2
+    m = max(comp.decided, 1) if comp.holm else 1
     for cell in comp.cells:
         rows = {r.name: r for r in cell.rows}
-        cell.gates = [_judged(g, rows.get(g.metric), comp.allow_weak) for g in cell.gates]
+        cell.gates = [_judged(g, rows.get(g.metric), alpha, m) for g in cell.gates]
 
 
-def _judged(g: GateResult, row: MetricRow | None, allow_weak: bool) -> GateResult:
-    if g.status != Status.PASS:
+def _judged(g: GateResult, row: MetricRow | None, alpha: float, m: int) -> GateResult:
+    if g.status != Status.PASS and not g.undecided:
         return g
     vacuous = beyond_range(g, row)
-    if vacuous:
-        return replace(g, notes=(vacuous, *g.notes))
-    reason, allowable = weakness(g, row)
+    if vacuous:  # nothing past the tolerance can happen: whatever the interval says, it guards nothing
+        message = g.message.split("; not decided:")[0]
+        return replace(
+            g, status=Status.PASS, undecided="", cannot_fail=vacuous, message=message, notes=(vacuous, *g.notes)
+        )
+    reason = _undecided(g, row, alpha, m)
     if not reason:
         return g
-    if allow_weak and allowable:
-        return replace(g, weak=reason, notes=(f"weak check passed under --allow-weak: {reason}", *g.notes))
     name, _, rest = g.message.partition(": ")
     message = f"{name}: {reason}; not a pass: {rest}" if rest else f"{name}: {reason}"
-    return replace(g, weak=reason, status=Status.INCONCLUSIVE, message=message)
+    return replace(g, undecided=reason, status=Status.INCONCLUSIVE, message=message)
+
+
+def _undecided(g: GateResult, row: MetricRow | None, alpha: float, m: int) -> str:
+    """Why a pass or a straddling check is not known to be within its tolerance, and what would
+    decide it; "" for a pass that stands."""
+    if g.scope == WITHIN:
+        return (
+            f"not known to be within the tolerance: {WITHIN} (one repeat a side), its interval does not hold "
+            f"a shift of the whole run from machine load; {HINT}"
+        )
+    if g.status == Status.PASS:
+        return ""
+    if g.harm is None or g.harm_ci is None or g.tolerance is None:
+        return g.undecided
+    metric = row.metric if row is not None else None
+    show = (lambda x: amount(metric, x)) if metric is not None else (lambda x: f"{x:.4g}")
+    drop = "rise" if metric is not None and not metric.higher_is_better else "drop"
+    lo, hi = g.harm_ci
+    where = (
+        f"the interval allows a {drop} of up to {show(hi)}, past {show(g.tolerance)}"
+        if lo <= g.tolerance
+        else f"past {show(g.tolerance)} at the per-check level, not after Holm over {m} checks"
+    )
+    return f"not known to be within the tolerance: {where}; {needs(g, g.harm, alpha, m)}"

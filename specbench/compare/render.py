@@ -3,7 +3,6 @@ Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting.""
 
 from __future__ import annotations
 
-import math
 import re
 
 from specbench.compare.cellwise import Comparison, MetricRow
@@ -50,21 +49,15 @@ def fmt_ci(row: MetricRow) -> str:
 
 def tally(comp: Comparison) -> str:
     n = comp.counts
-    text = f"{n['pass']} passed, {n['fail']} failed, {n['inconclusive']} inconclusive"
-    weak = [g for g in comp.weak if g.status == "inconclusive"]
-    if weak:
-        text += f" ({len(weak)} too weak for their tolerance)"
-    return text + weak_allowed(comp)
-
-
-def weak_allowed(comp: Comparison) -> str:
-    """The headline's word on passes that are weak checks --allow-weak let through, or ""."""
-    n = sum(1 for g in comp.weak if g.status == "pass")
-    if not n:
-        return ""
-    return (
-        f"; {n} of the passes are weak checks allowed by --allow-weak: they could not see a change of their tolerance"
-    )
+    text = f"{n['pass']} passed"
+    if n["cannot_fail"]:
+        text += f", {n['cannot_fail']} cannot fail (tolerance reaches the metric's worst value)"
+    text += f", {n['fail']} failed, {n['inconclusive']} inconclusive"
+    within = sum(1 for g in comp.undecided if g.scope == "within-run only")
+    straddle = len(comp.undecided) - within
+    why = [f"{straddle} with an interval that straddles the tolerance"] if straddle else []
+    why += [f"{within} within-run only: 2+ repeats a side decide"] if within else []
+    return text + (f" ({'; '.join(why)})" if why else "")
 
 
 def headline(comp: Comparison) -> str:
@@ -84,24 +77,9 @@ def headline(comp: Comparison) -> str:
         return f"INCONCLUSIVE: {len(unsure)} gate check(s) could not be decided ({what}); {tally(comp)}"
     if not comp.checks:
         return "INCONCLUSIVE: no gate check ran"
+    if not comp.counts["pass"]:
+        return f"NOTHING TESTED: every check cannot fail; {tally(comp)}"
     return f"no regression: {tally(comp)}"
-
-
-def weak_gates(comp: Comparison) -> list[str]:
-    """One line per gate whose checks are too weak for its tolerance (power.py; worst check named)."""
-    out = []
-    for gate in dict.fromkeys(g.gate for g in comp.checks):
-        checks = [g for g in comp.checks if g.gate == gate and g.mdc is not None]
-        weak = [g for g in checks if g.weak]
-        if weak:
-            worst = max(weak, key=lambda g: (g.mdc or 0.0) / g.tolerance if g.tolerance else math.inf)
-            allowed = sum(1 for g in weak if g.status == "pass")
-            how = f" ({allowed} passed under --allow-weak)" if allowed else ""
-            out.append(
-                f"{gate}: {len(weak)} of {len(checks)} check(s) too weak for their tolerance{how}; worst: "
-                f"{worst.cell}: {worst.metric}: {worst.weak}"
-            )
-    return out
 
 
 def _gate_cell(statuses: list[str], md: bool = False) -> str:
@@ -110,6 +88,19 @@ def _gate_cell(statuses: list[str], md: bool = False) -> str:
     if "inconclusive" in statuses:
         return "inconclusive" if md else "[yellow]inconclusive[/]"
     return "pass" if "pass" in statuses else ""
+
+
+def cell_status(checks: list[GateResult]) -> str:
+    """One verdict for the checks of one metric in one cell: fail, inconclusive, pass, or
+    "cannot fail" when every check passed only because nothing past its tolerance is possible."""
+    statuses = [g.status for g in checks]
+    if "fail" in statuses:
+        return "fail"
+    if "inconclusive" in statuses:
+        return "inconclusive"
+    if not statuses:
+        return ""
+    return "cannot fail" if all(g.cannot_fail for g in checks) else "pass"
 
 
 def _mdc(cell) -> dict[str, str]:
@@ -143,7 +134,7 @@ def detects(comp: Comparison) -> str:
     return DETECTS + (FEW_UNITS_NOTE if few else "")
 
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "cannot fail": "dim"}
 
 
 def short_metric(name: str) -> str:
@@ -181,16 +172,7 @@ def verdict_grid(comp: Comparison) -> tuple[list[str], list[tuple[str, list[tupl
             continue
         row = []
         for m in metrics:
-            statuses = [g.status for g in cell.gates if g.metric == m]
-            status = (
-                "fail"
-                if "fail" in statuses
-                else "inconclusive"
-                if "inconclusive" in statuses
-                else "pass"
-                if statuses
-                else ""
-            )
+            status = cell_status([g for g in cell.gates if g.metric == m])
             metric_row = next((r for r in cell.rows if r.name == m), None)
             change = "missing" if cell.missing else _short_change(metric_row)
             row.append((change if status else "", status))
@@ -240,7 +222,7 @@ def print_table(comp: Comparison, console, verbose: bool = False, err=None, quie
     one side only and warnings (on ``err``, stderr in the CLI), failures, undecided checks grouped
     by reason (``verbose``: one line each) and the headline; ``quiet``: the headline only."""
     if quiet:
-        style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive or comp.weak else "bold green")
+        style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
         console.print(f"[{style}]{user_text(headline(comp))}[/]", highlight=False, soft_wrap=True)
         return
     # CI logs are not terminals (80 columns by default); a truncated table is unreadable there.
@@ -261,13 +243,13 @@ def _print_table(comp: Comparison, console, verbose: bool, err) -> None:
 
 
 def undecided_lines(comp: Comparison) -> list[str]:
-    """The inconclusive checks, one line per reason: checks too weak for one gate's tolerance share a
-    line naming their cells and metrics and the prompts they would need; any other reason shared by
-    several checks (the same message) likewise."""
+    """The inconclusive checks, one line per reason: checks of one gate whose interval straddles its
+    tolerance share a line naming their cells and metrics and the units that would decide them; any
+    other reason shared by several checks (the same message) likewise."""
     names = cell_titles(comp)
     groups: dict[tuple[str, str], list] = {}
     for g in comp.inconclusive:
-        reason = "too weak" if g.weak else g.message.removeprefix(f"{g.metric}: ")
+        reason = "undecided" if g.undecided else g.message.removeprefix(f"{g.metric}: ")
         groups.setdefault((g.gate, reason), []).append(g)
     out = []
     for (gate, reason), members in groups.items():
@@ -275,24 +257,26 @@ def undecided_lines(comp: Comparison) -> list[str]:
         for g in members:
             cells.setdefault(names.get(g.cell, g.cell), []).append(short_metric(g.metric))
         where = "; ".join(f"{cell}: {', '.join(ms)}" for cell, ms in cells.items())
-        if reason == "too weak":
-            needs = sorted(int(n) for g in members for n in re.findall(r"needs ~(\d+)", g.weak))
-            has = sorted({g.units for g in members if g.units})
-            unit = members[0].unit or "units"
-            phrases = {m.group(0) for g in members if (m := re.search(r"too weak to see [^:]*", g.weak))}
-            # one phrase when the checks share it (a drop in pp); a relative tolerance is a different
-            # absolute drop per cell, so then the gate says it
-            head = f"{phrases.pop()} ({gate})" if len(phrases) == 1 else f"too weak for {gate}"
-            has_text = ", ".join(map(str, has)) or "?"
-            if needs:
-                span = f"~{needs[0]}" if needs[0] == needs[-1] else f"~{needs[0]}–{needs[-1]}"
-                reason = f"{head}: needs {span} {unit} (has {has_text})"
-            else:
-                reason = f"{head} with {has_text} {unit}"
+        if reason == "undecided":
+            reason = _undecided_reason(gate, members)
         else:
             reason = f"({gate}) {reason}"
         out.append(f"{len(members)} check(s) {reason} — {where}")
     return out
+
+
+def _undecided_reason(gate: str, members: list[GateResult]) -> str:
+    needs = sorted(int(n) for g in members for n in re.findall(r"needs ~(\d+)", g.undecided))
+    has = sorted({g.units for g in members if g.units})
+    unit = members[0].unit or "units"
+    has_text = ", ".join(map(str, has)) or "?"
+    head = f"not known to be within {gate} (the interval straddles the tolerance)"
+    if any(g.scope == "within-run only" for g in members):
+        head = f"not known to be within {gate} (within-run only: 2+ repeats a side decide)"
+    if needs:
+        span = f"~{needs[0]}" if needs[0] == needs[-1] else f"~{needs[0]}–{needs[-1]}"
+        return f"{head}: needs {span} {unit} to decide (has {has_text})"
+    return f"{head} with {has_text} {unit}"
 
 
 def _print_details(comp: Comparison, console) -> None:
@@ -355,8 +339,6 @@ def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
     for line in comp.warnings:
         err.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
     if verbose:  # the grouped lines below say the same per gate
-        for line in weak_gates(comp):
-            err.print(f"[yellow]warning:[/] {u(line)}", highlight=False, soft_wrap=True)
         for g in comp.inconclusive:
             console.print(
                 f"[yellow]INCONCLUSIVE[/] {u(g.cell)}: {u(g.metric)} ({u(g.gate)}): {u(g.message)}",
@@ -377,7 +359,7 @@ def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
     gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
     console.print(f"gates: {u(gates)}; {u(comp.error_rate)}", highlight=False, soft_wrap=True)
     console.print(f"detects: {u(detects(comp))}", highlight=False, style="dim")
-    style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive or comp.weak else "bold green")
+    style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
     console.print(f"[{style}]{u(headline(comp))}[/]", highlight=False, soft_wrap=True)
 
 
@@ -393,16 +375,13 @@ def markdown(comp: Comparison) -> str:
     out += ["</details>", ""]
     out += _md_gate_list("Regressions", comp.failures)
     out += _md_gate_list("Inconclusive (not a pass)", comp.inconclusive)
-    blind = [f"- {md_cell(line)}" for line in weak_gates(comp)]
-    if blind:
-        out += ["### Weak gates", ""] + blind + [""]
     out += _md_notes(comp)
     return "\n".join(out)
 
 
 def _md_head(comp: Comparison, level: int) -> list[str]:
     m = md_cell  # every value from the inputs stays on its line and in its cell (no "|", newline or ESC)
-    icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or comp.weak or not comp.checks else "✅")
+    icon = "❌" if comp.failures else ("⚠️" if comp.inconclusive or not comp.checks else "✅")
     return [
         f"## {icon} specbench compare: {m(headline(comp))}",
         "",
@@ -419,7 +398,13 @@ def _md_verdict_grid(comp: Comparison) -> list[str]:
     metrics, rows, ungated = verdict_grid(comp)
     if not rows:
         return []
-    md_status = {"fail": "**FAIL**", "pass": "pass", "inconclusive": "inconclusive", "": ""}
+    md_status = {
+        "fail": "**FAIL**",
+        "pass": "pass",
+        "inconclusive": "inconclusive",
+        "cannot fail": "cannot fail",
+        "": "",
+    }
     out = [
         f"Gate checks per cell: change, verdict ({units_note(comp)}).",
         "",

@@ -55,7 +55,7 @@ class Status(str, Enum):
         return format(self.value, spec)
 
 
-DECIDED = (Status.PASS, Status.FAIL)  # checks with an interval: the family the run-level correction holds
+DECIDED = (Status.PASS, Status.FAIL)  # checks their interval decided (with the undecided ones: Holm's family)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,7 +80,10 @@ class GateResult:
     floor: float | None = None  # within-run only: the harm it fails past (noise floor with the tolerance)
     units: int | None = None  # how many units its SE rests on (prompts, requests, repeats): for "needs ~N"
     unit: str = ""  # what those units are ("prompts", "requests", "windows", "repeats")
-    weak: str = ""  # why it is too weak for its tolerance (power.py): inconclusive, or a pass under --allow-weak
+    undecided: str = ""  # why a check that did not fail is not known within its tolerance (power.py): inconclusive
+    cannot_fail: str = ""  # why no candidate can be past its tolerance (power.py): a pass counted apart
+    harm: float | None = None  # the change in the bad direction, as decided (gates.decide)
+    harm_ci: tuple[float, float] | None = None  # its interval at the compare's confidence
 
 
 @dataclass
@@ -132,8 +135,7 @@ class Comparison:
     n_resamples: int
     unmatched: list[GateResult] = field(default_factory=list)  # gates that selected no cell
     holm: bool = True
-    allow_weak: bool = False  # --allow-weak: checks too weak for their tolerance pass, labelled so
-    family: int | None = None  # checks with an interval, the family Holm held (weak ones included)
+    family: int | None = None  # checks with an interval, the family Holm held (undecided ones included)
     allow_inconclusive: bool = False  # --allow-inconclusive: exit 0 where checks could not be decided
 
     @property
@@ -156,7 +158,15 @@ class Comparison:
 
     @property
     def counts(self) -> dict[str, int]:
-        return {s.value: sum(1 for g in self.checks if g.status == s) for s in Status}
+        """Checks by outcome; a pass that could not have failed is counted as ``cannot_fail``, not ``pass``."""
+        out = {s.value: sum(1 for g in self.checks if g.status == s and not g.cannot_fail) for s in Status}
+        out["cannot_fail"] = len(self.cannot_fail)
+        return out
+
+    @property
+    def cannot_fail(self) -> list[GateResult]:
+        """Checks whose tolerance reaches the metric's worst value: nothing they guard can happen."""
+        return [g for g in self.checks if g.cannot_fail]
 
     @property
     def exit_code(self) -> int:
@@ -169,17 +179,22 @@ class Comparison:
         return EXIT_OK
 
     @property
-    def decided(self) -> int:
-        """Checks the run-level correction covers: every check with an interval (pass or fail, and
-        the ones then found too weak to pass: they were tested, their failure would have stood)."""
-        if self.family is not None:
-            return self.family
-        return sum(1 for g in self.checks if g.status in DECIDED)
+    def tested(self) -> list[GateResult]:
+        """Checks whose interval was held against the tolerance: pass, fail, or straddling it."""
+        return [g for g in self.checks if g.status in DECIDED or g.undecided]
 
     @property
-    def weak(self) -> list[GateResult]:
-        """Checks too weak for their tolerance: inconclusive, or passes allowed by --allow-weak."""
-        return [g for g in self.checks if g.weak]
+    def decided(self) -> int:
+        """Checks the run-level correction covers: every check with an interval (pass or fail, and
+        the ones then found undecided: they were tested, their failure would have stood)."""
+        if self.family is not None:
+            return self.family
+        return len(self.tested)
+
+    @property
+    def undecided(self) -> list[GateResult]:
+        """Checks that did not fail and are not known within their tolerance: their interval straddles it."""
+        return [g for g in self.checks if g.undecided]
 
     @property
     def error_control(self) -> dict[str, Any]:
@@ -190,7 +205,7 @@ class Comparison:
             "scope": "run" if self.holm else "check",
             "alpha_one_sided": round(alpha, 6),
             "checks": self.decided,
-            "inconclusive_not_tested": len([g for g in self.inconclusive if not g.weak]),
+            "inconclusive_not_tested": len([g for g in self.inconclusive if not g.undecided]),
         }
 
     @property
@@ -198,8 +213,8 @@ class Comparison:
         """Which false-alarm rate the gates control, in words."""
         alpha = (1 - self.confidence) / 2 * 100
         m = self.decided
-        weak = len(self.weak)
-        also = f" ({weak} of them then too weak for their tolerance)" if weak else ""
+        n = len(self.undecided)
+        also = f" ({n} of them not decided: their interval straddles the tolerance)" if n else ""
         if self.holm:
             return (
                 f"false alarms: <= {alpha:.3g}% one-sided for the whole compare, Holm over all {m} decided "
@@ -233,9 +248,9 @@ class Comparison:
             "error_rate": self.error_rate,
             "error_control": self.error_control,
             "holm": self.holm,
-            "allow_weak": self.allow_weak,
             "allow_inconclusive": self.allow_inconclusive,
-            "weak": len(self.weak),
+            "undecided": len(self.undecided),
+            "cannot_fail": len(self.cannot_fail),
             "regressions": [asdict(g) for g in self.failures],
             "inconclusive": [asdict(g) for g in self.inconclusive],
             "unmatched_gates": [asdict(g) for g in self.unmatched],

@@ -64,20 +64,94 @@ def aa_sides(pop: dict[str, dict], n: int, rng: np.random.Generator) -> tuple[Si
     for label in ("base", "cand"):
         cells = {}
         for cid, c in pop.items():
-            units = _draw(chosen[cid], rng, c["k"])
-            key = cell_key(c["axes"])
-            cells[key] = SideCell(
-                key=key,
-                name=cell_name(c["axes"], cid),
-                axes=c["axes"],
-                cell_ids=[cid],
-                units=units,
-                unit_kind="request",
-                k=c["k"],
-                exact=total(units),
-                requests=requests_of(
-                    [{"prompt_id": p[0], "spec_decode": u.to_dict()} for p, u in zip(chosen[cid], units)]
-                ),
-            )
+            cells[cell_key(c["axes"])] = _side_cell(cid, c, chosen[cid], _draw(chosen[cid], rng, c["k"]))
         sides.append(Side(path=Path(label), label=label, manifest=Manifest(run_id=label, cells=[]), cells=cells))
     return sides[0], sides[1]
+
+
+# A candidate with a known true harm: each prompt's accepted-length distribution changed so that the
+# population's statistic drops by exactly the amount asked (a drop of T, 2T ...). Acceptance is a
+# prefix, so a drop is a draft rejected at some position: ``_reject(probs, j, r)`` rejects the
+# draft at position j with probability r, which scales p_j and every later p_i by (1 - r).
+
+
+def _reject(probs: np.ndarray, j: int, r: float) -> np.ndarray:
+    out = np.array(probs, dtype=float)
+    moved = out[j + 1 :] * r
+    out[j + 1 :] -= moved
+    out[j] += moved.sum()
+    return out
+
+
+def _weights(prompts) -> tuple[np.ndarray, np.ndarray]:
+    """Per prompt: drafts, and the mean accepted tokens per draft."""
+    d = np.array([p[1] for p in prompts], dtype=float)
+    m = np.array([float(np.dot(np.arange(len(p[2])), p[2])) for p in prompts])
+    return d, m
+
+
+def harm(cell: dict, shape: str, amount: float, rng: np.random.Generator | None = None) -> dict:
+    """``cell`` (a :func:`population` entry) with a true harm of ``amount``:
+
+    - ``"al"``: AL drops by ``amount`` relative (0.05 = 5%), every prompt alike (every p_i scaled);
+    - ``"p<j>"`` (``"p0"``): p_j drops by ``amount`` absolute (0.05 = 5pp), every prompt alike; later
+      positions scale with it (a draft rejected at j is rejected after it), earlier ones unchanged;
+    - ``"al-20%"``: AL drops by ``amount`` relative, all of it in a fixed 20% of the prompts.
+    Raises ValueError when the cell cannot carry that drop (p_j below the amount)."""
+    prompts = cell["prompts"]
+    d, m = _weights(prompts)
+    al = 1 + float((d * m).sum() / d.sum())
+    if shape.startswith("p"):
+        j = int(shape[1:])
+        pj = float(sum(p[1] * p[2][j + 1 :].sum() for p in prompts) / d.sum())
+        if pj < amount:
+            raise ValueError(f"p_{j} = {pj:.3f} cannot drop by {amount}")
+        new = [(pid, n, _reject(pr, j, amount / pj)) for pid, n, pr in prompts]
+    elif shape in ("al", "al-20%"):
+        lost = amount * al * d.sum()  # accepted tokens to take away, over the population
+        chosen = np.arange(len(prompts))
+        if shape == "al-20%":
+            order = (rng or np.random.default_rng(0)).permutation(len(prompts))
+            chosen = np.sort(order[: max(1, round(0.2 * len(prompts)))])
+        r = lost / float((d[chosen] * m[chosen]).sum())  # scale every p_i of the chosen prompts by 1 - r
+        if r > 1:
+            raise ValueError(f"the chosen prompts cannot lose {amount:.0%} of the cell's AL")
+        new = [
+            (pid, n, _reject(pr, 0, r) if i in set(chosen.tolist()) else pr) for i, (pid, n, pr) in enumerate(prompts)
+        ]
+    else:
+        raise ValueError(f"unknown harm shape {shape!r}")
+    return {**cell, "prompts": new}
+
+
+def boundary_sides(
+    pop: dict[str, dict], harmed: dict[str, dict], n: int, rng: np.random.Generator
+) -> tuple[Side, Side]:
+    """An A/B study: ``n`` prompts per cell drawn once, the baseline from ``pop``, the candidate from
+    ``harmed`` (the same prompts with their harmed distributions; cells it lacks unharmed)."""
+    picks = {
+        cid: rng.choice(len(c["prompts"]), size=min(n, len(c["prompts"])), replace=False) for cid, c in pop.items()
+    }
+    sides = []
+    for label, source in (("base", pop), ("cand", {**pop, **harmed})):
+        cells = {}
+        for cid, c in source.items():
+            chosen = [c["prompts"][i] for i in picks[cid]]
+            cells[cell_key(c["axes"])] = _side_cell(cid, c, chosen, _draw(chosen, rng, c["k"]))
+        sides.append(Side(path=Path(label), label=label, manifest=Manifest(run_id=label, cells=[]), cells=cells))
+    return sides[0], sides[1]
+
+
+def _side_cell(cid: str, c: dict, chosen, units: list[Counts]) -> SideCell:
+    key = cell_key(c["axes"])
+    return SideCell(
+        key=key,
+        name=cell_name(c["axes"], cid),
+        axes=c["axes"],
+        cell_ids=[cid],
+        units=units,
+        unit_kind="request",
+        k=c["k"],
+        exact=total(units),
+        requests=requests_of([{"prompt_id": p[0], "spec_decode": u.to_dict()} for p, u in zip(chosen, units)]),
+    )

@@ -78,7 +78,7 @@ def test_attested_differences_between_the_runs_are_named(tmp_path):
 def test_inputs_no_specbench_server_produced_are_shown_unchecked_not_refused(tmp_path):
     log = BASELINE / CELL / "server.log"
     js = tmp_path / "r.json"
-    code, out = run(log, log, "--json", js, "--allow-weak")  # 6 log windows see no 3% drop: weak
+    code, out = run(log, log, "--json", js, "--allow-inconclusive")  # 6 log windows see no 3% drop: weak
     assert code == 0, out
     assert any("not attested (a log or /metrics file" in w for w in json.loads(js.read_text())["warnings"])
 

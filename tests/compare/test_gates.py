@@ -13,11 +13,13 @@ from specbench.compare.metrics import METRICS
     [
         ("acceptance_length:-3%", "mean_acceptance_length", None, -3.0, "%"),
         ("mean_acceptance_length:-0.1", "mean_acceptance_length", None, -0.1, "abs"),
-        ("per_position[0]:-0.02", "per_position", 0, -0.02, "abs"),
+        ("p_0:-2pp", "per_position", 0, -2.0, "pp"),
+        ("AL:-5%", "mean_acceptance_length", None, -5.0, "%"),
+        ("α_1:-5pp", "conditional", 1, -5.0, "pp"),
         ("per_position[*]:-2pp", "per_position", -1, -2.0, "pp"),
         ("ttft_p50_ms:+10%", "ttft_p50_ms", None, 10.0, "%"),
         ("draft_acceptance_rate:-1pp", "draft_acceptance_rate", None, -1.0, "pp"),
-        ("conditional[1]:-0.05", "conditional", 1, -0.05, "abs"),
+        ("DAR:-1pp", "draft_acceptance_rate", None, -1.0, "pp"),
         ("per_position[2]:0", "per_position", 2, 0.0, "abs"),
         (" acceptance_length : -3% ", "mean_acceptance_length", None, -3.0, "%"),
     ],
@@ -39,6 +41,8 @@ def test_parse_valid(expr, metric, index, value, unit):
         ("ttft_p50_ms:-10%", "must be written +10%"),
         ("acceptance_length:-2pp", "only applies to fractions"),
         ("per_position[a]:-2pp", "not of the form"),
+        ("per_position[*]:-5", "needs a unit: -5pp (percentage points) or -5%"),
+        ("p_0:-0.02", "-0.02pp (percentage points; 0.02 as a fraction is 2pp) or -0.02%"),
     ],
 )
 def test_parse_malformed_names_expression_and_grammar(expr, fragment):
@@ -52,15 +56,21 @@ def test_parse_malformed_names_expression_and_grammar(expr, fragment):
 def test_tolerance_units():
     assert parse_gate("per_position[0]:-2pp").tolerance(0.7) == pytest.approx(0.02)
     assert parse_gate("acceptance_length:-3%").tolerance(2.5) == pytest.approx(0.075)
-    assert parse_gate("per_position[0]:-0.05").tolerance(0.7) == pytest.approx(0.05)
+    assert parse_gate("per_position[0]:-5%").tolerance(0.7) == pytest.approx(0.035)
+
+
+def test_aliases_are_shown_in_the_canonical_form():
+    assert parse_gate("AL:-5%").expr == "acceptance_length:-5%"
+    assert parse_gate("p0:-2pp").expr == "per_position[0]:-2pp" and parse_gate("alpha_2:-1pp").row == "conditional[2]"
 
 
 def test_decide_rule():
     al = parse_gate("acceptance_length:-0.1")  # higher is better: harm = base - cand
     # whole CI of the change past -0.1: fail
     assert decide(al, 2.5, 2.2, (-0.4, -0.2)).status == "fail"
-    # point past the tolerance but the CI reaches back inside it: noise cannot be ruled out, pass
-    assert decide(al, 2.5, 2.35, (-0.3, -0.05)).status == "pass"
+    # the CI straddles the tolerance: neither known within it nor past it
+    d = decide(al, 2.5, 2.35, (-0.3, -0.05))
+    assert d.status == "inconclusive" and d.undecided and d.tested
     # significant but within tolerance: pass
     assert decide(al, 2.5, 2.45, (-0.08, -0.02)).status == "pass"
     # no CI: no verdict from a point estimate; says how to get units
@@ -69,7 +79,8 @@ def test_decide_rule():
     assert decide(al, None, 2.3, None).status == "inconclusive"
     ttft = parse_gate("ttft_p50_ms:+10%")  # lower is better: harm = cand - base; tolerance 10% of 100 = 10
     assert decide(ttft, 100.0, 130.0, (15.0, 45.0)).status == "fail"
-    assert decide(ttft, 100.0, 130.0, (5.0, 45.0)).status == "pass"
+    assert decide(ttft, 100.0, 130.0, (5.0, 45.0)).status == "inconclusive"
+    assert decide(ttft, 100.0, 105.0, (1.0, 9.0)).status == "pass"
     assert decide(ttft, 100.0, 70.0, (-45.0, -15.0)).status == "pass"  # faster is never a failure
 
 

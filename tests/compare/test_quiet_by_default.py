@@ -46,7 +46,9 @@ def test_an_undecided_compare_fits_a_screen_and_q_prints_the_verdict_only(tmp_pa
     shown = sum(max(1, -(-len(line) // 120)) for line in (r.stdout + r.stderr).splitlines())
     assert shown <= 40, r.stdout + r.stderr
     undecided = [line for line in r.stdout.splitlines() if line.startswith("INCONCLUSIVE ")]
-    assert len(undecided) == 2 and "20 too weak" in r.stdout  # 20 checks, one line per gate's reason
+    assert (
+        len(undecided) == 2 and "20 with an interval that straddles" in r.stdout
+    )  # 20 checks, one line per gate's reason
     assert "MLA on · norm on: p_0, p_1, p_2" in undecided[1]  # display names, as the table
     assert "runs differ: vLLM version" in r.stderr and "runs differ" not in r.stdout  # warnings: stderr
     q = _compare(RUN, copy, "-q")

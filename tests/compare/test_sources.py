@@ -64,4 +64,4 @@ def test_disagreeing_sources_are_inconclusive_with_both_figures(tmp_path):
     assert f"per-request counts AL {req_al:.3f}" in out and f"/metrics AL {prom_al:.3f}" in out
     others = [g for c in data["cells"] if c["base_ids"] != [CELL] for g in c["gates"]]
     # the untouched cells' checks pass their intervals; 20 prompts cannot see 3%: weak (issue 37)
-    assert others and all(g["status"] == "inconclusive" and g["weak"] for g in others)
+    assert others and all(g["status"] == "inconclusive" and g["undecided"] for g in others)

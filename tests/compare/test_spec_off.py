@@ -53,7 +53,7 @@ def test_a_candidate_that_made_no_drafts_fails(copy, tmp_path):
     code, out = run(BASELINE, copy, "--json", js, "--allow-inconclusive")
     assert code == 1, out
     data = json.loads(js.read_text())
-    assert data["checks"] == {"pass": 0, "fail": 24, "inconclusive": 0}  # AL + 3 positions in 6 cells
+    assert data["checks"] == {"pass": 0, "fail": 24, "inconclusive": 0, "cannot_fail": 0}  # AL + 3 positions in 6 cells
     assert "speculation off in the candidate: 0 drafts over 20 finished requests" in out
     assert "where the baseline made 471 drafts" in out
     al = next(
@@ -110,7 +110,7 @@ def test_speculation_off_without_per_request_units_fails(copy, tmp_path):
     code, out = run(BASELINE, copy, "--json", js)
     assert code == 1, out
     data = json.loads(js.read_text())
-    assert data["checks"] == {"pass": 0, "fail": 24, "inconclusive": 0}
+    assert data["checks"] == {"pass": 0, "fail": 24, "inconclusive": 0, "cannot_fail": 0}
     assert "speculation off in the candidate: 0 drafts over 20 finished requests" in out
     assert "no verdict from a point estimate" not in out
     notes = [n for c in data["cells"] for g in c["gates"] for n in g["notes"]]

@@ -26,7 +26,7 @@ def run(*args):
 def test_verdict_table_leads_with_one_row_per_cell(make_run):
     base = make_run("base", _cells(P), seed=1)
     cand = make_run("cand", _cells([0.60, 0.40, 0.20]), seed=2)
-    code, out = run(base, cand, "--allow-weak")  # the unchanged cell's checks cannot see 3% / 2pp
+    code, out = run(base, cand, "--allow-inconclusive")  # the unchanged cell's checks cannot see 3% / 2pp
     assert code == 1, out
     lines = out.splitlines()
     assert lines[0].startswith("Gate checks per cell") and "40 vs 40" in lines[0]
@@ -50,11 +50,11 @@ def test_verbose_adds_every_metric(make_run):
 
 def test_a_run_compared_with_itself_is_flagged(make_run, tmp_path):
     base = make_run("base", _cells(P), seed=1)
-    code, out = run(base, base, "--allow-weak")  # 40 requests: weak checks
+    code, out = run(base, base, "--allow-inconclusive")  # 40 requests: weak checks
     assert code == 0 and "same path" in out and "0 by construction" in out
     copy = tmp_path / "copy"
     shutil.copytree(base, copy)
-    code, out = run(base, copy, "--allow-weak")
+    code, out = run(base, copy, "--allow-inconclusive")
     assert code == 0 and "copies of one run (base)" in out
     other = make_run("other", _cells(P), seed=1)
     assert "by construction" not in run(base, other)[1]

@@ -142,7 +142,7 @@ def test_report_and_screen_measure_an_interleaved_cell_against_its_paired_reques
 def test_the_speedup_gate_uses_the_paired_requests(tmp_path, capsys):
     run = _paired_copy(tmp_path, 2.0)
     out = tmp_path / "c.json"
-    run_cli(["compare", str(RUN), str(run), "--gate", "speedup:-5%", "--json", str(out), "--allow-weak"])
+    run_cli(["compare", str(RUN), str(run), "--gate", "speedup:-5%", "--json", str(out), "--allow-inconclusive"])
     capsys.readouterr()
     data = json.loads(out.read_text())
     row = next(
@@ -209,10 +209,10 @@ def test_compare_names_a_speedup_measured_apart_against_one_measured_interleaved
     m = json.loads((run / "manifest.json").read_text())
     m["resolved_config"]["load"]["interleave"] = 4
     (run / "manifest.json").write_text(json.dumps(m))
-    run_cli(["compare", str(RUN), str(run), "--allow-weak"])
+    run_cli(["compare", str(RUN), str(run), "--allow-inconclusive"])
     said = capsys.readouterr().err
     assert "runs differ: speed-up measurement (load.interleave blocks; 0: apart): baseline 0, candidate 4" in said
-    run_cli(["compare", str(run), str(run), "--allow-weak"])
+    run_cli(["compare", str(run), str(run), "--allow-inconclusive"])
     assert "load.interleave" not in capsys.readouterr().err  # alike: nothing to say
 
 
