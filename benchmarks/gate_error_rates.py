@@ -23,6 +23,13 @@ runs' real requests (or, for power, a simulation with known truth):
    (results/reruns/default-interleaved-*; both orders of every pair; benchmarks/speedup_reruns.py
    prints each pair). Target >= 90%. No seed: real runs.
 
+0. The gate's boundary rates (issue 54), on candidates with a known true harm put into the real
+   per-prompt outcomes of results/baselines/cpu-gate at the CI recipe's size (176 prompts a cell,
+   paired; gates acceptance_length:-5% and per_position[*]:-5pp; specbench/testing/realaa.py
+   ``harm``): P(exit 0 | harm T) <= 5%, P(exit 1 | no harm) <= 5%, P(exit 0 | no harm) >= 80%,
+   P(exit 1 | harm 2T) >= 80%; harms: AL down T in the norm-on cells, p_0 down T (5pp) in every
+   cell, AL down T carried by 20% of the norm-on cells' prompts.
+
 Each rate is printed with its Monte Carlo standard error.
 
     .venv/bin/python benchmarks/gate_error_rates.py              # ~4 minutes on 2 cores
@@ -55,6 +62,45 @@ def mc(rate: float, trials: int) -> str:
 
 def verdict(ok: bool) -> str:
     return "met" if ok else "NOT MET"
+
+
+def boundaries(trials: int, seed: int) -> bool:
+    from specbench.testing import BASELINES
+    from specbench.testing.realaa import boundary_sides, harm
+
+    gates = [parse_gate("acceptance_length:-5%"), parse_gate("per_position[*]:-5pp")]
+    pop = population(BASELINES / "cpu-gate")
+    print(f"0. boundary rates, cpu-gate at 176 prompts a cell, {trials} compares each, seed {seed}")
+    ok = True
+    scenarios = [("no harm", "al", 0.0)] + [
+        (f"{name} {amount:g}x T", shape, amount * 0.05)
+        for amount in (1, 2)
+        for name, shape in (("AL down", "al"), ("p_0 down", "p0"), ("AL down in 20% of prompts", "al-20%"))
+    ]
+    for i, (name, shape, amount) in enumerate(scenarios):
+        rng = np.random.default_rng(seed + 100 + i)
+        cand = (
+            {cid: harm(c, shape, amount) for cid, c in pop.items() if shape == "p0" or c["axes"]["output_norm"] == "on"}
+            if amount
+            else {}
+        )
+        codes = [
+            compare_sides(*boundary_sides(pop, cand, 176, rng), gates, n_resamples=200).exit_code for _ in range(trials)
+        ]
+        r0, r1 = codes.count(0) / trials, codes.count(1) / trials
+        if not amount:
+            good = r1 <= 0.05 and r0 >= 0.8
+            want = "exit 1 <= 5% and exit 0 >= 80%"
+        elif amount == 0.05:
+            good, want = r0 <= 0.05, "exit 0 <= 5%"
+        else:
+            good, want = r1 >= 0.8, "exit 1 >= 80%"
+        ok &= good
+        print(
+            f"   {name:<34} exit 0 {mc(r0, trials)}, exit 1 {mc(r1, trials)}, exit 3 "
+            f"{100 * codes.count(3) / trials:.1f}%   target {want}: {verdict(good)}"
+        )
+    return ok
 
 
 def run_level(trials: int, seed: int) -> bool:
@@ -197,9 +243,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=400, help="compares / draws per size (speed-up: per cell)")
     ap.add_argument("--seed", type=int, default=20261204)
+    ap.add_argument("--only", choices=["boundaries"], help="run one section only")
     args = ap.parse_args(argv)
     t0 = time.time()
+    ap_only = args.only
+    if ap_only == "boundaries":
+        ok = boundaries(args.trials, args.seed)
+        print(f"{'met' if ok else 'NOT met'} ({time.time() - t0:.0f} s)")
+        return 0 if ok else 1
     results = [
+        boundaries(args.trials, args.seed),
         speedup(args.trials, args.seed),
         cell_coverage(args.trials, args.seed),
         delta_coverage(args.trials, args.seed),

@@ -262,7 +262,7 @@ def _acceptance_rows(
         warnings.append(f"{bc.name}: {clash}: compared unpaired")
         bcl = {f"baseline:{p}": c for p, c in bcl.items()}
         ccl = {f"candidate:{p}": c for p, c in ccl.items()}
-    pr = pair(bcl, ccl, bc.units, cc.units)
+    pr = pair(bcl, ccl, bc.units, cc.units, cc.sent_prompts())
     if isinstance(pr.base, dict) and isinstance(pr.cand, dict):  # paired: {prompt id: counts}
         deltas = iv.paired_acceptance_deltas(pr.base, pr.cand, conf)
         ub, uc = list(pr.base.values()), list(pr.cand.values())

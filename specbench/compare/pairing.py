@@ -41,6 +41,7 @@ class Pairing:
     n_base: int = 0  # prompts (or units) each side had
     n_cand: int = 0
     blocked: str = ""  # why the acceptance checks cannot be decided, or ""
+    not_sent: list[str] = field(default_factory=list)  # baseline prompts the candidate never sent (a sized subset)
 
     @property
     def complete(self) -> bool:
@@ -67,9 +68,12 @@ class Pairing:
         if self.kind == "unpaired":
             return f"unpaired: no prompt in common ({self.n_base} vs {self.n_cand} prompts)"
         text = f"paired by prompt: {len(self.base)} prompts on both sides"
-        if self.only_base or self.only_cand:
+        if self.not_sent:
+            text += f"; {len(self.not_sent)} baseline prompts the candidate did not send (left out by design)"
+        lost = len(self.only_base) - len(self.not_sent)
+        if lost or self.only_cand:
             text += (
-                f"; unmatched, left out: {len(self.only_base)} of {self.n_base} baseline prompts, "
+                f"; unmatched, left out: {lost} of {self.n_base - len(self.not_sent)} baseline prompts sent, "
                 f"{len(self.only_cand)} of {self.n_cand} candidate prompts"
             )
         return text
@@ -104,9 +108,13 @@ def pair(
     cand_clusters: dict[str, Counts],
     base_units: list[Counts],
     cand_units: list[Counts],
+    cand_sent: dict[str, bool] | None = None,
 ) -> Pairing:
     """The pairing of two cells' acceptance: ``*_clusters`` per prompt ({} without prompt ids),
-    ``*_units`` acceptance.json's units (the fallback without prompt ids)."""
+    ``*_units`` acceptance.json's units (the fallback without prompt ids). ``cand_sent``: every prompt
+    id the candidate sent, finished or not, -> whether all its requests errored. A baseline prompt the
+    candidate never sent (``run --gate-baseline`` sends the first N of the baseline's prompts) is left
+    out by design, not unmatched: the share that may be lost is of the prompts the candidate sent."""
     kb, kc = base_clusters, cand_clusters
     if not kb or not kc:
         return Pairing("units", base_units, cand_units, n_base=len(base_units), n_cand=len(cand_units))
@@ -115,12 +123,19 @@ def pair(
     if not shared:
         return Pairing("unpaired", list(kb.values()), list(kc.values()), only_b, only_c, len(kb), len(kc))
     out = Pairing("paired", {p: kb[p] for p in shared}, {p: kc[p] for p in shared}, only_b, only_c, len(kb), len(kc))
-    worst = max(len(only_b) / len(kb), len(only_c) / len(kc))
+    sent = cand_sent if cand_sent is not None else {p: False for p in kc}
+    out.not_sent = [p for p in only_b if p not in sent]
+    lost = [p for p in only_b if p in sent]  # the candidate sent them; none of their requests finished
+    asked = len(kb) - len(out.not_sent)
+    worst = max(len(lost) / max(asked, 1), len(only_c) / len(kc))
     if worst > MAX_UNMATCHED:
+        errored = sum(1 for p in lost if sent[p])
+        not_sent = f" ({len(out.not_sent)} more it never sent: left out by design)" if out.not_sent else ""
         out.blocked = (
-            f"prompts unmatched between the sides: {len(only_b)} of {len(kb)} baseline prompts have no "
-            f"finished request in the candidate, {len(only_c)} of {len(kc)} candidate prompts none in the "
-            f"baseline; more than {MAX_UNMATCHED:.0%} of a side unmatched, so the {len(shared)} paired "
-            "prompts need not stand for the load (errored requests? another prompt set?)"
+            f"prompts unmatched between the sides: {len(lost)} of the {asked} baseline prompts the candidate "
+            f"sent have no finished request in it{not_sent}, {errored} of them because every request errored "
+            f"(first lost: {', '.join(repr(p) for p in lost[:3]) or 'none'}); {len(only_c)} of {len(kc)} candidate "
+            f"prompts have none in the baseline; more than {MAX_UNMATCHED:.0%} of a side unmatched, so the "
+            f"{len(shared)} paired prompts need not stand for the load"
         )
     return out

@@ -102,6 +102,16 @@ class SideCell:
             out[pid] = out[pid] + c if pid in out else c
         return out
 
+    def sent_prompts(self) -> dict[str, bool] | None:
+        """Every prompt id this cell sent, finished or not -> whether every request of it errored;
+        None when some request has no prompt id (then nothing says which prompts were sent)."""
+        out: dict[str, bool] = {}
+        for row in self.requests:
+            if row.prompt_id is None:
+                return None
+            out[row.prompt_id] = out.get(row.prompt_id, True) and errored(row)
+        return out or None
+
     def prompt_texts(self) -> dict[str, str]:
         """``{prompt id: prompt_sha256}`` of the finished requests that recorded one (runs since
         workloads): the text each id stood for."""

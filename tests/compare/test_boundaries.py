@@ -104,3 +104,36 @@ def test_needs_n_decides_at_the_printed_n(pop):
             decided += g.status != "inconclusive"
             trials += 1
     assert decided >= 0.7 * trials, (decided, trials, asked[:6])
+
+
+def test_a_sized_candidate_that_lost_some_of_its_prompts_gets_a_verdict(pop):
+    """A gate-sized candidate sends the first 176 of the baseline's 198 prompts; the 22 it never sent
+    are left out by design, not "unmatched". Losing 15% of the prompts it sent (every request
+    errored) still gets a verdict, and the reason names the lost prompts when it is too many."""
+    from dataclasses import replace
+
+    from specbench.records.requests import requests_of
+
+    base, cand = boundary_sides(pop, {}, 198, np.random.default_rng(7))
+
+    def thinned(cell, lose: float):
+        ids = [r.prompt_id for r in cell.requests]
+        sent, lost = ids[:176], set(ids[: round(lose * 176)])
+        keep = [r for r in cell.requests if r.prompt_id in sent and r.prompt_id not in lost]
+        errors = requests_of([{"prompt_id": p, "error": "HTTP 500"} for p in sorted(lost)])
+        units = [u for u, r in zip(cell.units, cell.requests) if r.prompt_id in sent and r.prompt_id not in lost]
+        return replace(cell, requests=keep + errors, units=units)
+
+    for lose, decided in ((0.15, True), (0.30, False)):
+        side = replace(cand, cells={k: thinned(c, lose) for k, c in cand.cells.items()})
+        comp = compare_sides(base, side, GATES, n_resamples=200)
+        blocked = [b.reason for c in comp.cells for b in c.blocks]
+        assert bool(blocked) != decided, (lose, blocked[:1])
+        if not decided:
+            assert "of the 176 baseline prompts the candidate sent have no finished request" in blocked[0]
+            assert (
+                "22 more it never sent: left out by design" in blocked[0]
+                and "because every request errored" in blocked[0]
+            )
+        else:
+            assert "did not send (left out by design)" in comp.cells[0].pairing["description"]

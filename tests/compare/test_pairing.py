@@ -55,7 +55,7 @@ def test_identical_prompts_plus_errored_ones_never_read_as_worse(copy, tmp_path)
     assert code == 3, out
     data = json.loads(js.read_text())
     assert data["checks"] == {"pass": 0, "fail": 0, "inconclusive": 24, "cannot_fail": 0}
-    assert "8 of 20 baseline prompts have no finished request in the candidate" in out
+    assert "8 of the 20 baseline prompts the candidate sent have no finished request in it" in out
     assert "more than 20% of a side unmatched" in out
     for cell in data["cells"]:
         if cell["pairing"] is None:
