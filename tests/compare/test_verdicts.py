@@ -226,7 +226,7 @@ def test_an_errored_request_leaves_its_prompt_out_of_both_sides(copy, tmp_path):
     assert any(
         w.startswith(
             "mla=on, output_norm=on: acceptance paired by prompt: 19 prompts on both sides; "
-            "unmatched, left out: 1 of 20 baseline prompts, 0 of 19 candidate prompts"
+            "unmatched, left out: 1 of 20 baseline prompts sent, 0 of 19 candidate prompts"
         )
         for w in data["warnings"]
     ), data["warnings"]
