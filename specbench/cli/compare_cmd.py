@@ -40,7 +40,13 @@ def _split_between(value: Optional[str]) -> Optional[tuple[str, str, str]]:
     """``--between AXIS=A,AXIS=B`` as (axis, A, B); a usage error otherwise."""
     if value is None:
         return None
-    parts = [p.strip() for p in value.split(",")]
+    # A value may hold commas itself (a list axis: speculative:synthetic_acceptance_rates=[0.9,0.7,0.5]):
+    # the second value starts where the axis is named again.
+    axis = value.partition("=")[0].strip()
+    second = value.find(f",{axis}=", len(axis) + 1) if axis else -1
+    parts = (
+        [value[:second].strip(), value[second + 1 :].strip()] if second > 0 else [p.strip() for p in value.split(",")]
+    )
     pairs = [p.partition("=") for p in parts]
     if len(pairs) != 2 or any(not a or not eq or not v for a, eq, v in pairs) or pairs[0][0] != pairs[1][0]:
         raise typer.BadParameter(f"{value!r}: give one axis twice, AXIS=A,AXIS=B (e.g. vllm=0.31.0,vllm=current)")
@@ -86,6 +92,14 @@ Strict = Annotated[
         "--strict",
         help="Runs that differ in vLLM version, model, draft, k, prompts, sampling or machine, or "
         "cells on one side only, are an error (exit 2) instead of a warning.",
+    ),
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Compare runs of different studies anyway (no prompt in common, another workload, prompt set or "
+        "model): without it that is exit 2 naming the difference.",
     ),
 ]
 MarkdownOut = Annotated[
@@ -192,6 +206,7 @@ def compare(
     gate: GateExprs = None,
     gate_file: GateFile = None,
     strict: Strict = False,
+    force: Force = False,
     markdown: MarkdownOut = None,
     html: HtmlOut = None,
     junit: JunitOut = None,
@@ -240,6 +255,8 @@ def compare(
     comp.allow_inconclusive = allow_inconclusive
     _add_warnings(comp, base, cand, baseline, candidate, check_same_run=contrast is None)
     _refuse_incomparable(comp, base, cand, diffs, baseline, candidate, strict)
+    if not force and contrast is None:
+        _refuse_other_study(comp, diffs, baseline, candidate)
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html)
     _print_verdict(comp, verbose=verbose, quiet=quiet, allow_inconclusive=allow_inconclusive)
     raise typer.Exit(comp.exit_code)
@@ -300,6 +317,24 @@ def _refuse_incomparable(comp, base, cand, diffs: list[str], baseline: Path, can
             f"no cell of {baseline} matches a cell of {candidate} by axis values "
             f"(baseline: {', '.join(c.name for c in base.cells.values())}; candidate: "
             f"{', '.join(c.name for c in cand.cells.values())})"
+        )
+
+
+# What makes two runs different studies rather than a baseline and its candidate (guard.py's labels).
+OTHER_STUDY = ("workload", "prompt set", "model", "dataset")
+
+
+def _refuse_other_study(comp, diffs: list[str], baseline: Path, candidate: Path) -> None:
+    """Exit 2, one line naming the difference, when the two runs cannot be a baseline and its candidate:
+    no prompt in common in any cell both measured by prompt, or another workload, prompt set or model."""
+    other = [d for d in diffs if d.split(":")[0] in OTHER_STUDY]
+    kinds = [c.pairing["kind"] for c in comp.cells if c.pairing and c.pairing.get("kind") != "units"]
+    if kinds and all(k == "unpaired" for k in kinds):
+        other.insert(0, "no prompt in common in any cell")
+    if other:
+        raise InputError(
+            f"{baseline} and {candidate} are different studies ({'; '.join(other)}): compare a candidate "
+            "of the baseline's own study, or pass --force to compare them anyway"
         )
 
 
