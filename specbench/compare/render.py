@@ -222,8 +222,7 @@ def print_table(comp: Comparison, console, verbose: bool = False, err=None, quie
     one side only and warnings (on ``err``, stderr in the CLI), failures, undecided checks grouped
     by reason (``verbose``: one line each) and the headline; ``quiet``: the headline only."""
     if quiet:
-        style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
-        console.print(f"[{style}]{user_text(headline(comp))}[/]", highlight=False, soft_wrap=True)
+        console.print(f"[{_style(comp)}]{user_text(headline(comp))}[/]", highlight=False, soft_wrap=True)
         return
     # CI logs are not terminals (80 columns by default); a truncated table is unreadable there.
     width = console.width
@@ -236,6 +235,8 @@ def print_table(comp: Comparison, console, verbose: bool = False, err=None, quie
 
 
 def _print_table(comp: Comparison, console, verbose: bool, err) -> None:
+    # the verdict first (a reader stops there) and last (a CI log's last line)
+    console.print(f"[{_style(comp)}]{user_text(headline(comp))}[/]", highlight=False, soft_wrap=True)
     if verbose:
         _print_details(comp, console)
     _print_verdicts(comp, console)
@@ -358,9 +359,13 @@ def _print_notes(comp: Comparison, console, err, verbose: bool = False) -> None:
         )
     gates = ", ".join(comp.gates) + (" (default)" if comp.default_gates else "")
     console.print(f"gates: {u(gates)}; {u(comp.error_rate)}", highlight=False, soft_wrap=True)
-    console.print(f"detects: {u(detects(comp))}", highlight=False, style="dim")
-    style = "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
-    console.print(f"[{style}]{u(headline(comp))}[/]", highlight=False, soft_wrap=True)
+    if verbose:
+        console.print(f"detects: {u(detects(comp))}", highlight=False, style="dim")
+    console.print(f"[{_style(comp)}]{u(headline(comp))}[/]", highlight=False, soft_wrap=True)
+
+
+def _style(comp: Comparison) -> str:
+    return "bold red" if comp.failures else ("bold yellow" if comp.inconclusive else "bold green")
 
 
 def markdown(comp: Comparison) -> str:

@@ -81,7 +81,11 @@ def test_disjoint_prompt_sets_are_compared_unpaired_and_labelled_so(copy, tmp_pa
         f = copy / cid / "requests.jsonl"
         f.write_text("".join(json.dumps({**r, "prompt_id": "other-" + r["prompt_id"]}) + "\n" for r in _rows(f)))
     js = tmp_path / "r.json"
+    # two runs with no prompt in common are different studies: one line, exit 2, unless --force (issue 57)
     code, out = run(BASELINE, copy, "--json", js)
+    assert code == 2 and "different studies (no prompt in common in any cell)" in out and "--force" in out, out
+    assert "\n" not in out.strip() and not js.exists()
+    code, out = run(BASELINE, copy, "--json", js, "--force")
     data = json.loads(js.read_text())
     for cell in (c for c in data["cells"] if c["pairing"] is not None):
         assert cell["pairing"]["kind"] == "unpaired"

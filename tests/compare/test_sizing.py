@@ -61,13 +61,13 @@ def test_sides_of_the_sized_size_have_no_weak_check(tmp_path):
     gates = [a for g in GATES for a in ("--gate", g)]
     base = _resampled(WORKLOADS, tmp_path / "base", n, seed=1)
     cand = _resampled(WORKLOADS, tmp_path / "cand", n, seed=2)
-    code, out = run(base, cand, *gates, "--verbose")
+    code, out = run(base, cand, *gates, "--verbose", "--force")  # resampled sides share no prompt id
     assert "straddles" not in out, out[-3000:]
     assert code == 0, out[-3000:]
     # a third of the size is too weak somewhere: the size was needed
     small_b = _resampled(WORKLOADS, tmp_path / "small_b", n // 3, seed=1)
     small_c = _resampled(WORKLOADS, tmp_path / "small_c", n // 3, seed=2)
-    code, out = run(small_b, small_c, *gates)
+    code, out = run(small_b, small_c, *gates, "--force")
     assert code == 3 and "straddles" in out, out[-3000:]
     assert size_gates(base, [parse_gate(g) for g in GATES]).prompts == n
 

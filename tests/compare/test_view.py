@@ -29,10 +29,11 @@ def test_verdict_table_leads_with_one_row_per_cell(make_run):
     code, out = run(base, cand, "--allow-inconclusive")  # the unchanged cell's checks cannot see 3% / 2pp
     assert code == 1, out
     lines = out.splitlines()
-    assert lines[0].startswith("Gate checks per cell") and "40 vs 40" in lines[0]
-    header = next(line for line in lines if "cell" in line and "AL" in line)
+    assert lines[0].startswith("REGRESSION: ") and lines[0] == lines[-1]  # the verdict first and last
+    assert lines[1].startswith("Gate checks per cell") and "40 vs 40" in lines[1]
+    header = next(line for line in lines[1:] if "cell" in line and "AL" in line)
     assert all(f"p_{i}" in header for i in range(3))
-    norm_off = next(line for line in lines if "norm off" in line)
+    norm_off = next(line for line in lines[1:] if "norm off" in line)
     assert "FAIL" in norm_off and "pp" in norm_off
     assert "per_position[0]" not in out.split("FAIL norm")[0].split("every metric")[0]  # no detail rows
     assert len(lines) < 20 and "95% CI of delta" not in out
