@@ -118,7 +118,8 @@ def _render_table(rows: list[dict]) -> None:
         formats = sorted({str(r.get("format")) for r in recs})
         engines = {r.get("engine") for r in recs}
         one = len({r.get("kind") for r in recs}) == 1
-        table = Table(title=f"{_shown(file)}: {len(recs)} record(s), {', '.join(formats)}", title_justify="left")
+        title = f"{_shown(file)}: {len(recs)} record(s), {', '.join(formats)}"
+        table = Table()
         columns: list[tuple[str, list[str]]] = [("line", [render_format.short(r.get("line")) for r in recs])]
         if not one:
             columns.append(("kind", [str(r.get("kind")).split("_")[0] for r in recs]))
@@ -126,24 +127,54 @@ def _render_table(rows: list[dict]) -> None:
             columns.append(("engine", [render_format.short(r.get("engine")) for r in recs]))
         for name, key in (("drafts", "num_drafts"), ("drafted", "draft_tokens"), ("accepted", "accepted_tokens")):
             columns.append((name, [render_format.short(r.get(key)) for r in recs]))
-        columns.append(("AL", [render_format.num(r.get("mean_acceptance_length"), 2) for r in recs]))
-        columns.append(("DAR", [render_format.num(r.get("draft_acceptance_rate"), 3) for r in recs]))
-        pos = [list(r.get("per_position_acceptance") or []) for r in recs]
-        columns += [
-            (f"p_{i}", [render_format.num(p[i], 3) if i < len(p) else render_format.MISSING for p in pos])
-            for i in range(k)
-        ]
+        derived = [_derived(r) for r in recs]
+        k = max(k, max((len(d["p"]) for d in derived), default=0))
+        columns.append(("AL", [_shown_value(r, d, "mean_acceptance_length", "al", 2) for r, d in zip(recs, derived)]))
+        columns.append(("DAR", [_shown_value(r, d, "draft_acceptance_rate", "dar", 3) for r, d in zip(recs, derived)]))
+        columns += [(f"p_{i}", [_position(r, d, i) for r, d in zip(recs, derived)]) for i in range(k)]
         columns = [
             (n, v) for n, v in columns if any(x != render_format.MISSING for x in v)
         ]  # nothing to show: no column
         if len(recs) > RICH_TABLE_MAX_ROWS:
-            _plain_table(str(table.title or ""), columns)
+            _plain_table(title, columns)
             continue
         for name, _ in columns:
             table.add_column(name, justify="right", no_wrap=True)
         for i in range(len(recs)):
             table.add_row(*(v[i] for _, v in columns))
+        console.print(title, highlight=False, soft_wrap=True)  # a path is never broken mid-word
         console.print(table)
+        if any(DERIVED in x for _, v in columns for x in v):
+            console.print(f"{DERIVED} derived from the record's counts: {DERIVED_HOW}", highlight=False, style="dim")
+
+
+# A /metrics scrape carries counts only; the record keeps them as printed (docs/contracts.md), and
+# the table derives the rates from them, marked so.
+DERIVED = "*"
+DERIVED_HOW = "AL = 1 + accepted / drafts, DAR = accepted / drafted, p_i = accepted at position i / drafts"
+
+
+def _derived(r: dict) -> dict:
+    d, t, a, per = (r.get(key) for key in ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position"))
+    ok = isinstance(d, int) and d > 0
+    return {
+        "al": 1 + a / d if ok and isinstance(a, int) else None,
+        "dar": a / t if isinstance(t, int) and t > 0 and isinstance(a, int) else None,
+        "p": [x / d for x in per] if ok and isinstance(per, list) else [],
+    }
+
+
+def _shown_value(r: dict, d: dict, key: str, derived: str, digits: int) -> str:
+    if r.get(key) is not None:
+        return render_format.num(r.get(key), digits)
+    return render_format.num(d[derived], digits) + DERIVED if d[derived] is not None else render_format.MISSING
+
+
+def _position(r: dict, d: dict, i: int) -> str:
+    printed = list(r.get("per_position_acceptance") or [])
+    if i < len(printed):
+        return render_format.num(printed[i], 3)
+    return render_format.num(d["p"][i], 3) + DERIVED if i < len(d["p"]) else render_format.MISSING
 
 
 # rich lays out a boxed table at about 2 ms a row (100k records: minutes); past this many rows

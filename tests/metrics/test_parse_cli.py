@@ -94,3 +94,37 @@ def test_cr_only_line_ends_are_read_like_lf(tmp_path):
         rows[f.name] = [{k: v for k, v in json.loads(x).items() if k != "file"} for x in res.stdout.splitlines()]
     assert len(rows["cr.log"]) == 5 and [r["line"] for r in rows["cr.log"]] == [2, 3, 4, 5, 6]
     assert rows["cr.log"] == rows["lf.log"]
+
+
+@pytest.mark.heavy
+def test_a_metrics_scrape_shows_al_dar_and_p_i_derived_and_marked(tmp_path):
+    """Issue 57: a /metrics scrape carries counts only, so the table showed drafts / drafted /
+    accepted and no AL or p_i. The table derives them, marked "*" with how; the record (jsonl)
+    keeps the counts as printed. Checked against the scrape read with prometheus_client's parser."""
+    from pathlib import Path
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    prom = Path(__file__).parents[2] / "results/baselines/cpu-default/mla-on__output_norm-on__r0/metrics_after.prom"
+    values: dict[str, float] = {}
+    per: dict[int, float] = {}
+    for fam in text_string_to_metric_families(prom.read_text()):
+        for s in fam.samples:
+            if s.name == "vllm:spec_decode_num_accepted_tokens_per_pos_total":
+                per[int(s.labels["position"])] = s.value
+            elif s.name.startswith("vllm:spec_decode_num_") and s.name.endswith("_total"):
+                values[s.name] = s.value
+    d, a = values["vllm:spec_decode_num_drafts_total"], values["vllm:spec_decode_num_accepted_tokens_total"]
+    res = subprocess.run(
+        [sys.executable, "-m", "specbench", "parse", str(prom)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "COLUMNS": "100"},
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].endswith("metrics_after.prom: 1 record(s), prometheus-v1")  # the title, never wrapped
+    assert f"{1 + a / d:.2f}*" in res.stdout and all(f"{per[i] / d:.3f}*" in res.stdout for i in per)
+    assert "* derived from the record's counts: AL = 1 + accepted / drafts" in res.stdout
+    rec = json.loads(run(prom, "--format", "jsonl").stdout.splitlines()[0])
+    assert rec["mean_acceptance_length"] is None and rec["num_drafts"] == d  # the record: as printed
