@@ -78,6 +78,15 @@ Plots = Annotated[
         "without loading matplotlib (a CI job that reads the tables saves most of the time).",
     ),
 ]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Print everything: every statistic with its CI, every contrast, each cell's speed-up and k "
+        "advice, every file written. Default: one line per cell, the answers, where the report is.",
+    ),
+]
 
 
 def report(
@@ -89,6 +98,7 @@ def report(
     rerun_sd: RerunSd = None,
     reference: Reference = None,
     plots: Plots = True,
+    verbose: Verbose = False,
 ) -> None:
     """Acceptance length, draft acceptance rate and per-position acceptance with their CIs."""
     # the report core loads only when the command runs, so `specbench --help` and the other
@@ -111,9 +121,69 @@ def report(
         reference=reference,
     )
     paths = write_report(rep, out, plots)
-    _print_table(rep, table_rows)
-    _print_findings(rep, out)
-    console.print(f"wrote {user_text(', '.join(str(p) for p in paths))}", highlight=False)
+    if verbose:
+        _print_table(rep, table_rows)
+        _print_findings(rep, out)
+    else:
+        _print_compact(rep, table_rows)
+        _print_answers(rep, out)
+    _print_paths(paths, out, verbose)
+
+
+def _print_paths(paths: list[Path], out: Path, verbose: bool) -> None:
+    """index.html first: the page a reader opens; every path only with --verbose."""
+    page = [p for p in paths if p.name == "index.html"]
+    if verbose:
+        shown = page + [p for p in paths if p not in page]
+        console.print(f"wrote {user_text(', '.join(str(p) for p in shown))}", highlight=False)
+        return
+    tail = f"; open {user_text(page[0])}" if page else ""
+    console.print(f"wrote {len(paths)} files to {user_text(out)}{tail} (--verbose lists them)", highlight=False)
+
+
+def _print_compact(rep, table_rows) -> None:
+    """One row per cell: units, AL with its CI, DAR and p_i (their CIs and α_i with --verbose)."""
+    from rich import box
+    from rich.table import Table
+
+    header, rows = table_rows(rep, "p")
+    table = Table(
+        title=f"Acceptance ({rep.confidence:.0%} CI; AL = 1 + accepted/drafts; --verbose: every CI and α_i)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column(header[0], justify="left")
+    table.add_column("units", justify="right", no_wrap=True)
+    table.add_column("AL [CI]", justify="right", no_wrap=True)
+    for name in header[4:]:
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(user_text(r[0]), r[1].split(" ", 1)[0], r[3], *(c.split(" [", 1)[0] for c in r[4:]))
+    console.print(table)
+
+
+def _print_answers(rep, out: Path) -> None:
+    """The answers index.html leads with, one line each; the warnings as counts."""
+    from specbench.report.answers import fixture_caveat, report_answers  # lazy: pulls in numpy
+
+    caveat = fixture_caveat(rep.provenance)
+    if caveat:
+        console.print(f"Caveat: {user_text(caveat)}", highlight=False)
+    for a in report_answers(rep):
+        for line in a.lines:
+            console.print(f"- {user_text(line)}", highlight=False)  # each line names its axis
+        for c in a.confounds:
+            console.print(f"  confound: {user_text(c)}", highlight=False)
+    warned = [g for g in rep.groups if g.warnings]
+    if warned:
+        err_console.print(
+            f"[yellow]warning:[/] {len(warned)} cell(s) with warnings, see {user_text(out / 'summary.md')}",
+            highlight=False,
+        )
+    for st in rep.studies:
+        for w in st.warnings:
+            err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
 
 
 def _print_findings(rep, out: Path) -> None:

@@ -34,6 +34,15 @@ figcaption { color: var(--muted); font-size: 0.9em; }
 details { margin: 0.5em 0; } summary { cursor: pointer; color: var(--muted); }
 code { background: var(--bg-alt); padding: 0 3px; border-radius: 3px; }
 .verdict { font-size: 1.15em; font-weight: 600; }
+section.answers { margin: 0.4em 0 1.2em; }
+.answer { border-left: 3px solid var(--line); padding: 0 0 0 12px; margin: 0.8em 0; }
+.answer h3 { margin: 0.2em 0; } .answer ul { margin: 0.2em 0; padding-left: 1.2em; }
+.answer .confound { margin: 0.2em 0; color: #7d4e00; }
+.caveat { background: #fff8c5; border: 1px solid #d4a72c; padding: 6px 10px; border-radius: 4px; }
+details.section > summary { list-style-position: inside; }
+details.section > summary h2 { display: inline; border: 0; }
+details.section { border-bottom: 1px solid var(--line); padding-bottom: 0.3em; }
+svg, img, video, canvas { max-width: 100%; height: auto; }
 """
 
 
@@ -85,6 +94,21 @@ def provenance(rows: list[tuple[str, str]]) -> str:
 def bullets(lines: list[str], cls: str = "") -> str:
     attr = f' class="{cls}"' if cls else ""
     return f"<ul{attr}>" + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>"
+
+
+def answer(question: str, lines: list[str], confounds: list[str], details: list[str]) -> str:
+    """One question's answer: its lines, what else differed (attested), the contrasts behind it folded."""
+    out = f'<div class="answer"><h3>{esc(question)}</h3>' + bullets(lines)
+    out += "".join(f'<p class="confound"><strong>Confound:</strong> {esc(c)}</p>' for c in confounds)
+    if details:
+        out += f"<details><summary>the {len(details)} contrast(s) behind it</summary>{bullets(details)}</details>"
+    return out + "</div>"
+
+
+def section(title: str, body: str, open_: bool = False) -> str:
+    """A part of the page below the answers, under a heading that folds it (``open_``: shown at first)."""
+    attr = " open" if open_ else ""
+    return f'<details class="section"{attr}><summary><h2>{esc(title)}</h2></summary>\n{body}\n</details>'
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:

@@ -77,6 +77,32 @@ def advice_lines(kpredictions: list[KPrediction], title=lambda label: label) -> 
     return head + [f"k advice from {recommendation(kp, title(kp.source), brief=brief)}" for kp in kpredictions]
 
 
+def k_summary(kps: list[KPrediction], title=lambda label: label) -> str | None:
+    """The k advice of one study in one line, whatever the number of cells: what is recommended and
+    from which cell, how many predictions failed their checks, how many are unchecked and why
+    (the terminal's default and index.html's answer; the per-cell advice is :func:`advice_lines`)."""
+    if not kps:
+        return None
+    rec = [kp for kp in kps if kp.best_k is not None]
+    failed = [kp for kp in kps if kp.failed_checks]
+    unchecked = [kp for kp in kps if not kp.failed_checks and not kp.checked]
+    other = len(kps) - len(rec) - len(failed) - len(unchecked)
+    parts = [f"k = {kp.best_k} from {title(kp.source)} (checked)" for kp in rec]
+    if failed:
+        parts.append(f"the predictions of {len(failed)} cell(s) fail their checks against the run's own cells")
+    if unchecked:
+        ks = sorted({kp.k for kp in unchecked})
+        best = [kp.best for kp in unchecked]
+        parts.append(
+            f"{len(unchecked)} cell(s) measured at k = {', '.join(map(str, ks))} only, so their predictions are "
+            f"unchecked (best {_f(min(b.speedup for b in best))}× to {_f(max(b.speedup for b in best))}× "
+            f"at k = {', '.join(sorted({str(b.k) for b in best}))}); add num_speculative_tokens values to check them"
+        )
+    if other:
+        parts.append(f"{other} checked cell(s) predict no k clearly faster than no speculation")
+    return ("k advice: " if rec else "No k recommended: ") + "; ".join(parts) + "."
+
+
 def _figure(p: KPoint) -> str:
     lo, hi = p.speedup_ci
     return f"{_f(p.speedup)}× [{_f(lo)}, {_f(hi)}]"
@@ -248,6 +274,7 @@ __all__ = [
     "KPREDICTION_INTRO",
     "KPoint",
     "kprediction_records",
+    "k_summary",
     "kprediction_rows",
     "recommendation",
     "render_kpredictions",

@@ -53,6 +53,7 @@ class Provenance:
 
     rows: list[tuple[str, str]]
     note: str
+    model: str | None = None  # the target as the config names it (a fixture's caveat reads it)
 
 
 def run_provenance(run: Run) -> Provenance:
@@ -114,7 +115,8 @@ def run_provenance(run: Run) -> Provenance:
         ("machine", f"{_shown(machine.hostname)}: {hw or 'not recorded'}"),
         ("specbench", _shown(m.specbench_version)),
     ]
-    return Provenance(rows, note + (f" · {requests} requests per cell" if requests is not None else ""))
+    note += f" · {requests} requests per cell" if requests is not None else ""
+    return Provenance(rows, note, None if serve.get("model") is None else str(serve.get("model")))
 
 
 def figure_note(report: Any) -> str:
@@ -124,6 +126,20 @@ def figure_note(report: Any) -> str:
 
 def _significant(c: Any) -> bool:
     return any(iv is not None and significant(iv) for iv in c.intervals.values())
+
+
+def _confounded(t: Any, comparisons: list[Any]) -> str:
+    """What else the speculative cells of a throughput pair's two values differed in (attested), e.g.
+    chunked prefill and prefix caching beside MLA on CPU: a throughput change is not the axis alone."""
+    seen = sorted(
+        {
+            x
+            for c in comparisons
+            if (c.axis, c.cand_value, c.base_value) == (t.axis, t.cand_value, t.base_value)
+            for x in c.confounds
+        }
+    )
+    return f"; also differs in {', '.join(seen)} (attested)" if seen else ""
 
 
 def findings(report: Any) -> str:
@@ -171,7 +187,7 @@ def findings(report: Any) -> str:
     if through:
         out += [
             "<h3>Throughput between cells</h3>",
-            html.bullets([t.line() for t in through]),
+            html.bullets([t.line() + _confounded(t, report.comparisons) for t in through]),
             "<p>Output tok/s of the first value over the second; the CI is widened by the spread between "
             "reruns, the within-run interval beside it. Every pair is in the table below.</p>",
         ]
@@ -198,30 +214,48 @@ def _tables_of(markdown_text: str) -> str:
     return "\n".join("#" + line if line.startswith("## ") or line.startswith("### ") else line for line in lines)
 
 
+def answers(report: Any) -> str:
+    """The block the page opens with: the fixture caveat, then one short answer per question."""
+    from specbench.report.answers import fixture_caveat, report_answers  # lazy: numpy, only when a page is written
+
+    out = ['<section id="answers" class="answers">', "<h2>What this report answers</h2>"]
+    caveat = fixture_caveat(report.provenance)
+    if caveat:
+        out.append(f'<p class="caveat"><strong>Caveat:</strong> {html.esc(caveat)}</p>')
+    blocks = report_answers(report)
+    for a in blocks:
+        out.append(html.answer(a.question, a.lines, a.confounds, a.details))
+    if not blocks:
+        out.append(
+            "<p>No two cells differ in one axis and no cell has a baseline: the tables below give each "
+            "cell's own figures.</p>"
+        )
+    out.append("</section>")
+    return "\n".join(out)
+
+
 def index_html(report: Any, markdown_text: str, figures: list[Path], files: list[Path], out_dir: Path) -> str:
-    """The page: findings, provenance, figures (``figures``: the SVGs written), tables, file links."""
-    found = findings(report)
+    """The page: the answers first, then (each folding) every finding, provenance, figures
+    (``figures``: the SVGs written), tables and file links."""
     body = [
         "<h1>specbench acceptance report</h1>",
         f'<p class="lede">Inputs: {html.esc(report.source)}</p>',
-        "<h2>What this report answers</h2>",
-        found
-        if found
-        else "<p>No two cells differ in one axis and no cell has a baseline: the tables below give each "
-        "cell's own figures.</p>",
+        answers(report),
     ]
+    found = findings(report)
+    if found:
+        body.append(html.section("Every contrast, speed-up and k advice", found))
     if report.provenance:
-        body.append("<h2>Where the numbers come from</h2>")
-        for prov in report.provenance:
-            body.append(html.provenance(prov.rows))
+        body.append(
+            html.section(
+                "Where the numbers come from", "".join(html.provenance(p.rows) for p in report.provenance), True
+            )
+        )
     else:
         body.append("<p>Inputs are log, scrape or JSONL files: no run records what served them.</p>")
     if figures:
-        body.append("<h2>Figures</h2>")
-        for svg in figures:
-            body.append(html.figure(Path(svg).read_bytes(), CAPTIONS.get(Path(svg).stem, Path(svg).stem)))
-    body.append("<h2>Tables and definitions</h2>")
-    body.append(html.markdown(_tables_of(markdown_text)))
-    body.append("<h2>Files</h2>")
-    body.append(html.links(files, out_dir))
+        shown = [html.figure(Path(svg).read_bytes(), CAPTIONS.get(Path(svg).stem, Path(svg).stem)) for svg in figures]
+        body.append(html.section(f"Figures ({len(figures)})", "\n".join(shown), True))
+    body.append(html.section("Tables and definitions", html.markdown(_tables_of(markdown_text))))
+    body.append(html.section(f"Files ({len(files)})", html.links(files, out_dir)))
     return html.page("specbench report", "\n".join(body))

@@ -43,16 +43,23 @@ def test_the_suggested_report_command_runs_as_printed(tmp_path):
 
 @pytest.mark.heavy
 def test_k_advice_says_its_assumptions_once(tmp_path):
-    """issue 41: `report` printed the same assumptions paragraph once per cell (six times)."""
-    r = subprocess.run(
-        [sys.executable, "-m", "specbench", "report", str(RUN), "--out", str(tmp_path / "r"), "--no-plots"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "400"},
-    )
-    assert r.returncode == 0, r.stderr
-    advice = [x for x in r.stdout.splitlines() if x.startswith("k advice")]
-    assert len(advice) == 7  # the assumptions, then one line per speculative cell
-    assert sum("does not depend on where the verify step starts" in x for x in advice) == 1
-    assert all("no k recommended (unchecked prediction from k = 3" in x for x in advice[1:])
+    """issue 41: `report` printed the same assumptions paragraph once per cell (six times); issue 57:
+    by default the k advice is one line per run, each cell's only with --verbose."""
+
+    def advice(*extra: str) -> list[str]:
+        r = subprocess.run(
+            [sys.executable, "-m", "specbench", "report", str(RUN), "--out", str(tmp_path / "r"), "--no-plots", *extra],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "COLUMNS": "400"},
+        )
+        assert r.returncode == 0, r.stderr
+        return [x for x in r.stdout.splitlines() if "k advice" in x or "No k recommended" in x]
+
+    once = advice()
+    assert len(once) == 1 and "6 cell(s) measured at k = 3 only" in once[0], once
+    every = [x for x in advice("--verbose") if x.startswith("k advice")]
+    assert len(every) == 7  # the assumptions, then one line per speculative cell
+    assert sum("does not depend on where the verify step starts" in x for x in every) == 1
+    assert all("no k recommended (unchecked prediction from k = 3" in x for x in every[1:])
