@@ -142,6 +142,24 @@ def redact_urls(text: str) -> str:
     return text
 
 
+# A URL given where a path is expected comes back from pathlib with one slash: https:/u:pw@h/r.
+_PATH_MANGLED_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/)(?!/)([^/@\s]+)@")
+
+
+def redact_message(text: str) -> str:
+    """An error message or traceback: :func:`redact_urls`, and the user info of a URL that pathlib
+    folded to one slash (a URL passed as a run directory), which no longer reads as a URL."""
+    text = redact_urls(text)
+    if "@" not in text:
+        return text
+
+    def hide(m: re.Match) -> str:
+        user, colon, _ = m.group(2).partition(":")
+        return m.group(1) + (f"{user}:{REDACTED}" if colon else REDACTED) + "@"
+
+    return _PATH_MANGLED_USERINFO.sub(hide, text)
+
+
 def redact_text(text: str) -> str:
     """Free text read from an input (a failed cell's reason, a model URL in a manifest) as it may be
     shown: URL passwords and secret query parameters hidden, credential-shaped words too."""

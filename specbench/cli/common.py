@@ -16,7 +16,7 @@ from rich.console import Console
 
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, SpecbenchError
 from specbench.io import clear_stop, honour_stop, request_stop
-from specbench.redact import redact_urls
+from specbench.redact import redact_message
 from specbench.render.format import one_line
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -64,7 +64,7 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
     a failure becomes the contract. Messages name the file or what to do; a password in a URL that
     a message quotes (a model or endpoint from the config) is hidden."""
     code, message = _describe(exc)
-    return code, redact_urls(message)
+    return code, redact_message(message)
 
 
 def _describe(exc: BaseException) -> tuple[int, str]:
@@ -122,7 +122,7 @@ def print_error(message: str) -> None:
     # One line: the contract promises a single line on stderr (the first line of a multi-line
     # message; --debug shows everything).
     lines = str(message).strip().splitlines() or ["(no message)"]
-    err_console.print(f"[bold red]error:[/] {escape(lines[0])}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(redact_message(lines[0]))}", highlight=False, soft_wrap=True)
 
 
 def handle_errors(fn: F) -> F:
@@ -147,7 +147,7 @@ def report_failure(exc: BaseException) -> int:
     if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
         import traceback
 
-        sys.stderr.write(redact_urls("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
+        sys.stderr.write(redact_message("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
         sys.stderr.flush()
     code, message = describe_failure(exc)
     if code == EXIT_INTERRUPTED:

@@ -142,7 +142,7 @@ def _render_table(rows: list[dict]) -> None:
             table.add_column(name, justify="right", no_wrap=True)
         for i in range(len(recs)):
             table.add_row(*(v[i] for _, v in columns))
-        console.print(title, highlight=False, soft_wrap=True)  # a path is never broken mid-word
+        console.print(title, markup=False, highlight=False, soft_wrap=True)  # a path: no markup, never broken mid-word
         console.print(table)
         if any(DERIVED in x for _, v in columns for x in v):
             console.print(f"{DERIVED} derived from the record's counts: {DERIVED_HOW}", highlight=False, style="dim")

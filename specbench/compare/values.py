@@ -105,13 +105,20 @@ def _fine(value: Any, whole: bool) -> bool:
     if type(value) is float:
         return 0.0 <= value < math.inf and (not whole or value.is_integer())
     if type(value) is int:
-        return value >= 0
+        return 0 <= value and value.bit_length() <= _MAX_BITS
     return _problem(value, whole) is None
+
+
+# A whole number past float's range (10^400 in a requests.jsonl) cannot be a count or a time: every
+# statistic is computed in floats, so it is refused here with its field, not met later as an OverflowError.
+_MAX_BITS = 1023
 
 
 def _problem(value: Any, whole: bool) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    if isinstance(value, int) and value.bit_length() > _MAX_BITS:
+        return f"too large ({'-' if value < 0 else ''}a {value.bit_length()}-bit whole number: past any float)"
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):

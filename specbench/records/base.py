@@ -13,12 +13,32 @@ from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar, Union
 
 from annotated_types import Len
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from specbench.errors import InputError
 from specbench.records.counts import MAX_POSITIONS
 
-Num = Union[StrictInt, StrictFloat]
+
+def _fits_float(value: int) -> int:
+    # every statistic is computed in floats: a whole number past their range (10^400) is refused
+    # where it is read, naming its field, instead of surfacing later as an OverflowError
+    if value.bit_length() > 1023:
+        raise ValueError(f"a {value.bit_length()}-bit whole number is past any float")
+    return value
+
+
+Whole = Annotated[StrictInt, AfterValidator(_fits_float)]
+Num = Union[Whole, StrictFloat]
 Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]
 Interval = Annotated[list[Optional[Num]], Len(2, 2)]
 Positions = Annotated[list[StrictInt], Len(0, MAX_POSITIONS)]
