@@ -104,6 +104,13 @@ def _plan_lines(config: Path, study, cells, groups) -> list[str]:
             "log-window waits, scrapes and stops add seconds per cell)"
         ),
     ]
+    if est.assumed is not None:
+        a = study.assume
+        lines.append(
+            f"#   assumed (not measured here): {duration(est.assumed[0])} – {duration(est.assumed[1])} = "
+            f"{len(est.servers)} start-up(s) of {a.startup_s[0]:g}–{a.startup_s[1]:g} s + output tokens at "
+            f"{a.output_tok_per_s[0]:g}–{a.output_tok_per_s[1]:g} tok/s a cell (assume: {a.basis})"
+        )
     lines.extend(_prompt_lines(study, per_cell))
     if est.missing:
         more = f" (and {len(est.missing) - 1} more)" if len(est.missing) > 1 else ""

@@ -362,6 +362,22 @@ class Baseline(_Strict):
     draft_axes: list[str] = Field(default_factory=list)
 
 
+class Assumed(_Strict):
+    """What ``run --dry-run`` assumes where this machine has never measured a server's start-up or a
+    load (a first run on a new node): stated, shown as assumed, never mixed with a measured figure."""
+
+    startup_s: list[float]  # one server's cold start, [low, high] seconds
+    output_tok_per_s: list[float]  # one cell's load: output tokens per second over its requests, [low, high]
+    basis: str = Field(min_length=1)  # where the figures come from, printed beside them
+
+    @field_validator("startup_s", "output_tok_per_s")
+    @classmethod
+    def _range(cls, v: list[float]) -> list[float]:
+        if len(v) != 2 or not (0 < v[0] <= v[1] < float("inf")):
+            raise ValueError(f"{v} is not a range: give [low, high] with 0 < low <= high")
+        return v
+
+
 AxisValue = Union[str, int, float, bool, list[Union[str, int, float, bool]]]  # lists: speculative: axes only
 
 
@@ -374,6 +390,8 @@ class Study(_Strict):
     baseline: Baseline = Field(default_factory=lambda: Baseline(enabled=False))
     # local: cells one after another; ray: cells as Ray tasks (specbench run --executor ray).
     executor: Literal["local", "ray"] = "local"
+    # run --dry-run's wall time where nothing was measured here yet (docs/running.md)
+    assume: Optional[Assumed] = None
     _axes: dict[str, Axis] = PrivateAttr(default_factory=dict)
 
     @property

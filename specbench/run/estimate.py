@@ -35,6 +35,7 @@ class Estimate:
     warmup_requests: int
     at_most: bool  # precision-driven load: a speculative cell stops at or before max_requests
     missing: list[str] = field(default_factory=list)  # what was never measured here, for the message
+    assumed: tuple[float, float] | None = None  # wall time from the study's ``assume:`` where parts were never measured
 
     @property
     def requests(self) -> int:
@@ -91,7 +92,7 @@ def estimate(
             elif load_s is not None:
                 load_s += per * (n + (warm if i == 0 else 0))  # the warm-up runs before the first cell
         servers.append(ServerPlan([c.cell_id for c in group], key, n * len(group) + warm, startup, load_s))
-    return Estimate(
+    out = Estimate(
         cells=len(cells),
         baseline_cells=sum(c.is_baseline for c in cells),
         servers=servers,
@@ -99,6 +100,22 @@ def estimate(
         warmup_requests=warm * len(groups),
         at_most=study.load.until is not None,
         missing=list(dict.fromkeys(missing)),
+    )
+    if out.wall_s is None and study.assume is not None:
+        out.assumed = assumed_wall(study, cells, groups)
+    return out
+
+
+def assumed_wall(study: Any, cells: list[Cell], groups: list[list[Cell]]) -> tuple[float, float]:
+    """(low, high) wall time from the study's stated ``assume:``: every server's start-up, every
+    request's output tokens at the assumed tok/s (the slow end of both gives the high figure)."""
+    a = study.assume
+    n, warm = cell_requests(study), study.load.warmup_requests
+    tokens = sum(cell_load(study, c)[1] * n for c in cells) + sum(cell_load(study, g[0])[1] * warm for g in groups)
+    starts = len(groups)
+    return (
+        starts * a.startup_s[0] + tokens / a.output_tok_per_s[1],
+        starts * a.startup_s[1] + tokens / a.output_tok_per_s[0],
     )
 
 

@@ -239,3 +239,27 @@ def test_the_cold_starts_benchmark_reports_what_the_dry_run_plans(monkeypatch, t
         assert (row["cells"], row["cold_starts_now"]) == (got["cells"], got["cold_starts"]), name
     r1 = rows["configs/deepseek-r1-eagle.yaml"]
     assert r1["cold_starts_before"] == r1["cells"] == 26 and r1["cold_starts_now"] == 6
+
+
+def test_an_unmeasured_node_gets_the_wall_time_its_stated_assumptions_give(monkeypatch, tmp_path):
+    """Issue 57: the R1 config's dry-run said "unknown" on a new node. With ``assume:`` it prints a
+    range from the stated start-up and tok/s, labelled assumed, beside the (still unknown) measured
+    figure. The range recomputed here from the config's own numbers."""
+    monkeypatch.setenv("SPECBENCH_TIMINGS_FILE", str(tmp_path / "none.json"))  # nothing measured
+    config = ROOT / "configs" / "deepseek-r1-eagle.yaml"
+    code, out, err = dry_run(config)
+    assert code == 0, err
+    data, got = yaml.safe_load(config.read_text()), printed_plan(out)
+    load, assume = data["load"], data["assume"]
+    tokens = got["requests"] * load["max_tokens"]  # every request, warm-ups too, at max_tokens
+    low = got["servers"] * assume["startup_s"][0] + tokens / assume["output_tok_per_s"][1]
+    high = got["servers"] * assume["startup_s"][1] + tokens / assume["output_tok_per_s"][0]
+    from specbench.run.estimate import duration
+
+    assert got["wall"] == "unknown"  # nothing measured: the measured estimate stays unknown
+    line = next(x for x in out.splitlines() if x.startswith("#   assumed (not measured here): "))
+    assert f"{duration(low)} – {duration(high)}" in line and assume["basis"] in line
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(config.read_text().replace("startup_s: [900, 3600]", "startup_s: [3600, 900]"))
+    code, out, err = dry_run(bad)
+    assert code == 2 and "assume.startup_s" in err and "not a range" in err
