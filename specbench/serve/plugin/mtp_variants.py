@@ -33,7 +33,7 @@ import torch
 from vllm.distributed import tensor_model_parallel_all_gather
 from vllm.model_executor.models import deepseek_mtp
 
-from specbench.serve.plugin import select
+from specbench.serve.plugin import select, swap
 from specbench.serve.plugin.switches import unchecked_source
 
 logger = logging.getLogger("vllm.specbench_plugin")
@@ -103,13 +103,9 @@ VariantLayer = type(
 
 
 def _outer_init(self, *, vllm_config, prefix: str = ""):
-    # setattr (B010 off): swapping a module's class at run time is the point; mypy rightly refuses it as an assignment.
-    with _construct_lock:
-        setattr(deepseek_mtp, "DeepSeekMultiTokenPredictorLayer", VariantLayer)  # noqa: B010
-        try:
-            deepseek_mtp.DeepSeekMTP.__init__(self, vllm_config=vllm_config, prefix=prefix)
-        finally:
-            setattr(deepseek_mtp, "DeepSeekMultiTokenPredictorLayer", _BASE_LAYER)  # noqa: B010
+    # DeepSeekMultiTokenPredictor builds ``deepseek_mtp.DeepSeekMultiTokenPredictorLayer(...)`` by module global.
+    with swap.pointed_at(deepseek_mtp, "DeepSeekMultiTokenPredictorLayer", VariantLayer, _BASE_LAYER, _construct_lock):
+        deepseek_mtp.DeepSeekMTP.__init__(self, vllm_config=vllm_config, prefix=prefix)
     built = {type(m).__name__ for m in self.model.layers.values()}
     if built != {VariantLayer.__name__}:
         raise RuntimeError(

@@ -32,7 +32,7 @@ import threading
 import torch
 from vllm.model_executor.models import deepseek_eagle
 
-from specbench.serve.plugin import select
+from specbench.serve.plugin import select, swap
 from specbench.serve.plugin.switches import unchecked_source
 
 # A child of vLLM's logger, so the line goes through the handler vLLM installs in every process.
@@ -79,16 +79,9 @@ VariantInner = type(
 
 
 def _outer_init(self, *, vllm_config, prefix: str = ""):
-    # EagleDeepseekV3ForCausalLM.__init__ builds ``deepseek_eagle.DeepseekV2Model(...)`` by module
-    # global; pointing that name at the variant class while it runs keeps vLLM's own constructor (no
-    # copy of it here) and builds the inner model once, so attention layers register once.
-    # setattr (B010 off): swapping a module's class at run time is the point; mypy rightly refuses it as an assignment.
-    with _construct_lock:
-        setattr(deepseek_eagle, "DeepseekV2Model", VariantInner)  # noqa: B010
-        try:
-            deepseek_eagle.EagleDeepseekV3ForCausalLM.__init__(self, vllm_config=vllm_config, prefix=prefix)
-        finally:
-            setattr(deepseek_eagle, "DeepseekV2Model", _BASE_INNER)  # noqa: B010
+    # EagleDeepseekV3ForCausalLM.__init__ builds ``deepseek_eagle.DeepseekV2Model(...)`` by module global.
+    with swap.pointed_at(deepseek_eagle, "DeepseekV2Model", VariantInner, _BASE_INNER, _construct_lock):
+        deepseek_eagle.EagleDeepseekV3ForCausalLM.__init__(self, vllm_config=vllm_config, prefix=prefix)
     if type(self.model) is not VariantInner:
         raise RuntimeError(
             f"specbench head variants: EagleDeepseekV3ForCausalLM built {type(self.model).__name__}, "
