@@ -32,13 +32,14 @@ from specbench.analysis.speedup import (
     Speedup,
     speedup,
 )
-from specbench.axis import axis_label
+from specbench.axis import axis_label, parse_axis
 from specbench.records.requests import RequestRecord
 from specbench.report.categories import (
     CategoryContrast,
     CategoryRow,
     category_rows,
 )
+from specbench.report.dynamic_k import StudySchedule, study_schedules
 from specbench.report.throughput import ThroughputContrast, throughput_contrasts
 from specbench.results.read import as_run
 from specbench.results.store import Run
@@ -78,6 +79,8 @@ class StudyAnalysis:
     categories: list[tuple[list[CategoryRow], CategoryContrast | None]] = field(default_factory=list)
     # cells differing in one axis, both no-spec or both speculative: the output tok/s ratio
     throughputs: list[ThroughputContrast] = field(default_factory=list)
+    # a study crossing load:concurrency: the dynamic-K schedule its speed-ups support (report/dynamic_k.py)
+    schedules: list[StudySchedule] = field(default_factory=list)
 
 
 def read_cells(path: Path | Run, *, prefix: bool = False) -> list[CellRequests]:
@@ -89,11 +92,14 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
     """Finished cells and the run's draft-only axes."""
     run = as_run(path)
     out = []
-
+    # Cells carry axes by label ("synthetic_acceptance_length"), which no longer says that a
+    # speculative: axis changes only the draft: name those labels as draft axes (one baseline for all).
+    draft_only: list[str] = []
     for cell_id, cell in run.cells.items():
         if cell.status != "done" or not cell.has_requests():
             continue
         rec = cell.record
+        draft_only += [axis_label(str(k)) for k in rec.axes if parse_axis(str(k), strict=False).only_drafts]
         tput = (cell.summary or {}).get("results_mean_output_throughput_token_per_s")
         out.append(
             CellRequests(
@@ -109,7 +115,7 @@ def _read_run(path: Path | Run, prefix: bool) -> tuple[list[CellRequests], list[
                 paired_load_tok_per_s=cell.paired_baseline_tok_per_s(),
             )
         )
-    return out, draft_axes_of(run.manifest)
+    return out, list(dict.fromkeys([*draft_axes_of(run.manifest), *draft_only]))
 
 
 def timing_caveats(spec: CellRequests, base: CellRequests, cells: list[CellRequests]) -> list[str]:
@@ -148,10 +154,9 @@ def analyse_run(
     rerun_sd: float = RERUN_SD,
 ) -> StudyAnalysis:
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
-    cells, draft_axes = _read_run(path, prefix)
-    study = StudyAnalysis(
-        source=str(path.path if isinstance(path, Run) else path), cell_axes={c.label: c.axes for c in cells}
-    )
+    run = as_run(path)
+    cells, draft_axes = _read_run(run, prefix)
+    study = StudyAnalysis(source=str(run.path), cell_axes={c.label: c.axes for c in cells})
     for a, b in combinations(cells, 2):
         if a.repeat != b.repeat:
             continue
@@ -180,6 +185,8 @@ def analyse_run(
             "prefix AL table (both cells on the text they share)"
         )
     _add_speedups(study, cells, draft_axes, confidence=confidence, rerun_sd=rerun_sd)
+    ks = {c.label: cell_k(c) for c in cells if not c.is_baseline}
+    study.schedules = study_schedules(study.speedups, study.cell_axes, ks, run.manifest.resolved_config or {})
     study.categories = [
         split for c in cells if not c.is_baseline for split in [category_rows(c.label, c.rows)] if split[0]
     ]

@@ -26,6 +26,7 @@ from specbench.report.categories import (
     render_categories,
 )
 from specbench.report.choosing_k import KPREDICTION_INTRO, kprediction_records, render_kpredictions
+from specbench.report.dynamic_k import schedule_json, schedule_markdown
 from specbench.report.throughput import throughput_rows
 
 
@@ -164,6 +165,7 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
     out = _divergence_sections(studies, md_table, title)
     out += _speedup_section(studies, md_table, title)
     out += _throughput_section(studies, md_table)
+    out += schedule_markdown([x for s in studies for x in s.schedules])
     out += render_categories([c for s in studies for c in s.categories], md_table, title)
     out += _kprediction_section(studies, md_table, title)
     return out
@@ -357,6 +359,10 @@ def write_study_outputs(
             pd.DataFrame(rows).to_csv(buf, index=False)
             atomic_write_text(Path(out_dir) / f"{name}.csv", buf.getvalue())
             paths.append(Path(out_dir) / f"{name}.csv")
+    schedules = [x for s in studies for x in s.schedules]
+    if schedules:  # the exact JSON vLLM takes (report/dynamic_k.py)
+        atomic_write_text(Path(out_dir) / "schedule.json", schedule_json(schedules))
+        paths.append(Path(out_dir) / "schedule.json")
     if not plots:
         return paths
     from specbench.render.plots.concurrency import write_concurrency_plot  # lazy: pulls in matplotlib

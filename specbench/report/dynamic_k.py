@@ -1,0 +1,129 @@
+"""The dynamic-K schedule a study's speed-ups support (:mod:`specbench.analysis.schedule`): one per
+setting of the study's other axes, written as ``schedule.json`` (the exact JSON vLLM takes, and the
+``--speculative-config`` line to paste) and as a summary.md section.
+
+A study gives one when it crosses ``load:concurrency`` (two or more values) with speculative cells
+that have speed-ups over a no-speculation baseline at the same concurrency; k comes from a
+``num_speculative_tokens`` axis or the study's static k.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from specbench.analysis.schedule import Point, Schedule, derive, speculative_config
+
+CONCURRENCY = "concurrency"  # axis_label("load:concurrency")
+K_AXIS = "num_speculative_tokens"
+
+
+@dataclass
+class StudySchedule:
+    axes: dict[str, str]  # the other axes' setting it is for ({} when there are none)
+    schedule: Schedule
+    config: dict[str, Any]  # --speculative-config JSON that serves it
+
+    def paste(self) -> str:
+        return "--speculative-config '" + json.dumps(self.config, separators=(",", ":")) + "'"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "axes": self.axes,
+            "num_speculative_tokens_per_batch_size": self.schedule.entries,
+            "speculative_config": self.config,
+            "paste": self.paste(),
+            "choices": [asdict(c) for c in self.schedule.choices],
+        }
+
+
+def study_schedules(
+    speedups: list, cell_axes: dict[str, dict[str, str]], cell_k: dict[str, int | None], config: dict[str, Any]
+) -> list[StudySchedule]:
+    """``speedups`` (analysis.speedup.Speedup) of one run, each cell's axes and k, and the run's
+    ``resolved_config``: the schedules, [] when the study does not cross concurrency."""
+    spec = (config.get("serve") or {}).get("speculative") or {}
+    static_k = spec.get("num_speculative_tokens")
+    groups: dict[tuple, list[Point]] = {}
+    for s in speedups:
+        axes = cell_axes.get(s.cell) or {}
+        k = cell_k.get(s.cell) or _int(axes.get(K_AXIS)) or _int(static_k)
+        c = _int(axes.get(CONCURRENCY))
+        ci = s.intervals.get("output_tok_per_s")
+        point = s.point.get("output_tok_per_s")
+        if c is None or k is None or ci is None or point is None:
+            continue
+        rest = tuple(sorted((a, v) for a, v in axes.items() if a not in (CONCURRENCY, K_AXIS)))
+        groups.setdefault(rest, []).append(Point(c, k, float(point), (float(ci[0]), float(ci[1])), s.cell))
+    out = []
+    for rest, points in groups.items():
+        if len({p.concurrency for p in points}) < 2:
+            continue
+        schedule = derive(points)
+        cfg = speculative_config(schedule, spec.get("method", "eagle"), spec.get("draft"))
+        out.append(
+            StudySchedule(dict(rest), schedule, {**cfg, **_fields(spec, config.get("matrix") or {}, dict(rest))})
+        )
+    return out
+
+
+# serve.speculative's own keys (specbench's), the rest being vLLM SpeculativeConfig fields passed through
+_OWN = ("method", "draft", "drafts", "num_speculative_tokens")
+
+
+def _fields(spec: dict[str, Any], matrix: dict[str, list], axes: dict[str, str]) -> dict[str, Any]:
+    """The vLLM speculative-config fields the setting ran with: serve.speculative's passed-through
+    ones and its ``speculative:FIELD`` axes' values (typed as the matrix wrote them)."""
+    out = {k: v for k, v in spec.items() if k not in _OWN}
+    for key, values in matrix.items():
+        if not str(key).startswith("speculative:"):
+            continue
+        name = str(key).split(":", 1)[1]
+        shown = axes.get(name)
+        typed = [v for v in values if _slug(v) == shown]
+        if typed:
+            out[name] = typed[0]
+    return out
+
+
+def _slug(value: Any) -> str:
+    # how a cell's axes hold a value (cell.json): lists as compact JSON, the rest as str
+    return json.dumps(value, separators=(",", ":")) if isinstance(value, list) else str(value)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def schedule_json(schedules: list[StudySchedule]) -> str:
+    return json.dumps({"schedules": [s.to_dict() for s in schedules]}, indent=2) + "\n"
+
+
+def schedule_markdown(schedules: list[StudySchedule]) -> list[str]:
+    """summary.md's section: per setting, the schedule, why each range got its K, the line to paste."""
+    if not schedules:
+        return []
+    out = [
+        "## Dynamic K: the schedule the speed-ups support",
+        "",
+        "At each measured concurrency, the k with the highest output tok/s speed-up among those whose 95% interval "
+        "lies above 1, else K = 0 (no speculation); concurrency stands in for the batch size. `schedule.json` has "
+        "each as vLLM's `num_speculative_tokens_per_batch_size`.",
+        "",
+    ]
+    for s in schedules:
+        where = ", ".join(f"{a} {v}" for a, v in s.axes.items()) or "the study"
+        out.append(f"**{where}**: `{json.dumps(s.schedule.entries)}`")
+        out += [f"- concurrency {c.concurrency}: K = {c.k} ({c.why})" for c in s.schedule.choices]
+        if not s.schedule.max_k:
+            out += ["", "Speculation is known to pay at no measured concurrency here: serve without it.", ""]
+            continue
+        ref = str(s.config.get("model", ""))
+        out += ["", f"```\n{s.paste()}\n```", ""]
+        if ref.startswith("fixture:"):
+            out += [f"(`{ref}` is specbench's; `specbench fixtures path` gives the directory vLLM takes.)", ""]
+    return out

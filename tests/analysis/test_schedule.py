@@ -1,0 +1,81 @@
+"""The dynamic-K schedule (specbench/analysis/schedule.py, report/dynamic_k.py): the k known to beat
+no speculation at each concurrency, as the exact JSON vLLM takes, checked with the installed vLLM's
+own validator (vllm/v1/spec_decode/dynamic/utils.py, loaded from its file: no vLLM import)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from specbench.analysis.schedule import Point, derive, speculative_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def vllm_schedule_utils():
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or spec.origin is None:
+        pytest.skip("no vLLM installed")
+    path = Path(spec.origin).parent / "v1" / "spec_decode" / "dynamic" / "utils.py"
+    mod_spec = importlib.util.spec_from_file_location("vllm_dynamic_sd_utils", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_fastest_k_known_to_beat_no_speculation_per_concurrency():
+    points = [
+        Point(1, 1, 1.30, (1.10, 1.50)),
+        Point(1, 3, 1.60, (1.20, 2.00)),  # fastest at 1, known > 1
+        Point(4, 1, 1.15, (1.05, 1.25)),  # known > 1
+        Point(4, 3, 1.40, (0.90, 2.20)),  # faster point, but its interval reaches below 1: not chosen
+        Point(8, 1, 0.95, (0.85, 1.05)),
+        Point(8, 3, 0.80, (0.60, 1.00)),
+        Point(16, 1, 0.70, (0.60, 0.80)),
+    ]
+    s = derive(points)
+    assert [(c.concurrency, c.k) for c in s.choices] == [(1, 3), (4, 1), (8, 0), (16, 0)]
+    assert s.entries == [[1, 3, 3], [4, 7, 1], [8, 16, 0]]  # the two K = 0 ranges merge
+    assert "best k=1: 0.95x" in s.choices[2].why
+    cfg = speculative_config(s, "eagle", "org/head")
+    assert cfg["num_speculative_tokens"] == 3 and cfg["num_speculative_tokens_per_batch_size"] == s.entries
+    utils = vllm_schedule_utils()
+    assert utils.validate_and_normalize_dynamic_sd_schedule(s.entries) == [tuple(e) for e in s.entries]
+    # what vLLM's scheduler then runs at each batch size (max_num_seqs 16)
+    lookup = utils.build_dynamic_sd_schedule_lookup(s.entries, 16, cfg["num_speculative_tokens"])
+    assert lookup[1:] == [3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+
+
+@pytest.mark.heavy
+def test_a_study_crossing_concurrency_gets_a_schedule_json_vllm_accepts(tmp_path):
+    """The committed synthetic-AL sweep (concurrency 1 and 4): its report writes schedule.json, one
+    schedule per AL setting; K > 0 at a concurrency exactly where speedup.csv shows a cell whose
+    interval lies above 1 (read independently from that CSV)."""
+    from specbench.cli.main import run_cli
+
+    run = ROOT / "results/baselines/cpu-calibration-speedup"
+    if not run.is_dir():
+        pytest.skip("no committed cpu-calibration-speedup run")
+    out = tmp_path / "rep"
+    assert run_cli(["report", str(run), "--out", str(out), "--no-plots"]) == 0
+    data = json.loads((out / "schedule.json").read_text())
+    rows = list(csv.DictReader((out / "speedup.csv").open()))
+    utils = vllm_schedule_utils()
+    assert data["schedules"]
+    for s in data["schedules"]:
+        utils.validate_and_normalize_dynamic_sd_schedule(s["num_speculative_tokens_per_batch_size"])
+        al = s["axes"]["synthetic_acceptance_length"]
+        for choice in s["choices"]:
+            mine = [
+                r
+                for r in rows
+                if f"synthetic_acceptance_length-{al}__concurrency-{choice['concurrency']}__" in r["cell"]
+            ]
+            beats = [r for r in mine if float(r["speedup_output_tok_per_s_ci_low"]) > 1]
+            assert (choice["k"] > 0) == bool(beats), (al, choice)
+        assert s["speculative_config"]["synthetic_acceptance_length"] == float(al)  # the setting it ran with
+    assert "## Dynamic K: the schedule the speed-ups support" in (out / "summary.md").read_text()
