@@ -257,18 +257,14 @@ class LineParser:
         if not marker and numeric < 2:  # a marker-less fragment needs two values to be a record
             return None
         fmt, cumulative = _spec_format(marker or _bare_marker(names), names)
+        head = self._header("vllm", fmt, prefix, lineno)
+        return SpecDecodeRecord(**head, engine=self.engine_by_pid.get(head["pid"]), cumulative=cumulative, **values)
+
+    def _header(self, source: str, fmt: str, prefix: str, lineno: int) -> dict[str, Any]:
+        """What every record of a line starts with: its source and format, where it stands
+        (file, line) and what its prefix says (time, pid)."""
         time, pid = _prefix_meta(prefix)
-        return SpecDecodeRecord(
-            source="vllm",
-            format=fmt,
-            file=self.file,
-            line=lineno,
-            time=time,
-            pid=pid,
-            engine=self.engine_by_pid.get(pid),
-            cumulative=cumulative,
-            **values,
-        )
+        return {"source": source, "format": fmt, "file": self.file, "line": lineno, "time": time, "pid": pid}
 
     @staticmethod
     def _trusted(all_pairs: list[tuple[str, str]], body: str, cut: bool, fields: dict, precision: dict):
@@ -302,15 +298,10 @@ class LineParser:
 
     def _fast_spec(self, m: re.Match[str], prefix: str, lineno: int) -> SpecDecodeRecord:
         mal, acc_tp, dr_tp, acc, drafted, per_pos, dar = m.groups()
-        time, pid = _prefix_meta(prefix)
+        head = self._header("vllm", "vllm-v1-mean-first", prefix, lineno)
         return SpecDecodeRecord(
-            source="vllm",
-            format="vllm-v1-mean-first",
-            file=self.file,
-            line=lineno,
-            time=time,
-            pid=pid,
-            engine=self.engine_by_pid.get(pid),
+            **head,
+            engine=self.engine_by_pid.get(head["pid"]),
             cumulative=False,
             accepted_tokens=int(acc),
             draft_tokens=int(drafted),
@@ -341,16 +332,8 @@ class LineParser:
                 values[spec[0]] = converted
         if not seen:
             return None
-        time, pid = _prefix_meta(prefix)
         return SpecDecodeRecord(
-            source="sglang",
-            format="sglang-decode-batch",
-            file=self.file,
-            line=lineno,
-            time=time,
-            pid=pid,
-            cumulative=False,
-            **values,
+            **self._header("sglang", "sglang-decode-batch", prefix, lineno), cumulative=False, **values
         )
 
     def _engine(self, line: str, m: re.Match[str], lineno: int) -> EngineStatsRecord | None:
@@ -359,8 +342,8 @@ class LineParser:
         if located is None:
             return None
         engine = int(m.group(1)) if m.group(1) is not None else None
-        time, pid = _prefix_meta(prefix)
-        self.engine_by_pid[pid] = engine
+        head = self._header("vllm", "vllm-engine-stats", prefix, lineno)
+        self.engine_by_pid[head["pid"]] = engine
         rest = located[0].split(":", 1)[1]
         fast = FAST_ENGINE_RE.fullmatch(rest) if FAST_PATHS else None
         if fast is not None:
@@ -369,12 +352,7 @@ class LineParser:
             # A repeated name would override the first value in the general path's dict.
             if "throughput" not in low and "running" not in low and "waiting" not in low:
                 return EngineStatsRecord(
-                    source="vllm",
-                    format="vllm-engine-stats",
-                    file=self.file,
-                    line=lineno,
-                    time=time,
-                    pid=pid,
+                    **head,
                     engine=engine,
                     prompt_throughput=float(prompt),
                     generation_throughput=float(generation),
@@ -383,12 +361,7 @@ class LineParser:
                 )
         vals = dict(pairs(rest))
         return EngineStatsRecord(
-            source="vllm",
-            format="vllm-engine-stats",
-            file=self.file,
-            line=lineno,
-            time=time,
-            pid=pid,
+            **head,
             engine=engine,
             prompt_throughput=number(vals.get("avg prompt throughput", "")),
             generation_throughput=number(vals.get("avg generation throughput", "")),
