@@ -40,6 +40,7 @@ from specbench.load.llmperf_checks import (  # noqa: F401
     check_tokenizer,
     default_input_tokens,
     llmperf_env,
+    start_in_checkout,
 )
 from specbench.serve.procs import join_started, kill_tree
 
@@ -238,15 +239,7 @@ def _watch(
     """Run llmperf to its end, its output copied to ``log_path`` and the server scraped into
     ``span`` every ``poll_s``; its exit status. Killed (SpecbenchError) past its wall-clock limit."""
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:
-        proc = subprocess.Popen(
-            llmperf_argv(model, spec, results_dir),
-            cwd=spec.path,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = start_in_checkout(llmperf_argv(model, spec, results_dir), spec.path, env)
         reader = threading.Thread(
             target=_pump, args=(proc, log, spec.max_num_completed_requests, progress), daemon=True
         )

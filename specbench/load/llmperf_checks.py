@@ -69,6 +69,21 @@ def check_llmperf(path: str | Path, python: str) -> None:
         )
 
 
+def start_in_checkout(argv: list[str], checkout: Any, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as llmperf runs (the load and its tokenizer pre-check alike): in the
+    ``checkout``, in ``env``, no stdin, stdout and stderr one pipe, and in its own session, so that
+    :func:`kill_tree` stops it with everything it started (Ray's workers)."""
+    return subprocess.Popen(
+        argv,
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 _TOKENIZER_CHECK = """
 import inspect, llmperf.utils as u
 tok = inspect.signature(u.randomly_sample_sonnet_lines_prompt).parameters["tokenizer"].default
@@ -86,15 +101,7 @@ def check_tokenizer(spec: Any, env: dict[str, str], timeout_s: float = 120.0) ->
     key = (str(spec.path), spec.python, env.get("PYTHONPATH"))
     if key in _tokenizer_ok:
         return
-    proc = subprocess.Popen(
-        [spec.python, "-c", _TOKENIZER_CHECK],
-        cwd=spec.path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc = start_in_checkout([spec.python, "-c", _TOKENIZER_CHECK], spec.path, env)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
         why = None if proc.returncode == 0 else (out.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1]
