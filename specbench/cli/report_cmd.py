@@ -159,7 +159,7 @@ def _print_compact(rep, table_rows) -> None:
     for name in header[4:]:
         table.add_column(name, justify="right", no_wrap=True)
     for r in rows:
-        table.add_row(user_text(r[0]), r[1].split(" ", 1)[0], r[3], *(c.split(" [", 1)[0] for c in r[4:]))
+        table.add_row(user_text(r[0]), r[1].split(" ", 1)[0], r[3], *(c.split(" ", 1)[0] for c in r[4:]))
     console.print(table)
 
 

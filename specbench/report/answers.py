@@ -94,17 +94,26 @@ def summarise(items: list[tuple[float, tuple[float, float] | None, str]], digits
             return f"{word} in both settings, significant: {each}"
         ends = f"[{fmt.num(min(iv[0] for _, iv, _ in sig), digits, sign=True)}, {fmt.num(max(iv[1] for _, iv, _ in sig), digits, sign=True)}]"
         return f"{word} in all {n} settings, {span}, each significant (the CIs within {ends})"
+    if not with_ci:
+        where = "either setting" if n == 2 else f"all {n} settings"
+        return f"no CI in {where} (too few units; {span})"
     if not sig:
         nci = "" if len(with_ci) == n else f" ({n - len(with_ci)} without a CI)"
         return f"not significant in {_settings(n)}{nci} ({span}): {not_ruled}"
     return f"significant in {len(sig)} of {n} settings: {each}; elsewhere {not_ruled}"
 
 
+def _setting(c: Any, repeats: bool) -> str:
+    """The other axes' values of a contrast, and its repeat where the run has several."""
+    return " · ".join(x for x in (cell_title(c.others), f"r{c.repeat}" if repeats else "") if x)
+
+
 def _pair_line(axis: str, cand: str, base: str, diffs: list[Any]) -> str:
     head = fmt.one_line(f"{axis_name(axis)} {cand} vs {base}")
     parts = []
+    repeats = len({c.repeat for c in diffs}) > 1
     for stat, name, digits in (("mean_acceptance_length", "AL", 2), ("p0", "p_0", 3)):
-        items = [(c.delta[stat], c.intervals.get(stat), cell_title(c.others)) for c in diffs if stat in c.delta]
+        items = [(c.delta[stat], c.intervals.get(stat), _setting(c, repeats)) for c in diffs if stat in c.delta]
         if items:
             parts.append(f"{name} {summarise(items, digits)}")
     return f"{head}: " + ("; ".join(parts) if parts else "no AL on a side")

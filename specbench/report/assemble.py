@@ -56,6 +56,7 @@ class CellDifference:
     # prefix caching off), and the axis' own fields that vLLM did not attest on either side
     confounds: list[str] = field(default_factory=list)
     unattested: list[str] = field(default_factory=list)
+    repeat: int | None = None  # both cells' repeat
 
     def sentence(self) -> str:
         parts = []
@@ -284,6 +285,7 @@ def _comparisons(groups: list[Group], confidence: float) -> list[CellDifference]
                     degenerate=any(deltas[s].ci is None for s in stats),
                     confounds=confounds(cand.attested, base.attested, fields),  # read as the head: cand vs base
                     unattested=sorted({f for g in (base, cand) for f in not_attested(g.attested, _checked(fields))}),
+                    repeat=base.repeat,
                 )
             )
     return out

@@ -101,6 +101,10 @@ def test_summarise_words():
     assert summarise([(-1.2, (-1.4, -1.0), "")], 2).startswith("lower, -1.20 [-1.40, -1.00], significant")
     both = summarise([(-1.2, (-1.4, -1.0), "MLA on"), (-1.1, (-1.3, -0.9), "MLA off")], 2)
     assert both == "lower in both settings, significant: -1.20 [-1.40, -1.00] (MLA on); -1.10 [-1.30, -0.90] (MLA off)"
+    assert (
+        summarise([(0.2, None, "r0"), (0.3, None, "r1")], 2)
+        == "no CI in either setting (too few units; Δ +0.20 to +0.30)"
+    )
     mixed = summarise([(-1.2, (-1.4, -1.0), "a"), (0.1, (-0.5, 0.3), "b")], 2)
     assert (
         mixed

@@ -79,11 +79,11 @@ def test_runs_in_the_experiment_directory_itself(tmp_path):
 
 @pytest.mark.heavy
 def test_report_reads_the_sweep_as_a_study(tmp_path):
-    code, out = invoke("report", SWEEP, "--out", tmp_path)
+    code, out = invoke("report", SWEEP, "--out", tmp_path, "--verbose")
     assert code == 0, out
     csv = (tmp_path / "acceptance.csv").read_text()
     assert all(cid in csv for cid in SCRAPES)
-    # cells that differ in one axis are compared (max_concurrency 4 vs 1, per repeat)
+    # cells that differ in one axis are compared (max_concurrency 4 vs 1, per repeat; one answer without --verbose)
     assert out.count("max_concurrency 4 vs 1") == 2
     assert (tmp_path / "per_position.png").exists()
 
