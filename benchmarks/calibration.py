@@ -1,0 +1,48 @@
+"""The calibration study's tables (docs/studies/calibration.md), regenerated from its committed runs.
+
+Reads results/baselines/cpu-calibration (configs/calibration.yaml: vLLM's synthetic acceptance at
+four rate profiles x concurrency 1, 4) and results/baselines/cpu-calibration-speedup
+(configs/calibration-speedup.yaml: synthetic acceptance lengths 1.5-4.0 beside a no-speculation
+baseline) and prints, as Markdown, each block the page shows between ``<!-- calibration.py NAME -->``
+markers: per cell the configured truth beside the estimate and its 95% CI, log == /metrics, the
+coverage of the CIs against the truth, and the speed-up against the configured AL with the
+break-even AL. tests/testing/test_calibration_doc.py checks the page holds exactly this.
+
+    .venv/bin/python benchmarks/calibration.py                       # the committed runs, ~10 s
+    .venv/bin/python benchmarks/calibration.py --calibration RUN --speedup RUN2
+    .venv/bin/python benchmarks/calibration.py --write docs/studies/calibration.md   # the blocks in place
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from specbench.testing.calibration_tables import CALIBRATION, SPEEDUP, all_tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calibration", type=Path, default=CALIBRATION, help="run directory of configs/calibration.yaml")
+    ap.add_argument("--speedup", type=Path, default=SPEEDUP, help="run directory of configs/calibration-speedup.yaml")
+    ap.add_argument("--write", type=Path, help="replace the marked blocks of this page instead of printing")
+    args = ap.parse_args(argv)
+    speedup = args.speedup if (args.speedup / "manifest.json").is_file() else None
+    tables = all_tables(args.calibration, speedup)
+    if args.write:
+        text = args.write.read_text()
+        for name, block in tables.items():
+            mark = re.compile(rf"(<!-- calibration.py {name} -->\n).*?(<!-- /calibration.py {name} -->)", re.S)
+            text, n = mark.subn(lambda m, b=block: f"{m.group(1)}{b}\n{m.group(2)}", text)
+            if n != 1:
+                raise SystemExit(f"{args.write}: {n} blocks named {name!r} (need exactly one)")
+        args.write.write_text(text)
+        return 0
+    for name, block in tables.items():
+        print(f"<!-- calibration.py {name} -->\n{block}\n<!-- /calibration.py {name} -->\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
