@@ -168,7 +168,6 @@ def read_bytes(
     missing: str = "check the path",
     fix: str = "check the path and its permissions",
     error: type[Exception] = InputError,
-    regular_only: bool = True,
     max_bytes: int | None = None,
 ) -> bytes:
     """The bytes of ``path``; for anything unreadable one line naming the file, raised as ``error``:
@@ -176,9 +175,7 @@ def read_bytes(
 
     Opened by :func:`open_input`: a FIFO, socket, device or directory is refused naming its kind
     (it would block the read for ever, or never end), and no more than the size ``fstat`` gave
-    is read. ``max_bytes``: refuse a larger file before reading any of it. ``regular_only`` is
-    kept for callers that pass it; every read is regular-only."""
-    del regular_only
+    is read: every read is of a regular file. ``max_bytes``: refuse a larger file before reading any of it."""
     fh, size = open_input(path, what, missing=missing, fix=fix, error=error)
     with fh:
         if max_bytes is not None and size > max_bytes:
@@ -200,12 +197,11 @@ def read_text(
     fix: str = "check the path and its permissions",
     error: type[Exception] = InputError,
     errors: str = "strict",
-    regular_only: bool = False,
     max_bytes: int | None = None,
 ) -> str:
     """:func:`read_bytes` decoded as UTF-8 (``errors`` as for ``bytes.decode``); text that is not
     UTF-8 is refused like an unreadable file."""
-    data = read_bytes(path, what, missing=missing, fix=fix, error=error, regular_only=regular_only, max_bytes=max_bytes)
+    data = read_bytes(path, what, missing=missing, fix=fix, error=error, max_bytes=max_bytes)
     try:
         return data.decode("utf-8", errors)
     except UnicodeDecodeError:
@@ -345,7 +341,6 @@ def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, 
         path,
         missing="is this a specbench run directory?",
         fix="re-run the cell or restore the file",
-        regular_only=True,
         max_bytes=MAX_JSON_BYTES,
     )
     try:
@@ -386,7 +381,7 @@ def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     file:line:field: a count of NaN would otherwise blank a statistic without a word."""
     path = Path(path)
     rows = []
-    lines = read_text(path, fix="re-run the cell or delete the file", regular_only=True).split("\n")
+    lines = read_text(path, fix="re-run the cell or delete the file").split("\n")
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

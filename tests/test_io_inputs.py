@@ -4,17 +4,21 @@ Each command runs in a subprocess with a timeout: on the old code these hang."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from specbench import io
 from specbench.errors import InputError
 from specbench.io import read_bytes, read_text
+from specbench.results import store
 
 BOUND_S = 30
 
@@ -143,3 +147,32 @@ def test_a_fifo_inside_a_sweep_directory_is_refused_not_waited_on(tmp_path):
     res = _cli("report", str(sweep), "--out", str(tmp_path / "out"), "--no-plots")
     assert res.returncode == 2, res.stdout + res.stderr
     assert "run=0.json" in res.stderr and "FIFO" in res.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize("reader", ["load_json", "read_jsonl_lines", "load_summary"])
+def test_the_run_directory_readers_refuse_a_special_file_in_bounded_time(reader, kind, tmp_path):
+    # The readers that once asked for regular_only=True (a parameter read_bytes took and dropped):
+    # every read is regular-only now, and these three still refuse a FIFO (never opened, so no
+    # wait for a writer) and a device (never read to its end).
+    read = {"load_json": io.load_json, "read_jsonl_lines": io.read_jsonl_lines, "load_summary": store.load_summary}
+    path = _special(tmp_path, kind)
+    done: list[BaseException] = []
+    worker = threading.Thread(target=lambda: done.append(_raised(read[reader], path)), daemon=True)
+    worker.start()
+    worker.join(BOUND_S)
+    assert done, f"{reader}({path}) still reading after {BOUND_S} s"
+    assert isinstance(done[0], InputError) and "not a regular file" in str(done[0]), done[0]
+
+
+def _raised(read, path) -> BaseException:
+    try:
+        read(path)
+    except BaseException as exc:  # noqa: BLE001 - the test looks at whatever it raised
+        return exc
+    return AssertionError(f"{path} was read")
+
+
+def test_read_bytes_and_read_text_take_no_regular_only():
+    # Every read is regular-only; a parameter that says otherwise would be one that is dropped.
+    assert all("regular_only" not in inspect.signature(f).parameters for f in (read_bytes, read_text))

@@ -436,9 +436,7 @@ def load_summary(path: Path) -> dict | None:
     # summary.json keeps llmperf's key names (no schema_version: llmperf tools read it as is).
     if not _exists(path):
         return None
-    text = read_text(
-        path, "summary", fix="re-run the cell (specbench run --resume)", regular_only=True, max_bytes=MAX_JSON_BYTES
-    )
+    text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)", max_bytes=MAX_JSON_BYTES)
     try:
         data = loads_json(text)
     except ValueError:
