@@ -46,6 +46,8 @@ WALL = [
     ("docs/studies/seed-questions.md", "13 servers, 23 min", "results/reruns/seed-questions-2026-12-03"),
     ("docs/studies/seed-questions.md", "3 servers, 8 min", "results/baselines/cpu-seed-questions"),
     ("docs/studies/eagle3.md", "3 min 30 s", "results/baselines/cpu-eagle3"),
+    ("docs/studies/calibration.md", "5 min 55 s", "results/baselines/cpu-calibration"),
+    ("docs/studies/calibration.md", "12 min 4 s", "results/baselines/cpu-calibration-speedup"),
 ]
 LOAD = [
     ("docs/studies/default.md", "20 requests × 64 tokens, concurrency 4", "results/baselines/cpu-default"),
