@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-# Exit codes, the one definition (README "Exit codes"; the CLI and the executors use these names).
+# Exit codes: the one definition, one name for each meaning (README "Exit codes", tested against
+# EXIT_CODES in tests/test_exit_codes.py). Every module imports them from here under these names;
+# only cli/ ends the process with one. CI reads 1 as "regression", so nothing else may end in 1.
 EXIT_OK = 0
 EXIT_REGRESSION = 1  # compare: a gate failed
 EXIT_USAGE = 2  # bad input, config or flag: a SpecbenchError, one line naming what to fix
 EXIT_FAILED_CELLS = 3  # run: some cells failed (the others are saved)
-EXIT_INCONCLUSIVE = 3  # compare: no gate failed but some checks are inconclusive
-EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention)
+EXIT_INCONCLUSIVE = 3  # compare: no gate failed but some checks are inconclusive (never a pass)
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM / SIGHUP (128 + SIGINT, the shell's convention)
+
+# (name, code, the command it is of or None for every command, meaning): 3 has two names because
+# it means two things, one per command that can end with it.
+EXIT_CODES: tuple[tuple[str, int, str | None, str], ...] = (
+    ("EXIT_OK", EXIT_OK, None, "ok"),
+    ("EXIT_REGRESSION", EXIT_REGRESSION, "compare", "regression verdict"),
+    ("EXIT_USAGE", EXIT_USAGE, None, "usage, config or input error"),
+    ("EXIT_FAILED_CELLS", EXIT_FAILED_CELLS, "run", "finished with failed cells"),
+    ("EXIT_INCONCLUSIVE", EXIT_INCONCLUSIVE, "compare", "a check it could not decide"),
+    ("EXIT_INTERRUPTED", EXIT_INTERRUPTED, None, "interrupted"),
+)
 
 
 class SpecbenchError(Exception):

@@ -14,7 +14,7 @@ from typing import Annotated, Callable, Iterator, Optional, TypeVar
 import typer
 from rich.console import Console
 
-from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, SpecbenchError
+from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, SpecbenchError
 from specbench.io import clear_stop, honour_stop, request_stop
 from specbench.redact import redact_message
 from specbench.render.format import one_line
@@ -52,11 +52,9 @@ def debug_enabled() -> bool:
     return os.environ.get("SPECBENCH_DEBUG", "") not in ("", "0")
 
 
-# The exit-code contract (README "Exit codes"): CI reads 1 as "regression", so nothing else may
-# ever end in 1. Every failure that is not a verdict is a usage/input error (2), failed cells (3)
-# or an interruption (130).
-# defined once in errors.py; re-exported here for the command modules
-__all__ = ["EXIT_FAILED_CELLS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSION", "EXIT_USAGE"]
+# The exit-code contract (README "Exit codes"; the codes are errors.py's): CI reads 1 as
+# "regression", so nothing else may ever end in 1. Every failure that is not a verdict is a
+# usage/input error (2), failed cells (3) or an interruption (130).
 
 
 def describe_failure(exc: BaseException) -> tuple[int, str]:

@@ -19,8 +19,7 @@ from typing import Any, Protocol
 
 from specbench import redact
 from specbench.config import Study
-from specbench.errors import EXIT_FAILED_CELLS as EXIT_SOME_FAILED
-from specbench.errors import EXIT_OK, DependencyError, InputError
+from specbench.errors import EXIT_FAILED_CELLS, EXIT_OK, DependencyError, InputError
 from specbench.load.prompts import Prompt
 from specbench.load.workloads import load_workload
 from specbench.records.files import Acceptance, CellRecord, as_record, load
@@ -40,7 +39,7 @@ from specbench.run.lifecycle import new_record as new_record  # re-exported: tes
 from specbench.run.lifecycle import remove_tree as _remove_tree  # noqa: F401 - re-exported: tests/serve/test_server_cache.py
 from specbench.run.measure import measure_cell
 
-__all__ = ["EXIT_OK", "EXIT_SOME_FAILED", "Executor", "LocalExecutor", "RunContext", "RunPlan", "execute"]
+__all__ = ["Executor", "LocalExecutor", "RunContext", "RunPlan", "execute"]
 
 
 class Executor(Protocol):
@@ -170,7 +169,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     store.write_manifest(plan.run_dir, manifest)
     tables.write()
     display.finish(plan.run_dir, [r for r in records if r])
-    return EXIT_OK if not failed else EXIT_SOME_FAILED
+    return EXIT_OK if not failed else EXIT_FAILED_CELLS
 
 
 def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[str, dict[str, Any]]]:

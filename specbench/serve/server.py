@@ -45,9 +45,10 @@ def vllm_available(python: str = sys.executable) -> bool:
     """Whether ``python`` can import vllm (asked in a subprocess when it is another interpreter)."""
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return importlib.util.find_spec("vllm") is not None
-    probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 1)"
+    probe = "import importlib.util; print(importlib.util.find_spec('vllm') is not None)"
     try:
-        return subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
+        done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60)
+        return done.returncode == 0 and done.stdout.strip() == b"True"
     except (OSError, subprocess.TimeoutExpired):
         return False
 

@@ -17,12 +17,13 @@ import dataclasses
 import pytest
 
 from specbench.config import parse_study
+from specbench.errors import EXIT_FAILED_CELLS
 from specbench.results import store
 from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import GroupedExecutor, group_cells
 from specbench.run.plan import fixture_resolver
-from specbench.run.runner import EXIT_SOME_FAILED, RunPlan, execute
+from specbench.run.runner import RunPlan, execute
 
 pytestmark = pytest.mark.vllm
 
@@ -79,7 +80,7 @@ def run(tmp_path_factory):
 
 def test_the_run_exits_3(run):
     code, _ = run
-    assert code == EXIT_SOME_FAILED
+    assert code == EXIT_FAILED_CELLS
 
 
 def test_the_honest_cell_is_measured_with_its_claim_attested(run):

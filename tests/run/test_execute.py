@@ -14,10 +14,11 @@ import factories
 import pytest
 
 import specbench.io
+from specbench.errors import EXIT_FAILED_CELLS, EXIT_OK
 from specbench.results import store
 from specbench.results import store as store_mod
 from specbench.run.display import QuietDisplay
-from specbench.run.runner import EXIT_OK, EXIT_SOME_FAILED, execute
+from specbench.run.runner import execute
 
 
 def _plan(tmp_path):
@@ -68,7 +69,9 @@ def test_all_done_exit_0(tmp_path):
 
 def test_some_failed_exit_3_and_resume_skips_done(tmp_path):
     plan = _plan(tmp_path)
-    assert execute(plan, QuietDisplay(), Scripted(["done", "failed", "done", "done"], plan.run_dir)) == EXIT_SOME_FAILED
+    assert (
+        execute(plan, QuietDisplay(), Scripted(["done", "failed", "done", "done"], plan.run_dir)) == EXIT_FAILED_CELLS
+    )
     assert store.load_run(plan.run_dir).manifest.status == "some_failed"
     plan.skip = {cid for cid, c in store.load_run(plan.run_dir).cells.items() if c.status == "done"}
     again = Scripted(["done"], plan.run_dir)

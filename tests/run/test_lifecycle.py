@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from specbench.config import parse_study
+from specbench.errors import EXIT_FAILED_CELLS
 from specbench.records.cell import Spec
 from specbench.records.files import CellRecord, load
 from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import GroupedExecutor, group_cells
-from specbench.run.runner import EXIT_SOME_FAILED, RunPlan, execute
+from specbench.run.runner import RunPlan, execute
 from specbench.serve.server import VLLMServer
 
 HERE = Path(__file__).resolve().parent
@@ -67,7 +68,7 @@ def _run(run_dir: Path, cells: list[Cell], share: bool) -> list[CellRecord]:
     manifest = {"run_id": "r", "axes": list(study.matrix), "cells": [c.cell_id for c in cells], "status": "running"}
     store.write_manifest(run_dir, manifest)
     plan = RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
-    assert execute(plan, QuietDisplay(), GroupedExecutor()) == EXIT_SOME_FAILED
+    assert execute(plan, QuietDisplay(), GroupedExecutor()) == EXIT_FAILED_CELLS
     return [load(CellRecord, store.cell_dir(run_dir, c.cell_id) / store.CELL_JSON) for c in cells]
 
 
