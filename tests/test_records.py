@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINES = sorted(p for p in (ROOT / "results" / "baselines").iterdir() if (p / "manifest.json").is_file())
 # The real current-format run the suite may reuse (tests/conftest.py), when this machine has one.
 FRESH = [Path(p) for p in [os.environ.get("SPECBENCH_TEST_RUN_DIR")] if p and (Path(p) / "manifest.json").is_file()]
-CELL = BASELINES[0] / "mla-on__output_norm-on__r0"
+DEFAULT = ROOT / "results" / "baselines" / "cpu-default"  # named: the first by name changes as baselines are added
+CELL = DEFAULT / "mla-on__output_norm-on__r0"
 
 
 @pytest.mark.parametrize("run_dir", BASELINES + FRESH, ids=lambda p: p.name)
@@ -95,7 +96,7 @@ def test_writers_write_the_keys_a_real_run_has():
 )
 def test_a_damaged_file_is_refused_naming_file_and_field(tmp_path, name, damage, field):
     run = tmp_path / "run"
-    shutil.copytree(BASELINES[0], run)
+    shutil.copytree(DEFAULT, run)
     path = run / name if name == "manifest.json" else run / CELL.name / name
     data = json.loads(path.read_text())
     damage(data)
