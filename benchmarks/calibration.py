@@ -3,7 +3,8 @@
 Reads results/baselines/cpu-calibration (configs/calibration.yaml: vLLM's synthetic acceptance at
 four rate profiles x concurrency 1, 4) and results/baselines/cpu-calibration-speedup
 (configs/calibration-speedup.yaml: synthetic acceptance lengths 1.5-4.0 beside a no-speculation
-baseline) and prints, as Markdown, each block the page shows between ``<!-- calibration.py NAME -->``
+baseline) and results/reruns/calibration-seeds (configs/calibration-seeds.yaml: one cell at vLLM
+--seed 1-4) and prints, as Markdown, each block the page shows between ``<!-- calibration.py NAME -->``
 markers: per cell the configured truth beside the estimate and its 95% CI, log == /metrics, the
 coverage of the CIs against the truth, and the speed-up against the configured AL with the
 break-even AL. tests/testing/test_calibration_doc.py checks the page holds exactly this.
@@ -19,17 +20,19 @@ import argparse
 import re
 from pathlib import Path
 
-from specbench.testing.calibration_tables import CALIBRATION, SPEEDUP, all_tables
+from specbench.testing.calibration_tables import CALIBRATION, SEEDS, SPEEDUP, all_tables
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calibration", type=Path, default=CALIBRATION, help="run directory of configs/calibration.yaml")
     ap.add_argument("--speedup", type=Path, default=SPEEDUP, help="run directory of configs/calibration-speedup.yaml")
+    ap.add_argument("--seeds", type=Path, default=SEEDS, help="run directory of configs/calibration-seeds.yaml")
     ap.add_argument("--write", type=Path, help="replace the marked blocks of this page instead of printing")
     args = ap.parse_args(argv)
     speedup = args.speedup if (args.speedup / "manifest.json").is_file() else None
-    tables = all_tables(args.calibration, speedup)
+    seeds = args.seeds if (args.seeds / "manifest.json").is_file() else None
+    tables = all_tables(args.calibration, speedup, seeds)
     if args.write:
         text = args.write.read_text()
         for name, block in tables.items():

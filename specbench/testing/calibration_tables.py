@@ -9,14 +9,16 @@ the page's AL and p_i columns are also checked against the report (tests/test_st
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from specbench.testing import BASELINES
+from specbench.testing import BASELINES, CHECKOUT
 from specbench.testing.truth import TruthCell, coverage, read_cells
 
 CALIBRATION = BASELINES / "cpu-calibration"
 SPEEDUP = BASELINES / "cpu-calibration-speedup"
+SEEDS = CHECKOUT / "results" / "reruns" / "calibration-seeds"
 FAMILIES = ("AL", "DAR", "p", "alpha")
 
 
@@ -26,6 +28,27 @@ def _al(v: float, lo: float, hi: float) -> str:
 
 def _frac(v: float, lo: float, hi: float) -> str:
     return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def vllm_seed(c: TruthCell) -> int:
+    """The vLLM ``--seed`` the cell's server ran with (vLLM's default, 0, unless a flag axis set it)."""
+    return int(c.axes.get("flag:--seed", 0))
+
+
+def position0_table(cells: list[TruthCell]) -> str:
+    """p_0 against its configured rate, in binomial SEs, for every cell whose rate at 0 is fractional."""
+    lines = [
+        "| cell | vLLM seed | verify steps | configured p_0 | p_0 [95% CI] | error (binomial SEs) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in cells:
+        r = c.rates[0]
+        if not 0 < r < 1:
+            continue
+        z = (c.estimates["p0"] - r) / math.sqrt(r * (1 - r) / c.drafts)
+        row = [cell_title(c), str(vllm_seed(c)), str(c.drafts), f"{r:g}", _frac(c.estimates["p0"], *c.intervals["p0"])]
+        lines.append("| " + " | ".join([*row, f"{z:+.2f}"]) + " |")
+    return "\n".join(lines)
 
 
 def cell_title(c: TruthCell) -> str:
@@ -170,13 +193,19 @@ def speedup_table(points: list[SpeedupPoint]) -> str:
     return "\n".join(lines)
 
 
-def all_tables(calibration: Path = CALIBRATION, speedup: Path | None = SPEEDUP) -> dict[str, str]:
+def all_tables(
+    calibration: Path = CALIBRATION, speedup: Path | None = SPEEDUP, seeds: Path | None = SEEDS
+) -> dict[str, str]:
     """The page's generated blocks by name (each between ``<!-- calibration.py NAME -->`` markers)."""
     cells = read_cells(calibration)
     out = {"cells": cell_table(cells), "coverage": coverage_table(cells)}
+    length_cells = read_cells(speedup) if speedup is not None else []
     if speedup is not None:
-        length_cells = read_cells(speedup)
         out["length-cells"] = cell_table(length_cells, drafts="verify steps")
         out["coverage-all"] = coverage_table(cells + length_cells)
         out["speedup"] = speedup_table(speedup_points(speedup))
+    seed_cells = read_cells(seeds) if seeds is not None else []
+    out["position0"] = position0_table(cells + length_cells + seed_cells)
+    if seeds is not None:
+        out["seed-cells"] = cell_table(seed_cells, drafts="verify steps")
     return out

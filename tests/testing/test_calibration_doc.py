@@ -13,11 +13,13 @@ import pytest
 
 from specbench.testing.calibration_tables import (
     CALIBRATION,
+    SEEDS,
     SPEEDUP,
     break_even,
     cell_table,
     coverage_table,
     crossing,
+    position0_table,
     speedup_points,
     speedup_table,
 )
@@ -43,6 +45,11 @@ def length_cells():
     return read_cells(SPEEDUP)
 
 
+@pytest.fixture(scope="module")
+def seed_cells():
+    return read_cells(SEEDS)
+
+
 def test_the_pages_cell_tables_are_what_the_code_prints(cells, length_cells):
     assert _block("cells") == cell_table(cells)
     assert _block("length-cells") == cell_table(length_cells, drafts="verify steps")
@@ -63,11 +70,22 @@ def test_the_pages_coverage_is_what_the_code_computes(cells, length_cells):
     assert claim in text, claim
 
 
-def test_log_windows_count_what_metrics_counts_in_every_cell(cells, length_cells):
-    assert len(cells) == 8 and len(length_cells) == 12
-    bad = [c.cell for c in cells + length_cells if not (c.log_equals_metrics and c.per_request_equals_metrics)]
-    assert not bad
-    assert all(c.drafts >= 500 for c in cells + length_cells)
+def test_log_windows_count_what_metrics_counts_in_every_cell(cells, length_cells, seed_cells):
+    every = cells + length_cells + seed_cells
+    assert (len(cells), len(length_cells), len(seed_cells)) == (8, 12, 4)
+    assert not [c.cell for c in every if not (c.log_equals_metrics and c.per_request_equals_metrics)]
+    assert all(c.drafts >= 500 for c in every)
+
+
+def test_position_0_at_seed_0_and_at_seeds_1_to_4_is_what_the_page_says(cells, length_cells, seed_cells):
+    """The page: at vLLM's default seed p_0 is below its rate in every cell where that rate is
+    fractional (one shared uniform stream); at seeds 1-4 the same cell has no shortfall."""
+    assert _block("position0") == position0_table(cells + length_cells + seed_cells)
+    assert _block("seed-cells") == cell_table(seed_cells, drafts="verify steps")
+    seed0 = [c for c in cells + length_cells if 0 < c.rates[0] < 1]
+    assert len(seed0) == 10 and all(c.estimates["p0"] < c.rates[0] for c in seed0)
+    assert sorted(int(c.axes["flag:--seed"]) for c in seed_cells) == [1, 2, 3, 4]
+    assert all(c.estimates["p0"] >= c.rates[0] for c in seed_cells)
 
 
 def test_a_lengths_rates_are_the_ones_vllm_resolved_and_ran(cells, length_cells):
