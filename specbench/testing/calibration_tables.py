@@ -121,7 +121,7 @@ class SpeedupPoint:
 def speedup_points(run_dir: Path = SPEEDUP) -> list[SpeedupPoint]:
     """Output tok/s speed-up over the no-speculation baseline per synthetic-length cell, as
     ``specbench report`` computes it (speedup.csv's ``speedup_output_tok_per_s`` and its CI)."""
-    from specbench.report.assemble import build_report
+    from specbench.report.assemble import build_report  # lazy: the report (pandas) only for the speed-up table
 
     report = build_report([Path(run_dir)])
     cells = {c.cell: c for c in read_cells(Path(run_dir))}
