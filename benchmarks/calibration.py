@@ -9,7 +9,7 @@ markers: per cell the configured truth beside the estimate and its 95% CI, log =
 coverage of the CIs against the truth, and the speed-up against the configured AL with the
 break-even AL. tests/testing/test_calibration_doc.py checks the page holds exactly this.
 
-    .venv/bin/python benchmarks/calibration.py                       # the committed runs, ~10 s
+    .venv/bin/python benchmarks/calibration.py                       # the committed runs, ~2 s
     .venv/bin/python benchmarks/calibration.py --calibration RUN --speedup RUN2
     .venv/bin/python benchmarks/calibration.py --write docs/studies/calibration.md   # the blocks in place
 """

@@ -23,7 +23,7 @@ results/reruns/calibration-seeds (one cell at --seed 1-4). Nothing is resampled 
    recipe's gates and with ``per_position[0]:-5pp`` alone. Exit 0 must not happen at T; exit 1 is
    expected at 2T (each cell has ~1,650 drafts: the change's SE ~0.010, T/5).
 
-    .venv/bin/python benchmarks/truth_rates.py          # ~1 minute on 2 cores
+    .venv/bin/python benchmarks/truth_rates.py          # ~10 s on 2 cores
     .venv/bin/python benchmarks/truth_rates.py --calibration RUN --speedup RUN2
 """
 
