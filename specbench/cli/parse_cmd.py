@@ -156,11 +156,12 @@ DERIVED_HOW = "AL = 1 + accepted / drafts, DAR = accepted / drafted, p_i = accep
 
 def _derived(r: dict) -> dict:
     d, t, a, per = (r.get(key) for key in ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position"))
-    ok = isinstance(d, int) and d > 0
+    drafts = d if isinstance(d, int) and d > 0 else None
+    accepted = a if isinstance(a, int) else None
     return {
-        "al": 1 + a / d if ok and isinstance(a, int) else None,
-        "dar": a / t if isinstance(t, int) and t > 0 and isinstance(a, int) else None,
-        "p": [x / d for x in per] if ok and isinstance(per, list) else [],
+        "al": 1 + accepted / drafts if drafts and accepted is not None else None,
+        "dar": accepted / t if isinstance(t, int) and t > 0 and accepted is not None else None,
+        "p": [x / drafts for x in per] if drafts and isinstance(per, list) else [],
     }
 
 
