@@ -10,6 +10,8 @@ with ``make_arg_parser``: ``vllm.entrypoints.launchers.cli_args`` in 0.31/0.32,
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -70,8 +72,14 @@ def test_planned_argv_parses_as_the_cell_claims(serve, config):
             if cell.is_baseline:
                 assert ns.speculative_config is None, cell.cell_id
             else:
+                # vLLM's other SpeculativeConfig fields pass through as the config and its speculative: axes set them
+                fields = dict(study.serve.speculative.vllm_fields)
+                for axis, shown in cell.axes.items():
+                    if str(axis).startswith("speculative:"):
+                        fields[str(axis).split(":", 1)[1]] = json.loads(shown) if isinstance(shown, str) else shown
                 assert ns.speculative_config == {
                     "method": spec.vllm_method,
                     "model": spec.draft_model,
                     "num_speculative_tokens": spec.num_speculative_tokens,
+                    **fields,
                 }

@@ -126,8 +126,25 @@ def shared_legend(fig, enc: Encoding, extra: list[tuple[str, dict[str, Any]]] | 
         labels.append(text)
     if handles:
         fig.legend(
-            handles, labels, loc="outside lower center", ncols=min(len(handles), 6), fontsize="small", frameon=False
+            handles,
+            labels,
+            loc="outside lower center",
+            ncols=legend_columns(fig, labels),
+            fontsize="small",
+            frameon=False,
         )
+
+
+# "small" text (~8 pt): about 0.075 in a character, plus the marker and the gap between entries
+_CHAR_IN, _ENTRY_IN = 0.075, 0.6
+
+
+def legend_columns(fig, labels: list[str]) -> int:
+    """As many columns (at most 6) as the figure's width holds for its longest label: a long axis
+    value (``synthetic_acceptance_rates [0.9,0.7,0.5]``) in 6 columns ran past both edges."""
+    width = fig.get_size_inches()[0]
+    entry = max(len(t) for t in labels) * _CHAR_IN + _ENTRY_IN
+    return max(1, min(len(labels), 6, int(width // entry)))
 
 
 def draw_ci(
