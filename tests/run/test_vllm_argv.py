@@ -11,7 +11,6 @@ with ``make_arg_parser``: ``vllm.entrypoints.launchers.cli_args`` in 0.31/0.32,
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pytest
