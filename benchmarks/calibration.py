@@ -29,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speedup", type=Path, default=SPEEDUP, help="run directory of configs/calibration-speedup.yaml")
     ap.add_argument("--seeds", type=Path, default=SEEDS, help="run directory of configs/calibration-seeds.yaml")
     ap.add_argument("--write", type=Path, help="replace the marked blocks of this page instead of printing")
+    ap.add_argument("--figure", type=Path, help="also draw speed-up against AL (with break-even) to this PNG")
     args = ap.parse_args(argv)
+    if args.figure and (args.speedup / "manifest.json").is_file():
+        _figure(args.speedup, args.figure)
     speedup = args.speedup if (args.speedup / "manifest.json").is_file() else None
     seeds = args.seeds if (args.seeds / "manifest.json").is_file() else None
     tables = all_tables(args.calibration, speedup, seeds)
@@ -45,6 +48,20 @@ def main(argv: list[str] | None = None) -> int:
     for name, block in tables.items():
         print(f"<!-- calibration.py {name} -->\n{block}\n<!-- /calibration.py {name} -->\n")
     return 0
+
+
+def _figure(run_dir: Path, out: Path) -> None:
+    from specbench.render.plots.curves import save_figure
+    from specbench.render.plots.speedup_al import speedup_al_figure
+    from specbench.testing.calibration_tables import break_even, speedup_points
+
+    points = speedup_points(run_dir)
+    rows = [(p.concurrency or 0, p.length, p.speedup, p.low, p.high) for p in points]
+    breaks = {c or 0: marks[0] for c, marks in break_even(points).items()}
+    fig = speedup_al_figure(
+        rows, breaks, note=f"{run_dir.name}: tiny fixture target on vLLM-CPU, k 3, load.interleave 4"
+    )
+    save_figure(fig, out.with_suffix(""))
 
 
 if __name__ == "__main__":

@@ -112,3 +112,18 @@ def test_no_text_of_a_study_figure_is_clipped(name):
     for fig in (speedup_figure(study.speedups, title), divergence_figure([p for p, _ in study.pairs], title)):
         FigureCanvasAgg(fig)
         assert _outside(fig) == [], name
+
+
+def test_no_text_of_the_speedup_against_al_figure_is_clipped():
+    """benchmarks/calibration.py --figure: six ALs x two concurrencies, a break-even line, the note."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from specbench.render.plots.speedup_al import speedup_al_figure
+
+    ys = {(c, al): 0.3 + 0.15 * al * c / 4 for c in (1, 4) for al in (1.5, 2, 3, 4)}
+    rows = [(c, al, y, 0.8 * y, 1.3 * y) for (c, al), y in ys.items()]
+    fig = speedup_al_figure(rows, {1: None, 4: 3.92}, note="cpu-calibration-speedup: a provenance note of some length")
+    FigureCanvasAgg(fig)
+    assert _outside(fig) == []
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["concurrency 1: break-even none up to AL 4", "concurrency 4: break-even AL 3.92"]
