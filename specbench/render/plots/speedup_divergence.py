@@ -51,7 +51,7 @@ def _heatmap(
     colours = matplotlib.colormaps[cmap].with_extremes(bad="#eeeeee")
     im = ax.imshow(np.ma.masked_invalid(matrix), cmap=colours, vmin=vmin, vmax=vmax)
     n = len(labels)
-    small = "x-small" if n > 8 else "small"
+    small = CELL_PT
     for i in range(n):
         for j in range(n):
             if i == j:
@@ -66,15 +66,26 @@ def _heatmap(
     return im
 
 
+# Text in a heatmap cell and its labels (9 pt); past SIDE_BY_SIDE cells the two heatmaps stack, at most
+# MAX_WIDTH_IN wide: report's page shows a figure at most 1148 px (~12 in) wide, so its text stays >= 8 pt.
+CELL_PT = 9
+SIDE_BY_SIDE = 4
+MAX_WIDTH_IN = 11.9
+
+
 def divergence_figure(pairs: list[PairDivergence], title: Callable[[str], str] = _same) -> Figure:
     """Left: share of prompts whose greedy outputs are identical, per pair of cells; right: the
     median position where they first differ."""
     cells, share, median, text = divergence_matrix(pairs)
     labels = [title(c) for c in cells]
     n = len(cells)
-    side = 2.2 + 0.55 * n
-    fig = Figure(figsize=(2 * side + 2.5, side + 1.2), layout="constrained")
-    ax_s, ax_m = fig.subplots(1, 2)
+    side = 2.2 + 0.6 * n
+    if n > SIDE_BY_SIDE:  # stacked: side by side the figure was wider than the page and shrank its text to 4-6 pt
+        fig = Figure(figsize=(min(side + 2.5, MAX_WIDTH_IN), 2 * side + 1.5), layout="constrained")
+        ax_s, ax_m = fig.subplots(2, 1)
+    else:
+        fig = Figure(figsize=(2 * side + 2.5, side + 1.2), layout="constrained")
+        ax_s, ax_m = fig.subplots(1, 2)
     im = _heatmap(ax_s, share, labels, "Blues", 0.0, 1.0, text)
     fig.colorbar(im, ax=ax_s, shrink=0.8, label="identical share")
     ax_s.set_title("prompts with identical greedy output (identical / prompts)", fontsize="medium")
@@ -87,7 +98,8 @@ def divergence_figure(pairs: list[PairDivergence], title: Callable[[str], str] =
     im = _heatmap(ax_m, median, labels, "Oranges", 0.0, max(top, 1.0), mtext)
     fig.colorbar(im, ax=ax_m, shrink=0.8, label=f"{unit} position")
     ax_m.set_title(f"median {unit} position where outputs first differ", fontsize="medium")
-    ax_m.set_yticks(range(n), [""] * n)
+    if n <= SIDE_BY_SIDE:  # side by side: the left panel names the rows
+        ax_m.set_yticks(range(n), [""] * n)
     fig.suptitle("Greedy output divergence between cells (same prompts, paired by request)")
     return fig
 
