@@ -13,6 +13,7 @@ needs only :mod:`specbench.errors`.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -153,6 +154,12 @@ def axis_label(text: str) -> str:
     load:concurrency -> concurrency (:attr:`Axis.label`; not strict: the keys of a record of any
     age, or a label already, come here too)."""
     return parse_axis(text, strict=False).label
+
+
+def list_value_text(value: list) -> str:
+    """How a list-valued axis value (a ``speculative:`` axis's rates) stands in cell.json's axes and
+    is read back: compact JSON, ``[0.9,0.7,0.5]``."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 def value_slug(value: object) -> str:

@@ -132,11 +132,7 @@ def redact_urls(text: str) -> str:
     """``text`` with the user info of every URL in it hidden: ``http://u:pw@h`` becomes
     ``http://u:***@h``, ``https://TOKEN@h`` becomes ``https://***@h``."""
 
-    def hide(m: re.Match) -> str:
-        user, colon, _ = m.group(2).partition(":")
-        return m.group(1) + (f"{user}:{REDACTED}" if colon else REDACTED) + "@"
-
-    text = _URL_USERINFO_ANY.sub(hide, text) if "@" in text else text
+    text = _URL_USERINFO_ANY.sub(_hide_userinfo, text) if "@" in text else text
     if "=" in text and ("?" in text or "&" in text):
         text = _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
     return text
@@ -150,14 +146,13 @@ def redact_message(text: str) -> str:
     """An error message or traceback: :func:`redact_urls`, and the user info of a URL that pathlib
     folded to one slash (a URL passed as a run directory), which no longer reads as a URL."""
     text = redact_urls(text)
-    if "@" not in text:
-        return text
+    return _PATH_MANGLED_USERINFO.sub(_hide_userinfo, text) if "@" in text else text
 
-    def hide(m: re.Match) -> str:
-        user, colon, _ = m.group(2).partition(":")
-        return m.group(1) + (f"{user}:{REDACTED}" if colon else REDACTED) + "@"
 
-    return _PATH_MANGLED_USERINFO.sub(hide, text)
+def _hide_userinfo(m: re.Match) -> str:
+    """A URL's ``scheme://user:pw@`` (group 1 the scheme, group 2 the user info) with the secret hidden."""
+    user, colon, _ = m.group(2).partition(":")
+    return m.group(1) + (f"{user}:{REDACTED}" if colon else REDACTED) + "@"
 
 
 def redact_text(text: str) -> str:

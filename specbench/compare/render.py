@@ -82,12 +82,13 @@ def headline(comp: Comparison) -> str:
     return f"no regression: {tally(comp)}"
 
 
-def _gate_cell(statuses: list[str], md: bool = False) -> str:
-    if "fail" in statuses:
+def _gate_cell(checks: list[GateResult], md: bool = False) -> str:
+    status = cell_status(checks)
+    if status == "fail":
         return "**FAIL**" if md else "[bold red]FAIL[/]"
-    if "inconclusive" in statuses:
-        return "inconclusive" if md else "[yellow]inconclusive[/]"
-    return "pass" if "pass" in statuses else ""
+    if status == "inconclusive" and not md:
+        return "[yellow]inconclusive[/]"
+    return status
 
 
 def cell_status(checks: list[GateResult]) -> str:
@@ -286,9 +287,9 @@ def _print_details(comp: Comparison, console) -> None:
     level = int(round(comp.confidence * 100))
     names = cell_titles(comp)
     for cell in comp.cells:
-        gate_by_metric: dict[str, list[str]] = {}
+        gate_by_metric: dict[str, list[GateResult]] = {}
         for g in cell.gates:
-            gate_by_metric.setdefault(g.metric, []).append(g.status)
+            gate_by_metric.setdefault(g.metric, []).append(g)
         units = (
             f"{cell.base_units} vs {cell.cand_units} {cell.unit_kind or ''} units"
             if cell.base_units and cell.cand_units
@@ -428,9 +429,9 @@ def _md_verdict_grid(comp: Comparison) -> list[str]:
 def _md_cell_table(cell: CellComparison, title: str, level: int) -> list[str]:
     if cell.missing:
         return [f"### {md_cell(title)}", "", f"No comparison: the cell {md_cell(cell.missing)}.", ""]
-    gate_by_metric: dict[str, list[str]] = {}
+    gate_by_metric: dict[str, list[GateResult]] = {}
     for g in cell.gates:
-        gate_by_metric.setdefault(g.metric, []).append(g.status)
+        gate_by_metric.setdefault(g.metric, []).append(g)
     out = [
         f"### {md_cell(title)}",
         "",

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from specbench.analysis.schedule import Point, Schedule, derive, speculative_config
+from specbench.axis import list_value_text
 
 CONCURRENCY = "concurrency"  # axis_label("load:concurrency")
 K_AXIS = "num_speculative_tokens"
@@ -88,8 +89,8 @@ def _fields(spec: dict[str, Any], matrix: dict[str, list], axes: dict[str, str])
 
 
 def _slug(value: Any) -> str:
-    # how a cell's axes hold a value (cell.json): lists as compact JSON, the rest as str
-    return json.dumps(value, separators=(",", ":")) if isinstance(value, list) else str(value)
+    # how a cell's axes hold a value (cell.json), as text
+    return list_value_text(value) if isinstance(value, list) else str(value)
 
 
 def _int(value: Any) -> int | None:

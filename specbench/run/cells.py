@@ -33,6 +33,7 @@ from specbench.axis import (
     SWITCH_ENV,
     Axis,
     axis_label,
+    list_value_text,
     mla_disabled,
     parse_axis,
     value_slug,
@@ -268,7 +269,7 @@ def speculative_fields(spec: Speculative, values: dict[str, Any]) -> dict[str, A
 
 def _axis_shown(axis: str, value: Any) -> Any:
     # cell.json's axes hold scalars: a list (a speculative: axis's synthetic_acceptance_rates) as compact JSON
-    return json.dumps(value, separators=(",", ":")) if isinstance(value, list) else shown_axis_value(axis, value)
+    return list_value_text(value) if isinstance(value, list) else shown_axis_value(axis, value)
 
 
 def _serve_args(serve: Serve) -> list[str]:

@@ -49,7 +49,6 @@ def test_a_true_drop_of_exactly_the_tolerance_is_never_a_pass(pop, shape):
     true harm of T passes with probability <= 2.5% per check."""
     got = codes(pop, shape, T, seed=11)
     assert got.count(0) == 0, got
-    assert len(got) == TRIALS
 
 
 @pytest.mark.heavy

@@ -123,15 +123,8 @@ def _write(output_token_ids: Any, rows: list[list[int]]) -> None:
 
 def greedy_kernel(original: Callable[..., Any]) -> Callable[..., Any]:
     """``original`` (vLLM's CPU greedy wrapper) with synthetic mode supplied."""
-    sig = inspect.signature(original)
 
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        a = sig.bind(*args, **kwargs).arguments
-        if not a.get("SYNTHETIC_MODE"):
-            return original(*args, **kwargs)
-        _log_once("greedy")
-        out = a["output_token_ids"]
-        rows = out.tolist()
+    def rule(a: dict[str, Any], rows: list[list[int]]) -> None:
         is_greedy = a.get("is_greedy")
         greedy_rule(
             rows,
@@ -143,25 +136,14 @@ def greedy_kernel(original: Callable[..., Any]) -> Callable[..., Any]:
             _flat(a["uniform_probs"]),
             _rates(a["synthetic_conditional_rates"]),
         )
-        _write(out, rows)
-        return None
 
-    kernel.__name__ = "specbench_synthetic_greedy_kernel"
-    setattr(kernel, "_specbench_synthetic", True)  # noqa: B010 - a mark the attestation reads back
-    return kernel
+    return _supplied(original, "greedy", rule)
 
 
 def random_kernel(original: Callable[..., Any]) -> Callable[..., Any]:
     """``original`` (vLLM's CPU random-sampling wrapper) with synthetic mode supplied."""
-    sig = inspect.signature(original)
 
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        a = sig.bind(*args, **kwargs).arguments
-        if not a.get("SYNTHETIC_MODE"):
-            return original(*args, **kwargs)
-        _log_once("random")
-        out = a["output_token_ids"]
-        rows = out.tolist()
+    def rule(a: dict[str, Any], rows: list[list[int]]) -> None:
         random_rule(
             rows,
             _flat(a["cu_num_draft_tokens"]),
@@ -172,10 +154,29 @@ def random_kernel(original: Callable[..., Any]) -> Callable[..., Any]:
             _flat(a["is_greedy"]),
             _rates(a["synthetic_conditional_rates"]),
         )
+
+    return _supplied(original, "random", rule)
+
+
+def _supplied(
+    original: Callable[..., Any], which: str, rule: Callable[[dict[str, Any], list[list[int]]], None]
+) -> Callable[..., Any]:
+    """``original`` where it is not in synthetic mode; in it, ``rule`` over the output rows (bound by
+    ``original``'s own signature) written back in place, as vLLM's wrappers do."""
+    sig = inspect.signature(original)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        a = sig.bind(*args, **kwargs).arguments
+        if not a.get("SYNTHETIC_MODE"):
+            return original(*args, **kwargs)
+        _log_once(which)
+        out = a["output_token_ids"]
+        rows = out.tolist()
+        rule(a, rows)
         _write(out, rows)
         return None
 
-    kernel.__name__ = "specbench_synthetic_random_kernel"
+    kernel.__name__ = f"specbench_synthetic_{which}_kernel"
     setattr(kernel, "_specbench_synthetic", True)  # noqa: B010 - a mark the attestation reads back
     return kernel
 
