@@ -156,6 +156,9 @@ def axis_label(text: str) -> str:
     return parse_axis(text, strict=False).label
 
 
+UNSET = "unset"  # a speculative: axis's null (the field left unset) in cell ids, cell.json and tables
+
+
 def list_value_text(value: list) -> str:
     """How a list-valued axis value (a ``speculative:`` axis's rates) stands in cell.json's axes and
     is read back: compact JSON, ``[0.9,0.7,0.5]``."""

@@ -100,3 +100,78 @@ def speculative_config(schedule: Schedule, method: str, model: str | None) -> di
     cfg["num_speculative_tokens"] = max(schedule.max_k, 1)
     cfg["num_speculative_tokens_per_batch_size"] = schedule.entries
     return cfg
+
+
+def lookup(entries: list[list[int]], max_batch: int, k: int) -> list[int]:
+    """The K vLLM's scheduler runs at each batch size 0..max_batch (index 0 unused) for a
+    validated schedule, as ``build_dynamic_sd_schedule_lookup`` expands it: each range capped by
+    ``k`` (``num_speculative_tokens``), a gap and the tail past the last range carrying the K before
+    them (tests/analysis/test_schedule.py holds it against the installed function)."""
+    dense = [0] * (max_batch + 1)
+    last: int | None = None
+    nxt = 1
+    for start, end, kk in sorted(entries):
+        if last is not None:
+            for b in range(nxt, min(start, max_batch + 1)):
+                dense[b] = min(k, last)
+        for b in range(max(start, nxt), min(end, max_batch) + 1):
+            dense[b] = min(k, kk)
+        nxt = max(nxt, end + 1)
+        last = kk
+    if last is not None:
+        for b in range(nxt, max_batch + 1):
+            dense[b] = min(k, last)
+    return dense
+
+
+@dataclass(frozen=True)
+class StepK:
+    """The K each verify step of a cell ran with, as vLLM reported it per request
+    (``per_step_drafted``, per-request metrics at ``detailed``), against what the schedule says."""
+
+    steps: dict[int, int]  # K -> decode steps that drafted K tokens (0: steps that did not speculate)
+    expected: int | None  # the schedule's K at the cell's concurrency (None: no schedule / concurrency)
+    requests: int  # requests with per-step arrays
+
+    @property
+    def total(self) -> int:
+        return sum(self.steps.values())
+
+    @property
+    def mode(self) -> int | None:
+        return max(self.steps, key=lambda kk: (self.steps[kk], kk)) if self.steps else None
+
+    @property
+    def status(self) -> str:
+        """``attested`` (the K vLLM ran for most steps is the schedule's), ``differs``, or
+        ``unchecked`` (no schedule, or vLLM reported no per-step counts)."""
+        if self.expected is None or not self.requests:
+            return "unchecked"
+        return "attested" if self.mode == self.expected else "differs"
+
+    def line(self) -> str:
+        shares = ", ".join(f"K={kk}: {_share(n, self.total)}" for kk, n in sorted(self.steps.items())) or "no steps"
+        want = "" if self.expected is None else f"; the schedule's K here: {self.expected} ({self.status})"
+        return f"K per step (vLLM's per_step_drafted, {self.requests} requests): {shares}{want}"
+
+
+def _share(n: int, total: int) -> str:
+    return "<1%" if 0 < n < total / 200 else f"{n / total:.0%}"
+
+
+def step_k(drafted: list[list[int]], expected: int | None, plain_steps: int = 0) -> StepK:
+    """:class:`StepK` from each request's ``per_step_drafted`` array (requests without one are left
+    out) and the decode steps that did not speculate (vLLM lists only the steps that drafted; a
+    request's are ``output_tokens - 1 - spec steps - accepted tokens``: :func:`plain_steps`)."""
+    steps: dict[int, int] = {0: plain_steps} if plain_steps > 0 else {}
+    for per_step in drafted:
+        for kk in per_step:
+            steps[kk] = steps.get(kk, 0) + 1
+    return StepK(steps, expected, len(drafted))
+
+
+def plain_steps(output_tokens: float, spec_steps: int, accepted: int) -> int:
+    """A request's decode steps without a draft: the first token comes from prefill, a speculative
+    step yields its accepted tokens and one more, a plain step one (never below 0: a response cut
+    at max_tokens may drop a step's last tokens)."""
+    return max(0, int(output_tokens) - 1 - spec_steps - accepted)

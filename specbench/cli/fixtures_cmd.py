@@ -17,7 +17,7 @@ fixtures_app = typer.Typer(
     help="Build or locate the tiny local DeepSeek-V3 targets and their draft heads (every fixture:* a config names).",
     no_args_is_help=True,
 )
-KINDS = list(dict.fromkeys(kind for kind, _ in FIXTURE_REFS.values()))  # default, heads, margin
+KINDS = list(dict.fromkeys(kind for kind, _ in FIXTURE_REFS.values()))  # default, heads, margin, eagle3, pays
 
 CacheDir = Annotated[
     Optional[Path],

@@ -378,7 +378,10 @@ class Assumed(_Strict):
         return v
 
 
-AxisValue = Union[str, int, float, bool, list[Union[str, int, float, bool]]]  # lists: speculative: axes only
+Scalar = Union[str, int, float, bool]
+# lists (of scalars, or of lists of scalars: a num_speculative_tokens_per_batch_size schedule) and
+# null (the field left unset, vLLM's default): speculative: axes only
+AxisValue = Union[None, Scalar, list[Union[Scalar, list[Scalar]]]]
 
 
 class Study(_Strict):
@@ -590,11 +593,18 @@ def _axis_value(axis: Axis, i: int, value: Any) -> Any:
         return str(value)
     if axis.kind == "speculative":
         scalar = (str, int, float, bool)
-        if not isinstance(value, scalar) and not (
-            isinstance(value, list) and all(isinstance(v, scalar) for v in value)
+        if value is None or isinstance(value, scalar):  # None: the field left unset in this cell
+            return value
+        if isinstance(value, list) and all(
+            isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) for x in v)) for v in value
         ):
-            raise ValueError(f"{where}: must be a number, string, boolean or a list of them")
-        return value
+            return value
+        raise ValueError(
+            f"{where}: must be a number, string, boolean, null (the field unset), a list of them "
+            "or a list of such lists (a schedule)"
+        )
+    if value is None:
+        raise ValueError(f"{where}: null is a value of a speculative: axis only (the field left unset)")
     if isinstance(value, list):
         raise ValueError(f"{where}: a list is a value of a speculative: axis only")
     if axis.kind == "flag":

@@ -30,6 +30,12 @@ def num(x: Any, digits: int = 3, *, sign: bool = False) -> str:
     return f"{float(x):{'+' if sign else ''}.{digits}f}"
 
 
+def span(values: Any, digits: int = 1) -> str:
+    """The range of ``values`` as text: ``3.0-4.2``, or one number when both ends read the same."""
+    lo, hi = num(min(values), digits), num(max(values), digits)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
 def pp(x: Any, digits: int = 2, *, sign: bool = True) -> str:
     """A difference of two fractions in percentage points (``+1.25pp``), or MISSING."""
     return MISSING if is_missing(x) else num(float(x) * 100, digits, sign=sign) + "pp"

@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from specbench.analysis.acceptance import significant
+from specbench.analysis.where_it_pays import K_AXES, where_it_pays
 from specbench.io import cache_root
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title
@@ -215,7 +216,7 @@ def speedup_answer(speedups: list[Any]) -> Answer | None:
         )
     costs = [s.point["cost_ratio"] for s in speedups]
     why = (
-        f"; a verify step cost {fmt.num(min(costs), 1)}-{fmt.num(max(costs), 1)} plain decode steps, and speed-up "
+        f"; a verify step cost {fmt.span(costs)} plain decode steps, and speed-up "
         "≈ AL / step cost (below 1×: slower than serving without speculation)"
     )
     return Answer("speed-up", "Speed-up over no speculation", [f"{head}{ends}: {counts}{why}"])
@@ -251,9 +252,14 @@ def report_answers(report: Any) -> list[Answer]:
     throughputs = [t for st in report.studies for t in st.throughputs]
     out = axis_answers(report.comparisons, throughputs)
     speed = speedup_answer([s for st in report.studies for s in st.speedups])
+    pays = [line for st in report.studies if (line := where_it_pays(st.speedups, st.cell_axes))]
     if speed is not None:
+        speed.lines = pays + speed.lines  # the answer first: where speculation pays on this run
         out.append(speed)
     advice = [line for st in report.studies if (line := k_summary(st.kpredictions, report.title))]
+    varies_k = [st for st in report.studies if any(set(a) & set(K_AXES) for a in st.cell_axes.values())]
+    if advice and varies_k:  # the k advice says at which concurrency which k pays, as measured
+        advice += [line for st in varies_k if (line := where_it_pays(st.speedups, st.cell_axes))]
     if advice:
         k_axis = next((a for a in out if a.axis in ("num_speculative_tokens", "k")), None)
         if k_axis is None:

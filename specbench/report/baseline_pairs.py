@@ -39,7 +39,7 @@ from specbench.report.categories import (
     CategoryRow,
     category_rows,
 )
-from specbench.report.dynamic_k import StudySchedule, study_schedules
+from specbench.report.dynamic_k import ServedSchedule, StudySchedule, served_schedules, study_schedules
 from specbench.report.throughput import ThroughputContrast, throughput_contrasts
 from specbench.results.read import as_run
 from specbench.results.store import Run
@@ -81,6 +81,7 @@ class StudyAnalysis:
     throughputs: list[ThroughputContrast] = field(default_factory=list)
     # a study crossing load:concurrency: the dynamic-K schedule its speed-ups support (report/dynamic_k.py)
     schedules: list[StudySchedule] = field(default_factory=list)
+    served: list[ServedSchedule] = field(default_factory=list)  # cells that ran a dynamic-K schedule
 
 
 def read_cells(path: Path | Run, *, prefix: bool = False) -> list[CellRequests]:
@@ -187,6 +188,7 @@ def analyse_run(
     _add_speedups(study, cells, draft_axes, confidence=confidence, rerun_sd=rerun_sd)
     ks = {c.label: cell_k(c) for c in cells if not c.is_baseline}
     study.schedules = study_schedules(study.speedups, study.cell_axes, ks, run.manifest.resolved_config or {})
+    study.served = served_schedules(cells, run.manifest.resolved_config or {})
     study.categories = [
         split for c in cells if not c.is_baseline for split in [category_rows(c.label, c.rows)] if split[0]
     ]

@@ -13,8 +13,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from specbench.analysis.schedule import Point, Schedule, derive, speculative_config
-from specbench.axis import list_value_text
+from specbench.analysis.schedule import Point, Schedule, StepK, derive, lookup, plain_steps, speculative_config, step_k
+from specbench.axis import UNSET, list_value_text
 
 CONCURRENCY = "concurrency"  # axis_label("load:concurrency")
 K_AXIS = "num_speculative_tokens"
@@ -90,6 +90,8 @@ def _fields(spec: dict[str, Any], matrix: dict[str, list], axes: dict[str, str])
 
 def _slug(value: Any) -> str:
     # how a cell's axes hold a value (cell.json), as text
+    if value is None:
+        return UNSET
     return list_value_text(value) if isinstance(value, list) else str(value)
 
 
@@ -128,3 +130,79 @@ def schedule_markdown(schedules: list[StudySchedule]) -> list[str]:
         if ref.startswith("fixture:"):
             out += [f"(`{ref}` is specbench's; `specbench fixtures path` gives the directory vLLM takes.)", ""]
     return out
+
+
+SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
+
+
+@dataclass
+class ServedSchedule:
+    """A speculative cell that ran with a dynamic-K schedule: the schedule, and the K vLLM reported
+    for each verify step against the K the schedule gives at the cell's concurrency."""
+
+    cell: str
+    entries: list[list[int]]
+    concurrency: int | None
+    ran: StepK
+
+    def line(self) -> str:
+        at = f" at concurrency {self.concurrency}" if self.concurrency is not None else ""
+        return f"{self.cell}: schedule `{json.dumps(self.entries)}`{at}; {self.ran.line()}"
+
+
+def served_schedules(cells: list, config: dict[str, Any]) -> list[ServedSchedule]:
+    """Each speculative cell (baseline_pairs.CellRequests) whose vLLM speculative config held a
+    schedule (a ``speculative:num_speculative_tokens_per_batch_size`` axis value or
+    ``serve.speculative``'s), with what its requests' per-step counts say it ran."""
+    serve = config.get("serve") or {}
+    spec = serve.get("speculative") or {}
+    load = config.get("load") or {}
+    k, max_batch = _int(spec.get("num_speculative_tokens")), _int(serve.get("max_num_seqs"))
+    out = []
+    for c in cells:
+        if c.is_baseline:
+            continue
+        shown = c.axes.get(SCHEDULE_FIELD)
+        entries = spec.get(SCHEDULE_FIELD) if shown is None else (None if shown == UNSET else json.loads(shown))
+        if not entries:
+            continue
+        conc = _int(c.axes.get(CONCURRENCY, load.get("concurrency")))
+        cell_k = _int(c.axes.get(K_AXIS)) or k
+        expected = None
+        if conc is not None and cell_k:
+            expected = lookup(entries, max(max_batch or conc, conc), cell_k)[conc]
+        # vLLM leaves a request's per-step arrays out when no step of it drafted (K = 0 all along):
+        # with any request carrying them (detailed metrics), the others drafted nothing
+        rows = [r for r in c.rows if r.output_tokens and r.error is None]
+        if not any(r.spec_decode is not None and r.spec_decode.per_step_drafted is not None for r in rows):
+            rows = []  # no per-step counts at all: unchecked
+        drafted = [_per_step(r, "per_step_drafted") for r in rows]
+        plain = sum(
+            plain_steps(r.output_tokens, len(d), sum(_per_step(r, "per_step_accepted"))) for r, d in zip(rows, drafted)
+        )
+        out.append(ServedSchedule(c.label, entries, conc, step_k(drafted, expected, plain)))
+    return out
+
+
+def _per_step(row: Any, name: str) -> list[int]:
+    return list(getattr(row.spec_decode, name, None) or []) if row.spec_decode is not None else []
+
+
+def served_markdown(served: list[ServedSchedule]) -> list[str]:
+    """summary.md's section on the schedules a study served, each attested by vLLM's per-step counts."""
+    if not served:
+        return []
+    bad = [s for s in served if s.ran.status == "differs"]
+    unchecked = [s for s in served if s.ran.status == "unchecked"]
+    head = (
+        f"{len(served) - len(bad) - len(unchecked)} of {len(served)} cells ran with the K their schedule gives at "
+        "their concurrency for most verify steps (vLLM's per-request `per_step_drafted`, "
+        "`per_request_metrics: detailed`)"
+    )
+    if bad:
+        head += f"; {len(bad)} did not: {', '.join(s.cell for s in bad)}"
+    if unchecked:
+        head += f"; {len(unchecked)} unchecked (no per-step counts from vLLM)"
+    return (
+        ["## Dynamic K: the schedules served, attested", "", head + ".", ""] + [f"- {s.line()}" for s in served] + [""]
+    )

@@ -26,7 +26,7 @@ from specbench.report.categories import (
     render_categories,
 )
 from specbench.report.choosing_k import KPREDICTION_INTRO, kprediction_records, render_kpredictions
-from specbench.report.dynamic_k import schedule_json, schedule_markdown
+from specbench.report.dynamic_k import schedule_json, schedule_markdown, served_markdown
 from specbench.report.throughput import throughput_rows
 
 
@@ -166,6 +166,7 @@ def render_sections(studies: list[StudyAnalysis], md_table, title=_same) -> list
     out += _speedup_section(studies, md_table, title)
     out += _throughput_section(studies, md_table)
     out += schedule_markdown([x for s in studies for x in s.schedules])
+    out += served_markdown([x for s in studies for x in s.served])
     out += render_categories([c for s in studies for c in s.categories], md_table, title)
     out += _kprediction_section(studies, md_table, title)
     return out

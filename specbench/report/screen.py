@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from specbench.analysis.intervals import cell_intervals
+from specbench.analysis.where_it_pays import where_it_pays
 from specbench.analysis.speedup import RERUN_SD, Speedup
 from specbench.errors import SpecbenchError
 from specbench.records.files import acceptance_units
@@ -130,6 +131,9 @@ def final_screen(run_dir: Path):
     attested confounds), then where the report is."""
     study = _study(run_dir)  # read once: the table's speed-ups and the lines below
     lines: list[Table | Text] = [final_table(run_dir, study)]
+    pays = where_it_pays(study.speedups, study.cell_axes) if study is not None else None
+    if pays:  # the answer to "does speculation pay here", before the contrasts
+        lines.append(Text(pays))
     found = contrasts(run_dir)
     if found:
         lines.append(Text("What the matrix asks (Δ = first minus second, 95% CI: t, floored jackknife SE, unpaired):"))
@@ -140,7 +144,7 @@ def final_screen(run_dir: Path):
         lines.append(
             Text(
                 f"Speed-up below 1x in {len(slower)} cell(s): slower than serving without speculation. A verify "
-                f"step cost {fmt.num(min(costs), 1)}-{fmt.num(max(costs), 1)} plain decode steps here, more than "
+                f"step cost {fmt.span(costs)} plain decode steps here, more than "
                 "the tokens each step yields (AL): speed-up ≈ AL / step cost."
             )
         )

@@ -31,6 +31,7 @@ from specbench.axis import (
     POS0_MASK,
     SPEC_AXES,
     SWITCH_ENV,
+    UNSET,
     Axis,
     axis_label,
     list_value_text,
@@ -195,7 +196,7 @@ def _cell(
 ) -> Cell:
     serve = study.serve
     parts = [
-        f"{axis_label(a)}-{value_slug(_id_value(a, '_'.join(map(str, v)) if isinstance(v, list) else v))}"
+        f"{axis_label(a)}-{value_slug(UNSET if v is None else _id_value(a, _list_id(v) if isinstance(v, list) else v))}"
         for a, v in values.items()
         if id_axes is None or a in id_axes
     ]
@@ -256,6 +257,14 @@ def _speculative_args(
     return method, draft, k, output_norm
 
 
+def _list_id(value: list) -> str:
+    """A list axis value in a cell id: its numbers joined by ``_`` (a schedule's ranges by ``-``:
+    ``[[1,1,3],[2,4,0]]`` -> ``1_1_3-2_4_0``)."""
+    if not any(isinstance(v, list) for v in value):
+        return "_".join(map(str, value))  # rates: [0.9,0.7,0.5] -> 0.9_0.7_0.5
+    return "-".join("_".join(map(str, v)) if isinstance(v, list) else str(v) for v in value)
+
+
 def speculative_fields(spec: Speculative, values: dict[str, Any]) -> dict[str, Any]:
     """The vLLM speculative-config fields a cell passes through: ``serve.speculative``'s own, then
     each ``speculative:FIELD`` axis's value for the cell."""
@@ -263,12 +272,18 @@ def speculative_fields(spec: Speculative, values: dict[str, Any]) -> dict[str, A
     for axis, value in values.items():
         parsed = parse_axis(axis, strict=False)
         if parsed.kind == "speculative":
-            out[parsed.name] = value
+            if value is None:  # null: this cell leaves the field unset (vLLM's default)
+                out.pop(parsed.name, None)
+            else:
+                out[parsed.name] = value
     return out
 
 
 def _axis_shown(axis: str, value: Any) -> Any:
-    # cell.json's axes hold scalars: a list (a speculative: axis's synthetic_acceptance_rates) as compact JSON
+    # cell.json's axes hold scalars: a list (a speculative: axis's synthetic_acceptance_rates or a
+    # schedule) as compact JSON, null (a speculative: field left unset) as "unset"
+    if value is None:
+        return UNSET
     return list_value_text(value) if isinstance(value, list) else shown_axis_value(axis, value)
 
 

@@ -79,3 +79,39 @@ def test_a_study_crossing_concurrency_gets_a_schedule_json_vllm_accepts(tmp_path
             assert (choice["k"] > 0) == bool(beats), (al, choice)
         assert s["speculative_config"]["synthetic_acceptance_length"] == float(al)  # the setting it ran with
     assert "## Dynamic K: the schedule the speed-ups support" in (out / "summary.md").read_text()
+
+
+def test_lookup_is_what_vllms_scheduler_expands_a_schedule_to():
+    """specbench's lookup (it names the K a cell should have run with) against the installed
+    vLLM's build_dynamic_sd_schedule_lookup, over random valid schedules with gaps, caps and tails."""
+    import random
+
+    from specbench.analysis.schedule import lookup
+
+    utils = vllm_schedule_utils()
+    rng = random.Random(0)
+    for _ in range(300):
+        entries, start = [], 1
+        for _ in range(rng.randint(1, 4)):
+            end = start + rng.randint(0, 6)
+            entries.append([start, end, rng.randint(0, 6)])
+            start = end + 1 + rng.choice([0, 0, rng.randint(1, 5)])  # now and then a gap
+        max_batch, k = rng.randint(1, 30), rng.randint(1, 5)
+        want = utils.build_dynamic_sd_schedule_lookup(entries, max_batch, k)
+        assert lookup(entries, max_batch, k) == want, (entries, max_batch, k)
+
+
+def test_step_k_attests_the_k_most_steps_ran_with():
+    from specbench.analysis.schedule import plain_steps, step_k
+
+    ran = step_k([[2, 2, 2, 3], [2, 2], []], expected=2)
+    assert ran.steps == {2: 5, 3: 1} and ran.total == 6 and ran.requests == 3
+    assert ran.status == "attested"
+    assert "K=2: 83%, K=3: 17%" in ran.line() and "the schedule's K here: 2 (attested)" in ran.line()
+    assert step_k([[3, 3, 2]], expected=2).status == "differs"
+    # K = 0: the steps that did not speculate (vLLM lists only those that drafted) must be most
+    off = step_k([[3, 3], []], expected=0, plain_steps=plain_steps(64, 2, 4) + plain_steps(64, 0, 0))
+    assert off.steps == {0: 57 + 63, 3: 2} and off.status == "attested"
+    assert step_k([[1, 1]], expected=0, plain_steps=1).status == "differs"
+    assert step_k([], expected=2).status == "unchecked"  # vLLM reported no per-step counts
+    assert step_k([[2]], expected=None).status == "unchecked"  # no schedule to check against

@@ -10,6 +10,7 @@ step's cost in plain decode steps; speculation breaks even where the two meet).
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import specbench.render.plots  # noqa: F401  (selects the Agg backend before any figure is drawn)
+from specbench.analysis.where_it_pays import where_it_pays
 from specbench.analysis.speedup import SPEEDUP_LABELS, Speedup
 from specbench.render.plots.curves import save_figure
 from specbench.render.plots.style import noted
@@ -93,15 +95,19 @@ def plot_why(ax: Axes, series: dict[str, list[tuple[int, Speedup]]]) -> None:
     ax.legend(fontsize="x-small", loc="best")
 
 
-def concurrency_figure(series: dict[str, list[tuple[int, Speedup]]]) -> Figure:
+def concurrency_figure(series: dict[str, list[tuple[int, Speedup]]], answer: str | None = None) -> Figure:
+    """The two panels; ``answer`` (analysis.pays.where_it_pays) under the title, wrapped to the width."""
     fig = Figure(figsize=(12, 4.8), layout="constrained")
     left, right = fig.subplots(1, 2)
     plot_speedup_vs_concurrency(left, series)
     plot_why(right, series)
     conf = next(iter(series.values()))[0][1].confidence
-    left.set_title(f"> 1: faster with speculation; error bars: {conf:.0%} bootstrap CI", fontsize="medium")
+    left.set_title(f"> 1: faster with speculation; error bars: {conf:.0%} CI", fontsize="medium")
     right.set_title("faster where acceptance length is above the step cost", fontsize="medium")
-    fig.suptitle("Speed-up vs concurrency (each point: a cell and its baseline at the same concurrency)")
+    title = "Speed-up vs concurrency (each point: a cell and its baseline at the same concurrency)"
+    if answer:
+        title += "\n" + "\n".join(textwrap.wrap(answer, 120))
+    fig.suptitle(title)
     return fig
 
 
@@ -112,4 +118,5 @@ def write_concurrency_plot(
     series = concurrency_series(speedups, cell_axes)
     if len({c for pts in series.values() for c, _ in pts}) < 2:
         return []
-    return save_figure(noted(concurrency_figure(series), note), Path(out_dir) / "speedup_vs_concurrency")
+    figure = concurrency_figure(series, where_it_pays(speedups, cell_axes))
+    return save_figure(noted(figure, note), Path(out_dir) / "speedup_vs_concurrency")
