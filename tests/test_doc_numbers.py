@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 from rich.console import Console
 
 from specbench.report.screen import final_screen
@@ -143,3 +144,24 @@ def test_readmes_abridged_screen_is_what_the_code_prints_now():
             assert any(p.startswith(line[: -len(" ...")]) for p in printed), line
         else:
             assert line in printed, line
+
+
+def test_readmes_speedup_study_pays_at_one_and_not_at_its_highest_concurrency():
+    """README's speed-up study: its committed run's line is what the code says now, and the claim
+    under it holds on the run's own intervals: faster than no speculation at concurrency 1 (the
+    interval above 1x), not faster at the highest concurrency it runs (the interval reaches 1x or
+    lies below)."""
+    from specbench.analysis.where_it_pays import levels, where_it_pays
+    from specbench.report.baseline_pairs import run_speedups
+
+    config = yaml.safe_load((ROOT / "configs" / "speedup.yaml").read_text())
+    study = run_speedups(ROOT / "results" / "baselines" / "cpu-speedup")
+    line = where_it_pays(study.speedups, study.cell_axes)
+    block = (ROOT / "README.md").read_text().split("### Where speculation pays", 1)[1]
+    assert "configs/speedup.yaml" in block and line in block
+    found = levels(study.speedups, study.cell_axes)
+    assert [lv.concurrency for lv in found] == config["matrix"]["load:concurrency"]
+    first, last = found[0], found[-1]
+    assert first.concurrency == 1 and first.best.intervals["output_tok_per_s"][0] > 1
+    at_last = [s for s in study.speedups if study.cell_axes[s.cell].get("concurrency") == str(last.concurrency)]
+    assert at_last and all(s.intervals["output_tok_per_s"][0] <= 1 for s in at_last)

@@ -92,17 +92,18 @@ def where_it_pays(speedups: list[Any], cell_axes: dict[str, dict[str, str]]) -> 
         return f"Speculation is not known to pay on this run: best {_figure(lv)}, its interval includes 1×."
     pays = [lv for lv in found if lv.verdict == "pays"]
     rest = [lv for lv in found if lv.verdict != "pays"]
+    conc = {id(lv): lv.concurrency or 0 for lv in found}  # every level has one here
     parts = []
     if pays:
         top = max(pays, key=lambda lv: lv.best.point["output_tok_per_s"])
         parts.append(
-            f"Speculation pays on this run at concurrency {_ranges([lv.concurrency for lv in pays])} "
+            f"Speculation pays on this run at concurrency {_ranges([conc[id(lv)] for lv in pays])} "
             f"(best {_figure(top)})"
         )
     else:
         parts.append("Speculation is not known to pay at any concurrency on this run")
     for verdict in sorted(
-        {lv.verdict for lv in rest}, key=lambda v: min(lv.concurrency for lv in rest if lv.verdict == v)
+        {lv.verdict for lv in rest}, key=lambda v: min(conc[id(lv)] for lv in rest if lv.verdict == v)
     ):
         these = [lv for lv in rest if lv.verdict == verdict]
         if these:

@@ -555,7 +555,7 @@ class Study(_Strict):
         if self.serve.speculative is None:
             raise ValueError("load.until: needs serve.speculative (it steers on acceptance statistics)")
         # The axis's values are integers (checked by _builtin_axis_value); int() says so to mypy.
-        ks = [int(k) for k in self.matrix.get("num_speculative_tokens", []) if not isinstance(k, list)]
+        ks = [int(k) for k in self.matrix.get("num_speculative_tokens", []) if isinstance(k, (int, str, float))]
         k = min(ks or [self.serve.speculative.num_speculative_tokens])
         for name in self.load.until.ci_half_width:
             m = _POSITION_METRIC.match(name)

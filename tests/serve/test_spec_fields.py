@@ -103,6 +103,29 @@ def test_a_speculative_axis_labels_cells_and_lands_in_the_one_speculative_config
 
 
 @NEEDS_VLLM
+def test_a_schedule_axis_serves_each_value_and_null_leaves_the_field_unset() -> None:
+    """A dynamic-K schedule (a list of [start, end, K] lists) is an axis value, and null is the
+    field left out of the cell's --speculative-config (vLLM's default: static k)."""
+    schedule = [[1, 1, 3], [2, 4, 0]]
+    study = _study(matrix={"speculative:num_speculative_tokens_per_batch_size": [None, schedule]})
+    cells = expand(study)
+    assert [c.cell_id for c in cells] == [
+        "num_speculative_tokens_per_batch_size-unset__r0",
+        "num_speculative_tokens_per_batch_size-1_1_3-2_4_0__r0",
+        "baseline__r0",
+    ]
+    spec_json = [json.loads(c.args[c.args.index("--speculative-config") + 1]) for c in cells[:2]]
+    assert "num_speculative_tokens_per_batch_size" not in spec_json[0]
+    assert spec_json[1] == {**spec_json[0], "num_speculative_tokens_per_batch_size": schedule}
+    assert cells[0].axes == {"speculative:num_speculative_tokens_per_batch_size": "unset"}
+    assert cells[1].axes == {"speculative:num_speculative_tokens_per_batch_size": "[[1,1,3],[2,4,0]]"}
+    assert "null is a value of a speculative: axis only" in _error(matrix={"flag:--x": [None]})
+    assert "a list of such lists (a schedule)" in _error(
+        matrix={"speculative:num_speculative_tokens_per_batch_size": [[[[1, 1, 3]]]]}
+    )
+
+
+@NEEDS_VLLM
 def test_a_field_set_twice_and_a_list_on_another_axis_are_refused() -> None:
     msg = _error({"rejection_sample_method": "synthetic"}, {"speculative:rejection_sample_method": ["standard"]})
     assert "matrix.speculative:rejection_sample_method: serve.speculative.rejection_sample_method is set too" in msg
