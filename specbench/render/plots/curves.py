@@ -132,28 +132,33 @@ def plot_al_over_time(
     confidence: float = 0.95,
 ) -> None:
     """Cumulative AL per group over its units in order (log windows in time order, a run's requests
-    in id order), with its CI as error bars: where it settles is the group's AL, how fast it
+    in id order), with its CI as a shaded band: where it settles is the group's AL, how fast it
     settles is how much the order mattered. Each point is AL pooled over the first n units with the
     per-cell interval over them (:func:`~specbench.analysis.intervals.cumulative_intervals`), so
     the last is the interval of the group's row in the table. ``groups``: label -> units, the
     units the table's CI runs over."""
     labels = [label for label, units in groups.items() if units]
     enc = enc if enc is not None else encode([(str(lab), None) for lab in labels])
-    n = max(len(labels), 1)
     points: list[float] = []
     for j, label in enumerate(labels):
         cum = cumulative_intervals(groups[label], "mean_acceptance_length", confidence, MAX_CUMULATIVE_POINTS)
         style = enc.style(str(label), j)
-        draw_ci(
-            ax,
-            [c[0] + (j - (n - 1) / 2) * 0.08 for c in cum],
-            [c[1] for c in cum],
-            [c[2] for c in cum],
-            [c[3] for c in cum],
-            style,
+        xs, ys = [c[0] for c in cum], [c[1] for c in cum]
+        # the interval as a band, not a bar per point: one group's band reads at a glance beside others'
+        lo = [math.nan if c[2] is None else c[2] for c in cum]
+        hi = [math.nan if c[3] is None else c[3] for c in cum]
+        # from the third point on: the first intervals (1-2 units) span the axis and would blanket the rest
+        ax.fill_between(xs[2:], lo[2:], hi[2:], color=style.color, alpha=0.08, linewidth=0)
+        ax.plot(xs[2:], lo[2:], xs[2:], hi[2:], color=style.color, linestyle=style.linestyle, linewidth=0.6, alpha=0.5)
+        ax.plot(
+            xs,
+            ys,
+            color=style.color,
+            linestyle=style.linestyle,
+            marker=style.marker,
+            markersize=2.5,
+            linewidth=1.5,
             label=style.title,
-            markersize=3,
-            capsize=2,
         )
         points += [c[1] for c in cum if not math.isnan(c[1])]
     if points:  # the first few intervals are wide (2-3 units): the points set the scale, AL >= 1
@@ -210,7 +215,7 @@ def al_over_time_figure(
     plot_al_over_time(ax, groups, summary, enc, confidence)
     ax.set_title(
         "AL pooled over the units so far (includes the bonus token)\n"
-        f"error bars: {confidence:.0%} CI (the last point's is the table's)",
+        f"shaded: {confidence:.0%} CI from the third unit on (at the last point, the table's)",
         fontsize="medium",
     )
     fig.suptitle("Acceptance length as units accumulate")
