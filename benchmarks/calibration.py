@@ -17,9 +17,9 @@ break-even AL. tests/testing/test_calibration_doc.py checks the page holds exact
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
+from specbench.testing import show_marked_blocks
 from specbench.testing.calibration_tables import CALIBRATION, SEEDS, SPEEDUP, all_tables
 
 
@@ -36,18 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     speedup = args.speedup if (args.speedup / "manifest.json").is_file() else None
     seeds = args.seeds if (args.seeds / "manifest.json").is_file() else None
     tables = all_tables(args.calibration, speedup, seeds)
-    if args.write:
-        text = args.write.read_text()
-        for name, block in tables.items():
-            mark = re.compile(rf"(<!-- calibration.py {name} -->\n).*?(<!-- /calibration.py {name} -->)", re.S)
-            text, n = mark.subn(lambda m, b=block: f"{m.group(1)}{b}\n{m.group(2)}", text)
-            if n != 1:
-                raise SystemExit(f"{args.write}: {n} blocks named {name!r} (need exactly one)")
-        args.write.write_text(text)
-        return 0
-    for name, block in tables.items():
-        print(f"<!-- calibration.py {name} -->\n{block}\n<!-- /calibration.py {name} -->\n")
-    return 0
+    return show_marked_blocks(tables, "calibration.py", args.write)
 
 
 def _figure(run_dir: Path, out: Path) -> None:

@@ -14,9 +14,9 @@ tests/testing/test_dynamic_k_doc.py checks the page holds exactly this.
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
+from specbench.testing import show_marked_blocks
 from specbench.testing.dynamic_k_tables import CONFIRMATION, K_BY_CONCURRENCY, all_tables
 
 
@@ -30,18 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     confirm = args.confirmation if (args.confirmation / "manifest.json").is_file() else None
     tables = all_tables(args.k_by_concurrency, confirm)
-    if args.write:
-        text = args.write.read_text()
-        for name, block in tables.items():
-            mark = re.compile(rf"(<!-- dynamic_k.py {name} -->\n).*?(<!-- /dynamic_k.py {name} -->)", re.S)
-            text, n = mark.subn(lambda m, b=block: f"{m.group(1)}{b}\n{m.group(2)}", text)
-            if n != 1:
-                raise SystemExit(f"{args.write}: {n} blocks named {name!r} (need exactly one)")
-        args.write.write_text(text)
-        return 0
-    for name, block in tables.items():
-        print(f"<!-- dynamic_k.py {name} -->\n{block}\n<!-- /dynamic_k.py {name} -->\n")
-    return 0
+    return show_marked_blocks(tables, "dynamic_k.py", args.write)
 
 
 if __name__ == "__main__":

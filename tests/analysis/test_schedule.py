@@ -5,25 +5,21 @@ own validator (vllm/v1/spec_decode/dynamic/utils.py, loaded from its file: no vL
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from specbench.analysis.schedule import Point, derive, speculative_config
+from specbench.testing import vllm_schedule_utils as installed_schedule_utils
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def vllm_schedule_utils():
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or spec.origin is None:
+    mod = installed_schedule_utils()
+    if mod is None:
         pytest.skip("no vLLM installed")
-    path = Path(spec.origin).parent / "v1" / "spec_decode" / "dynamic" / "utils.py"
-    mod_spec = importlib.util.spec_from_file_location("vllm_dynamic_sd_utils", path)
-    mod = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(mod)
     return mod
 
 
