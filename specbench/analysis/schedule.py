@@ -150,12 +150,13 @@ class StepK:
         return "attested" if self.mode == self.expected else "differs"
 
     def line(self) -> str:
-        shares = ", ".join(f"K={kk}: {_share(n, self.total)}" for kk, n in sorted(self.steps.items())) or "no steps"
+        shares = ", ".join(f"K={kk}: {share(n, self.total)}" for kk, n in sorted(self.steps.items())) or "no steps"
         want = "" if self.expected is None else f"; the schedule's K here: {self.expected} ({self.status})"
         return f"K per step (vLLM's per_step_drafted, {self.requests} requests): {shares}{want}"
 
 
-def _share(n: int, total: int) -> str:
+def share(n: int, total: int) -> str:
+    """``n`` of ``total`` as a whole percentage, ``<1%`` for a share that would read 0%."""
     return "<1%" if 0 < n < total / 200 else f"{n / total:.0%}"
 
 

@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from specbench.analysis.intervals import cell_intervals
-from specbench.analysis.where_it_pays import where_it_pays
 from specbench.analysis.speedup import RERUN_SD, Speedup
+from specbench.analysis.where_it_pays import where_it_pays
 from specbench.errors import SpecbenchError
 from specbench.records.files import acceptance_units
 from specbench.render import format as fmt

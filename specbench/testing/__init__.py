@@ -43,8 +43,15 @@ def show_marked_blocks(tables: dict[str, str], script: str, write: Path | None) 
     text = write.read_text()
     for name, block in tables.items():
         mark = re.compile(rf"(<!-- {re.escape(script)} {name} -->\n).*?(<!-- /{re.escape(script)} {name} -->)", re.S)
-        text, n = mark.subn(lambda m, b=block: f"{m.group(1)}{b}\n{m.group(2)}", text)
+        text, n = mark.subn(_replacement(block), text)
         if n != 1:
             raise SystemExit(f"{write}: {n} blocks named {name!r} (need exactly one)")
     write.write_text(text)
     return 0
+
+
+def _replacement(block: str):
+    def put(m) -> str:
+        return f"{m.group(1)}{block}\n{m.group(2)}"
+
+    return put

@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from specbench.analysis.schedule import share
 from specbench.testing import BASELINES
 
 K_BY_CONCURRENCY = BASELINES / "cpu-k-by-concurrency"
@@ -101,7 +102,7 @@ def confirmation_table(run: Path = CONFIRMATION) -> str:
         st, sc, ran = r["static"], r["schedule"], r["ran"]
         lo, hi = r["ratio_ci"]
         verdict = "faster" if lo > 1 else "slower" if hi < 1 else "same within CI"
-        shares = ", ".join(f"K={k}: {n / ran.total:.0%}" for k, n in sorted(ran.steps.items()))
+        shares = ", ".join(f"K={k}: {share(n, ran.total)}" for k, n in sorted(ran.steps.items()))
         out.append(
             f"| {r['concurrency']} | {_ci(st.point['output_tok_per_s'], st.intervals['output_tok_per_s'])} "
             f"| {_ci(sc.point['output_tok_per_s'], sc.intervals['output_tok_per_s'])} "

@@ -53,3 +53,24 @@ def test_every_schedule_cell_ran_the_k_its_schedule_gives():
         ran = r["ran"]
         assert ran.status == "attested", (r["concurrency"], ran.line())
         assert ran.mode == ran.expected
+
+
+def test_the_attested_shares_are_the_raw_per_step_counts():
+    """The K-per-step shares against requests.jsonl read here directly: drafted steps from
+    per_step_drafted, undrafted steps from output tokens (first from prefill, a drafted step
+    yields its accepted tokens + 1)."""
+    import json
+
+    for r in confirmation_rows(CONFIRMATION):
+        cell = r["schedule"].cell
+        steps: dict[int, int] = {}
+        for line in (CONFIRMATION / cell / "requests.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            sd = row.get("spec_decode") or {}
+            drafted, accepted = sd.get("per_step_drafted") or [], sd.get("per_step_accepted") or []
+            for k in drafted:
+                steps[k] = steps.get(k, 0) + 1
+            plain = int(row["output_tokens"]) - 1 - len(drafted) - sum(accepted)
+            if plain > 0:
+                steps[0] = steps.get(0, 0) + plain
+        assert r["ran"].steps == steps, cell

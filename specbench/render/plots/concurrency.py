@@ -18,8 +18,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import specbench.render.plots  # noqa: F401  (selects the Agg backend before any figure is drawn)
-from specbench.analysis.where_it_pays import where_it_pays
 from specbench.analysis.speedup import SPEEDUP_LABELS, Speedup
+from specbench.analysis.where_it_pays import where_it_pays
 from specbench.render.plots.curves import save_figure
 from specbench.render.plots.style import noted
 
