@@ -97,6 +97,14 @@ def _port_is_free(host: str, port: int) -> bool:
         return True
 
 
+PORT_RACE_TRIES = 3  # starts of one server when the port it was given is taken before vLLM binds it
+
+
+def _port_taken(tail) -> bool:
+    """vLLM's start-up failed on its bind (the last lines of its log say so)."""
+    return any("Address already in use" in line for line in list(tail)[-30:])
+
+
 def pick_port(host: str = "127.0.0.1", port: int | None = None) -> tuple[int, str | None]:
     """A free port: the one asked for if free, else the next free one above it; any if None.
 
@@ -224,11 +232,29 @@ class VLLMServer:
         self.stop()
 
     def start(self) -> None:
-        """Launch the server and return once /health answers 200; ServerError otherwise."""
+        """Launch the server and return once /health answers 200; ServerError otherwise.
+
+        A port specbench picked itself can be taken between the pick and vLLM's bind (another
+        server starting beside this one): vLLM then exits at once with "Address already in use",
+        and the start is tried again on a fresh port, up to :data:`PORT_RACE_TRIES` times. A port
+        the user asked for is never swapped silently: that failure is theirs to see."""
         if self._proc is not None:
             raise ServerError("server already started; create a new VLLMServer per cell")
         if not vllm_available(self.python):
             raise DependencyError(MISSING_VLLM)
+        for attempt in range(1, PORT_RACE_TRIES + 1):
+            try:
+                self._start_once()
+                return
+            except ServerError:
+                lost_race = self.requested_port is None and self.exit_status is not None and _port_taken(self._tail)
+                if not lost_race or attempt == PORT_RACE_TRIES:
+                    raise
+                log.warning("port %s was taken before vLLM bound it; starting again on another port", self._port)
+                self._proc, self._pgid, self._tee = None, None, None
+                self._tail.clear()
+
+    def _start_once(self) -> None:
         self._port, self.port_note = pick_port(self.host, self.requested_port)
         if self.port_note:
             log.warning("%s", self.port_note)

@@ -45,7 +45,7 @@ def show_marked_blocks(tables: dict[str, str], script: str, write: Path | None) 
         mark = re.compile(rf"(<!-- {re.escape(script)} {name} -->\n).*?(<!-- /{re.escape(script)} {name} -->)", re.S)
         text, n = mark.subn(_replacement(block), text)
         if n != 1:
-            raise SystemExit(f"{write}: {n} blocks named {name!r} (need exactly one)")
+            raise ValueError(f"{write}: {n} blocks named {name!r} (need exactly one)")
     write.write_text(text)
     return 0
 

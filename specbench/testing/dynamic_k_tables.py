@@ -111,8 +111,24 @@ def confirmation_table(run: Path = CONFIRMATION) -> str:
     return "\n".join(out)
 
 
+def acceptance_table(run: Path = K_BY_CONCURRENCY) -> str:
+    """Each cell's drafts, AL and p_i with their intervals, as ``specbench report``'s acceptance
+    table prints them (its units and DAR columns left out)."""
+    from specbench.report.assemble import build_report, render_markdown  # lazy: the report (pandas)
+
+    lines = render_markdown(build_report([run]), plots=False).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| cell | units | drafts |"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append("| " + " | ".join([cells[0], cells[2], cells[3], *cells[5:]]) + " |")
+    return "\n".join(rows)
+
+
 def all_tables(k_run: Path = K_BY_CONCURRENCY, confirm: Path | None = CONFIRMATION) -> dict[str, str]:
-    out = {"schedule": schedule_table(k_run)}
+    out = {"schedule": schedule_table(k_run), "acceptance": acceptance_table(k_run)}
     if confirm is not None:
         out["confirmation"] = confirmation_table(confirm)
     return out

@@ -3,7 +3,9 @@
 A real vLLM cannot crash, hang, ignore SIGTERM or leave an escaped grandchild on demand, and takes
 ~20 s to start; this script does each of those in well under a second. Usage (argv as VLLMServer
 builds it): ``python -m standin_vllm serve MODE [...] --host H --port P`` with MODE one of
-healthy | crash | hang | ignore-term | escape.
+healthy | crash | hang | ignore-term | escape | port-race (the first start, while the file
+$STANDIN_RACE_MARK does not exist yet, fails on its bind as vLLM does when its port was taken; later
+starts are healthy).
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ def main() -> None:
     for i in range(40):
         print(f"standin line {i} mode={mode}", flush=True)
     print(f"env SECRET_PROBE set: {'SPECBENCH_TEST_API_KEY' in os.environ}", flush=True)
+    if mode == "port-race" and not os.path.exists(os.environ["STANDIN_RACE_MARK"]):
+        open(os.environ["STANDIN_RACE_MARK"], "w").close()
+        print("    sock.bind(addr)\nOSError: [Errno 98] Address already in use", flush=True)
+        sys.exit(1)
+    if mode == "port-race":
+        mode = "healthy"
     if mode == "crash":
         print("standin: fatal error, exiting 3", flush=True)
         sys.exit(3)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.axis import UNSET
 from specbench.config import load_config
 from specbench.run.cells import expand
 from specbench.run.groups import group_cells
@@ -74,7 +75,9 @@ def test_planned_argv_parses_as_the_cell_claims(serve, config):
                 # vLLM's other SpeculativeConfig fields pass through as the config and its speculative: axes set them
                 fields = dict(study.serve.speculative.vllm_fields)
                 for axis, shown in cell.axes.items():
-                    if str(axis).startswith("speculative:"):
+                    if str(axis).startswith("speculative:") and shown == UNSET:  # null: the field left out
+                        fields.pop(str(axis).split(":", 1)[1], None)
+                    elif str(axis).startswith("speculative:"):
                         fields[str(axis).split(":", 1)[1]] = json.loads(shown) if isinstance(shown, str) else shown
                 assert ns.speculative_config == {
                     "method": spec.vllm_method,

@@ -80,6 +80,30 @@ def test_sigterm_ignored_escalates_to_sigkill(tmp_path):
     assert _gone([server.pid]) == []
 
 
+@pytest.mark.heavy
+def test_a_port_taken_before_vllm_binds_it_is_started_again_on_another(tmp_path):
+    """The pick-then-bind race (a server beside this one took the port first): vLLM exits at once
+    with "Address already in use"; the start is tried again on a fresh port and comes up. A port
+    the user asked for is not swapped: the failure is raised."""
+    env = {"PYTHONPATH": str(STANDINS), "STANDIN_RACE_MARK": str(tmp_path / "raced")}
+    server = StandIn(["port-race"], env, tmp_path / "server.log", state_dir=tmp_path / "state")
+    try:
+        server.start()
+        assert httpx.get(f"{server.url}/health").status_code == 200
+    finally:
+        server.stop()
+    log = (tmp_path / "server.log").read_text()
+    assert log.count("# specbench:") >= 2 and "Address already in use" in log  # two starts, one log
+    (tmp_path / "raced").unlink()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        asked = sock.getsockname()[1]
+    pinned = StandIn(["port-race"], env, tmp_path / "pinned.log", state_dir=tmp_path / "state2", port=asked)
+    with pytest.raises(ServerError, match="status 1"):
+        pinned.start()
+    pinned.stop()
+
+
 def test_crash_at_start_raises_with_status_and_tail(tmp_path):
     t0 = time.monotonic()
     server = standin(tmp_path, "crash", startup_timeout_s=60)

@@ -144,8 +144,8 @@ def wrapped(title: str, width: int = PANEL_TITLE_CHARS) -> str:
     for part in title.split(" · "):
         if lines and len(lines[-1]) + 3 + len(part) <= width:
             lines[-1] += " · " + part
-        else:
-            lines.append(part)
+        else:  # one value longer than the width (a schedule axis's name and value) breaks at its spaces
+            lines += textwrap.wrap(part, width, break_long_words=False) or [part]
     return "\n".join(lines)
 
 
