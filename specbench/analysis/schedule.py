@@ -131,7 +131,7 @@ class StepK:
 
     steps: dict[int, int]  # K -> decode steps that drafted K tokens (0: steps that did not speculate)
     expected: int | None  # the schedule's K at the cell's concurrency (None: no schedule / concurrency)
-    requests: int  # requests with per-step arrays
+    requests: int  # requests counted (0: vLLM reported no per-step counts for the cell)
 
     @property
     def total(self) -> int:
@@ -149,10 +149,13 @@ class StepK:
             return "unchecked"
         return "attested" if self.mode == self.expected else "differs"
 
+    def shares(self) -> str:
+        """``K=0: 99%, K=3: 1%``: each K's share of the steps."""
+        return ", ".join(f"K={kk}: {share(n, self.total)}" for kk, n in sorted(self.steps.items())) or "no steps"
+
     def line(self) -> str:
-        shares = ", ".join(f"K={kk}: {share(n, self.total)}" for kk, n in sorted(self.steps.items())) or "no steps"
         want = "" if self.expected is None else f"; the schedule's K here: {self.expected} ({self.status})"
-        return f"K per step (vLLM's per_step_drafted, {self.requests} requests): {shares}{want}"
+        return f"K per step (vLLM's per_step_drafted, {self.requests} requests): {self.shares()}{want}"
 
 
 def share(n: int, total: int) -> str:
@@ -161,8 +164,8 @@ def share(n: int, total: int) -> str:
 
 
 def step_k(drafted: list[list[int]], expected: int | None, plain_steps: int = 0) -> StepK:
-    """:class:`StepK` from each request's ``per_step_drafted`` array (requests without one are left
-    out) and the decode steps that did not speculate (vLLM lists only the steps that drafted; a
+    """:class:`StepK` from each counted request's ``per_step_drafted`` array (empty for a request
+    that never drafted) and the decode steps that did not speculate (vLLM lists only the steps that drafted; a
     request's are ``output_tokens - 1 - spec steps - accepted tokens``: :func:`plain_steps`)."""
     steps: dict[int, int] = {0: plain_steps} if plain_steps > 0 else {}
     for per_step in drafted:

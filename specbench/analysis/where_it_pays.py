@@ -91,23 +91,16 @@ def where_it_pays(speedups: list[Any], cell_axes: dict[str, dict[str, str]]) -> 
             return f"Speculation does not pay on this run: every speculative cell is slower (best {_figure(lv)})."
         return f"Speculation is not known to pay on this run: best {_figure(lv)}, its interval includes 1×."
     pays = [lv for lv in found if lv.verdict == "pays"]
-    rest = [lv for lv in found if lv.verdict != "pays"]
-    conc = {id(lv): lv.concurrency or 0 for lv in found}  # every level has one here
+    rest = [lv for lv in found if lv.verdict != "pays"]  # ascending concurrency, as levels() gives them
     parts = []
     if pays:
         top = max(pays, key=lambda lv: lv.best.point["output_tok_per_s"])
-        parts.append(
-            f"Speculation pays on this run at concurrency {_ranges([conc[id(lv)] for lv in pays])} "
-            f"(best {_figure(top)})"
-        )
+        at = _ranges([lv.concurrency or 0 for lv in pays])
+        parts.append(f"Speculation pays on this run at concurrency {at} (best {_figure(top)})")
     else:
         parts.append("Speculation is not known to pay at any concurrency on this run")
-    for verdict in sorted(
-        {lv.verdict for lv in rest}, key=lambda v: min(conc[id(lv)] for lv in rest if lv.verdict == v)
-    ):
+    for verdict in dict.fromkeys(lv.verdict for lv in rest):  # in the order of their lowest concurrency
         these = [lv for lv in rest if lv.verdict == verdict]
-        if these:
-            worst = these[-1]
-            said = "does not pay" if verdict == "does not pay" else "is not known to pay"
-            parts.append(f"it {said} at {', '.join(str(lv.concurrency) for lv in these)} (best {_figure(worst)})")
+        said = "does not pay" if verdict == "does not pay" else "is not known to pay"
+        parts.append(f"it {said} at {', '.join(str(lv.concurrency) for lv in these)} (best {_figure(these[-1])})")
     return "; ".join(parts) + "."

@@ -252,14 +252,14 @@ def report_answers(report: Any) -> list[Answer]:
     throughputs = [t for st in report.studies for t in st.throughputs]
     out = axis_answers(report.comparisons, throughputs)
     speed = speedup_answer([s for st in report.studies for s in st.speedups])
-    pays = [line for st in report.studies if (line := where_it_pays(st.speedups, st.cell_axes))]
+    pays = {id(st): line for st in report.studies if (line := where_it_pays(st.speedups, st.cell_axes))}
     if speed is not None:
-        speed.lines = pays + speed.lines  # the answer first: where speculation pays on this run
+        speed.lines = list(pays.values()) + speed.lines  # the answer first: where speculation pays on this run
         out.append(speed)
     advice = [line for st in report.studies if (line := k_summary(st.kpredictions, report.title))]
     varies_k = [st for st in report.studies if any(set(a) & set(K_AXES) for a in st.cell_axes.values())]
-    if advice and varies_k:  # the k advice says at which concurrency which k pays, as measured
-        advice += [line for st in varies_k if (line := where_it_pays(st.speedups, st.cell_axes))]
+    if advice:  # the k advice says at which concurrency which k pays, as measured
+        advice += [pays[id(st)] for st in varies_k if id(st) in pays]
     if advice:
         k_axis = next((a for a in out if a.axis in ("num_speculative_tokens", "k")), None)
         if k_axis is None:

@@ -19,12 +19,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from specbench.analysis.schedule import share
+from specbench.axis import UNSET
+from specbench.report.dynamic_k import SCHEDULE_FIELD
 from specbench.testing import BASELINES
 
 K_BY_CONCURRENCY = BASELINES / "cpu-k-by-concurrency"
 CONFIRMATION = BASELINES / "cpu-dynamic-k"
-SCHEDULE_AXIS = "num_speculative_tokens_per_batch_size"
 Z = 1.959964
 
 
@@ -78,7 +78,7 @@ def confirmation_rows(run: Path = CONFIRMATION) -> list[dict[str, Any]]:
     for s in study.speedups:
         axes = study.cell_axes[s.cell]
         c = int(axes["concurrency"])
-        side = "static" if axes.get(SCHEDULE_AXIS) == "unset" else "schedule"
+        side = "static" if axes.get(SCHEDULE_FIELD) == UNSET else "schedule"
         rows.setdefault(c, {"concurrency": c})[side] = s
         if side == "schedule":
             rows[c]["ran"] = served[s.cell].ran
@@ -102,11 +102,10 @@ def confirmation_table(run: Path = CONFIRMATION) -> str:
         st, sc, ran = r["static"], r["schedule"], r["ran"]
         lo, hi = r["ratio_ci"]
         verdict = "faster" if lo > 1 else "slower" if hi < 1 else "same within CI"
-        shares = ", ".join(f"K={k}: {share(n, ran.total)}" for k, n in sorted(ran.steps.items()))
         out.append(
             f"| {r['concurrency']} | {_ci(st.point['output_tok_per_s'], st.intervals['output_tok_per_s'])} "
             f"| {_ci(sc.point['output_tok_per_s'], sc.intervals['output_tok_per_s'])} "
-            f"| {_ci(r['ratio'], r['ratio_ci'])}: {verdict} | {shares} (schedule: {ran.expected}; {ran.status}) |"
+            f"| {_ci(r['ratio'], r['ratio_ci'])}: {verdict} | {ran.shares()} (schedule: {ran.expected}; {ran.status}) |"
         )
     return "\n".join(out)
 
