@@ -26,7 +26,7 @@ from pathlib import Path
 DRIVER_CODE = """
 import json, sys
 from specbench.load.driver import LoadSpec, run_load
-from specbench.load.prompts import load_prompts
+from specbench.load.prompt_sets import load_prompts
 url, model, n, c, out_len = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 r = run_load(url, model, load_prompts(), LoadSpec(num_requests=n, concurrency=c, max_tokens=out_len, ignore_eos=True))
 errors = sum(1 for q in r.requests if q["error"])
@@ -109,7 +109,7 @@ def run_vllm_bench(args: argparse.Namespace, n: int) -> tuple[dict, float]:
 
 def _prompt_file(tmp: str) -> str:
     """The driver's built-in prompts as vllm bench's custom dataset (single-turn ``prompt`` lines)."""
-    from specbench.load.prompts import load_prompts
+    from specbench.load.prompt_sets import load_prompts
 
     path = Path(tmp) / "prompts.jsonl"
     path.write_text("".join(json.dumps({"prompt": p.messages[-1]["content"]}) + "\n" for p in load_prompts()))

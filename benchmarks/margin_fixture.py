@@ -20,7 +20,7 @@ def measure(kind: str, tokens: int, n_prompts: int | None) -> dict:
     from transformers import AutoTokenizer, DeepseekV3ForCausalLM
 
     from specbench.fixtures import build_fixtures
-    from specbench.load.prompts import load_prompts
+    from specbench.load.prompt_sets import load_prompts
 
     paths = build_fixtures(kind=kind)
     tok = AutoTokenizer.from_pretrained(paths.tokenizer)

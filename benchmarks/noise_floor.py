@@ -37,7 +37,7 @@ METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s", "speed
 
 def main(argv: list[str] | None = None) -> int:
     from specbench.compare.cellwise import compare_cell
-    from specbench.compare.metrics import METRICS as REGISTRY
+    from specbench.compare.registry import METRICS as REGISTRY
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", default=DEFAULT_RUNS)

@@ -65,7 +65,7 @@ def time_direct(cfg: Path, tmp: Path, cache_root: Path, load: bool = True) -> tu
     """(wall s of start + load, start-up s) for the cell's server started by hand on ``cache_root``."""
     from specbench.config import load_config
     from specbench.load.driver import LoadSpec, run_load
-    from specbench.load.prompts import load_prompts
+    from specbench.load.prompt_sets import load_prompts
     from specbench.run.cells import expand
     from specbench.run.plan import fixture_resolver
     from specbench.serve.server import VLLMServer

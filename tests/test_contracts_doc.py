@@ -53,7 +53,7 @@ def test_every_file_contracts_md_names_exists():
 
 def test_a_name_nothing_has_is_caught():
     # the resolver is not so lenient that a module of another package's name passes
-    assert _missing("| `specbench/compare/` | `results.py` <- `checks.py` |\n") == ["checks.py"]
+    assert _missing("| `specbench/compare/` | `verdicts.py` <- `checks.py` |\n") == ["checks.py"]
 
 
 def test_the_fields_it_gives_a_cell_are_cells():

@@ -31,6 +31,14 @@ def test_no_module_name_is_used_twice() -> None:
     assert not twice, f"one file name, two modules (name each for what it holds): {twice}"
 
 
+def test_no_module_is_named_like_a_folder_of_specbench() -> None:
+    """``compare/results.py`` beside ``specbench/results/`` read as the run directory's code; every
+    folder of the package (data folders such as ``prompts/`` included) is a name no module takes."""
+    folders = {p.name for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    clash = [p.relative_to(PACKAGE).as_posix() for p in _modules() if p.stem in folders]
+    assert not clash, f"modules named like a folder of specbench/ (rename them for what they hold): {clash}"
+
+
 def test_every_package_says_its_job() -> None:
     silent = [
         init.parent.relative_to(PACKAGE.parent).as_posix()

@@ -340,7 +340,7 @@ def _refuse_other_study(comp, diffs: list[str], baseline: Path, candidate: Path)
 
 
 def _print_verdict(comp, *, verbose: bool, quiet: bool, allow_inconclusive: bool) -> None:
-    from specbench.compare.render import print_table  # lazy: pulls in numpy and pydantic
+    from specbench.compare.text import print_table  # lazy: pulls in numpy and pydantic
 
     try:
         print_table(comp, console, verbose=verbose, err=err_console, quiet=quiet)
@@ -381,8 +381,8 @@ def same_run(baseline: Path, candidate: Path, base, cand) -> str | None:
 
 def _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html=None) -> None:
     from specbench.compare.junit import junit_xml  # lazy: pulls in numpy and pydantic
-    from specbench.compare.render import cell_titles  # lazy: pulls in numpy and pydantic
-    from specbench.compare.render import markdown as render_markdown  # lazy: pulls in numpy and pydantic
+    from specbench.compare.text import cell_titles  # lazy: pulls in numpy and pydantic
+    from specbench.compare.text import markdown as render_markdown  # lazy: pulls in numpy and pydantic
 
     if markdown is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
         text = render_markdown(comp)
@@ -400,7 +400,7 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html=None)
     if json_out is not None:
         save_json(json_out, comp.to_dict())
     if plot is not None or html is not None:
-        from specbench.render.plots.compare import bands, delta_rows, save_overlay  # lazy: pulls in matplotlib
+        from specbench.render.plots.position_deltas import bands, delta_rows, save_overlay  # lazy: pulls in matplotlib
 
         kw = dict(confidence=comp.confidence)
         names = cell_titles(comp)

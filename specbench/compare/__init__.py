@@ -1,7 +1,7 @@
 """Compare two runs (or log / /metrics files) and gate regressions: ``specbench compare``.
 
 :func:`load_side` reads a side, :func:`compare_sides` computes rows, verdicts and gate results,
-:mod:`.render` / :mod:`.junit` / :mod:`specbench.render.plots.compare` turn a :class:`Comparison` into output.
+:mod:`.render` / :mod:`.junit` / :mod:`specbench.render.plots.position_deltas` turn a :class:`Comparison` into output.
 """
 
 from specbench.compare.cellwise import CellComparison, Comparison, GateResult, MetricRow, compare_sides

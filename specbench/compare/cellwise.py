@@ -25,13 +25,14 @@ from specbench.analysis.rates import total
 from specbench.compare import exact, gate_checks
 from specbench.compare.gates import Gate
 from specbench.compare.guard import sized_subset
-from specbench.compare.metrics import METRICS, Metric, row_name, stat_key
 from specbench.compare.noise import scope_rows, scope_warning
 from specbench.compare.pairing import Pairing, pair, text_clash
+from specbench.compare.registry import METRICS, Metric, row_name, stat_key
+from specbench.compare.sides import Side, SideCell
 
-# The records of a comparison live one layer down (results.py), so checks and noise can use them
+# The records of a comparison live one layer down (verdicts.py), so checks and noise can use them
 # without importing this module; re-exported here, where callers have always found them.
-from specbench.compare.results import (
+from specbench.compare.verdicts import (
     Block,
     CellComparison,
     Comparison,
@@ -39,7 +40,6 @@ from specbench.compare.results import (
     MetricRow,
     Status,
 )
-from specbench.compare.sides import Side, SideCell
 from specbench.compare.within_run import speedup_delta, study_figures
 from specbench.records.cell import Attested
 from specbench.records.counts import Counts

@@ -26,7 +26,7 @@ from fractions import Fraction
 import numpy as np
 
 from specbench.analysis.intervals import count_stats
-from specbench.compare.metrics import Metric
+from specbench.compare.registry import Metric
 
 # Relative to the metric's scale: far above float rounding (1e-16), far below any change counts
 # can show (one token in 1e9 drafts).

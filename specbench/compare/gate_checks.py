@@ -24,10 +24,10 @@ from dataclasses import replace
 
 from specbench.compare import power
 from specbench.compare.gates import Decision, Gate, GateError, decide_row, harm_of, minimum_detectable
-from specbench.compare.metrics import row_name
 from specbench.compare.noise import BETWEEN, WITHIN, allowed, not_after_holm, within_run
-from specbench.compare.results import DECIDED, Block, CellComparison, Comparison, GateResult, MetricRow, Status
+from specbench.compare.registry import row_name
 from specbench.compare.sides import Side, SideCell
+from specbench.compare.verdicts import DECIDED, Block, CellComparison, Comparison, GateResult, MetricRow, Status
 
 
 def validate(gates: list[Gate], base: Side, cand: Side) -> None:

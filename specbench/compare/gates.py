@@ -48,8 +48,8 @@ from typing import Any
 from specbench.analysis.deltas import bootstrap_p, one_sided_p
 from specbench.axis import on_off
 from specbench.compare.exact import ROUNDING, scale, snap
-from specbench.compare.metrics import METRICS, Metric, expand_short, resolve, row_name
-from specbench.compare.results import DECIDED, MetricRow, Status
+from specbench.compare.registry import METRICS, Metric, expand_short, resolve, row_name
+from specbench.compare.verdicts import DECIDED, MetricRow, Status
 from specbench.errors import ConfigError
 from specbench.io import read_text
 from specbench.safe_yaml import load_yaml

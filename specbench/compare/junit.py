@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from specbench.compare.cellwise import Comparison
-from specbench.compare.render import cell_titles, short_metric
+from specbench.compare.text import cell_titles, short_metric
 
 # Characters XML 1.0 cannot hold at all (ElementTree writes them and the file no longer parses):
 # shown as \xNN, like the terminal and the Markdown show them.

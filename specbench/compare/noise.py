@@ -34,9 +34,9 @@ import numpy as np
 from specbench.analysis import deltas as iv
 from specbench.analysis.speedup import cell_stats, request_matrix, speedups
 from specbench.compare.gates import Decision, Gate, decide_row, minimum_detectable
-from specbench.compare.metrics import METRICS, Metric
-from specbench.compare.results import GateResult, MetricRow, Status
+from specbench.compare.registry import METRICS, Metric
 from specbench.compare.sides import SideCell
+from specbench.compare.verdicts import GateResult, MetricRow, Status
 from specbench.errors import ConfigError
 from specbench.io import read_text
 from specbench.safe_yaml import load_yaml

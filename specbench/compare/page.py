@@ -33,7 +33,7 @@ def compare_html(comp: Any, base: Any, cand: Any, markdown_text: str, panels: li
     provenance = html.table(["", "baseline", "candidate"], [[k, b[k], c[k]] for k in b])
     body = [html.markdown(markdown_text), "<h2>The two runs</h2>", provenance]
     if any(p[1] is not None or p[2] is not None for p in panels):
-        from specbench.render.plots.compare import overlay_figure  # lazy: pulls in matplotlib
+        from specbench.render.plots.position_deltas import overlay_figure  # lazy: pulls in matplotlib
 
         buf = io.BytesIO()
         overlay_figure(panels, comp.confidence).savefig(buf, format="svg")

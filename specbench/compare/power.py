@@ -28,9 +28,9 @@ import math
 from dataclasses import replace
 
 from specbench.compare.gates import POWER
-from specbench.compare.metrics import Metric
 from specbench.compare.noise import HINT, WITHIN
-from specbench.compare.results import Comparison, GateResult, MetricRow, Status
+from specbench.compare.registry import Metric
+from specbench.compare.verdicts import Comparison, GateResult, MetricRow, Status
 
 # Past this many times the units a check has, "needs ~N" says only that: the change sits so close to
 # the tolerance that no practical run decides it.

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from specbench.analysis.intervals import count_matrix, count_stats, jackknife_var
 from specbench.compare.gates import POWER, Gate
-from specbench.compare.metrics import row_name, stat_key
+from specbench.compare.registry import row_name, stat_key
 from specbench.compare.sides import load_side
 from specbench.errors import ConfigError
 

@@ -24,7 +24,7 @@ from specbench.errors import ConfigError, SpecbenchError
 from specbench.fixtures import FIXTURE_REFS  # the one definition (re-exported: run/cells, run/plan)
 from specbench.io import read_bytes
 from specbench.load.llmperf_checks import check_llmperf
-from specbench.load.prompts import CATEGORIES
+from specbench.load.prompt_sets import CATEGORIES
 from specbench.load.workloads import check_workload, workload_file
 from specbench.safe_yaml import LimitError, load_yaml
 from specbench.serve.installs import install_identity, parse_install

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 from specbench.axis import SWITCH_ENV, Axis
 from specbench.config.limits import MAX_CELLS, MAX_REQUESTS, MAX_TEMPERATURE, MAX_TIMEOUT_S
 from specbench.errors import ConfigError, InputError, SpecbenchError
-from specbench.load.prompts import load_prompts
+from specbench.load.prompt_sets import load_prompts
 from specbench.load.workloads import (
     MAX_PROMPT_LEN,
     MAX_TOTAL_LEN,

@@ -37,7 +37,7 @@ from typing import Any, Callable
 import httpx
 
 from specbench.io import save_json, write_jsonl
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 from specbench.load.summary import summarize
 
 

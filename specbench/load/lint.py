@@ -12,7 +12,7 @@ import re
 from collections import Counter
 
 from specbench.load.driver import LoadSpec
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 
 _COPY = re.compile(
     r"\b(repeat (the|this|after|back|exactly)|copy (the|this|it|exactly)|echo (the|this)|"

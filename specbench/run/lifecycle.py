@@ -34,7 +34,7 @@ import httpx
 from specbench import redact
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 from specbench.records.files import Acceptance, CellRecord, Timings
 from specbench.results import store
 from specbench.run.cells import Cell

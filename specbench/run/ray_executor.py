@@ -29,7 +29,7 @@ from typing import Any
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError
 from specbench.io import atomic_write_bytes
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 from specbench.records.files import Acceptance, CellRecord, as_record, load
 from specbench.results import store
 from specbench.run.cells import Cell

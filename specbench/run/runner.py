@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from specbench import redact
 from specbench.config import Study
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_OK, DependencyError, InputError
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 from specbench.load.workloads import load_workload
 from specbench.records.files import Acceptance, CellRecord, as_record, load
 from specbench.results import store

@@ -67,7 +67,7 @@ def test_no_change_passes_at_the_recipe_size_and_never_fails(pop):
 def test_checks_that_cannot_fail_are_counted_apart(pop):
     """p_1 / p_2 of the norm-off cells are ~0 in the baseline: no candidate can drop them 5pp. They
     pass (nothing they guard can happen) but the headline does not count them as passes."""
-    from specbench.compare.render import headline
+    from specbench.compare.text import headline
 
     comp = compare_sides(*boundary_sides(pop, {}, RECIPE, np.random.default_rng(3)), GATES, n_resamples=200)
     vacuous = [g for g in comp.checks if g.cannot_fail]

@@ -181,7 +181,7 @@ def test_a_decided_check_cannot_be_edited_after_its_decision(pair):
     """GateResult is frozen: later steps (Holm, power) make new ones instead of editing a verdict."""
     import dataclasses
 
-    from specbench.compare.results import GateResult, Status
+    from specbench.compare.verdicts import GateResult, Status
 
     g = GateResult(cell="c", gate="g", metric="m", status=Status.PASS, message="m")
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -35,7 +35,7 @@ def test_with_few_units_detects_says_it_is_a_lower_bound(prompts):
     """At 5 prompts a drop equal to the printed figure was caught about half the time
     (benchmarks/gate_error_rates.py section 2): the legend says so there, and only there."""
     from specbench.compare import compare_sides, parse_gate
-    from specbench.compare.render import FEW_UNITS_NOTE, markdown
+    from specbench.compare.text import FEW_UNITS_NOTE, markdown
     from specbench.testing.simulate import MDC_P, mdc_side
 
     rng = np.random.default_rng(3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specbench.compare.gates import GRAMMAR, GateError, decide, load_gate_file, parse_gate
-from specbench.compare.metrics import METRICS
+from specbench.compare.registry import METRICS
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,7 @@ def test_a_run_compared_with_itself_is_flagged(make_run, tmp_path):
 def test_plot_has_a_delta_panel_with_the_gate_interval_and_tolerance(make_run):
     """The Δ panel shows the interval the gate decided on (not each side's band) and the tolerance."""
     from specbench.compare import DEFAULT_GATES, compare_sides, load_side, parse_gate
-    from specbench.render.plots.compare import bands, delta_rows, overlay_figure
+    from specbench.render.plots.position_deltas import bands, delta_rows, overlay_figure
 
     base = load_side(make_run("base", _cells(P), seed=1))
     cand = load_side(make_run("cand", _cells([0.60, 0.40, 0.20]), seed=2))

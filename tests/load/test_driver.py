@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from specbench.load.driver import LoadSpec, request_order, run_load, spec_counts
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 from specbench.run.cells import supports_per_request_metrics
 
 PROMPTS = [Prompt(f"p{i}", "chat", [{"role": "user", "content": f"q{i}"}]) for i in range(5)]

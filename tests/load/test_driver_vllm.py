@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from specbench.errors import ServerError
 from specbench.io import load_json, read_jsonl
 from specbench.load.driver import LoadSpec, run_load, write_outputs
-from specbench.load.prompts import load_prompts
+from specbench.load.prompt_sets import load_prompts
 from specbench.run.cells import supports_per_request_metrics
 from specbench.serve.server import VLLMServer, vllm_available
 from specbench.serve.vllm_main import installed_vllm_version

@@ -15,7 +15,7 @@ import pytest
 
 from specbench.load import driver
 from specbench.load.driver import LoadSpec
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 
 # (clock time at which the chunk arrives, token ids it carries)
 CHUNKS = [(0.1, [5]), (0.4, [6, 7, 8]), (0.5, [9, 10])]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specbench.load.driver import LoadSpec
 from specbench.load.lint import lint
-from specbench.load.prompts import Prompt
+from specbench.load.prompt_sets import Prompt
 
 
 def P(pid: str, text: str) -> Prompt:

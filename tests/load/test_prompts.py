@@ -1,4 +1,4 @@
-"""Prompt sets (specbench/load/prompts.py) and the built-in data files."""
+"""Prompt sets (specbench/load/prompt_sets.py) and the built-in data files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from specbench.errors import InputError
 from specbench.load.lint import lint
-from specbench.load.prompts import CATEGORIES, load_prompts
+from specbench.load.prompt_sets import CATEGORIES, load_prompts
 
 
 def test_builtin_sets_are_large_varied_and_clean():

@@ -10,7 +10,7 @@ import pytest
 from specbench.config import parse_study
 from specbench.config.study_checks import check_prompts
 from specbench.errors import ConfigError
-from specbench.load.prompts import load_prompts
+from specbench.load.prompt_sets import load_prompts
 from specbench.run.cells import expand, pick_baseline
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import cell_context, configured_method, group_cells, head_variant, load_settings, shipped_env

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-from specbench.compare.metrics import Metric
+from specbench.compare.registry import Metric
 from specbench.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
 
 

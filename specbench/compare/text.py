@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from specbench.compare.cellwise import Comparison, MetricRow
-from specbench.compare.results import CellComparison, GateResult
+from specbench.compare.verdicts import CellComparison, GateResult
 from specbench.render import format as fmt
 from specbench.render.format import md_cell, user_text
 from specbench.render.tables import titles
