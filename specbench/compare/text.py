@@ -3,6 +3,7 @@ Markdown (PR comment / $GITHUB_STEP_SUMMARY) and the shared number formatting.""
 
 from __future__ import annotations
 
+import math
 import re
 
 from specbench.compare.cellwise import Comparison, MetricRow
@@ -114,7 +115,7 @@ def _mdc(cell) -> dict[str, str]:
     return out
 
 
-SHORT = {"mean_acceptance_length": "AL", "draft_acceptance_rate": "DAR"}
+SHORT = {"mean_acceptance_length": "AL", "draft_acceptance_rate": "DAR", "output_tok_per_s": "tok/s"}
 DETECTS = (
     "the harm each gate check detects with 80% probability at the level the run-level correction holds "
     "it to (one-sided alpha/m, m decided checks): tolerance + (z_(1-alpha/m) + z_0.8) x SE, t-exact for t "
@@ -192,15 +193,13 @@ def units_note(comp: Comparison) -> str:
 
 
 def _print_verdicts(comp: Comparison, console) -> None:
-    from rich.table import Table
-
     metrics, rows, ungated = verdict_grid(comp)
     if not rows:
         return
-    table = Table(title=f"Gate checks per cell: change, verdict ({units_note(comp)})", title_justify="left")
-    table.add_column("cell", no_wrap=True)
+    table = _table(f"Gate checks per cell: change, verdict ({units_note(comp)})")
+    table.add_column("cell")
     for m in metrics or ["check"]:
-        table.add_column(short_metric(m), justify="right", no_wrap=True)
+        table.add_column(short_metric(m), justify="right")
     for title, row in rows:
         table.add_row(
             user_text(title),
@@ -281,9 +280,57 @@ def _undecided_reason(gate: str, members: list[GateResult]) -> str:
     return f"{head} with {has_text} {unit}"
 
 
-def _print_details(comp: Comparison, console) -> None:
+def _table(title: str):
+    """A terminal table without side borders, one space of padding between columns (collapsed), so
+    eight columns of figures fit 100 columns; a column too wide wraps at its spaces, never clips."""
+    from rich import box
     from rich.table import Table
 
+    return Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True
+    )
+
+
+def _decimals(row: MetricRow, *xs: float | None) -> int:
+    """Decimals for a terminal figure: four significant digits of the largest of ``xs`` (``1813``,
+    ``148.3``, ``2.774``), never more than Markdown's (:func:`fmt_value`)."""
+    top = max((abs(x) for x in xs if x is not None and math.isfinite(x)), default=0.0)
+    return _digits(row) if top < 1 else min(_digits(row), max(0, 3 - int(math.floor(math.log10(top)))))
+
+
+def _terse(row: MetricRow, x: float | None, *, sign: bool = False, like: tuple = ()) -> str:
+    if row.metric.is_fraction:
+        return fmt_delta(row, x, sign=sign) if sign else fmt_value(row, x)
+    return fmt.num(x, _decimals(row, x, *like), sign=sign)
+
+
+# The terminal's CI column marks what a latency / throughput interval covers (SCOPE_MARK's words in
+# Markdown and JSON), explained once under the tables (KEY).
+SCOPE_SIGN = {"within-run only": "†", "between repeats": "‡"}
+KEY = (
+    "~ not shown to change past its tolerance (worse / better: the whole CI is past it) · "
+    "† CI within one run (1 repeat a side; a check fails only past the noise floor) · "
+    "‡ CI over repeats (Welch t over one value per repeat) · "
+    "detects: the smallest harm its check catches 80% of the time"
+)
+
+
+def _terse_change(row: MetricRow) -> str:
+    d = _terse(row, row.delta, sign=True)
+    if row.rel is not None and not row.metric.is_fraction:
+        d += f" ({row.rel * 100:+.1f}%)"
+    return d
+
+
+def _terse_ci(row: MetricRow) -> str:
+    mark = SCOPE_SIGN.get(row.scope, "")
+    if row.ci is None:
+        return ("no CI (too few units)" if "too few" in row.why else "no CI") + mark
+    lo, hi = (_terse(row, x, sign=True, like=row.ci) for x in row.ci)
+    return f"[{lo}, {hi}]{mark}"
+
+
+def _print_details(comp: Comparison, console) -> None:
     level = int(round(comp.confidence * 100))
     names = cell_titles(comp)
     for cell in comp.cells:
@@ -296,25 +343,26 @@ def _print_details(comp: Comparison, console) -> None:
             else ("acceptance on one side only" if cell.base_units or cell.cand_units else "")
         )
         title = user_text(names[cell.name])
-        table = Table(title=f"{title}  [dim]({units})[/]" if units else title, title_justify="left")
         if cell.missing:
             console.print(f"[yellow]{title}: no comparison: the cell {cell.missing}[/]", highlight=False)
             continue
-        for col in ("metric", "base", "cand", "delta", f"{level}% CI of delta", "verdict", "gate", "detects"):
-            table.add_column(col, justify="left" if col in ("metric", "verdict", "gate") else "right", no_wrap=True)
+        table = _table(f"{title}  [dim]({units})[/]" if units else title)
+        for col in ("metric", "base", "cand", "change", f"{level}% CI", "verdict", "gate", "detects"):
+            table.add_column(col, justify="left" if col in ("metric", "verdict", "gate") else "right")
         mdc = _mdc(cell)
         for row in cell.rows:
             table.add_row(
                 short_metric(row.name),
-                fmt_value(row, row.base),
-                fmt_value(row, row.cand),
-                fmt_change(row),
-                fmt_ci(row),
+                _terse(row, row.base, like=(row.cand,)),
+                _terse(row, row.cand, like=(row.base,)),
+                _terse_change(row),
+                _terse_ci(row),
                 f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
                 _gate_cell(gate_by_metric.get(row.name, [])),
                 mdc.get(row.name, ""),
             )
         console.print(table)
+    console.print(KEY, style="dim", highlight=False)
 
 
 def one_side_names(comp: Comparison) -> tuple[list[str], list[str]]:
