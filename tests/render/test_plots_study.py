@@ -69,3 +69,32 @@ def test_speedup_ticks_never_crowd_at_any_axis_width():
         gaps = [math.log(b) - math.log(a) for a, b in zip(ticks, ticks[1:])]
         assert all(g >= 0.1 * 2 * span - 1e-9 for g in gaps), (span, ticks)
     assert len(spaced_ticks(math.log(4) * 1.08)) >= 5  # a wide axis still has ticks on both sides
+
+
+def _intervals(ax) -> int:
+    return sum(len(c.lines[0].get_ydata()) for c in ax.containers)
+
+
+def test_a_figure_of_many_cells_shows_the_headline_only_at_most_12_a_panel():
+    """seed-questions' 12 cells x 4 estimates were 48 near-identical bars: past 12 intervals the
+    figure draws each cell's measured tok/s speed-up (the estimate the answers read) and names where
+    the other three are; past 12 cells it stacks panels of at most 12 rows on one shared axis."""
+    import dataclasses
+
+    from specbench.render.plots.speedup_divergence import MAX_INTERVALS, SPEEDUPS
+
+    seed = analyse_run(RUN.parent / "cpu-seed-questions", n_resamples=200).speedups
+    assert len(seed) * len(SPEEDUPS) > MAX_INTERVALS  # the case this guards
+    fig = speedup_figure(seed)
+    (ax,) = [a for a in fig.axes if a.get_yticklabels()]
+    assert _intervals(ax) == len(seed) <= MAX_INTERVALS
+    assert [t.get_label() for t in ax.containers] == ["output tok/s (measured)"]
+    assert "speedup.csv" in fig.get_suptitle()
+    many = [dataclasses.replace(s, cell=f"{s.cell} #{i}") for i in range(3) for s in seed]  # 36 cells
+    fig = speedup_figure(many)
+    panels = [a for a in fig.axes if a.get_yticklabels()]
+    assert len(panels) == 3 and all(_intervals(a) <= MAX_INTERVALS for a in panels)
+    assert [t.get_text() for a in panels for t in a.get_yticklabels()] == [s.cell for s in many]
+    assert len({a.get_xlim() for a in panels}) == 1  # one scale to read across panels
+    small = speedup_figure(study_cells := seed[:3])  # few cells: every estimate, one panel
+    assert _intervals(small.axes[0]) == len(study_cells) * len(SPEEDUPS)

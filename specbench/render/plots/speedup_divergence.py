@@ -112,11 +112,17 @@ KIND_STYLE = {
 }
 
 
-def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str] = _same) -> None:
-    """Forest plot: one row per cell, each speed-up with its CI on a log axis; 1x marked."""
-    offsets = np.linspace(-0.27, 0.27, len(SPEEDUPS))
-    values = [1.0]
-    for key, dy in zip(SPEEDUPS, offsets):
+def plot_speedups(
+    ax: Axes,
+    speedups: list[Speedup],
+    title: Callable[[str], str] = _same,
+    kinds: tuple[str, ...] = SPEEDUPS,
+    limits: tuple[float, float] | None = None,
+) -> None:
+    """Forest plot: one row per cell, each speed-up of ``kinds`` with its CI on a log axis; 1x
+    marked; ``limits``: the axis's ends (panels of one figure share them), else the data's."""
+    offsets = np.linspace(-0.27, 0.27, len(kinds)) if len(kinds) > 1 else np.zeros(1)
+    for key, dy in zip(kinds, offsets):
         colour, marker = KIND_STYLE[key]
         ys, xs, lo, hi = [], [], [], []
         for row, s in enumerate(speedups):
@@ -127,7 +133,6 @@ def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str]
             xs.append(v)
             lo.append(s.intervals[key][0])
             hi.append(s.intervals[key][1])
-            values += [x for x in (v, *s.intervals[key]) if x is not None and math.isfinite(x) and x > 0]
         if xs:
             draw_ci(
                 ax,
@@ -143,12 +148,7 @@ def plot_speedups(ax: Axes, speedups: list[Speedup], title: Callable[[str], str]
             )
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
-    # the data's own range (1x always in it), padded: no empty decade on either side
-    low, high = math.log(min(values)), math.log(max(values))
-    pad = max(high - low, math.log(1.25)) * 0.06
-    low, high = low - pad, high + pad
-    room = 0.12 * (high - low)  # either side of 1x, for its slower | faster label
-    low, high = min(low, -room), max(high, room)
+    low, high = (math.log(x) for x in (limits or speedup_limits(speedups, kinds)))
     ax.set_xlim(math.exp(low), math.exp(high))
     span = max(abs(low), abs(high))
     ax.xaxis.set_major_locator(FixedLocator([x for x in spaced_ticks(span) if low <= math.log(x) <= high]))
@@ -191,17 +191,66 @@ def spaced_ticks(span: float, min_gap: float = 0.1) -> list[float]:
     return sorted(kept)
 
 
+def speedup_limits(speedups: list[Speedup], kinds: tuple[str, ...] = SPEEDUPS) -> tuple[float, float]:
+    """The log axis's ends: the data's own range (1x always in it), padded, with room either side of
+    1x for its slower | faster label; no empty decade on either side."""
+    values = [1.0] + [
+        x
+        for s in speedups
+        for key in kinds
+        if s.point[key] is not None
+        for x in (s.point[key], *s.intervals[key])
+        if x is not None and math.isfinite(x) and x > 0
+    ]
+    low, high = math.log(min(values)), math.log(max(values))
+    pad = max(high - low, math.log(1.25)) * 0.06
+    low, high = low - pad, high + pad
+    room = 0.12 * (high - low)
+    return math.exp(min(low, -room)), math.exp(max(high, room))
+
+
+# Past this many intervals a forest plot is a wall of near-identical bars (48 in seed-questions'
+# 12 cells x 4 estimates): it then shows each cell's measured tok/s speed-up only (the estimate
+# the report's answers read; all four are in speedup.csv) and, past this many cells, stacks panels
+# of at most this many rows on one shared axis.
+MAX_INTERVALS = 12
+HEADLINE = ("output_tok_per_s",)
+
+
+def speedup_panels(speedups: list[Speedup]) -> tuple[tuple[str, ...], list[list[Speedup]]]:
+    """Which estimates the figure draws and its panels' cells, so no panel carries more than
+    :data:`MAX_INTERVALS` intervals."""
+    kinds = SPEEDUPS if len(speedups) * len(SPEEDUPS) <= MAX_INTERVALS else HEADLINE
+    per_panel = max(1, MAX_INTERVALS // len(kinds))
+    n = max(1, math.ceil(len(speedups) / per_panel))
+    size = math.ceil(len(speedups) / n) if speedups else 1  # panels of even size
+    return kinds, [speedups[i : i + size] for i in range(0, len(speedups), size)] or [[]]
+
+
 def speedup_figure(speedups: list[Speedup], title: Callable[[str], str] = _same) -> Figure:
-    fig = Figure(figsize=(10, 1.8 + 0.75 * max(len(speedups), 1)), layout="constrained")
-    ax = fig.subplots()
-    plot_speedups(ax, speedups, title)
+    kinds, panels = speedup_panels(speedups)
+    rows = [max(len(p), 1) for p in panels]
+    per_row = 0.75 if len(kinds) > 1 else 0.42
+    fig = Figure(figsize=(10, 1.8 + per_row * sum(rows) + 0.5 * (len(panels) - 1)), layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True, height_ratios=rows)[:, 0]
+    limits = speedup_limits(speedups, kinds)
+    for ax, cells in zip(axes, panels):
+        plot_speedups(ax, cells, title, kinds, limits)
+        if ax is not axes[-1]:
+            ax.set_xlabel("")
+    head = (
+        "Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost\n"
+        if kinds == SPEEDUPS
+        else f"Speed-up of speculative cells over their baseline: {SPEEDUP_LABELS[kinds[0]]}\n"
+        f"({len(speedups)} cells: the TPOT, end-to-end and AL ÷ step cost estimates of each are in speedup.csv)\n"
+    )
     # the method under the figure's title, centred on the figure (long cell names leave the axes
     # narrow: a title over the axes ran past the right edge)
     fig.suptitle(
-        "Speed-up of speculative cells over their baseline: measured, and AL ÷ step cost\n"
-        + "error bars: "
-        + textwrap.fill(speedups_method(speedups), 110),
+        head + "error bars: " + textwrap.fill(speedups_method(speedups), 110),
         fontsize="small",
     )
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small", frameon=False)
+    fig.legend(
+        *axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small", frameon=False
+    )
     return fig
