@@ -34,7 +34,8 @@ def _run(tool: str, *args: str, timeout: float = 300) -> None:
 
 
 def test_layers_hold() -> None:
-    """No module imports from a layer above its own (pyproject's [tool.importlinter])."""
+    """No module imports from a layer above its own, and the read side (compare, report, render,
+    analysis) nothing of run, serve or load (pyproject's [tool.importlinter])."""
     _run("lint-imports", "--no-cache")
 
 

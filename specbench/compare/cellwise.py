@@ -41,10 +41,10 @@ from specbench.compare.verdicts import (
     Status,
 )
 from specbench.compare.within_run import speedup_delta, study_figures
+from specbench.records.attestation import axis_fields, confounds
+from specbench.records.baseline import draft_axes_of, pick_baseline
 from specbench.records.cell import Attested
 from specbench.records.counts import Counts
-from specbench.run.cells import draft_axes_of, pick_baseline
-from specbench.serve.attest import axis_fields, confounds
 
 
 def compare_sides(

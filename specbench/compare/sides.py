@@ -18,16 +18,14 @@ from specbench.analysis.windows import units_k, window_k
 from specbench.axis import SPEC_AXES, axis_label
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
-from specbench.load.summary import summary_columns
+from specbench.records.attestation import not_attested
 from specbench.records.cell import Attested, Spec
 from specbench.records.counts import Counts, invalid_reason
-from specbench.records.files import Acceptance, CellRecord, Manifest, acceptance_units, load
+from specbench.records.files import NO_SPEC_COUNTS, Acceptance, CellRecord, Manifest, acceptance_units, load
 from specbench.records.requests import RequestRecord, errored, numbered_requests
 from specbench.results.read import input_kind, read_run, read_windows
-from specbench.results.store import CellData
+from specbench.results.store import CellData, summary_columns
 from specbench.results.sweep import side_notes
-from specbench.run.collect import NO_SPEC_COUNTS
-from specbench.serve.attest import not_attested
 
 CellKey = tuple[tuple[str, str], ...]
 
@@ -39,7 +37,7 @@ _LATENCY: dict[str, Callable[[RequestRecord], tuple[tuple[Any, float], ...]]] = 
     "itl_p50_ms": lambda r: ((r.extra("itl_ms"), 1.0), (r.extra("inter_token_latency_s"), 1000.0), (r.itl_s, 1000.0)),
     "e2e_p50_ms": lambda r: ((r.extra("e2e_ms"), 1.0), (r.extra("end_to_end_latency_s"), 1000.0), (r.e2e_s, 1000.0)),
 }
-# summary.json (llmperf key names, read through load.summary.summary_columns) fallbacks when
+# summary.json (llmperf key names, read through results.store.summary_columns) fallbacks when
 # there are no per-request rows.
 _SUMMARY_METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s")
 

@@ -30,37 +30,6 @@ METRICS = (
     "number_output_tokens",
 )
 
-# llmperf summary key -> (specbench column, scale to the column's unit): cells.csv (results/store.py)
-# and compare's summary fallback (compare/sides.py) read the same map through summary_columns.
-SUMMARY_COLUMNS = {
-    "results_num_completed_requests": ("requests", 1),
-    "results_number_errors": ("errors", 1),
-    "results_mean_output_throughput_token_per_s": ("output_tok_per_s", 1),
-    "results_ttft_s_quantiles_p50": ("ttft_p50_ms", 1000),
-    "results_ttft_s_quantiles_p99": ("ttft_p99_ms", 1000),
-    "results_inter_token_latency_s_quantiles_p50": ("itl_p50_ms", 1000),
-    "results_end_to_end_latency_s_quantiles_p50": ("e2e_p50_ms", 1000),
-}
-
-
-def summary_columns(summary: dict[str, Any] | None) -> dict[str, Any]:
-    """A summary.json's figures under specbench's column names (None where absent or not a number).
-
-    One meaning per column across load drivers: server-true throughput where the summary has it
-    (llmperf's own tokenizer-based figure stays in summary.json), and llmperf's per-chunk ITL moved
-    to ``llmperf_itl_per_chunk_p50_ms``, never standing in for the per-token one."""
-    s = summary or {}
-    out: dict[str, Any] = {}
-    for key, (col, scale) in SUMMARY_COLUMNS.items():
-        value = s.get(key)
-        out[col] = value * scale if isinstance(value, (int, float)) else None
-    if "specbench_output_tok_per_s" in s:
-        v = s["specbench_output_tok_per_s"]
-        out["output_tok_per_s"] = v if isinstance(v, (int, float)) else None
-    if s.get("specbench_itl_method") == "llmperf_per_chunk":
-        out["llmperf_itl_per_chunk_p50_ms"], out["itl_p50_ms"] = out["itl_p50_ms"], None
-    return out
-
 
 def llmperf_row(req: dict[str, Any]) -> dict[str, Any]:
     """One request as llmperf's individual-response keys (our records carry more)."""

@@ -167,6 +167,9 @@ class Timings(Record):
 # What a cell.json's status can be: "failed" until the cell's steps all ran (run/lifecycle.py),
 # then "done"; the others are older or interrupted runs'. Anything else is a damaged file.
 CELL_STATUSES = ("done", "failed", "interrupted", "running", "planned", "skipped")
+# A speculative cell's load finished but /metrics shows no drafts: its failure reason (run/measure.py),
+# which compare reads as "speculation off" (a regression against a baseline that drafted).
+NO_SPEC_COUNTS = "no spec-decode counts in /metrics after the load (is speculation on?)"
 
 
 class CellRecord(Record):

@@ -22,6 +22,7 @@ from specbench.axis import axis_label
 from specbench.errors import ConfigError, SpecbenchError
 from specbench.io import atomic_write_bytes, atomic_write_text, marked_incomplete
 from specbench.metrics.parse import no_spec_data
+from specbench.records.attestation import axis_fields, confounds, not_attested
 from specbench.render import format as fmt
 from specbench.render.tables import axis_name, cell_title, titles
 from specbench.report.baseline_pairs import analyse_run
@@ -32,7 +33,6 @@ from specbench.report.pair_sections import render_sections, write_study_outputs
 from specbench.report.reference import ReferenceView, reference_figure, reference_rows, reference_view
 from specbench.results.read import own_run_id, read_run
 from specbench.results.store import Run
-from specbench.serve.attest import axis_fields, confounds, not_attested
 
 MAX_WARNINGS_SHOWN = 20
 

@@ -7,7 +7,7 @@ outputs are identical and where they first diverge, with each cell's plain AL; i
 the prefix AL of both cells (acceptance over the verify steps that start inside the prefix they
 share: the early output only, so never shown beside plain AL as the same quantity); and for every speculative cell, its speed-up over the baseline cell that serves
 the same target (same repeat, same value on every target axis: mla, env:, flag:; see
-:func:`specbench.run.cells.pick_baseline`). A cell without such a baseline gets no speed-up, only a
+:func:`specbench.records.baseline.pick_baseline`). A cell without such a baseline gets no speed-up, only a
 "no matching baseline" row: measuring an mla=off cell against an mla=on baseline would mix two
 changes.
 """
@@ -33,6 +33,7 @@ from specbench.analysis.speedup import (
     speedup,
 )
 from specbench.axis import axis_label, parse_axis
+from specbench.records.baseline import draft_axes_of, pick_baseline, target_mismatch
 from specbench.records.requests import RequestRecord
 from specbench.report.categories import (
     CategoryContrast,
@@ -43,7 +44,6 @@ from specbench.report.dynamic_k import ServedSchedule, StudySchedule, served_sch
 from specbench.report.throughput import ThroughputContrast, throughput_contrasts
 from specbench.results.read import as_run
 from specbench.results.store import Run
-from specbench.run.cells import draft_axes_of, pick_baseline, target_mismatch
 
 # A pair of cells whose outputs differ on more than this share of prompts is flagged: its acceptance
 # difference is as much a different workload as a different draft.

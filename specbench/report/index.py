@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import significant
+from specbench.records.attestation import recorded_mismatches
 from specbench.records.cell import Machine
 from specbench.render import html
 from specbench.results.store import Run
-from specbench.serve.attest import recorded_mismatches
 
 # figure file stem -> what it shows, in words (the page's captions and alt texts)
 CAPTIONS = {

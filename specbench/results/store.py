@@ -27,7 +27,6 @@ from specbench.io import (
     read_text,
     save_json,
 )
-from specbench.load.summary import summary_columns
 from specbench.records.cell import Attested
 from specbench.records.requests import RequestRecord, numbered_requests
 from specbench.records.files import Acceptance, CellRecord, Manifest, as_record, load
@@ -319,6 +318,39 @@ def attested_columns(attested: Attested | None) -> dict[str, Any]:
         "attested_pos0_mask": variant.pos0_mask if variant else None,
         "not_attested": ";".join(sorted(attested.unattested or {})) or None,
     }
+
+
+# summary.json's llmperf keys (written by load/summary.py) -> (specbench column, scale to the column's
+# unit): cells.csv (cell_row) and compare's summary fallback (compare/sides.py) read the same map
+# through summary_columns.
+SUMMARY_COLUMNS = {
+    "results_num_completed_requests": ("requests", 1),
+    "results_number_errors": ("errors", 1),
+    "results_mean_output_throughput_token_per_s": ("output_tok_per_s", 1),
+    "results_ttft_s_quantiles_p50": ("ttft_p50_ms", 1000),
+    "results_ttft_s_quantiles_p99": ("ttft_p99_ms", 1000),
+    "results_inter_token_latency_s_quantiles_p50": ("itl_p50_ms", 1000),
+    "results_end_to_end_latency_s_quantiles_p50": ("e2e_p50_ms", 1000),
+}
+
+
+def summary_columns(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """A summary.json's figures under specbench's column names (None where absent or not a number).
+
+    One meaning per column across load drivers: server-true throughput where the summary has it
+    (llmperf's own tokenizer-based figure stays in summary.json), and llmperf's per-chunk ITL moved
+    to ``llmperf_itl_per_chunk_p50_ms``, never standing in for the per-token one."""
+    s = summary or {}
+    out: dict[str, Any] = {}
+    for key, (col, scale) in SUMMARY_COLUMNS.items():
+        value = s.get(key)
+        out[col] = value * scale if isinstance(value, (int, float)) else None
+    if "specbench_output_tok_per_s" in s:
+        v = s["specbench_output_tok_per_s"]
+        out["output_tok_per_s"] = v if isinstance(v, (int, float)) else None
+    if s.get("specbench_itl_method") == "llmperf_per_chunk":
+        out["llmperf_itl_per_chunk_p50_ms"], out["itl_p50_ms"] = out["itl_p50_ms"], None
+    return out
 
 
 def _ci(row: dict, name: str, ci) -> None:

@@ -7,12 +7,13 @@ cells last.
 Baselines run without speculation, and a speed-up or divergence is only about speculation when the
 baseline serves the same target: so there is one baseline per combination of the *target axes*
 (mla, and every ``env:``/``flag:`` axis not listed in ``baseline.draft_axes``), and each speculative
-cell pairs with the baseline that shares its target-axis values (:func:`pick_baseline`). A
-baseline's speculative and draft-only axes read "none". Its id is ``baseline__r<n>`` when the study
-has no target axis, else ``baseline__<target axes>__r<n>`` (``baseline__mla-off__r0``).
+cell pairs with the baseline that shares its target-axis values
+(:func:`specbench.records.baseline.pick_baseline`). A baseline's speculative and draft-only axes
+read "none". Its id is ``baseline__r<n>`` when the study has no target axis, else
+``baseline__<target axes>__r<n>`` (``baseline__mla-off__r0``).
 
 Run directories from before this rule have one baseline (target axes at their first value);
-:func:`pick_baseline` then finds no match for the other cells, and the report says so.
+``pick_baseline`` then finds no match for the other cells, and the report says so.
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ import itertools
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable
 
 from specbench.axis import (
     MLA,
     OUTPUT_NORM,
     POS0_MASK,
-    SPEC_AXES,
     SWITCH_ENV,
     UNSET,
     Axis,
@@ -42,10 +42,11 @@ from specbench.axis import (
 from specbench.config import FIXTURE_REFS, MTP_METHODS, Serve, Speculative, Study
 from specbench.errors import ConfigError
 from specbench.fixtures import resolve_fixture_ref
+from specbench.records.attestation import canonical_method
+from specbench.records.baseline import is_target_axis
 from specbench.records.cell import HeadVariant, Spec
-from specbench.records.files import Manifest
 from specbench.redact import is_hidden_axis_value, shown_axis_value
-from specbench.serve.attest import ATTEST_VAR, canonical_method, head_variant_of
+from specbench.serve.attest import ATTEST_VAR, head_variant_of
 from specbench.serve.flags import serve_flags
 from specbench.serve.plugin import plugin_env, switches_from_env
 from specbench.serve.plugin.switches import head_of_method
@@ -57,7 +58,6 @@ NONE = "none"
 # built, the oldest release whose source has the flag (read in the wheels: 0.29-0.34 have it).
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
 PER_REQUEST_MIN_VERSION = (0, 29)
-T = TypeVar("T")
 
 
 @dataclass
@@ -87,50 +87,6 @@ class Cell:
     def method(self) -> str:
         """The speculative method the cell claims, as its config names it ("eagle" for none)."""
         return (self.spec.method if self.spec else None) or "eagle"
-
-
-def is_target_axis(axis: str, draft_axes: Iterable[str] = ()) -> bool:
-    """Whether ``axis`` (raw ``env:FOO`` or its label ``FOO``) changes the target model's serving.
-
-    Speculative axes (output_norm, k, draft) and the study's ``baseline.draft_axes`` only change the
-    draft; everything else (mla, env:, flag:) may change the target's numerics or speed. Load axes
-    (load:concurrency, ...) count as target axes: a speed-up at concurrency 8 needs a baseline
-    measured at concurrency 8.
-    """
-    draft = set(draft_axes) | {axis_label(a) for a in draft_axes}
-    if parse_axis(axis, strict=False).only_drafts:  # a speculative: field, or a speculative built-in
-        return False
-    return axis not in SPEC_AXES and axis_label(axis) not in SPEC_AXES and axis not in draft
-
-
-def target_mismatch(spec_axes: dict[str, Any], base_axes: dict[str, Any], draft_axes: Iterable[str] = ()) -> list[str]:
-    """Target axes on which a speculative cell and a baseline differ (empty: a matching pair)."""
-    draft_axes = list(draft_axes)
-    names = [a for a in dict.fromkeys([*spec_axes, *base_axes]) if is_target_axis(a, draft_axes)]
-    return [a for a in names if str(spec_axes.get(a)) != str(base_axes.get(a))]
-
-
-def draft_axes_of(manifest: Manifest | None) -> list[str]:
-    """A run's ``baseline.draft_axes`` from its manifest (absent in runs from before they existed)."""
-    cfg = (manifest.resolved_config if manifest is not None else None) or {}
-    base = cfg.get("baseline") if isinstance(cfg, dict) else None
-    return list(base.get("draft_axes") or []) if isinstance(base, dict) else []
-
-
-def pick_baseline(
-    spec_axes: dict[str, Any],
-    repeat: Any,
-    baselines: Iterable[tuple[dict[str, Any], Any, T]],
-    draft_axes: Iterable[str] = (),
-) -> T | None:
-    """The baseline of ``baselines`` (``(axes, repeat, item)``) to measure a speculative cell against:
-    same repeat, same value on every target axis. None when the run has no such baseline (never a
-    baseline that serves a different target)."""
-    draft_axes = list(draft_axes)
-    for axes, rep, item in baselines:
-        if rep == repeat and not target_mismatch(spec_axes, axes, draft_axes):
-            return item
-    return None
 
 
 def _id_value(axis: str, value: Any) -> Any:

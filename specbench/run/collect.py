@@ -36,9 +36,6 @@ from specbench.records.files import (
 )
 
 COUNT_FIELDS = ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
-# A speculative cell's load finished but /metrics shows no drafts: its failure reason, which
-# compare reads as "speculation off" (a regression against a baseline that drafted).
-NO_SPEC_COUNTS = "no spec-decode counts in /metrics after the load (is speculation on?)"
 
 
 def prometheus_counts(text: str, file: str | None = None) -> Counts | None:

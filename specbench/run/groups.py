@@ -46,6 +46,7 @@ from specbench.axis import LOAD_AXES, on_off
 from specbench.config import Load
 from specbench.errors import ConfigError, ServerError
 from specbench.io import atomic_write_text
+from specbench.records.attestation import control_not_compared
 from specbench.records.cell import HeadSwitch, LoadSettings, ServerGroup
 from specbench.records.files import Acceptance, CellRecord
 from specbench.run.cells import Cell
@@ -64,7 +65,6 @@ from specbench.run.lifecycle import (
 )
 from specbench.run.measure import measure_cell, warm_up
 from specbench.run.runner import LocalExecutor
-from specbench.serve.attest import control_not_compared
 from specbench.serve.plugin.switch import DEV_MODE_ENV, probe, server_additions, switch_variant, switchable
 from specbench.serve.plugin.switches import HEAD_VAR, SWITCH_VARS, head_of_method, switches_from_env
 
@@ -156,7 +156,7 @@ def head_switchable(cell: Cell, host: str) -> bool:
 
 
 def _control_not_compared(cell: Cell) -> Cell:
-    """``cell`` checked as :func:`specbench.serve.attest.control_not_compared` says."""
+    """``cell`` checked as :func:`specbench.records.attestation.control_not_compared` says."""
     return dataclasses.replace(cell, spec=control_not_compared(cell.spec))
 
 

@@ -31,8 +31,9 @@ from typing import Any
 from specbench.config import Study
 from specbench.errors import ServerError
 from specbench.load.precision import merge_batches
+from specbench.records.baseline import pick_baseline
 from specbench.results.store import PAIRED_BASELINE
-from specbench.run.cells import Cell, pick_baseline
+from specbench.run.cells import Cell
 from specbench.run.lifecycle import RunContext, ServerSession, loopback, reset_prefix_cache
 from specbench.serve.plugin.switch import DEV_MODE_ENV
 

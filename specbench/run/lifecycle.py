@@ -35,10 +35,11 @@ from specbench import redact
 from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench.load.prompt_sets import Prompt
+from specbench.records.attestation import mismatches
 from specbench.records.files import Acceptance, CellRecord, Timings
 from specbench.results import store
 from specbench.run.cells import Cell
-from specbench.serve.attest import attest, mismatches
+from specbench.serve.attest import attest
 from specbench.serve.server import VLLMServer
 
 WAIT_EXTRA_S = 15.0  # beyond three stats intervals, for a slow machine

@@ -21,7 +21,7 @@ from specbench.load.llmperf import llmperf_spec, run_llmperf
 from specbench.load.precision import precision_load
 from specbench.records.cell import LogWindowWait, PairedBaseline, Precision
 from specbench.records.counts import Counts
-from specbench.records.files import Acceptance, CellRecord
+from specbench.records.files import NO_SPEC_COUNTS, Acceptance, CellRecord
 from specbench.records.requests import RequestRecord, requests_of
 from specbench.redact import server_api_key
 from specbench.run import collect
@@ -215,7 +215,7 @@ def _collect(
         per_request_mode=ctx.study.serve.per_request_metrics,
     )
     if not prom or not prom.num_drafts:
-        raise CellFailed(collect.NO_SPEC_COUNTS)
+        raise CellFailed(NO_SPEC_COUNTS)
     reset = collect.reset_problem(prom)
     if reset:
         raise CellFailed(reset)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from realruns import BASELINE, SPEC_CELLS, run
 
-from specbench.run.collect import NO_SPEC_COUNTS
+from specbench.records.files import NO_SPEC_COUNTS
 
 ZERO = {"num_drafts": 0, "draft_tokens": 0, "accepted_tokens": 0, "accepted_per_position": [0, 0, 0]}
 

@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from specbench.config import load_config, parse_study
+from specbench.records.baseline import draft_axes_of, pick_baseline, target_mismatch
 from specbench.records.files import Manifest
 from specbench.redact import redact_argv
-from specbench.run.cells import draft_axes_of, expand, pick_baseline, supports_per_request_metrics, target_mismatch
+from specbench.run.cells import expand, supports_per_request_metrics
 from specbench.serve.server import server_argv
 from specbench.serve.vllm_main import installed_vllm_version
 

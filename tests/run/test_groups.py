@@ -11,7 +11,8 @@ from specbench.config import parse_study
 from specbench.config.study_checks import check_prompts
 from specbench.errors import ConfigError
 from specbench.load.prompt_sets import load_prompts
-from specbench.run.cells import expand, pick_baseline
+from specbench.records.baseline import pick_baseline
+from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
 from specbench.run.groups import cell_context, configured_method, group_cells, head_variant, load_settings, shipped_env
 from specbench.run.runner import RunContext

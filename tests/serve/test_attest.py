@@ -1,5 +1,6 @@
 """specbench/serve/attest.py: what vLLM says it ran, read from real logs and from the format strings of
-GPU vLLM 0.31-0.34 (read in the released wheels; the file:line of each is given beside it)."""
+GPU vLLM 0.31-0.34 (read in the released wheels; the file:line of each is given beside it), and
+specbench/records/attestation.py's checks of it against the claim."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.records import attestation
 from specbench.records.cell import Attested, Spec
 from specbench.serve import attest as attest_mod
 from specbench.serve.attest import ATTEST_PREFIX, backend_lines, engine_config
@@ -24,15 +26,15 @@ def _typed(cls, d):
 
 
 def mismatches(spec: dict | None, attested: dict | None) -> list[str]:
-    return attest_mod.mismatches(_typed(Spec, spec), _typed(Attested, attested))
+    return attestation.mismatches(_typed(Spec, spec), _typed(Attested, attested))
 
 
 def not_attested(attested: dict | None, *fields: str) -> list[str]:
-    return attest_mod.not_attested(_typed(Attested, attested), *fields)
+    return attestation.not_attested(_typed(Attested, attested), *fields)
 
 
 def confounds(a: dict | None, b: dict | None, axis_fields=()) -> list[str]:
-    return attest_mod.confounds(_typed(Attested, a), _typed(Attested, b), axis_fields)
+    return attestation.confounds(_typed(Attested, a), _typed(Attested, b), axis_fields)
 
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from specbench.records.attestation import mismatches
 from specbench.records.cell import Spec
-from specbench.serve.attest import ATTEST_PREFIX, attest, mismatches, rejection_line
+from specbench.serve.attest import ATTEST_PREFIX, attest, rejection_line
 
 ARGS = (
     "(APIServer pid=1) INFO 12-07 12:50:30 [api_utils.py:286] non-default args: {'model': '/m', "

@@ -25,9 +25,9 @@ import factories
 import pytest
 
 from specbench.errors import ConfigError
+from specbench.records.attestation import mismatches
 from specbench.records.cell import Attested, Spec
 from specbench.serve import installs
-from specbench.serve.attest import mismatches
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,8 @@ import pytest
 
 from specbench.config import parse_study
 from specbench.errors import ConfigError
-from specbench.run.cells import expand, is_target_axis
+from specbench.records.baseline import is_target_axis
+from specbench.run.cells import expand
 from specbench.serve.plugin.synthetic import SYNTHETIC_VAR
 from specbench.serve.spec_fields import current_vllm_root, speculative_fields, synthetic_problem, unknown_field
 
