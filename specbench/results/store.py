@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from specbench.axis import axis_label
 from specbench.errors import InputError
 from specbench.io import (
     MAX_JSON_BYTES,
@@ -28,10 +29,9 @@ from specbench.io import (
     save_json,
 )
 from specbench.records.cell import Attested
-from specbench.records.requests import RequestRecord, numbered_requests
 from specbench.records.files import Acceptance, CellRecord, Manifest, as_record, load
+from specbench.records.requests import RequestRecord, numbered_requests
 from specbench.redact import redact_strings
-from specbench.axis import axis_label
 from specbench.safe_yaml import loads_json
 
 MANIFEST = "manifest.json"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.acceptance import DEFINITION, acceptance, counts_from_records
+from specbench.axis import value_slug
 from specbench.errors import InputError
 from specbench.metrics.vllm_bench import (
     PROVENANCE,
@@ -39,7 +40,6 @@ from specbench.metrics.vllm_bench import (
     summary,
 )
 from specbench.records.files import Manifest
-from specbench.axis import value_slug
 from specbench.results.store import CellData, Run
 
 RUN_FILE_RE = re.compile(r"^run=(\d+)\.json$")
