@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import stat
 import sys
@@ -233,9 +232,12 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
         kind = special_kind(path)
         if kind is not None and str(path) not in STREAM_OUTPUTS:
             raise InputError(f"{path}: is {kind}; write the output to a regular file (or '-' for standard output)")
-        with open(path, "ab") as fh:  # /dev/null, or a /proc link to a file ("a": not truncated)
-            for chunk in chunks:
-                fh.write(chunk)
+        try:
+            with open(path, "ab") as fh:  # /dev/null, or a /proc link to a file ("a": not truncated)
+                for chunk in chunks:
+                    fh.write(chunk)
+        except OSError as exc:  # named: an error without a name is the process's own stream (cli.common)
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
@@ -344,7 +346,7 @@ def load_json(path: Path, *, schema_version: int = SCHEMA_VERSION) -> dict[str, 
         max_bytes=MAX_JSON_BYTES,
     )
     try:
-        data = loads_json(text)
+        data = loads_json(text, path, fix="fix that field or re-run the cell (specbench run --resume)")
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}: corrupt or truncated JSON (line {exc.lineno}, column {exc.colno}); "
@@ -377,8 +379,9 @@ def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
     Lines end at ``\\n`` only (JSON Lines): str.splitlines would also cut at U+2028, U+0085 and
     the other line breaks JSON allows raw inside a string. A number that is not finite (``NaN``,
-    ``Infinity``, ``1e400``: JSON has none, Python's reader accepts them) is refused naming
-    file:line:field: a count of NaN would otherwise blank a statistic without a word."""
+    ``Infinity``, ``1e400``: JSON has none, Python's reader accepts them) or past any float
+    (``10^400``) is refused naming file:line:field (safe_yaml.loads_json, the one JSON reader): a
+    count of NaN would otherwise blank a statistic without a word."""
     path = Path(path)
     rows = []
     lines = read_text(path, fix="re-run the cell or delete the file").split("\n")
@@ -386,36 +389,16 @@ def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            row = loads_json(line)
+            row = loads_json(line, path, line=n, fix=_FIX_LINE)
         except ValueError:
             raise InputError(f"{path}:{n}: corrupt JSON line; re-run the cell or delete the file") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{n}: expected a JSON object per line; re-run the cell or delete the file")
-        bad = _non_finite(row)
-        if bad is not None:
-            field, value = bad
-            raise InputError(
-                f"{path}:{n}: {field} is {value}, not a finite number; fix or drop that line "
-                "(or re-run the command that wrote the file)"
-            )
         rows.append((n, row))
     return rows
 
 
-def _non_finite(row: Any) -> tuple[str, float] | None:
-    """``(field path, value)`` of the first NaN or infinite number in a JSON value, or None
-    (walked with a stack: a line nested as deep as the JSON reader allows stays readable)."""
-    stack: list[tuple[str, Any]] = [("", row)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                return where or "the line", value
-        elif isinstance(value, dict):
-            stack.extend(reversed([(f"{where}.{k}" if where else str(k), v) for k, v in value.items()]))
-        elif isinstance(value, list):
-            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(value)]))
-    return None
+_FIX_LINE = "fix or drop that line (or re-run the command that wrote the file)"
 
 
 def _json_default(obj: Any) -> Any:

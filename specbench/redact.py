@@ -75,7 +75,9 @@ _CREDENTIAL_VALUE = re.compile(
 )
 # Query parameters that carry a credential in a URL (?api_key=..., &token=..., &sig=...).
 _SECRET_QUERY = re.compile(
-    r"([?&](?:[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth|credential)s?)=)([^&#\s]+)",
+    # the value ends before a ':' or ';' that ends the text or a word (``?token=abc: no such run``)
+    r"([?&](?:[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth|credential)s?)=)"
+    r"([^&#\s]+?)(?=[:;]?(?:[&#\s]|$))",
     re.IGNORECASE,
 )
 # JSON keys whose values are secrets inside a JSON-valued flag (--kv-transfer-config {...}).
@@ -143,9 +145,12 @@ _PATH_MANGLED_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/)(?!/)([^/@\s]+)
 
 
 def redact_message(text: str) -> str:
-    """An error message or traceback: :func:`redact_urls`, and the user info of a URL that pathlib
-    folded to one slash (a URL passed as a run directory), which no longer reads as a URL."""
-    text = redact_urls(text)
+    """An error message, a warning, a traceback or any string a user gave as it is shown
+    (render.format.shown_text): :func:`redact_text` (URL passwords, secret query parameters,
+    credential-shaped words: an ``hf_...`` token given where a path goes), and the user info of a
+    URL that pathlib folded to one slash (a URL passed as a run directory), which no longer reads
+    as a URL."""
+    text = redact_text(text)
     return _PATH_MANGLED_USERINFO.sub(_hide_userinfo, text) if "@" in text else text
 
 

@@ -8,14 +8,26 @@ alias inside its own anchor, ``a: &a [*a]``, never ends), (3) recurses once per 
 an integer of more than 4300 digits ends in Python's ValueError. :func:`load_yaml` refuses all
 five with a YAML error naming the line (text over :data:`MAX_TEXT_CHARS` before parsing it);
 :func:`loads_json` bounds nesting the same way. Limits are far above any real config.
+
+:func:`loads_json` is also the one reader of every number in a JSON or JSON Lines file: Python's
+JSON reader takes ``NaN``, ``Infinity``, ``1e400`` (read as an infinity) and ``10^400`` (a whole
+number no float holds, met later as an OverflowError in a statistic), none of which JSON has or
+any writer of specbench's inputs writes; and a finite ``1e300`` overflows the first square taken
+of it. Such a number, and any of magnitude :data:`MAX_MAGNITUDE` or more, is refused there,
+naming file:line:field (:class:`NumberError`).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from specbench.errors import InputError
 
 MAX_TEXT_CHARS = 256_000  # a whole YAML text; a study config is 1-2 KB, a gate file less
 MAX_DEPTH = 100  # nesting levels; a study config uses about 5
@@ -160,9 +172,118 @@ def _flow_too_deep(text: str) -> int | None:
     return None
 
 
-def loads_json(text: str) -> Any:
-    """``json.loads`` that raises ValueError (not RecursionError) for runaway nesting."""
+def loads_json(text: str, source: Path | str | None = None, *, line: int = 1, fix: str = "") -> Any:
+    """``json.loads`` that raises ValueError (not RecursionError) for runaway nesting, and refuses
+    every number that is not finite or out of range (:func:`in_range`): a :class:`NumberError` naming ``source`` (the file; ``line`` is the line ``text`` starts on) and
+    the field, then ``fix`` (what to do; by default fix the field or re-run what wrote the file)."""
     try:
-        return json.loads(text)
+        if not _SUSPECT.search(text):  # the common case: no number to refuse, json's own fast path
+            return json.loads(text)
+        marks: list[_Refused] = []
+        data = json.loads(
+            text,
+            parse_constant=lambda t: _mark(marks, t),
+            parse_float=lambda t: _float(marks, t),
+            parse_int=lambda t: _int(marks, t),
+        )
     except RecursionError:
         raise ValueError("nested deeper than Python can read") from None
+    found = _first_refused(data) if marks else None
+    if found is not None:
+        field, mark = found
+        raise NumberError(source, line + _line_offset(text, mark.seq), field, mark.text, fix)
+    return data
+
+
+# -- numbers no file may hold ---------------------------------------------------------------------
+# Past any count, time, rate or seed a run writes (a year is 3e16 ns, a seed 2**128 at most 3.4e38),
+# and small enough that a sum of squares of a million of them stays finite.
+MAX_MAGNITUDE = 1e100
+_FIX = "fix that field (or re-run the command that wrote the file)"
+_PAST = "past any count, time or rate (1e100 or more)"
+# Text that may hold such a number; only then are json's number hooks used (they cost a Python call
+# per number): a constant, 100 digits in a row, or an exponent of three digits.
+_SUSPECT = re.compile(r"NaN|Infinity|\d{100}|[eE]\+?\d{3}")
+_NUMBER_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?(?:NaN|Infinity)|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
+
+
+def in_range(value: Any) -> bool:
+    """Whether a number read from a file is one every statistic here can use: finite and of
+    magnitude below :data:`MAX_MAGNITUDE` (an int is compared exactly: ``float(10**400)`` would
+    overflow, the comparison does not)."""
+    return -MAX_MAGNITUDE < value < MAX_MAGNITUDE  # False for NaN too
+
+
+class NumberError(InputError):
+    """A number a JSON file may not hold; the message names file:line:field."""
+
+    def __init__(self, source: Path | str | None, line: int, field: str, token: str, fix: str = "") -> None:
+        where = f"{source}:{line}" if source is not None else f"line {line}"
+        digits = len(token.lstrip("-"))
+        if _whole(token):
+            shown = f"a {digits}-digit whole number, " + ("past any float" if digits > 308 else _PAST)
+        elif math.isfinite(float(token)):
+            shown = f"{token}, {_PAST}"
+        else:
+            shown = f"{float(token)}, not a finite number"  # nan, inf, -inf (1e400 is read as inf)
+        super().__init__(f"{where}: {field} is {shown}; {fix or _FIX}")
+        self.line, self.field = line, field
+
+
+class _Refused:
+    __slots__ = ("seq", "text")
+
+    def __init__(self, seq: int, text: str) -> None:
+        self.seq, self.text = seq, text
+
+
+def _whole(token: str) -> bool:
+    return not any(c in token for c in ".eEIN")
+
+
+def _refused(token: str) -> bool:
+    """The hooks' rule on a number's text: NaN, an infinity, a float that overflows, or a number
+    out of range (a whole one by its digits: int() refuses more than 4300 of them)."""
+    if _whole(token):
+        return len(token.lstrip("-")) > 100  # 10**100 has 101 digits
+    return not in_range(float(token))
+
+
+def _mark(marks: list[_Refused], token: str) -> _Refused:
+    marks.append(_Refused(len(marks), token))
+    return marks[-1]
+
+
+def _float(marks: list[_Refused], token: str) -> Any:
+    return _mark(marks, token) if _refused(token) else float(token)
+
+
+def _int(marks: list[_Refused], token: str) -> Any:
+    return _mark(marks, token) if _refused(token) else int(token)
+
+
+def _first_refused(data: Any) -> tuple[str, _Refused] | None:
+    """``(field path, mark)`` of the first refused number in document order (walked with a stack:
+    a value nested as deep as the reader allows stays readable)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _Refused):
+            return where or "the value", value
+        if isinstance(value, dict):
+            stack.extend(reversed([(f"{where}.{k}" if where else str(k), v) for k, v in value.items()]))
+        elif isinstance(value, list):
+            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(value)]))
+    return None
+
+
+def _line_offset(text: str, seq: int) -> int:
+    """Lines before the ``seq``-th refused number of ``text`` (json's hooks see them in text order)."""
+    k = 0
+    for m in _NUMBER_TOKEN.finditer(text):
+        token = m.group()
+        if token[0] != '"' and _refused(token):
+            if k == seq:
+                return text.count("\n", 0, m.start())
+            k += 1
+    return 0

@@ -17,7 +17,7 @@ from rich.console import Console
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, SpecbenchError
 from specbench.io import clear_stop, honour_stop, request_stop
 from specbench.redact import redact_message
-from specbench.render.format import one_line
+from specbench.render.format import one_line, shown_text, user_line
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -44,8 +44,25 @@ class _Console(Console):
         raise BrokenPipeError
 
 
+class _ErrConsole(_Console):
+    def print(self, *args, **kwargs) -> None:
+        # Standard error that cannot be written (``2> /dev/full``, a closed pipe): nothing more can
+        # be said there, and a warning or error line lost is no reason to change the exit code
+        # (an uncaught write error ended in 1, the regression code).
+        try:
+            super().print(*args, **kwargs)
+        except OSError:
+            _drop_unwritten(self)
+
+
+def _drop_unwritten(c: Console) -> None:
+    """Forget what a failed write left in rich's buffer (the next print would write it again)."""
+    with contextlib.suppress(AttributeError):
+        del c._buffer[:]
+
+
 console = _Console(stderr=False, emoji=False)  # "env:X: ..." is an axis, not the :x: emoji
-err_console = _Console(stderr=True, emoji=False)
+err_console = _ErrConsole(stderr=True, emoji=False)
 
 
 def debug_enabled() -> bool:
@@ -82,11 +99,12 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         # ends there and that is no input error (compare keeps its verdict: compare_cmd).
         silence_stdout()
         return EXIT_OK, ""
-    if isinstance(exc, OSError) and exc.filename is None and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return EXIT_USAGE, (
-            f"{exc.strerror or type(exc).__name__} writing the output (standard output or an output file); "
-            "free space or write it elsewhere"
-        )
+    if isinstance(exc, OSError) and exc.filename is None and exc.errno in _STDOUT_ERRNOS:
+        # Every file specbench writes is written through io.atomic_write_bytes, which names it: an
+        # error without a name is the process's own stream (``> /dev/full``, a terminal gone).
+        silence_stdout()  # what is left in its buffer would fail again at exit (status 120)
+        fix = "free space or redirect it elsewhere" if exc.errno in _FULL else "redirect it to a file"
+        return EXIT_USAGE, f"{exc.strerror or type(exc).__name__} writing the output to standard output; {fix}"
     if isinstance(exc, OSError):
         name = exc.filename if exc.filename is not None else ""
         what = exc.strerror or type(exc).__name__
@@ -104,6 +122,10 @@ def _describe(exc: BaseException) -> tuple[int, str]:
     return EXIT_USAGE, (f"unexpected {type(exc).__name__}: {exc}; rerun with --debug for the traceback and report it")
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_STDOUT_ERRNOS = (*_FULL, errno.EIO)
+
+
 def silence_stdout() -> None:
     """After a broken pipe: standard output to /dev/null (Python flushes stdout at exit, and into
     the closed pipe that would be a second error)."""
@@ -115,12 +137,11 @@ def silence_stdout() -> None:
 
 
 def print_error(message: str) -> None:
-    from rich.markup import escape
-
     # One line: the contract promises a single line on stderr (the first line of a multi-line
-    # message; --debug shows everything).
+    # message; --debug shows everything), shown as every user string is (user_line: credentials
+    # hidden, control characters visible, markup escaped).
     lines = str(message).strip().splitlines() or ["(no message)"]
-    err_console.print(f"[bold red]error:[/] {escape(redact_message(lines[0]))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {user_line(lines[0])}", highlight=False, soft_wrap=True)
 
 
 def handle_errors(fn: F) -> F:
@@ -145,14 +166,25 @@ def report_failure(exc: BaseException) -> int:
     if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
         import traceback
 
-        sys.stderr.write(redact_message("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
-        sys.stderr.flush()
+        with contextlib.suppress(OSError):
+            sys.stderr.write(shown_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
+            sys.stderr.flush()
     code, message = describe_failure(exc)
     if code == EXIT_INTERRUPTED:
         err_console.print("[yellow]interrupted[/]")
     elif message:
         print_error(message)
     return code
+
+
+def speaking_consoles() -> None:
+    """Both consoles speak, and hold nothing unwritten, at the start of an invocation: a broken pipe
+    quiets one (on_broken_pipe), a failed write leaves its text in rich's buffer, for the rest of
+    that invocation, not for the next one an in-process caller (the contract tests run thousands)
+    makes."""
+    for c in (console, err_console):
+        c.quiet = False
+        _drop_unwritten(c)
 
 
 def tolerant_streams() -> None:
@@ -209,9 +241,9 @@ def nonempty_path(text: str) -> Path:
 
 
 def warn(message: str) -> None:
-    from specbench.render.format import user_text  # lazy: the CLI's start-up imports no renderer
-
-    err_console.print(f"[yellow]warning:[/] {user_text(message)}", highlight=False, soft_wrap=True)
+    """``warning: <message>`` on standard error, shown as every user string is (:func:`user_line`);
+    a warning that cannot be written (``2> /dev/full``) does not fail the command (_ErrConsole)."""
+    err_console.print(f"[yellow]warning:[/] {user_line(message)}", highlight=False, soft_wrap=True)
 
 
 def stdout_is_tty() -> bool:

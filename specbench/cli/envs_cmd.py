@@ -8,6 +8,7 @@ import typer
 
 from specbench.cli.common import handle_errors
 from specbench.errors import ConfigError
+from specbench.render.format import shown_text
 from specbench.serve.installs import environments, envs_root, remove
 
 envs_app = typer.Typer(
@@ -22,14 +23,14 @@ def list_envs() -> None:
     """One line per environment: key, ready or not, vLLM version, size, requirement."""
     rows = environments()
     if not rows:
-        typer.echo(f"no environments in {envs_root()}")
+        typer.echo(f"no environments in {shown_text(envs_root())}")
         return
     typer.echo(f"{'key':<16}  {'state':<10}  {'vLLM':<10}  {'size':>8}  requirement")
     for r in rows:
         state = "ready" if r["ready"] else "unfinished"
         size = f"{r['bytes'] / 2**30:.2f} GiB"
         typer.echo(f"{r['key']:<16}  {state:<10}  {r['version'] or '-':<10}  {size:>8}  {r['requirement'] or '-'}")
-    typer.echo(f"({len(rows)} in {envs_root()})")
+    typer.echo(f"({len(rows)} in {shown_text(envs_root())})")
 
 
 @envs_app.command("rm")
@@ -44,7 +45,7 @@ def rm(
     if bool(keys) == all_:
         raise ConfigError("envs rm: give the KEYs of the environments to remove, or --all")
     for key in [r["key"] for r in environments()] if all_ else list(keys or []):
-        typer.echo(f"removed {remove(key)}")
+        typer.echo(f"removed {shown_text(remove(key))}")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from specbench.cli.common import handle_errors
 from specbench.errors import ConfigError
 from specbench.fixtures import FIXTURE_REFS, build_fixtures, fixture_paths
 from specbench.fixtures.build import is_complete
+from specbench.render.format import shown_text
 
 fixtures_app = typer.Typer(
     help="Build or locate the tiny local DeepSeek-V3 targets and their draft heads (every fixture:* a config names).",
@@ -50,7 +51,7 @@ def _print(kind: str, root: Path) -> None:
     """One line per ``fixture:*`` reference of ``kind``: the reference a config names and its directory."""
     for ref, (k, role) in FIXTURE_REFS.items():
         if k == kind:
-            typer.echo(f"{ref:<{_WIDTH}}{root / role}")
+            typer.echo(f"{ref:<{_WIDTH}}{shown_text(root / role)}")
 
 
 @fixtures_app.command("build")

@@ -12,7 +12,15 @@ import typer
 
 from specbench import __version__
 from specbench.cli import compare_cmd, envs_cmd, fixtures_cmd, parse_cmd, report_cmd, run_cmd, validate_cmd
-from specbench.cli.common import print_error, report_failure, sigterm_as_interrupt, stdout_closed, tolerant_streams
+from specbench.cli.common import (
+    print_error,
+    report_failure,
+    sigterm_as_interrupt,
+    silence_stdout,
+    speaking_consoles,
+    stdout_closed,
+    tolerant_streams,
+)
 from specbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from specbench.io import clear_protected
 
@@ -94,12 +102,14 @@ def run_cli(argv: list[str] | None = None) -> int:
     one line on stderr and a code from the contract (0, 1 regression, 2, 3, 130)."""
     clear_protected()  # the inputs protected are this invocation's (in-process callers run many)
     tolerant_streams()
+    speaking_consoles()
     argv, debug = split_debug(list(sys.argv[1:] if argv is None else argv))
     if debug:
         os.environ["SPECBENCH_DEBUG"] = "1"  # before parsing: a usage error under --debug shows its traceback
     if stdout_closed():
         print_error("standard output is closed (>&-); redirect it to a file or to /dev/null")
         return EXIT_USAGE
+    streams = (sys.stdout, sys.stderr)
     try:
         # SIGTERM/SIGHUP end every command as Ctrl-C does: partial outputs removed, exit 130
         with sigterm_as_interrupt():
@@ -107,10 +117,31 @@ def run_cli(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         code = exc.exit_code
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        if exc.code == 1 and isinstance(exc.__context__, OSError):
+            # typer and click end a broken pipe met outside a command (--help | head) in sys.exit(1),
+            # the regression code, and wrap the streams: it is the OSError that decides
+            sys.stdout, sys.stderr = streams
+            code = report_failure(exc.__context__)
+        else:
+            code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except BaseException as exc:  # noqa: BLE001 - the contract's last line of defence
         code = report_failure(exc)
-    return code if isinstance(code, int) else EXIT_OK
+    code = code if isinstance(code, int) else EXIT_OK
+    return _flushed(code)
+
+
+def _flushed(code: int) -> int:
+    """``code`` once what standard output still buffers is written: a full disk met here, not
+    while Python flushes at exit (which ends in status 120), says so in one line and exit 2 where
+    the command would have ended in 0; a verdict or failure already decided (and said) stands."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - as run_cli's: every failure is the contract's
+        if code == EXIT_OK:
+            return report_failure(exc)
+        silence_stdout()
+    return code
 
 
 def main() -> None:

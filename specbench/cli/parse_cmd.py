@@ -200,8 +200,10 @@ def _plain_table(title: str, columns: list[tuple[str, list[str]]]) -> None:
 
 
 def _shown(file: str) -> str:
-    """The path as given, relative to the working directory when under it (shorter to read)."""
+    """The path as given, relative to the working directory when under it (shorter to read), on
+    one line and shown as every user string is (credentials hidden, control characters visible)."""
     try:
-        return str(Path(file).resolve().relative_to(Path.cwd()))
+        file = str(Path(file).resolve().relative_to(Path.cwd()))
     except ValueError:
-        return file
+        pass
+    return render_format.shown_text(render_format.one_line(file))

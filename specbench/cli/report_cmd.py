@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from specbench.cli.common import Seed, console, err_console, handle_errors, nonempty_path
+from specbench.cli.common import Seed, console, handle_errors, nonempty_path, warn
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import ConfigError
 from specbench.render.format import user_text
@@ -177,13 +177,10 @@ def _print_answers(rep, out: Path) -> None:
             console.print(f"  confound: {user_text(c)}", highlight=False)
     warned = [g for g in rep.groups if g.warnings]
     if warned:
-        err_console.print(
-            f"[yellow]warning:[/] {len(warned)} cell(s) with warnings, see {user_text(out / 'summary.md')}",
-            highlight=False,
-        )
+        warn(f"{len(warned)} cell(s) with warnings, see {out / 'summary.md'}")
     for st in rep.studies:
         for w in st.warnings:
-            err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
+            warn(w)
 
 
 def _print_findings(rep, out: Path) -> None:
@@ -191,10 +188,7 @@ def _print_findings(rep, out: Path) -> None:
 
     for g in rep.groups:
         if g.warnings:
-            err_console.print(
-                f"[yellow]warning:[/] {user_text(g.label)}: {len(g.warnings)} warning(s), see {user_text(out / 'summary.md')}",
-                highlight=False,
-            )
+            warn(f"{g.label}: {len(g.warnings)} warning(s), see {out / 'summary.md'}")
     for c in rep.comparisons:
         console.print(user_text(c.sentence()), highlight=False)
     for st in rep.studies:
@@ -207,7 +201,7 @@ def _print_findings(rep, out: Path) -> None:
         for line in advice_lines(st.kpredictions, rep.title):  # the assumptions once, not once per cell
             console.print(user_text(line), highlight=False)
         for w in st.warnings:
-            err_console.print(f"[yellow]warning:[/] {user_text(w)}", highlight=False)
+            warn(w)
 
 
 def register(app: typer.Typer) -> None:

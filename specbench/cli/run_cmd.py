@@ -25,10 +25,26 @@ from specbench.cli.common import (
 from specbench.errors import ConfigError
 from specbench.io import load_json
 from specbench.redact import redact_argv, redact_env
+from specbench.render.format import shown_text, user_text
 
 # The cores below are imported inside the commands (each marked ``# lazy:``): config, plan, estimate
 # and the executors pull in numpy and pydantic, the server and llmperf modules httpx and psutil, and
 # the final screen pandas, none of which ``specbench --help`` or ``validate``'s argument errors need.
+
+
+class _Shown:
+    """Standard output for the dry run's plain text: every write shown as a user string is
+    (render.format.shown_text: credentials hidden, control characters visible), as the plan
+    quotes the config's paths, names and values."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(shown_text(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
@@ -40,7 +56,7 @@ def _print_dry_run(config: Path, overrides: tuple[str, ...] = ()) -> None:
     study, cells = validated(config, overrides)  # the same checks, and refusals, as run and validate
     serve = study.serve
     port = str(serve.port) if serve.port else "<free port>"
-    out = sys.stdout
+    out = _Shown(sys.stdout)
     # Ray runs a server per cell (load-axis groups are local only)
     groups = [[c] for c in cells] if study.executor == "ray" else group_cells(cells, serve.host, serve.share_servers)
     for line in _plan_lines(config, study, cells, groups):
@@ -144,7 +160,7 @@ _PIP_SHOWN = (
 def _install_progress(line: str) -> None:
     text = line.strip()
     if text.startswith(_PIP_SHOWN):
-        console.print(f"  vllm install: {text[:160]}", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"  vllm install: {user_text(text[:160])}", highlight=False, soft_wrap=True)
 
 
 def _local_for_installs(study, kind: str) -> None:
@@ -498,7 +514,7 @@ def run(
         if resume is not None:
             raise ConfigError("--dry-run does not combine with --resume")
         for line in sizing_lines:
-            print(line)
+            print(shown_text(line))
         _print_dry_run(config_or_default(config), sets)
         return
     ray_options: _RayOptions = (address, max_concurrent_cells, cpus_per_cell)
@@ -507,7 +523,7 @@ def run(
         plan, display = _open_plan(config, results_dir, sets, resume, quiet)
         _announce(plan, quiet, sizing_lines, subset)
         code = _execute(plan, display, executor, chosen, ray_options)
-    print(f"{plan.run_dir}" if quiet else f"results: {plan.run_dir}", flush=True)
+    print(f"{plan.run_dir}" if quiet else f"results: {shown_text(plan.run_dir)}", flush=True)  # -q: for scripts, as is
     raise typer.Exit(code)
 
 
@@ -564,11 +580,11 @@ def _announce(plan, quiet: bool, sizing_lines: list[str], subset: dict | None) -
     if subset is not None:  # compare reads it: the baseline's other prompts left out on purpose
         plan.manifest["gate_subset"] = subset
     if not quiet:
-        console.print(f"run directory: {plan.run_dir}", highlight=False, soft_wrap=True)
+        console.print(f"run directory: {user_text(plan.run_dir)}", highlight=False, soft_wrap=True)
         for line in sizing_lines:
-            console.print(line, highlight=False, soft_wrap=True, markup=False)
+            console.print(user_text(line), highlight=False, soft_wrap=True)
     for note in plan.notes:  # e.g. where --resume took the run's secrets from
-        console.print(f"resume: {note}", highlight=False, soft_wrap=True)
+        console.print(f"resume: {user_text(note)}", highlight=False, soft_wrap=True)
 
 
 def _execute(plan, display, executor: Optional[str], chosen, ray: _RayOptions) -> int:

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from specbench.cli.common import SetOption, config_or_default, console, handle_errors
+from specbench.render.format import user_line
 
 
 def validate(
@@ -26,7 +27,7 @@ def validate(
     _, cells = validated(path, tuple(overrides or ()))  # the same checks, and refusals, as run and --dry-run
     spec = sum(1 for c in cells if not c.is_baseline)
     console.print(
-        f"{path}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
+        f"{user_line(path)}: ok ({len(cells)} cells: {spec} speculative, {len(cells) - spec} baseline)",
         highlight=False,
         soft_wrap=True,
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 from specbench.errors import InputError
 from specbench.io import read_text
+from specbench.safe_yaml import loads_json
 
 CATEGORIES = ("chat", "code", "math", "summarisation", "reasoning")
 _ROLES = {"system", "user", "assistant"}
@@ -88,7 +89,7 @@ def _parse_lines(text: str, name: str, default_category: str) -> list[Prompt]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_json(line, name, line=n, fix="fix that line of the prompt file")
         except ValueError as exc:  # JSONDecodeError, or a number over Python's 4300-digit int() limit
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(";")[0]
             raise InputError(f"{name}:{n}: not valid JSON ({why}); one JSON object per line") from None

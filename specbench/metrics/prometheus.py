@@ -17,10 +17,10 @@ the records of a scrape sums its engines.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 from specbench.metrics.record import SpecDecodeRecord
+from specbench.safe_yaml import in_range
 
 V1_COUNTERS = {
     "vllm:spec_decode_num_drafts_total": "num_drafts",
@@ -79,7 +79,7 @@ def parse_prometheus(text: str, file: str | None = None) -> list[SpecDecodeRecor
     for sample in samples:
         key = series_key(sample.labels, names)
         value = sample.value
-        if not math.isfinite(value):  # NaN / ±Inf (a broken exporter, a damaged file) → field stays null
+        if not in_range(value):  # NaN / ±Inf / 10^400 (a broken exporter, a damaged file) → field stays null
             continue
         if sample.name == PER_POS:
             try:

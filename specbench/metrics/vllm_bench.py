@@ -37,6 +37,7 @@ from specbench.errors import InputError
 from specbench.io import open_input, read_text
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records.counts import MAX_POSITIONS
+from specbench.safe_yaml import in_range
 
 FORMAT = "vllm-bench-serve-json"
 SPEC_KEYS = (
@@ -142,7 +143,7 @@ def _int(data: dict[str, Any], key: str, where: str, warnings: list[str]) -> int
 def _finite(v: Any, key: str, where: str) -> None:
     """A spec-decode number no vLLM writes (NaN, an infinity, 1e400 read as one, past 10^15) is a
     damaged file, refused naming it, never read as absent."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and not (math.isfinite(v) and abs(v) <= 1e15):
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and not (in_range(v) and abs(v) <= 1e15):
         raise InputError(
             f"{where}: {key} = {v!r} is not a finite count or rate; fix the file or re-run vllm bench serve"
         )
@@ -152,7 +153,7 @@ def _float(data: dict[str, Any], key: str, where: str | None = None) -> float | 
     v = data.get(key)
     if where is not None:
         _finite(v, key, where)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not in_range(v):
         return None
     return float(v)
 
@@ -187,7 +188,7 @@ def spec_record(res: BenchResult) -> tuple[SpecDecodeRecord | None, list[str]]:
     if (
         isinstance(rates_raw, list)
         and rates_raw
-        and all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in rates_raw)
+        and all(isinstance(r, (int, float)) and not isinstance(r, bool) and in_range(r) for r in rates_raw)
     ):
         rates = [float(r) for r in rates_raw]
     elif rates_raw not in (None, []):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from specbench.redact import redact_message
+
 # One glyph for "no value" everywhere (was "–", "—" and "-" in different commands).
 MISSING = "–"
 
@@ -75,7 +77,8 @@ def times(x: Any, digits: int = 2) -> str:
     return MISSING if is_missing(x) else f"{num(x, digits)}×"
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
+# C0 (but tab and newline), DEL and C1: 0x9b is a CSI of its own to an 8-bit terminal
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
 
 
 def visible(text: Any) -> str:
@@ -84,12 +87,27 @@ def visible(text: Any) -> str:
     return str(text).translate(_CONTROL)
 
 
+def shown_text(text: Any) -> str:
+    """A string a user gave or a file held (a path, an argument, a name, a message quoting them) as
+    any output may show it: credentials hidden (:func:`specbench.redact.redact_message`: a URL's
+    user info, even as pathlib folds it, secret query parameters, credential-shaped words) and
+    control characters visible. Plain-text output (``print``) shows user strings through this,
+    a rich console through :func:`user_text` / :func:`user_line`."""
+    return visible(redact_message(str(text)))
+
+
 def user_text(text: Any) -> str:
-    """A value read from an input or typed by the user, ready for a rich console: control
-    characters visible and rich markup escaped (``[/]``, ``[bold]`` print as written)."""
+    """:func:`shown_text` ready for a rich console: rich markup escaped too (``[/]``, ``[bold]``
+    print as written, never a MarkupError)."""
     from rich.markup import escape
 
-    return escape(visible(text))
+    return escape(shown_text(text))
+
+
+def user_line(text: Any) -> str:
+    """:func:`user_text` on one line (an error or warning line): a newline or carriage return
+    in a path shows as ``\\n`` / ``\\r``."""
+    return user_text(one_line(text))
 
 
 def one_line(text: Any) -> str:

@@ -157,7 +157,7 @@ def _head(path: Path) -> str:
 def _is_acceptance_json(path: Path) -> bool:
     """A cell's acceptance.json (read as a cell, not as records)."""
     try:
-        data = loads_json(_read(path))
+        data = loads_json(_read(path), path)
     except ValueError:
         return False
     return isinstance(data, dict) and "prometheus" in data and "definition" in data

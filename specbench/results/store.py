@@ -470,7 +470,7 @@ def load_summary(path: Path) -> dict | None:
         return None
     text = read_text(path, "summary", fix="re-run the cell (specbench run --resume)", max_bytes=MAX_JSON_BYTES)
     try:
-        data = loads_json(text)
+        data = loads_json(text, path)
     except ValueError:
         raise InputError(f"{path}: corrupt or truncated JSON; re-run the cell (specbench run --resume)") from None
     if not isinstance(data, dict):

@@ -33,6 +33,10 @@ class Case:
     secrets: list[str] = field(default_factory=list)
     said: str = ""  # a phrase the error line must hold
     env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None  # the working directory the case runs in (its paths are relative to it)
+    setup: Any = None  # makes the case's inputs before it runs (its cwd is removed after)
+    stdout: str = ""  # "ENOSPC", "EIO" or "EPIPE": standard output fails so on every write
+    stderr: str = ""  # likewise standard error
 
 
 def _base(results_dir: Path) -> dict[str, Any]:
@@ -527,3 +531,303 @@ def secret_spelling_cases(rng: random.Random, d: Path, n: int) -> list[Case]:
             )
         )
     return out
+
+
+# -- by construction (issue 58): every command, every path-bearing argument -----------------------------
+# Four classes, each made safe in one place: user strings shown through render.format.shown_text /
+# user_text / user_line (markup escaped, control characters visible, credentials hidden); numbers in
+# JSON / JSON Lines through safe_yaml.loads_json (non-finite or out of range: exit 2 naming
+# file:line:field); standard output that cannot be written (exit 2, one line naming it; a reader gone:
+# quiet, the command's own code). Paths here are relative: a URL given as a path is the URL as typed,
+# and the file it names exists under the case's working directory (pathlib folds its "//").
+@dataclass
+class Inputs:
+    """Real inputs a slot's file is copied from (test_hostile_generated makes them)."""
+
+    run: Path  # a small run directory
+    log: Path  # a server.log with spec-decode records
+    config: Path  # a valid study config
+    gate: Path  # a gate file
+    noise: Path  # a noise-floor file
+    jsonl: Path  # `specbench parse --format jsonl` records
+    prom: Path  # a /metrics scrape
+    bench: Path  # a `vllm bench serve` result
+    prompts: Path  # a prompt file (JSON Lines)
+
+
+REP = ["--no-plots", "--resamples", "100"]
+CMP = ["--resamples", "100", "--allow-inconclusive"]
+
+
+def path_slots(inp: Inputs, out: Path) -> list[tuple[str, str, str, Any]]:
+    """Every path-bearing argument of every command: (slot, what goes there: an input kind of
+    :class:`Inputs`, "out" for an output, "missing" where only a missing path is safe to give,
+    the suffix a name gets there, argv for a path there). ``out``: where the other outputs go."""
+    r, lg, rep = inp.run, inp.log, str(out / "rep")  # an output as text: the sweep hashes Path arguments as inputs
+    return [
+        ("run CONFIG", "config", ".yaml", lambda p: ["run", "--dry-run", p]),
+        ("run --out", "out", "", lambda p: ["run", "--dry-run", inp.config, "--out", p]),
+        ("run --resume", "missing", "", lambda p: ["run", "--resume", p]),  # an existing one would run
+        ("validate CONFIG", "config", ".yaml", lambda p: ["validate", p]),
+        ("report FILE", "log", ".log", lambda p: ["report", p, "--out", rep, *REP]),
+        ("report RUN_DIR", "run", "", lambda p: ["report", p, "--out", rep, *REP]),
+        ("report --label", "log", ".log", lambda p: ["report", "--label", f"L={p}", "--out", rep, *REP]),
+        ("report --out", "out", "", lambda p: ["report", lg, "--out", p, *REP]),
+        ("compare BASELINE", "run", "", lambda p: ["compare", p, r, *CMP]),
+        ("compare CANDIDATE", "run", "", lambda p: ["compare", r, p, *CMP]),
+        ("compare --gate-file", "gate", ".yaml", lambda p: ["compare", r, r, "--gate-file", p, *CMP]),
+        ("compare --noise-floor", "noise", ".yaml", lambda p: ["compare", r, r, "--noise-floor", p, *CMP]),
+        ("compare --json", "out", ".json", lambda p: ["compare", r, r, "--json", p, *CMP]),
+        ("compare --markdown", "out", ".md", lambda p: ["compare", r, r, "--markdown", p, *CMP]),
+        ("compare --junit", "out", ".xml", lambda p: ["compare", r, r, "--junit", p, *CMP]),
+        ("compare --html", "out", ".html", lambda p: ["compare", r, r, "--html", p, *CMP]),
+        ("compare --plot", "out", ".png", lambda p: ["compare", r, r, "--plot", p, *CMP]),
+        ("parse FILES", "log", ".log", lambda p: ["parse", p]),
+        ("fixtures path --cache-dir", "out", "", lambda p: ["fixtures", "path", "--cache-dir", p]),
+    ]
+
+
+MARKUP_NAMES = [
+    "[bold]x",
+    "x[/bold]",
+    "[/]",
+    "[link=file:///etc]x[/link]",
+    "e\x1b[31mred",
+    "c\rr",
+    "n\nl",
+    "c1\x9bx",
+    "t\tx",
+]
+
+
+def _word(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(n))
+
+
+def credential_names(rng: random.Random) -> list[tuple[str, str]]:
+    """(name, the secret in it): URLs with user info or a bare token, secret query parameters,
+    credential-shaped words, each where a path goes."""
+    s = "S58" + _word(rng, 17)
+    return [
+        (f"https://u:{s}@h/x", s),
+        (f"https://{s}@h/x", s),
+        (f"x?token={s}", s),
+        (f"x?api_key={s}&y=1", s),
+        (f"hf_{s}", f"hf_{s}"),
+        (f"sk-{s}", f"sk-{s}"),
+        (f"Bearer {s}", s),
+    ]
+
+
+def place(kind: str, inp: Inputs, path: Path) -> None:
+    """Copy the real input of ``kind`` to ``path`` (its parents made)."""
+    import shutil
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "run":
+        shutil.copytree(inp.run, path, symlinks=True)
+    else:
+        shutil.copyfile(getattr(inp, kind), path)
+
+
+def path_case(family: str, slot: tuple, name: str, present: bool, secrets: list[str], inp: Inputs, cwd: Path) -> Case:
+    """One hostile name at one slot, run in ``cwd``: a missing input is exit 2 with one error line;
+    a present one (or an output) is read or written as any other name is (0, or compare's 3)."""
+    label, kind, suffix, argv = slot
+    arg = name + suffix
+    made = present and kind not in ("out", "missing")
+    allowed = {0, 3} if made or kind == "out" else {2}
+    state = "output" if kind == "out" else "present" if made else "missing"
+    setup = (lambda: place(kind, inp, cwd / arg)) if made else None
+    return Case(family, f"{label}: {state} {arg!r}", argv(arg), allowed, secrets=secrets, cwd=cwd, setup=setup)
+
+
+# Numbers no file may hold: non-finite, past any float, or past any count, time or rate.
+HOSTILE_NUMBERS = ["1e400", "-1e400", "NaN", "Infinity", "-Infinity", "1" + "0" * 400, "1e300", "-" + "9" * 120]
+
+
+def _leaves(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [path]
+    if isinstance(value, dict):  # a key that would read as a path of its own is left alone
+        items = [(k, v) for k, v in value.items() if not any(c in str(k) for c in ".[]")]
+        return [x for k, v in items for x in _leaves(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [x for i, v in enumerate(value[:4]) for x in _leaves(v, f"{path}[{i}]")]
+    return []
+
+
+def _set_leaf(value: Any, path: str, token: str) -> Any:
+    """``value`` with the leaf at ``path`` ("a.b[2].c") replaced by a marker of ``token``."""
+    import re
+
+    keys = [k for part in path.split(".") for k in re.findall(r"[^\[\]]+|\[\d+\]", part)]
+    node = value
+    for k in keys[:-1]:
+        node = node[int(k[1:-1])] if k.startswith("[") else node[k]
+    last = keys[-1]
+    if last.startswith("["):
+        node[int(last[1:-1])] = f"@@{token}@@"
+    else:
+        node[last] = f"@@{token}@@"
+    return value
+
+
+def with_number(text: str, suffix: str, rng: random.Random, token: str) -> tuple[str, str, int]:
+    """``text`` (JSON, or JSON Lines: one of its lines) with one numeric field set to ``token``:
+    (new text, the field, the line it is on)."""
+    if suffix == ".jsonl":
+        lines = text.splitlines()
+        n = rng.randrange(len(lines))
+        row = json.loads(lines[n])
+        fld = rng.choice(_leaves(row))
+        lines[n] = json.dumps(_set_leaf(row, fld, token)).replace(f'"@@{token}@@"', token)
+        return "\n".join(lines) + "\n", fld, n + 1
+    data = json.loads(text)
+    fld = rng.choice(_leaves(data))
+    out = json.dumps(_set_leaf(data, fld, token), indent=2)
+    line = out[: out.index(f'"@@{token}@@"')].count("\n") + 1
+    return out.replace(f'"@@{token}@@"', token), fld, line
+
+
+RUN_FILES = ["manifest.json", "C/cell.json", "C/acceptance.json", "C/summary.json", "C/requests.jsonl"]
+YAML_NUMBERS = [".inf", "-.inf", ".nan", "1e400", "1" + "0" * 400, "1e300"]
+
+
+def number_cases(rng: random.Random, inp: Inputs, cwd: Path, n: int) -> list[Case]:
+    """A number no file may hold in each file a command reads numbers from, the ``i``-th case at
+    slot ``i`` mod their number (so ``n`` >= that covers every one): JSON and JSON Lines are exit 2
+    naming file:line:field; a /metrics scrape and a ``vllm bench`` result null such a field (a text
+    format's policy, metrics/prometheus.py, or vllm bench's own NaN for an empty statistic) or
+    refuse it; YAML configs, gate and noise-floor files refuse it or take it as text."""
+    cells = json.loads((inp.run / "manifest.json").read_text())["cells"]
+    slots = ["report RUN_DIR", "compare BASELINE", "compare CANDIDATE", "report JSONL"]
+    slots += ["parse /metrics", "parse vllm bench", "validate CONFIG", "run CONFIG", "run prompts"]
+    slots += ["compare --gate-file", "compare --noise-floor"]
+    out = []
+    for i in range(n):
+        slot, c = slots[i % len(slots)], cwd / f"n{i}"  # the case's own directory (removed after it)
+        d = c / "run"
+        token = HOSTILE_NUMBERS[(i + i // len(slots)) % len(HOSTILE_NUMBERS)]
+        if slot.endswith(("RUN_DIR", "BASELINE", "CANDIDATE")):
+            rel = rng.choice(RUN_FILES).replace("C", rng.choice(cells))
+            text, fld, line = with_number((inp.run / rel).read_text(), Path(rel).suffix, rng, token)
+            target = d / rel
+
+            def setup(d=d, target=target, text=text):
+                place("run", inp, d)
+                target.write_text(text)
+
+            argv = {
+                "report RUN_DIR": ["report", d, "--out", c / "rep", *REP],
+                "compare BASELINE": ["compare", d, inp.run, *CMP],
+                "compare CANDIDATE": ["compare", inp.run, d, *CMP],
+            }[slot]
+            out.append(_numbers(c, f"{slot}: {rel} {fld}={token[:12]}", argv, {2}, setup, f"{target}:{line}: {fld} is"))
+        elif slot == "report JSONL":  # (parse reads logs, scrapes and bench results, not its own records)
+            text, fld, line = with_number(inp.jsonl.read_text(), ".jsonl", rng, token)
+            target = c / "n.jsonl"
+            argv = ["report", target, "--out", c / "rep", *REP]
+            setup = lambda t=target, x=text: t.write_text(x)  # noqa: E731
+            out.append(_numbers(c, f"{slot}: {fld}={token[:12]}", argv, {2}, setup, f"{target}:{line}: {fld} is"))
+        elif slot == "parse /metrics":
+            lines = inp.prom.read_text().splitlines()
+            k = rng.choice([j for j, x in enumerate(lines) if x.startswith("vllm:spec_decode")])
+            lines[k] = lines[k].rsplit(" ", 1)[0] + " " + token
+            target = c / "n.prom"
+            setup = lambda t=target, x="\n".join(lines) + "\n": t.write_text(x)  # noqa: E731
+            out.append(_numbers(c, f"{slot}: {lines[k][:40]}", ["parse", target], {0, 2}, setup))
+        elif slot == "parse vllm bench":
+            text, fld, _ = with_number(inp.bench.read_text(), ".json", rng, token)
+            target = c / "n.json"
+            setup = lambda t=target, x=text: t.write_text(x)  # noqa: E731
+            out.append(_numbers(c, f"{slot}: {fld}={token[:12]}", ["parse", target], {0, 2}, setup))
+        elif slot in ("validate CONFIG", "run CONFIG"):
+            path, _ = rng.choice([(f, "int") for f in INT_FIELDS] + [(f, "float") for f in FLOAT_FIELDS])
+            cfg = _base(c / "res")
+            if path[1] == "speculative":
+                cfg["serve"]["speculative"] = {"draft": MODEL}
+            _set_in(cfg, path, "@@N@@")
+            value = rng.choice(YAML_NUMBERS)
+            text = yaml.safe_dump(cfg, sort_keys=False).replace("'@@N@@'", value)
+            target = c / "n.yaml"
+            argv = ["validate", target] if slot == "validate CONFIG" else ["run", "--dry-run", target]
+            setup = lambda t=target, x=text: t.write_text(x)  # noqa: E731
+            out.append(_numbers(c, f"{slot}: {'.'.join(path)}: {value[:12]}", argv, {0, 2}, setup))
+        elif slot == "run prompts":
+            lines = inp.prompts.read_text().splitlines()
+            k = rng.randrange(len(lines))
+            lines[k] = lines[k].replace('"id": "', f'"n": {token}, "id": "', 1)
+            prompts, target = c / "prompts.jsonl", c / "n.yaml"
+            cfg = _base(c / "res")
+            cfg["load"]["prompts"] = {"path": str(prompts)}
+
+            def setup(p=prompts, t=target, x="\n".join(lines) + "\n", conf=yaml.safe_dump(cfg)):
+                p.write_text(x)
+                t.write_text(conf)
+
+            out.append(
+                _numbers(
+                    c, f"{slot}: {token[:12]}", ["run", "--dry-run", target], {2}, setup, f"{prompts}:{k + 1}: n is"
+                )
+            )
+        else:
+            g = c / "n.yaml"
+            sign = rng.choice(["-", "+", ""])
+            if slot == "compare --gate-file":
+                text = f"gates: [acceptance_length:{sign}{token.lower()}%]\n"
+            else:
+                text = f"e2e_p50_ms: {sign}{token.lower()}%\n"
+            flag = slot.split()[1]
+            setup = lambda t=g, x=text: t.write_text(x)  # noqa: E731
+            argv = ["compare", inp.run, inp.run, flag, g, *CMP]
+            out.append(_numbers(c, f"{slot}: {text.strip()[:50]}", argv, {0, 2, 3}, setup))
+    return out
+
+
+def _numbers(c: Path, what: str, argv: list[Any], allowed: set[int], setup: Any, said: str = "") -> Case:
+    return Case("numbers in files", what, argv, allowed, said=said, setup=setup, cwd=c)
+
+
+# Standard streams that fail on every write: a full disk (``> /dev/full``, or a file on one: the
+# flush fails), a terminal gone (EIO), a reader that went away (``| head``).
+STREAM_FAILURES = ["ENOSPC", "EIO", "EPIPE", "ENOSPC on flush"]
+
+
+def stream_cases(inp: Inputs, out: Path, n: int) -> list[Case]:
+    """Every command (and --help, --version) with standard output, or standard error, failing so:
+    a full disk or EIO on stdout is exit 2 with one line naming standard output; a reader gone is
+    no error (exit 0, or compare's verdict); stderr that cannot be written changes no exit code."""
+    commands = [
+        (["--help"], {0}),
+        (["--version"], {0}),
+        (["report", "--help"], {0}),
+        (["run", "--dry-run", inp.config], {0}),
+        (["validate", inp.config], {0}),
+        (["report", inp.log, "--out", str(out / "rep"), *REP], {0}),  # text: not hashed as an input
+        (["compare", inp.run, inp.run, *CMP], {0, 3}),
+        (["compare", inp.run, inp.run, "--json", "-", *CMP], {0, 3}),
+        (["parse", inp.log], {0}),
+        (["parse", inp.log, "--format", "jsonl"], {0}),
+        (["parse", inp.log, "--format", "csv"], {0}),
+        (["fixtures", "path"], {0}),
+        (["envs", "list"], {0}),
+        (["report", out / "missing.log", "--out", out / "rep"], {2}),
+    ]
+    cases = []
+    for i in range(n):
+        argv, ok = commands[i % len(commands)]
+        failure = STREAM_FAILURES[(i + i // len(commands)) % len(STREAM_FAILURES)]
+        on_stderr = (i // (len(commands) * len(STREAM_FAILURES))) % 2 == 1
+        if on_stderr:
+            cases.append(Case("standard streams", f"stderr {failure}: {argv[:2]}", argv, ok, stderr=failure))
+        elif failure == "EPIPE" or ok == {2}:
+            cases.append(Case("standard streams", f"stdout {failure}: {argv[:2]}", argv, ok, stdout=failure))
+        else:
+            said = "writing the output to standard output"
+            cases.append(
+                Case("standard streams", f"stdout {failure}: {argv[:2]}", argv, {2}, said=said, stdout=failure)
+            )
+    return cases

@@ -1,4 +1,4 @@
-"""Generated hostile inputs (issues 31, 43): 3,000+ cases from family templates x seeded mutations
+"""Generated hostile inputs (issues 31, 43, 58): 3,700+ cases from family templates x seeded mutations
 (hostile_cases.py, and the run-directory cases below), each fed to the CLI in-process (``run_cli``,
 the ``specbench`` entry point's code) under a 30 s alarm, and a few real processes for what only a
 process shows (a closed stdout, a reader that stops, SIGTERM/SIGHUP while writing).
@@ -13,6 +13,8 @@ case, so it can be replayed.
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import json
 import os
 import random
@@ -25,18 +27,27 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from hostile_cases import (
+    MARKUP_NAMES,
     Case,
+    Inputs,
     alias_cases,
+    credential_names,
     empty_cases,
     markup_cases,
+    number_cases,
     overflow_cases,
     oversized_cases,
+    path_case,
+    path_slots,
     secret_cases,
     secret_spelling_cases,
     special_path_cases,
+    stream_cases,
     strict_cases,
 )
+from hostile_cases import _base as hostile_base
 from test_contract import (  # noqa: F401
     ENV_SECRET,
     ROOT,
@@ -47,9 +58,11 @@ from test_contract import (  # noqa: F401
     tree_hash,
 )
 
+from specbench.cli.main import run_cli
+
 SEED = 31
 BOUND_S = 30.0
-# (family, cases): 3,210 in-process; the run-directory families are built below.
+# (family, cases): 3,742, in-process; the run-directory families are built below.
 N = {
     "special paths": 300,
     "markup and control characters": 300,
@@ -63,6 +76,11 @@ N = {
     "output paths from the environment": 60,
     "special files in run directories": 250,
     "oversized run files": 70,
+    # issue 58: every command and path-bearing argument
+    "paths: markup and control characters": 150,
+    "paths: credentials": 150,
+    "numbers in files": 120,
+    "standard streams": 112,
 }
 
 
@@ -218,30 +236,166 @@ def run_dir_cases(rng: random.Random, tmp: Path, base: Path, cand: Path, gate: P
 def _run_case(case: Case, seed_i: int, monkeypatch, inputs: list[Path], written: list[Path]) -> float:
     for k, v in case.env.items():
         monkeypatch.setenv(k, v)
+    if case.cwd is not None:
+        case.cwd.mkdir(parents=True, exist_ok=True)
+    if case.setup is not None:
+        case.setup()
     before = _hash(*inputs)
     start = time.monotonic()
     where = f"{case.family} seed={SEED} i={seed_i}: {case.what}"
     try:
-        with alarm(BOUND_S):
-            code, out, err = invoke(case.argv)
+        with alarm(BOUND_S), contextlib.chdir(case.cwd or Path.cwd()):
+            code, out, err = invoke_streams(case.argv, case.stdout, case.stderr)
     except Hang as exc:
         raise AssertionError(f"[{where}] {exc}") from None
+    finally:
+        if case.cwd is not None and case.setup is not None:
+            shutil.rmtree(case.cwd, ignore_errors=True)  # the inputs it made
     took = time.monotonic() - start
     assert took < BOUND_S, f"[{where}] took {took:.1f} s"
-    check(
-        where,
-        code,
-        out,
-        err,
-        allowed=case.allowed,
-        secrets=[ENV_SECRET, *case.secrets],
-        names=case.names,
-        files=[f for d in written if d.exists() for f in (d.rglob("*") if d.is_dir() else [d]) if f.is_file()],
-    )
+    if case.stderr:  # nothing could be said: only the code and standard output are checked
+        err = ""
+        assert code in case.allowed and "Traceback" not in out, f"[{where}] exit {code}"
+    else:
+        check(
+            where,
+            code,
+            out,
+            err,
+            allowed=case.allowed,
+            secrets=[ENV_SECRET, *case.secrets],
+            names=case.names,
+            files=[f for d in written if d.exists() for f in (d.rglob("*") if d.is_dir() else [d]) if f.is_file()],
+        )
     if code == 2 and case.said:
         assert case.said in err, f"[{where}] {err}"
+    if case.family.startswith(("paths", "markup")):  # a name's control characters are shown, never sent
+        assert not set("\x1b\x9b\r\x00") & set(out + err), f"[{where}] {out[-300:]!r} {err!r}"
+    if case.stdout == "EPIPE" and 2 not in case.allowed:  # the reader went away: no error of its own
+        assert "error:" not in err, f"[{where}] {err}"
     assert _hash(*inputs) == before, f"[{where}] an input changed"
     return took
+
+
+def _fail(failure: str) -> OSError:
+    failure = failure.removesuffix(" on flush")
+    if failure == "EPIPE":
+        return BrokenPipeError(errno.EPIPE, "Broken pipe")
+    return OSError(getattr(errno, failure), os.strerror(getattr(errno, failure)))
+
+
+class _FailingBytes(io.BytesIO):
+    def __init__(self, failure: str) -> None:
+        super().__init__()
+        self.failure = failure
+
+    def write(self, data) -> int:
+        raise _fail(self.failure)
+
+
+class FailingStream(io.StringIO):
+    """A standard stream every write to which fails as ``failure`` says: ENOSPC (``> /dev/full``),
+    EIO (a terminal gone) or EPIPE (``| head`` after the reader left); its bytes (``--json -``)
+    too. "ENOSPC on flush": writes are kept and the flush fails, as a file on a full disk does
+    (what is left for Python's flush at exit ended in status 120). Its file descriptor is one of
+    /dev/null: what rich or the CLI point there after a broken pipe (os.dup2) lands nowhere."""
+
+    def __init__(self, failure: str) -> None:
+        super().__init__()
+        self.failure = failure
+        self.buffer = _FailingBytes(failure)
+        self.fd = os.open(os.devnull, os.O_WRONLY)
+
+    def write(self, text: str) -> int:
+        if self.failure.endswith(" on flush"):
+            return super().write(text)
+        raise _fail(self.failure)
+
+    def flush(self) -> None:
+        if self.failure.endswith(" on flush") and self.getvalue():
+            raise _fail(self.failure)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def close(self) -> None:
+        os.close(self.fd)
+        super().close()
+
+
+def invoke_streams(argv: list, stdout: str = "", stderr: str = "") -> tuple[int, str, str]:
+    """test_contract.invoke, with standard output or error failing on every write when asked."""
+    if not stdout and not stderr:
+        return invoke(argv)
+    # a working stdout has bytes below it (``--json -`` writes there), as a process's has
+    out = FailingStream(stdout) if stdout else io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = FailingStream(stderr) if stderr else io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run_cli([str(a) for a in argv])
+        text = "" if stdout else out.buffer.getvalue().decode("utf-8", "replace")  # type: ignore[union-attr]
+        return code, text, "" if stderr else err.getvalue()
+    finally:
+        out.close()
+        err.close()
+
+
+def make_inputs(tmp: Path) -> Inputs:
+    """The real inputs the issue-58 families copy to their hostile paths."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    run = _small_run(tmp / "run")
+    cell = run / json.loads((run / "manifest.json").read_text())["cells"][0]
+    config = tmp / "study.yaml"
+    config.write_text(yaml.safe_dump(hostile_base(tmp / "res"), sort_keys=False))
+    jsonl = tmp / "records.jsonl"
+    code, out, _ = invoke(["parse", cell / "server.log", "--format", "jsonl"])
+    assert code == 0 and out.strip()
+    jsonl.write_text(out)
+    (tmp / "gates.yaml").write_text("gates: [acceptance_length:-3%]\n")
+    (tmp / "noise.yaml").write_text("e2e_p50_ms: +80%\n")
+    prompts = tmp / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"say {i}"}) + "\n" for i in range(4)))
+    return Inputs(
+        run=run,
+        log=cell / "server.log",
+        config=config,
+        gate=tmp / "gates.yaml",
+        noise=tmp / "noise.yaml",
+        jsonl=jsonl,
+        prom=cell / "metrics_after.prom",
+        bench=ROOT / "tests" / "metrics" / "data" / "vllm_bench" / "detailed.json",
+        prompts=prompts,
+    )
+
+
+def issue58_cases(rng: random.Random, inp: Inputs, scratch: Path, counts: dict[str, int]) -> list[Case]:
+    """The four hostile classes of issue 58 at every command and path-bearing argument: ``counts``
+    cases of each family (seeded picks; the numbers and streams families cycle through every slot)."""
+    slots = path_slots(inp, scratch / "o")
+    out = []
+    for i in range(counts["paths: markup and control characters"]):
+        name = rng.choice(MARKUP_NAMES)
+        out.append(
+            path_case(
+                "paths: markup and control characters",
+                rng.choice(slots),
+                name,
+                rng.random() < 0.5,
+                [],
+                inp,
+                scratch / f"m{i}",
+            )
+        )
+    for i in range(counts["paths: credentials"]):
+        name, secret = rng.choice(credential_names(rng))
+        out.append(
+            path_case(
+                "paths: credentials", rng.choice(slots), name, rng.random() < 0.5, [secret], inp, scratch / f"k{i}"
+            )
+        )
+    out += number_cases(rng, inp, scratch / "num", counts["numbers in files"])
+    out += stream_cases(inp, scratch / "o", counts["standard streams"])
+    return out
 
 
 @pytest.mark.slow  # a whole-CLI sweep over 3,210 generated inputs
@@ -264,6 +418,7 @@ def test_3000_generated_hostile_inputs_keep_the_contract(tmp_path, monkeypatch):
         )
     ]
     cases += [(c, None, None) for c in _issue43_cases(rng, tmp_path, scratch, base)]
+    cases += [(c, None, None) for c in issue58_cases(rng, make_inputs(tmp_path / "in58"), scratch / "58", N)]
     cases += run_dir_cases(rng, tmp_path, base, cand, gate)
     counts: dict[str, int] = {}
     seconds: dict[str, float] = {}

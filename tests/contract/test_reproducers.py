@@ -79,13 +79,14 @@ def test_prompt_file_is_checked_before_the_run_directory_exists(tmp_path):
 
 
 def test_prompt_file_with_a_5000_digit_number_is_a_one_line_error(tmp_path):
-    # over Python's 4300-digit int() limit: json.loads raises a bare ValueError, not JSONDecodeError
+    # over Python's 4300-digit int() limit (json.loads raised a bare ValueError, not JSONDecodeError):
+    # refused by its digits before int() is asked (safe_yaml.loads_json), naming file:line:field
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"id": "a", "prompt": "hi"}\n{"id": "b", "prompt": "x", "n": ' + "9" * 5000 + "}\n")
     p = cfg(tmp_path, "load: {prompts: {path: %s}}\nresults_dir: %s\n" % (prompts, tmp_path / "res"))
     code, out, err = invoke(["run", "--dry-run", p])
     check("run", code, out, err, allowed={2}, names=[prompts])
-    assert f"{prompts}:2: not valid JSON" in err and not (tmp_path / "res").exists()
+    assert f"{prompts}:2: n is a 5000-digit whole number, past any float" in err and not (tmp_path / "res").exists()
 
 
 def test_a_million_cell_matrix_is_refused_fast(tmp_path):
