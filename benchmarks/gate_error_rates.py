@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specbench.cli.exits import compare_exit
 from specbench.compare import DEFAULT_GATES, compare_sides, parse_gate
 from specbench.testing.realaa import aa_sides, population
 from specbench.testing.realcells import coverage, paired_delta_coverage, populations
@@ -85,7 +86,8 @@ def boundaries(trials: int, seed: int) -> bool:
             else {}
         )
         codes = [
-            compare_sides(*boundary_sides(pop, cand, 176, rng), gates, n_resamples=200).exit_code for _ in range(trials)
+            compare_exit(compare_sides(*boundary_sides(pop, cand, 176, rng), gates, n_resamples=200))
+            for _ in range(trials)
         ]
         r0, r1 = codes.count(0) / trials, codes.count(1) / trials
         if not amount:
@@ -113,7 +115,7 @@ def run_level(trials: int, seed: int) -> bool:
     )
     for n in (3, 5, 10, 20):
         rng = np.random.default_rng(seed + n)
-        codes = [compare_sides(*aa_sides(pop, n, rng), gates).exit_code for _ in range(trials)]
+        codes = [compare_exit(compare_sides(*aa_sides(pop, n, rng), gates)) for _ in range(trials)]
         rate = codes.count(1) / trials
         ok &= rate <= 0.05
         print(

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from specbench.cli.common import Seed, console, err_console, handle_errors, silence_stdout, warn
+from specbench.cli.exits import compare_exit
 from specbench.cli.outputs import guard_outputs
 from specbench.errors import InputError
 from specbench.io import atomic_write_text, save_json
@@ -259,7 +260,7 @@ def compare(
         _refuse_other_study(comp, diffs, baseline, candidate)
     _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html)
     _print_verdict(comp, verbose=verbose, quiet=quiet, allow_inconclusive=allow_inconclusive)
-    raise typer.Exit(comp.exit_code)
+    raise typer.Exit(compare_exit(comp))
 
 
 def _gates(gate: Optional[list[Any]], gate_file: Optional[Path]) -> tuple[list[Any], bool]:
@@ -398,7 +399,7 @@ def _write_outputs(comp, base, cand, markdown, junit, json_out, plot, html=None)
     if junit is not None:
         atomic_write_text(junit, junit_xml(comp))
     if json_out is not None:
-        save_json(json_out, comp.to_dict())
+        save_json(json_out, comp.to_dict(exit_code=compare_exit(comp)))
     if plot is not None or html is not None:
         from specbench.render.plots.position_deltas import bands, delta_rows, save_overlay  # lazy: pulls in matplotlib
 

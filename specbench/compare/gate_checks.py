@@ -20,14 +20,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from specbench.compare import power
-from specbench.compare.gates import Decision, Gate, GateError, decide_row, harm_of, minimum_detectable
+from specbench.compare.gates import Gate, GateError, decide_row, harm_of, minimum_detectable
 from specbench.compare.noise import BETWEEN, WITHIN, allowed, not_after_holm, within_run
 from specbench.compare.registry import row_name
 from specbench.compare.sides import Side, SideCell
-from specbench.compare.verdicts import DECIDED, Block, CellComparison, Comparison, GateResult, MetricRow, Status
+from specbench.compare.verdicts import Block, CellComparison, Comparison, GateResult, MetricRow, Status
 
 
 def validate(gates: list[Gate], base: Side, cand: Side) -> None:
@@ -138,7 +139,8 @@ def _missing_result(cell, g: Gate, off: str) -> GateResult:
 
 
 def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> None:
-    """Fill every cell's gate results, list gates that matched nothing, adjust for the number of checks (Holm)."""
+    """Fill every cell's gate results, list gates that matched nothing, then run the steps over the
+    whole compare (:data:`OVER_COMPARE`: Holm, the minimum detectable change, the power judgement)."""
     for cell in comp.cells:
         info = _any_cell(cell.key, base, cand)
         if cell.missing:
@@ -148,95 +150,108 @@ def apply_gates(comp: Comparison, gates: list[Gate], base: Side, cand: Side) -> 
             ]
         else:
             apply_cell(cell, gates, base.cells[cell.key], cand.cells[cell.key], comp.confidence)
-    hit = {r.gate for c in comp.cells for r in c.gates}
-    for g in gates:
-        if g.describe() not in hit:
-            comp.unmatched.append(
-                GateResult(
-                    cell="(no cell)",
-                    gate=g.describe(),
-                    metric=g.row,
-                    status=Status.INCONCLUSIVE,
-                    message=f"{g.describe()} applies to no cell of either run (its selector, or a "
-                    "no-speculation cell only): nothing was checked",
-                    control="per check",
-                )
-            )
-    comp.family = len(comp.tested)
-    if comp.holm:
-        holm(comp, (1 - comp.confidence) / 2)
-    detectable(comp)
-    power.judge(comp)  # after Holm: a pass stands only where its interval lies within the tolerance
+    comp.unmatched += _unmatched(comp, gates)
+    comp.family = len(comp.tested)  # Holm's m: what was tested before any step over the compare
+    for step in OVER_COMPARE:
+        step(comp)
     for cell in comp.cells:
         finish_rows(cell)
 
 
+def _unmatched(comp: Comparison, gates: list[Gate]) -> list[GateResult]:
+    """One inconclusive check for every gate that selected no cell."""
+    hit = {r.gate for c in comp.cells for r in c.gates}
+    return [
+        GateResult(
+            cell="(no cell)",
+            gate=g.describe(),
+            metric=g.row,
+            status=Status.INCONCLUSIVE,
+            message=f"{g.describe()} applies to no cell of either run (its selector, or a "
+            "no-speculation cell only): nothing was checked",
+            control="per check",
+        )
+        for g in gates
+        if g.describe() not in hit
+    ]
+
+
 def apply_cell(cell: CellComparison, gates: list[Gate], bc: SideCell, cc: SideCell, confidence: float = 0.95) -> None:
-    """The checks of every gate that applies to this matched cell (Holm needs every cell: not here)."""
+    """The checks of every gate that applies to this matched cell: each decided
+    (:func:`~specbench.compare.gates.decide`), then through :data:`IN_CELL` in order (Holm needs
+    every cell: not here)."""
     by_name = {r.name: r for r in cell.rows}
     # a position either side has is a check: one the other side lacks is inconclusive, never dropped
     k = max([x for x in (bc.k, cc.k) if x] or [0]) or None
-    failed = bc.failed_repeats + cc.failed_repeats
+    failed = (*bc.failed_repeats, *cc.failed_repeats)
     for gate in gates:
         if not applies(gate, bc.axes, bc.is_baseline, k):
             continue
-        for name, decision in _decisions(gate, by_name, bc, cc, confidence):
-            row = by_name.get(name)
-            if row is not None and row.scope == WITHIN:  # one repeat a side: a whole-run shift is not inside
-                decision = within_run(gate, row, decision, confidence)
-            elif row is not None:
-                decision = replace(decision, scope=row.scope)
-            decision = _blocked(decision, name, [b for b in cell.blocks if b.holds(gate.metric)])
-            if decision.status == Status.PASS and failed:  # (a straddling check stays undecided: tested)
-                decision = replace(
-                    decision,
-                    status=Status.INCONCLUSIVE,
-                    message=f"{decision.message}; not a pass: {len(failed)} repeat(s) of this cell failed ({failed[0]})",
-                )
-            units, unit = _sample(row, gate, cell, bc, cc)
-            cell.gates.append(
-                GateResult(
-                    cell=cell.name,
-                    gate=gate.describe(),
-                    metric=name,
-                    status=decision.status,
-                    message=decision.message,
-                    notes=decision.notes,
-                    p_value=decision.p_value,
-                    mdc=decision.mdc,
-                    tolerance=decision.tolerance,
-                    control="per check",
-                    se=decision.se,
-                    df=decision.df,
-                    scope=decision.scope,
-                    floor=decision.floor,
-                    units=units,
-                    unit=unit,
-                    harm=decision.harm,
-                    harm_ci=decision.harm_ci,
-                    undecided=decision.undecided if decision.status == Status.INCONCLUSIVE else "",
-                )
-            )
+        holding = tuple(b for b in cell.blocks if b.holds(gate.metric))
+        for check in _decisions(cell.name, gate, by_name, bc, cc, confidence):
+            at = InCell(gate, by_name.get(check.metric), holding, failed, confidence)
+            for step in IN_CELL:
+                check = step(check, at)
+            units, unit = _sample(at.row, gate, cell, bc, cc)
+            cell.gates.append(replace(check, units=units, unit=unit))
 
 
-def _blocked(decision: Decision, name: str, holding: list[Block]) -> Decision:
-    """The decision under the cell's blocks that hold its metric. Speculation off (0 drafts after a
+@dataclass(frozen=True)
+class InCell:
+    """What a step of :data:`IN_CELL` reads besides the check: its gate, its row (None: the cell
+    has no row of it), the cell's blocks that hold the gate's metric, the cell's failed repeats and
+    the compare's confidence."""
+
+    gate: Gate
+    row: MetricRow | None
+    blocks: tuple[Block, ...]
+    failed: tuple[str, ...]
+    confidence: float
+
+
+def scoped(check: GateResult, at: InCell) -> GateResult:
+    """The row's scope; a within-run-only row's check is held to its noise floor
+    (:func:`~specbench.compare.noise.within_run`: a whole-run shift is not inside its interval)."""
+    if at.row is None:
+        return check
+    if at.row.scope == WITHIN:
+        return within_run(at.gate, at.row, check, at.confidence)
+    return replace(check, scope=at.row.scope)
+
+
+def blocked(check: GateResult, at: InCell) -> GateResult:
+    """The check under the cell's blocks that hold its metric. Speculation off (0 drafts after a
     finished load) fails whatever else is unknown: a server that did not speculate attests no k or
     head variant, and that must not hide the failure; any other block makes it inconclusive."""
-    if not holding:
-        return decision
-    holding = sorted(holding, key=lambda b: b.status != Status.FAIL)
+    if not at.blocks:
+        return check
+    holding = sorted(at.blocks, key=lambda b: b.status != Status.FAIL)
     block, others = holding[0], tuple(f"also: {b.reason}" for b in holding[1:])
+    name = check.metric
     if block.status == Status.FAIL:  # no sampling error in "no drafts at all"
-        return replace(decision, status=Status.FAIL, p_value=0.0, message=f"{name}: {block.reason}", notes=others)
-    if decision.status != Status.INCONCLUSIVE or decision.undecided:
         return replace(
-            decision,
+            check, status=Status.FAIL, p_value=0.0, undecided="", message=f"{name}: {block.reason}", notes=others
+        )
+    if check.status != Status.INCONCLUSIVE or check.undecided:
+        return replace(
+            check,
             status=Status.INCONCLUSIVE,
             undecided="",  # blocked: its interval is not evidence, so it is not in Holm's family
-            message=f"{name}: not decided: {block.reason} ({decision.message})",
+            message=f"{name}: not decided: {block.reason} ({check.message})",
         )
-    return replace(decision, notes=(*decision.notes, f"also: {block.reason}"))
+    return replace(check, notes=(*check.notes, f"also: {block.reason}"))
+
+
+def failed_repeats(check: GateResult, at: InCell) -> GateResult:
+    """A pass in a cell some of whose repeats failed is inconclusive (a straddling check stays
+    undecided: it was tested)."""
+    if check.status != Status.PASS or not at.failed:
+        return check
+    return replace(
+        check,
+        status=Status.INCONCLUSIVE,
+        message=f"{check.message}; not a pass: {len(at.failed)} repeat(s) of this cell failed ({at.failed[0]})",
+    )
 
 
 def _sample(
@@ -268,7 +283,8 @@ def _sample(
     return min(len(bc.requests), len(cc.requests)) or None, "requests"
 
 
-def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell, confidence: float):
+def _decisions(cell: str, gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCell, confidence: float):
+    """The gate's checks in one cell, as decided: one per metric instance it names."""
     names = (
         [n for n, r in rows.items() if r.metric is gate.metric]
         if gate.all_positions
@@ -280,21 +296,27 @@ def _decisions(gate: Gate, rows: dict[str, MetricRow], bc: SideCell, cc: SideCel
         wanted = range(max(kb, kc)) if gate.all_positions else [gate.index]
         one_side = [i for i in wanted if i is not None and min(kb, kc) <= i < max(kb, kc)]
         names = [n for n in names if n not in {row_name(gate.metric, i) for i in one_side}]
+
+    def undecidable(name: str, why: str) -> GateResult:
+        return GateResult(
+            cell=cell,
+            gate=gate.describe(),
+            metric=name,
+            status=Status.INCONCLUSIVE,
+            message=f"{name}: {why}",
+            control="per check",
+        )
+
     for i in one_side:
-        name = row_name(gate.metric, i)
-        yield (
-            name,
-            Decision(
-                Status.INCONCLUSIVE,
-                message=f"{name}: position {i} exists on one side only (baseline k = {kb}, candidate k = {kc}): "
-                "no comparison; compare runs of the same k",
-            ),
+        yield undecidable(
+            row_name(gate.metric, i),
+            f"position {i} exists on one side only (baseline k = {kb}, candidate k = {kc}): "
+            "no comparison; compare runs of the same k",
         )
     if not names and not one_side:
-        name = gate.row
-        yield name, Decision(Status.INCONCLUSIVE, message=f"{name}: {_missing(gate, bc, cc)}")
+        yield undecidable(gate.row, _missing(gate, bc, cc))
     for n in names:
-        yield n, decide_row(gate, rows[n], confidence=confidence)
+        yield decide_row(gate, rows[n], confidence=confidence, cell=cell)
 
 
 def _missing(gate: Gate, bc: SideCell, cc: SideCell) -> str:
@@ -321,12 +343,17 @@ def holm_reject(p_values: list[float], alpha: float) -> list[bool]:
     return out
 
 
-def holm(comp: Comparison, alpha: float) -> None:
-    """Holm's step-down over every decided check of the compare (all cells x all gate lines).
+def holm(comp: Comparison, alpha: float | None = None) -> None:
+    """Holm's step-down over every decided check of the compare (all cells x all gate lines), at
+    family-wise level ``alpha`` (default the compare's one-sided (1 - confidence) / 2); nothing
+    under ``--no-holm`` (``comp.holm`` False).
 
     A check fails only if it failed at the per-check level and Holm rejects it. A decided check
     without a p-value (none is built so; kept as a guard) cannot take part: a failure there is
     made inconclusive, never left to fail uncorrected nor turned into a pass."""
+    if not comp.holm:
+        return
+    alpha = (1 - comp.confidence) / 2 if alpha is None else alpha
     results = comp.tested
     m = len(results)
     control = run_control(alpha, m)
@@ -363,12 +390,21 @@ def detectable(comp: Comparison) -> None:
     m = max(comp.decided, 1) if comp.holm else 1
 
     def step(g: GateResult) -> GateResult:
-        if not (g.status in DECIDED or g.undecided) or g.se is None or g.tolerance is None:
+        if not g.tested or g.se is None or g.tolerance is None:
             return g
         # within-run only: it can fail only past the noise floor, so that is what it detects from
         return replace(g, mdc=minimum_detectable(g.tolerance if g.floor is None else g.floor, g.se, g.df, alpha, m))
 
     comp.map_checks(step)
+
+
+# A check's steps after decide, in this order (docs/contracts.md, "Compare"). Each returns a new
+# check (dataclasses.replace) or the same one; none edits one. First in its cell, each step given
+# the check and what it reads there (InCell) ...
+IN_CELL: tuple[Callable[[GateResult, InCell], GateResult], ...] = (scoped, blocked, failed_repeats)
+# ... then over the whole compare, once every cell's checks are made (Holm's family is all of them):
+# each reads the compare, then replaces every check by what it makes of it.
+OVER_COMPARE: tuple[Callable[[Comparison], None], ...] = (holm, detectable, power.judge)
 
 
 def run_control(alpha: float, m: int) -> str:

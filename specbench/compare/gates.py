@@ -18,14 +18,14 @@ Grammar (one line, shown in every parse error)::
 - Aliases as the tables print them: ``AL``, ``DAR``, ``p_0`` (``p0``), ``alpha_1`` / ``α_1``; the
   gate is shown in its canonical form (``per_position[0]:-2pp``).
 
-Decision (three states; nothing missing is ever a pass):
+The decision (three states; nothing missing is ever a pass):
 let ``harm`` be the change in the bad direction (``base - cand`` for higher-is-better metrics,
 ``cand - base`` otherwise) and ``[harm_lo, harm_hi]`` its CI at ``confidence``. The check
 FAILS iff ``harm_lo > tol``: the whole CI lies past the tolerance in the bad direction, a one-sided
 test of "true harm <= tol" at level (1 - confidence) / 2 (2.5% at 95%): that is the false-alarm
 rate each check controls. It PASSES iff ``harm_hi <= tol``: the whole CI lies within the tolerance,
 so a true harm of the tolerance passes with probability <= 2.5% (docs/gate.md). An interval that
-straddles the tolerance is INCONCLUSIVE (``Decision.undecided``; :mod:`specbench.compare.power`
+straddles the tolerance is INCONCLUSIVE (``GateResult.undecided``; :mod:`specbench.compare.power`
 says how many units would decide it). It is also INCONCLUSIVE when the metric is missing on a side, the cell failed or is on one side only, the
 selector or position matches nothing, or there is no CI (too few units): a point estimate alone
 never decides. Nor does a CI of zero width around a change (every unit or resample shows the
@@ -49,7 +49,7 @@ from specbench.analysis.deltas import bootstrap_p, one_sided_p
 from specbench.axis import on_off
 from specbench.compare.exact import ROUNDING, scale, snap
 from specbench.compare.registry import METRICS, Metric, expand_short, resolve, row_name
-from specbench.compare.verdicts import DECIDED, MetricRow, Status
+from specbench.compare.verdicts import GateResult, MetricRow, Status
 from specbench.errors import ConfigError
 from specbench.io import read_text
 from specbench.safe_yaml import load_yaml
@@ -223,31 +223,6 @@ def load_gate_file(path: Path) -> list[Gate]:
     return gates
 
 
-@dataclass(frozen=True)
-class Decision:
-    """What one check's interval says (:func:`decide`). Immutable: a later step (within-run only,
-    a block, failed repeats) makes a new one with ``dataclasses.replace``."""
-
-    status: Status
-    harm: float | None = None
-    harm_ci: tuple[float, float] | None = None
-    tolerance: float | None = None
-    message: str = ""
-    notes: tuple[str, ...] = ()
-    p_value: float | None = None  # one-sided, of "true harm <= tolerance"
-    mdc: float | None = None  # the harm detected with POWER probability (see minimum_detectable)
-    se: float | None = None  # standard error of the harm (t: jackknife/Welch; bootstrap: SD of replicates)
-    df: float | None = None  # t intervals; None = normal
-    floor: float | None = None  # within-run only: the harm past which it can fail (the noise floor with the tolerance)
-    scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (specbench/compare/noise.py)
-    undecided: str = ""  # an interval that straddles the tolerance: inconclusive, but tested (Holm's family)
-
-    @property
-    def tested(self) -> bool:
-        """Whether an interval was held against the tolerance (pass, fail or straddling): Holm's family."""
-        return self.status in DECIDED or bool(self.undecided)
-
-
 # How to get units, per metric source, for an inconclusive "no CI" check.
 HINTS = {
     "acceptance": "get units: per-request acceptance (the built-in load driver records it), several log windows "
@@ -310,37 +285,44 @@ def decide(
     replicates=None,
     confidence: float = 0.95,
     tolerance: float | None = None,
-) -> Decision:
+    cell: str = "",
+) -> GateResult:
     """Apply the rule in the module docstring to one metric instance (``ci`` is of ``cand - base``
     at ``confidence``; ``se``/``df`` when it is a t interval, ``replicates`` of ``cand - base`` when
     it is a bootstrap one, for the p-value and the SE; ``why`` says why there is no CI). The minimum
     detectable change is for this check alone; a compare re-states it for its correction.
-    ``tolerance`` replaces the gate's allowed harm (the noise floor's, specbench/compare/noise.py)."""
+    ``tolerance`` replaces the gate's allowed harm (the noise floor's, specbench/compare/noise.py).
+    The check it returns is the one every later step (specbench/compare/gate_checks.py) replaces."""
     name = name or row_name(gate.metric, gate.index)
+
+    def check(status: Status, message: str, **decided: Any) -> GateResult:
+        return GateResult(
+            cell=cell, gate=gate.describe(), metric=name, status=status, message=message, control="per check", **decided
+        )
+
     if base is None or cand is None or _nan(base) or _nan(cand):
-        return Decision(Status.INCONCLUSIVE, message=f"{name}: not measured on both sides")
+        return check(Status.INCONCLUSIVE, f"{name}: not measured on both sides")
     tol = gate.tolerance(base) if tolerance is None else tolerance
     harm, harm_ci, s = _snapped_harm(gate.metric, base, cand, ci)
     word = f"worse by {harm:.4g}" if harm > 0 else (f"better by {-harm:.4g}" if harm < 0 else "unchanged")
     head = f"{name}: base {base:.4g} -> cand {cand:.4g} ({word}"
     if harm_ci is None:
-        return Decision(
+        return check(
             Status.INCONCLUSIVE,
-            harm,
-            None,
-            tol,
             f"{head}, no CI; allowed {tol:.4g} from {gate.expr}): no verdict from a point estimate "
             f"({why or 'too few units'}); {HINTS[gate.metric.source]}",
+            harm=harm,
+            tolerance=tol,
         )
     if harm_ci[1] - harm_ci[0] <= ROUNDING * s and harm != 0:
-        return Decision(
+        return check(
             Status.INCONCLUSIVE,
-            harm,
-            harm_ci,
-            tol,
             f"{head}, CI of zero width; allowed {tol:.4g} from {gate.expr}): a zero-width interval never "
             "decides: every unit or resample shows the same change, so there are too few distinct units "
             f"to measure its spread; {HINTS[gate.metric.source]}",
+            harm=harm,
+            harm_ci=harm_ci,
+            tolerance=tol,
         )
     p = _p_value(gate.metric, harm, tol, se, df, replicates)
     t_df = df if se is not None else None
@@ -353,13 +335,26 @@ def decide(
         status, undecided = Status.PASS, ""
     else:  # the interval straddles the tolerance: neither known within it nor known past it
         status, undecided = Status.INCONCLUSIVE, STRADDLES
-    return Decision(status, harm, harm_ci, tol, msg, p_value=p, mdc=mdc, se=spread, df=t_df, undecided=undecided)
+    return check(
+        status,
+        msg,
+        harm=harm,
+        harm_ci=harm_ci,
+        tolerance=tol,
+        p_value=p,
+        mdc=mdc,
+        se=spread,
+        df=t_df,
+        undecided=undecided,
+    )
 
 
 STRADDLES = "not known to be within the tolerance: its interval straddles it"
 
 
-def decide_row(gate: Gate, row: MetricRow, *, confidence: float, tolerance: float | None = None) -> Decision:
+def decide_row(
+    gate: Gate, row: MetricRow, *, confidence: float, tolerance: float | None = None, cell: str = ""
+) -> GateResult:
     """:func:`decide` on one compared row: its values, its interval and how that was made."""
     return decide(
         gate,
@@ -373,6 +368,7 @@ def decide_row(gate: Gate, row: MetricRow, *, confidence: float, tolerance: floa
         replicates=row.replicates,
         confidence=confidence,
         tolerance=tolerance,
+        cell=cell,
     )
 
 

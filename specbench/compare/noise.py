@@ -33,7 +33,7 @@ import numpy as np
 
 from specbench.analysis import deltas as iv
 from specbench.analysis.speedup import cell_stats, request_matrix, speedups
-from specbench.compare.gates import Decision, Gate, decide_row, minimum_detectable
+from specbench.compare.gates import Gate, decide_row, minimum_detectable
 from specbench.compare.registry import METRICS, Metric
 from specbench.compare.sides import SideCell
 from specbench.compare.verdicts import GateResult, MetricRow, Status
@@ -202,15 +202,15 @@ def _repeat_speedups(cell: SideCell, ref: SideCell) -> list[float]:
     return out
 
 
-def within_run(gate: Gate, row: MetricRow, decision: Decision, confidence: float) -> Decision:
+def within_run(gate: Gate, row: MetricRow, check: GateResult, confidence: float) -> GateResult:
     """A decided check of a within-run-only row: a failure stands only past the noise floor, else
     it is inconclusive; a pass is labelled. The p-value is the floor's test (Holm), and ``floor``
     the harm the check can fail past (its minimum detectable change)."""
-    if not decision.tested or row.floor is None or row.base is None:
-        return decision
-    limit = allowed(row.metric, row.base, decision.tolerance or 0.0, row.floor)
+    if not check.tested or row.floor is None or row.base is None:
+        return check
+    limit = allowed(row.metric, row.base, check.tolerance or 0.0, row.floor)
     past = decide_row(gate, row, confidence=confidence, tolerance=limit)
-    held = replace(decision, p_value=past.p_value, floor=limit, scope=WITHIN)
+    held = replace(check, p_value=past.p_value, floor=limit, scope=WITHIN)
     if held.se is not None:  # it can fail only past the limit: that is what it detects from
         held = replace(held, mdc=minimum_detectable(limit, held.se, held.df, (1 - confidence) / 2))
     floor = f"the noise floor of {row.name}, {row.floor.describe()}"

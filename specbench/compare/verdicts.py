@@ -1,5 +1,5 @@
 """The records of a comparison: a metric row, a gate check's result, a block, a cell and the whole
-compare (exit code, error control, JSON form). Plain data below every compare module
+compare (its verdict, error control, JSON form; the exit code is the CLI's: specbench/cli/exits.py). Plain data below every compare module
 (:mod:`~specbench.compare.gate_checks` and :mod:`~specbench.compare.noise` fill them,
 :mod:`~specbench.compare.cellwise` builds them, render/junit read them)."""
 
@@ -12,7 +12,6 @@ from enum import Enum
 from typing import Any
 
 from specbench.compare.registry import Metric
-from specbench.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
 
 
 @dataclass
@@ -60,9 +59,10 @@ DECIDED = (Status.PASS, Status.FAIL)  # checks their interval decided (with the 
 
 @dataclass(frozen=True, kw_only=True)
 class GateResult:
-    """One check of one gate line in one cell. Immutable: every step after the decision (blocks,
-    Holm, the minimum detectable change, the power judgement) returns a new one
-    (``dataclasses.replace``), so what a step decided is never edited by a later one unseen."""
+    """One check of one gate line in one cell: the one type a check has from its decision
+    (:func:`specbench.compare.gates.decide` returns it) to its verdict. Immutable: every step after
+    the decision (the steps of :data:`specbench.compare.gate_checks.IN_CELL` and ``OVER_COMPARE``)
+    returns a new one (``dataclasses.replace``), so what a step decided is never edited by a later one unseen."""
 
     cell: str
     gate: str
@@ -84,6 +84,11 @@ class GateResult:
     cannot_fail: str = ""  # why no candidate can be past its tolerance (power.py): a pass counted apart
     harm: float | None = None  # the change in the bad direction, as decided (gates.decide)
     harm_ci: tuple[float, float] | None = None  # its interval at the compare's confidence
+
+    @property
+    def tested(self) -> bool:
+        """Whether an interval was held against the tolerance (pass, fail or straddling): Holm's family."""
+        return self.status in DECIDED or bool(self.undecided)
 
 
 @dataclass
@@ -169,19 +174,20 @@ class Comparison:
         return [g for g in self.checks if g.cannot_fail]
 
     @property
-    def exit_code(self) -> int:
-        """The one place a compare's exit code is decided: 1 a check failed; 3 none failed but some
-        could not be decided (0 under --allow-inconclusive); 0 every check passed."""
+    def verdict(self) -> Status:
+        """The compare's verdict: fail if a check failed, else inconclusive if one could not be
+        decided, else pass. Its exit code (``--allow-inconclusive`` included) is the CLI's
+        (specbench/cli/exits.py)."""
         if self.failures:
-            return EXIT_REGRESSION
-        if self.inconclusive and not self.allow_inconclusive:
-            return EXIT_INCONCLUSIVE
-        return EXIT_OK
+            return Status.FAIL
+        if self.inconclusive:
+            return Status.INCONCLUSIVE
+        return Status.PASS
 
     @property
     def tested(self) -> list[GateResult]:
         """Checks whose interval was held against the tolerance: pass, fail, or straddling it."""
-        return [g for g in self.checks if g.status in DECIDED or g.undecided]
+        return [g for g in self.checks if g.tested]
 
     @property
     def decided(self) -> int:
@@ -225,7 +231,9 @@ class Comparison:
             f"a false alarm somewhere is up to {min(100.0, m * alpha):.3g}% likely{also}"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, exit_code: int) -> dict[str, Any]:
+        """The JSON form (``--json``); ``exit_code`` is the one the process ends with (the CLI's)."""
+
         def row(r: MetricRow) -> dict[str, Any]:
             d = {k: v for k, v in asdict(r).items() if k not in ("metric", "replicates")}
             d.update(
@@ -239,7 +247,7 @@ class Comparison:
         return {
             "baseline": self.base_label,
             "candidate": self.cand_label,
-            "exit_code": self.exit_code,
+            "exit_code": exit_code,
             "confidence": self.confidence,
             "n_resamples": self.n_resamples,
             "gates": self.gates,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.cli.exits import compare_exit
 from specbench.cli.main import run_cli
 from specbench.compare import compare_sides, load_side, parse_gate
 from specbench.compare.noise import BETWEEN, DEFAULT_FLOORS, WITHIN, Floor, load_floors
@@ -198,7 +199,7 @@ def test_the_speedup_per_repeat_is_over_the_same_repeat_of_its_baseline(tmp_path
     )
     rows = [r for c in comp.cells for r in c.rows if r.name == "speedup"]
     assert rows and all(r.scope == BETWEEN and r.se == pytest.approx(0.0, abs=1e-12) for r in rows)
-    assert comp.exit_code == 0
+    assert compare_exit(comp) == 0
 
 
 # -- the committed same-config reruns ---------------------------------------------------------

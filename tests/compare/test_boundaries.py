@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pytest
 
+from specbench.cli.exits import compare_exit
 from specbench.compare import compare_sides, parse_gate
 from specbench.testing import BASELINES
 from specbench.testing.realaa import boundary_sides, harm, population
@@ -38,7 +39,9 @@ def harmed(pop, shape: str, amount: float) -> dict:
 def codes(pop, shape: str, amount: float, seed: int, n: int = RECIPE, trials: int = TRIALS) -> list[int]:
     rng = np.random.default_rng(seed)
     cand = harmed(pop, shape, amount) if amount else {}
-    return [compare_sides(*boundary_sides(pop, cand, n, rng), GATES, n_resamples=200).exit_code for _ in range(trials)]
+    return [
+        compare_exit(compare_sides(*boundary_sides(pop, cand, n, rng), GATES, n_resamples=200)) for _ in range(trials)
+    ]
 
 
 @pytest.mark.heavy

@@ -166,7 +166,7 @@ def test_error_rate_is_stated_and_holm_can_be_turned_off(pair):
 
 
 def test_the_json_exit_code_is_the_process_exit_code(make_run, tmp_path):
-    """One place decides a compare's exit code (Comparison.exit_code): --allow-inconclusive included,
+    """One place decides a compare's exit code (cli/exits.py compare_exit): --allow-inconclusive included,
     so the JSON a CI step reads never says 3 where the process exited 0."""
     base = make_run("base", _cells(P), seed=1)
     for flags, expected in (((), 3), (("--allow-inconclusive",), 0)):

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from specbench.cli.exits import compare_exit
 from specbench.compare import DEFAULT_GATES, compare_sides, load_side, parse_gate
 from specbench.io import load_json
 from specbench.testing.simruns import P
@@ -43,7 +44,7 @@ def test_real_drop_fails_naming_cell_and_metric(make_run):
     base = make_run("base", _cells(P), seed=1)
     cand = make_run("cand", _cells([0.60, 0.40, 0.20]), seed=2)
     comp = compare_sides(load_side(base), load_side(cand), DEFAULT)
-    assert comp.exit_code == 1
+    assert compare_exit(comp) == 1
     failed = {(g.cell, g.metric) for g in comp.failures}
     assert ("mla=on, output_norm=off", "per_position[0]") in failed
     assert ("mla=on, output_norm=off", "mean_acceptance_length") in failed
@@ -114,7 +115,7 @@ def test_repeats_pooled_and_one_sided_cells_reported(make_run):
     # a cell on one side only cannot pass a gate: every gate that selects it is inconclusive
     one_sided = {(g.cell, g.gate) for g in comp.inconclusive if not g.undecided}
     assert one_sided == {(c, g) for c in ("mla=on, output_norm=off", "mla=off, output_norm=on") for g in DEFAULT_GATES}
-    assert comp.exit_code == 3
+    assert compare_exit(comp) == 3
 
 
 def test_failed_cell_is_reported_not_compared(make_run):
@@ -129,7 +130,7 @@ def test_failed_cell_is_reported_not_compared(make_run):
     comp = compare_sides(load_side(base), load_side(cand), DEFAULT)
     assert comp.only_base == ["mla=on, output_norm=off"]
     assert any("server died" in w for w in comp.warnings)
-    assert comp.exit_code == 3 and not comp.failures
+    assert compare_exit(comp) == 3 and not comp.failures
     missing = [g for g in comp.inconclusive if not g.undecided]  # the other cell's checks are weak (10 requests)
     assert {g.cell for g in missing} == {"mla=on, output_norm=off"}
     assert all("failed in the candidate" in g.message and "server died" in g.message for g in missing)
@@ -145,9 +146,9 @@ def test_latency_gate_direction(make_run):
     slower = compare_sides(load_side(base), load_side(cand), gate)
     assert [(g.metric, g.status, g.scope) for g in slower.failures] == [("ttft_p50_ms", "fail", "within-run only")]
     a_bit = compare_sides(load_side(base), load_side(bit), gate)
-    assert a_bit.exit_code == 3 and "within-run only" in a_bit.inconclusive[0].message
+    assert compare_exit(a_bit) == 3 and "within-run only" in a_bit.inconclusive[0].message
     faster = compare_sides(load_side(cand), load_side(base), gate)  # within-run only: never a pass
-    assert faster.exit_code == 3 and _rows(faster, "mla=on, output_norm=on")["ttft_p50_ms"].verdict == "better"
+    assert compare_exit(faster) == 3 and _rows(faster, "mla=on, output_norm=on")["ttft_p50_ms"].verdict == "better"
 
 
 def test_gate_selector_limits_cells(make_run):

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from specbench.analysis.deltas import acceptance_deltas, one_sided_p, paired_acceptance_deltas
+from specbench.cli.exits import compare_exit
 from specbench.compare.gate_checks import holm_reject
 from specbench.testing.simulate import simulate_units
 
@@ -157,4 +158,4 @@ def test_holm_turns_a_lone_marginal_failure_into_a_pass_and_says_so():
     assert all(
         x.control == "run-level: family-wise <= 2.5% one-sided over all 12 decided checks (Holm)" for x in comp.checks
     )
-    assert comp.exit_code == 3
+    assert compare_exit(comp) == 3
