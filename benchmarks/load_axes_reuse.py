@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from specbench.cli.exits import run_exit
 from specbench.config import parse_study
 from specbench.results import store
 from specbench.run.cells import expand
@@ -63,10 +64,12 @@ def run_once(st, run_dir: Path, executor) -> dict:
     manifest = {"run_id": run_dir.name, "axes": list(st.matrix), "cells": [c.cell_id for c in cells]}
     store.write_manifest(run_dir, manifest)
     t0 = time.monotonic()
-    code = execute(
-        RunPlan(study=st, cells=cells, run_dir=run_dir, run_id=run_dir.name, manifest=manifest),
-        QuietDisplay(),
-        executor,
+    code = run_exit(
+        execute(
+            RunPlan(study=st, cells=cells, run_dir=run_dir, run_id=run_dir.name, manifest=manifest),
+            QuietDisplay(),
+            executor,
+        )
     )
     wall = time.monotonic() - t0
     records = [json.loads((run_dir / c.cell_id / "cell.json").read_text()) for c in cells]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 # Exit codes: the one definition, one name for each meaning (README "Exit codes", tested against
-# EXIT_CODES in tests/test_exit_codes.py). Every module imports them from here under these names;
-# only cli/ ends the process with one. CI reads 1 as "regression", so nothing else may end in 1.
+# EXIT_CODES in tests/test_exit_codes.py). Only cli/ imports them, under these names: the core
+# returns outcomes, specbench/cli/exits.py maps each to its code, and only cli/ ends the process
+# with one. CI reads 1 as "regression", so nothing else may end in 1.
 EXIT_OK = 0
 EXIT_REGRESSION = 1  # compare: a gate failed
 EXIT_USAGE = 2  # bad input, config or flag: a SpecbenchError, one line naming what to fix

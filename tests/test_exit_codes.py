@@ -24,14 +24,31 @@ def _modules_outside_cli() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "cli" not in p.relative_to(PACKAGE).parts[:1])
 
 
-def test_only_cli_ends_the_process():
-    found = {}
+def _lines_outside_cli(pattern: re.Pattern) -> list[tuple[str, int, str]]:
+    """``(path, line number, line)`` of every line outside specbench/cli/ that ``pattern`` finds."""
+    found = []
     for path in _modules_outside_cli():
         rel = path.relative_to(ROOT).as_posix()
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if ENDS_PROCESS.search(line) and (rel not in KNOWN or KNOWN[rel] not in line):
-                found[f"{rel}:{n}"] = line.strip()
+        lines = path.read_text(encoding="utf-8").splitlines()
+        found += [(rel, n, line.strip()) for n, line in enumerate(lines, 1) if pattern.search(line)]
+    return found
+
+
+def test_only_cli_ends_the_process():
+    found = {
+        f"{rel}:{n}": line
+        for rel, n, line in _lines_outside_cli(ENDS_PROCESS)
+        if rel not in KNOWN or KNOWN[rel] not in line
+    }
     assert not found, f"outside specbench/cli/, return or raise and let the CLI exit: {found}"
+
+
+def test_only_cli_names_an_exit_code():
+    """The core returns outcomes (a compare's verdict, how a run ended) and never picks a code:
+    specbench/cli/exits.py maps each outcome to its code (errors.py alone defines them)."""
+    names_a_code = re.compile(r"\bEXIT_(?!CODES\b)[A-Z_]+\b")
+    found = [f"{rel}:{n}: {line}" for rel, n, line in _lines_outside_cli(names_a_code) if rel != "specbench/errors.py"]
+    assert not found, f"return an outcome; specbench/cli/exits.py maps it to its code: {found}"
 
 
 def test_the_known_exceptions_are_still_there():

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specbench.cli.exits import run_exit
 from specbench.errors import ConfigError
 from specbench.redact import (
     REDACTED,
@@ -212,7 +213,7 @@ def test_secret_axis_values_never_reach_a_path_file_or_table(tmp_path):
     from specbench.run.runner import execute
 
     plan = new_plan(_config(tmp_path))
-    assert execute(plan, QuietDisplay(), _DoneExecutor()) == 0
+    assert run_exit(execute(plan, QuietDisplay(), _DoneExecutor())) == 0
     text = _all_text(plan.run_dir)
     for s in SECRETS:
         assert s not in text, s

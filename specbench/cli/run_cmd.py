@@ -22,6 +22,7 @@ from specbench.cli.common import (
     nonempty_path,
     sigterm_as_interrupt,
 )
+from specbench.cli.exits import run_exit
 from specbench.errors import ConfigError
 from specbench.io import load_json
 from specbench.redact import redact_argv, redact_env
@@ -522,9 +523,9 @@ def run(
     with sigterm_as_interrupt():
         plan, display = _open_plan(config, results_dir, sets, resume, quiet)
         _announce(plan, quiet, sizing_lines, subset)
-        code = _execute(plan, display, executor, chosen, ray_options)
+        end = _execute(plan, display, executor, chosen, ray_options)
     print(f"{plan.run_dir}" if quiet else f"results: {shown_text(plan.run_dir)}", flush=True)  # -q: for scripts, as is
-    raise typer.Exit(code)
+    raise typer.Exit(run_exit(end))
 
 
 def _sizing(
@@ -587,7 +588,7 @@ def _announce(plan, quiet: bool, sizing_lines: list[str], subset: dict | None) -
         console.print(f"resume: {user_text(note)}", highlight=False, soft_wrap=True)
 
 
-def _execute(plan, display, executor: Optional[str], chosen, ray: _RayOptions) -> int:
+def _execute(plan, display, executor: Optional[str], chosen, ray: _RayOptions) -> str:
     from specbench.run.runner import execute  # lazy: pulls in numpy and pydantic
 
     kind = executor or plan.study.executor

@@ -15,11 +15,11 @@ import json
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from specbench import redact
 from specbench.config import Study
-from specbench.errors import EXIT_FAILED_CELLS, EXIT_OK, DependencyError, InputError
+from specbench.errors import DependencyError, InputError
 from specbench.load.prompt_sets import Prompt
 from specbench.load.workloads import load_workload
 from specbench.records.files import Acceptance, CellRecord, as_record, load
@@ -91,8 +91,13 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)  # said before the run starts (where secrets came from)
 
 
-def execute(plan: RunPlan, display: Display, executor: Executor) -> int:
-    """Run the plan's cells, rewriting manifest and tables after each; returns the exit code.
+# How a run that was not interrupted ended: the manifest's status (its exit code is the CLI's, cli/exits.py).
+RunEnd = Literal["done", "some_failed"]
+
+
+def execute(plan: RunPlan, display: Display, executor: Executor) -> RunEnd:
+    """Run the plan's cells, rewriting manifest and tables after each; returns how the run ended
+    (:data:`RunEnd`: ``done``, or ``some_failed`` when a cell did not finish).
 
     The run directory is locked meanwhile (a second run of it is refused), and the manifest never
     ends "running": Ctrl-C/SIGTERM/SIGHUP leave it "interrupted", any other error "failed"."""
@@ -118,7 +123,7 @@ def _mark_failed(plan: RunPlan, exc: BaseException) -> None:
         pass  # the original error says more than this one (a full disk, say)
 
 
-def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
+def _execute(plan: RunPlan, display: Display, executor: Executor) -> RunEnd:
     study = plan.study
     manifest = plan.manifest
     prompts, manifest["workloads"] = study_prompts(study, plan.cells)
@@ -165,11 +170,12 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> int:
     records = [_cell_json(plan.run_dir, c.cell_id) for c in plan.cells]
     failed = [r for r in records if not r or r.status != "done"]
     _note_hosts(manifest, ctx)
-    manifest.update(status="done" if not failed else "some_failed", ended_at=utc_now())
+    end: RunEnd = "done" if not failed else "some_failed"
+    manifest.update(status=end, ended_at=utc_now())
     store.write_manifest(plan.run_dir, manifest)
     tables.write()
     display.finish(plan.run_dir, [r for r in records if r])
-    return EXIT_OK if not failed else EXIT_FAILED_CELLS
+    return end
 
 
 def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[str, dict[str, Any]]]:

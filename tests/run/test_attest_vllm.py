@@ -16,6 +16,7 @@ import dataclasses
 
 import pytest
 
+from specbench.cli.exits import run_exit
 from specbench.config import parse_study
 from specbench.errors import EXIT_FAILED_CELLS
 from specbench.results import store
@@ -74,7 +75,7 @@ def run(tmp_path_factory):
     manifest = {"run_id": "attest", "axes": ["mla"], "cells": [c.cell_id for c in cells], "status": "running"}
     store.write_manifest(run_dir, manifest)
     plan = RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="attest", manifest=manifest)
-    code = execute(plan, QuietDisplay(), GroupedExecutor())
+    code = run_exit(execute(plan, QuietDisplay(), GroupedExecutor()))
     return code, store.load_run(run_dir)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specbench.cli.exits import run_exit
 from specbench.cli.main import run_cli
 from specbench.records.cell import Spec
 from specbench.records.files import CellRecord
@@ -177,7 +178,7 @@ def test_wall_time_is_the_sum_of_what_earlier_runs_measured_here(monkeypatch, tm
     plan = new_plan(cfg, tmp_path / "results")
     groups = group_cells(plan.cells)
     startup, per = [11.0, 13.0, 7.0, 5.0], {False: 0.5, True: 0.25}
-    assert execute(plan, QuietDisplay(), Timed(groups, startup, per, n)) == 0
+    assert run_exit(execute(plan, QuietDisplay(), Timed(groups, startup, per, n))) == 0
 
     got = printed_plan(dry_run(cfg)[1])
     # independently: each server's start-up + every request it sends (warm-up once) at its rate

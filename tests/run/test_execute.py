@@ -14,6 +14,7 @@ import factories
 import pytest
 
 import specbench.io
+from specbench.cli.exits import run_exit
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_OK
 from specbench.results import store
 from specbench.results import store as store_mod
@@ -61,7 +62,7 @@ class Scripted:
 def test_all_done_exit_0(tmp_path):
     plan = _plan(tmp_path)
     # 2 spec cells + one baseline per MLA value
-    assert execute(plan, QuietDisplay(), Scripted(["done"] * 4, plan.run_dir)) == EXIT_OK
+    assert run_exit(execute(plan, QuietDisplay(), Scripted(["done"] * 4, plan.run_dir))) == EXIT_OK
     run = store.load_run(plan.run_dir)
     assert run.manifest.status == "done" and run.manifest.ended_at
     assert len(run.cells_frame()) == 4
@@ -70,13 +71,14 @@ def test_all_done_exit_0(tmp_path):
 def test_some_failed_exit_3_and_resume_skips_done(tmp_path):
     plan = _plan(tmp_path)
     assert (
-        execute(plan, QuietDisplay(), Scripted(["done", "failed", "done", "done"], plan.run_dir)) == EXIT_FAILED_CELLS
+        run_exit(execute(plan, QuietDisplay(), Scripted(["done", "failed", "done", "done"], plan.run_dir)))
+        == EXIT_FAILED_CELLS
     )
     assert store.load_run(plan.run_dir).manifest.status == "some_failed"
     plan.skip = {cid for cid, c in store.load_run(plan.run_dir).cells.items() if c.status == "done"}
     again = Scripted(["done"], plan.run_dir)
     again.seen = sorted(plan.skip)
-    assert execute(plan, QuietDisplay(), again) == EXIT_OK
+    assert run_exit(execute(plan, QuietDisplay(), again)) == EXIT_OK
     assert again.seen[-1] == "mla-off__r0"  # only the failed cell ran
 
 
@@ -117,7 +119,7 @@ def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
         (run_dir / cid).mkdir(parents=True)
         (run_dir / cid / "summary.json").write_text('{"results_number_input_tokens_mean": 1}')
     n = len(cells)
-    assert execute(plan, QuietDisplay(), Scripted(["done"] * n, run_dir)) == EXIT_OK
+    assert run_exit(execute(plan, QuietDisplay(), Scripted(["done"] * n, run_dir))) == EXIT_OK
     # the end of the run reads each cell.json once; each summary.json is read once, when its cell is saved
     assert n == 20 and reads.get("cell.json", 0) <= 2 * n and reads.get("summary.json", 0) <= 2 * n, reads
     frame = store.load_run(run_dir).cells_frame()  # and the tables hold every cell, in the plan's order

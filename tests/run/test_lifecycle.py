@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.cli.exits import run_exit
 from specbench.config import parse_study
 from specbench.errors import EXIT_FAILED_CELLS
 from specbench.records.cell import Spec
@@ -68,7 +69,7 @@ def _run(run_dir: Path, cells: list[Cell], share: bool) -> list[CellRecord]:
     manifest = {"run_id": "r", "axes": list(study.matrix), "cells": [c.cell_id for c in cells], "status": "running"}
     store.write_manifest(run_dir, manifest)
     plan = RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
-    assert execute(plan, QuietDisplay(), GroupedExecutor()) == EXIT_FAILED_CELLS
+    assert run_exit(execute(plan, QuietDisplay(), GroupedExecutor())) == EXIT_FAILED_CELLS
     return [load(CellRecord, store.cell_dir(run_dir, c.cell_id) / store.CELL_JSON) for c in cells]
 
 

@@ -15,6 +15,7 @@ import time
 import factories
 import pytest
 
+from specbench.cli.exits import run_exit
 from specbench.errors import InputError
 from specbench.results import store
 from specbench.run.display import QuietDisplay
@@ -75,7 +76,7 @@ def test_second_writer_of_one_run_directory_is_refused(tmp_path):
     plan = _plan(tmp_path)
     first = Waiting(plan.run_dir)
     result = {}
-    t = threading.Thread(target=lambda: result.setdefault("code", execute(plan, QuietDisplay(), first)))
+    t = threading.Thread(target=lambda: result.setdefault("code", run_exit(execute(plan, QuietDisplay(), first))))
     t.start()
     try:
         assert first.entered.wait(30)
@@ -86,7 +87,7 @@ def test_second_writer_of_one_run_directory_is_refused(tmp_path):
         t.join(30)
     assert result["code"] == 0
     # released afterwards: the directory can be written again
-    assert execute(plan, QuietDisplay(), Scripted(["done"] * 2, plan.run_dir)) == 0
+    assert run_exit(execute(plan, QuietDisplay(), Scripted(["done"] * 2, plan.run_dir))) == 0
 
 
 def test_sighup_takes_the_ctrl_c_path(tmp_path):
