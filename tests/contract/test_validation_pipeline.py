@@ -33,7 +33,7 @@ def _no_launch(monkeypatch, tmp_path):
     from specbench.run.cells import default_resolver
 
     reached = []
-    monkeypatch.setattr(runner, "execute", lambda p, display, executor: reached.append(p.run_dir) or 0)
+    monkeypatch.setattr(runner, "execute", lambda p, display, executor: reached.append(p.run_dir) or "done")
     monkeypatch.setattr(run_cmd, "_executor", lambda *a: None)
     monkeypatch.setattr(plan, "fixture_resolver", lambda study: default_resolver)
     monkeypatch.setenv("NO_COLOR", "1")
