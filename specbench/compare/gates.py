@@ -65,7 +65,7 @@ GRAMMAR = (
 DEFAULT_GATES = ("acceptance_length:-3%", "per_position[*]:-2pp")
 
 _EXPR = re.compile(
-    r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*)(?:\[(?P<index>\*|\d+)\])?"
+    r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*(?:/s)?)(?:\[(?P<index>\*|\d+)\])?"
     r":(?P<value>[+-]?(?:\d+\.?\d*|\.\d+))(?P<unit>%|pp)?$"
 )
 

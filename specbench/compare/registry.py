@@ -84,6 +84,7 @@ ALIASES = {
     "dar": "draft_acceptance_rate",
     "p": "per_position",
     "alpha": "conditional",
+    "tok/s": "output_tok_per_s",
 }
 
 

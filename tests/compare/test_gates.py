@@ -20,6 +20,7 @@ from specbench.compare.registry import METRICS
         ("ttft_p50_ms:+10%", "ttft_p50_ms", None, 10.0, "%"),
         ("draft_acceptance_rate:-1pp", "draft_acceptance_rate", None, -1.0, "pp"),
         ("DAR:-1pp", "draft_acceptance_rate", None, -1.0, "pp"),
+        ("tok/s:-5%", "output_tok_per_s", None, -5.0, "%"),
         ("per_position[2]:0", "per_position", 2, 0.0, "abs"),
         (" acceptance_length : -3% ", "mean_acceptance_length", None, -3.0, "%"),
     ],
@@ -62,6 +63,14 @@ def test_tolerance_units():
 def test_aliases_are_shown_in_the_canonical_form():
     assert parse_gate("AL:-5%").expr == "acceptance_length:-5%"
     assert parse_gate("p0:-2pp").expr == "per_position[0]:-2pp" and parse_gate("alpha_2:-1pp").row == "conditional[2]"
+
+
+def test_every_short_name_a_table_shows_is_a_gate_name():
+    """docs/gate.md: the tables' short names work as gates too (compare/text.py's SHORT)."""
+    from specbench.compare.text import SHORT
+
+    for name, short in SHORT.items():
+        assert parse_gate(f"{short}:{'+' if not METRICS[name].higher_is_better else '-'}5%").metric.name == name
 
 
 def test_decide_rule():
