@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Optional, Union
 
 from specbench.errors import ConfigError
 
@@ -157,6 +157,12 @@ def axis_label(text: str) -> str:
 
 
 UNSET = "unset"  # a speculative: axis's null (the field left unset) in cell ids, cell.json and tables
+
+# A cell's axis values as its cell.json ``axes`` holds them (records.files.CellRecord.axes), and a
+# cell's load settings: scalars (a list value is shown as compact JSON, a null one as UNSET; None
+# only in a record of another age). Keyed by the axis as the config names it.
+AxisScalar = Union[str, int, float, bool]
+AxisValues = dict[str, Optional[AxisScalar]]
 
 
 def list_value_text(value: list) -> str:
