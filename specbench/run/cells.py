@@ -33,6 +33,7 @@ from specbench.axis import (
     SWITCH_ENV,
     UNSET,
     Axis,
+    AxisValues,
     axis_label,
     list_value_text,
     mla_disabled,
@@ -63,7 +64,7 @@ PER_REQUEST_MIN_VERSION = (0, 29)
 @dataclass
 class Cell:
     cell_id: str
-    axes: dict[str, Any]
+    axes: AxisValues
     repeat: int
     is_baseline: bool
     args: list[str] = field(default_factory=list)  # after `serve`, model first; no --host/--port
@@ -72,8 +73,7 @@ class Cell:
     draft: str | None = None  # resolved draft model path/id, or None for the baseline
     # load settings from load: axes (concurrency, max_tokens, temperature, category): they change
     # the load, not the server, so cells differing only here share one server (run/groups.py)
-    load: dict[str, Any] = field(default_factory=dict)
-    k: int | None = None  # num_speculative_tokens of the speculative config; None for the baseline
+    load: AxisValues = field(default_factory=dict)
     model: str | None = None  # the name requests ask for: served_model_name, else the resolved model
     # What the cell claims to run (cell.json ``spec``; checked against what vLLM ran: specbench/serve/attest.py)
     spec: Spec | None = None
@@ -82,6 +82,13 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def k(self) -> int | None:
+        """The cell's k: its claim's ``num_speculative_tokens`` (vLLM's name; the same number its
+        ``--speculative-config`` carries, both written by :func:`_speculative_args`); None for a
+        baseline. The one place a planned cell holds k."""
+        return self.spec.num_speculative_tokens if self.spec else None
 
     @property
     def method(self) -> str:
@@ -186,7 +193,6 @@ def _cell(
         output_norm=output_norm,
         draft=draft,
         load=load,
-        k=k,
         model=serve.served_model_name or model,
         spec=cell_spec(study, values, env, args, method=method, draft=draft, k=k, sample=sample),
         vllm=str(values["vllm"]) if "vllm" in values else None,

@@ -41,7 +41,7 @@ def _study(share: bool):
     )
 
 
-def _cells(spec: dict | None = None) -> list[Cell]:
+def _cells(spec: Spec | None = None) -> list[Cell]:
     env = {"PYTHONPATH": str(HERE)}  # where python -m finds the stand-in
     return [
         Cell(
@@ -52,9 +52,8 @@ def _cells(spec: dict | None = None) -> list[Cell]:
             args=["owner/m"],
             env=env,
             load={"concurrency": c},
-            k=3,
             model="m",
-            spec=spec,
+            spec=spec or Spec(num_speculative_tokens=3),
         )
         for c in (1, 2)
     ]
@@ -95,7 +94,7 @@ def test_a_server_dying_under_load_fails_the_cell_alike_in_both_executors(tmp_pa
 @pytest.mark.heavy
 def test_an_attestation_mismatch_fails_the_cell_alike_in_both_executors(tmp_path, monkeypatch):
     # The cells claim MLA off; the server says it runs an MLA backend. Nothing is measured.
-    (alone, _), (first, second) = _both(tmp_path, monkeypatch, spec=Spec(mla=False))
+    (alone, _), (first, second) = _both(tmp_path, monkeypatch, spec=Spec(mla=False, num_speculative_tokens=3))
     for rec in (alone, first, second):
         assert (rec.status, rec.reason) == ("failed", "attestation: mla: asked for off, vLLM ran on")
         assert rec.attested.mla is True and rec.timings.load_s is None

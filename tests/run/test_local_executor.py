@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.config import load_config
+from specbench.records.cell import Spec
 from specbench.records.files import CellRecord, load
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
@@ -27,7 +28,7 @@ def test_a_server_that_exits_at_start_is_recorded_with_its_status(tmp_path, monk
         is_baseline=False,
         args=["crash"],
         env={"PYTHONPATH": str(STANDINS)},
-        k=3,
+        spec=Spec(num_speculative_tokens=3),
         model="m",
     )
     ctx = RunContext(study=study, run_dir=tmp_path, prompts=[], display=QuietDisplay())
