@@ -49,7 +49,7 @@ STARTUP_GRACE_S = 300  # Ray start-up, tokenizer load and prompt building before
 
 
 @dataclass
-class LlmperfSpec:
+class LlmperfArgs:
     path: Path  # the llmperf checkout (holds token_benchmark_ray.py); "~" expanded
     python: str  # its venv's interpreter; "~" expanded
     mean_input_tokens: int = 550
@@ -82,7 +82,7 @@ def results_name(model: str, mean_input_tokens: int, mean_output_tokens: int) ->
     return f"{stem}_{mean_input_tokens}_{mean_output_tokens}"
 
 
-def llmperf_argv(model: str, spec: LlmperfSpec, results_dir: Path) -> list[str]:
+def llmperf_argv(model: str, spec: LlmperfArgs, results_dir: Path) -> list[str]:
     return [
         spec.python,
         str(Path(spec.path) / SCRIPT),
@@ -112,10 +112,10 @@ def llmperf_argv(model: str, spec: LlmperfSpec, results_dir: Path) -> list[str]:
     ]
 
 
-def llmperf_spec(
+def llmperf_args(
     load: Any, n: int, server_args: list[str], api_key: str | None = None, warmup: bool = False
-) -> LlmperfSpec:
-    """The spec for ``n`` requests of a study's ``load`` (config.Load) on a server run with ``server_args``.
+) -> LlmperfArgs:
+    """The llmperf arguments for ``n`` requests of a study's ``load`` (config.Load) on a server run with ``server_args``.
 
     A warmup runs one thread: llmperf then sends exactly ``n`` (each extra thread may send one
     request past the count).
@@ -123,7 +123,7 @@ def llmperf_spec(
     lp = load.llmperf
     conc = 1 if warmup else load.concurrency
     timeout = lp.test_timeout_s if lp.test_timeout_s and not warmup else math.ceil(n / conc) * REQUEST_TIMEOUT_S
-    return LlmperfSpec(
+    return LlmperfArgs(
         path=Path(lp.path),
         python=lp.python or "python",
         mean_input_tokens=lp.mean_input_tokens or default_input_tokens(server_args, load.max_tokens),
@@ -140,7 +140,7 @@ def llmperf_spec(
 def run_llmperf(
     base_url: str,
     model: str,
-    spec: LlmperfSpec,
+    spec: LlmperfArgs,
     results_dir: Path,
     log_path: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -169,7 +169,7 @@ def run_llmperf(
 def _run(
     base_url: str,
     model: str,
-    spec: LlmperfSpec,
+    spec: LlmperfArgs,
     results_dir: Path,
     env: dict[str, str],
     log_path: Path | None,
@@ -226,7 +226,7 @@ def _run(
 
 def _watch(
     model: str,
-    spec: LlmperfSpec,
+    spec: LlmperfArgs,
     results_dir: Path,
     env: dict[str, str],
     log_path: Path,
@@ -264,7 +264,7 @@ def _watch(
     return code
 
 
-def _no_results(model: str, spec: LlmperfSpec, name: str, duration_s: float) -> LoadResult:
+def _no_results(model: str, spec: LlmperfArgs, name: str, duration_s: float) -> LoadResult:
     """What a run that wrote no result files gives: no request records, only what was asked."""
     return LoadResult(
         requests=[],

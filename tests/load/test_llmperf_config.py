@@ -10,7 +10,7 @@ import yaml
 
 from specbench.config import load_config
 from specbench.errors import ConfigError
-from specbench.load.llmperf import default_input_tokens, llmperf_argv, llmperf_spec
+from specbench.load.llmperf import default_input_tokens, llmperf_args, llmperf_argv
 
 BASE = {
     "name": "t",
@@ -56,16 +56,16 @@ def test_validate_refuses_what_llmperf_cannot_do(tmp_path, home_checkout, load, 
 def test_spec_from_a_study(tmp_path, home_checkout):
     study = _load(tmp_path, _llmperf(num_requests=16, concurrency=4, max_tokens=64))
     args = ["/m", "--max-model-len", "512"]
-    spec = llmperf_spec(study.load, 16, args)
+    spec = llmperf_args(study.load, 16, args)
     assert spec.path == home_checkout  # "~" expanded
     assert spec.mean_input_tokens == 224  # (512 - 64) // 2: fits the model, unlike llmperf's 550
     assert spec.test_timeout_s == 4 * 180  # 16 requests / 4 threads, each up to llmperf's 180 s
     argv = llmperf_argv("m", spec, Path("/r"))
     assert argv[argv.index("--timeout") + 1] == "720"
-    warm = llmperf_spec(study.load, 2, args, warmup=True)
+    warm = llmperf_args(study.load, 2, args, warmup=True)
     assert warm.num_concurrent_requests == 1 and warm.max_num_completed_requests == 2  # no overshoot
     study = _load(tmp_path, _llmperf(lp={"test_timeout_s": 90, "mean_input_tokens": 100}))
-    spec = llmperf_spec(study.load, 20, args)
+    spec = llmperf_args(study.load, 20, args)
     assert (spec.test_timeout_s, spec.mean_input_tokens) == (90, 100)
 
 

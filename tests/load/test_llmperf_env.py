@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from specbench.errors import SpecbenchError
-from specbench.load.llmperf import LlmperfSpec, run_llmperf
+from specbench.load.llmperf import LlmperfArgs, run_llmperf
 from specbench.load.llmperf_checks import OBSERVER, llmperf_env
 
 USER_SITE = """import os
@@ -59,7 +59,7 @@ def setup(tmp_path, monkeypatch):
     (checkout / "token_benchmark_ray.py").write_text("import llmperf.utils\nraise SystemExit(3)\n")
     monkeypatch.setenv("SEEN_DIR", str(seen))
     monkeypatch.setenv("PYTHONPATH", str(user))
-    spec = LlmperfSpec(
+    spec = LlmperfArgs(
         path=checkout, python=sys.executable, mean_input_tokens=60, mean_output_tokens=12, max_num_completed_requests=2
     )
     return spec, seen
