@@ -79,11 +79,17 @@ def times(x: Any, digits: int = 2) -> str:
 
 # C0 (but tab and newline), DEL and C1: 0x9b is a CSI of its own to an 8-bit terminal
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+# Bidirectional overrides, embeddings, isolates and marks, zero-width characters and the BOM: they
+# reorder or hide what a terminal or browser shows (a path that reads as another; "Trojan Source")
+_CONTROL.update(
+    {c: f"\\u{c:04x}" for c in [0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF]}
+)
 
 
 def visible(text: Any) -> str:
     """``text`` with control characters shown as ``\\xNN`` (ESC, NUL, vertical tab ...; a newline
-    stays): a value read from an input never moves the cursor, colours a terminal or hides text."""
+    stays) and bidirectional and zero-width ones as ``\\uNNNN``: a value read from an input never
+    moves the cursor, colours a terminal, reorders or hides text."""
     return str(text).translate(_CONTROL)
 
 
