@@ -68,7 +68,7 @@ _SECRET_ENV = re.compile(
 # Values that are credentials whatever the variable or flag is called: OpenAI/Anthropic-style keys,
 # Hugging Face and GitHub tokens, AWS access key ids, bearer/basic authorization values.
 _CREDENTIAL_VALUE = re.compile(
-    r"(^|[\s=,:\"'])("
+    r"(^|[\s=,:\"'/])("
     r"sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
     r"|A[KS]IA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|(?i:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"
     r")"

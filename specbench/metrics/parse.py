@@ -24,6 +24,7 @@ from specbench.metrics.record import Record
 from specbench.metrics.record_json import json_line
 from specbench.metrics.summaries import PREFILTER as SUMMARY_PREFILTER
 from specbench.metrics.summaries import SummaryParser
+from specbench.redact import redact_message
 
 __all__ = ["ParseResult", "no_spec_data", "parse_file", "parse_lines", "parse_prometheus", "parse_text"]
 
@@ -87,7 +88,7 @@ def parse_file(
                 each(rec)
         return out
 
-    name = str(path)
+    name = redact_message(str(path))  # the records' file: a credential in the path given never reaches them
     fh = _open_log(path, name)
     with fh:
         try:

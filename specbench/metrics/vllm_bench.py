@@ -37,6 +37,7 @@ from specbench.errors import InputError
 from specbench.io import open_input, read_text
 from specbench.metrics.record import SpecDecodeRecord
 from specbench.records.counts import MAX_POSITIONS
+from specbench.redact import redact_message
 from specbench.safe_yaml import in_range
 
 FORMAT = "vllm-bench-serve-json"
@@ -96,7 +97,8 @@ def read_bench_file(path: Path | str) -> list[BenchResult]:
     path = Path(path)
 
     text = read_text(path, errors="replace")
-    out = [BenchResult(obj, str(path), line) for obj, line in _objects(text, path) if is_bench_result(obj)]
+    name = redact_message(str(path))  # a result's file, as every output shows it
+    out = [BenchResult(obj, name, line) for obj, line in _objects(text, path) if is_bench_result(obj)]
     if not out:
         raise InputError(
             f"{path}: JSON without vllm bench serve result keys (duration, completed, "
