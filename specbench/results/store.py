@@ -9,7 +9,6 @@ which refuses corrupt, truncated and other-version files naming the file (InputE
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 import re
@@ -56,10 +55,8 @@ TAIL_COLUMNS = [
 
 
 class CellData:
-    """One cell of a loaded run: its typed records (``record``, ``acc``) and llmperf summary.
-
-    ``cell`` / ``acceptance`` are the same records as plain dicts, for readers not yet moved to
-    the typed records (report and compare modules)."""
+    """One cell of a loaded run: its typed records (``record``: cell.json, ``acc``: acceptance.json)
+    and llmperf summary."""
 
     def __init__(
         self,
@@ -74,14 +71,6 @@ class CellData:
         self.record = as_record(CellRecord, cell, Path(dir) / CELL_JSON)
         self.acc = None if acceptance is None else as_record(Acceptance, acceptance, Path(dir) / ACCEPTANCE_JSON)
         self.requests = requests  # in memory (vllm bench sweeps); else requests.jsonl
-
-    @functools.cached_property
-    def cell(self) -> dict[str, Any]:
-        return self.record.dump()
-
-    @functools.cached_property
-    def acceptance(self) -> dict[str, Any] | None:
-        return None if self.acc is None else self.acc.dump()
 
     @property
     def status(self) -> str:

@@ -39,9 +39,9 @@ def test_sweep_cells_axes_and_counts_equal_the_metrics_diff():
     assert sorted(run.cells) == sorted(SCRAPES)
     for cid, (before, after) in SCRAPES.items():
         cell = run.cells[cid]
-        assert cell.cell["axes"] == {"max_num_seqs": 4, "max_concurrency": int(cid.split("-")[2][0])}
-        assert cell.cell["repeat"] == int(cid[-1])
-        counts = cell.acceptance["prometheus"]["counts"]
+        assert cell.record.axes == {"max_num_seqs": 4, "max_concurrency": int(cid.split("-")[2][0])}
+        assert cell.record.repeat == int(cid[-1])
+        counts = cell.acc.dump()["prometheus"]["counts"]
         assert {k: counts[k] for k in ("num_drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")} == {
             k: v for k, v in scrape_diff(before, after).items() if k != "generation_tokens"
         }, cid

@@ -79,8 +79,8 @@ def test_every_spec_cell_done_with_counts(run):
     assert set(SPEC_CELLS + _baselines(run)) == set(run.manifest.cells)
     for cid in SPEC_CELLS:
         c = run.cells[cid]
-        assert c.status == "done", (cid, c.cell.get("reason"), c.cell.get("log_tail"))
-        counts = c.acceptance["prometheus"]["counts"]
+        assert c.status == "done", (cid, c.record.reason, c.record.log_tail)
+        counts = c.acc.dump()["prometheus"]["counts"]
         assert counts["num_drafts"] > 50 and counts["draft_tokens"] == K * counts["num_drafts"]
 
 
@@ -180,13 +180,13 @@ def test_per_request_totals_equal_metrics_diff(default_study):
 def test_baseline_has_no_spec_metrics(default_study, run):
     for cid in _baselines(run):
         base = run.cells[cid]
-        assert base.status == "done", base.cell.get("reason")
+        assert base.status == "done", base.record.reason
         after = prom_totals(default_study / cid / "metrics_after.prom")
         assert not after["present"] or after["draft_tokens"] == 0
         assert not LOG_LINE.search((default_study / cid / "server.log").read_text(errors="replace"))
-        assert base.acceptance["baseline_ok"] is True
-        assert "--speculative-config" not in " ".join(base.cell["argv"])
-        assert base.cell["env"]["VLLM_MLA_DISABLE"] == ("0" if base.cell["axes"]["mla"] == "on" else "1")
+        assert base.acc.dump()["baseline_ok"] is True
+        assert "--speculative-config" not in " ".join(base.record.argv)
+        assert base.record.env["VLLM_MLA_DISABLE"] == ("0" if base.record.axes["mla"] == "on" else "1")
 
 
 def test_derived_acceptance_from_counts(default_study):

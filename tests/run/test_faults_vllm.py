@@ -160,7 +160,7 @@ def test_killed_server_then_ctrl_c_then_resume(tmp_path, signalable):
 
     run = load_run(run_dir)
     assert run.manifest.status == "interrupted"
-    first, second = run.cells[cell1].cell, run.cells[cell2].cell
+    first, second = run.cells[cell1].record.dump(), run.cells[cell2].record.dump()
     assert first["status"] == "failed" and "died" in first["reason"], first["reason"]
     assert first["exit_status"] == -signal.SIGKILL
     assert first["log_tail"] and first["timings"]["startup_s"] > 0
@@ -185,8 +185,8 @@ def test_killed_server_then_ctrl_c_then_resume(tmp_path, signalable):
     assert run.manifest.status == "done" and len(run.manifest.resumed_at) == 1
     for cid in (cell1, cell2):
         cell = run.cells[cid]
-        assert cell.status == "done" and cell.cell["reason"] is None
-        assert cell.cell["port"] != taken
+        assert cell.status == "done" and cell.record.reason is None
+        assert cell.record.port != taken
         derived = json.loads((run_dir / cid / "acceptance.json").read_text())["derived"]
         assert 1.0 < derived["mean_acceptance_length"] <= 4.0
 
