@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.config import Study, parse_study
+from specbench.records.files import Manifest
 from specbench.results import store
 from specbench.run.cells import expand
 from specbench.run.runner import RunPlan
@@ -39,6 +40,6 @@ def plan(tmp_path: Path, parsed: Study | None = None, *, status: str = "planned"
     parsed = study() if parsed is None else parsed
     cells = expand(parsed)
     run_dir = tmp_path / "run"
-    manifest = {"run_id": run_id, "axes": list(parsed.matrix), "cells": [c.cell_id for c in cells], "status": status}
+    manifest = Manifest(run_id=run_id, axes=list(parsed.matrix), cells=[c.cell_id for c in cells], status=status)
     store.write_manifest(run_dir, manifest)
     return RunPlan(study=parsed, cells=cells, run_dir=run_dir, run_id=run_id, manifest=manifest)

@@ -371,7 +371,7 @@ def _switch_note(groups) -> list[str]:
 
 def _print_llmperf(study, cell, out) -> None:
     """llmperf's exact command lines (warmup, load) for a cell; the model is the served name."""
-    from specbench.load.llmperf import llmperf_argv, llmperf_spec  # lazy: pulls in httpx and psutil
+    from specbench.load.llmperf import llmperf_args, llmperf_argv  # lazy: pulls in httpx and psutil
 
     ld = study.load
     model = cell.model
@@ -379,7 +379,7 @@ def _print_llmperf(study, cell, out) -> None:
         ("llmperf load", ld.num_requests, False)
     ]
     for label, n, warm in runs:
-        spec = llmperf_spec(ld, n, cell.args, warmup=warm)
+        spec = llmperf_args(ld, n, cell.args, warmup=warm)
         argv = llmperf_argv(model, spec, Path("<cell dir>") / ("llmperf-warmup" if warm else "llmperf"))
         print(
             f"  {label}: " + shlex.join(redact_argv(argv)) + f"  (cwd {spec.path}; env OPENAI_API_BASE="
@@ -577,9 +577,9 @@ def _open_plan(config: Optional[Path], results_dir: Optional[Path], sets: tuple[
 
 def _announce(plan, quiet: bool, sizing_lines: list[str], subset: dict | None) -> None:
     if sizing_lines:
-        plan.manifest["gate_sizing"] = [line.lstrip("# ") for line in sizing_lines]
+        plan.note(gate_sizing=[line.lstrip("# ") for line in sizing_lines])
     if subset is not None:  # compare reads it: the baseline's other prompts left out on purpose
-        plan.manifest["gate_subset"] = subset
+        plan.note(gate_subset=subset)
     if not quiet:
         console.print(f"run directory: {user_text(plan.run_dir)}", highlight=False, soft_wrap=True)
         for line in sizing_lines:

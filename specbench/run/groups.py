@@ -47,7 +47,7 @@ from specbench.config import Load
 from specbench.errors import ConfigError, ServerError
 from specbench.io import atomic_write_text
 from specbench.records.attestation import control_not_compared
-from specbench.records.cell import HeadSwitch, LoadSettings, ServerGroup
+from specbench.records.cell import HeadSwitch, HeadSwitchFallback, LoadSettings, ServerGroup
 from specbench.records.files import Acceptance, CellRecord
 from specbench.run.cells import Cell
 from specbench.run.interleave import Companions
@@ -182,7 +182,7 @@ def cell_context(ctx: RunContext, cell: Cell, *, warmup: bool = True) -> RunCont
     if not cell.load and warmup:
         return ctx
     load = ctx.study.load
-    update = {k: v for k, v in cell.load.items() if k not in ("category", "workload")}
+    update: dict[str, Any] = {k: v for k, v in cell.load.items() if k not in ("category", "workload")}
     if not warmup:
         update["warmup_requests"] = 0
     prompts = ctx.prompts
@@ -370,7 +370,9 @@ class GroupedExecutor(LocalExecutor):
         probed = gdir.with_name(gdir.name + ".cannot-switch")  # the probed server's log, kept apart
         remove_tree(probed)
         gdir.rename(probed)
-        note = {"server": f"{SERVERS_DIR}/{probed.name}", "cells": [c.cell_id for c in group], "reason": reason}
+        note = HeadSwitchFallback(
+            server=f"{SERVERS_DIR}/{probed.name}", cells=[c.cell_id for c in group], reason=reason
+        )
         ctx.switch_fallbacks.append(note)
         ctx.display.update(group[0].cell_id, f"cannot switch head in place ({reason}): a server per variant")
         by_variant: dict[tuple[str, bool], list[Cell]] = {}

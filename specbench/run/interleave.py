@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, TypedDict
 
 from specbench.config import Study
 from specbench.errors import ServerError
@@ -36,9 +36,30 @@ from specbench.results.store import PAIRED_BASELINE
 from specbench.run.cells import Cell
 from specbench.run.lifecycle import RunContext, ServerSession, loopback, reset_prefix_cache
 from specbench.serve.plugin.switch import DEV_MODE_ENV
+from specbench.serve.server import VLLMServer
 
 PAIRED_DIR = PAIRED_BASELINE  # in a cell's directory: the companion's requests for that cell
 COMPANIONS_DIR = "companions"  # in the run directory: one folder per companion server (its log)
+
+
+class PairedInfo(TypedDict, total=False):
+    """What cell.json's ``paired_baseline`` (records.cell.PairedBaseline) gets from the companion
+    before the load; the load adds the blocks and the companion's request counts."""
+
+    cell: str
+    server_log: str
+    startup_s: float | None
+    prefix_cache_reset: str
+    error: str
+
+
+class Companion(NamedTuple):
+    """A speculative cell's companion (:meth:`Companions.get`): its baseline's running server (None
+    where it could not start, the reason in ``paired``), that baseline cell, and ``paired``."""
+
+    server: VLLMServer | None
+    base: Cell
+    paired: PairedInfo
 
 
 def pairs(study: Study, cells: list[Cell]) -> dict[str, Cell]:
@@ -89,7 +110,7 @@ class Companions:
         self.failed: dict[tuple, str] = {}
         self._warmup = warmup
 
-    def get(self, cell: Cell) -> tuple[Any, Cell, dict[str, Any]] | None:
+    def get(self, cell: Cell) -> Companion | None:
         """(running companion server, its baseline cell, what cell.json records) for ``cell``;
         None when the cell has no baseline to interleave with. A companion that cannot start gives
         a record with the reason and no server."""
@@ -98,14 +119,14 @@ class Companions:
             return None
         key = server_key(base)
         name = self.names[key]
-        info: dict[str, Any] = {"cell": base.cell_id, "server_log": f"{COMPANIONS_DIR}/{name}/server.log"}
+        info: PairedInfo = {"cell": base.cell_id, "server_log": f"{COMPANIONS_DIR}/{name}/server.log"}
         if key in self.failed:
-            return None, base, {**info, "error": self.failed[key]}
+            return Companion(None, base, {**info, "error": self.failed[key]})
         session = self.sessions.get(key)
         if session is not None and not session.server.is_alive():
             self.sessions.pop(key).stop()
             self.failed[key] = "the baseline's server died before this cell"
-            return None, base, {**info, "error": self.failed[key]}
+            return Companion(None, base, {**info, "error": self.failed[key]})
         if session is None:
             d = self.ctx.run_dir / COMPANIONS_DIR / name
             d.mkdir(parents=True, exist_ok=True)
@@ -121,11 +142,11 @@ class Companions:
             except ServerError as exc:
                 self.sessions.pop(key).stop()
                 self.failed[key] = "the baseline's server did not start: " + str(exc).split("\n", 1)[0]
-                return None, base, {**info, "error": self.failed[key]}
+                return Companion(None, base, {**info, "error": self.failed[key]})
             info["startup_s"] = session.startup_s
         # each cell sends the same prompts again: the companion must not answer them from its cache
         info["prefix_cache_reset"] = reset_prefix_cache(session.server)
-        return session.server, base, info
+        return Companion(session.server, base, info)
 
     def serves(self, group: list[Cell]) -> tuple[ServerSession, str] | None:
         """The running companion that is ``group``'s server (baseline cells of its server key), with

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import httpx
 
@@ -36,11 +36,15 @@ from specbench.config import Study
 from specbench.errors import ConfigError, DependencyError, ServerError, SpecbenchError
 from specbench.load.prompt_sets import Prompt
 from specbench.records.attestation import mismatches
+from specbench.records.cell import HeadSwitchFallback
 from specbench.records.files import Acceptance, CellRecord, Timings
 from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.serve.attest import attest
 from specbench.serve.server import VLLMServer
+
+if TYPE_CHECKING:
+    from specbench.run.interleave import Companion
 
 WAIT_EXTRA_S = 15.0  # beyond three stats intervals, for a slow machine
 INTERRUPTED = "interrupted (Ctrl-C)"
@@ -71,12 +75,11 @@ class RunContext:
     display: Display
     python: str | None = None
     # cell id -> node that ran it (the manifest's cell_hosts), for executors that run cells remotely
-    cell_hosts: dict[str, str] = field(default_factory=dict)
+    cell_hosts: dict[str, str | None] = field(default_factory=dict)
     # shared servers that could not switch their head in place (the manifest's head_switch_fallbacks)
-    switch_fallbacks: list[dict[str, Any]] = field(default_factory=list)
-    # load.interleave: a speculative cell -> (its baseline's running server or None, that baseline
-    # cell, cell.json's paired_baseline); run/interleave.py's Companions.get
-    companion: Callable[[Any], tuple[Any, Any, dict[str, Any]] | None] | None = None
+    switch_fallbacks: list[HeadSwitchFallback] = field(default_factory=list)
+    # load.interleave: a speculative cell -> its companion, or None; run/interleave.py's Companions.get
+    companion: Callable[[Cell], Companion | None] | None = None
     plan_cells: list[Cell] = field(default_factory=list)  # every cell of the plan (--resume runs fewer)
 
 

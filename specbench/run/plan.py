@@ -25,6 +25,7 @@ from specbench.config.overrides import shown_override
 from specbench.config.study_checks import check_prompts
 from specbench.errors import ConfigError, InputError
 from specbench.fixtures import resolve_fixture_ref
+from specbench.records.files import Manifest, as_record
 from specbench.redact import REDACTED, is_hidden_axis_value, redact_config, redact_urls, secret_flag, secret_spans
 from specbench.results import store
 from specbench.results.read import read_run
@@ -183,7 +184,7 @@ def redacted_config(study: Study) -> dict:
     return redact_config(study.model_dump(mode="json"))
 
 
-def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: list[Cell]) -> dict:
+def _manifest(study: Study, run_id: str, config_path: Path, sha: str, cells: list[Cell]) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "specbench_version": specbench.__version__,
@@ -237,11 +238,12 @@ def new_plan(
     if run_dir.exists():
         raise ConfigError(f"{run_dir}: already exists; wait a second or pass another --out")
     run_dir.mkdir(parents=True)
-    manifest = _manifest(study, run_id, Path(os.path.abspath(config_path)), sha, cells)
+    keys = _manifest(study, run_id, Path(os.path.abspath(config_path)), sha, cells)
     if overrides:  # --resume applies them again to the same file (secrets from the environment)
-        manifest["overrides"] = [shown_override(o) for o in overrides]
+        keys["overrides"] = [shown_override(o) for o in overrides]
     if installs:
-        manifest["installs"] = installs
+        keys["installs"] = installs
+    manifest = as_record(Manifest, keys, store.MANIFEST)
     store.write_manifest(run_dir, manifest)
     return RunPlan(study=study, cells=cells, run_dir=run_dir, run_id=run_id, manifest=manifest)
 
@@ -254,23 +256,23 @@ def resume_plan(run_dir: Path, progress: Callable[[str], None] | None = None) ->
     """Plan the missing and failed cells of ``run_dir`` with the run's own resolved config."""
     run_dir = Path(run_dir)
     run = read_run(run_dir, resuming=True)
-    manifest = run.manifest.dump()  # the runner goes on updating it as the dict it wrote
-    if str(manifest.get("source", "")).startswith("vllm bench"):
+    manifest = run.manifest
+    if str(manifest.source or "").startswith("vllm bench"):
         raise InputError(
             f"{run_dir}: a vllm bench sweep directory, not a specbench run; continue it with "
             "`vllm bench sweep serve --resume`, or read it with report / compare"
         )
-    config_path = Path(manifest.get("config_path", ""))
+    config_path = Path(manifest.config_path or "")
     notes: list[str] = []
     if config_path.is_file():
         now = config_sha256(config_path)
-        if now != manifest.get("config_sha256"):
+        if now != manifest.config_sha256:
             raise ConfigError(
-                f"{config_path}: changed since run {manifest['run_id']} (sha256 differs); "
+                f"{config_path}: changed since run {manifest.run_id} (sha256 differs); "
                 "--resume reruns the same study: restore the file, or start a new run"
             )
         # The same bytes as the run's config; it, not the redacted copy, carries the secrets.
-        overrides = tuple(manifest.get("overrides") or ())
+        overrides = tuple(manifest.overrides)
         study = load_config(config_path, overrides)
         if redacted_config(study) != study.model_dump(mode="json"):
             notes.append(f"secrets: from the config file {config_path}")
@@ -279,9 +281,9 @@ def resume_plan(run_dir: Path, progress: Callable[[str], None] | None = None) ->
             data, used = restore_secrets(study.model_dump(mode="json"), dict(os.environ), source, config_path)
             study = parse_study(data, source)
             notes.append(f"secrets of --set: from the environment ({', '.join(used) or 'none'})")
-    elif isinstance(manifest.get("resolved_config"), dict):
+    elif manifest.resolved_config is not None:
         source = f"{run_dir / store.MANIFEST}: resolved_config"
-        data, used = restore_secrets(manifest["resolved_config"], dict(os.environ), source, config_path)
+        data, used = restore_secrets(manifest.resolved_config, dict(os.environ), source, config_path)
         study = parse_study(data, source)
         if used:
             notes.append(f"secrets: from the environment ({', '.join(used)}); {config_path} is gone")
@@ -289,21 +291,21 @@ def resume_plan(run_dir: Path, progress: Callable[[str], None] | None = None) ->
         raise InputError(f"{run_dir / store.MANIFEST}: no resolved_config and {config_path} is gone; cannot resume")
     check_prompts(study, str(config_path))
     cells = expand(study, fixture_resolver(study))
-    if [c.cell_id for c in cells] != manifest["cells"]:
+    if [c.cell_id for c in cells] != manifest.cells:
         # a run from before per-target baselines (one baseline, target axes at their first values)
         cells = expand(study, fixture_resolver(study), legacy_baseline=True)
-    if [c.cell_id for c in cells] != manifest["cells"]:
+    if [c.cell_id for c in cells] != manifest.cells:
         raise InputError(
             f"{run_dir / store.MANIFEST}: cell list does not match its resolved_config; "
             "was it written by another specbench version?"
         )
     check_cells(cells)
     if study.matrix.get(AXIS):  # made ready again (an environment may have been removed since)
-        manifest["installs"] = prepare_installs(study, cells, progress or _silent)
+        manifest = manifest.with_(installs=prepare_installs(study, cells, progress or _silent))
     done = {cid for cid, c in run.cells.items() if c.status == "done"}
-    manifest.setdefault("resumed_at", []).append(utc_now())
+    manifest = manifest.with_(resumed_at=[*manifest.resumed_at, utc_now()])
     return RunPlan(
-        study=study, cells=cells, run_dir=run_dir, run_id=manifest["run_id"], manifest=manifest, skip=done, notes=notes
+        study=study, cells=cells, run_dir=run_dir, run_id=manifest.run_id, manifest=manifest, skip=done, notes=notes
     )
 
 

@@ -22,7 +22,7 @@ from specbench.config import Study
 from specbench.errors import DependencyError, InputError
 from specbench.load.prompt_sets import Prompt
 from specbench.load.workloads import load_workload
-from specbench.records.files import Acceptance, CellRecord, as_record, load
+from specbench.records.files import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.results import store
 from specbench.run import timings
 from specbench.run.cells import Cell
@@ -82,13 +82,25 @@ class LocalExecutor:
 
 @dataclass
 class RunPlan:
+    """A run to execute: its study and cells, its directory, and its manifest as written so far
+    (replaced, never changed in place: :meth:`note` gives it the keys it gets while running)."""
+
     study: Study
     cells: list[Cell]
     run_dir: Path
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     skip: set[str] = field(default_factory=set)  # cells already done (--resume)
     notes: list[str] = field(default_factory=list)  # said before the run starts (where secrets came from)
+
+    def note(self, **changes: Any) -> None:
+        """Set manifest keys (a key it lacks goes after the ones it has, as manifest.json writes them)."""
+        self.manifest = self.manifest.with_(**changes)
+
+    def save(self, **changes: Any) -> None:
+        """Set manifest keys (:meth:`note`) and write manifest.json."""
+        self.note(**changes)
+        store.write_manifest(self.run_dir, self.manifest)
 
 
 # How a run that was not interrupted ended: the manifest's status (its exit code is the CLI's, cli/exits.py).
@@ -114,29 +126,27 @@ def execute(plan: RunPlan, display: Display, executor: Executor) -> RunEnd:
 def _mark_failed(plan: RunPlan, exc: BaseException) -> None:
     secrets = [s for c in plan.cells for s in redact.secret_values(c.env, c.args, include_process_env=True)]
     message = (str(exc).strip().splitlines() or [""])[0]
-    plan.manifest.update(
-        status="failed", ended_at=utc_now(), error=redact.scrub_text(f"{type(exc).__name__}: {message}", secrets)
-    )
     try:
-        store.write_manifest(plan.run_dir, plan.manifest)
+        plan.save(
+            status="failed", ended_at=utc_now(), error=redact.scrub_text(f"{type(exc).__name__}: {message}", secrets)
+        )
     except OSError:
         pass  # the original error says more than this one (a full disk, say)
 
 
 def _execute(plan: RunPlan, display: Display, executor: Executor) -> RunEnd:
     study = plan.study
-    manifest = plan.manifest
-    prompts, manifest["workloads"] = study_prompts(study, plan.cells)
+    prompts, workloads = study_prompts(study, plan.cells)
+    plan.note(workloads=workloads)
     ctx = RunContext(
         study=study,
         run_dir=plan.run_dir,
         prompts=prompts,
         display=display,
-        cell_hosts=dict(manifest.get("cell_hosts") or {}),
+        cell_hosts=dict(plan.manifest.cell_hosts),
         plan_cells=list(plan.cells),
     )
-    manifest.update(status="running", ended_at=None)
-    store.write_manifest(plan.run_dir, manifest)
+    plan.save(status="running", ended_at=None)
     display.start(plan.cells)
     for c in plan.cells:
         if c.cell_id in plan.skip:
@@ -159,9 +169,8 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> RunEnd:
             display.update(record.cell_id, record.status, reason=record.reason, **info)
     except KeyboardInterrupt:
         results.close()  # a concurrent executor cancels its running cells (and saves them) first
-        _note_hosts(manifest, ctx)
-        manifest.update(status="interrupted", ended_at=utc_now())
-        store.write_manifest(plan.run_dir, manifest)
+        plan.manifest = _note_hosts(plan.manifest, ctx)
+        plan.save(status="interrupted", ended_at=utc_now())
         tables.read_existing().write()  # once: the cells an executor saved itself while being interrupted
         display.close()
         raise
@@ -169,10 +178,9 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> RunEnd:
         results.close()
     records = [_cell_json(plan.run_dir, c.cell_id) for c in plan.cells]
     failed = [r for r in records if not r or r.status != "done"]
-    _note_hosts(manifest, ctx)
+    plan.manifest = _note_hosts(plan.manifest, ctx)
     end: RunEnd = "done" if not failed else "some_failed"
-    manifest.update(status=end, ended_at=utc_now())
-    store.write_manifest(plan.run_dir, manifest)
+    plan.save(status=end, ended_at=utc_now())
     tables.write()
     display.finish(plan.run_dir, [r for r in records if r])
     return end
@@ -240,14 +248,17 @@ def _target_tokenizer(study: Study, cells: list[Cell]) -> Any:
         ) from None
 
 
-def _note_hosts(manifest: dict, ctx: RunContext) -> None:
+def _note_hosts(manifest: Manifest, ctx: RunContext) -> Manifest:
+    """``manifest`` with the run's cell_hosts and head_switch_fallbacks (where it has any)."""
     if ctx.cell_hosts:  # only executors that run cells elsewhere name hosts
-        manifest["cell_hosts"] = ctx.cell_hosts
+        manifest = manifest.with_(cell_hosts=ctx.cell_hosts)
     if ctx.switch_fallbacks:  # a resumed run keeps the earlier attempt's notes too
-        manifest["head_switch_fallbacks"] = [
-            *manifest.get("head_switch_fallbacks", []),
-            *(n for n in ctx.switch_fallbacks if n not in manifest.get("head_switch_fallbacks", [])),
-        ]
+        had = manifest.head_switch_fallbacks
+        seen = [n.dump() for n in had]
+        manifest = manifest.with_(
+            head_switch_fallbacks=[*had, *(n for n in ctx.switch_fallbacks if n.dump() not in seen)]
+        )
+    return manifest
 
 
 def _cell_results(

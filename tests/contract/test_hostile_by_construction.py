@@ -95,7 +95,7 @@ def test_a_run_directory_with_markup_is_announced_as_written(capsys):
 
     from specbench.cli.run_cmd import _announce
 
-    plan = SimpleNamespace(manifest={}, run_dir=Path("/r/[/x]/a\x1bb"), notes=["took [/y] from the run"])
+    plan = SimpleNamespace(note=lambda **_: None, run_dir=Path("/r/[/x]/a\x1bb"), notes=["took [/y] from the run"])
     _announce(plan, False, ["# gate sizing for [/z]"], None)
     out = capsys.readouterr().out
     assert "/r/[/x]/a\\x1bb" in out and "[/y]" in out and "[/z]" in out

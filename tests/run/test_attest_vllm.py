@@ -19,6 +19,7 @@ import pytest
 from specbench.cli.exits import run_exit
 from specbench.config import parse_study
 from specbench.errors import EXIT_FAILED_CELLS
+from specbench.records.files import Manifest
 from specbench.results import store
 from specbench.run.cells import expand
 from specbench.run.display import QuietDisplay
@@ -72,7 +73,7 @@ def run(tmp_path_factory):
         cells.append(cell)
     assert len(group_cells(cells)) == 1  # one server for all five
     run_dir = tmp / "run"
-    manifest = {"run_id": "attest", "axes": ["mla"], "cells": [c.cell_id for c in cells], "status": "running"}
+    manifest = Manifest(run_id="attest", axes=["mla"], cells=[c.cell_id for c in cells], status="running")
     store.write_manifest(run_dir, manifest)
     plan = RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="attest", manifest=manifest)
     code = run_exit(execute(plan, QuietDisplay(), GroupedExecutor()))

@@ -115,7 +115,7 @@ def test_saving_after_each_cell_reads_no_earlier_cell(tmp_path, monkeypatch):
 
     monkeypatch.setattr(specbench.io, "load_json", load_json)
     monkeypatch.setattr(store_mod, "read_text", read_text)
-    for cid in manifest["cells"]:  # every cell has a summary.json, as a real load writes one
+    for cid in manifest.cells:  # every cell has a summary.json, as a real load writes one
         (run_dir / cid).mkdir(parents=True)
         (run_dir / cid / "summary.json").write_text('{"results_number_input_tokens_mean": 1}')
     n = len(cells)

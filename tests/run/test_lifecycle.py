@@ -17,7 +17,7 @@ from specbench.cli.exits import run_exit
 from specbench.config import parse_study
 from specbench.errors import EXIT_FAILED_CELLS
 from specbench.records.cell import Spec
-from specbench.records.files import CellRecord, load
+from specbench.records.files import CellRecord, Manifest, load
 from specbench.results import store
 from specbench.run.cells import Cell
 from specbench.run.display import QuietDisplay
@@ -65,7 +65,7 @@ def _run(run_dir: Path, cells: list[Cell], share: bool) -> list[CellRecord]:
     cells' saved cell.json records."""
     study = _study(share)
     assert len(group_cells(cells, share=share)) == (1 if share else 2)
-    manifest = {"run_id": "r", "axes": list(study.matrix), "cells": [c.cell_id for c in cells], "status": "running"}
+    manifest = Manifest(run_id="r", axes=list(study.matrix), cells=[c.cell_id for c in cells], status="running")
     store.write_manifest(run_dir, manifest)
     plan = RunPlan(study=study, cells=cells, run_dir=run_dir, run_id="r", manifest=manifest)
     assert run_exit(execute(plan, QuietDisplay(), GroupedExecutor())) == EXIT_FAILED_CELLS

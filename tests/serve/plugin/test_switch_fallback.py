@@ -72,7 +72,6 @@ def test_a_server_that_cannot_switch_gives_each_variant_its_own_server(tmp_path)
     # the probed server's log is kept apart from the per-variant servers' directories
     assert (tmp_path / SERVERS_DIR / f"{group[0].cell_id}.cannot-switch" / "server.log").read_text() == "probed\n"
     assert any(reason in state for _, state in display.lines)
-    manifest = {"run_id": "r", "cells": [c.cell_id for c in group]}
-    _note_hosts(manifest, ctx)
-    (note,) = Manifest.model_validate(manifest).head_switch_fallbacks
+    manifest = _note_hosts(Manifest(run_id="r", cells=[c.cell_id for c in group]), ctx)
+    (note,) = manifest.head_switch_fallbacks
     assert note.reason == reason and note.cells == [c.cell_id for c in group]
