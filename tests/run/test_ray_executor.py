@@ -211,7 +211,7 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     run_dir = Path(out.strip().splitlines()[-1])
     run = store.load_run(run_dir)
     assert run.manifest.status == "interrupted"
-    assert run.cells[GOOD].status == "failed" and "interrupted" in run.cells[GOOD].cell["reason"]
+    assert run.cells[GOOD].status == "failed" and "interrupted" in run.cells[GOOD].record.reason
 
     # 2. --resume reruns both failed cells on Ray; the bad one fails again, the run goes on.
     r = subprocess.run(
@@ -223,9 +223,9 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     assert run.manifest.cell_hosts == {GOOD: socket.gethostname(), BAD: socket.gethostname()}
     good, bad = run.cells[GOOD], run.cells[BAD]
     assert good.status == "done"
-    assert bad.status == "failed" and bad.cell["exit_status"] == 2
-    assert str(run_dir) in bad.cell["reason"] and "specbench-ray-" not in bad.cell["reason"]
-    assert "max-num-seqs" in bad.cell["log_tail"] or "max_num_seqs" in bad.cell["log_tail"]
+    assert bad.status == "failed" and bad.record.exit_status == 2
+    assert str(run_dir) in bad.record.reason and "specbench-ray-" not in bad.record.reason
+    assert "max-num-seqs" in bad.record.log_tail or "max_num_seqs" in bad.record.log_tail
     assert (bad.dir / "server.log").is_file()
 
     # 3. The same structure as a local run: files, cell.json / acceptance.json keys, table columns.
@@ -234,15 +234,15 @@ def test_ray_run_interrupt_resume(tmp_path, request, signalable):
     local_cell = json.loads((LOCAL_CELL / "cell.json").read_text())
     # keys only a cell on a shared server has (the local default study switches head variants in place)
     shared_server = {"server_group", "prefix_cache_reset", "head_variant"}
-    assert set(local_cell) - shared_server <= set(good.cell) and "node" not in good.cell
-    assert set(json.loads((LOCAL_CELL / "acceptance.json").read_text())) <= set(good.acceptance)
+    assert set(local_cell) - shared_server <= set(good.record.dump()) and "node" not in good.record.dump()
+    assert set(json.loads((LOCAL_CELL / "acceptance.json").read_text())) <= set(good.acc.dump())
     local_cols = (LOCAL_RUN / "cells.csv").read_text().splitlines()[0].split(",")
     cols = (run_dir / "cells.csv").read_text().splitlines()[0].split(",")
     assert [c for c in cols if c != "max-num-seqs"] == [c for c in local_cols if c not in ("mla", "output_norm")]
     assert len((good.dir / "requests.jsonl").read_text().splitlines()) == 6
 
     # 4. The numbers came back intact: acceptance equals the returned /metrics scrapes' difference.
-    counts = good.acceptance["prometheus"]["counts"]
+    counts = good.acc.dump()["prometheus"]["counts"]
     for key, name in (("num_drafts", "spec_decode_num_drafts"), ("accepted_tokens", "spec_decode_num_accepted_tokens")):
         diff = _prom(good.dir / "metrics_after.prom", name) - _prom(good.dir / "metrics_before.prom", name)
         assert counts[key] == diff and diff > 0

@@ -81,9 +81,9 @@ def test_failed_cells_recorded_and_run_continues(failed_run):
     assert run.manifest.status == "some_failed"
     assert [c.status for c in run.cells.values()] == ["failed", "failed"]  # the second cell ran too
     for c in run.cells.values():
-        assert c.cell["exit_status"] not in (None, 0)
-        assert "exited with status" in c.cell["reason"]
-        assert "max-num-seqs" in c.cell["log_tail"] or "max_num_seqs" in c.cell["log_tail"]
+        assert c.record.exit_status not in (None, 0)
+        assert "exited with status" in c.record.reason
+        assert "max-num-seqs" in c.record.log_tail or "max_num_seqs" in c.record.log_tail
     assert (run_dir / "cells.csv").read_text().count("failed") == 2
 
 
@@ -144,7 +144,7 @@ def test_ctrl_c_stops_server_and_keeps_run(tmp_path, sig, signalable):
     run = load_run(run_dir)
     assert run.manifest.status == "interrupted"
     (cell,) = run.cells.values()
-    assert cell.status == "failed" and "interrupted" in cell.cell["reason"]
+    assert cell.status == "failed" and "interrupted" in cell.record.reason
 
 
 def test_load_errors_above_threshold_fail_the_cell_and_the_api_key_is_sent(tmp_path):
@@ -174,10 +174,10 @@ def test_load_errors_above_threshold_fail_the_cell_and_the_api_key_is_sent(tmp_p
     run_dir = Path(r.stdout.strip().splitlines()[-1])
     (cell,) = load_run(run_dir).cells.values()
     assert cell.status == "failed"
-    assert cell.cell["reason"].startswith("2/3 requests failed (max_error_rate 0.5); first error: HTTP 400"), cell.cell[
-        "reason"
-    ]
-    reqs = [json.loads(x) for x in (run_dir / cell.cell["cell_id"] / "requests.jsonl").read_text().splitlines()]
+    assert cell.record.reason.startswith("2/3 requests failed (max_error_rate 0.5); first error: HTTP 400"), (
+        cell.record.reason
+    )
+    reqs = [json.loads(x) for x in (run_dir / cell.record.cell_id / "requests.jsonl").read_text().splitlines()]
     assert sorted(q["error_code"] or 0 for q in reqs) == [0, 400, 400]
     assert [q["output_tokens"] for q in reqs if not q["error_code"]] == [8]
     for p in (p for p in run_dir.rglob("*") if p.is_file()):
