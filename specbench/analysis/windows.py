@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from specbench.analysis.rates import acceptance
 from specbench.errors import InputError
@@ -396,6 +396,17 @@ def mixed_k(windows: list[Counts]) -> list[str]:
     ]
 
 
+class PrintedRates(TypedDict):
+    """One rate-only line's figures as it printed them (None where it printed none)."""
+
+    origin: str
+    time: str | None
+    mean_acceptance_length: float | None
+    draft_acceptance_rate: float | None
+    per_position_acceptance: list[float] | None
+    num_drafts: int | None
+
+
 @dataclass
 class RateOnlySummary:
     """Lines that print rates without counts, kept apart from summed counts."""
@@ -403,7 +414,7 @@ class RateOnlySummary:
     n_records: int
     weighted: bool  # True when every line printed num_drafts, so AL could be combined exactly
     mean_acceptance_length: float | None  # draft-weighted AL when ``weighted``, else None
-    per_record: list[dict[str, Any]] = field(default_factory=list)  # as printed, one per line
+    per_record: list[PrintedRates] = field(default_factory=list)  # one per line
     note: str = ""
 
 
@@ -412,7 +423,7 @@ def rate_only_summary(records: Iterable[Any]) -> RateOnlySummary | None:
     rows = [r for r in _spec_records(records) if not has_counts(r)]
     if not rows:
         return None
-    per = [
+    per: list[PrintedRates] = [
         {
             "origin": _where(r),
             "time": r.time,

@@ -117,7 +117,7 @@ def _data_files(base: Manifest, cand: Manifest) -> list[str]:
     bw, cw = base.workloads, cand.workloads
     for name in sorted(set(bw) & set(cw)):
         for key, what in (("sha256", "data file"), ("chat_template_sha256", "chat template")):
-            b, c = (bw[name] or {}).get(key), (cw[name] or {}).get(key)
+            b, c = getattr(bw[name], key, None), getattr(cw[name], key, None)
             if b and c and b != c:
                 out.append(f"{name} {what} (sha256): baseline {b[:12]}, candidate {c[:12]}")
     return out

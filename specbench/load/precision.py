@@ -27,8 +27,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 from specbench.analysis.stop_rule import INTERVAL, Look, ci_key, half_widths, precise_enough
+from specbench.records.cell import PrecisionLook
 from specbench.records.counts import Counts
 from specbench.records.files import ci_units, diff_counts, request_units
+from specbench.records.requests import RequestRow
 
 REACHED, AT_MAX_REQUESTS, ERRORS = "precision_reached", "max_requests", "errors"
 
@@ -38,7 +40,7 @@ class Batch:
     """What one batch gave: its request records, per-request units keyed by cluster (prompt id)
     or None when a request lacked per-request counts, and the /metrics diff around the batch."""
 
-    requests: list[dict[str, Any]]
+    requests: list[RequestRow]
     request_units: list[tuple[str, Counts]] | None
     scrape_diff: Counts | None = None
 
@@ -68,12 +70,13 @@ class Outcome:
     n_units: int
     targets: dict[str, float]  # config names -> half-width asked
     half_widths: dict[str, float | None]  # config names -> half-width reached
-    looks: list[dict[str, Any]]
+    looks: list[PrecisionLook]  # cell.json's precision.looks
     confidence: float = 0.95
     interval: str = INTERVAL
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """cell.json's ``precision`` (its looks as JSON objects)."""
+        return {**asdict(self), "looks": [look.dump() for look in self.looks]}
 
 
 def run_until(
@@ -94,7 +97,7 @@ def run_until(
     keys = {m: ci_key(m) for m in targets}
     by_key = {keys[m]: t for m, t in targets.items()}
     batches: list[Batch] = []
-    looks: list[dict[str, Any]] = []
+    looks: list[PrecisionLook] = []
     sent = errors = 0
     reason = AT_MAX_REQUESTS
     widths: dict[str, float | None] = {k: None for k in by_key}
@@ -112,7 +115,7 @@ def run_until(
         n_units = len(units)
         widths, point = half_widths(units, list(by_key), confidence=confidence)
         looks.append(
-            {"requests": sent, "n_units": n_units, "half_widths": {m: _round(widths[keys[m]]) for m in targets}}
+            PrecisionLook(requests=sent, n_units=n_units, half_widths={m: _round(widths[keys[m]]) for m in targets})
         )
         if rule(Look(sent, n_units, widths, point), by_key):
             reason = REACHED
@@ -135,7 +138,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
 
 
-def request_clusters(requests: list[dict[str, Any]]) -> list[tuple[str, Counts]] | None:
+def request_clusters(requests: list[RequestRow]) -> list[tuple[str, Counts]] | None:
     """(prompt id, counts) per successful request; None when any lacks per-request counts."""
     ok = [r for r in requests if not r.get("error")]
     units = request_units(requests)
@@ -182,7 +185,8 @@ def merge_batches(parts: list[tuple[float, Any]], duration_s: float, sent: int) 
     requests = []
     for offset, res in parts:
         for r in res.requests:
-            if r.get("start_s") is not None:
-                r["start_s"] += offset  # each batch timed from its own start
+            start = r.get("start_s")
+            if start is not None:
+                r["start_s"] = start + offset  # each batch timed from its own start
             requests.append(r)
     return replace(first, requests=requests, duration_s=duration_s, spec={**first.spec, "num_requests": sent})

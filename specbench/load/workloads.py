@@ -31,6 +31,7 @@ from typing import Any, Callable
 from specbench.errors import DependencyError, InputError
 from specbench.io import read_bytes
 from specbench.load.prompt_sets import Prompt, load_prompts
+from specbench.records.cell import WorkloadProvenance
 
 WORKLOADS = ("builtin", "mt-bench", "sharegpt")  # and jsonl:PATH, sharegpt:PATH
 JSONL_PREFIX = "jsonl:"
@@ -85,7 +86,7 @@ class Workload:
 
     name: str
     prompts: list[Prompt]
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: WorkloadProvenance = field(default_factory=WorkloadProvenance)  # the manifest's workloads[name]
 
 
 def load_workload(
@@ -105,12 +106,14 @@ def load_workload(
     check_workload(name)
     if name == "builtin":
         prompts = load_prompts(categories=categories)
-        wl = Workload(name, prompts, {"source": "specbench built-in prompts", "sampler": "all, in file order"})
+        wl = Workload(
+            name, prompts, WorkloadProvenance(source="specbench built-in prompts", sampler="all, in file order")
+        )
     elif name.startswith(JSONL_PREFIX):
         path = Path(name[len(JSONL_PREFIX) :])
         prompts = load_prompts(categories=categories, path=path)
         sha = _sha256(read_bytes(path, "prompt file"))
-        wl = Workload(name, prompts, {"file": str(path), "sha256": sha, "sampler": "all, in file order"})
+        wl = Workload(name, prompts, WorkloadProvenance(file=str(path), sha256=sha, sampler="all, in file order"))
     elif name == "mt-bench":
         wl = _mt_bench(categories)
     else:
@@ -120,7 +123,7 @@ def load_workload(
             raise InputError("sharegpt: its length filters need the target's tokenizer")
         wl = _sharegpt(num_prompts or 1000, seed, tokenizer, workload_file(name))
     wl.prompts = [replace(p, workload=name) for p in wl.prompts]
-    wl.provenance.update(workload=name, distinct_prompts=len(wl.prompts))
+    wl.provenance = wl.provenance.with_(workload=name, distinct_prompts=len(wl.prompts))
     return wl
 
 
@@ -143,8 +146,10 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _provenance(package: tuple[str, str], data: bytes, version: str, **more: Any) -> dict[str, Any]:
-    return {"package": package[0], "version": version, "file": package[1], "sha256": _sha256(data), **more}
+def _provenance(package: tuple[str, str], data: bytes, version: str, **more: Any) -> WorkloadProvenance:
+    return WorkloadProvenance.model_validate(
+        {"package": package[0], "version": version, "file": package[1], "sha256": _sha256(data), **more}
+    )
 
 
 def _mt_bench(categories: list[str] | None) -> Workload:
@@ -337,20 +342,22 @@ def _sharegpt(num: int, seed: int, tokenizer: Callable[[], Any], user_file: str 
         if user_file is None
         else {"file": str(path)}
     )
-    prov = dict(
-        where,
-        sha256=report["sha256"],
-        sampler=(
-            "vLLM ShareGPTDataset: conversations with >= 2 turns shuffled by random.seed(seed); turn 0 as "
-            "the prompt, turn 1's token count as output length; 4 <= prompt <= 1024, output >= 4, "
-            "prompt + output <= 2048 tokens (the target's tokenizer); no oversampling"
-        ),
-        seed=seed,
-        asked=num,
-        complete_conversations=len(entries),
-        truncated_at_byte=report["truncated_at_byte"],
-        non_utf8_entries=report["non_utf8_entries"],
-        template="the target's chat template, applied by the server (/v1/chat/completions)",
-        **counts,
+    prov = WorkloadProvenance.model_validate(
+        dict(
+            where,
+            sha256=report["sha256"],
+            sampler=(
+                "vLLM ShareGPTDataset: conversations with >= 2 turns shuffled by random.seed(seed); turn 0 as "
+                "the prompt, turn 1's token count as output length; 4 <= prompt <= 1024, output >= 4, "
+                "prompt + output <= 2048 tokens (the target's tokenizer); no oversampling"
+            ),
+            seed=seed,
+            asked=num,
+            complete_conversations=len(entries),
+            truncated_at_byte=report["truncated_at_byte"],
+            non_utf8_entries=report["non_utf8_entries"],
+            template="the target's chat template, applied by the server (/v1/chat/completions)",
+            **counts,
+        )
     )
     return Workload("sharegpt", prompts, prov)

@@ -52,6 +52,10 @@ def _reordered(record: Record, dumped: dict[str, Any]) -> dict[str, Any]:
             dumped[name] = _reordered(held, value)
         elif isinstance(held, list) and isinstance(value, list):
             dumped[name] = [_reordered(h, v) if isinstance(h, Record) else v for h, v in zip(held, value)]
+        elif isinstance(held, dict) and isinstance(value, dict):
+            dumped[name] = {
+                k: _reordered(held[k], v) if isinstance(held.get(k), Record) else v for k, v in value.items()
+            }
     order = getattr(record, "_order", None)
     if not order:
         return dumped
@@ -162,6 +166,15 @@ class LoadSettings(Part):
     warmup_requests: Optional[StrictInt] = None
 
 
+class PrecisionLook(Part):
+    """One look of the precision stop rule (specbench/load/precision.py ``run_until``): the requests
+    sent so far, the CI units they made, and each target's half-width then (config names)."""
+
+    requests: Optional[StrictInt] = None
+    n_units: Optional[StrictInt] = None
+    half_widths: dict[str, Optional[Num]] = Field(default_factory=dict)
+
+
 class Precision(Part):
     """Why a precision-driven load stopped (specbench/load/precision.py ``Outcome``)."""
 
@@ -172,7 +185,7 @@ class Precision(Part):
     n_units: Optional[StrictInt] = None
     targets: dict[str, Num] = Field(default_factory=dict)
     half_widths: dict[str, Optional[Num]] = Field(default_factory=dict)
-    looks: list[dict[str, Any]] = Field(default_factory=list)  # free-form: one object per look, for the reader
+    looks: list[PrecisionLook] = Field(default_factory=list)
     confidence: Optional[Num] = None
     interval: Optional[StrictStr] = None
 
@@ -213,6 +226,19 @@ class LogWindowWait(Part):
     after_line: Optional[StrictInt] = None
 
 
+class ServerRequests(Part):
+    """What the server's /metrics saw of an llmperf load: the diff of its request counters around
+    the llmperf process (specbench/load/llmperf_account.py ``diff_server``)."""
+
+    http_status: dict[str, StrictInt] = Field(default_factory=dict)  # HTTP status class ("2xx") -> requests
+    sent: Optional[StrictInt] = None
+    http_failed: Optional[StrictInt] = None
+    finished: dict[str, StrictInt] = Field(default_factory=dict)  # vLLM's finished_reason -> requests
+    completed: Optional[StrictInt] = None
+    generation_tokens: Optional[StrictInt] = None
+    prompt_tokens: Optional[StrictInt] = None
+
+
 class LoadAccounting(Part):
     """llmperf (specbench/load/llmperf_account.py): requests asked, started, recorded, failed, and
     what the server's /metrics saw."""
@@ -222,8 +248,8 @@ class LoadAccounting(Part):
     recorded: Optional[StrictInt] = None
     failed: Optional[StrictInt] = None
     dropped_failed: Optional[StrictInt] = None
-    timed_out: Optional[StrictInt] = None
-    server: Optional[dict[str, Any]] = None  # free-form: the /metrics request counters as scraped
+    timed_out: Optional[StrictBool] = None  # past llmperf's whole-test timeout
+    server: Optional[ServerRequests] = None
     server_not_recorded: Optional[StrictInt] = None
     acceptance_covers: Optional[StrictStr] = None
     llmperf_exit_status: Optional[StrictInt] = None
@@ -241,6 +267,53 @@ class Machine(Part):
     cpu_count: Optional[StrictInt] = None
     memory_gib: Optional[Num] = None
     gpus: list[dict[str, StrictStr]] = Field(default_factory=list)
+
+
+class WorkloadProvenance(Part):
+    """Where a workload's prompts came from and how they were sampled (specbench/load/workloads.py
+    ``Workload.provenance``): ``manifest.json`` ``workloads``, with the chat template the server applied
+    (specbench/run/runner.py). Which fields are set depends on the workload."""
+
+    source: Optional[StrictStr] = None  # builtin
+    package: Optional[StrictStr] = None  # mt-bench, sharegpt: the data package, its version and file
+    version: Optional[StrictStr] = None
+    file: Optional[StrictStr] = None
+    sha256: Optional[StrictStr] = None  # of the file's bytes
+    sampler: Optional[StrictStr] = None
+    seed: Optional[StrictInt] = None  # sharegpt: the sample's
+    asked: Optional[StrictInt] = None
+    complete_conversations: Optional[StrictInt] = None
+    truncated_at_byte: Optional[StrictInt] = None
+    non_utf8_entries: Optional[StrictInt] = None
+    template: Optional[StrictStr] = None
+    malformed: Optional[StrictInt] = None
+    first_malformed: Optional[StrictStr] = None
+    length_filtered: Optional[StrictInt] = None
+    turn0_not_human: Optional[StrictInt] = None
+    skipped: Optional[StrictInt] = None  # mt-bench: unusable question lines
+    first_bad_line: Optional[StrictInt] = None
+    workload: Optional[StrictStr] = None
+    distinct_prompts: Optional[StrictInt] = None
+    chat_template_sha256: Optional[StrictStr] = None
+    chat_template_from: Optional[StrictStr] = None
+
+
+class PreparedInstall(Part):
+    """A ``vllm`` axis value's install as planning found it (specbench/run/install_plan.py):
+    ``manifest.json`` ``installs``."""
+
+    value: Optional[StrictStr] = None
+    kind: Optional[StrictStr] = None  # current, version, requirement, path
+    requirement: Optional[StrictStr] = None
+    python: Optional[StrictStr] = None
+    env_dir: Optional[StrictStr] = None
+    created: Optional[StrictBool] = None
+    create_s: Optional[Num] = None
+    vllm_dist: Optional[StrictStr] = None
+    vllm_version: Optional[StrictStr] = None
+    record_sha256: Optional[StrictStr] = None
+    vllm_root: Optional[StrictStr] = None
+    ready_s: Optional[Num] = None
 
 
 class GateSubset(Part):

@@ -18,8 +18,9 @@ are optional where older files (results/baselines/*) lack them. ``schema_version
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
+from annotated_types import Len
 from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator
 
 from specbench.io import load_json
@@ -36,8 +37,10 @@ from specbench.records.cell import (
     PairedBaseline,
     Part,
     Precision,
+    PreparedInstall,
     ServerGroup,
     Spec,
+    WorkloadProvenance,
     ordered_dump,
 )
 from specbench.records.counts import Counts, invalid_reason
@@ -61,10 +64,29 @@ class PerRequest(Record):
     units: list[Counts] = Field(default_factory=list)
 
 
+# One count of two sources that differ: [this source's, Prometheus's] (accepted_per_position: lists).
+CountPair = Annotated[list[Optional[StrictInt]], Len(2, 2)]
+PositionsPair = Annotated[list[Optional[list[StrictInt]]], Len(2, 2)]
+
+
+class CountsMismatch(Part):
+    """How a source's counts differ from Prometheus's (specbench/run/collect.py ``counts_equal``):
+    each count field that differs, or which side had no counts (``missing``: "a" or "b")."""
+
+    num_drafts: Optional[CountPair] = None
+    draft_tokens: Optional[CountPair] = None
+    accepted_tokens: Optional[CountPair] = None
+    accepted_per_position: Optional[PositionsPair] = None
+    missing: Optional[StrictStr] = None
+
+    def __str__(self) -> str:
+        return str(self.dump())
+
+
 class Agreement(Record):
     logs_vs_prometheus: Optional[StrictBool] = None
     per_request_vs_prometheus: Optional[StrictBool] = None
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, CountsMismatch] = Field(default_factory=dict)  # "logs", "per_request": what differs
 
 
 class Derived(Record):
@@ -264,9 +286,8 @@ class Manifest(Part):
     overrides: list[StrictStr] = Field(default_factory=list)  # run --set, as shown (secrets hidden)
     gate_sizing: list[StrictStr] = Field(default_factory=list)  # run --gate: why it sent the prompts it sent
     gate_subset: Optional[GateSubset] = None
-    # free-form: each workload's provenance (file sha256s, sampler) and each vllm axis install, as recorded
-    workloads: dict[str, Optional[dict[str, Any]]] = Field(default_factory=dict)
-    installs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    workloads: dict[str, Optional[WorkloadProvenance]] = Field(default_factory=dict)
+    installs: dict[str, PreparedInstall] = Field(default_factory=dict)  # vllm axis value -> its install
     source: Optional[StrictStr] = None  # a vllm bench result or sweep read as a run (specbench/results/sweep.py)
 
 

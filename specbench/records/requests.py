@@ -5,7 +5,7 @@ reads rows through the same model the run directory's readers use."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Optional, Sequence, Union
+from typing import Annotated, Any, Iterable, Mapping, Optional, Sequence, TypedDict, Union
 
 from annotated_types import Len
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, ValidationError
@@ -93,8 +93,39 @@ class RequestRecord(Record):
         return (self.model_extra or {}).get(key)
 
 
+class RequestRow(TypedDict, total=False):
+    """A request's row as a load driver builds it and ``requests.jsonl`` holds it, before it is read
+    back as a :class:`RequestRecord` (whose fields these are), plus the keys a driver adds that the
+    record keeps unnamed (llmperf's per-chunk ITL and dropped flag, an unreadable spec-decode object)."""
+
+    id: Union[int, str]
+    prompt_id: Optional[str]
+    category: Optional[str]
+    workload: Optional[str]
+    prompt_sha256: Optional[str]
+    start_s: Optional[float]
+    ttft_s: Optional[float]
+    itl_s: Optional[list[float]]
+    e2e_s: Optional[float]
+    llmperf_inter_token_latency_s: Optional[float]
+    output_tokens: Optional[int]
+    input_tokens: Optional[int]
+    chunks: Optional[int]
+    text: Optional[str]
+    token_ids: Optional[list[int]]
+    finish_reason: Optional[str]
+    itl_method: Optional[str]
+    error: Optional[str]
+    error_code: Optional[Union[int, str]]
+    spec_decode: Optional[dict[str, Union[int, list[int]]]]  # SpecDecode's fields
+    spec_decode_error: str
+    block: int
+    llmperf_dropped: bool
+    error_msg: Optional[str]  # llmperf's own, in rows of older runs
+
+
 # Requests as records, or as plain rows still to validate (a load driver's result, tests, benchmarks).
-Rows = Sequence[Union[RequestRecord, dict[str, Any]]]
+Rows = Sequence[Union[RequestRecord, RequestRow, dict[str, Any]]]
 
 
 def requests_of(rows: Rows, file: Path | str = "requests") -> list[RequestRecord]:
@@ -111,14 +142,14 @@ def numbered_requests(
     return [_validated({**row, "_repeat": repeat}, f"{file}:{line}") for line, row in numbered]
 
 
-def _validated(row: dict[str, Any], where: str) -> RequestRecord:
+def _validated(row: Mapping[str, object], where: str) -> RequestRecord:
     try:
         return RequestRecord.model_validate(row)
     except ValidationError as exc:
         raise InputError(f"{where}: {first_problem(exc)}; re-run the cell or delete the file") from None
 
 
-def errored(row: RequestRecord | dict[str, Any]) -> bool:
+def errored(row: RequestRecord | RequestRow | dict[str, Any]) -> bool:
     """Whether a request failed: ``error`` or ``error_code`` set, or llmperf's own ``error_msg``; for
     a row as written (a dict) and as a record alike, so the checks of raw rows and the readers of
     records leave out the same requests."""

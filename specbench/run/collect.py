@@ -26,6 +26,7 @@ from specbench.records.files import (
     CI,
     Acceptance,
     Agreement,
+    CountsMismatch,
     Derived,
     PerRequest,
     Total,
@@ -128,7 +129,11 @@ def build_acceptance(
         agreement=Agreement(
             logs_vs_prometheus=logs_ok,
             per_request_vs_prometheus=req_ok,
-            details={k: v for k, v in (("logs", logs_details), ("per_request", req_details)) if v},
+            details={
+                k: CountsMismatch.model_validate(v)
+                for k, v in (("logs", logs_details), ("per_request", req_details))
+                if v
+            },
         ),
         derived=derived,
         ci=ci,

@@ -204,7 +204,7 @@ def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[s
             tokenizer=lambda: _target_tokenizer(study, cells),
         )
         prompts.extend(wl.prompts)
-        provenance[name] = {**wl.provenance, **_chat_template(study, cells)}
+        provenance[name] = {**wl.provenance.dump(), **_chat_template(study, cells)}
     return prompts, provenance
 
 

@@ -52,8 +52,8 @@ def test_stops_when_the_half_width_is_reached_and_records_it():
     _, out = run_until(send, {"acceptance_length": 0.2}, max_requests=200, batch=5, min_requests=10)
     assert out.reason == REACHED
     assert calls[0] == (0, 10) and all(n == 5 for _, n in calls[1:])  # first look after min_requests
-    assert out.requests_sent == sum(n for _, n in calls) == out.looks[-1]["requests"]
-    assert out.half_widths["acceptance_length"] <= 0.2 < out.looks[-2]["half_widths"]["acceptance_length"]
+    assert out.requests_sent == sum(n for _, n in calls) == out.looks[-1].requests
+    assert out.half_widths["acceptance_length"] <= 0.2 < out.looks[-2].half_widths["acceptance_length"]
     assert out.unit == "request" and out.n_units == out.requests_sent
 
 
@@ -83,7 +83,7 @@ def test_without_per_request_counts_each_batch_is_a_unit():
     send, _ = sender(per_request=False)
     _, out = run_until(send, {"acceptance_length": 0.001}, max_requests=50, batch=10, min_requests=20)
     assert out.unit == "batch" and out.n_units == 4  # 20 + 10 + 10 + 10
-    assert out.looks[0]["half_widths"]["acceptance_length"] is None  # one batch: no interval yet
+    assert out.looks[0].half_widths["acceptance_length"] is None  # one batch: no interval yet
 
 
 def test_half_width_is_the_per_cell_interval_s_longer_side():

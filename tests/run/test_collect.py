@@ -69,7 +69,7 @@ def test_build_acceptance_agreement_and_ci_unit():
     )
     assert off.per_request is None and off.agreement.per_request_vs_prometheus is None
     assert off.agreement.logs_vs_prometheus is False
-    assert off.agreement.details["logs"]["num_drafts"] == [40, 100]
+    assert off.agreement.details["logs"].num_drafts == [40, 100]
     assert off.ci.unit == "total" and off.ci.degenerate  # one window is no sample: records.files.ci_units
 
 

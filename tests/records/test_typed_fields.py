@@ -1,0 +1,126 @@
+"""The fields issue #58 gave real types stay typed: none of them holds ``Any`` again, the typed
+parts name every key the committed runs hold, and a wrong-typed value in one is refused naming it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+import pytest
+from pydantic import BaseModel
+
+from specbench.analysis.windows import RateOnlySummary
+from specbench.errors import InputError
+from specbench.load.precision import Batch, Outcome
+from specbench.load.workloads import Workload
+from specbench.records.cell import LoadAccounting, Precision, PrecisionLook, WorkloadProvenance
+from specbench.records.files import Acceptance, Agreement, CellRecord, Manifest
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+FIELDS = [
+    (Precision, "looks"),
+    (LoadAccounting, "server"),
+    (Agreement, "details"),
+    (Manifest, "workloads"),
+    (Manifest, "installs"),
+    (Batch, "requests"),
+    (Outcome, "looks"),
+    (Workload, "provenance"),
+    (RateOnlySummary, "per_record"),
+]
+
+
+def _hint(owner: type, name: str) -> Any:
+    if isinstance(owner, type) and issubclass(owner, BaseModel):
+        return owner.model_fields[name].annotation
+    return get_type_hints(owner, include_extras=False)[name]
+
+
+def _holds_any(tp: Any, seen: set[Any]) -> str | None:
+    """Where ``Any`` sits in ``tp``, looking through containers, unions, records, dataclasses and
+    TypedDicts (their own fields too), or None."""
+    if tp is Any:
+        return "Any"
+    if get_origin(tp) is typing.Annotated:
+        return _holds_any(get_args(tp)[0], seen)
+    if get_origin(tp) is not None or isinstance(tp, type(Union[int, str])):
+        return next((w for a in get_args(tp) if (w := _holds_any(a, seen))), None)
+    if not isinstance(tp, type) or tp in seen:
+        return None
+    seen.add(tp)
+    if issubclass(tp, BaseModel):
+        fields = {n: f.annotation for n, f in tp.model_fields.items()}
+    elif dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
+        fields = get_type_hints(tp)
+    else:
+        return None
+    return next((f"{tp.__name__}.{n}: {w}" for n, a in fields.items() if (w := _holds_any(a, seen))), None)
+
+
+@pytest.mark.parametrize(("owner", "name"), FIELDS, ids=[f"{o.__name__}.{n}" for o, n in FIELDS])
+def test_the_field_holds_no_any(owner, name):
+    assert _holds_any(_hint(owner, name), set()) is None
+
+
+def _manifests() -> list[Path]:
+    return sorted(RESULTS.rglob("manifest.json"))
+
+
+def test_committed_workloads_and_installs_hold_only_named_keys():
+    """Every key a committed manifest's workloads and installs hold is a field of its part (none
+    kept as an unknown extra), and the committed runs have both kinds."""
+    seen = {"workloads": 0, "installs": 0}
+    for path in _manifests():
+        m = Manifest.model_validate(json.loads(path.read_text()))
+        for kind, parts in (("workloads", m.workloads), ("installs", m.installs)):
+            for key, part in parts.items():
+                if part is not None:
+                    seen[kind] += 1
+                    assert not part.model_extra, f"{path}: {kind}[{key}] keys not typed: {sorted(part.model_extra)}"
+    assert seen["workloads"] and seen["installs"]
+
+
+def test_provenance_is_one_type_in_memory_and_stored():
+    assert _hint(Workload, "provenance") is WorkloadProvenance
+    assert get_args(_hint(Manifest, "workloads"))[1] == typing.Optional[WorkloadProvenance]
+    assert get_args(_hint(Outcome, "looks")) == (PrecisionLook,) == get_args(_hint(Precision, "looks"))
+
+
+def _cell(precision: dict[str, Any]) -> dict[str, Any]:
+    return {"cell_id": "c", "status": "done", "precision": precision}
+
+
+def test_a_wrong_typed_look_is_refused_naming_the_field():
+    look = {"requests": 20, "n_units": 20, "half_widths": {"acceptance_length": 0.1}}
+    assert CellRecord.parse(_cell({"looks": [look]}), "cell.json").dump()["precision"]["looks"] == [look]
+    with pytest.raises(
+        InputError, match=r"^cell.json: precision\.looks\[0\]\.requests: input should be a valid integer"
+    ):
+        CellRecord.parse(_cell({"looks": [{**look, "requests": "20"}]}), "cell.json")
+    with pytest.raises(InputError, match=r"precision\.looks\[0\]\.half_widths\.acceptance_length: "):
+        CellRecord.parse(_cell({"looks": [{**look, "half_widths": {"acceptance_length": "narrow"}}]}), "cell.json")
+
+
+def test_a_wrong_typed_server_count_or_install_is_refused_naming_the_field():
+    server = {"http_status": {"2xx": 3}, "sent": 3, "http_failed": 0, "finished": {"length": 3}, "completed": 3}
+    rec = {"cell_id": "c", "status": "done", "load_accounting": {"timed_out": False, "server": server}}
+    assert CellRecord.parse(rec, "cell.json").dump() == rec
+    bad = {**rec, "load_accounting": {"server": {**server, "finished": {"length": 3.5}}}}
+    with pytest.raises(InputError, match=r"^cell.json: load_accounting\.server\.finished\.length: "):
+        CellRecord.parse(bad, "cell.json")
+    with pytest.raises(
+        InputError, match=r"^manifest.json: installs\.0\.31\.0\.created: input should be a valid boolean"
+    ):
+        Manifest.parse({"run_id": "r", "cells": [], "installs": {"0.31.0": {"created": "no"}}}, "manifest.json")
+
+
+def test_agreement_details_name_the_counts_that_differ():
+    acc = {"agreement": {"logs_vs_prometheus": False, "details": {"logs": {"num_drafts": [40, 100]}}}}
+    details = Acceptance.parse(acc, "acceptance.json").agreement.details
+    assert str(details["logs"]) == "{'num_drafts': [40, 100]}"  # as report's warning prints it
+    with pytest.raises(InputError, match=r"agreement\.details\.logs\.num_drafts: "):
+        Acceptance.parse({"agreement": {"details": {"logs": {"num_drafts": [40]}}}}, "acceptance.json")
