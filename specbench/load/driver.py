@@ -32,13 +32,15 @@ import random
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import httpx
 
 from specbench.io import save_json, write_jsonl
 from specbench.load.prompt_sets import Prompt
 from specbench.load.summary import summarize
+from specbench.records.cell import LoadAccounting
+from specbench.records.requests import RequestRow
 
 
 @dataclass
@@ -65,13 +67,35 @@ class LoadSpec:
 
 
 @dataclass
+class LoadSent:
+    """What a load generator says of the load it sent: the requests, concurrency and max_tokens
+    (summary.json's labels) and, from llmperf, its own figures and its accounting of what it
+    recorded against what the server saw (cell.json's ``load_accounting``)."""
+
+    num_requests: int | None = None
+    concurrency: int | None = None
+    max_tokens: int | None = None  # llmperf: its mean_output_tokens
+    load_generator: str | None = None  # "llmperf"; None: this driver
+    mean_input_tokens: int | None = None
+    llmperf_name: str | None = None
+    llmperf_started: int | None = None
+    llmperf_output_tok_per_s: float | None = None
+    accounting: LoadAccounting | None = None
+    # summary.json's extra labels (llmperf's server-true throughput and its definitions); the
+    # accounting follows them as specbench_llmperf_accounting
+    summary_extra: dict[str, str | float | None] | None = None
+
+
+@dataclass
 class LoadResult:
-    requests: list[dict[str, Any]]
+    """A load's request rows (requests.jsonl), when it started and how long it took, and what it sent."""
+
+    requests: list[RequestRow]
     started_at: str
     duration_s: float
     model: str = ""
     base_url: str = ""
-    spec: dict[str, Any] = field(default_factory=dict)
+    sent: LoadSent = field(default_factory=LoadSent)
 
 
 def request_order(prompts: list[Prompt], spec: LoadSpec) -> list[Prompt]:
@@ -106,7 +130,7 @@ async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> Loa
     queue: asyncio.Queue[tuple[int, Prompt]] = asyncio.Queue()
     for i, p in enumerate(order):
         queue.put_nowait((i, p))
-    results: list[dict[str, Any] | None] = [None] * len(order)
+    results: list[RequestRow | None] = [None] * len(order)
     done = 0
     headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
     limits = httpx.Limits(max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency)
@@ -137,7 +161,7 @@ async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> Loa
         duration_s=duration,
         model=model,
         base_url=base_url,
-        spec=spec.to_dict(),
+        sent=LoadSent(num_requests=spec.num_requests, concurrency=spec.concurrency, max_tokens=spec.max_tokens),
     )
 
 
@@ -160,7 +184,7 @@ def _body(model: str, prompt: Prompt, spec: LoadSpec) -> dict[str, Any]:
     return body
 
 
-def _new_record(i: int, prompt: Prompt) -> dict[str, Any]:
+def _new_record(i: int, prompt: Prompt, itl: list[float], token_ids: list[int]) -> RequestRow:
     return {
         "id": i,
         "prompt_id": prompt.id,
@@ -169,13 +193,13 @@ def _new_record(i: int, prompt: Prompt) -> dict[str, Any]:
         "prompt_sha256": prompt.sha256,
         "start_s": None,
         "ttft_s": None,
-        "itl_s": [],
+        "itl_s": itl,
         "e2e_s": None,
         "output_tokens": None,
         "input_tokens": None,
         "chunks": 0,
         "text": "",
-        "token_ids": [],
+        "token_ids": token_ids,
         "finish_reason": None,
         "itl_method": "per_token",
         "error": None,
@@ -184,10 +208,10 @@ def _new_record(i: int, prompt: Prompt) -> dict[str, Any]:
     }
 
 
-async def _one(
-    client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, spec: LoadSpec, t0: float
-) -> dict[str, Any]:
-    rec = _new_record(i, prompt)
+async def _one(client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, spec: LoadSpec, t0: float) -> RequestRow:
+    itl: list[float] = []
+    ids: list[int] = []
+    rec = _new_record(i, prompt, itl, ids)
     start = time.perf_counter()
     rec["start_s"] = start - t0
     last_t: float | None = None
@@ -212,7 +236,7 @@ async def _one(
                     rec["error_code"] = "stream_error"
                     rec["error"] = _one_line(json.dumps(chunk["error"]))
                     break
-                n_new = _chunk_tokens(chunk, cum_tokens, rec, texts)
+                n_new = _chunk_tokens(chunk, cum_tokens, rec, ids, texts)
                 usage = chunk.get("usage") or {}
                 if "completion_tokens" in usage:
                     cum_tokens = max(cum_tokens, int(usage["completion_tokens"]))
@@ -221,12 +245,12 @@ async def _one(
                     continue
                 if n_new <= 0:
                     continue
-                rec["chunks"] += 1
+                rec["chunks"] = (rec.get("chunks") or 0) + 1
                 if last_t is None:
                     rec["ttft_s"] = now - start
-                    rec["itl_s"].extend([0.0] * (n_new - 1))
+                    itl.extend([0.0] * (n_new - 1))
                 else:
-                    rec["itl_s"].extend([(now - last_t) / n_new] * n_new)
+                    itl.extend([(now - last_t) / n_new] * n_new)
                 last_t = now
     except (httpx.HTTPError, json.JSONDecodeError, OSError) as exc:
         rec["error_code"] = type(exc).__name__
@@ -237,8 +261,9 @@ async def _one(
     return _finish(rec, start, texts)
 
 
-def _chunk_tokens(chunk: dict[str, Any], cum_tokens: int, rec: dict[str, Any], texts: list[str]) -> int:
-    """Tokens this chunk carries: its token_ids, else the continuous-usage delta, else 1 if text."""
+def _chunk_tokens(chunk: dict[str, Any], cum_tokens: int, rec: RequestRow, ids_out: list[int], texts: list[str]) -> int:
+    """Tokens this chunk carries: its token_ids (added to ``ids_out``), else the continuous-usage
+    delta, else 1 if text."""
     n = 0
     counted = False
     for choice in chunk.get("choices") or []:
@@ -247,7 +272,7 @@ def _chunk_tokens(chunk: dict[str, Any], cum_tokens: int, rec: dict[str, Any], t
             texts.append(delta["content"])
         ids = choice.get("token_ids")
         if ids is not None:
-            rec["token_ids"].extend(ids)
+            ids_out.extend(ids)
             n += len(ids)
             counted = True
         if choice.get("finish_reason"):
@@ -263,7 +288,7 @@ def _chunk_tokens(chunk: dict[str, Any], cum_tokens: int, rec: dict[str, Any], t
     return 0
 
 
-def _final_usage(chunk: dict[str, Any], rec: dict[str, Any]) -> None:
+def _final_usage(chunk: dict[str, Any], rec: RequestRow) -> None:
     usage = chunk.get("usage") or {}
     if "completion_tokens" in usage:
         rec["output_tokens"] = int(usage["completion_tokens"])
@@ -299,11 +324,11 @@ def spec_counts(sd: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _finish(rec: dict[str, Any], start: float, texts: list[str]) -> dict[str, Any]:
+def _finish(rec: RequestRow, start: float, texts: list[str]) -> RequestRow:
     rec["e2e_s"] = time.perf_counter() - start
     rec["text"] = "".join(texts)
     if rec["output_tokens"] is None and rec["error"] is None:
-        rec["output_tokens"] = len(rec["itl_s"]) + (1 if rec["ttft_s"] is not None else 0)
+        rec["output_tokens"] = len(rec.get("itl_s") or []) + (1 if rec["ttft_s"] is not None else 0)
     return rec
 
 
@@ -314,16 +339,24 @@ def _one_line(text: str, limit: int = 300) -> str:
 def write_outputs(result: LoadResult, out_dir: Path, name: str | None = None) -> None:
     """Write ``requests.jsonl`` and ``summary.json`` (llmperf's key names) into ``out_dir``."""
     out_dir = Path(out_dir)
-    write_jsonl(out_dir / "requests.jsonl", result.requests)
+    rows = cast(list[dict[str, Any]], result.requests)  # a RequestRow is a plain dict
+    write_jsonl(out_dir / "requests.jsonl", rows)
     save_json(
         out_dir / "summary.json",
         summarize(
-            result.requests,
+            rows,
             result.duration_s,
             model=result.model,
-            concurrency=result.spec.get("concurrency"),
+            concurrency=result.sent.concurrency,
             name=name or f"{os.path.basename(result.model.rstrip('/')) or 'model'}_summary",
-            max_tokens=result.spec.get("max_tokens"),
-            extra=result.spec.get("summary_extra"),
+            max_tokens=result.sent.max_tokens,
+            extra=_summary_extra(result.sent),
         ),
     )
+
+
+def _summary_extra(sent: LoadSent) -> dict[str, Any] | None:
+    if sent.summary_extra is None:
+        return None
+    acc = {} if sent.accounting is None else {"specbench_llmperf_accounting": sent.accounting.dump()}
+    return {**sent.summary_extra, **acc}

@@ -24,14 +24,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from specbench.errors import InputError, SpecbenchError
 from specbench.io import read_text
 from specbench.load import llmperf_account as account
-from specbench.load.driver import LoadResult
+from specbench.load.driver import LoadResult, LoadSent
 from specbench.load.llmperf_checks import (  # noqa: F401
     KILL_GRACE_S,
     OBSERVER,
@@ -42,6 +42,8 @@ from specbench.load.llmperf_checks import (  # noqa: F401
     llmperf_env,
     start_in_checkout,
 )
+from specbench.records.cell import LoadAccounting
+from specbench.records.requests import RequestRow
 from specbench.serve.procs import join_started, kill_tree
 
 REQUEST_TIMEOUT_S = 180  # llmperf's per-request timeout, fixed in its OpenAI client (requests.post)
@@ -204,7 +206,7 @@ def _run(
         result = read_llmperf_results(results_dir, name)
     else:
         result = _no_results(model, spec, name, time.monotonic() - t0)
-    started = result.spec.pop("llmperf_started", None)
+    started = result.sent.llmperf_started
     new, acc = account.reconcile(
         n,
         result.requests,
@@ -215,12 +217,15 @@ def _run(
     )
     acc["llmperf_exit_status"] = code
     result.requests.extend(new)
-    llmperf_tps = result.spec.pop("llmperf_output_tok_per_s", None)
+    llmperf_tps = result.sent.llmperf_output_tok_per_s
     server_s = span.seconds
     acc["server_span_s"] = round(server_s, 3) if server_s else None
     acc["server_span_resolution_s"] = poll_s
-    result.spec["accounting"] = acc
-    result.spec["summary_extra"] = _summary_extra(server, server_s, llmperf_tps, acc)
+    result.sent = replace(
+        result.sent,
+        accounting=LoadAccounting.model_validate(acc),
+        summary_extra=_summary_extra(server, server_s, llmperf_tps),
+    )
     return result
 
 
@@ -271,18 +276,19 @@ def _no_results(model: str, spec: LlmperfArgs, name: str, duration_s: float) -> 
         started_at="",
         duration_s=duration_s,
         model=model,
-        spec={
-            "load_generator": "llmperf",
-            "concurrency": spec.num_concurrent_requests,
-            "max_tokens": spec.mean_output_tokens,
-            "llmperf_name": name,
-        },
+        sent=LoadSent(
+            load_generator="llmperf",
+            concurrency=spec.num_concurrent_requests,
+            max_tokens=spec.mean_output_tokens,
+            llmperf_name=name,
+        ),
     )
 
 
 def _summary_extra(
-    server: dict[str, Any] | None, server_s: float | None, llmperf_tps: Any, acc: dict[str, Any]
-) -> dict[str, Any]:
+    server: dict[str, Any] | None, server_s: float | None, llmperf_tps: Any
+) -> dict[str, str | float | None]:
+    """summary.json's llmperf labels and server-true throughput (driver.write_outputs adds the accounting)."""
     return {
         "specbench_load_driver": "llmperf",
         "specbench_itl_method": "llmperf_per_chunk",
@@ -292,7 +298,6 @@ def _summary_extra(
             "server-generated tokens (/metrics diff) / the server's busy span for the load"
         ),
         "llmperf_output_tok_per_s": llmperf_tps,
-        "specbench_llmperf_accounting": acc,
     }
 
 
@@ -364,15 +369,15 @@ def read_llmperf_results(results_dir: Path, name: str | None = None) -> LoadResu
         duration_s=duration,
         model=str(summary.get("model", "")),
         base_url="",
-        spec={
-            "load_generator": "llmperf",
-            "concurrency": summary.get("num_concurrent_requests"),
-            "mean_input_tokens": summary.get("mean_input_tokens"),
-            "max_tokens": summary.get("mean_output_tokens"),
-            "llmperf_name": name,
-            "llmperf_started": summary.get("results_num_requests_started"),
-            "llmperf_output_tok_per_s": summary.get("results_mean_output_throughput_token_per_s"),
-        },
+        sent=LoadSent(
+            load_generator="llmperf",
+            concurrency=summary.get("num_concurrent_requests"),
+            mean_input_tokens=summary.get("mean_input_tokens"),
+            max_tokens=summary.get("mean_output_tokens"),
+            llmperf_name=name,
+            llmperf_started=summary.get("results_num_requests_started"),
+            llmperf_output_tok_per_s=summary.get("results_mean_output_throughput_token_per_s"),
+        ),
     )
 
 
@@ -388,7 +393,7 @@ def _read_json(path: Path, kind: type) -> Any:
     return data
 
 
-def _request(i: int, row: Any, path: Path) -> dict[str, Any]:
+def _request(i: int, row: Any, path: Path) -> RequestRow:
     if not isinstance(row, dict) or "end_to_end_latency_s" not in row:
         raise InputError(f"{path}: entry {i} is not an llmperf response (no end_to_end_latency_s)")
     failed = row.get("error_code") is not None or bool(row.get("error_msg"))

@@ -19,7 +19,9 @@ record (``llmperf_dropped``), so ``max_error_rate`` sees it.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
+
+from specbench.records.requests import RequestRow
 
 CHAT = "/v1/chat/completions"
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
@@ -99,12 +101,12 @@ def error_lines(log_text: str, limit: int = 5) -> list[str]:
 
 def reconcile(
     requested: int,
-    rows: list[dict[str, Any]],
+    rows: Sequence[RequestRow],
     server: dict[str, Any] | None,
     log_text: str = "",
     started: int | None = None,
     timed_out: bool = False,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[RequestRow], dict[str, Any]]:
     """Failed-request records for what llmperf did not record, and the accounting of the load.
 
     ``rows`` are the request records read from llmperf's files (possibly none); ``started`` is its
@@ -120,7 +122,7 @@ def reconcile(
     n_new = max(missing, dropped_failed)
     messages = error_lines(log_text)
     detail = ("; ".join(messages))[:400] if messages else "no message in llmperf's output"
-    new: list[dict[str, Any]] = []
+    new: list[RequestRow] = []
     codes = [
         s for s, v in sorted((server or {}).get("http_status", {}).items()) if not s.startswith("2") for _ in range(v)
     ]
@@ -170,7 +172,7 @@ def _server_accounting(server: dict[str, Any] | None, recorded_ok: int) -> dict[
     }
 
 
-def _failed_record(i: int, why: str, code: Any) -> dict[str, Any]:
+def _failed_record(i: int, why: str, code: Any) -> RequestRow:
     return {
         "id": i,
         "prompt_id": None,

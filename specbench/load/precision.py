@@ -189,4 +189,4 @@ def merge_batches(parts: list[tuple[float, Any]], duration_s: float, sent: int) 
             if start is not None:
                 r["start_s"] = start + offset  # each batch timed from its own start
             requests.append(r)
-    return replace(first, requests=requests, duration_s=duration_s, spec={**first.spec, "num_requests": sent})
+    return replace(first, requests=requests, duration_s=duration_s, sent=replace(first.sent, num_requests=sent))

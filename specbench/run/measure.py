@@ -82,8 +82,9 @@ def measure_cell(
     t0 = time.monotonic()
     result = _send_load(cell, ctx, server, model, key, n, d, companion, record)
     record.timings.load_s = round(time.monotonic() - t0, 2)
-    if result.spec.get("accounting"):  # llmperf: requests asked / recorded / failed / seen by the server
-        record.load_accounting = result.spec["accounting"]
+    covers = result.sent.accounting  # llmperf: requests asked / recorded / failed / seen by the server
+    if covers is not None:
+        record.load_accounting = covers
     write_outputs(result, d)
     requests = requests_of(result.requests, d / "requests.jsonl")
     _check_load(server, requests, ld.max_error_rate)
@@ -91,10 +92,9 @@ def measure_cell(
     ctx.display.update(cell.cell_id, "collecting")
     t0 = time.monotonic()
     acc = _collect(cell, ctx, server, log_path, wait_s, d, record, before_prom, before_line, requests)
-    covers = result.spec.get("accounting") or {}
-    if covers.get("server_not_recorded") or covers.get("failed"):
+    if covers is not None and covers.acceptance_covers and (covers.server_not_recorded or covers.failed):
         # llmperf: the /metrics counts cover requests that requests.jsonl does not time.
-        acc.warnings = [*acc.warnings, covers["acceptance_covers"]]
+        acc.warnings = [*acc.warnings, covers.acceptance_covers]
     record.timings.collect_s = round(time.monotonic() - t0, 2)
     return acc
 

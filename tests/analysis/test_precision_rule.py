@@ -17,7 +17,7 @@ import pytest
 from specbench.analysis.rates import total
 from specbench.analysis.stop_rule import MIN_REQUESTS_FLOOR, Look, ci_key, precise_enough
 from specbench.io import save_json
-from specbench.load.driver import LoadResult
+from specbench.load.driver import LoadResult, LoadSent
 from specbench.load.precision import AT_MAX_REQUESTS, REACHED, precision_load
 from specbench.records.counts import Counts
 from specbench.run.collect import build_acceptance, request_units
@@ -55,7 +55,7 @@ def _drive(rows: list[list[int]], targets: dict[str, float], max_requests: int):
             c = _counts(rows[i % len(rows)])
             sent.append(c)
             reqs.append({"id": i, "prompt_id": f"q{i}", "start_s": 0.0, "error": None, "spec_decode": c.to_dict()})
-        return LoadResult(requests=reqs, started_at="t", duration_s=1.0, spec={"num_requests": n})
+        return LoadResult(requests=reqs, started_at="t", duration_s=1.0, sent=LoadSent(num_requests=n))
 
     result, record = precision_load(_Load(targets, max_requests), load_batch, lambda: total(sent) if sent else None)
     return result, record, total(sent)

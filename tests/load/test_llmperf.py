@@ -283,18 +283,18 @@ def test_dropped_failed_request_is_counted(tmp_path, checkout, monkeypatch):
     assert failed[0]["llmperf_dropped"] and failed[0]["error_code"] == "4xx"
     assert failed[0]["error"].startswith("HTTP 4xx, dropped by llmperf: server answered HTTP 400")
     assert "400 Client Error" in failed[0]["error"]
-    acc = result.spec["accounting"]
-    assert (acc["requested"], acc["recorded"], acc["failed"], acc["llmperf_started"]) == (3, 2, 1, 2)
-    assert acc["server"]["generation_tokens"] == 26
+    acc = result.sent.accounting
+    assert (acc.requested, acc.recorded, acc.failed, acc.llmperf_started) == (3, 2, 1, 2)
+    assert acc.server.generation_tokens == 26
 
 
 def test_overshoot_is_stated(tmp_path, checkout):
     """llmperf recorded 3 of the 5 requests the server completed: the acceptance covers 2 more."""
     scrape = _server(_prom(10, 0, 10, 500), _prom(15, 0, 15, 560))
     result = run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=scrape)
-    acc = result.spec["accounting"]
-    assert acc["failed"] == 0 and acc["server_not_recorded"] == 2
-    assert "covers 5 requests" in acc["acceptance_covers"] and "2 more" in acc["acceptance_covers"]
+    acc = result.sent.accounting
+    assert acc.failed == 0 and acc.server_not_recorded == 2
+    assert "covers 5 requests" in acc.acceptance_covers and "2 more" in acc.acceptance_covers
 
 
 @pytest.mark.heavy
@@ -308,7 +308,7 @@ def test_all_failed_gives_failed_records_with_the_reason(tmp_path, checkout, mon
     assert result.requests[0]["error"].startswith(
         'HTTP 4xx, dropped by llmperf: server answered HTTP 400: {"object":"error","message":"This model maximum'
     )
-    assert result.spec["accounting"]["llmperf_exit_status"] == 1
+    assert result.sent.accounting.llmperf_exit_status == 1
     # Without server counts there is nothing to reconcile: one line with llmperf's own message.
     with pytest.raises(
         SpecbenchError,
@@ -383,7 +383,7 @@ def test_cells_table_and_compare_read_one_meaning_per_column(tmp_path, checkout)
 
     scrape = _server(_prom(10, 0, 10, 500), _prom(13, 0, 13, 539))
     result = run_llmperf("http://127.0.0.1:9", "m", _spec(checkout), tmp_path / "out", scrape=scrape, poll_s=0.05)
-    result.spec["summary_extra"]["specbench_output_tok_per_s"] = 39 / 2.0  # span depends on the poll timing
+    result.sent.summary_extra["specbench_output_tok_per_s"] = 39 / 2.0  # span depends on the poll timing
     write_outputs(result, tmp_path / "cell")
     summary = json.loads((tmp_path / "cell" / "summary.json").read_text())
     row = cell_row("r", CellRecord(cell_id="c", status="done"), None, summary)

@@ -14,7 +14,7 @@ import pytest
 from specbench.analysis.stop_rule import half_widths
 from specbench.config import parse_study
 from specbench.errors import ConfigError
-from specbench.load.driver import LoadResult
+from specbench.load.driver import LoadResult, LoadSent
 from specbench.load.precision import AT_MAX_REQUESTS, ERRORS, REACHED, Batch, precision_load, run_until
 from specbench.records.counts import Counts
 
@@ -133,7 +133,7 @@ def test_precision_load_merges_batches_into_one_load():
             {"id": i, "prompt_id": f"q{i}", "start_s": 0.5, "error": None, "spec_decode": unit(ROWS[i % 20]).to_dict()}
             for i in range(start, start + n)
         ]
-        return LoadResult(requests=reqs, started_at="t", duration_s=1.0, spec={"num_requests": n})
+        return LoadResult(requests=reqs, started_at="t", duration_s=1.0, sent=LoadSent(num_requests=n))
 
     def scrape():
         next(scrapes)
@@ -142,7 +142,7 @@ def test_precision_load_merges_batches_into_one_load():
     result, rec = precision_load(Ld, load_batch, scrape)
     assert rec["reason"] == REACHED
     assert [r["id"] for r in result.requests] == list(range(rec["requests_sent"]))
-    assert result.spec["num_requests"] == rec["requests_sent"]
+    assert result.sent.num_requests == rec["requests_sent"]
     starts = [r["start_s"] for r in result.requests]
     assert starts == sorted(starts) and starts[-1] > starts[0]  # later batches offset by when they began
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from specbench.analysis.windows import RateOnlySummary
 from specbench.errors import InputError
+from specbench.load.driver import LoadResult
 from specbench.load.precision import Batch, Outcome
 from specbench.load.workloads import Workload
 from specbench.records.cell import LoadAccounting, Precision, PrecisionLook, WorkloadProvenance
@@ -31,6 +32,8 @@ FIELDS = [
     (Outcome, "looks"),
     (Workload, "provenance"),
     (RateOnlySummary, "per_record"),
+    (LoadResult, "requests"),
+    (LoadResult, "sent"),
 ]
 
 
@@ -64,6 +67,11 @@ def _holds_any(tp: Any, seen: set[Any]) -> str | None:
 @pytest.mark.parametrize(("owner", "name"), FIELDS, ids=[f"{o.__name__}.{n}" for o, n in FIELDS])
 def test_the_field_holds_no_any(owner, name):
     assert _holds_any(_hint(owner, name), set()) is None
+
+
+def test_a_load_result_names_no_spec():
+    """ "spec" is what a cell claims to run (records.cell.Spec); a load's result says what it sent."""
+    assert "spec" not in {f.name for f in dataclasses.fields(LoadResult)}
 
 
 def _manifests() -> list[Path]:
@@ -124,3 +132,19 @@ def test_agreement_details_name_the_counts_that_differ():
     assert str(details["logs"]) == "{'num_drafts': [40, 100]}"  # as report's warning prints it
     with pytest.raises(InputError, match=r"agreement\.details\.logs\.num_drafts: "):
         Acceptance.parse({"agreement": {"details": {"logs": {"num_drafts": [40]}}}}, "acceptance.json")
+
+
+def test_summary_json_gets_llmperf_labels_then_its_accounting(tmp_path):
+    """write_outputs: the extra labels, then the accounting as llmperf_account built it (key order kept)."""
+    from specbench.load.driver import LoadSent, write_outputs
+    from specbench.records.cell import LoadAccounting
+
+    acc = {"requested": 3, "timed_out": False, "server": {"sent": 3, "completed": 3}, "acceptance_covers": "all"}
+    sent = LoadSent(
+        concurrency=2, accounting=LoadAccounting.model_validate(acc), summary_extra={"specbench_load_driver": "llmperf"}
+    )
+    write_outputs(LoadResult(requests=[], started_at="", duration_s=1.0, model="m", sent=sent), tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert list(summary)[-1] == "specbench_llmperf_accounting"
+    assert summary["specbench_load_driver"] == "llmperf" and summary["specbench_llmperf_accounting"] == acc
+    assert list(summary["specbench_llmperf_accounting"]) == list(acc)

@@ -20,7 +20,7 @@ from specbench.cli.main import run_cli
 from specbench.config import parse_study
 from specbench.errors import ConfigError
 from specbench.io import read_jsonl, write_jsonl
-from specbench.load.driver import LoadResult
+from specbench.load.driver import LoadResult, LoadSent
 from specbench.report.baseline_pairs import run_speedups
 from specbench.run.cells import expand
 from specbench.run.interleave import PAIRED_DIR, interleaved_load, pairs
@@ -34,7 +34,7 @@ def _sender(side: str, log: list):
         log.append((side, start, k))
         time.sleep(0.02)  # a block takes time: the next one starts later
         rows = [{"id": start + j, "start_s": 0.001 * j, "side": side} for j in range(k)]
-        return LoadResult(requests=rows, started_at="t", duration_s=float(k), spec={"num_requests": k})
+        return LoadResult(requests=rows, started_at="t", duration_s=float(k), sent=LoadSent(num_requests=k))
 
     return send
 
@@ -56,7 +56,7 @@ def test_blocks_alternate_abba_and_each_side_gets_every_request_once():
         assert [r["block"] for r in res.requests] == [r["id"] // 4 for r in res.requests]  # the interval's unit
         assert {r["side"] for r in res.requests} == {side}
         assert res.duration_s == 10.0  # its own blocks only, not the other side's
-        assert res.spec["num_requests"] == 10
+        assert res.sent.num_requests == 10
     # each block's requests timed from the first block's start: later blocks start later
     starts = [r["start_s"] for r in cell.requests]
     assert starts[4] > starts[3] and starts[8] > starts[7]
