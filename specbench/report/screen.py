@@ -152,7 +152,12 @@ def final_screen(run_dir: Path):
     if through:
         lines.append(Text("Throughput (output tok/s, first value over second; CI widened by the between-run spread):"))
         lines += [Text(f"- {t.line()}") for t in through]
-    lines.append(Text(f"Report, plots and divergence: {report_command(run_dir)}", no_wrap=True, overflow="ignore"))
+    # as every user-given path is shown: a credential in the run's path hidden, control characters visible
+    lines.append(
+        Text(
+            f"Report, plots and divergence: {fmt.shown_text(report_command(run_dir))}", no_wrap=True, overflow="ignore"
+        )
+    )
     return Group(*lines)
 
 

@@ -63,3 +63,18 @@ def test_k_advice_says_its_assumptions_once(tmp_path):
     assert len(every) == 7  # the assumptions, then one line per speculative cell
     assert sum("does not depend on where the verify step starts" in x for x in every) == 1
     assert all("no k recommended (unchecked prediction from k = 3" in x for x in every[1:])
+
+
+@pytest.mark.heavy
+def test_the_suggested_command_shows_a_hostile_run_path_as_every_output_does(tmp_path):
+    """A run directory under a folder named like a token, with an escape sequence and markup in its
+    name: the suggested command hides the token and shows the escape, as every echoed path does."""
+    token = "hf_" + "Zq7" * 8
+    run = tmp_path / token / "run\x1b[31m[bold]x"
+    shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    buf = io.StringIO()
+    Console(file=buf, width=80, no_color=True).print(final_screen(run), crop=False)
+    out = buf.getvalue()
+    (line,) = [x for x in out.splitlines() if x.startswith("Report, plots and divergence: ")]
+    assert token not in out and "\x1b" not in out
+    assert "***" in line and "\\x1b[31m[bold]x" in line
