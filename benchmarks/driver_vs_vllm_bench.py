@@ -25,10 +25,10 @@ from pathlib import Path
 
 DRIVER_CODE = """
 import json, sys
-from specbench.load.driver import LoadSpec, run_load
+from specbench.load.driver import LoadPlan, run_load
 from specbench.load.prompt_sets import load_prompts
 url, model, n, c, out_len = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-r = run_load(url, model, load_prompts(), LoadSpec(num_requests=n, concurrency=c, max_tokens=out_len, ignore_eos=True))
+r = run_load(url, model, load_prompts(), LoadPlan(num_requests=n, concurrency=c, max_tokens=out_len, ignore_eos=True))
 errors = sum(1 for q in r.requests if q["error"])
 print(json.dumps({"completed": len(r.requests) - errors, "errors": errors, "duration_s": r.duration_s}))
 """

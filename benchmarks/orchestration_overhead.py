@@ -64,7 +64,7 @@ def time_specbench(cfg: Path, tmp: Path, modelinfos: Path) -> tuple[float, float
 def time_direct(cfg: Path, tmp: Path, cache_root: Path, load: bool = True) -> tuple[float, float]:
     """(wall s of start + load, start-up s) for the cell's server started by hand on ``cache_root``."""
     from specbench.config import load_config
-    from specbench.load.driver import LoadSpec, run_load
+    from specbench.load.driver import LoadPlan, run_load
     from specbench.load.prompt_sets import load_prompts
     from specbench.run.cells import expand
     from specbench.run.plan import fixture_resolver
@@ -82,7 +82,7 @@ def time_direct(cfg: Path, tmp: Path, cache_root: Path, load: bool = True) -> tu
                 server.url,
                 cell.args[0],
                 prompts,
-                LoadSpec(
+                LoadPlan(
                     num_requests=ld.num_requests + ld.warmup_requests,
                     concurrency=ld.concurrency,
                     max_tokens=ld.max_tokens,

@@ -44,7 +44,7 @@ from specbench.records.requests import RequestRow
 
 
 @dataclass
-class LoadSpec:
+class LoadPlan:
     num_requests: int
     concurrency: int
     max_tokens: int
@@ -98,43 +98,43 @@ class LoadResult:
     sent: LoadSent = field(default_factory=LoadSent)
 
 
-def request_order(prompts: list[Prompt], spec: LoadSpec) -> list[Prompt]:
+def request_order(prompts: list[Prompt], plan: LoadPlan) -> list[Prompt]:
     """The prompts sent, in order: a seeded permutation cycled to ``num_requests``."""
     if not prompts:
         raise ValueError("no prompts to send")
     idx = list(range(len(prompts)))
-    if spec.shuffle:
-        random.Random(spec.seed).shuffle(idx)
-    return [prompts[idx[i % len(idx)]] for i in range(spec.num_requests)]
+    if plan.shuffle:
+        random.Random(plan.seed).shuffle(idx)
+    return [prompts[idx[i % len(idx)]] for i in range(plan.num_requests)]
 
 
 def run_load(
     base_url: str,
     model: str,
     prompts: list[Prompt],
-    spec: LoadSpec,
+    plan: LoadPlan,
     progress: Callable[[int, int], None] | None = None,
     start: int = 0,
 ) -> LoadResult:
-    """Send ``spec.num_requests`` streaming requests; see the module docstring for the timings.
+    """Send ``plan.num_requests`` streaming requests; see the module docstring for the timings.
 
     ``start`` > 0 sends requests ``start .. start + num_requests - 1`` of the same seeded order (ids
     too): a later batch of a precision-driven load continues where the previous one stopped."""
-    if spec.num_requests < 1 or spec.concurrency < 1 or spec.max_tokens < 1 or start < 0:
+    if plan.num_requests < 1 or plan.concurrency < 1 or plan.max_tokens < 1 or start < 0:
         raise ValueError("num_requests, concurrency and max_tokens must be >= 1, start >= 0")
-    order = request_order(prompts, replace(spec, num_requests=start + spec.num_requests))[start:]
-    return asyncio.run(_run(base_url.rstrip("/"), model, order, spec, progress, start))
+    order = request_order(prompts, replace(plan, num_requests=start + plan.num_requests))[start:]
+    return asyncio.run(_run(base_url.rstrip("/"), model, order, plan, progress, start))
 
 
-async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> LoadResult:
+async def _run(base_url, model, order, plan, progress, first_id: int = 0) -> LoadResult:
     queue: asyncio.Queue[tuple[int, Prompt]] = asyncio.Queue()
     for i, p in enumerate(order):
         queue.put_nowait((i, p))
     results: list[RequestRow | None] = [None] * len(order)
     done = 0
-    headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
-    limits = httpx.Limits(max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency)
-    timeout = httpx.Timeout(spec.timeout_s, connect=min(30.0, spec.timeout_s))
+    headers = {"Authorization": f"Bearer {plan.api_key}"} if plan.api_key else {}
+    limits = httpx.Limits(max_connections=plan.concurrency, max_keepalive_connections=plan.concurrency)
+    timeout = httpx.Timeout(plan.timeout_s, connect=min(30.0, plan.timeout_s))
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     async with httpx.AsyncClient(
@@ -148,12 +148,12 @@ async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> Loa
                     i, prompt = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                results[i] = await _one(client, model, first_id + i, prompt, spec, t0)
+                results[i] = await _one(client, model, first_id + i, prompt, plan, t0)
                 done += 1
                 if progress is not None:
                     progress(done, len(order))
 
-        await asyncio.gather(*(worker() for _ in range(min(spec.concurrency, len(order)))))
+        await asyncio.gather(*(worker() for _ in range(min(plan.concurrency, len(order)))))
     duration = time.perf_counter() - t0
     return LoadResult(
         requests=[r for r in results if r is not None],
@@ -161,26 +161,26 @@ async def _run(base_url, model, order, spec, progress, first_id: int = 0) -> Loa
         duration_s=duration,
         model=model,
         base_url=base_url,
-        sent=LoadSent(num_requests=spec.num_requests, concurrency=spec.concurrency, max_tokens=spec.max_tokens),
+        sent=LoadSent(num_requests=plan.num_requests, concurrency=plan.concurrency, max_tokens=plan.max_tokens),
     )
 
 
-def _body(model: str, prompt: Prompt, spec: LoadSpec) -> dict[str, Any]:
+def _body(model: str, prompt: Prompt, plan: LoadPlan) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
         "messages": prompt.messages,
-        "max_tokens": prompt.output_len if spec.output_len == "workload" and prompt.output_len else spec.max_tokens,
-        "temperature": spec.temperature,
-        "top_p": spec.top_p,
+        "max_tokens": prompt.output_len if plan.output_len == "workload" and prompt.output_len else plan.max_tokens,
+        "temperature": plan.temperature,
+        "top_p": plan.top_p,
         # Same seed for every request: a prompt gets the same sample whatever its position.
-        "seed": spec.seed,
+        "seed": plan.seed,
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         "return_token_ids": True,
     }
-    if spec.ignore_eos:
+    if plan.ignore_eos:
         body["ignore_eos"] = True
-    body.update(spec.extra_body)
+    body.update(plan.extra_body)
     return body
 
 
@@ -208,7 +208,7 @@ def _new_record(i: int, prompt: Prompt, itl: list[float], token_ids: list[int]) 
     }
 
 
-async def _one(client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, spec: LoadSpec, t0: float) -> RequestRow:
+async def _one(client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, plan: LoadPlan, t0: float) -> RequestRow:
     itl: list[float] = []
     ids: list[int] = []
     rec = _new_record(i, prompt, itl, ids)
@@ -218,7 +218,7 @@ async def _one(client: httpx.AsyncClient, model: str, i: int, prompt: Prompt, sp
     cum_tokens = 0
     texts: list[str] = []
     try:
-        async with client.stream("POST", "/v1/chat/completions", json=_body(model, prompt, spec)) as resp:
+        async with client.stream("POST", "/v1/chat/completions", json=_body(model, prompt, plan)) as resp:
             if resp.status_code != 200:
                 body = (await resp.aread()).decode("utf-8", errors="replace")
                 rec["error_code"] = resp.status_code

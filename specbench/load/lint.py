@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from specbench.load.driver import LoadSpec
+from specbench.load.driver import LoadPlan
 from specbench.load.prompt_sets import Prompt
 
 _COPY = re.compile(
@@ -21,7 +21,7 @@ _COPY = re.compile(
 )
 
 
-def lint(prompts: list[Prompt], load_spec: LoadSpec | None = None) -> list[str]:
+def lint(prompts: list[Prompt], load_spec: LoadPlan | None = None) -> list[str]:
     """One warning string per problem found; empty when all is well."""
     warnings: list[str] = []
     copies = [p.id for p in prompts if _COPY.search(p.text)]

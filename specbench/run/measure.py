@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from specbench.analysis.rates import total
 from specbench.io import atomic_write_text
-from specbench.load.driver import LoadResult, LoadSpec, run_load, write_outputs
+from specbench.load.driver import LoadPlan, LoadResult, run_load, write_outputs
 from specbench.load.llmperf import llmperf_args, run_llmperf
 from specbench.load.precision import precision_load
 from specbench.records.cell import LogWindowWait, PairedBaseline, Precision
@@ -285,11 +285,11 @@ def _load(
     if ld.driver == "llmperf":
         spec = llmperf_args(ld, n, cell.args if cell else [], api_key=api_key, warmup=warmup)
         return run_llmperf(url, model, spec, out_dir, progress=progress)
-    return run_load(url, model, ctx.prompts, _spec(ld, n, api_key), progress=progress, start=start)
+    return run_load(url, model, ctx.prompts, _load_plan(ld, n, api_key), progress=progress, start=start)
 
 
-def _spec(ld: Any, n: int, api_key: str | None = None) -> LoadSpec:
-    return LoadSpec(
+def _load_plan(ld: Any, n: int, api_key: str | None = None) -> LoadPlan:
+    return LoadPlan(
         num_requests=n,
         concurrency=ld.concurrency,
         max_tokens=ld.max_tokens,

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from specbench.load.driver import LoadSpec, request_order, run_load, spec_counts
+from specbench.load.driver import LoadPlan, request_order, run_load, spec_counts
 from specbench.load.prompt_sets import Prompt
 from specbench.run.cells import supports_per_request_metrics
 
@@ -16,13 +16,13 @@ PROMPTS = [Prompt(f"p{i}", "chat", [{"role": "user", "content": f"q{i}"}]) for i
 
 
 def test_request_order_is_seeded_and_cycles():
-    spec = LoadSpec(num_requests=12, concurrency=2, max_tokens=4, seed=3)
+    spec = LoadPlan(num_requests=12, concurrency=2, max_tokens=4, seed=3)
     order = [p.id for p in request_order(PROMPTS, spec)]
     assert order == [p.id for p in request_order(PROMPTS, spec)]
     assert sorted(order[:5]) == [p.id for p in PROMPTS] and order[5:10] == order[:5]
-    other = [p.id for p in request_order(PROMPTS, LoadSpec(num_requests=12, concurrency=2, max_tokens=4, seed=4))]
+    other = [p.id for p in request_order(PROMPTS, LoadPlan(num_requests=12, concurrency=2, max_tokens=4, seed=4))]
     assert other != order
-    plain = LoadSpec(num_requests=5, concurrency=1, max_tokens=4, shuffle=False)
+    plain = LoadPlan(num_requests=5, concurrency=1, max_tokens=4, shuffle=False)
     assert [p.id for p in request_order(PROMPTS, plain)] == [p.id for p in PROMPTS]
 
 
@@ -98,7 +98,7 @@ def plain_server():
 
 
 def test_per_chunk_fallback_and_stream_errors(plain_server):
-    spec = LoadSpec(num_requests=2, concurrency=2, max_tokens=8, shuffle=False)
+    spec = LoadPlan(num_requests=2, concurrency=2, max_tokens=8, shuffle=False)
     ok, failed = run_load(plain_server, "m", PROMPTS[:2], spec).requests
     assert ok["error"] is None and ok["text"] == "abc" and ok["itl_method"] == "per_chunk"
     assert ok["output_tokens"] == 3 and len(ok["itl_s"]) == 2 and ok["input_tokens"] == 5
@@ -112,10 +112,10 @@ def test_connection_refused_is_recorded():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    res = run_load(f"http://127.0.0.1:{port}", "m", PROMPTS, LoadSpec(num_requests=2, concurrency=1, max_tokens=4))
+    res = run_load(f"http://127.0.0.1:{port}", "m", PROMPTS, LoadPlan(num_requests=2, concurrency=1, max_tokens=4))
     assert [r["error_code"] for r in res.requests] == ["ConnectError"] * 2
 
 
 def test_bad_spec_rejected():
     with pytest.raises(ValueError):
-        run_load("http://127.0.0.1:1", "m", PROMPTS, LoadSpec(num_requests=0, concurrency=1, max_tokens=4))
+        run_load("http://127.0.0.1:1", "m", PROMPTS, LoadPlan(num_requests=0, concurrency=1, max_tokens=4))

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specbench.errors import ServerError
 from specbench.io import load_json, read_jsonl
-from specbench.load.driver import LoadSpec, run_load, write_outputs
+from specbench.load.driver import LoadPlan, run_load, write_outputs
 from specbench.load.prompt_sets import load_prompts
 from specbench.run.cells import supports_per_request_metrics
 from specbench.serve.server import VLLMServer, vllm_available
@@ -99,7 +99,7 @@ def test_bad_model_path_fails_fast_with_tail(tmp_path):
 def test_per_request_acceptance_sums_to_prometheus(server, tmp_path):
     assert supports_per_request_metrics(installed_vllm_version())
     prompts = load_prompts()
-    spec = LoadSpec(num_requests=12, concurrency=4, max_tokens=32)
+    spec = LoadPlan(num_requests=12, concurrency=4, max_tokens=32)
     before = counters(server.scrape_metrics())
     seen = []
     result = run_load(server.url, MODEL, prompts, spec, progress=lambda d, t: seen.append((d, t)))
@@ -155,7 +155,7 @@ def test_same_seed_same_text(server):
     # bf16 near-ties in the tiny model then flip greedy tokens (measured in CI), which is the
     # server's numerics, not the driver's seed handling.
     prompts = load_prompts(["code"])
-    spec = LoadSpec(num_requests=3, concurrency=1, max_tokens=16, seed=7)
+    spec = LoadPlan(num_requests=3, concurrency=1, max_tokens=16, seed=7)
     a = run_load(server.url, MODEL, prompts, spec).requests
     b = run_load(server.url, MODEL, prompts, spec).requests
     assert [r["prompt_id"] for r in a] == [r["prompt_id"] for r in b]
@@ -164,7 +164,7 @@ def test_same_seed_same_text(server):
 
 def test_http_errors_are_recorded_not_raised(server, tmp_path):
     result = run_load(
-        server.url, "no-such-model", load_prompts(["chat"]), LoadSpec(num_requests=3, concurrency=3, max_tokens=8)
+        server.url, "no-such-model", load_prompts(["chat"]), LoadPlan(num_requests=3, concurrency=3, max_tokens=8)
     )
     assert [r["error_code"] for r in result.requests] == [404] * 3
     assert all(r["error"].startswith("HTTP 404") for r in result.requests)

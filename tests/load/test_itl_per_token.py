@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from specbench.load import driver
-from specbench.load.driver import LoadSpec
+from specbench.load.driver import LoadPlan
 from specbench.load.prompt_sets import Prompt
 
 # (clock time at which the chunk arrives, token ids it carries)
@@ -48,7 +48,7 @@ def test_chunk_of_several_tokens_gives_equal_per_token_gaps(monkeypatch):
                 "m",
                 0,
                 Prompt("p0", "chat", [{"role": "user", "content": "q"}]),
-                LoadSpec(num_requests=1, concurrency=1, max_tokens=6),
+                LoadPlan(num_requests=1, concurrency=1, max_tokens=6),
                 0.0,
             )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specbench.load.driver import LoadSpec
+from specbench.load.driver import LoadPlan
 from specbench.load.lint import lint
 from specbench.load.prompt_sets import Prompt
 
@@ -26,7 +26,7 @@ def test_copy_tasks_and_duplicates_flagged():
 
 
 def test_load_settings_flagged():
-    spec = LoadSpec(
+    spec = LoadPlan(
         num_requests=1,
         concurrency=1,
         max_tokens=8,
@@ -41,4 +41,4 @@ def test_load_settings_flagged():
 
 
 def test_clean_set_and_defaults_give_no_warning():
-    assert lint([P("a", "hi"), P("b", "bye")], LoadSpec(num_requests=4, concurrency=2, max_tokens=8)) == []
+    assert lint([P("a", "hi"), P("b", "bye")], LoadPlan(num_requests=4, concurrency=2, max_tokens=8)) == []

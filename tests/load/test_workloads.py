@@ -15,7 +15,7 @@ import pytest
 
 from specbench.errors import DependencyError, InputError
 from specbench.load import workloads
-from specbench.load.driver import LoadSpec, _body
+from specbench.load.driver import LoadPlan, _body
 from specbench.load.workloads import (
     MTBENCH_PACKAGE,
     SHAREGPT_PACKAGE,
@@ -182,8 +182,8 @@ def test_missing_data_package_names_it_and_its_install_command(monkeypatch):
 
 def test_output_len_workload_sends_each_prompts_own_length():
     p = load_workload("mt-bench").prompts[0]
-    assert _body("m", p, LoadSpec(num_requests=1, concurrency=1, max_tokens=64))["max_tokens"] == 64
-    spec = LoadSpec(num_requests=1, concurrency=1, max_tokens=64, output_len="workload")
+    assert _body("m", p, LoadPlan(num_requests=1, concurrency=1, max_tokens=64))["max_tokens"] == 64
+    spec = LoadPlan(num_requests=1, concurrency=1, max_tokens=64, output_len="workload")
     assert _body("m", p, spec)["max_tokens"] == 256
     builtin = load_workload("builtin").prompts[0]  # no length of its own: max_tokens
     assert _body("m", builtin, spec)["max_tokens"] == 64
