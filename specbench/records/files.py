@@ -262,9 +262,10 @@ class CellRecord(Record):
 class Manifest(Part):
     """``manifest.json``: the run's identity, resolved config, machine and cell list.
 
-    The runner keeps the manifest as the dict plan.py built and updates it; store validates it
-    through this model on every write, and readers get it from :func:`specbench.results.store.load_run`
-    as this model (``Run.manifest``). Keys are written back in the order they were read."""
+    The run holds it as this model from planning on (``run.runner.RunPlan.manifest``, updated through
+    ``RunPlan.note``/``save``: a key set later goes after the ones it has), store writes it, and
+    readers get it from :func:`specbench.results.store.load_run` (``Run.manifest``). Keys are
+    written back in the order they were read."""
 
     run_id: StrictStr
     specbench_version: Optional[StrictStr] = None
