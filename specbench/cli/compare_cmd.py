@@ -330,7 +330,7 @@ def _refuse_other_study(comp, diffs: list[str], baseline: Path, candidate: Path)
     no prompt in common in any cell both measured by prompt, or another workload, prompt set or model."""
     # a field one side does not record (an older run, a bench result file) is no evidence of another study
     other = [d for d in diffs if d.split(":")[0] in OTHER_STUDY and "(not recorded)" not in d]
-    kinds = [c.pairing["kind"] for c in comp.cells if c.pairing and c.pairing.get("kind") != "units"]
+    kinds = [c.pairing.kind for c in comp.cells if c.pairing and c.pairing.kind != "units"]
     if kinds and all(k == "unpaired" for k in kinds):
         other.insert(0, "no prompt in common in any cell")
     if other:

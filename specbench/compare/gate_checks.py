@@ -264,11 +264,11 @@ def _sample(
         return int(row.df) + 1, "repeats"  # Welch over repeats, df = min(n) - 1
     source = gate.metric.source
     if source == "acceptance":
-        pr = cell.pairing or {}
-        if pr.get("kind") == "paired":
-            return int(pr["shared"]), "prompts"
-        if pr.get("kind") == "unpaired":
-            return min(int(pr["baseline_prompts"]), int(pr["candidate_prompts"])), "prompts"
+        pr = cell.pairing
+        if pr is not None and pr.kind == "paired":
+            return pr.shared, "prompts"
+        if pr is not None and pr.kind == "unpaired":
+            return min(pr.baseline_prompts, pr.candidate_prompts), "prompts"
         return min(cell.base_units, cell.cand_units) or None, f"{cell.unit_kind or 'unit'}s"
     if source == "requests":
         lb, lc = bc.latency.get(row.name) or [], cc.latency.get(row.name) or []

@@ -43,10 +43,10 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional, Union
 
 from specbench.analysis.deltas import bootstrap_p, one_sided_p
-from specbench.axis import on_off
+from specbench.axis import AxisScalar, AxisValues, on_off
 from specbench.compare.exact import ROUNDING, scale, snap
 from specbench.compare.registry import METRICS, Metric, expand_short, resolve, row_name
 from specbench.compare.verdicts import GateResult, MetricRow, Status
@@ -104,7 +104,7 @@ class Gate:
             return v / 100 * abs(base_value)
         return v
 
-    def selects(self, axes: dict[str, Any]) -> bool:
+    def selects(self, axes: AxisValues) -> bool:
         return all(str(axes.get(axis)) in values for axis, values in self.cells)
 
     def describe(self) -> str:
@@ -114,7 +114,12 @@ class Gate:
         return f"{self.expr} @ {sel}"
 
 
-def parse_gate(expr: str, *, cells: dict[str, Any] | None = None) -> Gate:
+# A gate's cells: filter as a gate file writes it: axis -> the value, or the values, a cell it
+# selects has (scalars, as a cell's AxisValues hold them; YAML's bare on/off arrive as booleans).
+CellFilter = dict[str, Union[Optional[AxisScalar], list[Optional[AxisScalar]]]]
+
+
+def parse_gate(expr: str, *, cells: CellFilter | None = None) -> Gate:
     """Parse one expression; GateError naming it and showing the grammar when it is malformed."""
     text = expand_short(str(expr).strip().replace(" ", ""))
     m = _EXPR.match(text)
@@ -161,7 +166,7 @@ def parse_gate(expr: str, *, cells: dict[str, Any] | None = None) -> Gate:
     return Gate(expr=canonical, metric=metric, index=index, value=value, unit=unit, cells=_selector(expr, cells))
 
 
-def _selector(expr: str, cells: dict[str, Any] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _selector(expr: str, cells: CellFilter | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not cells:
         return ()
     out = []
@@ -181,12 +186,14 @@ def load_gate_file(path: Path) -> list[Gate]:
     """Read a YAML gate file: a list of expressions, or ``{gates: [...]}`` whose items are
     expressions or ``{gate: EXPR, cells: {axis: value | [values]}}``. GateError names file and item."""
     import yaml
-    from pydantic import BaseModel, ConfigDict, ValidationError
+    from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+    FilterValue = Annotated[Union[Optional[AxisScalar], list[Optional[AxisScalar]]], BeforeValidator(_filter_value)]
 
     class _Item(BaseModel):
         model_config = ConfigDict(extra="forbid")
         gate: str
-        cells: dict[str, Any] | None = None
+        cells: Optional[dict[str, FilterValue]] = None
 
     class _File(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -221,6 +228,26 @@ def load_gate_file(path: Path) -> list[Gate]:
         except GateError as exc:
             raise GateError(f"{path}: gates[{i}]: {exc}") from None
     return gates
+
+
+def _filter_value(value: object) -> object:
+    """A gate file's ``cells:`` value as the selector takes it: an axis value or a list of them;
+    a mapping or a nested list is refused, naming the value (the gate file's error gives the field)."""
+    return [_filter_scalar(v) for v in value] if isinstance(value, list) else _filter_scalar(value)
+
+
+def _filter_scalar(value: object) -> object:
+    from pydantic_core import PydanticCustomError
+
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (dict, list)):
+        raise PydanticCustomError(
+            "axis_value",
+            "{value} is not an axis value: give a value (text, a number, on/off) or a list of values",
+            {"value": repr(value)},
+        )
+    return str(value)  # another YAML scalar (a date): matched as its text, as a cell's axes hold it
 
 
 # How to get units, per metric source, for an inconclusive "no CI" check.

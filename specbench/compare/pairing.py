@@ -21,8 +21,8 @@ default study's real requests, the paired interval's one-sided false-alarm rate 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from specbench.compare.verdicts import PairingSummary
 from specbench.records.counts import Counts
 
 # Share of a side's prompts that may lack a partner on the other side before no verdict is given.
@@ -78,16 +78,16 @@ class Pairing:
             )
         return text
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "shared": len(self.base) if self.kind == "paired" else 0,
-            "baseline_prompts": self.n_base,
-            "candidate_prompts": self.n_cand,
-            "only_in_baseline": list(self.only_base),
-            "only_in_candidate": list(self.only_cand),
-            "description": self.describe(),
-        }
+    def summary(self) -> PairingSummary:
+        return PairingSummary(
+            kind=self.kind,
+            shared=len(self.base) if self.kind == "paired" else 0,
+            baseline_prompts=self.n_base,
+            candidate_prompts=self.n_cand,
+            only_in_baseline=list(self.only_base),
+            only_in_candidate=list(self.only_cand),
+            description=self.describe(),
+        )
 
 
 def text_clash(base_texts: dict[str, str], cand_texts: dict[str, str]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from specbench.analysis.windows import units_k, window_k
-from specbench.axis import SPEC_AXES, axis_label
+from specbench.axis import SPEC_AXES, AxisValues, axis_label
 from specbench.compare.values import check_k, check_rows
 from specbench.errors import InputError
 from specbench.records.attestation import not_attested
@@ -46,7 +46,7 @@ _SUMMARY_METRICS = ("ttft_p50_ms", "itl_p50_ms", "e2e_p50_ms", "output_tok_per_s
 class SideCell:
     key: CellKey
     name: str
-    axes: dict[str, Any]
+    axes: AxisValues
     cell_ids: list[str] = field(default_factory=list)
     units: list[Counts] = field(default_factory=list)
     unit_kind: str | None = None  # "request" | "window" | "total" (one unit: no CI)
@@ -54,7 +54,7 @@ class SideCell:
     latency_repeat: dict[str, list[Any]] = field(default_factory=dict)  # metric -> each value's repeat
     summary: dict[str, list[float]] = field(default_factory=dict)  # metric -> one value per repeat
     repeats: list[Any] = field(default_factory=list)  # the repeat of each finished cell pooled here
-    k: int | None = None  # num_speculative_tokens
+    k: int | None = None  # num_speculative_tokens, set only by side_k (the one precedence)
     is_baseline: bool = False
     requests: list[RequestRecord] = field(default_factory=list)  # requests.jsonl rows, tagged with their repeat
     # load.interleave: its baseline's requests sent interleaved with each repeat's load (tagged with
@@ -137,10 +137,10 @@ class FailedCell:
 
     key: CellKey
     name: str
-    axes: dict[str, Any]
+    axes: AxisValues
     reason: str
     is_baseline: bool = False
-    k: int | None = None  # num_speculative_tokens
+    k: int | None = None  # num_speculative_tokens, set only by side_k
     spec_off: bool = False  # it failed because /metrics showed no drafts after a finished load
 
 
@@ -174,11 +174,11 @@ class Side:
 NO_SPEC_KEY = "(no speculation)"
 
 
-def cell_key(axes: dict[str, Any]) -> CellKey:
+def cell_key(axes: AxisValues) -> CellKey:
     return tuple(sorted((str(k), str(v)) for k, v in axes.items()))
 
 
-def cell_name(axes: dict[str, Any], fallback: str) -> str:
+def cell_name(axes: AxisValues, fallback: str) -> str:
     return ", ".join(f"{k}={v}" for k, v in axes.items()) if axes else fallback
 
 
@@ -256,7 +256,8 @@ def _load_acceptance(path: Path) -> Side:
     acc = load(Acceptance, path)
     if acc.baseline:
         raise InputError(f"{path}: a baseline cell (no speculation): nothing to compare; pass a speculative cell")
-    _add_acceptance(cell, acc, path, side.warnings)
+    measured = _add_acceptance(cell, acc, path, side.warnings)
+    cell.k = side_k(cell.k, KSources(measured, acc.num_spec_tokens, units_k(cell.units)), baseline=False)
     if not cell.units:
         raise InputError(f"{path}: no spec-decode counts in this acceptance.json; pass a cell that drafted")
     side.warnings.append(f"{name}: {UNCHECKED.format(what='a lone acceptance.json')}")
@@ -284,7 +285,7 @@ def _load_file(path: Path) -> Side:
         cell_ids=[path.name],
         units=read.units,
         unit_kind=read.unit,
-        k=units_k(windows),
+        k=side_k(None, KSources(measured=True, counted=units_k(windows)), baseline=False),
     )
     return Side(
         path=path,
@@ -327,7 +328,7 @@ def _load_run_dir(path: Path) -> Side:
     return side
 
 
-def _side_axes(rec: CellRecord) -> dict[str, Any]:
+def _side_axes(rec: CellRecord) -> AxisValues:
     axes = dict(rec.axes)
     # A study with no speculative axis gives its baseline cells the speculative cells' axes
     # (configs/workloads.yaml): the key says which is which, or the two would pool as repeats.
@@ -336,18 +337,17 @@ def _side_axes(rec: CellRecord) -> dict[str, Any]:
     return axes
 
 
-def _failed_cell(key: CellKey, axes: dict[str, Any], cell_id: str, data: CellData, manifest: Manifest) -> FailedCell:
+def _failed_cell(key: CellKey, axes: AxisValues, cell_id: str, data: CellData, manifest: Manifest) -> FailedCell:
     rec = data.record
     why = f"{cell_id}: status {data.status} ({rec.reason or 'no reason given'})"
     base = bool(rec.is_baseline)
-    planned = rec.k or _planned_k(axes, manifest)
     return FailedCell(
         key,
         cell_name(axes, cell_id),
         axes,
         why,
         base,
-        None if base else planned,
+        side_k(None, KSources(recorded=rec.k, planned=_planned_k(axes, manifest)), baseline=base),
         spec_off=not base and rec.reason == NO_SPEC_COUNTS,
     )
 
@@ -355,7 +355,7 @@ def _failed_cell(key: CellKey, axes: dict[str, Any], cell_id: str, data: CellDat
 def _pool_cell(
     side: Side,
     key: CellKey,
-    axes: dict[str, Any],
+    axes: AxisValues,
     cell_id: str,
     data: CellData,
     manifest: Manifest,
@@ -373,12 +373,13 @@ def _pool_cell(
     cell.repeats.append(rec.repeat)
     if not foreign:
         _add_attestation(cell, cell_id, rec)
-    _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
+    measured = _add_acceptance(cell, data.acc, data.dir / "acceptance.json", side.warnings)
     _add_latency(cell, *data.request_rows(), data.summary, rec.repeat)
     paired = data.paired_baseline_records() if not cell.is_baseline else None
     cell.paired = (cell.paired or []) + paired if paired and (cell.paired or len(cell.repeats) == 1) else None
-    if cell.k is None and not cell.is_baseline:
-        cell.k = rec.k or _planned_k(axes, manifest)
+    measured_at = data.acc.num_spec_tokens if data.acc is not None else None
+    sources = KSources(measured, measured_at, units_k(cell.units), rec.k, _planned_k(axes, manifest))
+    cell.k = side_k(cell.k, sources, baseline=cell.is_baseline)
 
 
 def _timing_warnings(run) -> list[str]:
@@ -435,16 +436,18 @@ def _add_attestation(cell: SideCell, cell_id: str, rec) -> None:
         cell.attested = attested
 
 
-def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warnings: list[str]) -> None:
+def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warnings: list[str]) -> bool:
+    """Pool one repeat's acceptance.json into the cell; whether it brought counts that drafted
+    (its k then comes from them: :func:`side_k`)."""
     if acc is None or acc.baseline:
-        return
+        return False
     clash = _disagreement(acc)
     if clash:
         cell.disagreements.append(f"{where.parent.name}: {clash}")
     units, kind = _units(acc, where, warnings)
     if not units:
         cell.zero_drafts = cell.zero_drafts or _measured_zero(acc)
-        return
+        return False
     prev = cell.unit_kind
     exact = _exact(acc)
     if exact is None or cell.exact_missing:
@@ -463,7 +466,7 @@ def _add_acceptance(cell: SideCell, acc: Acceptance | None, where: Path, warning
     if prev not in (None, "total", kind):
         warnings.append(f"{cell.name}: repeats have different units ({prev}, {kind}); pooled anyway")
     cell.unit_kind = kind
-    cell.k = acc.num_spec_tokens or units_k(cell.units)
+    return True
 
 
 def _check_own_totals(acc: Acceptance, where: Path) -> None:
@@ -516,7 +519,40 @@ def _exact(acc: Acceptance) -> Counts | None:
     return c
 
 
-def _planned_k(axes: dict[str, Any], manifest: Manifest) -> int | None:
+@dataclass(frozen=True)
+class KSources:
+    """What can tell a side cell's k (num_speculative_tokens) as one repeat, acceptance.json or
+    log is pooled into it, for :func:`side_k`."""
+
+    measured: bool = False  # it brought counts that drafted (a log's windows, acceptance.json's units)
+    measured_at: int | None = None  # acceptance.json's num_spec_tokens: the k the run wrote beside its counts
+    counted: int | None = None  # what vLLM counted: the one k all the units show (units_k)
+    recorded: int | None = None  # cell.json's spec.num_speculative_tokens (CellRecord.k): the k the cell asked for
+    planned: int | None = None  # a run from before cell.json had spec: the k axis, else the study's (_planned_k)
+
+
+def side_k(known: int | None, src: KSources, *, baseline: bool) -> int | None:
+    """A side cell's k once ``src`` is pooled into it (``known``: its k so far): the one place
+    compare works k out; :attr:`SideCell.k` and :attr:`FailedCell.k` hold only what it returns.
+
+    The counts come first. A repeat whose counts drafted sets k to acceptance.json's
+    ``num_spec_tokens`` (the cell's planned k, which the run wrote beside the counts it collected:
+    run/measure.py), else to the one k that every unit pooled so far shows (what vLLM counted: each
+    unit's ``num_spec_tokens`` as vLLM logged it, else its number of per-position counts); of
+    several such repeats the last one's stands (repeats of a cell share k: ``values.check_k``
+    refuses counts of two). A repeat that measured nothing keeps ``known``. A speculative cell
+    still without a k then takes what was planned: cell.json's ``spec.num_speculative_tokens`` (the
+    k its server was asked for), else, for a run from before ``spec`` was written, its
+    ``num_speculative_tokens`` axis or the study's static k. A baseline cell gets a k only from
+    counts (it has none). What vLLM attested is no source: a k it did not confirm is a warning
+    (:attr:`SideCell.unattested`), never another k."""
+    k = (src.measured_at or src.counted) if src.measured else known
+    if k is None and not baseline:
+        k = src.recorded or src.planned
+    return k
+
+
+def _planned_k(axes: AxisValues, manifest: Manifest) -> int | None:
     """k a cell was to run with, for a run from before cell.json had ``spec``: its
     num_speculative_tokens axis, else the study's setting."""
     k = axes.get("num_speculative_tokens")

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+from specbench.axis import AxisValues
 from specbench.compare.registry import Metric
 
 
@@ -107,10 +108,24 @@ class Block:
         return not self.sources or metric.source in self.sources
 
 
+@dataclass(frozen=True)
+class PairingSummary:
+    """Over which prompts a cell's acceptance was compared (:meth:`specbench.compare.pairing.Pairing.summary`),
+    as the JSON's ``cells[].pairing`` shows it."""
+
+    kind: str  # "paired" | "unpaired" (prompt ids, none in common) | "units" (no prompt ids)
+    shared: int  # prompts on both sides (paired; else 0)
+    baseline_prompts: int  # prompts (or units, kind "units") each side had
+    candidate_prompts: int
+    only_in_baseline: list[str]  # prompt ids with no finished request on the other side
+    only_in_candidate: list[str]
+    description: str  # the line the warnings and tables show (Pairing.describe)
+
+
 @dataclass
 class CellComparison:
     name: str
-    axes: dict[str, Any]
+    axes: AxisValues
     base_ids: list[str]
     cand_ids: list[str]
     base_units: int
@@ -122,7 +137,7 @@ class CellComparison:
     key: tuple = ()  # the cell key (axis, value) pairs, to find the sides' cells again
     is_baseline: bool = False  # a no-speculation cell (its speculative axes read "none")
     blocks: list[Block] = field(default_factory=list)  # why some checks cannot be decided
-    pairing: dict[str, Any] | None = None  # over which prompts acceptance was compared (pairing.Pairing.summary)
+    pairing: PairingSummary | None = None  # over which prompts acceptance was compared
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Union
 
 from specbench.analysis.schedule import Point, Schedule, StepK, derive, lookup, plain_steps, speculative_config, step_k
 from specbench.axis import UNSET, list_value_text
@@ -20,20 +20,42 @@ CONCURRENCY = "concurrency"  # axis_label("load:concurrency")
 K_AXIS = "num_speculative_tokens"
 
 
+# A vLLM SpeculativeConfig field's value as a study passes it through, unread by specbench: JSON
+# (config.Speculative refuses anything else), typed as the config wrote it.
+SpecValue = Union[str, int, float, bool, None, list["SpecValue"], dict[str, "SpecValue"]]
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """The ``--speculative-config`` that serves a study's schedule: the method, draft and schedule
+    (whose largest K is the static k: :func:`~specbench.analysis.schedule.speculative_config`), then
+    the vLLM fields the setting ran with, passed through (serve.speculative's and its
+    ``speculative:FIELD`` axes' values)."""
+
+    method: str
+    model: str | None  # the draft; None for an MTP method (left out of the JSON)
+    schedule: Schedule
+    passed: dict[str, SpecValue]  # a schedule axis's own value stands in place of the derived one
+
+    def json(self) -> dict[str, SpecValue]:
+        """The JSON vLLM takes, keys in the order it is written."""
+        return {**speculative_config(self.schedule, self.method, self.model), **self.passed}
+
+
 @dataclass
 class StudySchedule:
     axes: dict[str, str]  # the other axes' setting it is for ({} when there are none)
     schedule: Schedule
-    config: dict[str, Any]  # --speculative-config JSON that serves it
+    config: ServingConfig  # the --speculative-config that serves it
 
     def paste(self) -> str:
-        return "--speculative-config '" + json.dumps(self.config, separators=(",", ":")) + "'"
+        return "--speculative-config '" + json.dumps(self.config.json(), separators=(",", ":")) + "'"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "axes": self.axes,
             "num_speculative_tokens_per_batch_size": self.schedule.entries,
-            "speculative_config": self.config,
+            "speculative_config": self.config.json(),
             "paste": self.paste(),
             "choices": [asdict(c) for c in self.schedule.choices],
         }
@@ -62,10 +84,9 @@ def study_schedules(
         if len({p.concurrency for p in points}) < 2:
             continue
         schedule = derive(points)
-        cfg = speculative_config(schedule, spec.get("method", "eagle"), spec.get("draft"))
-        out.append(
-            StudySchedule(dict(rest), schedule, {**cfg, **_fields(spec, config.get("matrix") or {}, dict(rest))})
-        )
+        passed = _fields(spec, config.get("matrix") or {}, dict(rest))
+        cfg = ServingConfig(spec.get("method", "eagle"), spec.get("draft"), schedule, passed)
+        out.append(StudySchedule(dict(rest), schedule, cfg))
     return out
 
 
@@ -73,7 +94,7 @@ def study_schedules(
 _OWN = ("method", "draft", "drafts", "num_speculative_tokens")
 
 
-def _fields(spec: dict[str, Any], matrix: dict[str, list], axes: dict[str, str]) -> dict[str, Any]:
+def _fields(spec: dict[str, Any], matrix: dict[str, list], axes: dict[str, str]) -> dict[str, SpecValue]:
     """The vLLM speculative-config fields the setting ran with: serve.speculative's passed-through
     ones and its ``speculative:FIELD`` axes' values (typed as the matrix wrote them)."""
     out = {k: v for k, v in spec.items() if k not in _OWN}
@@ -125,7 +146,7 @@ def schedule_markdown(schedules: list[StudySchedule]) -> list[str]:
         if not s.schedule.max_k:
             out += ["", "Speculation is known to pay at no measured concurrency here: serve without it.", ""]
             continue
-        ref = str(s.config.get("model", ""))
+        ref = s.config.model or ""
         out += ["", f"```\n{s.paste()}\n```", ""]
         if ref.startswith("fixture:"):
             out += [f"(`{ref}` is specbench's; `specbench fixtures path` gives the directory vLLM takes.)", ""]

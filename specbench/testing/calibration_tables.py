@@ -32,7 +32,8 @@ def _frac(v: float, lo: float, hi: float) -> str:
 
 def vllm_seed(c: TruthCell) -> int:
     """The vLLM ``--seed`` the cell's server ran with (vLLM's default, 0, unless a flag axis set it)."""
-    return int(c.axes.get("flag:--seed", 0))
+    seed = c.axes.get("flag:--seed")
+    return 0 if seed is None else int(seed)
 
 
 def position0_table(cells: list[TruthCell]) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.analysis.intervals import cell_intervals, point_estimates
+from specbench.axis import AxisValues
 from specbench.records.counts import Counts
 
 RATES = "speculative:synthetic_acceptance_rates"
@@ -50,7 +51,7 @@ class TruthCell:
 
     run: str
     cell: str
-    axes: dict[str, Any]
+    axes: AxisValues  # cell.json's axes
     rates: list[float]  # the configured (or vLLM-resolved, for a length) unconditional rates
     length: float | None  # the configured AL target, when the cell set one
     attested_rates: list[float] | None  # what the workers' speculative config said they ran
@@ -67,7 +68,8 @@ class TruthCell:
 
     @property
     def concurrency(self) -> int | None:
-        return self.axes.get("load:concurrency")
+        value = self.axes.get("load:concurrency")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _float(v: Any) -> float:
@@ -81,14 +83,22 @@ def _estimates(derived: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _configured(axes: dict[str, Any], spec_fields: dict[str, Any], k: int) -> tuple[list[float], float | None]:
+def _configured(axes: AxisValues, spec_fields: dict[str, Any], k: int) -> tuple[list[float], float | None]:
     rates = axes.get(RATES, spec_fields.get("synthetic_acceptance_rates"))
     length = axes.get(LENGTH, spec_fields.get("synthetic_acceptance_length"))
     if rates is not None:
-        return [float(r) for r in (json.loads(rates) if isinstance(rates, str) else rates)], None
+        return _rate_list(rates), None
     if length is None:
         raise ValueError("not a synthetic cell: neither synthetic_acceptance_rates nor _length configured")
     return length_to_rates(float(length), k), float(length)
+
+
+def _rate_list(value: object) -> list[float]:
+    # an axis holds the rates as compact JSON text (axis.list_value_text), serve.speculative as a list
+    rates = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(rates, list):
+        raise ValueError(f"synthetic_acceptance_rates {value!r}: not a list of rates")
+    return [float(r) for r in rates]
 
 
 def read_cells(run_dir: Path) -> list[TruthCell]:

@@ -138,4 +138,4 @@ def test_a_sized_candidate_that_lost_some_of_its_prompts_gets_a_verdict(pop):
                 and "because every request errored" in blocked[0]
             )
         else:
-            assert "did not send (left out by design)" in comp.cells[0].pairing["description"]
+            assert "did not send (left out by design)" in comp.cells[0].pairing.description

@@ -43,7 +43,7 @@ def test_the_confirmation_serves_the_schedule_the_report_derives():
     if utils is None:
         pytest.skip("no vLLM installed")
     assert utils.validate_and_normalize_dynamic_sd_schedule(served[0]) == [tuple(e) for e in served[0]]
-    assert config["serve"]["speculative"]["num_speculative_tokens"] == derived.config["num_speculative_tokens"]
+    assert config["serve"]["speculative"]["num_speculative_tokens"] == derived.config.json()["num_speculative_tokens"]
 
 
 def test_every_schedule_cell_ran_the_k_its_schedule_gives():
