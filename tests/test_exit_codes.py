@@ -13,11 +13,7 @@ PACKAGE = ROOT / "specbench"
 # What ends a process: only the CLI chooses the exit code and exits.
 ENDS_PROCESS = re.compile(r"\bsys\.exit\s*\(|\btyper\.Exit\b|\braise\s+SystemExit\b|\bos\._exit\s*\(")
 # Left where it is, and why (each must still be there: a fixed one leaves this list).
-KNOWN = {
-    # A `python -m` plotting script of one study (docs/studies/seed-questions.md runs it); render/
-    # and that doc are another change's, so moving its entry point into cli/ waits for it.
-    "specbench/render/plots/facets.py": "raise SystemExit(main())",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _modules_outside_cli() -> list[Path]:

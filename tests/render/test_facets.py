@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.cli import plot_facets
 from specbench.render.plots import facets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ def test_one_panel_per_value_one_line_per_cell_with_its_ci(tmp_path):
 
 def test_cli_names_a_missing_column(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        facets.main(
+        plot_facets.main(
             [
                 str(RUN),
                 str(tmp_path / "x.png"),

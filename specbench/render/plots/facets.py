@@ -7,12 +7,11 @@ pos0_mask), where one line per cell in one panel is unreadable. Reads the run's 
 its ``ci_method`` column: the score interval with a jackknife design effect, or in older runs the
 jackknife-t or the percentile bootstrap).
 
-    python -m specbench.render.plots.facets RUN_DIR OUT.png --panel method --color output_norm --style pos0_mask
+    python -m specbench.cli.plot_facets RUN_DIR OUT.png --panel method --color output_norm --style pos0_mask
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 from pathlib import Path
@@ -96,25 +95,3 @@ def save(fig: Figure, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=110)
     atomic_write_bytes(Path(path), buf.getvalue())
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m specbench.render.plots.facets", description=__doc__.split("\n\n")[0])
-    ap.add_argument("run_dir", type=Path)
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--panel", required=True)
-    ap.add_argument("--color", required=True)
-    ap.add_argument("--style", required=True)
-    ap.add_argument("--title", default="")
-    args = ap.parse_args(argv)
-    rows = read_cells(args.run_dir)
-    missing = [a for a in (args.panel, args.color, args.style) if rows and a not in rows[0]]
-    if not rows or missing:
-        ap.error(f"{args.run_dir / 'cells.csv'}: " + (f"no column {missing[0]!r}" if missing else "no finished cell"))
-    save(facet_figure(rows, args.panel, args.color, args.style, args.title), args.out)
-    print(args.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
