@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypedDict
+from typing import Any
 
 from specbench.config import Study
 from specbench.errors import ServerError
@@ -34,32 +34,11 @@ from specbench.load.precision import merge_batches
 from specbench.records.baseline import pick_baseline
 from specbench.results.store import PAIRED_BASELINE
 from specbench.run.cells import Cell
-from specbench.run.lifecycle import RunContext, ServerSession, loopback, reset_prefix_cache
+from specbench.run.lifecycle import Companion, PairedInfo, RunContext, ServerSession, loopback, reset_prefix_cache
 from specbench.serve.plugin.switch import DEV_MODE_ENV
-from specbench.serve.server import VLLMServer
 
 PAIRED_DIR = PAIRED_BASELINE  # in a cell's directory: the companion's requests for that cell
 COMPANIONS_DIR = "companions"  # in the run directory: one folder per companion server (its log)
-
-
-class PairedInfo(TypedDict, total=False):
-    """What cell.json's ``paired_baseline`` (records.cell.PairedBaseline) gets from the companion
-    before the load; the load adds the blocks and the companion's request counts."""
-
-    cell: str
-    server_log: str
-    startup_s: float | None
-    prefix_cache_reset: str
-    error: str
-
-
-class Companion(NamedTuple):
-    """A speculative cell's companion (:meth:`Companions.get`): its baseline's running server (None
-    where it could not start, the reason in ``paired``), that baseline cell, and ``paired``."""
-
-    server: VLLMServer | None
-    base: Cell
-    paired: PairedInfo
 
 
 def pairs(study: Study, cells: list[Cell]) -> dict[str, Cell]:

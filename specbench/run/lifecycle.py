@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol, TypedDict
 
 import httpx
 
@@ -43,11 +43,29 @@ from specbench.run.cells import Cell
 from specbench.serve.attest import attest
 from specbench.serve.server import VLLMServer
 
-if TYPE_CHECKING:
-    from specbench.run.interleave import Companion
-
 WAIT_EXTRA_S = 15.0  # beyond three stats intervals, for a slow machine
 INTERRUPTED = "interrupted (Ctrl-C)"
+
+
+class PairedInfo(TypedDict, total=False):
+    """What cell.json's ``paired_baseline`` (records.cell.PairedBaseline) gets from the companion
+    before the load; the load adds the blocks and the companion's request counts."""
+
+    cell: str
+    server_log: str
+    startup_s: float | None
+    prefix_cache_reset: str
+    error: str
+
+
+class Companion(NamedTuple):
+    """A speculative cell's companion (run/interleave.py's ``Companions.get``): its baseline's
+    running server (None where it could not start, the reason in ``paired``), that baseline cell,
+    and ``paired``."""
+
+    server: VLLMServer | None
+    base: Cell
+    paired: PairedInfo
 
 
 def utc_now() -> str:
