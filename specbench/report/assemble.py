@@ -165,7 +165,7 @@ def build_report(
         titles=names,
         provenance=[run_provenance(run) for run in runs],
         reference=view,
-        source=", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []]),
+        source=fmt.shown_text(", ".join([str(p) for p in inputs] + [f"{n}={p}" for n, p in labels or []])),
     )
 
 

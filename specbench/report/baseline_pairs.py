@@ -35,6 +35,7 @@ from specbench.analysis.speedup import (
 from specbench.axis import axis_label, parse_axis
 from specbench.records.baseline import draft_axes_of, pick_baseline, target_mismatch
 from specbench.records.requests import RequestRecord
+from specbench.render.format import shown_text
 from specbench.report.categories import (
     CategoryContrast,
     CategoryRow,
@@ -67,7 +68,7 @@ class CellRequests:
 
 @dataclass
 class StudyAnalysis:
-    source: str
+    source: str  # the run's path as every output shows it (render.format.shown_text: no credential)
     pairs: list[tuple[PairDivergence, list[str]]] = field(default_factory=list)  # (pair, axes that differ)
     speedups: list[Speedup] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -157,7 +158,7 @@ def analyse_run(
     """Divergence between every two cells of a repeat, and each spec cell's speed-up over the baseline."""
     run = as_run(path)
     cells, draft_axes = _read_run(run, prefix)
-    study = StudyAnalysis(source=str(run.path), cell_axes={c.label: c.axes for c in cells})
+    study = StudyAnalysis(source=shown_text(run.path), cell_axes={c.label: c.axes for c in cells})
     for a, b in combinations(cells, 2):
         if a.repeat != b.repeat:
             continue
@@ -205,7 +206,7 @@ def run_speedups(path: Path | Run, *, confidence: float = 0.95, interleaved: boo
     if not interleaved:
         cells = [replace(c, paired_rows=None) for c in cells]
     study = StudyAnalysis(
-        source=str(path.path if isinstance(path, Run) else path), cell_axes={c.label: c.axes for c in cells}
+        source=shown_text(path.path if isinstance(path, Run) else path), cell_axes={c.label: c.axes for c in cells}
     )
     _add_speedups(study, cells, draft_axes, confidence=confidence)
     return study

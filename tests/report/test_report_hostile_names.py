@@ -70,3 +70,25 @@ def test_the_report_table_writer_escapes_what_it_is_given():
 
     md = _md_table(["cell|x", "AL"], [["a\nFAKE | b", "2.0\x1b[31m"]])
     assert md.splitlines() == ["| cell\\|x | AL |", "|---|---|", "| a FAKE \\| b | 2.0\\x1b[31m |"]
+
+
+@pytest.mark.heavy
+def test_a_credential_in_the_run_path_reaches_no_file_report_writes(tmp_path):
+    """The run's path as given holds a URL password (as pathlib folds https://u:pw@h/...) and a
+    token as a folder name: summary.md, the CSVs, index.html and the screen name the run with both
+    hidden (before: summary.md's "Inputs:" and each "Run ...:" heading wrote them as given)."""
+    password, token = "PWSECRET99", "hf_" + "Zq7" * 8
+    given = Path("https:", f"u:{password}@h", token, "run")
+    shutil.copytree(RUN, tmp_path / given, ignore=shutil.ignore_patterns("server.log", "*.prom"))
+    r = subprocess.run(
+        [sys.executable, "-m", "specbench", "report", str(given), "--out", "rep", "--no-plots"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    written = {p: p.read_text(errors="replace") for p in (tmp_path / "rep").rglob("*") if p.is_file()}
+    assert written and "Inputs: https:/u:***@h/***/run" in written[tmp_path / "rep" / "summary.md"]
+    for text in [*written.values(), r.stdout, r.stderr]:
+        assert password not in text and token not in text
