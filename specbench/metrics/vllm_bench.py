@@ -145,7 +145,8 @@ def _int(data: dict[str, Any], key: str, where: str, warnings: list[str]) -> int
 def _finite(v: Any, key: str, where: str) -> None:
     """A spec-decode number no vLLM writes (NaN, an infinity, 1e400 read as one, past 10^15) is a
     damaged file, refused naming it, never read as absent."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and not (in_range(v) and abs(v) <= 1e15):
+    # not <= rather than >: NaN, infinities and 10**400 fail the comparison too
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) <= 1e15:
         raise InputError(
             f"{where}: {key} = {v!r} is not a finite count or rate; fix the file or re-run vllm bench serve"
         )

@@ -45,8 +45,11 @@ class ServingConfig:
 @dataclass
 class StudySchedule:
     axes: dict[str, str]  # the other axes' setting it is for ({} when there are none)
-    schedule: Schedule
     config: ServingConfig  # the --speculative-config that serves it
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.config.schedule
 
     def paste(self) -> str:
         return "--speculative-config '" + json.dumps(self.config.json(), separators=(",", ":")) + "'"
@@ -86,7 +89,7 @@ def study_schedules(
         schedule = derive(points)
         passed = _fields(spec, config.get("matrix") or {}, dict(rest))
         cfg = ServingConfig(spec.get("method", "eagle"), spec.get("draft"), schedule, passed)
-        out.append(StudySchedule(dict(rest), schedule, cfg))
+        out.append(StudySchedule(dict(rest), cfg))
     return out
 
 
