@@ -134,7 +134,6 @@ def _missing_result(cell, g: Gate, off: str) -> GateResult:
         status=Status.FAIL if failed else Status.INCONCLUSIVE,
         message=f"{g.row}: {off}" if failed else f"{g.row}: no data: the cell {cell.missing}",
         p_value=0.0 if failed else None,
-        control="per check",
     )
 
 
@@ -169,7 +168,6 @@ def _unmatched(comp: Comparison, gates: list[Gate]) -> list[GateResult]:
             status=Status.INCONCLUSIVE,
             message=f"{g.describe()} applies to no cell of either run (its selector, or a "
             "no-speculation cell only): nothing was checked",
-            control="per check",
         )
         for g in gates
         if g.describe() not in hit
@@ -304,7 +302,6 @@ def _decisions(cell: str, gate: Gate, rows: dict[str, MetricRow], bc: SideCell, 
             metric=name,
             status=Status.INCONCLUSIVE,
             message=f"{name}: {why}",
-            control="per check",
         )
 
     for i in one_side:

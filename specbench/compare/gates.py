@@ -323,9 +323,7 @@ def decide(
     name = name or row_name(gate.metric, gate.index)
 
     def check(status: Status, message: str, **decided: Any) -> GateResult:
-        return GateResult(
-            cell=cell, gate=gate.describe(), metric=name, status=status, message=message, control="per check", **decided
-        )
+        return GateResult(cell=cell, gate=gate.describe(), metric=name, status=status, message=message, **decided)
 
     if base is None or cand is None or _nan(base) or _nan(cand):
         return check(Status.INCONCLUSIVE, f"{name}: not measured on both sides")

@@ -74,7 +74,7 @@ class GateResult:
     p_value: float | None = None
     mdc: float | None = None  # the harm detected with 80% probability under the compare's correction
     tolerance: float | None = None
-    control: str = ""  # which error rate the check controls
+    control: str = "per check"  # which error rate the check controls; Holm's step sets its family
     se: float | None = None  # standard error of the harm (for the minimum detectable change)
     df: float | None = None
     scope: str = ""  # latency / throughput: "between repeats" | "within-run only" (noise.py)
