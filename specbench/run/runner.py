@@ -22,6 +22,7 @@ from specbench.config import Study
 from specbench.errors import DependencyError, InputError
 from specbench.load.prompt_sets import Prompt
 from specbench.load.workloads import load_workload
+from specbench.records.cell import WorkloadProvenance
 from specbench.records.files import Acceptance, CellRecord, Manifest, as_record, load
 from specbench.results import store
 from specbench.run import timings
@@ -186,7 +187,7 @@ def _execute(plan: RunPlan, display: Display, executor: Executor) -> RunEnd:
     return end
 
 
-def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[str, dict[str, Any]]]:
+def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[str, WorkloadProvenance]]:
     """Every workload's prompts the study sends (its load.workload, or each load:workload value),
     and each workload's provenance for the manifest. A sampled workload (sharegpt) draws as many
     distinct prompts as a cell sends at most, and reads the target's tokenizer for its filters."""
@@ -194,7 +195,7 @@ def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[s
     names = study.workload_names()
     n = ld.max_requests or ld.num_requests  # num_requests is no load axis: one count for every cell
     prompts: list[Prompt] = []
-    provenance: dict[str, dict[str, Any]] = {}
+    provenance: dict[str, WorkloadProvenance] = {}
     for name in names:
         wl = load_workload(
             name,
@@ -204,7 +205,7 @@ def study_prompts(study: Study, cells: list[Cell]) -> tuple[list[Prompt], dict[s
             tokenizer=lambda: _target_tokenizer(study, cells),
         )
         prompts.extend(wl.prompts)
-        provenance[name] = {**wl.provenance.dump(), **_chat_template(study, cells)}
+        provenance[name] = wl.provenance.with_(**_chat_template(study, cells))
     return prompts, provenance
 
 
