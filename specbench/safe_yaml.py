@@ -176,16 +176,9 @@ def loads_json(text: str, source: Path | str | None = None, *, line: int = 1, fi
     """``json.loads`` that raises ValueError (not RecursionError) for runaway nesting, and refuses
     every number that is not finite or out of range (:func:`in_range`): a :class:`NumberError` naming ``source`` (the file; ``line`` is the line ``text`` starts on) and
     the field, then ``fix`` (what to do; by default fix the field or re-run what wrote the file)."""
+    marks: list[_Refused] = []
     try:
-        if not _SUSPECT.search(text):  # the common case: no number to refuse, json's own fast path
-            return json.loads(text)
-        marks: list[_Refused] = []
-        data = json.loads(
-            text,
-            parse_constant=lambda t: _mark(marks, t),
-            parse_float=lambda t: _float(marks, t),
-            parse_int=lambda t: _int(marks, t),
-        )
+        data = _hooked(marks).decode(text)  # json.loads with this file's number hooks
     except RecursionError:
         raise ValueError("nested deeper than Python can read") from None
     found = _first_refused(data) if marks else None
@@ -201,9 +194,6 @@ def loads_json(text: str, source: Path | str | None = None, *, line: int = 1, fi
 MAX_MAGNITUDE = 1e100
 _FIX = "fix that field (or re-run the command that wrote the file)"
 _PAST = "past any count, time or rate (1e100 or more)"
-# Text that may hold such a number; only then are json's number hooks used (they cost a Python call
-# per number): a constant, 100 digits in a row, or an exponent of three digits.
-_SUSPECT = re.compile(r"NaN|Infinity|\d{100}|[eE]\+?\d{3}")
 _NUMBER_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?(?:NaN|Infinity)|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 
 
@@ -242,10 +232,11 @@ def _whole(token: str) -> bool:
 
 
 def _refused(token: str) -> bool:
-    """The hooks' rule on a number's text: NaN, an infinity, a float that overflows, or a number
-    out of range (a whole one by its digits: int() refuses more than 4300 of them)."""
+    """The hooks' rule (:func:`_hooked`) on a number's text: NaN, an infinity, a float that overflows
+    or is out of range, or a whole number of more than :data:`MAX_INT_DIGITS` digits (10**100 has
+    101; int() refuses more than 4300). Only to find a refused number's line again (_line_offset)."""
     if _whole(token):
-        return len(token.lstrip("-")) > 100  # 10**100 has 101 digits
+        return len(token.lstrip("-")) > MAX_INT_DIGITS
     return not in_range(float(token))
 
 
@@ -254,12 +245,24 @@ def _mark(marks: list[_Refused], token: str) -> _Refused:
     return marks[-1]
 
 
-def _float(marks: list[_Refused], token: str) -> Any:
-    return _mark(marks, token) if _refused(token) else float(token)
+def _hooked(marks: list[_Refused]) -> json.JSONDecoder:
+    """A decoder whose number hooks keep what :func:`_refused` keeps and put a :class:`_Refused` in
+    ``marks`` (and in the data, at its place) for the rest. Every number goes through one: they are
+    a Python call each, kept lean (a conversion and a comparison; no scan of the text)."""
 
+    def parse_float(t: str) -> Any:
+        v = float(t)  # "1e400" is inf, out of range as NaN is
+        return v if -MAX_MAGNITUDE < v < MAX_MAGNITUDE else _mark(marks, t)
 
-def _int(marks: list[_Refused], token: str) -> Any:
-    return _mark(marks, token) if _refused(token) else int(token)
+    def parse_int(t: str) -> Any:
+        if len(t) <= MAX_INT_DIGITS or (len(t) == MAX_INT_DIGITS + 1 and t[0] == "-"):
+            return int(t)
+        return _mark(marks, t)
+
+    def parse_constant(t: str) -> Any:  # NaN, Infinity, -Infinity
+        return _mark(marks, t)
+
+    return json.JSONDecoder(parse_float=parse_float, parse_int=parse_int, parse_constant=parse_constant)
 
 
 def _first_refused(data: Any) -> tuple[str, _Refused] | None:
