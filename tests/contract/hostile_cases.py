@@ -630,16 +630,29 @@ def place(kind: str, inp: Inputs, path: Path) -> None:
         shutil.copyfile(getattr(inp, kind), path)
 
 
+def shown_name(arg: str) -> str:
+    """``arg`` as an error line shows it: the path pathlib makes of it ("//" folded), on one line,
+    through render.format.shown_text (credentials hidden, control characters visible). Rich expands
+    a tab to the next tab stop, which depends on the column the name starts at, so a name with a tab
+    is expected by its longest tab-free piece."""
+    from specbench.render.format import one_line, shown_text
+
+    shown = shown_text(one_line(str(Path(arg))))
+    return max(shown.split("\t"), key=len)
+
+
 def path_case(family: str, slot: tuple, name: str, present: bool, secrets: list[str], inp: Inputs, cwd: Path) -> Case:
-    """One hostile name at one slot, run in ``cwd``: a missing input is exit 2 with one error line;
-    a present one (or an output) is read or written as any other name is (0, or compare's 3)."""
+    """One hostile name at one slot, run in ``cwd``: a missing input is exit 2 with one error line
+    naming it as given (:func:`shown_name`); a present one (or an output) is read or written as any
+    other name is (0, or compare's 3)."""
     label, kind, suffix, argv = slot
     arg = name + suffix
     made = present and kind not in ("out", "missing")
     allowed = {0, 3} if made or kind == "out" else {2}
     state = "output" if kind == "out" else "present" if made else "missing"
     setup = (lambda: place(kind, inp, cwd / arg)) if made else None
-    return Case(family, f"{label}: {state} {arg!r}", argv(arg), allowed, secrets=secrets, cwd=cwd, setup=setup)
+    names = [shown_name(arg)] if allowed == {2} else []
+    return Case(family, f"{label}: {state} {arg!r}", argv(arg), allowed, names, secrets=secrets, cwd=cwd, setup=setup)
 
 
 # Numbers no file may hold: non-finite, past any float, or past any count, time or rate.
@@ -696,6 +709,13 @@ RUN_FILES = ["manifest.json", "C/cell.json", "C/acceptance.json", "C/summary.jso
 YAML_NUMBERS = [".inf", "-.inf", ".nan", "1e400", "1" + "0" * 400, "1e300"]
 
 
+# Every file a command reads numbers from, by the slot that reads it (number_cases' i-th case is at
+# slot i mod their number).
+NUMBER_SLOTS = ["report RUN_DIR", "compare BASELINE", "compare CANDIDATE", "report JSONL"]
+NUMBER_SLOTS += ["parse /metrics", "parse vllm bench", "validate CONFIG", "run CONFIG", "run prompts"]
+NUMBER_SLOTS += ["compare --gate-file", "compare --noise-floor"]
+
+
 def number_cases(rng: random.Random, inp: Inputs, cwd: Path, n: int) -> list[Case]:
     """A number no file may hold in each file a command reads numbers from, the ``i``-th case at
     slot ``i`` mod their number (so ``n`` >= that covers every one): JSON and JSON Lines are exit 2
@@ -703,9 +723,7 @@ def number_cases(rng: random.Random, inp: Inputs, cwd: Path, n: int) -> list[Cas
     format's policy, metrics/prometheus.py, or vllm bench's own NaN for an empty statistic) or
     refuse it; YAML configs, gate and noise-floor files refuse it or take it as text."""
     cells = json.loads((inp.run / "manifest.json").read_text())["cells"]
-    slots = ["report RUN_DIR", "compare BASELINE", "compare CANDIDATE", "report JSONL"]
-    slots += ["parse /metrics", "parse vllm bench", "validate CONFIG", "run CONFIG", "run prompts"]
-    slots += ["compare --gate-file", "compare --noise-floor"]
+    slots = NUMBER_SLOTS
     out = []
     for i in range(n):
         slot, c = slots[i % len(slots)], cwd / f"n{i}"  # the case's own directory (removed after it)
@@ -796,11 +814,9 @@ def _numbers(c: Path, what: str, argv: list[Any], allowed: set[int], setup: Any,
 STREAM_FAILURES = ["ENOSPC", "EIO", "EPIPE", "ENOSPC on flush"]
 
 
-def stream_cases(inp: Inputs, out: Path, n: int) -> list[Case]:
-    """Every command (and --help, --version) with standard output, or standard error, failing so:
-    a full disk or EIO on stdout is exit 2 with one line naming standard output; a reader gone is
-    no error (exit 0, or compare's verdict); stderr that cannot be written changes no exit code."""
-    commands = [
+def stream_commands(inp: Inputs, out: Path) -> list[tuple[list[Any], set[int]]]:
+    """Every command (and --help, --version) stream_cases runs, with the codes it may end in."""
+    return [
         (["--help"], {0}),
         (["--version"], {0}),
         (["report", "--help"], {0}),
@@ -816,6 +832,19 @@ def stream_cases(inp: Inputs, out: Path, n: int) -> list[Case]:
         (["envs", "list"], {0}),
         (["report", out / "missing.log", "--out", out / "rep"], {2}),
     ]
+
+
+def n_stream_cases(inp: Inputs, out: Path) -> int:
+    """How many cases stream_cases needs to meet every command with every failure, on each stream."""
+    return len(stream_commands(inp, out)) * len(STREAM_FAILURES) * 2
+
+
+def stream_cases(inp: Inputs, out: Path, n: int) -> list[Case]:
+    """Every command of :func:`stream_commands` with standard output, or standard error, failing so:
+    a full disk or EIO on stdout is exit 2 with one line naming standard output; a reader gone is
+    no error (exit 0, or compare's verdict); stderr that cannot be written changes no exit code.
+    No randomness: the ``i``-th case is the same in every run (``n_stream_cases`` covers each)."""
+    commands = stream_commands(inp, out)
     cases = []
     for i in range(n):
         argv, ok = commands[i % len(commands)]

@@ -22,7 +22,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile_cases import MARKUP_NAMES, credential_names, number_cases, path_case, path_slots, stream_cases
+from hostile_cases import (
+    MARKUP_NAMES,
+    NUMBER_SLOTS,
+    credential_names,
+    n_stream_cases,
+    number_cases,
+    path_case,
+    path_slots,
+    stream_cases,
+)
 from test_contract import ROOT, _clean_env  # noqa: F401
 from test_hostile_generated import _run_case, make_inputs
 
@@ -102,7 +111,7 @@ def test_a_run_directory_with_markup_is_announced_as_written(capsys):
 
 
 # -- 2. numbers in files ---------------------------------------------------------------------------
-N_NUMBER_SLOTS = 11
+N_NUMBER_SLOTS = len(NUMBER_SLOTS)
 
 
 @pytest.mark.parametrize("k", range(N_NUMBER_SLOTS))
@@ -136,7 +145,8 @@ def test_every_command_with_failing_standard_streams_keeps_the_contract(inp, tmp
     """Before: `--help` or `--version` into a pipe whose reader left ended in exit 1 (typer's own
     sys.exit(1), read by CI as a regression); a stderr that could not be written ended an error, and
     a report that succeeded, in 1 too; EIO on stdout said "check the path and its permissions"."""
-    _run_all(stream_cases(inp, tmp_path / "o", 14 * 4 * 2), monkeypatch, [inp.run])
+    out = tmp_path / "o"
+    _run_all(stream_cases(inp, out, n_stream_cases(inp, out)), monkeypatch, [inp.run])
 
 
 def test_a_write_that_failed_leaves_nothing_for_the_next_invocation(inp, tmp_path):
