@@ -3,6 +3,7 @@ parts name every key the committed runs hold, and a wrong-typed value in one is 
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import json
 import typing
@@ -43,11 +44,29 @@ def _hint(owner: type, name: str) -> Any:
     return get_type_hints(owner, include_extras=False)[name]
 
 
+_BARE = (list, dict, tuple, set, frozenset)
+
+
+def _bare(tp: Any) -> bool:
+    """A container that says nothing of what it holds: ``list``, ``dict``, ``tuple``, ``set``,
+    ``frozenset``, a ``collections.abc`` one, or their typing aliases, without type arguments."""
+    if get_origin(tp) is not None:  # typing.List, typing.Dict ... (subscripted or not)
+        return not get_args(tp) and _bare(get_origin(tp))
+    if not isinstance(tp, type):
+        return False
+    return tp in _BARE or (tp.__module__ == "collections.abc" and issubclass(tp, collections.abc.Iterable))
+
+
 def _holds_any(tp: Any, seen: set[Any]) -> str | None:
     """Where ``Any`` sits in ``tp``, looking through containers, unions, records, dataclasses and
-    TypedDicts (their own fields too), or None."""
+    TypedDicts (their own fields too), or None. ``object`` and a container without type arguments
+    (``list``, ``dict``, ``typing.List`` ...) hold anything: they count as ``Any``."""
     if tp is Any:
         return "Any"
+    if tp is object:
+        return "object"
+    if _bare(tp):
+        return f"{getattr(tp, '__name__', tp)!s} without type arguments"
     if get_origin(tp) is typing.Annotated:
         return _holds_any(get_args(tp)[0], seen)
     if get_origin(tp) is not None or isinstance(tp, type(Union[int, str])):
@@ -67,6 +86,38 @@ def _holds_any(tp: Any, seen: set[Any]) -> str | None:
 @pytest.mark.parametrize(("owner", "name"), FIELDS, ids=[f"{o.__name__}.{n}" for o, n in FIELDS])
 def test_the_field_holds_no_any(owner, name):
     assert _holds_any(_hint(owner, name), set()) is None
+
+
+@pytest.mark.parametrize(
+    "tp",
+    [
+        Any,
+        object,
+        list,
+        dict,
+        tuple,
+        set,
+        frozenset,
+        typing.List,
+        typing.Dict,
+        collections.abc.Mapping,
+        collections.abc.Sequence,
+        list[object],
+        dict[str, list],
+        typing.Optional[dict],
+        tuple[int, typing.Annotated[set, "x"]],
+    ],
+    ids=repr,
+)
+def test_a_bare_container_or_object_counts_as_any(tp):
+    assert _holds_any(tp, set()) is not None
+
+
+@pytest.mark.parametrize(
+    "tp", [int, str, bytes, Path, list[int], dict[str, tuple[int, ...]], typing.Optional[set[str]]]
+)
+def test_a_typed_container_holds_no_any(tp):
+    assert _holds_any(tp, set()) is None
 
 
 def test_a_load_result_names_no_spec():
