@@ -12,8 +12,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "specbench"
 # What ends a process: only the CLI chooses the exit code and exits.
 ENDS_PROCESS = re.compile(r"\bsys\.exit\s*\(|\btyper\.Exit\b|\braise\s+SystemExit\b|\bos\._exit\s*\(")
-# Left where it is, and why (each must still be there: a fixed one leaves this list).
-KNOWN: dict[str, str] = {}
 
 
 def _modules_outside_cli() -> list[Path]:
@@ -31,11 +29,7 @@ def _lines_outside_cli(pattern: re.Pattern) -> list[tuple[str, int, str]]:
 
 
 def test_only_cli_ends_the_process():
-    found = {
-        f"{rel}:{n}": line
-        for rel, n, line in _lines_outside_cli(ENDS_PROCESS)
-        if rel not in KNOWN or KNOWN[rel] not in line
-    }
+    found = {f"{rel}:{n}": line for rel, n, line in _lines_outside_cli(ENDS_PROCESS)}
     assert not found, f"outside specbench/cli/, return or raise and let the CLI exit: {found}"
 
 
@@ -45,11 +39,6 @@ def test_only_cli_names_an_exit_code():
     names_a_code = re.compile(r"\bEXIT_(?!CODES\b)[A-Z_]+\b")
     found = [f"{rel}:{n}: {line}" for rel, n, line in _lines_outside_cli(names_a_code) if rel != "specbench/errors.py"]
     assert not found, f"return an outcome; specbench/cli/exits.py maps it to its code: {found}"
-
-
-def test_the_known_exceptions_are_still_there():
-    for rel, text in KNOWN.items():
-        assert text in (ROOT / rel).read_text(encoding="utf-8"), f"{rel} no longer has {text!r}: drop it from KNOWN"
 
 
 def test_exit_codes_are_named_only_in_errors():
