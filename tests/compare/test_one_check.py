@@ -111,24 +111,28 @@ def test_contracts_md_gives_the_steps_in_their_order():
 
 
 def test_the_steps_are_applied_in_their_order(make_run, monkeypatch):
-    """Every check of a cell goes through IN_CELL in order, then the compare through OVER_COMPARE."""
-    seen: list[str] = []
+    """Every check of a cell goes through IN_CELL in order, one check after another (not each step
+    over every check), then the compare through OVER_COMPARE."""
+    seen: list[tuple[str, str | None]] = []  # (step, the check's gate: None for a step over the compare)
+    in_cell = [s.__name__ for s in gate_checks.IN_CELL]
+    over_compare = [s.__name__ for s in gate_checks.OVER_COMPARE]
 
-    def recorded(step):
+    def recorded(step, of_check: bool):
         def wrapper(*args):
-            seen.append(step.__name__)
+            seen.append((step.__name__, args[0].gate if of_check else None))
             return step(*args)
 
         return wrapper
 
-    monkeypatch.setattr(gate_checks, "IN_CELL", tuple(recorded(s) for s in gate_checks.IN_CELL))
-    monkeypatch.setattr(gate_checks, "OVER_COMPARE", tuple(recorded(s) for s in gate_checks.OVER_COMPARE))
+    monkeypatch.setattr(gate_checks, "IN_CELL", tuple(recorded(s, True) for s in gate_checks.IN_CELL))
+    monkeypatch.setattr(gate_checks, "OVER_COMPARE", tuple(recorded(s, False) for s in gate_checks.OVER_COMPARE))
     cells = [{"axes": {"mla": "on", "output_norm": "off"}, "p": P, "units": 40, "drafts": 25}]
     base, cand = make_run("base", cells, seed=1), make_run("cand", cells, seed=2)
-    comp = compare_sides(load_side(base), load_side(cand), [parse_gate("acceptance_length:-3%")])
-    in_cell = ["scoped", "blocked", "failed_repeats"]
-    checks = len([g for c in comp.cells for g in c.gates])
-    assert checks and seen == in_cell * checks + ["holm", "detectable", "judge"]
+    gates = [parse_gate("acceptance_length:-3%"), parse_gate("draft_acceptance_rate:-2pp")]
+    comp = compare_sides(load_side(base), load_side(cand), gates)
+    checks = [g.gate for c in comp.cells for g in c.gates]
+    assert len(in_cell) > 1 and len(checks) == 2 and len(set(checks)) == 2  # two checks tell the two orders apart
+    assert seen == [(step, g) for g in checks for step in in_cell] + [(step, None) for step in over_compare]
 
 
 @pytest.mark.parametrize("field", ["status", "message"])
