@@ -100,3 +100,33 @@ def test_dev_stdout_redirected_to_a_file_keeps_later_output(tmp_path):
     assert r.returncode == 0, r.stderr
     assert out.read_text() == "before\nreport\nafter\n"
     assert os.path.islink("/dev/stdout")
+
+
+CI_GATE = Path(__file__).resolve().parents[1] / "results" / "reruns"
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("target", ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_a_reader_gone_from_a_stream_output_is_exit_0_and_silent(target):
+    """Review: ``compare A B --json /dev/fd/1 | head -c10`` ended in exit 2, "error: /dev/fd/1:
+    Broken pipe" (the write error named the path, so it was no longer the process's own stream),
+    and with ``-`` the buffered write took what the pipe held (65,536 of ~107,000 bytes), raised
+    nothing, and the rest was dropped without a word. A real pipe whose reader takes 10 bytes and
+    leaves: every spelling of standard output ends as ``| head`` on standard output does, exit 0."""
+    argv = ["compare", CI_GATE / "ci-gate-6cells-a", CI_GATE / "ci-gate-6cells-b", "-q", "--json", target]
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("SPECBENCH_DEBUG", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specbench", *map(str, argv)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=CI_GATE.parents[1],
+        env=env,
+        bufsize=0,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    head = os.read(proc.stdout.fileno(), 10)  # the JSON is ~107 KB, more than a pipe holds (64 KiB)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert head.startswith(b"{") and err == ""
