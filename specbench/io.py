@@ -74,14 +74,38 @@ STREAM_OUTPUTS = (
 )
 
 
-def _own_stream(name: str) -> Any:
-    """``sys.stdout`` or ``sys.stderr`` when ``name`` is one of :data:`STREAM_OUTPUTS` naming the
-    process's own stream (every spelling of it: ``/dev/fd/1`` is standard output as ``-`` is, and
-    its failures are standard output's: a reader gone, ``| head``, is no error), else None."""
+class StandardStream(str):
+    """What an OSError names (its ``filename``) when the write that failed was to the process's own
+    standard output or error: set where that stream is written (here, and around sys.stdout in
+    specbench.cli.common), never inferred from a missing name (a direct ``write()`` to any other
+    file fails without one). A path a user gives is a plain str, never one of these."""
+
+
+STANDARD_OUTPUT = StandardStream("standard output")
+STANDARD_ERROR = StandardStream("standard error")
+
+
+def on_stream(exc: OSError, stream: StandardStream) -> OSError:
+    """``exc``, named as a failure of ``stream`` unless it already names a file."""
+    if exc.filename is None:
+        exc.filename = stream
+    return exc
+
+
+def failed_stream(exc: BaseException) -> StandardStream | None:
+    """The standard stream whose write ``exc`` is the failure of (:func:`on_stream`), if any."""
+    name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+    return name if isinstance(name, StandardStream) else None
+
+
+def _own_stream(name: str) -> tuple[Any, StandardStream] | None:
+    """``(sys.stdout or sys.stderr, which)`` when ``name`` is one of :data:`STREAM_OUTPUTS` naming
+    the process's own stream (every spelling of it: ``/dev/fd/1`` is standard output as ``-`` is,
+    and its failures are standard output's: a reader gone, ``| head``, is no error), else None."""
     if name in ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
-        return sys.stdout
+        return sys.stdout, STANDARD_OUTPUT
     if name in ("/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"):
-        return sys.stderr
+        return sys.stderr, STANDARD_ERROR
     return None
 
 
@@ -247,12 +271,17 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
         raise InputError(f"{path}: is an input of this command ({owner}); write the output elsewhere")
     chunks = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
     if _writes_through(path):
-        stream = _own_stream(str(path))
-        if stream is not None:  # the process's own stream: same offset, nothing truncated
-            stream.flush()
-            for chunk in chunks:
-                _write_all(stream.buffer, chunk)
-            stream.buffer.flush()
+        own = _own_stream(str(path))
+        if own is not None:  # the process's own stream: same offset, nothing truncated
+            stream, which = own
+            try:
+                stream.flush()
+                for chunk in chunks:
+                    _write_all(stream.buffer, chunk)
+                stream.buffer.flush()
+            except OSError as exc:
+                on_stream(exc, which)
+                raise
             return
         kind = special_kind(path)
         if kind is not None and str(path) not in STREAM_OUTPUTS:
@@ -261,7 +290,7 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes]) -> None:
             with open(path, "ab") as fh:  # /dev/null, or a /proc link to a file ("a": not truncated)
                 for chunk in chunks:
                     fh.write(chunk)
-        except OSError as exc:  # named: an error without a name is the process's own stream (cli.common)
+        except OSError as exc:  # named: the file it is (a stream's failure is named so above)
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         return
     if path.is_symlink():

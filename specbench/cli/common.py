@@ -15,7 +15,15 @@ import typer
 from rich.console import Console
 
 from specbench.errors import EXIT_FAILED_CELLS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, SpecbenchError
-from specbench.io import clear_stop, honour_stop, request_stop
+from specbench.io import (
+    STANDARD_ERROR,
+    STANDARD_OUTPUT,
+    clear_stop,
+    failed_stream,
+    honour_stop,
+    on_stream,
+    request_stop,
+)
 from specbench.redact import redact_message
 from specbench.render.format import one_line, shown_text, user_line
 
@@ -41,7 +49,7 @@ class _Console(Console):
     def on_broken_pipe(self) -> None:
         # rich's own exits 1, the regression code; the contract decides instead (describe_failure).
         self.quiet = True
-        raise BrokenPipeError
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE), STANDARD_ERROR if self.stderr else STANDARD_OUTPUT)
 
 
 class _ErrConsole(_Console):
@@ -94,23 +102,23 @@ def _describe(exc: BaseException) -> tuple[int, str]:
         hint = getattr(getattr(exc, "ctx", None), "command_path", None)
         more = f"; see '{hint} --help'" if hint else ""
         return EXIT_USAGE, f"{exc.format_message().rstrip('.')}{more}"
-    if isinstance(exc, BrokenPipeError) and exc.filename is None:
+    stream = failed_stream(exc)  # named so only where the stream is written (io, _OwnStdout, the consoles)
+    if isinstance(exc, BrokenPipeError) and stream is not None:
         # The reader of standard output went away (``| head``): it had what it wanted; the output
         # ends there and that is no input error (compare keeps its verdict: compare_cmd).
-        silence_stdout()
         return EXIT_OK, ""
-    if isinstance(exc, OSError) and exc.filename is None and exc.errno in _STDOUT_ERRNOS:
-        # Every file specbench writes is written through io.atomic_write_bytes, which names it: an
-        # error without a name is the process's own stream (``> /dev/full``, a terminal gone).
-        silence_stdout()  # what is left in its buffer would fail again at exit (status 120)
+    if isinstance(exc, OSError) and stream is not None:  # ``> /dev/full``, a terminal gone
         fix = "free space or redirect it elsewhere" if exc.errno in _FULL else "redirect it to a file"
-        return EXIT_USAGE, f"{exc.strerror or type(exc).__name__} writing the output to standard output; {fix}"
+        return EXIT_USAGE, f"{exc.strerror or type(exc).__name__} writing the output to {stream}; {fix}"
     if isinstance(exc, OSError):
+        # A name is no evidence either way: a direct write() to a file (a fixture, a server log)
+        # fails without one, and is still not standard output's.
         name = exc.filename if exc.filename is not None else ""
         what = exc.strerror or type(exc).__name__
         if isinstance(exc, IsADirectoryError):
             what += " (give a file name, not a directory)"
-        return EXIT_USAGE, (f"{name}: " if name else "") + f"{what}; check the path and its permissions"
+        fix = "free space and re-run" if exc.errno in _FULL else "check the path and its permissions"
+        return EXIT_USAGE, (f"{name}: " if name else "") + f"{what}; {fix}"
     if isinstance(exc, RecursionError):
         return EXIT_USAGE, "input nested too deeply (recursion limit); check the file for runaway nesting"
     if isinstance(exc, MemoryError):
@@ -123,7 +131,6 @@ def _describe(exc: BaseException) -> tuple[int, str]:
 
 
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-_STDOUT_ERRNOS = (*_FULL, errno.EIO)
 
 
 def silence_stdout() -> None:
@@ -170,6 +177,9 @@ def report_failure(exc: BaseException) -> int:
             sys.stderr.write(shown_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
             sys.stderr.flush()
     code, message = describe_failure(exc)
+    if failed_stream(exc) is STANDARD_OUTPUT:
+        # a reader gone, a full disk: what is left in its buffer would fail again at exit (status 120)
+        silence_stdout()
     if code == EXIT_INTERRUPTED:
         err_console.print("[yellow]interrupted[/]")
     elif message:
@@ -190,12 +200,53 @@ def speaking_consoles() -> None:
 def tolerant_streams() -> None:
     """Standard output and error write what their encoding cannot hold as backslash escapes: under
     ``PYTHONIOENCODING=ascii`` a "·" in a table ended compare with exit 2 after its files were
-    written, and the verdict was lost."""
+    written, and the verdict was lost. And standard output is :class:`_OwnStdout`: every write to it
+    (rich, click's echo, print, ``--json -``, the final flush) that fails says it was standard output's."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
+    if sys.stdout is not None and not isinstance(sys.stdout, _OwnStdout):
+        sys.stdout = _OwnStdout(sys.stdout)
+
+
+class _OwnStdout:
+    """Standard output (or its bytes, ``.buffer``) as the one place it is written: a write or flush
+    that fails here, and only here, names standard output (io.on_stream), so describe_failure tells
+    ``> /dev/full`` from a full disk met by a direct write() to some other file. Everything else is
+    the stream's own."""
+
+    def __init__(self, stream) -> None:
+        object.__setattr__(self, "_stream", stream)
+
+    def write(self, data):
+        try:
+            return self._stream.write(data)
+        except OSError as exc:
+            on_stream(exc, STANDARD_OUTPUT)
+            raise
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            on_stream(exc, STANDARD_OUTPUT)
+            raise
+
+    @property
+    def buffer(self):
+        return _OwnStdout(self._stream.buffer)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self._stream, name, value)
 
 
 def stdout_closed() -> bool:
